@@ -1,0 +1,60 @@
+/* The backend interface: what creates and deletes machines.
+ *
+ * A backend is a const provider_ops_t table plus a registry entry under the config's
+ * provider.kind. Concrete providers embed provider_t first. The cluster module calls
+ * every slot with its write lock held, on a private copy of the group: a slot that
+ * fails must leave the group as it found it, and no slot may block for long (CA's call
+ * timeout is 5 s): slow machine work happens later, reported through refresh. */
+#ifndef FRUGAL_PROVIDER_H
+#define FRUGAL_PROVIDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "errors.h"
+
+typedef struct provider provider_t;
+
+typedef struct provider_ops {
+    const char *kind;
+
+    /* Allocate a provider for cfg (which outlives it). */
+    int (*create)(const frugal_config_t *cfg, provider_t **out, frugal_err_t *err);
+    void (*destroy)(provider_t *p);
+
+    /* Request delta (> 0) new instances: append them to g->instances (state creating,
+     * ids unique for ever, from g->next_seq) and raise g->target_size by delta. */
+    int (*increase)(provider_t *p, group_t *g, int32_t delta, int64_t now_ms, frugal_err_t *err);
+
+    /* Delete the instances at the given indexes of g->instances: mark them deleting
+     * and lower g->target_size by n. */
+    int (*delete_instances)(provider_t *p, group_t *g, const size_t *indexes, size_t n,
+                            int64_t now_ms, frugal_err_t *err);
+
+    /* Drop -delta (delta < 0) not-yet-running requests, newest first, and lower
+     * g->target_size accordingly. The cluster has checked there are enough. */
+    int (*decrease_target)(provider_t *p, group_t *g, int32_t delta, frugal_err_t *err);
+
+    /* Advance g's instances to now (creating -> running, deleting -> removed); set
+     * *changed when anything changed that must be persisted. */
+    int (*refresh)(provider_t *p, group_t *g, int64_t now_ms, bool *changed, frugal_err_t *err);
+
+    /* Node auto-provisioning: make the theoretical group g real / remove the empty g. */
+    int (*create_group)(provider_t *p, group_t *g, frugal_err_t *err);
+    int (*delete_group)(provider_t *p, group_t *g, frugal_err_t *err);
+} provider_ops_t;
+
+struct provider {
+    const provider_ops_t *ops;
+};
+
+/* The backend registered under kind, NULL when none. */
+const provider_ops_t *provider_lookup(const char *kind);
+
+/* Convenience: look up cfg->provider_kind and create it; ENOTFOUND naming the kind. */
+int provider_create(const frugal_config_t *cfg, provider_t **out, frugal_err_t *err);
+void provider_destroy(provider_t *p);
+
+#endif

@@ -1,0 +1,29 @@
+/* A pod's effective request, as the Kubernetes scheduler computes it (CONTRACT.md):
+ * sum over containers plus sidecar init containers (restartPolicy "Always"); each
+ * ordinary init container runs alone, after the sidecars started before it, and the
+ * larger per resource wins; plus overhead. Pod-level resources take precedence when
+ * set. Requests only; a container with limits but no requests counts its limits as
+ * requests (as the API server defaults them). GPUs are nvidia.com/gpu + amd.com/gpu.
+ * Pure functions, thread-safe. */
+#ifndef FRUGAL_POD_H
+#define FRUGAL_POD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "k8s.h"
+#include "quantity.h"
+
+/* Effective request of a decoded pod. FRUGAL_EINVAL with err naming the pod, the
+ * container and the resource when a quantity is malformed. */
+int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err);
+
+/* Unpack serialized v1.Pod bytes and compute its effective request. FRUGAL_EINVAL
+ * when the bytes are not a valid v1.Pod. */
+int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err);
+
+/* "namespace/name" of a pod (generateName when the name is empty) into buf. */
+char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,23 @@
+/* Template nodes (PRODUCT.md "Node groups and instances"): the v1.Node CA simulates a
+ * group's new nodes from. Named template-<group id>; labels os, arch, hostname,
+ * instance-type, zone and region, plus the group's labels; the group's taints;
+ * capacity = allocatable = cpu, memory, pods (110), ephemeral-storage (100Gi),
+ * nvidia.com/gpu when present, plus extra resources; a Ready condition. No label
+ * unique to the group, so similar groups in different zones balance as one set. */
+#ifndef FRUGAL_TEMPLATE_H
+#define FRUGAL_TEMPLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* Serialized v1.Node of the group described by spec; *out is malloc'ed (caller frees).
+ * FRUGAL_ENOTFOUND when the spec's machine type is not in the effective catalog. */
+int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t **out, size_t *len,
+                   frugal_err_t *err);
+
+/* Region of a zone: the zone without its last "-x" part ("us-central1-a" -> "us-central1"). */
+char *template_region_of_zone(const char *zone, char *buf, size_t size);
+
+#endif
