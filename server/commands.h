@@ -1,0 +1,10 @@
+/* The subcommands of the frugal binary (PRODUCT.md "Commands"). Each takes the
+ * arguments after its own name (argv[0] is the subcommand) and returns the exit status. */
+#ifndef FRUGAL_COMMANDS_H
+#define FRUGAL_COMMANDS_H
+
+int cmd_serve(int argc, char **argv);   /* server/serve.c */
+int cmd_check(int argc, char **argv);   /* server/cmd_check.c */
+int cmd_ctl(int argc, char **argv);     /* server/ctl.c */
+
+#endif
