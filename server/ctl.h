@@ -1,0 +1,38 @@
+/* `frugal ctl`: the operator's client of the server's own API (PRODUCT.md "Commands").
+ * server/ctl.c parses the global options, opens the client and dispatches to a verb;
+ * verbs live in small files by service (ctl.c for CloudProvider and health,
+ * ctl_best_options.c for the expander, ctl_autoprov.c for frugal.v1.Autoprovisioning). */
+#ifndef FRUGAL_CTL_H
+#define FRUGAL_CTL_H
+
+#include <stdbool.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "rpc_client.h"
+
+typedef enum ctl_format { CTL_FORMAT_TABLE, CTL_FORMAT_YAML } ctl_format_t;
+
+/* A verb gets its own arguments (argv[0] is the verb) and returns the exit status:
+ * 0 on gRPC OK, 1 otherwise (ctl_call has printed "STATUS_NAME: message" to stderr),
+ * 2 for usage errors. */
+typedef int (*ctl_verb_fn)(rpc_client_t *client, ctl_format_t format, int argc, char **argv);
+
+typedef struct ctl_verb {
+    const char *name;
+    const char *usage;          /* arguments, e.g. "ID DELTA" */
+    ctl_verb_fn run;
+} ctl_verb_t;
+
+/* Verb tables of the other files, concatenated by ctl.c. */
+extern const ctl_verb_t ctl_verbs_best_options[];
+extern const size_t ctl_verbs_best_options_count;
+extern const ctl_verb_t ctl_verbs_autoprov[];
+extern const size_t ctl_verbs_autoprov_count;
+
+/* Pack req, call method, and unpack the reply as resp_desc into *resp (free with
+ * protobuf_c_message_free_unpacked). On a non-OK status prints "NAME: message" to
+ * stderr and returns 1; on success 0. */
+int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *req,
+             const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp);
+
+#endif
