@@ -1,1 +1,45 @@
-int main(void){return 0;}
+/* The frugal binary: dispatches to its subcommands (PRODUCT.md "Commands"). */
+#include <stdio.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+
+#include "commands.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: frugal COMMAND [ARGS]\n"
+               "\n"
+               "  serve -c FILE          run the server until SIGTERM/SIGINT\n"
+               "  check -c FILE          validate a config and print a summary\n"
+               "  ctl --addr HOST:PORT VERB ...   call the server (frugal ctl --help)\n"
+               "  version                version and build info\n");
+}
+
+static int cmd_version(void) {
+    printf("frugal %s\ngrpc core %s\nbuilt %s %s\n", FRUGAL_VERSION, grpc_version_string(),
+           __DATE__, __TIME__);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "ctl") == 0)
+        return cmd_ctl(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+        return cmd_version();
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "frugal: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -28,7 +28,7 @@ void rpc_client_close(rpc_client_t *client);
 
 /* One unary call of method ("/pkg.Service/Method") with a raw request body. Returns 0
  * when the call completed with any status: *status and *details (malloc'ed, may be "")
- * describe it and, on GRPC_STATUS_OK, *response/*response_len hold the reply
+ * describe it and, on GRPC_STATUS_OK, *response and *response_len hold the reply
  * (malloc'ed; NULL/0 when empty). Negative only for local failures. Thread-safe:
  * several threads may call concurrently on one client. */
 int rpc_client_call(rpc_client_t *client, const char *method, const uint8_t *request,

@@ -1,0 +1,417 @@
+#include "grpc_server.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include "log.h"
+
+/* A registered method: the service's entry plus grpc's handle for it. */
+typedef struct method_entry {
+    const service_method_t *method;
+    void *handle;
+} method_entry_t;
+
+typedef struct worker worker_t;
+
+typedef enum call_phase { CALL_REQUESTED, CALL_REPLYING } call_phase_t;
+
+/* One call's state; the completion-queue tag points at it. A call is freed when its
+ * last outstanding operation (the request, then the reply batch) completes. */
+typedef struct call_state {
+    call_phase_t phase;
+    worker_t *worker;
+    const method_entry_t *entry;   /* NULL: the generic request for unknown methods */
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array request_metadata;
+    grpc_byte_buffer *payload;
+    grpc_call_details details;     /* generic requests only */
+    grpc_byte_buffer *response;
+    grpc_slice status_details;
+    int cancelled;
+    gpr_timespec started;
+} call_state_t;
+
+struct worker {
+    struct frugal_server *server;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    bool thread_started;
+};
+
+struct frugal_server {
+    grpc_server *server;
+    service_ctx_t *ctx;
+    method_entry_t *methods;
+    size_t methods_count;
+    worker_t *workers;
+    size_t workers_count;
+    grpc_completion_queue *shutdown_cq;
+};
+
+static atomic_bool server_stopping;
+
+bool frugal_server_is_stopping(void) { return atomic_load(&server_stopping); }
+
+static void server__request(worker_t *w, const method_entry_t *entry);
+
+static void call_state_free(call_state_t *cs) {
+    if (cs->call != NULL)
+        grpc_call_unref(cs->call);
+    grpc_metadata_array_destroy(&cs->request_metadata);
+    if (cs->entry == NULL)
+        grpc_call_details_destroy(&cs->details);
+    if (cs->payload != NULL)
+        grpc_byte_buffer_destroy(cs->payload);
+    if (cs->response != NULL)
+        grpc_byte_buffer_destroy(cs->response);
+    grpc_slice_unref(cs->status_details);
+    free(cs);
+}
+
+static const char *call_method_name(const call_state_t *cs, char *buf, size_t size) {
+    if (cs->entry != NULL)
+        return cs->entry->method->path;
+    size_t n = GRPC_SLICE_LENGTH(cs->details.method);
+    if (n >= size)
+        n = size - 1;
+    memcpy(buf, GRPC_SLICE_START_PTR(cs->details.method), n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Start the single reply batch of a unary call. */
+static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = 0;
+    n++;
+    if (status == GRPC_STATUS_OK && cs->response != NULL) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = cs->response;
+        n++;
+    }
+    cs->status_details = grpc_slice_from_copied_string(message != NULL ? message : "");
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = status;
+    ops[n].data.send_status_from_server.status_details =
+        status == GRPC_STATUS_OK ? NULL : &cs->status_details;
+    ops[n].data.send_status_from_server.trailing_metadata_count = 0;
+    n++;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n].data.recv_close_on_server.cancelled = &cs->cancelled;
+    n++;
+
+    cs->phase = CALL_REPLYING;
+    grpc_call_error rc = grpc_call_start_batch(cs->call, ops, n, cs, NULL);
+    if (rc != GRPC_CALL_OK) {
+        log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
+        call_state_free(cs);
+    }
+}
+
+static void call_log(const call_state_t *cs, grpc_status_code status, const char *message) {
+    char name[256];
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    double ms = gpr_timespec_to_micros(gpr_time_sub(now, cs->started)) / 1000.0;
+    bool mutates = cs->entry != NULL && cs->entry->method->mutates;
+    log_level_t level = mutates ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
+    if (level < log_get_level())
+        return;
+    log_write(level, "rpc %s status=%d %s%s%.3fms", call_method_name(cs, name, sizeof(name)),
+              (int)status, message != NULL && message[0] ? message : "",
+              message != NULL && message[0] ? " " : "", ms);
+}
+
+/* A request completed: re-arm the same method first, then run the handler. */
+static void call_handle_request(call_state_t *cs) {
+    worker_t *w = cs->worker;
+    server__request(w, cs->entry);
+    cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
+
+    if (cs->entry == NULL) {
+        char name[256];
+        char msg[400];
+        snprintf(msg, sizeof(msg), "method %s is not implemented",
+                 call_method_name(cs, name, sizeof(name)));
+        call_log(cs, GRPC_STATUS_UNIMPLEMENTED, msg);
+        call_reply(cs, GRPC_STATUS_UNIMPLEMENTED, msg);
+        return;
+    }
+
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    int rc;
+    if (cs->payload == NULL) {
+        rc = frugal_err_set(&err, FRUGAL_EINVAL, "request message missing");
+    } else if (gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC),
+                            gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC)) > 0) {
+        call_log(cs, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before handling");
+        call_reply(cs, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
+        return;
+    } else {
+        rc = cs->entry->method->handler(w->server->ctx, cs->payload,
+                                        gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC),
+                                        &cs->response, &err);
+    }
+    if (rc == 0 && cs->response == NULL)
+        rc = frugal_err_set(&err, FRUGAL_EINTERNAL, "handler produced no response");
+    grpc_status_code status = rc == 0 ? GRPC_STATUS_OK : frugal_err_status(rc);
+    const char *message = rc == 0 ? "" : (err.msg[0] ? err.msg : frugal_err_describe(rc));
+    call_log(cs, status, message);
+    call_reply(cs, status, message);
+}
+
+static void server__request(worker_t *w, const method_entry_t *entry) {
+    if (atomic_load(&server_stopping))
+        return;
+    call_state_t *cs = calloc(1, sizeof(*cs));
+    if (cs == NULL) {
+        log_error("out of memory arming a request");
+        return;
+    }
+    cs->phase = CALL_REQUESTED;
+    cs->worker = w;
+    cs->entry = entry;
+    cs->status_details = grpc_empty_slice();
+    grpc_metadata_array_init(&cs->request_metadata);
+    grpc_call_error rc;
+    if (entry != NULL) {
+        rc = grpc_server_request_registered_call(w->server->server, entry->handle, &cs->call,
+                                                 &cs->deadline, &cs->request_metadata,
+                                                 &cs->payload, w->cq, w->cq, cs);
+    } else {
+        grpc_call_details_init(&cs->details);
+        rc = grpc_server_request_call(w->server->server, &cs->call, &cs->details,
+                                      &cs->request_metadata, w->cq, w->cq, cs);
+    }
+    if (rc != GRPC_CALL_OK) {
+        log_error("requesting a call failed (%d)", (int)rc);
+        call_state_free(cs);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker_t *w = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        call_state_t *cs = ev.tag;
+        if (cs->phase == CALL_REQUESTED && ev.success)
+            call_handle_request(cs);
+        else
+            call_state_free(cs); /* reply done, or a request cancelled by shutdown */
+    }
+    return NULL;
+}
+
+static char *read_file(const char *path, frugal_err_t *err) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        frugal_err_set(err, FRUGAL_EIO, "cannot open %s: %m", path);
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (cap - len - 1 == 0) {
+            char *grown = realloc(buf, cap * 2);
+            if (grown == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (buf == NULL || failed) {
+        free(buf);
+        frugal_err_set(err, FRUGAL_EIO, "cannot read %s", path);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+static grpc_server_credentials *listener_credentials(const listener_config_t *l, frugal_err_t *err) {
+    if (l->tls_cert == NULL)
+        return grpc_insecure_server_credentials_create();
+    char *cert = read_file(l->tls_cert, err);
+    char *key = cert != NULL ? read_file(l->tls_key, err) : NULL;
+    char *ca = NULL;
+    if (key != NULL && l->tls_client_ca != NULL)
+        ca = read_file(l->tls_client_ca, err);
+    grpc_server_credentials *creds = NULL;
+    if (key != NULL && (l->tls_client_ca == NULL || ca != NULL)) {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+        creds = grpc_ssl_server_credentials_create_ex(
+            ca, &pair, 1,
+            ca != NULL ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                       : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            NULL);
+        if (creds == NULL)
+            frugal_err_set(err, FRUGAL_EINVAL, "invalid TLS material for listener %s", l->address);
+    }
+    free(cert);
+    free(key);
+    free(ca);
+    return creds;
+}
+
+static size_t worker_count(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* At least two, so one slow call never holds up every other. */
+    return n < 2 ? 2 : (size_t)n;
+}
+
+int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
+                        size_t services_count, frugal_server_t **out, frugal_err_t *err) {
+    const frugal_config_t *cfg = ctx->cfg;
+    atomic_store(&server_stopping, false);
+    frugal_server_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    s->ctx = ctx;
+
+    int64_t max_recv = cfg->max_message_bytes > INT_MAX ? INT_MAX : cfg->max_message_bytes;
+    grpc_arg args[2];
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = (int)max_recv;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = -1;
+    grpc_channel_args channel_args = {.num_args = 2, .args = args};
+    s->server = grpc_server_create(&channel_args, NULL);
+    if (s->server == NULL) {
+        free(s);
+        return frugal_err_set(err, FRUGAL_EINTERNAL, "grpc_server_create failed");
+    }
+
+    size_t total = 0;
+    for (size_t i = 0; i < services_count; i++)
+        total += services[i]->methods_count;
+    s->methods = calloc(total ? total : 1, sizeof(*s->methods));
+    s->workers_count = worker_count();
+    s->workers = calloc(s->workers_count, sizeof(*s->workers));
+    if (s->methods == NULL || s->workers == NULL) {
+        frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto fail_server;
+    }
+    for (size_t i = 0; i < services_count; i++) {
+        for (size_t j = 0; j < services[i]->methods_count; j++) {
+            method_entry_t *e = &s->methods[s->methods_count++];
+            e->method = &services[i]->methods[j];
+            e->handle = grpc_server_register_method(s->server, e->method->path, NULL,
+                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+            if (e->handle == NULL) {
+                frugal_err_set(err, FRUGAL_EINTERNAL, "cannot register %s", e->method->path);
+                goto fail_server;
+            }
+        }
+    }
+
+    for (size_t i = 0; i < cfg->listeners_count; i++) {
+        const listener_config_t *l = &cfg->listeners[i];
+        grpc_server_credentials *creds = listener_credentials(l, err);
+        if (creds == NULL)
+            goto fail_server;
+        int port = grpc_server_add_http2_port(s->server, l->address, creds);
+        grpc_server_credentials_release(creds);
+        if (port == 0) {
+            frugal_err_set(err, FRUGAL_EIO, "cannot listen on %s (address in use or invalid)",
+                           l->address);
+            goto fail_server;
+        }
+        log_info("listening on %s (%s)", l->address,
+                 l->tls_cert == NULL ? "plaintext"
+                                     : (l->tls_client_ca != NULL ? "mutual TLS" : "TLS"));
+    }
+
+    for (size_t i = 0; i < s->workers_count; i++) {
+        s->workers[i].server = s;
+        s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
+    }
+    s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
+    grpc_server_start(s->server);
+
+    for (size_t i = 0; i < s->workers_count; i++) {
+        worker_t *w = &s->workers[i];
+        for (size_t m = 0; m < s->methods_count; m++)
+            server__request(w, &s->methods[m]);
+        server__request(w, NULL);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            frugal_err_set(err, FRUGAL_EINTERNAL, "cannot start worker thread");
+            frugal_server_stop(s, 0);
+            return FRUGAL_EINTERNAL;
+        }
+        w->thread_started = true;
+    }
+    *out = s;
+    return 0;
+
+fail_server:
+    grpc_server_destroy(s->server);
+    free(s->methods);
+    free(s->workers);
+    free(s);
+    return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
+}
+
+void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
+    atomic_store(&server_stopping, true);
+    int shutdown_tag;
+    grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, &shutdown_tag);
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag, deadline, NULL);
+    if (ev.type == GRPC_QUEUE_TIMEOUT) {
+        log_warn("in-flight calls did not finish within %lld ms; cancelling them",
+                 (long long)grace_ms);
+        grpc_server_cancel_all_calls(s->server);
+        grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag,
+                                    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    }
+    for (size_t i = 0; i < s->workers_count; i++) {
+        grpc_completion_queue_shutdown(s->workers[i].cq);
+        if (s->workers[i].thread_started)
+            pthread_join(s->workers[i].thread, NULL);
+        else
+            worker_main(&s->workers[i]); /* drains and frees what was armed on it */
+    }
+    grpc_server_destroy(s->server);
+    for (size_t i = 0; i < s->workers_count; i++)
+        grpc_completion_queue_destroy(s->workers[i].cq);
+    grpc_completion_queue_shutdown(s->shutdown_cq);
+    while (grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
+                                       NULL)
+               .type != GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(s->shutdown_cq);
+    free(s->methods);
+    free(s->workers);
+    free(s);
+}

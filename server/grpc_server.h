@@ -1,0 +1,26 @@
+/* The gRPC plumbing: listeners, worker threads with one completion queue each, the
+ * per-call state machine, and graceful shutdown. Knows nothing about the services
+ * beyond service.h. */
+#ifndef FRUGAL_GRPC_SERVER_H
+#define FRUGAL_GRPC_SERVER_H
+
+#include "config.h"
+#include "errors.h"
+#include "service.h"
+
+typedef struct frugal_server frugal_server_t;
+
+/* Bind every listener of ctx->cfg, register every method of the given services and
+ * start workers threads. On failure nothing is left running. grpc_init must have been
+ * called. */
+int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
+                        size_t services_count, frugal_server_t **out, frugal_err_t *err);
+
+/* Stop accepting, let in-flight calls finish for up to grace_ms, cancel the rest,
+ * drain, join the workers and free everything. */
+void frugal_server_stop(frugal_server_t *server, int64_t grace_ms);
+
+/* True once frugal_server_stop has begun (the health service reports NOT_SERVING). */
+bool frugal_server_is_stopping(void);
+
+#endif

@@ -1,0 +1,48 @@
+/* grpc.health.v1.Health/Check: SERVING for the whole server ("") and for each service
+ * frugal serves, NOT_SERVING once shutdown has begun, NOT_FOUND for other names (the
+ * gRPC health-checking protocol's answer to an unknown service). */
+#include <string.h>
+
+#include "codec.h"
+#include "grpc_server.h"
+#include "health.pb-c.h"
+#include "service.h"
+
+static bool health_knows(const char *name) {
+    const service_def_t *known[] = {&service_cloudprovider, &service_expander,
+                                    &service_autoprovisioning, &service_health};
+    if (name[0] == '\0')
+        return true;
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(known[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+static int health_check(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
+                        grpc_byte_buffer **response, frugal_err_t *err) {
+    Grpc__Health__V1__HealthCheckRequest *req;
+    int rc = codec_unpack(&grpc__health__v1__health_check_request__descriptor, request,
+                          (ProtobufCMessage **)&req, err);
+    if (rc != 0)
+        return rc;
+    if (!health_knows(req->service)) {
+        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "unknown service \"%s\"", req->service);
+        protobuf_c_message_free_unpacked(&req->base, NULL);
+        return rc;
+    }
+    protobuf_c_message_free_unpacked(&req->base, NULL);
+    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    resp.status = frugal_server_is_stopping()
+                      ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+                      : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    *response = codec_pack(&resp.base);
+    return *response != NULL ? 0 : frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+}
+
+static const service_method_t health_methods[] = {
+    {"/grpc.health.v1.Health/Check", health_check, false},
+};
+
+const service_def_t service_health = {"grpc.health.v1.Health", health_methods,
+                                      sizeof(health_methods) / sizeof(health_methods[0])};
