@@ -57,4 +57,7 @@ const provider_ops_t *provider_lookup(const char *kind);
 int provider_create(const frugal_config_t *cfg, provider_t **out, frugal_err_t *err);
 void provider_destroy(provider_t *p);
 
+/* The backends compiled in, for the registry. */
+extern const provider_ops_t provider_simulated_ops;
+
 #endif

@@ -104,4 +104,22 @@ int cluster_refresh(cluster_t *c, frugal_err_t *err);
 /* Write the state file now (no-op without one). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);
 
+/* --- helpers shared with the state file, the providers and NAP --- */
+
+/* Deep copies and releases of the plain structs above. A copy that fails returns
+ * FRUGAL_ENOMEM and leaves dst zeroed; *_clear frees the members and zeroes the struct
+ * (clearing a zeroed struct is a no-op). */
+int cluster_spec_copy(group_spec_t *dst, const group_spec_t *src);
+void cluster_spec_clear(group_spec_t *spec);
+int cluster_instance_copy(instance_t *dst, const instance_t *src);
+void cluster_instance_clear(instance_t *inst);
+int cluster_group_copy(group_t *dst, const group_t *src);
+void cluster_group_clear(group_t *g);
+
+/* Wall clock in ms since the epoch, as every cluster and provider timestamp uses it.
+ * Tests replace it with cluster_set_clock_for_testing (NULL restores the wall clock);
+ * set it before any thread uses the cluster. */
+int64_t cluster_now_ms(void);
+void cluster_set_clock_for_testing(int64_t (*now_ms)(void));
+
 #endif

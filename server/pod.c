@@ -1,0 +1,241 @@
+/* A pod's effective request, following the Kubernetes scheduler's PodRequests. */
+#include "pod.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Where a quantity came from, for error messages. */
+typedef struct pod__ctx {
+    const k8s_pod_t *pod;
+    const char *what;       /* "container", "init container", "overhead", "pod resources" */
+    const char *name;       /* container name or NULL */
+} pod__ctx_t;
+
+/* The resources frugal reads from one map, found by scanning its entries. */
+enum { POD__CPU, POD__MEMORY, POD__NVIDIA, POD__AMD, POD__NRES };
+static const char *const pod__names[POD__NRES] = {K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY,
+                                                  K8S_RESOURCE_NVIDIA_GPU, K8S_RESOURCE_AMD_GPU};
+
+typedef struct pod__slots {
+    const k8s_quantity_t *q[POD__NRES];
+    bool found[POD__NRES];
+} pod__slots_t;
+
+static void pod__slot_set(pod__slots_t *s, const char *key, const k8s_quantity_t *q) {
+    if (key == NULL)
+        return;
+    for (int r = 0; r < POD__NRES; r++) {
+        if (strcmp(key, pod__names[r]) == 0) {
+            /* Go keeps the last of duplicate map keys. */
+            s->q[r] = q;
+            s->found[r] = true;
+        }
+    }
+}
+
+/* Fill slots from a generated map field (entries with key and Quantity value). */
+#define POD__SCAN(slots, entries, n)                                   \
+    do {                                                               \
+        memset(&(slots), 0, sizeof(slots));                            \
+        for (size_t i_ = 0; i_ < (n); i_++)                            \
+            pod__slot_set(&(slots), (entries)[i_]->key, (entries)[i_]->value); \
+    } while (0)
+
+static int pod__fail(const pod__ctx_t *c, const char *resource, const char *text, const char *why,
+                     frugal_err_t *err) {
+    char name[256];
+    pod_format_name(c->pod, name, sizeof(name));
+    if (c->name != NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s %s: resource %s: quantity \"%s\": %s", name,
+                              c->what, c->name, resource, text != NULL ? text : "", why);
+    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s: resource %s: quantity \"%s\": %s", name, c->what,
+                          resource, text != NULL ? text : "", why);
+}
+
+static int pod__add(int64_t *acc, int64_t v) {
+    return __builtin_add_overflow(*acc, v, acc) ? -1 : 0;
+}
+
+/* Read resource r from requests, falling back to limits (the API server defaults a
+ * missing request to its limit). *present says whether either had it. */
+static int pod__read_one(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim, int r,
+                         int scale, int64_t *out, bool *present, frugal_err_t *err) {
+    const char *resource = pod__names[r];
+    const k8s_quantity_t *q = req->q[r];
+    bool found = req->found[r];
+    if (!found && lim != NULL) {
+        q = lim->q[r];
+        found = lim->found[r];
+    }
+    *out = 0;
+    *present = found;
+    if (!found)
+        return 0;
+    if (q == NULL || q->string == NULL)
+        return pod__fail(c, resource, "", "empty quantity", err);
+    frugal_err_t qerr;
+    frugal_err_clear(&qerr);
+    if (quantity_parse_scaled(q->string, strlen(q->string), scale, out, &qerr) != 0)
+        return pod__fail(c, resource, q->string, qerr.msg, err);
+    if (*out < 0)
+        return pod__fail(c, resource, q->string, "must not be negative", err);
+    return 0;
+}
+
+typedef struct pod__has {
+    bool cpu, memory, gpu;
+} pod__has_t;
+
+/* Resources of a requests map with its limits map (lim may be NULL). */
+static int pod__read_slots(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim,
+                           resources_t *out, pod__has_t *has, frugal_err_t *err) {
+    int64_t nvidia, amd;
+    bool hn, ha;
+    int rc;
+    pod__has_t h;
+
+    rc = pod__read_one(c, req, lim, POD__CPU, 3, &out->cpu_milli, &h.cpu, err);
+    if (rc == 0)
+        rc = pod__read_one(c, req, lim, POD__MEMORY, 0, &out->memory_bytes, &h.memory, err);
+    if (rc == 0)
+        rc = pod__read_one(c, req, lim, POD__NVIDIA, 0, &nvidia, &hn, err);
+    if (rc == 0)
+        rc = pod__read_one(c, req, lim, POD__AMD, 0, &amd, &ha, err);
+    if (rc != 0)
+        return rc;
+    h.gpu = hn || ha;
+    out->gpu = nvidia;
+    if (pod__add(&out->gpu, amd) != 0)
+        return pod__fail(c, "gpu", "", "out of range", err);
+    if (has != NULL)
+        *has = h;
+    return 0;
+}
+
+static int pod__read_requirements(const pod__ctx_t *c, const k8s_resource_requirements_t *rr,
+                                  resources_t *out, pod__has_t *has, frugal_err_t *err) {
+    pod__slots_t req, lim;
+    if (rr == NULL) {
+        memset(out, 0, sizeof(*out));
+        if (has != NULL)
+            memset(has, 0, sizeof(*has));
+        return 0;
+    }
+    POD__SCAN(req, rr->requests, rr->n_requests);
+    POD__SCAN(lim, rr->limits, rr->n_limits);
+    return pod__read_slots(c, &req, &lim, out, has, err);
+}
+
+static int pod__read_container(const k8s_pod_t *pod, const char *what, const k8s_container_t *ct,
+                               resources_t *out, frugal_err_t *err) {
+    pod__ctx_t c = {pod, what, ct->name != NULL ? ct->name : ""};
+    return pod__read_requirements(&c, ct->resources, out, NULL, err);
+}
+
+static int pod__sum(resources_t *acc, const resources_t *r) {
+    if (pod__add(&acc->cpu_milli, r->cpu_milli) != 0 || pod__add(&acc->memory_bytes, r->memory_bytes) != 0 ||
+        pod__add(&acc->gpu, r->gpu) != 0)
+        return -1;
+    return 0;
+}
+
+static void pod__max(resources_t *acc, const resources_t *r) {
+    if (r->cpu_milli > acc->cpu_milli)
+        acc->cpu_milli = r->cpu_milli;
+    if (r->memory_bytes > acc->memory_bytes)
+        acc->memory_bytes = r->memory_bytes;
+    if (r->gpu > acc->gpu)
+        acc->gpu = r->gpu;
+}
+
+static int pod__overflow(const k8s_pod_t *pod, frugal_err_t *err) {
+    char name[256];
+    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: total request out of range",
+                          pod_format_name(pod, name, sizeof(name)));
+}
+
+int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err) {
+    resources_t total = {0, 0, 0}, sidecars = {0, 0, 0}, init_max = {0, 0, 0}, r;
+    const k8s_pod_spec_t *spec = pod->spec;
+    int rc;
+
+    if (spec == NULL) {
+        *out = total;
+        return 0;
+    }
+    for (size_t i = 0; i < spec->n_containers; i++) {
+        rc = pod__read_container(pod, "container", spec->containers[i], &r, err);
+        if (rc != 0)
+            return rc;
+        if (pod__sum(&total, &r) != 0)
+            return pod__overflow(pod, err);
+    }
+    /* Sidecars run alongside everything started after them; an ordinary init container
+     * runs alone with the sidecars declared before it. */
+    for (size_t i = 0; i < spec->n_initcontainers; i++) {
+        const k8s_container_t *ct = spec->initcontainers[i];
+        bool sidecar = ct->restartpolicy != NULL && strcmp(ct->restartpolicy, "Always") == 0;
+        rc = pod__read_container(pod, sidecar ? "sidecar container" : "init container", ct, &r, err);
+        if (rc != 0)
+            return rc;
+        if (sidecar) {
+            if (pod__sum(&total, &r) != 0 || pod__sum(&sidecars, &r) != 0)
+                return pod__overflow(pod, err);
+            pod__max(&init_max, &sidecars);
+        } else {
+            if (pod__sum(&r, &sidecars) != 0)
+                return pod__overflow(pod, err);
+            pod__max(&init_max, &r);
+        }
+    }
+    pod__max(&total, &init_max);
+
+    /* Pod-level requests (cpu and memory only) replace the containers' aggregate. */
+    const k8s_resource_requirements_t *pr = spec->resources;
+    if (pr != NULL) {
+        pod__ctx_t c = {pod, "pod resources", NULL};
+        pod__has_t has;
+        rc = pod__read_requirements(&c, pr, &r, &has, err);
+        if (rc != 0)
+            return rc;
+        if (has.cpu)
+            total.cpu_milli = r.cpu_milli;
+        if (has.memory)
+            total.memory_bytes = r.memory_bytes;
+    }
+
+    if (spec->n_overhead > 0) {
+        pod__ctx_t c = {pod, "overhead", NULL};
+        pod__slots_t over;
+        POD__SCAN(over, spec->overhead, spec->n_overhead);
+        rc = pod__read_slots(&c, &over, NULL, &r, NULL, err);
+        if (rc != 0)
+            return rc;
+        if (pod__sum(&total, &r) != 0)
+            return pod__overflow(pod, err);
+    }
+    *out = total;
+    return 0;
+}
+
+int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
+    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    if (pod == NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
+    int rc = pod_effective_request(pod, out, err);
+    k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
+    return rc;
+}
+
+char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size) {
+    const k8s_object_meta_t *m = pod != NULL ? pod->metadata : NULL;
+    const char *ns = m != NULL && m->namespace_ != NULL && m->namespace_[0] != '\0' ? m->namespace_ : "default";
+    const char *name = "";
+    if (m != NULL && m->name != NULL && m->name[0] != '\0')
+        name = m->name;
+    else if (m != NULL && m->generatename != NULL)
+        name = m->generatename;
+    snprintf(buf, size, "%s/%s", ns, name);
+    return buf;
+}

@@ -1,0 +1,135 @@
+/* Cost-based ranking: see ranking.h and PRODUCT.md "Cost-based ranking". */
+#include "ranking.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+double ranking_suppress(double unfitness, int32_t node_count, double scale)
+{
+    return (unfitness - 1.0) * (1.0 - tanh((double)(node_count - 1) / scale)) + 1.0;
+}
+
+int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster_size)
+{
+    if (cfg->preferred_nodes_count == 0)
+        return 0;
+    for (size_t i = 0; i < cfg->preferred_nodes_count; i++) {
+        const preferred_node_t *p = &cfg->preferred_nodes[i];
+        if (p->max_nodes < 0 || cluster_size <= p->max_nodes)
+            return p->cpu_milli;
+    }
+    return cfg->preferred_nodes[cfg->preferred_nodes_count - 1].cpu_milli;
+}
+
+void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
+                   const ranking_input_t *in, ranking_figures_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0 || pref_cpu_milli <= 0)
+        return;
+    double c = in->node_price * in->node_count;
+    double denom = in->pods_price + damper_price;
+    if (!(denom > 0.0))
+        return;
+    double ratio = (c + damper_price) / denom;
+    double pref = (double)pref_cpu_milli, node = (double)in->node_cpu_milli;
+    double unfitness = fmax(pref / node, node / pref);
+    double suppressed = in->has_gpu ? cfg->gpu_unfitness
+                                    : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
+    double score = suppressed * ratio;
+    if (!in->exists)
+        score *= cfg->not_exist_penalty;
+    if (!isfinite(score) || score < 0.0)
+        return;
+    out->scored = true;
+    out->node_price = in->node_price;
+    out->pods_price = in->pods_price;
+    out->ratio = ratio;
+    out->unfitness = unfitness;
+    out->suppressed = suppressed;
+    out->score = score;
+}
+
+bool ranking_scores_tie(double a, double b)
+{
+    double m = fmax(fabs(a), fabs(b));
+    return fabs(a - b) <= RANKING_TIE_RELATIVE * m;
+}
+
+/* Whether tied option i loses the zone balance to another tied, similar option. */
+static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, size_t n, size_t i)
+{
+    const char *key = in[i].similarity_key;
+    if (!key)
+        return false;
+    for (size_t j = 0; j < n; j++) {
+        if (j == i || !tied[j] || !in[j].similarity_key || strcmp(in[j].similarity_key, key) != 0)
+            continue;
+        if (in[j].node_count < in[i].node_count || (in[j].node_count == in[i].node_count && j < i))
+            return true;
+    }
+    return false;
+}
+
+size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
+                      const ranking_input_t *in, size_t n, ranking_figures_t *figures,
+                      size_t *selected)
+{
+    int64_t pref = ranking_preferred_cpu_milli(cfg, cluster_size);
+    size_t best = n;
+    for (size_t i = 0; i < n; i++) {
+        ranking_score(cfg, damper_price, pref, &in[i], &figures[i]);
+        if (figures[i].scored && (best == n || figures[i].score < figures[best].score))
+            best = i;
+    }
+    if (best == n) {
+        for (size_t i = 0; i < n; i++)
+            selected[i] = i;
+        return n;
+    }
+
+    bool small[64];
+    bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
+    size_t count = 0;
+    if (!tied) {
+        /* Without memory for the balance, answer the best alone: still a valid answer. */
+        selected[0] = best;
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        tied[i] = figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score);
+    for (size_t i = 0; i < n; i++)
+        if (tied[i] && !ranking__balanced_out(in, tied, n, i))
+            selected[count++] = i;
+    if (tied != small)
+        free(tied);
+    return count;
+}
+
+int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size)
+{
+    return snprintf(buf, size,
+                    "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
+                    f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
+}
+
+int ranking_parse_figures(const char *debug, ranking_figures_t *out)
+{
+    const char *p = NULL, *q = debug;
+    while ((q = strstr(q, RANKING_DEBUG_SEPARATOR)) != NULL) {
+        p = q + strlen(RANKING_DEBUG_SEPARATOR);
+        q = p;
+    }
+    if (!p)
+        return FRUGAL_EINVAL;
+    ranking_figures_t f = {.scored = true};
+    if (sscanf(p, "node_price=%lf pods_price=%lf ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
+               &f.node_price, &f.pods_price, &f.ratio, &f.unfitness, &f.suppressed, &f.score) != 6)
+        return FRUGAL_EINVAL;
+    *out = f;
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* The cost-based ranking of BestOptions (PRODUCT.md "Cost-based ranking").
+ *
+ * Pure: plain structs in, figures and the selected indexes out; no gRPC, no locks, no
+ * allocation. The expander service and `frugal plan` fill one ranking_input_t per
+ * option from whatever they decoded and call ranking_select. */
+#ifndef FRUGAL_RANKING_H
+#define FRUGAL_RANKING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* Two scores tie when they differ by at most this much, relative to the larger. */
+#define RANKING_TIE_RELATIVE 1e-9
+
+/* What the ranking needs to know about one option. */
+typedef struct ranking_input {
+    const char *group_id;       /* for log messages */
+    bool scorable;              /* false: no template, undecodable pod, bad node count... */
+    int32_t node_count;         /* > 0 when scorable */
+    double node_price;          /* P: price of one node per hour */
+    double pods_price;          /* T: price of the option's pods per hour */
+    int64_t node_cpu_milli;     /* template cpu capacity, > 0 when scorable */
+    bool has_gpu;               /* the template has GPU capacity or the GPU label */
+    bool exists;                /* false: the group does not exist yet (NAP) */
+    const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
+} ranking_input_t;
+
+/* Every figure of one option's score, as printed in its debug string. */
+typedef struct ranking_figures {
+    bool scored;                /* false when the input was not scorable */
+    double node_price;          /* P */
+    double pods_price;          /* T */
+    double ratio;               /* (C + X) / (T + X), C = P x nodeCount */
+    double unfitness;           /* max(pref/node, node/pref) in cpu */
+    double suppressed;          /* unfitness suppressed by node count, or gpu_unfitness */
+    double score;               /* suppressed x ratio (x not_exist_penalty) */
+} ranking_figures_t;
+
+/* (unfitness - 1) x (1 - tanh((node_count - 1) / scale)) + 1. */
+double ranking_suppress(double unfitness, int32_t node_count, double scale);
+
+/* Preferred node cpu (milli-cores) for a cluster of cluster_size nodes: the first
+ * preferred_nodes entry whose max_nodes bound (inclusive) holds it, else the unbounded
+ * last one. Returns 0 when the table is empty. */
+int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster_size);
+
+/* Score one option. damper_price is X, pref_cpu_milli from ranking_preferred_cpu_milli.
+ * Sets out->scored to false (and leaves the figures 0) when in is not scorable or the
+ * score is not a finite positive number. */
+void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
+                   const ranking_input_t *in, ranking_figures_t *out);
+
+/* Score every option into figures[0..n) and write the indexes of the answer, in
+ * request order, to selected[0..n); returns how many. The answer is the options with
+ * the lowest score (ties within RANKING_TIE_RELATIVE); among tied options with equal
+ * similarity keys only the one with the fewest nodes stays (the first on equal counts).
+ * When no option can be scored every index is selected: never empty for n > 0. */
+size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
+                      const ranking_input_t *in, size_t n, ranking_figures_t *figures,
+                      size_t *selected);
+
+/* True when a and b tie within RANKING_TIE_RELATIVE. */
+bool ranking_scores_tie(double a, double b);
+
+/* The figures as appended to an option's debug string:
+ * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f".
+ * Returns what snprintf returns. */
+int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
+
+/* The separator put between the incoming debug string and the figures. */
+#define RANKING_DEBUG_SEPARATOR " | frugal: "
+
+/* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part).
+ * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
+int ranking_parse_figures(const char *debug, ranking_figures_t *out);
+
+#endif

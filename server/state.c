@@ -1,0 +1,785 @@
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "strmap.h"
+
+/* ------------------------------------------------------------------------------------
+ * Writing
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len;
+    size_t cap;
+    bool failed;        /* an allocation failed: everything after is dropped */
+} sbuf_t;
+
+static void sbuf_append(sbuf_t *b, const char *s, size_t n) {
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap != 0 ? b->cap : 4096;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sbuf_puts(sbuf_t *b, const char *s) { sbuf_append(b, s, strlen(s)); }
+
+static void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sbuf_printf(sbuf_t *b, const char *fmt, ...) {
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        b->failed = true;
+        return;
+    }
+    sbuf_append(b, tmp, (size_t)n);
+}
+
+/* " key=VALUE" with VALUE percent-encoded. */
+static void sbuf_field_str(sbuf_t *b, const char *key, const char *value) {
+    static const char hex[] = "0123456789ABCDEF";
+    sbuf_printf(b, " %s=", key);
+    const unsigned char *start = (const unsigned char *)value;
+    const unsigned char *p = start;
+    for (; *p != '\0'; p++) {
+        if (*p > ' ' && *p < 0x7f && *p != '%')
+            continue;
+        sbuf_append(b, (const char *)start, (size_t)(p - start));
+        char esc[3] = {'%', hex[*p >> 4], hex[*p & 0xf]};
+        sbuf_append(b, esc, 3);
+        start = p + 1;
+    }
+    sbuf_append(b, (const char *)start, (size_t)(p - start));
+}
+
+static const char *state__instance_state_name(instance_state_t s) {
+    switch (s) {
+    case INSTANCE_RUNNING:
+        return "running";
+    case INSTANCE_CREATING:
+        return "creating";
+    case INSTANCE_DELETING:
+        return "deleting";
+    }
+    return "?";
+}
+
+static void state__format_group(sbuf_t *b, const group_t *g) {
+    sbuf_puts(b, "group");
+    sbuf_field_str(b, "id", g->spec.id);
+    sbuf_printf(b, " managed=%d autoprovisioned=%d exists=%d min=%d max=%d target=%d",
+                g->managed, g->autoprovisioned, g->exists, (int)g->min_size, (int)g->max_size,
+                (int)g->target_size);
+    sbuf_printf(b, " next_seq=%llu empty_since=%lld", (unsigned long long)g->next_seq,
+                (long long)g->empty_since_ms);
+    sbuf_field_str(b, "machine_type", g->spec.machine_type != NULL ? g->spec.machine_type : "");
+    if (g->spec.zone != NULL)
+        sbuf_field_str(b, "zone", g->spec.zone);
+    sbuf_printf(b, " spot=%d spot_price=%.17g\n", g->spec.spot, g->spec.spot_price);
+    for (size_t i = 0; i < g->spec.labels.count; i++) {
+        sbuf_puts(b, "label");
+        sbuf_field_str(b, "key", g->spec.labels.items[i].key);
+        sbuf_field_str(b, "value", g->spec.labels.items[i].value);
+        sbuf_puts(b, "\n");
+    }
+    for (size_t i = 0; i < g->spec.taints.count; i++) {
+        const taint_t *t = &g->spec.taints.items[i];
+        sbuf_puts(b, "taint");
+        sbuf_field_str(b, "key", t->key);
+        sbuf_field_str(b, "value", t->value != NULL ? t->value : "");
+        sbuf_field_str(b, "effect", t->effect != NULL ? t->effect : "");
+        sbuf_puts(b, "\n");
+    }
+    for (size_t i = 0; i < g->spec.extra_resources.count; i++) {
+        sbuf_puts(b, "resource");
+        sbuf_field_str(b, "key", g->spec.extra_resources.items[i].key);
+        sbuf_field_str(b, "value", g->spec.extra_resources.items[i].value);
+        sbuf_puts(b, "\n");
+    }
+    for (size_t i = 0; i < g->instances_count; i++) {
+        const instance_t *in = &g->instances[i];
+        sbuf_puts(b, "instance");
+        sbuf_field_str(b, "id", in->id);
+        sbuf_printf(b, " state=%s since=%lld", state__instance_state_name(in->state),
+                    (long long)in->state_since_ms);
+        if (in->error_code != NULL) {
+            sbuf_field_str(b, "error_code", in->error_code);
+            sbuf_field_str(b, "error_message", in->error_message != NULL ? in->error_message : "");
+            sbuf_printf(b, " error_class=%d", (int)in->error_class);
+        }
+        sbuf_puts(b, "\n");
+    }
+}
+
+int state_format(const group_t *const *groups, size_t n, char **out, size_t *len,
+                 frugal_err_t *err) {
+    sbuf_t b = {0};
+    size_t instances = 0;
+    sbuf_puts(&b, "# frugal state file: written by the daemon, do not edit while it runs\n");
+    sbuf_printf(&b, "frugal-state version=%d\n", STATE_FORMAT_VERSION);
+    for (size_t i = 0; i < n; i++) {
+        state__format_group(&b, groups[i]);
+        instances += groups[i]->instances_count;
+    }
+    sbuf_printf(&b, "end groups=%zu instances=%zu\n", n, instances);
+    if (b.failed) {
+        free(b.p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory formatting the state");
+    }
+    *out = b.p;
+    *len = b.len;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Parsing
+ * ---------------------------------------------------------------------------------- */
+
+#define STATE_MAX_FIELDS 24
+
+typedef struct record {
+    char *type;
+    size_t n;
+    char *keys[STATE_MAX_FIELDS];
+    char *values[STATE_MAX_FIELDS];
+    bool used[STATE_MAX_FIELDS];
+} record_t;
+
+typedef struct parser {
+    const char *name;
+    size_t line;
+    frugal_err_t *err;
+} parser_t;
+
+static int parser_fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int parser_fail(parser_t *ps, const char *fmt, ...) {
+    char msg[FRUGAL_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return frugal_err_set(ps->err, FRUGAL_EINVAL, "%s:%zu: %s", ps->name, ps->line, msg);
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode a percent-encoded value in place. */
+static int state__decode(parser_t *ps, const char *key, char *s) {
+    char *w = s;
+    for (char *r = s; *r != '\0'; r++) {
+        if (*r != '%') {
+            *w++ = *r;
+            continue;
+        }
+        int hi = hexval(r[1]);
+        int lo = hi < 0 ? -1 : hexval(r[2]);
+        if (hi < 0 || lo < 0)
+            return parser_fail(ps, "%s: bad escape (expected %%XX)", key);
+        if (hi == 0 && lo == 0)
+            return parser_fail(ps, "%s: NUL byte not allowed", key);
+        *w++ = (char)(hi * 16 + lo);
+        r += 2;
+    }
+    *w = '\0';
+    return 0;
+}
+
+/* Split a mutable line into its type word and decoded fields. */
+static int state__split(parser_t *ps, char *line, record_t *r) {
+    memset(r, 0, sizeof(*r));
+    char *save = NULL;
+    r->type = strtok_r(line, " \t", &save);
+    for (char *tok = strtok_r(NULL, " \t", &save); tok != NULL; tok = strtok_r(NULL, " \t", &save)) {
+        char *eq = strchr(tok, '=');
+        if (eq == NULL || eq == tok)
+            return parser_fail(ps, "%s: expected key=value, got \"%s\"", r->type, tok);
+        *eq = '\0';
+        if (r->n == STATE_MAX_FIELDS)
+            return parser_fail(ps, "%s: too many fields", r->type);
+        for (size_t i = 0; i < r->n; i++) {
+            if (strcmp(r->keys[i], tok) == 0)
+                return parser_fail(ps, "%s: field %s given twice", r->type, tok);
+        }
+        int rc = state__decode(ps, tok, eq + 1);
+        if (rc != 0)
+            return rc;
+        r->keys[r->n] = tok;
+        r->values[r->n] = eq + 1;
+        r->n++;
+    }
+    return 0;
+}
+
+/* The value of field key, NULL when absent (marks it used). */
+static const char *rec_get(record_t *r, const char *key) {
+    for (size_t i = 0; i < r->n; i++) {
+        if (strcmp(r->keys[i], key) == 0) {
+            r->used[i] = true;
+            return r->values[i];
+        }
+    }
+    return NULL;
+}
+
+static int rec_require(parser_t *ps, record_t *r, const char *key, const char **out) {
+    *out = rec_get(r, key);
+    if (*out == NULL)
+        return parser_fail(ps, "%s: missing field %s", r->type, key);
+    return 0;
+}
+
+static int rec_check_unused(parser_t *ps, const record_t *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->used[i])
+            return parser_fail(ps, "%s: unknown field %s", r->type, r->keys[i]);
+    }
+    return 0;
+}
+
+static int rec_int(parser_t *ps, record_t *r, const char *key, bool required, long long lo,
+                   long long hi, long long *out) {
+    const char *v = rec_get(r, key);
+    if (v == NULL) {
+        if (required)
+            return parser_fail(ps, "%s: missing field %s", r->type, key);
+        return 1;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > hi)
+        return parser_fail(ps, "%s: %s: expected an integer in [%lld, %lld], got \"%s\"",
+                           r->type, key, lo, hi, v);
+    *out = x;
+    return 0;
+}
+
+static int rec_u64(parser_t *ps, record_t *r, const char *key, uint64_t *out) {
+    const char *v = NULL;
+    int rc = rec_require(ps, r, key, &v);
+    if (rc != 0)
+        return rc;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || errno != 0)
+        return parser_fail(ps, "%s: %s: expected an unsigned integer, got \"%s\"", r->type, key, v);
+    *out = x;
+    return 0;
+}
+
+static int rec_bool(parser_t *ps, record_t *r, const char *key, bool *out) {
+    long long x = 0;
+    int rc = rec_int(ps, r, key, true, 0, 1, &x);
+    if (rc != 0)
+        return rc;
+    *out = x != 0;
+    return 0;
+}
+
+static int rec_double(parser_t *ps, record_t *r, const char *key, double *out) {
+    const char *v = NULL;
+    int rc = rec_require(ps, r, key, &v);
+    if (rc != 0)
+        return rc;
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || errno != 0)
+        return parser_fail(ps, "%s: %s: expected a number, got \"%s\"", r->type, key, v);
+    *out = x;
+    return 0;
+}
+
+static int rec_strdup(parser_t *ps, record_t *r, const char *key, bool required, char **out) {
+    const char *v = rec_get(r, key);
+    *out = NULL;
+    if (v == NULL)
+        return required ? parser_fail(ps, "%s: missing field %s", r->type, key) : 0;
+    *out = strdup(v);
+    if (*out == NULL)
+        return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Make room for element count of an array grown geometrically: capacities run
+ * 4, 8, 16, ... so the array is reallocated only when count reaches one of them. */
+static int state__grow(void **items, size_t count, size_t size) {
+    bool full = count == 0 || (count >= 4 && (count & (count - 1)) == 0);
+    if (!full)
+        return 0;
+    size_t cap = count == 0 ? 4 : count * 2;
+    void *p = realloc(*items, cap * size);
+    if (p == NULL)
+        return FRUGAL_ENOMEM;
+    *items = p;
+    return 0;
+}
+
+/* Insert (key, value) into a sorted kv list; a duplicate key is an error. */
+static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record_t *r) {
+    const char *key = NULL;
+    const char *value = NULL;
+    int rc = rec_require(ps, r, "key", &key);
+    if (rc == 0)
+        rc = rec_require(ps, r, "value", &value);
+    if (rc == 0)
+        rc = rec_check_unused(ps, r);
+    if (rc != 0)
+        return rc;
+    size_t pos = 0;
+    while (pos < l->count) {
+        int cmp = strcmp(l->items[pos].key, key);
+        if (cmp == 0)
+            return parser_fail(ps, "%s %s given twice", what, key);
+        if (cmp > 0)
+            break;
+        pos++;
+    }
+    if (state__grow((void **)&l->items, l->count, sizeof(kv_t)) != 0)
+        return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
+    kv_t kv = {strdup(key), strdup(value)};
+    if (kv.key == NULL || kv.value == NULL) {
+        free(kv.key);
+        free(kv.value);
+        return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
+    }
+    memmove(&l->items[pos + 1], &l->items[pos], (l->count - pos) * sizeof(kv_t));
+    l->items[pos] = kv;
+    l->count++;
+    return 0;
+}
+
+static int state__parse_group(parser_t *ps, record_t *r, group_t *g) {
+    long long x = 0;
+    int rc;
+    memset(g, 0, sizeof(*g));
+    if ((rc = rec_strdup(ps, r, "id", true, &g->spec.id)) != 0)
+        return rc;
+    if (g->spec.id[0] == '\0')
+        return parser_fail(ps, "group: empty id");
+    if ((rc = rec_bool(ps, r, "managed", &g->managed)) != 0 ||
+        (rc = rec_bool(ps, r, "autoprovisioned", &g->autoprovisioned)) != 0 ||
+        (rc = rec_bool(ps, r, "exists", &g->exists)) != 0)
+        return rc;
+    if ((rc = rec_int(ps, r, "min", true, 0, INT32_MAX, &x)) != 0)
+        return rc;
+    g->min_size = (int32_t)x;
+    if ((rc = rec_int(ps, r, "max", true, 0, INT32_MAX, &x)) != 0)
+        return rc;
+    g->max_size = (int32_t)x;
+    if (g->min_size > g->max_size)
+        return parser_fail(ps, "group %s: min %d > max %d", g->spec.id, (int)g->min_size,
+                           (int)g->max_size);
+    if ((rc = rec_int(ps, r, "target", true, 0, INT32_MAX, &x)) != 0)
+        return rc;
+    g->target_size = (int32_t)x;
+    if ((rc = rec_u64(ps, r, "next_seq", &g->next_seq)) != 0)
+        return rc;
+    if ((rc = rec_int(ps, r, "empty_since", true, 0, LLONG_MAX, &x)) != 0)
+        return rc;
+    g->empty_since_ms = x;
+    if ((rc = rec_strdup(ps, r, "machine_type", true, &g->spec.machine_type)) != 0 ||
+        (rc = rec_strdup(ps, r, "zone", false, &g->spec.zone)) != 0 ||
+        (rc = rec_bool(ps, r, "spot", &g->spec.spot)) != 0 ||
+        (rc = rec_double(ps, r, "spot_price", &g->spec.spot_price)) != 0)
+        return rc;
+    return rec_check_unused(ps, r);
+}
+
+static int state__parse_taint(parser_t *ps, record_t *r, taint_list_t *l) {
+    taint_t t = {0};
+    int rc;
+    if ((rc = rec_strdup(ps, r, "key", true, &t.key)) != 0 ||
+        (rc = rec_strdup(ps, r, "value", true, &t.value)) != 0 ||
+        (rc = rec_strdup(ps, r, "effect", true, &t.effect)) != 0 ||
+        (rc = rec_check_unused(ps, r)) != 0)
+        goto fail;
+    if (state__grow((void **)&l->items, l->count, sizeof(taint_t)) != 0) {
+        rc = frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
+        goto fail;
+    }
+    l->items[l->count++] = t;
+    return 0;
+fail:
+    free(t.key);
+    free(t.value);
+    free(t.effect);
+    return rc;
+}
+
+static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t *seen) {
+    instance_t in = {0};
+    long long x = 0;
+    const char *state = NULL;
+    int rc;
+    if ((rc = rec_strdup(ps, r, "id", true, &in.id)) != 0)
+        goto fail;
+    if (in.id[0] == '\0') {
+        rc = parser_fail(ps, "instance: empty id");
+        goto fail;
+    }
+    if ((rc = rec_require(ps, r, "state", &state)) != 0)
+        goto fail;
+    if (strcmp(state, "running") == 0) {
+        in.state = INSTANCE_RUNNING;
+    } else if (strcmp(state, "creating") == 0) {
+        in.state = INSTANCE_CREATING;
+    } else if (strcmp(state, "deleting") == 0) {
+        in.state = INSTANCE_DELETING;
+    } else {
+        rc = parser_fail(ps, "instance %s: unknown state \"%s\"", in.id, state);
+        goto fail;
+    }
+    if ((rc = rec_int(ps, r, "since", true, 0, LLONG_MAX, &x)) != 0)
+        goto fail;
+    in.state_since_ms = x;
+    if ((rc = rec_strdup(ps, r, "error_code", false, &in.error_code)) != 0 ||
+        (rc = rec_strdup(ps, r, "error_message", false, &in.error_message)) != 0)
+        goto fail;
+    rc = rec_int(ps, r, "error_class", false, INT32_MIN, INT32_MAX, &x);
+    if (rc < 0)
+        goto fail;
+    in.error_class = rc == 0 ? (int32_t)x : 0;
+    if ((rc = rec_check_unused(ps, r)) != 0)
+        goto fail;
+    if (strmap_get(seen, in.id) != NULL) {
+        rc = parser_fail(ps, "instance %s listed twice", in.id);
+        goto fail;
+    }
+    if (state__grow((void **)&g->instances, g->instances_count, sizeof(instance_t)) != 0 ||
+        strmap_put(seen, in.id, g, NULL) != 0) {
+        rc = frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
+        goto fail;
+    }
+    g->instances[g->instances_count++] = in;
+    return 0;
+fail:
+    cluster_instance_clear(&in);
+    return rc;
+}
+
+void state_free(state_t *s) {
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->count; i++)
+        cluster_group_clear(&s->groups[i]);
+    free(s->groups);
+    s->groups = NULL;
+    s->count = 0;
+}
+
+int state_parse(const char *name, const char *text, size_t len, state_t *out, frugal_err_t *err) {
+    parser_t ps = {name, 0, err};
+    state_t st = {0};
+    strmap_t *seen = NULL;
+    strmap_t *ids = NULL;
+    char *line = NULL;
+    size_t line_cap = 0;
+    bool have_header = false;
+    bool have_end = false;
+    size_t instances = 0;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = strmap_create(64, &seen)) != 0 || (rc = strmap_create(16, &ids)) != 0) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto fail;
+    }
+    size_t pos = 0;
+    while (pos < len) {
+        const char *start = text + pos;
+        const char *nl = memchr(start, '\n', len - pos);
+        size_t n = nl != NULL ? (size_t)(nl - start) : len - pos;
+        pos += n + (nl != NULL ? 1 : 0);
+        ps.line++;
+        if (n > 0 && start[n - 1] == '\r')
+            n--;
+        if (memchr(start, '\0', n) != NULL) {
+            rc = parser_fail(&ps, "NUL byte in the file");
+            goto fail;
+        }
+        if (n + 1 > line_cap) {
+            char *p = realloc(line, n + 1);
+            if (p == NULL) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto fail;
+            }
+            line = p;
+            line_cap = n + 1;
+        }
+        memcpy(line, start, n);
+        line[n] = '\0';
+        const char *first = line + strspn(line, " \t");
+        if (*first == '\0' || *first == '#')
+            continue;
+        record_t r;
+        if ((rc = state__split(&ps, line, &r)) != 0)
+            goto fail;
+        if (have_end) {
+            rc = parser_fail(&ps, "record after the end record");
+            goto fail;
+        }
+        if (!have_header) {
+            long long version = 0;
+            if (strcmp(r.type, "frugal-state") != 0) {
+                rc = parser_fail(&ps, "not a frugal state file (expected \"frugal-state version=%d\")",
+                                 STATE_FORMAT_VERSION);
+                goto fail;
+            }
+            if ((rc = rec_int(&ps, &r, "version", true, 1, INT_MAX, &version)) != 0 ||
+                (rc = rec_check_unused(&ps, &r)) != 0)
+                goto fail;
+            if (version != STATE_FORMAT_VERSION) {
+                rc = parser_fail(&ps, "unsupported state format version %lld (this frugal reads %d)",
+                                 version, STATE_FORMAT_VERSION);
+                goto fail;
+            }
+            have_header = true;
+            continue;
+        }
+        group_t *g = st.count > 0 ? &st.groups[st.count - 1] : NULL;
+        if (strcmp(r.type, "group") == 0) {
+            if (state__grow((void **)&st.groups, st.count, sizeof(group_t)) != 0) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto fail;
+            }
+            g = &st.groups[st.count++];
+            if ((rc = state__parse_group(&ps, &r, g)) != 0)
+                goto fail;
+            if (strmap_get(ids, g->spec.id) != NULL) {
+                rc = parser_fail(&ps, "group %s listed twice", g->spec.id);
+                goto fail;
+            }
+            if (strmap_put(ids, g->spec.id, g, NULL) != 0) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto fail;
+            }
+        } else if (strcmp(r.type, "end") == 0) {
+            long long ng = 0;
+            long long ni = 0;
+            if ((rc = rec_int(&ps, &r, "groups", true, 0, LLONG_MAX, &ng)) != 0 ||
+                (rc = rec_int(&ps, &r, "instances", true, 0, LLONG_MAX, &ni)) != 0 ||
+                (rc = rec_check_unused(&ps, &r)) != 0)
+                goto fail;
+            if ((size_t)ng != st.count || (size_t)ni != instances) {
+                rc = parser_fail(&ps, "end record counts %lld groups and %lld instances, the file has %zu and %zu",
+                                 ng, ni, st.count, instances);
+                goto fail;
+            }
+            have_end = true;
+        } else if (strcmp(r.type, "label") == 0 || strcmp(r.type, "taint") == 0 ||
+                   strcmp(r.type, "resource") == 0 || strcmp(r.type, "instance") == 0) {
+            if (g == NULL) {
+                rc = parser_fail(&ps, "%s record before any group record", r.type);
+                goto fail;
+            }
+            if (strcmp(r.type, "label") == 0) {
+                rc = state__kv_insert(&ps, "label", &g->spec.labels, &r);
+            } else if (strcmp(r.type, "resource") == 0) {
+                rc = state__kv_insert(&ps, "resource", &g->spec.extra_resources, &r);
+            } else if (strcmp(r.type, "taint") == 0) {
+                rc = state__parse_taint(&ps, &r, &g->spec.taints);
+            } else {
+                rc = state__parse_instance(&ps, &r, g, seen);
+                instances += rc == 0 ? 1 : 0;
+            }
+            if (rc != 0)
+                goto fail;
+        } else {
+            rc = parser_fail(&ps, "unknown record type \"%s\"", r.type);
+            goto fail;
+        }
+    }
+    if (!have_header) {
+        ps.line = ps.line == 0 ? 1 : ps.line;
+        rc = parser_fail(&ps, "empty state file (no \"frugal-state\" header)");
+        goto fail;
+    }
+    if (!have_end) {
+        rc = parser_fail(&ps, "truncated state file (no end record)");
+        goto fail;
+    }
+    strmap_destroy(seen);
+    strmap_destroy(ids);
+    free(line);
+    *out = st;
+    return 0;
+
+fail:
+    strmap_destroy(seen);
+    strmap_destroy(ids);
+    free(line);
+    state_free(&st);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Files
+ * ---------------------------------------------------------------------------------- */
+
+int state_load(const char *path, state_t *out, frugal_err_t *err) {
+    int rc;
+    char *data = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    memset(out, 0, sizeof(*out));
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (errno == ENOENT)
+            return frugal_err_set(err, FRUGAL_ENOTFOUND, "%s: no such file", path);
+        return frugal_err_set(err, FRUGAL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            size_t ncap = cap == 0 ? 65536 : cap * 2;
+            char *p = realloc(data, ncap);
+            if (p == NULL) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+                goto fail;
+            }
+            data = p;
+            cap = ncap;
+        }
+        size_t n = fread(data + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    if (ferror(f)) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: read error: %s", path, strerror(errno));
+        goto fail;
+    }
+    fclose(f);
+    f = NULL;
+    data[len] = '\0';
+    rc = state_parse(path, data, len, out, err);
+    free(data);
+    return rc;
+fail:
+    if (f != NULL)
+        fclose(f);
+    free(data);
+    return rc;
+}
+
+static int state__fsync_dir(const char *path, frugal_err_t *err) {
+    char *dir = strdup(path);
+    if (dir == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    const char *d = ".";
+    if (slash == dir) {
+        d = "/";
+    } else if (slash != NULL) {
+        *slash = '\0';
+        d = dir;
+    }
+    int fd = open(d, O_RDONLY | O_DIRECTORY);
+    int rc = 0;
+    if (fd < 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: cannot open directory: %s", d, strerror(errno));
+    } else {
+        if (fsync(fd) != 0 && errno != EINVAL)
+            rc = frugal_err_set(err, FRUGAL_EIO, "%s: fsync of directory: %s", d, strerror(errno));
+        close(fd);
+    }
+    free(dir);
+    return rc;
+}
+
+int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    int rc = 0;
+    if (tmp == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        goto fail_open;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = frugal_err_set(err, FRUGAL_EIO, "%s: write: %s", tmp, strerror(errno));
+            goto fail_write;
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: fsync: %s", tmp, strerror(errno));
+        goto fail_write;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: close: %s", tmp, strerror(errno));
+        goto fail_write;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: rename to %s: %s", tmp, path, strerror(errno));
+        goto fail_write;
+    }
+    free(tmp);
+    /* The rename is only durable once the directory entry is on disk. */
+    return state__fsync_dir(path, err);
+
+fail_write:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+fail_open:
+    free(tmp);
+    return rc;
+}
+
+int state_save(const char *path, const group_t *const *groups, size_t n, frugal_err_t *err) {
+    char *data = NULL;
+    size_t len = 0;
+    int rc = state_format(groups, n, &data, &len, err);
+    if (rc != 0)
+        return rc;
+    rc = state_write_file(path, data, len, err);
+    free(data);
+    return rc;
+}

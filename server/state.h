@@ -1,0 +1,63 @@
+/* The state file: every node group's target size and instances (plus the full spec of
+ * autoprovisioned groups), so that a restart resumes exactly where the last
+ * acknowledged change left off.
+ *
+ * Format (version 1): UTF-8/ASCII text, one record per line, '#' comment lines and
+ * blank lines ignored. A record is a type word followed by space-separated key=value
+ * fields; values are percent-encoded (every byte outside '!'..'~', and '%' itself,
+ * becomes %XX), so no value contains a space or a newline. An absent optional string
+ * (zone, error_code) is an omitted field; an empty string is "key=".
+ *
+ *   frugal-state version=1
+ *   group id=pool-a managed=1 autoprovisioned=0 exists=1 min=0 max=10 target=2
+ *         next_seq=3 empty_since=0 machine_type=n1-standard-2 zone=us-central1-a
+ *         spot=0 spot_price=-1                          (one line)
+ *   label key=team value=web                            (belongs to the group above)
+ *   taint key=dedicated value=web effect=NoSchedule
+ *   resource key=nvidia.com/gpu value=1
+ *   instance id=frugal://pool-a/pool-a-1 state=running since=1700000000000
+ *            [error_code=... error_message=... error_class=1]
+ *   end groups=1 instances=2
+ *
+ * The final "end" record, with the counts, proves the file is complete. Parsing is
+ * strict: an unknown record or field, a missing field, a bad number, a duplicate key or
+ * instance id, or a missing end record is an error naming FILE:LINE. */
+#ifndef FRUGAL_STATE_H
+#define FRUGAL_STATE_H
+
+#include <stddef.h>
+
+#include "cluster.h"
+#include "errors.h"
+
+#define STATE_FORMAT_VERSION 1
+
+typedef struct state {
+    group_t *groups;    /* in file order; each owns its members */
+    size_t count;
+} state_t;
+
+/* Serialise groups into a malloc'ed NUL-terminated text (*out, length *len). */
+int state_format(const group_t *const *groups, size_t n, char **out, size_t *len,
+                 frugal_err_t *err);
+
+/* Parse text[0..len); name is used in messages ("name:line: reason"). On success *out
+ * owns the groups (free with state_free); on failure returns FRUGAL_EINVAL (or
+ * FRUGAL_ENOMEM) and *out is empty. */
+int state_parse(const char *name, const char *text, size_t len, state_t *out, frugal_err_t *err);
+
+void state_free(state_t *s);
+
+/* Read and parse path. FRUGAL_ENOTFOUND when it does not exist, FRUGAL_EIO when it
+ * cannot be read, else as state_parse. */
+int state_load(const char *path, state_t *out, frugal_err_t *err);
+
+/* Durably replace path with the serialisation of groups: write PATH.tmp, fsync it,
+ * rename it over path, fsync the directory. FRUGAL_EIO (naming the step and errno)
+ * leaves path as it was. */
+int state_save(const char *path, const group_t *const *groups, size_t n, frugal_err_t *err);
+
+/* The same for text already formatted. */
+int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err);
+
+#endif
