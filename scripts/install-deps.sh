@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install frugal's build and test dependencies on Debian 12 (apt-get update first).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+          libyaml-dev libcmocka-dev openssl)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
