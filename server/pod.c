@@ -8,7 +8,7 @@
 /* Where a quantity came from, for error messages. */
 typedef struct pod__ctx {
     const k8s_pod_t *pod;
-    const char *what;       /* "container", "init container", "overhead", "pod resources" */
+    const char *what;       /* "container", "init container", "sidecar container", "overhead", ... */
     const char *name;       /* container name or NULL */
 } pod__ctx_t;
 

@@ -8,17 +8,6 @@
 
 #define PRICING_GIB 1073741824.0
 
-/* The machine type called name in cfg's effective catalog (config.c merges the builtin
- * catalog into cfg->machine_types). A handful of types: a linear scan is fine. */
-static const machine_type_t *pricing__find_machine_type(const frugal_config_t *cfg, const char *name) {
-    if (cfg == NULL || name == NULL)
-        return NULL;
-    for (size_t i = 0; i < cfg->machine_types_count; i++)
-        if (cfg->machine_types[i].name != NULL && strcmp(cfg->machine_types[i].name, name) == 0)
-            return &cfg->machine_types[i];
-    return NULL;
-}
-
 double pricing_linear(const pricing_config_t *pricing, const resources_t *r) {
     return (double)r->cpu_milli / 1000.0 * pricing->cpu +
            (double)r->memory_bytes / PRICING_GIB * pricing->memory_gib + (double)r->gpu * pricing->gpu;
@@ -49,7 +38,7 @@ double pricing_machine_price(const frugal_config_t *cfg, const machine_type_t *m
 }
 
 double pricing_group_node_price(const frugal_config_t *cfg, const group_spec_t *spec) {
-    const machine_type_t *mt = pricing__find_machine_type(cfg, spec->machine_type);
+    const machine_type_t *mt = config_find_machine_type(cfg, spec->machine_type);
     if (mt == NULL)
         return -1.0;
     return pricing_machine_price(cfg, mt, spec->spot, spec->spot_price);

@@ -19,17 +19,6 @@ typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry temp
 typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry template_capacity_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry template_allocatable_t;
 
-/* The machine type called name in cfg's effective catalog (config.c merges the builtin
- * catalog into cfg->machine_types). */
-static const machine_type_t *template__find_machine_type(const frugal_config_t *cfg, const char *name) {
-    if (name == NULL)
-        return NULL;
-    for (size_t i = 0; i < cfg->machine_types_count; i++)
-        if (cfg->machine_types[i].name != NULL && strcmp(cfg->machine_types[i].name, name) == 0)
-            return &cfg->machine_types[i];
-    return NULL;
-}
-
 char *template_region_of_zone(const char *zone, char *buf, size_t size) {
     const char *dash = strrchr(zone, '-');
     size_t n = dash != NULL && dash != zone ? (size_t)(dash - zone) : strlen(zone);
@@ -68,7 +57,7 @@ static void template__resource_put(const char **keys, const char **values, size_
 
 int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t **out, size_t *len,
                    frugal_err_t *err) {
-    const machine_type_t *mt = template__find_machine_type(cfg, spec->machine_type);
+    const machine_type_t *mt = config_find_machine_type(cfg, spec->machine_type);
     if (mt == NULL)
         return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group %s: machine type %s is not in the catalog",
                               spec->id, spec->machine_type != NULL ? spec->machine_type : "(none)");

@@ -1,0 +1,80 @@
+/* Node auto-provisioning, the pure part (PRODUCT.md "Node auto-provisioning"): the ids
+ * of autoprovisioned groups and the arithmetic of the cluster-wide cpu/memory limits.
+ * No gRPC, no locks: the cluster computes the totals under its lock and asks here.
+ *
+ * Limits count every node of every group, managed, unmanaged and autoprovisioned, as
+ * target size x the capacity of its machine type. They are not enforced backwards: a
+ * cluster already over a max is never shrunk, it just cannot grow, and one already
+ * under a min cannot shrink further. */
+#ifndef FRUGAL_AUTOPROV_H
+#define FRUGAL_AUTOPROV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errors.h"
+#include "quantity.h"
+
+/* Upper bound of an autoprovisioned group's size, before the limits cut it. */
+#define AUTOPROV_GROUP_MAX_SIZE 1000
+
+/* Length of the label-set hash in an id: 8 hex digits. */
+#define AUTOPROV_HASH_LEN 8
+
+/* Cluster-wide totals the limits are checked against. */
+typedef struct autoprov_totals {
+    int64_t cpu_milli;
+    int64_t memory_bytes;
+} autoprov_totals_t;
+
+/* Add count nodes of capacity node to t (saturating at INT64_MAX). */
+void autoprov_totals_add(autoprov_totals_t *t, int64_t count, const resources_t *node);
+
+/* The short stable hash of a group's shape beyond machine type and zone: FNV-1a of the
+ * sorted "key=value" label pairs (then, when present, the taints as "taint:k=v:Effect"
+ * and the extra resources as "resource:name=qty"), as AUTOPROV_HASH_LEN lowercase hex
+ * digits into buf (size > AUTOPROV_HASH_LEN). Returns false (buf "") when all are empty:
+ * such a group has no hash in its id. Any list may be NULL. */
+bool autoprov_shape_hash(const kv_list_t *labels, const taint_list_t *taints,
+                         const kv_list_t *extra_resources, char *buf, size_t size);
+
+/* The id `<prefix>-<machine-type>-<zone>[-<hash>]` (no zone part when zone is NULL or
+ * empty) into a malloc'ed *out. FRUGAL_ENOMEM. */
+int autoprov_group_id(const char *prefix, const char *machine_type, const char *zone,
+                      const kv_list_t *labels, const taint_list_t *taints,
+                      const kv_list_t *extra_resources, char **out, frugal_err_t *err);
+
+/* Whether adding delta nodes of capacity node (machine type name for the message) to
+ * a cluster at totals stays within the max limits of ap. 0, or FRUGAL_EEXHAUSTED naming
+ * the group, the limit and the figures. */
+int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t *totals,
+                            const char *group_id, const char *machine_type,
+                            const resources_t *node, int32_t delta, frugal_err_t *err);
+
+/* Whether removing n nodes of capacity node keeps the cluster at or above the min
+ * limits. 0, or FRUGAL_EPRECOND naming the group, the limit and the figures. */
+int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t *totals,
+                            const char *group_id, const char *machine_type,
+                            const resources_t *node, int32_t n, frugal_err_t *err);
+
+/* The maxSize advertised for a group of capacity node at target with its own max_size:
+ * min(max_size, target + floor(remaining cpu / node cpu), target + floor(remaining
+ * memory / node memory)), never below target (nor below 0). */
+int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
+                          const resources_t *node, int32_t target, int32_t max_size);
+
+/* Whether a resource name, label key or taint key is a Kubernetes qualified name:
+ * an optional DNS-subdomain prefix and '/', then 1-63 of [A-Za-z0-9-_.] starting and
+ * ending alphanumeric. */
+bool autoprov_valid_key(const char *key);
+
+/* Whether a label (or taint) value is valid: empty, or up to 63 of [A-Za-z0-9-_.]
+ * starting and ending alphanumeric. */
+bool autoprov_valid_value(const char *value);
+
+/* Whether effect is NoSchedule, PreferNoSchedule or NoExecute. */
+bool autoprov_valid_effect(const char *effect);
+
+#endif

@@ -1,0 +1,1043 @@
+/* The cluster: groups, instances, their indexes, and the copy-validate-persist-swap
+ * discipline that makes every mutation durable and all-or-nothing.
+ *
+ * Two locks: write_mu serialises mutators for their whole duration (validation,
+ * provider call on a private copy, state file write), while the rwlock is taken for
+ * writing only for the short pointer swap that publishes the result. Readers therefore
+ * never wait for an fsync, and a published group_t is immutable until it is replaced
+ * and freed under the write lock. Mutators read the published groups under write_mu
+ * alone: nobody else can change them. */
+#include "cluster.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "provider.h"
+#include "state.h"
+#include "strmap.h"
+
+/* What the provider-id index points at. */
+typedef struct iref {
+    const group_t *g;
+    const instance_t *inst;
+} iref_t;
+
+struct cluster {
+    const frugal_config_t *cfg;
+    provider_t *provider;
+    pthread_rwlock_t lock;
+    pthread_mutex_t write_mu;
+    group_t **groups;           /* config order, then autoprovisioned groups */
+    iref_t **refs;              /* refs[i]: one per instance of groups[i] */
+    size_t count;
+    size_t cap;
+    strmap_t *by_id;            /* group id -> group_t * */
+    strmap_t *by_instance;      /* provider id -> iref_t * */
+    int64_t node_count;         /* sum of target sizes */
+};
+
+/* A pending change of the group list: replace groups[index] by next, remove it (next
+ * NULL), or append next (index CLUSTER_APPEND). */
+#define CLUSTER_APPEND SIZE_MAX
+
+typedef struct change {
+    size_t index;
+    group_t *next;
+    iref_t *refs;
+} change_t;
+
+/* ------------------------------------------------------------------------------------
+ * Clock
+ * ---------------------------------------------------------------------------------- */
+
+static int64_t (*cluster_clock)(void);
+
+void cluster_set_clock_for_testing(int64_t (*now_ms)(void)) { cluster_clock = now_ms; }
+
+int64_t cluster_now_ms(void) {
+    if (cluster_clock != NULL)
+        return cluster_clock();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double cluster__mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Deep copies
+ * ---------------------------------------------------------------------------------- */
+
+static int dup_str(char **dst, const char *src) {
+    *dst = NULL;
+    if (src == NULL)
+        return 0;
+    *dst = strdup(src);
+    return *dst != NULL ? 0 : FRUGAL_ENOMEM;
+}
+
+static void kv_list_clear(kv_list_t *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+static int kv_list_copy(kv_list_t *dst, const kv_list_t *src) {
+    memset(dst, 0, sizeof(*dst));
+    if (src->count == 0)
+        return 0;
+    dst->items = calloc(src->count, sizeof(kv_t));
+    if (dst->items == NULL)
+        return FRUGAL_ENOMEM;
+    for (size_t i = 0; i < src->count; i++) {
+        dst->count = i + 1;
+        if (dup_str(&dst->items[i].key, src->items[i].key) != 0 ||
+            dup_str(&dst->items[i].value, src->items[i].value) != 0) {
+            kv_list_clear(dst);
+            return FRUGAL_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static void taint_list_clear(taint_list_t *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+        free(l->items[i].effect);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+static int taint_list_copy(taint_list_t *dst, const taint_list_t *src) {
+    memset(dst, 0, sizeof(*dst));
+    if (src->count == 0)
+        return 0;
+    dst->items = calloc(src->count, sizeof(taint_t));
+    if (dst->items == NULL)
+        return FRUGAL_ENOMEM;
+    for (size_t i = 0; i < src->count; i++) {
+        dst->count = i + 1;
+        if (dup_str(&dst->items[i].key, src->items[i].key) != 0 ||
+            dup_str(&dst->items[i].value, src->items[i].value) != 0 ||
+            dup_str(&dst->items[i].effect, src->items[i].effect) != 0) {
+            taint_list_clear(dst);
+            return FRUGAL_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+void cluster_spec_clear(group_spec_t *spec) {
+    free(spec->id);
+    free(spec->machine_type);
+    free(spec->zone);
+    kv_list_clear(&spec->labels);
+    taint_list_clear(&spec->taints);
+    kv_list_clear(&spec->extra_resources);
+    memset(spec, 0, sizeof(*spec));
+}
+
+int cluster_spec_copy(group_spec_t *dst, const group_spec_t *src) {
+    memset(dst, 0, sizeof(*dst));
+    dst->spot = src->spot;
+    dst->spot_price = src->spot_price;
+    if (dup_str(&dst->id, src->id) != 0 || dup_str(&dst->machine_type, src->machine_type) != 0 ||
+        dup_str(&dst->zone, src->zone) != 0 || kv_list_copy(&dst->labels, &src->labels) != 0 ||
+        taint_list_copy(&dst->taints, &src->taints) != 0 ||
+        kv_list_copy(&dst->extra_resources, &src->extra_resources) != 0) {
+        cluster_spec_clear(dst);
+        return FRUGAL_ENOMEM;
+    }
+    return 0;
+}
+
+void cluster_instance_clear(instance_t *inst) {
+    free(inst->id);
+    free(inst->error_code);
+    free(inst->error_message);
+    memset(inst, 0, sizeof(*inst));
+}
+
+int cluster_instance_copy(instance_t *dst, const instance_t *src) {
+    *dst = *src;
+    dst->id = NULL;
+    dst->error_code = NULL;
+    dst->error_message = NULL;
+    if (dup_str(&dst->id, src->id) != 0 || dup_str(&dst->error_code, src->error_code) != 0 ||
+        dup_str(&dst->error_message, src->error_message) != 0) {
+        cluster_instance_clear(dst);
+        return FRUGAL_ENOMEM;
+    }
+    return 0;
+}
+
+void cluster_group_clear(group_t *g) {
+    cluster_spec_clear(&g->spec);
+    for (size_t i = 0; i < g->instances_count; i++)
+        cluster_instance_clear(&g->instances[i]);
+    free(g->instances);
+    memset(g, 0, sizeof(*g));
+}
+
+int cluster_group_copy(group_t *dst, const group_t *src) {
+    *dst = *src;
+    dst->instances = NULL;
+    dst->instances_count = 0;
+    if (cluster_spec_copy(&dst->spec, &src->spec) != 0)
+        goto fail;
+    if (src->instances_count > 0) {
+        dst->instances = calloc(src->instances_count, sizeof(instance_t));
+        if (dst->instances == NULL)
+            goto fail;
+        for (size_t i = 0; i < src->instances_count; i++) {
+            if (cluster_instance_copy(&dst->instances[i], &src->instances[i]) != 0)
+                goto fail;
+            dst->instances_count = i + 1;
+        }
+    }
+    return 0;
+fail:
+    cluster_group_clear(dst);
+    return FRUGAL_ENOMEM;
+}
+
+static group_t *cluster__group_dup(const group_t *g, frugal_err_t *err) {
+    group_t *copy = malloc(sizeof(*copy));
+    if (copy == NULL || cluster_group_copy(copy, g) != 0) {
+        free(copy);
+        frugal_err_set(err, FRUGAL_ENOMEM, "out of memory copying node group %s", g->spec.id);
+        return NULL;
+    }
+    return copy;
+}
+
+static void cluster__group_free(group_t *g) {
+    if (g == NULL)
+        return;
+    cluster_group_clear(g);
+    free(g);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Reads
+ * ---------------------------------------------------------------------------------- */
+
+const frugal_config_t *cluster_config(const cluster_t *c) { return c->cfg; }
+
+void cluster_read_lock(cluster_t *c) { pthread_rwlock_rdlock(&c->lock); }
+
+void cluster_read_unlock(cluster_t *c) { pthread_rwlock_unlock(&c->lock); }
+
+size_t cluster_groups_count(const cluster_t *c) { return c->count; }
+
+const group_t *cluster_group_at(const cluster_t *c, size_t i) {
+    return i < c->count ? c->groups[i] : NULL;
+}
+
+const group_t *cluster_find_group(const cluster_t *c, const char *id) {
+    return id != NULL ? strmap_get(c->by_id, id) : NULL;
+}
+
+const group_t *cluster_find_instance(const cluster_t *c, const char *provider_id,
+                                     const instance_t **instance) {
+    const iref_t *r = provider_id != NULL ? strmap_get(c->by_instance, provider_id) : NULL;
+    if (instance != NULL)
+        *instance = r != NULL ? r->inst : NULL;
+    return r != NULL ? r->g : NULL;
+}
+
+int64_t cluster_node_count(const cluster_t *c) { return c->node_count; }
+
+/* ------------------------------------------------------------------------------------
+ * Commit: prepare (may fail), persist (may fail), publish (cannot fail)
+ * ---------------------------------------------------------------------------------- */
+
+static size_t cluster__index_of(const cluster_t *c, const group_t *g) {
+    for (size_t i = 0; i < c->count; i++) {
+        if (c->groups[i] == g)
+            return i;
+    }
+    return CLUSTER_APPEND;
+}
+
+static iref_t *cluster__refs_build(const group_t *g) {
+    iref_t *refs = malloc((g->instances_count > 0 ? g->instances_count : 1) * sizeof(*refs));
+    if (refs == NULL)
+        return NULL;
+    for (size_t i = 0; i < g->instances_count; i++) {
+        refs[i].g = g;
+        refs[i].inst = &g->instances[i];
+    }
+    return refs;
+}
+
+/* Write the state file as it will be once changes are applied. */
+static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n,
+                                 frugal_err_t *err) {
+    if (c->cfg->state_file == NULL)
+        return 0;
+    const group_t **view = malloc((c->count + n + 1) * sizeof(*view));
+    if (view == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory writing the state");
+    size_t k = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        const group_t *g = c->groups[i];
+        for (size_t j = 0; j < n; j++) {
+            if (changes[j].index == i)
+                g = changes[j].next;
+        }
+        if (g != NULL)
+            view[k++] = g;
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (changes[j].index == CLUSTER_APPEND)
+            view[k++] = changes[j].next;
+    }
+    int rc = state_save(c->cfg->state_file, view, k, err);
+    free(view);
+    return rc;
+}
+
+/* Apply changes; consumes every changes[].next whatever the outcome. Call with
+ * write_mu held (or before the cluster is shared). */
+static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
+    size_t appends = 0;
+    size_t instances = strmap_count(c->by_instance);
+    int rc = 0;
+
+    for (size_t j = 0; j < n; j++) {
+        changes[j].refs = NULL;
+        appends += changes[j].index == CLUSTER_APPEND;
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (changes[j].next == NULL)
+            continue;
+        instances += changes[j].next->instances_count;
+        changes[j].refs = cluster__refs_build(changes[j].next);
+        if (changes[j].refs == NULL) {
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory indexing instances");
+            goto fail;
+        }
+    }
+    /* Reserve everything publishing needs so that it cannot fail after the write. */
+    if (c->count + appends > c->cap) {
+        size_t cap = c->cap * 2 > c->count + appends ? c->cap * 2 : c->count + appends;
+        group_t **groups = realloc(c->groups, cap * sizeof(*groups));
+        if (groups != NULL)
+            c->groups = groups;
+        iref_t **refs = groups != NULL ? realloc(c->refs, cap * sizeof(*refs)) : NULL;
+        if (refs != NULL)
+            c->refs = refs;
+        if (groups == NULL || refs == NULL) {
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory adding node groups");
+            goto fail;
+        }
+        c->cap = cap;
+    }
+    if (strmap_reserve(c->by_id, c->count + appends) != 0 ||
+        strmap_reserve(c->by_instance, instances) != 0) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory growing the indexes");
+        goto fail;
+    }
+    if ((rc = cluster__persist_view(c, changes, n, err)) != 0)
+        goto fail;
+
+    /* Publish. */
+    group_t **old_groups = calloc(n, sizeof(*old_groups));
+    iref_t **old_refs = calloc(n, sizeof(*old_refs));
+    pthread_rwlock_wrlock(&c->lock);
+    for (size_t j = 0; j < n; j++) {
+        change_t *ch = &changes[j];
+        if (ch->index != CLUSTER_APPEND) {
+            group_t *old = c->groups[ch->index];
+            for (size_t i = 0; i < old->instances_count; i++)
+                strmap_remove(c->by_instance, old->instances[i].id);
+            strmap_remove(c->by_id, old->spec.id);
+            c->node_count -= old->target_size;
+            if (old_groups != NULL && old_refs != NULL) {
+                old_groups[j] = old;
+                old_refs[j] = c->refs[ch->index];
+            }
+            c->groups[ch->index] = ch->next;
+            c->refs[ch->index] = ch->refs;
+        } else {
+            c->groups[c->count] = ch->next;
+            c->refs[c->count] = ch->refs;
+            c->count++;
+        }
+        if (ch->next != NULL) {
+            strmap_put(c->by_id, ch->next->spec.id, ch->next, NULL);
+            for (size_t i = 0; i < ch->next->instances_count; i++)
+                strmap_put(c->by_instance, ch->next->instances[i].id, &ch->refs[i], NULL);
+            c->node_count += ch->next->target_size;
+        }
+    }
+    /* Close the holes left by removed groups, keeping the order. */
+    size_t w = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        if (c->groups[i] != NULL) {
+            c->groups[w] = c->groups[i];
+            c->refs[w] = c->refs[i];
+            w++;
+        }
+    }
+    c->count = w;
+    pthread_rwlock_unlock(&c->lock);
+
+    for (size_t j = 0; j < n; j++) {
+        if (old_groups != NULL && old_refs != NULL) {
+            cluster__group_free(old_groups[j]);
+            free(old_refs[j]);
+        }
+    }
+    /* Without the scratch arrays (allocation failure) the old groups leak rather than
+     * being freed while published: correctness over memory in an out-of-memory case. */
+    free(old_groups);
+    free(old_refs);
+    return 0;
+
+fail:
+    for (size_t j = 0; j < n; j++) {
+        free(changes[j].refs);
+        changes[j].refs = NULL;
+        cluster__group_free(changes[j].next);
+        changes[j].next = NULL;
+    }
+    return rc;
+}
+
+static int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err) {
+    change_t ch = {cluster__index_of(c, old), next, NULL};
+    if (ch.index == CLUSTER_APPEND) {
+        cluster__group_free(next);
+        return frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s is not published", old->spec.id);
+    }
+    return cluster__commit(c, &ch, 1, err);
+}
+
+/* NAP bookkeeping: remember when a group became empty (nothing requested, no instance
+ * left), 0 while it is not. */
+static void cluster__update_empty(group_t *g, int64_t now) {
+    bool empty = g->target_size == 0 && g->instances_count == 0;
+    if (!empty)
+        g->empty_since_ms = 0;
+    else if (g->empty_since_ms == 0)
+        g->empty_since_ms = now;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Mutations
+ * ---------------------------------------------------------------------------------- */
+
+static int cluster__find_mutable(cluster_t *c, const char *id, const char *verb,
+                                 const group_t **out, frugal_err_t *err) {
+    const group_t *g = cluster_find_group(c, id);
+    if (g == NULL)
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found",
+                              id != NULL ? id : "");
+    if (!g->managed)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is not managed by frugal: cannot %s it", id, verb);
+    *out = g;
+    return 0;
+}
+
+/* The limits step of IncreaseSize: whatever besides max_size bounds an increase (NAP's
+ * cluster-wide cpu/memory limits). Returns 0 when g may grow by delta. */
+static int cluster__check_increase_limits(cluster_t *c, const group_t *g, int32_t delta,
+                                          frugal_err_t *err) {
+    (void)c;
+    (void)g;
+    (void)delta;
+    (void)err;
+    return 0;
+}
+
+static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    const group_t *g = NULL;
+    int rc = cluster__find_mutable(c, id, "increase", &g, err);
+    if (rc != 0)
+        return rc;
+    if (delta <= 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "increase of %s: delta %d must be positive", id,
+                              (int)delta);
+    if ((int64_t)g->target_size + delta > g->max_size)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "increase of %s by %d would exceed max_size %d (target %d)", id,
+                              (int)delta, (int)g->max_size, (int)g->target_size);
+    if ((rc = cluster__check_increase_limits(c, g, delta, err)) != 0)
+        return rc;
+
+    int64_t now = cluster_now_ms();
+    group_t *next = cluster__group_dup(g, err);
+    if (next == NULL)
+        return FRUGAL_ENOMEM;
+    if (!next->exists) {
+        if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0)
+            goto fail;
+        next->exists = true;
+    }
+    if ((rc = c->provider->ops->increase(c->provider, next, delta, now, err)) != 0)
+        goto fail;
+    cluster__update_empty(next, now);
+    return cluster__replace(c, g, next, err);
+fail:
+    cluster__group_free(next);
+    return rc;
+}
+
+static void cluster__log(const char *method, const char *id, long delta, int rc,
+                         const frugal_err_t *err, double t0) {
+    double ms = cluster__mono_ms() - t0;
+    if (rc == 0)
+        log_info("%s group=%s delta=%ld result=OK duration_ms=%.1f", method, id != NULL ? id : "",
+                 delta, ms);
+    else
+        log_info("%s group=%s delta=%ld result=%s (%s) duration_ms=%.1f", method,
+                 id != NULL ? id : "", delta, frugal_err_name(rc),
+                 err != NULL ? err->msg : "", ms);
+}
+
+int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__increase_locked(c, id, delta, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("IncreaseSize", id, delta, rc, err, t0);
+    return rc;
+}
+
+static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    const group_t *g = NULL;
+    int rc = cluster__find_mutable(c, id, "decrease", &g, err);
+    if (rc != 0)
+        return rc;
+    if (delta >= 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "decrease of %s: delta %d must be negative", id,
+                              (int)delta);
+    int64_t creating = 0;
+    int64_t registered = 0;
+    for (size_t i = 0; i < g->instances_count; i++) {
+        creating += g->instances[i].state == INSTANCE_CREATING;
+        registered += g->instances[i].state == INSTANCE_RUNNING;
+    }
+    int64_t target = (int64_t)g->target_size + delta;
+    if (target < registered || -(int64_t)delta > creating)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "decrease of %s by %d would go below the %" PRId64
+                              " running instances (target %d, %" PRId64 " not yet running)",
+                              id, (int)delta, registered, (int)g->target_size, creating);
+    if (target < g->min_size)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "decrease of %s by %d would go below min_size %d (target %d)", id,
+                              (int)delta, (int)g->min_size, (int)g->target_size);
+
+    int64_t now = cluster_now_ms();
+    group_t *next = cluster__group_dup(g, err);
+    if (next == NULL)
+        return FRUGAL_ENOMEM;
+    if ((rc = c->provider->ops->decrease_target(c->provider, next, delta, err)) != 0) {
+        cluster__group_free(next);
+        return rc;
+    }
+    cluster__update_empty(next, now);
+    return cluster__replace(c, g, next, err);
+}
+
+int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__decrease_locked(c, id, delta, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("DecreaseTargetSize", id, delta, rc, err, t0);
+    return rc;
+}
+
+static int cluster__delete_locked(cluster_t *c, const char *id, const char *const *provider_ids,
+                                  size_t n, frugal_err_t *err) {
+    const group_t *g = NULL;
+    int rc = cluster__find_mutable(c, id, "delete nodes of", &g, err);
+    if (rc != 0)
+        return rc;
+    if (n == 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "delete from %s: no nodes given", id);
+    size_t *indexes = malloc(n * sizeof(*indexes));
+    if (indexes == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *pid = provider_ids[i] != NULL ? provider_ids[i] : "";
+        const instance_t *inst = NULL;
+        const group_t *owner = cluster_find_instance(c, pid, &inst);
+        if (owner != g) {
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "node %s is not an instance of node group %s%s%s",
+                                pid, id, owner != NULL ? " (it belongs to " : "",
+                                owner != NULL ? owner->spec.id : "");
+            if (owner != NULL && err != NULL) {
+                size_t l = strlen(err->msg);
+                if (l + 1 < sizeof(err->msg)) {
+                    err->msg[l] = ')';
+                    err->msg[l + 1] = '\0';
+                }
+            }
+            goto out;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (provider_ids[j] != NULL && strcmp(provider_ids[j], pid) == 0) {
+                rc = frugal_err_set(err, FRUGAL_EINVAL, "node %s given twice", pid);
+                goto out;
+            }
+        }
+        /* Deleting a node already being deleted is a retry: it counts once. */
+        if (inst->state != INSTANCE_DELETING)
+            indexes[k++] = (size_t)(inst - g->instances);
+    }
+    if ((int64_t)g->target_size - (int64_t)k < g->min_size) {
+        rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                            "deleting %zu nodes of %s would go below min_size %d (target %d)", k,
+                            id, (int)g->min_size, (int)g->target_size);
+        goto out;
+    }
+    if (k == 0)
+        goto out;
+
+    int64_t now = cluster_now_ms();
+    group_t *next = cluster__group_dup(g, err);
+    if (next == NULL) {
+        rc = FRUGAL_ENOMEM;
+        goto out;
+    }
+    if ((rc = c->provider->ops->delete_instances(c->provider, next, indexes, k, now, err)) != 0) {
+        cluster__group_free(next);
+        goto out;
+    }
+    cluster__update_empty(next, now);
+    rc = cluster__replace(c, g, next, err);
+out:
+    free(indexes);
+    return rc;
+}
+
+int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provider_ids, size_t n,
+                         frugal_err_t *err) {
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__delete_locked(c, id, provider_ids, n, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("DeleteNodes", id, -(long)n, rc, err, t0);
+    return rc;
+}
+
+static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
+    int64_t now = cluster_now_ms();
+    change_t *changes = calloc(c->count > 0 ? c->count : 1, sizeof(*changes));
+    if (changes == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t n = 0;
+    int rc = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        const group_t *g = c->groups[i];
+        if (!g->managed)
+            continue;
+        group_t *next = cluster__group_dup(g, err);
+        if (next == NULL) {
+            rc = FRUGAL_ENOMEM;
+            goto fail;
+        }
+        bool changed = false;
+        frugal_err_t perr = {0};
+        if (g->exists) {
+            rc = c->provider->ops->refresh(c->provider, next, now, &changed, &perr);
+            if (rc != 0) {
+                /* One backend failure must not stall every other group (nor abort CA's
+                 * loop): that group keeps its state until the next refresh. */
+                log_warn("refresh of node group %s failed: %s", g->spec.id, perr.msg);
+                cluster__group_free(next);
+                rc = 0;
+                continue;
+            }
+        }
+        int64_t before = next->empty_since_ms;
+        cluster__update_empty(next, now);
+        if (!changed && before == next->empty_since_ms) {
+            cluster__group_free(next);
+            continue;
+        }
+        changes[n].index = i;
+        changes[n].next = next;
+        n++;
+    }
+    if (n > 0)
+        rc = cluster__commit(c, changes, n, err);
+    free(changes);
+    return rc;
+fail:
+    for (size_t j = 0; j < n; j++)
+        cluster__group_free(changes[j].next);
+    free(changes);
+    return rc;
+}
+
+int cluster_refresh(cluster_t *c, frugal_err_t *err) {
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__refresh_locked(c, err);
+    pthread_mutex_unlock(&c->write_mu);
+    if (rc != 0)
+        log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
+                 cluster__mono_ms() - t0);
+    return rc;
+}
+
+int cluster_persist(cluster_t *c, frugal_err_t *err) {
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__persist_view(c, NULL, 0, err);
+    pthread_mutex_unlock(&c->write_mu);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Open and close
+ * ---------------------------------------------------------------------------------- */
+
+static group_t *cluster__group_from_config(const node_group_config_t *ng) {
+    group_t *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return NULL;
+    if (cluster_spec_copy(&g->spec, &ng->spec) != 0) {
+        free(g);
+        return NULL;
+    }
+    g->min_size = ng->min_size;
+    g->max_size = ng->max_size;
+    g->managed = ng->managed;
+    g->autoprovisioned = false;
+    g->exists = true;
+    g->next_seq = 1;
+    g->options = ng->options;
+    /* Unmanaged groups are only counted: their size is whatever the config says. */
+    g->target_size = ng->managed ? 0 : (ng->size >= 0 ? ng->size : ng->min_size);
+    return g;
+}
+
+/* Take target, instances and bookkeeping from the state file's record. */
+static void cluster__adopt(group_t *g, group_t *from) {
+    for (size_t i = 0; i < g->instances_count; i++)
+        cluster_instance_clear(&g->instances[i]);
+    free(g->instances);
+    g->instances = from->instances;
+    g->instances_count = from->instances_count;
+    g->target_size = from->target_size;
+    g->next_seq = from->next_seq > 0 ? from->next_seq : 1;
+    g->empty_since_ms = from->empty_since_ms;
+    from->instances = NULL;
+    from->instances_count = 0;
+}
+
+/* Bring a managed group's target into [min_size, max_size] through the provider. */
+static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *err) {
+    provider_t *p = c->provider;
+    int rc = 0;
+    if (g->target_size > g->max_size) {
+        log_warn("node group %s: target size %d from the state file exceeds max_size %d: clamped",
+                 g->spec.id, (int)g->target_size, (int)g->max_size);
+        int32_t excess = g->target_size - g->max_size;
+        int32_t creating = 0;
+        for (size_t i = 0; i < g->instances_count; i++)
+            creating += g->instances[i].state == INSTANCE_CREATING;
+        int32_t drop = creating < excess ? creating : excess;
+        if (drop > 0 && (rc = p->ops->decrease_target(p, g, -drop, err)) != 0)
+            return rc;
+        excess -= drop;
+        if (excess > 0) {
+            /* Delete the newest live instances for the rest. */
+            size_t *idx = malloc((size_t)excess * sizeof(*idx));
+            if (idx == NULL)
+                return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            size_t k = 0;
+            for (size_t i = g->instances_count; i-- > 0 && k < (size_t)excess;) {
+                if (g->instances[i].state != INSTANCE_DELETING)
+                    idx[k++] = i;
+            }
+            if (k > 0)
+                rc = p->ops->delete_instances(p, g, idx, k, now, err);
+            free(idx);
+            if (rc != 0)
+                return rc;
+            if (g->target_size > g->max_size)
+                g->target_size = g->max_size;
+        }
+    } else if (g->target_size < g->min_size) {
+        log_warn("node group %s: target size %d from the state file is below min_size %d: clamped",
+                 g->spec.id, (int)g->target_size, (int)g->min_size);
+        if (g->exists || (rc = p->ops->create_group(p, g, err)) == 0) {
+            g->exists = true;
+            rc = p->ops->increase(p, g, g->min_size - g->target_size, now, err);
+        }
+    }
+    return rc;
+}
+
+/* The groups being built by cluster_open, before they are published. */
+typedef struct gvec {
+    group_t **items;
+    bool *loaded;       /* taken from the state file (else: configured initial size) */
+    size_t count;
+    size_t cap;
+} gvec_t;
+
+static int gvec_push(gvec_t *v, group_t *g, bool loaded) {
+    if (v->count == v->cap) {
+        size_t cap = v->cap != 0 ? v->cap * 2 : 16;
+        group_t **items = realloc(v->items, cap * sizeof(*items));
+        if (items == NULL)
+            return FRUGAL_ENOMEM;
+        v->items = items;
+        bool *l = realloc(v->loaded, cap * sizeof(*l));
+        if (l == NULL)
+            return FRUGAL_ENOMEM;
+        v->loaded = l;
+        v->cap = cap;
+    }
+    v->items[v->count] = g;
+    v->loaded[v->count] = loaded;
+    v->count++;
+    return 0;
+}
+
+static void gvec_free(gvec_t *v) {
+    for (size_t i = 0; i < v->count; i++)
+        cluster__group_free(v->items[i]);
+    free(v->items);
+    free(v->loaded);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Resume from the state file: it rules target sizes and instances of managed groups and
+ * brings back autoprovisioned groups; configuration changes win over it otherwise. */
+static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
+    const frugal_config_t *cfg = c->cfg;
+    state_t st;
+    int rc = state_load(cfg->state_file, &st, err);
+    if (rc == FRUGAL_ENOTFOUND) {
+        log_info("state file %s does not exist: starting fresh", cfg->state_file);
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    size_t configured = v->count;
+    for (size_t i = 0; i < st.count; i++) {
+        group_t *sg = &st.groups[i];
+        size_t j = 0;
+        while (j < configured && strcmp(v->items[j]->spec.id, sg->spec.id) != 0)
+            j++;
+        if (j < configured) {
+            group_t *g = v->items[j];
+            if (sg->managed != g->managed) {
+                log_warn("node group %s is %s in the config but %s in the state file: "
+                         "starting it as configured",
+                         g->spec.id, g->managed ? "managed" : "unmanaged",
+                         sg->managed ? "managed" : "unmanaged");
+                continue;
+            }
+            if (!g->managed)
+                continue;
+            cluster__adopt(g, sg);
+            v->loaded[j] = true;
+        } else if (sg->autoprovisioned && cfg->autoprovisioning.enabled) {
+            group_t *g = malloc(sizeof(*g));
+            if (g == NULL) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto out;
+            }
+            *g = *sg;
+            memset(sg, 0, sizeof(*sg));
+            g->managed = true;
+            if (g->next_seq == 0)
+                g->next_seq = 1;
+            if (gvec_push(v, g, true) != 0) {
+                cluster__group_free(g);
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto out;
+            }
+        } else {
+            log_warn("state file %s: node group %s is %s: dropped with its %zu instances",
+                     cfg->state_file, sg->spec.id,
+                     sg->autoprovisioned ? "autoprovisioned but autoprovisioning is disabled"
+                                         : "no longer in the config",
+                     sg->instances_count);
+        }
+    }
+out:
+    state_free(&st);
+    return rc;
+}
+
+/* Every instance id must be unique across groups: the provider-id index relies on it. */
+static int cluster__check_unique(const gvec_t *v, frugal_err_t *err) {
+    size_t total = 0;
+    for (size_t i = 0; i < v->count; i++)
+        total += v->items[i]->instances_count;
+    strmap_t *seen = NULL;
+    if (strmap_create(total, &seen) != 0)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < v->count && rc == 0; i++) {
+        group_t *g = v->items[i];
+        for (size_t j = 0; j < g->instances_count; j++) {
+            const group_t *other = strmap_get(seen, g->instances[j].id);
+            if (other != NULL) {
+                rc = frugal_err_set(err, FRUGAL_EINVAL, "instance %s belongs to both %s and %s",
+                                    g->instances[j].id, other->spec.id, g->spec.id);
+                break;
+            }
+            if (strmap_put(seen, g->instances[j].id, g, NULL) != 0) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                break;
+            }
+        }
+    }
+    strmap_destroy(seen);
+    return rc;
+}
+
+static void cluster__free(cluster_t *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cluster__group_free(c->groups[i]);
+        free(c->refs[i]);
+    }
+    free(c->groups);
+    free(c->refs);
+    strmap_destroy(c->by_id);
+    strmap_destroy(c->by_instance);
+    pthread_mutex_destroy(&c->write_mu);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
+}
+
+int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
+                 frugal_err_t *err) {
+    int rc;
+    gvec_t v = {0};
+    change_t *changes = NULL;
+    *out = NULL;
+    cluster_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    c->cfg = cfg;
+    c->provider = provider;
+    if (pthread_rwlock_init(&c->lock, NULL) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the cluster lock");
+        goto fail_rwlock;
+    }
+    if (pthread_mutex_init(&c->write_mu, NULL) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the cluster mutex");
+        goto fail_mutex;
+    }
+    if (strmap_create(cfg->node_groups_count + 16, &c->by_id) != 0 ||
+        strmap_create(256, &c->by_instance) != 0) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto fail_build;
+    }
+
+    /* Build every group privately, then publish them all in one commit, which also
+     * writes the state file. */
+    int64_t now = cluster_now_ms();
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        const node_group_config_t *ng = &cfg->node_groups[i];
+        for (size_t j = 0; j < v.count; j++) {
+            if (strcmp(v.items[j]->spec.id, ng->spec.id) == 0) {
+                rc = frugal_err_set(err, FRUGAL_EINVAL, "duplicate node group id %s", ng->spec.id);
+                goto fail_build;
+            }
+        }
+        group_t *g = cluster__group_from_config(ng);
+        if (g == NULL || gvec_push(&v, g, false) != 0) {
+            cluster__group_free(g);
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            goto fail_build;
+        }
+    }
+    if (cfg->state_file != NULL) {
+        if ((rc = cluster__load_state(c, &v, err)) != 0)
+            goto fail_build;
+    } else {
+        log_warn("no state_file configured: node group sizes live in memory only");
+    }
+    for (size_t i = 0; i < v.count; i++) {
+        group_t *g = v.items[i];
+        if (!g->managed)
+            continue;
+        if (!v.loaded[i]) {
+            const node_group_config_t *ng = &cfg->node_groups[i];
+            int32_t initial = ng->size >= 0 ? ng->size : ng->min_size;
+            if (initial > g->max_size)
+                initial = g->max_size;
+            if (initial > 0 && (rc = provider->ops->increase(provider, g, initial, now, err)) != 0)
+                goto fail_build;
+        } else if ((rc = cluster__clamp(c, g, now, err)) != 0) {
+            goto fail_build;
+        }
+        cluster__update_empty(g, now);
+    }
+    if ((rc = cluster__check_unique(&v, err)) != 0)
+        goto fail_build;
+
+    changes = calloc(v.count > 0 ? v.count : 1, sizeof(*changes));
+    if (changes == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto fail_build;
+    }
+    for (size_t i = 0; i < v.count; i++) {
+        changes[i].index = CLUSTER_APPEND;
+        changes[i].next = v.items[i];
+        v.items[i] = NULL;
+    }
+    rc = cluster__commit(c, changes, v.count, err);
+    free(changes);
+    v.count = 0;
+    gvec_free(&v);
+    if (rc != 0) {
+        cluster__free(c);
+        return rc;
+    }
+    log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
+             strmap_count(c->by_instance), c->node_count);
+    *out = c;
+    return 0;
+
+fail_build:
+    gvec_free(&v);
+    strmap_destroy(c->by_id);
+    strmap_destroy(c->by_instance);
+    pthread_mutex_destroy(&c->write_mu);
+fail_mutex:
+    pthread_rwlock_destroy(&c->lock);
+fail_rwlock:
+    free(c);
+    return rc;
+}
+
+void cluster_close(cluster_t *c) {
+    if (c == NULL)
+        return;
+    frugal_err_t err = {0};
+    if (cluster_persist(c, &err) != 0)
+        log_error("persisting the state at close failed: %s", err.msg);
+    cluster__free(c);
+}

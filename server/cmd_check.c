@@ -1,0 +1,57 @@
+/* `frugal check -c FILE`: validate a config without starting anything. Exit 0 with the
+ * one-screen summary on stdout, 1 with every `FILE:LINE:COL: message` line on stderr,
+ * 2 on a usage error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+
+static int check_usage(FILE *f, int status) {
+    fprintf(f, "usage: frugal check -c FILE\n"
+               "  validate FILE; print a summary, or every problem as FILE:LINE:COL: message\n");
+    return status;
+}
+
+int cmd_check(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            return check_usage(stdout, 0);
+        }
+        if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "frugal check: %s needs a file\n", a);
+                return check_usage(stderr, 2);
+            }
+            path = argv[++i];
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            path = a + 9;
+        } else {
+            fprintf(stderr, "frugal check: unexpected argument \"%s\"\n", a);
+            return check_usage(stderr, 2);
+        }
+    }
+    if (path == NULL || path[0] == '\0') {
+        fprintf(stderr, "frugal check: -c FILE is required\n");
+        return check_usage(stderr, 2);
+    }
+
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    int rc = config_load(path, &cfg, &errors);
+    if (rc != 0) {
+        if (errors != NULL) {
+            fputs(errors, stderr);
+        } else {
+            fprintf(stderr, "%s: %s\n", path, frugal_err_describe(rc));
+        }
+        free(errors);
+        return 1;
+    }
+    config_print_summary(cfg, stdout);
+    config_free(cfg);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,6 @@
+/* placeholder, replaced by the expander/NAP work: an empty verb table so that
+ * server/ctl.c links until the real server/ctl_best_options.c lands. */
+#include "ctl.h"
+
+const ctl_verb_t ctl_verbs_best_options[] = {{0}};
+const size_t ctl_verbs_best_options_count = 0;

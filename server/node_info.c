@@ -1,0 +1,219 @@
+/* Template node decoding: see node_info.h. */
+#include "node_info.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s.h"
+
+/* Labels that differ between similar groups in different zones (CA's
+ * --balance-similar-node-groups ignores the same ones). */
+static const char *const node_info_ignored_labels[] = {
+    K8S_LABEL_HOSTNAME,
+    K8S_LABEL_ZONE,
+    K8S_LABEL_REGION,
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "topology.gke.io/zone",
+};
+
+static bool node_info__ignored(const char *key)
+{
+    for (size_t i = 0; i < sizeof(node_info_ignored_labels) / sizeof(*node_info_ignored_labels); i++)
+        if (strcmp(key, node_info_ignored_labels[i]) == 0)
+            return true;
+    return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A growable string. */
+typedef struct sbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} sbuf_t;
+
+static void sbuf_add(sbuf_t *s, const char *a, const char *b, const char *c)
+{
+    const char *parts[3] = {a, b, c};
+    for (size_t i = 0; i < 3 && !s->failed; i++) {
+        if (!parts[i])
+            continue;
+        size_t n = strlen(parts[i]);
+        if (s->len + n + 1 > s->cap) {
+            size_t cap = s->cap ? s->cap : 256;
+            while (cap < s->len + n + 1)
+                cap *= 2;
+            char *p = realloc(s->data, cap);
+            if (!p) {
+                s->failed = true;
+                return;
+            }
+            s->data = p;
+            s->cap = cap;
+        }
+        memcpy(s->data + s->len, parts[i], n);
+        s->len += n;
+        s->data[s->len] = '\0';
+    }
+}
+
+/* "\x1f"-separated so that no label text can forge another set. */
+#define SEP "\x1f"
+
+static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t *info)
+{
+    sbuf_t s = {0};
+    char num[96];
+    if (info->instance_type) {
+        sbuf_add(&s, "type=", info->instance_type, SEP);
+    } else {
+        snprintf(num, sizeof(num), "capacity=%" PRId64 "/%" PRId64 "/%" PRId64,
+                 info->capacity.cpu_milli, info->capacity.memory_bytes, info->capacity.gpu);
+        sbuf_add(&s, num, SEP, NULL);
+    }
+
+    const k8s_object_meta_t *meta = node->metadata;
+    size_t nl = meta ? meta->n_labels : 0;
+    const k8s_node_spec_t *spec = node->spec;
+    size_t nt = spec ? spec->n_taints : 0;
+    size_t n = nl + nt, k = 0;
+    char **items = calloc(n ? n : 1, sizeof(*items));
+    if (!items) {
+        free(s.data);
+        return NULL;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        const char *key = meta->labels[i]->key ? meta->labels[i]->key : "";
+        const char *value = meta->labels[i]->value ? meta->labels[i]->value : "";
+        if (node_info__ignored(key))
+            continue;
+        size_t len = strlen(key) + strlen(value) + 8;
+        if (!(items[k] = malloc(len)))
+            goto fail;
+        snprintf(items[k++], len, "l:%s=%s", key, value);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        const k8s_taint_t *t = spec->taints[i];
+        const char *key = t->key ? t->key : "", *value = t->value ? t->value : "";
+        const char *effect = t->effect ? t->effect : "";
+        size_t len = strlen(key) + strlen(value) + strlen(effect) + 8;
+        if (!(items[k] = malloc(len)))
+            goto fail;
+        snprintf(items[k++], len, "t:%s=%s:%s", key, value, effect);
+    }
+    qsort(items, k, sizeof(*items), cmp_str);
+    for (size_t i = 0; i < k; i++)
+        sbuf_add(&s, items[i], SEP, NULL);
+    for (size_t i = 0; i < k; i++)
+        free(items[i]);
+    free(items);
+    if (s.failed) {
+        free(s.data);
+        return NULL;
+    }
+    return s.data;
+
+fail:
+    for (size_t i = 0; i < k; i++)
+        free(items[i]);
+    free(items);
+    free(s.data);
+    return NULL;
+}
+
+/* Add one resource of a capacity or allocatable map to out. */
+static int node_info__resource(const char *key, const k8s_quantity_t *quantity, resources_t *out,
+                               frugal_err_t *err)
+{
+    const char *q = quantity && quantity->string ? quantity->string : "0";
+    frugal_err_t qerr = {0};
+    int64_t v;
+    key = key ? key : "";
+    if (strcmp(key, K8S_RESOURCE_CPU) == 0) {
+        if (quantity_parse_milli(q, &v, &qerr) != 0)
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity cpu: %s", qerr.msg);
+        out->cpu_milli = v;
+    } else if (strcmp(key, K8S_RESOURCE_MEMORY) == 0) {
+        if (quantity_parse_value(q, &v, &qerr) != 0)
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity memory: %s", qerr.msg);
+        out->memory_bytes = v;
+    } else if (strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(key, K8S_RESOURCE_AMD_GPU) == 0) {
+        if (quantity_parse_value(q, &v, &qerr) != 0)
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key, qerr.msg);
+        out->gpu += v;
+    }
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    k8s_node_t *node = k8s__io__api__core__v1__node__unpack(NULL, len, data);
+    if (!node)
+        return frugal_err_set(err, FRUGAL_EINVAL, "template node: not a valid v1.Node (%zu bytes)", len);
+
+    node_info_t info = {0};
+    int rc = 0;
+    const k8s_object_meta_t *meta = node->metadata;
+    const char *type = NULL, *zone = NULL;
+    bool gpu_label = false;
+    for (size_t i = 0; meta && i < meta->n_labels; i++) {
+        const char *key = meta->labels[i]->key ? meta->labels[i]->key : "";
+        const char *value = meta->labels[i]->value;
+        if (strcmp(key, K8S_LABEL_INSTANCE_TYPE) == 0 && value && *value)
+            type = value;
+        else if (strcmp(key, K8S_LABEL_ZONE) == 0 && value && *value)
+            zone = value;
+        else if (strcmp(key, FRUGAL_GPU_LABEL) == 0)
+            gpu_label = true;
+    }
+    const k8s_node_status_t *status = node->status;
+    if (status && status->n_capacity) {
+        for (size_t i = 0; i < status->n_capacity && rc == 0; i++)
+            rc = node_info__resource(status->capacity[i]->key, status->capacity[i]->value,
+                                     &info.capacity, err);
+    } else if (status) {
+        for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
+            rc = node_info__resource(status->allocatable[i]->key, status->allocatable[i]->value,
+                                     &info.capacity, err);
+    }
+    if (rc != 0)
+        goto done;
+    info.has_gpu = gpu_label || info.capacity.gpu > 0;
+    info.name = strdup(meta && meta->name ? meta->name : "");
+    info.instance_type = dup_or_null(type);
+    info.zone = dup_or_null(zone);
+    info.similarity_key = node_info__similarity_key(node, &info);
+    if (!info.name || (type && !info.instance_type) || (zone && !info.zone) || !info.similarity_key) {
+        node_info_free(&info);
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory decoding a template node");
+        goto done;
+    }
+    *out = info;
+done:
+    k8s__io__api__core__v1__node__free_unpacked(node, NULL);
+    return rc;
+}
+
+void node_info_free(node_info_t *info)
+{
+    if (!info)
+        return;
+    free(info->name);
+    free(info->instance_type);
+    free(info->zone);
+    free(info->similarity_key);
+    memset(info, 0, sizeof(*info));
+}
