@@ -13,6 +13,7 @@
 #include <grpc/support/time.h>
 
 #include "log.h"
+#include "rpc_client.h"
 
 /* A registered method: the service's entry plus grpc's handle for it. */
 typedef struct method_entry {
@@ -121,17 +122,16 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     }
 }
 
+/* Every call at debug level; the cluster logs mutations at info level itself. */
 static void call_log(const call_state_t *cs, grpc_status_code status, const char *message) {
+    if (log_get_level() > LOG_LEVEL_DEBUG)
+        return;
     char name[256];
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     double ms = gpr_timespec_to_micros(gpr_time_sub(now, cs->started)) / 1000.0;
-    bool mutates = cs->entry != NULL && cs->entry->method->mutates;
-    log_level_t level = mutates ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
-    if (level < log_get_level())
-        return;
-    log_write(level, "rpc %s status=%d %s%s%.3fms", call_method_name(cs, name, sizeof(name)),
-              (int)status, message != NULL && message[0] ? message : "",
-              message != NULL && message[0] ? " " : "", ms);
+    log_debug("rpc %s status=%s duration_ms=%.3f%s%s", call_method_name(cs, name, sizeof(name)),
+              rpc_status_name(status), ms, message != NULL && message[0] ? " message=" : "",
+              message != NULL ? message : "");
 }
 
 /* A request completed: re-arm the same method first, then run the handler. */

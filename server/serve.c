@@ -93,9 +93,6 @@ int cmd_serve(int argc, char **argv) {
         free(errors);
         return 1;
     }
-    if (cfg->state_file == NULL)
-        log_warn("no state_file configured: node group state lives in memory only and is lost "
-                 "at exit");
 
     int status = 1;
     frugal_err_t err;
