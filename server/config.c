@@ -29,14 +29,14 @@
 /* ---- load context and error collection ---- */
 
 typedef struct load_ctx {
-    const char *name;                       /* file name used in messages */
-    char *errors;                           /* collected lines */
+    const char *name; /* file name used in messages */
+    char *errors;     /* collected lines */
     size_t errors_len;
     size_t errors_cap;
     size_t error_count;
     bool oom;
     frugal_config_t *cfg;
-    const yaml_tree_node_t **group_nodes;   /* mapping node of each cfg->node_groups[i] */
+    const yaml_tree_node_t **group_nodes; /* mapping node of each cfg->node_groups[i] */
 } load_ctx_t;
 
 static void ctx_append(load_ctx_t *ctx, const char *s, size_t n) {
@@ -154,33 +154,47 @@ typedef bool (*key_parse_fn)(load_ctx_t *ctx, const yaml_tree_node_t *node, cons
 
 struct key_spec {
     const char *name;
-    yaml_tree_type_t type;      /* node type expected */
+    yaml_tree_type_t type; /* node type expected */
     key_parse_fn parse;
-    size_t offset;              /* of the field in the section's struct */
-    const char *default_text;   /* YAML parsed in place of an absent key; NULL: none */
+    size_t offset;            /* of the field in the section's struct */
+    const char *default_text; /* YAML parsed in place of an absent key; NULL: none */
     bool required;
-    double min;                 /* accepted range of numbers and quantities */
+    double min; /* accepted range of numbers and quantities */
     double max;
-    bool above_min;             /* min itself is excluded */
-    ptrdiff_t has_offset;       /* bool set when the key is given; -1: none */
+    bool above_min;       /* min itself is excluded */
+    ptrdiff_t has_offset; /* bool set when the key is given; -1: none */
 };
 
-#define KEY(n, t, fn, st, fld, def)                                                      \
-    {.name = (n), .type = (t), .parse = (fn), .offset = offsetof(st, fld),               \
-     .default_text = (def), .min = -INFINITY, .max = INFINITY, .has_offset = -1}
-#define KEY_REQ(n, t, fn, st, fld)                                                       \
-    {.name = (n), .type = (t), .parse = (fn), .offset = offsetof(st, fld), .required = true, \
-     .min = -INFINITY, .max = INFINITY, .has_offset = -1}
-#define KEY_RANGE(n, fn, st, fld, def, lo, hi, excl)                                     \
-    {.name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),  \
-     .default_text = (def), .min = (lo), .max = (hi), .above_min = (excl), .has_offset = -1}
-#define KEY_REQ_RANGE(n, fn, st, fld, lo, hi, excl)                                      \
-    {.name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),  \
-     .required = true, .min = (lo), .max = (hi), .above_min = (excl), .has_offset = -1}
-#define KEY_OPT(n, fn, st, fld, has, lo, hi)                                             \
-    {.name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),  \
-     .min = (lo), .max = (hi), .has_offset = (ptrdiff_t)offsetof(st, has)}
+#define KEY(n, t, fn, st, fld, def)                                                                \
+    {                                                                                              \
+        .name = (n), .type = (t), .parse = (fn), .offset = offsetof(st, fld),                      \
+        .default_text = (def), .min = -INFINITY, .max = INFINITY, .has_offset = -1                 \
+    }
+#define KEY_REQ(n, t, fn, st, fld)                                                                 \
+    {                                                                                              \
+        .name = (n), .type = (t), .parse = (fn), .offset = offsetof(st, fld), .required = true,    \
+        .min = -INFINITY, .max = INFINITY, .has_offset = -1                                        \
+    }
+#define KEY_RANGE(n, fn, st, fld, def, lo, hi, excl)                                               \
+    {                                                                                              \
+        .name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),         \
+        .default_text = (def), .min = (lo), .max = (hi), .above_min = (excl), .has_offset = -1     \
+    }
+#define KEY_REQ_RANGE(n, fn, st, fld, lo, hi, excl)                                                \
+    {                                                                                              \
+        .name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),         \
+        .required = true, .min = (lo), .max = (hi), .above_min = (excl), .has_offset = -1          \
+    }
+#define KEY_OPT(n, fn, st, fld, has, lo, hi)                                                       \
+    {                                                                                              \
+        .name = (n), .type = YAML_TREE_SCALAR, .parse = (fn), .offset = offsetof(st, fld),         \
+        .min = (lo), .max = (hi), .has_offset = (ptrdiff_t)offsetof(st, has)                       \
+    }
 #define TABLE_LEN(t) (sizeof(t) / sizeof((t)[0]))
+
+/* Sections stored in the struct of their parent key point at its offset 0. */
+_Static_assert(offsetof(listener_config_t, address) == 0, "tls key table relies on it");
+_Static_assert(offsetof(autoprov_config_t, enabled) == 0, "limits key table relies on it");
 
 static void section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                           const key_spec_t *specs, size_t n, void *base);
@@ -210,8 +224,7 @@ static bool spec_check_range(load_ctx_t *ctx, const yaml_tree_node_t *node, cons
         return false;
     }
     if (v > spec->max) {
-        ctx_error(ctx, node, path, "must be at most %.0f, got %s", spec->max,
-                  node->u.scalar.text);
+        ctx_error(ctx, node, path, "must be at most %.0f, got %s", spec->max, node->u.scalar.text);
         return false;
     }
     return true;
@@ -263,8 +276,8 @@ static bool scalar_to_double(const yaml_tree_node_t *node, double *out) {
     return true;
 }
 
-static bool parse_bool(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                       void *field, const key_spec_t *spec) {
+static bool parse_bool(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, void *field,
+                       const key_spec_t *spec) {
     const char *s = node->u.scalar.text;
     if (node->u.scalar.plain) {
         if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
@@ -364,8 +377,8 @@ static bool quantity_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
 }
 
 /* A CPU quantity ("2", "0.5", "500m") in milli-cores. */
-static bool parse_cpu(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                      void *field, const key_spec_t *spec) {
+static bool parse_cpu(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, void *field,
+                      const key_spec_t *spec) {
     frugal_err_t err = {0};
     int64_t v = 0;
     int rc = quantity_parse_milli(node->u.scalar.text, &v, &err);
@@ -394,7 +407,7 @@ static bool duration_parse_ns(const char *s, int64_t *out) {
     static const struct {
         const char *unit;
         long double ns;
-    } units[] = {{"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+    } units[] = {{"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
                  {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
     if (strcmp(s, "0") == 0) {
         *out = 0;
@@ -511,7 +524,8 @@ static void section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
     if (node != NULL && yaml_tree_is_null(node)) {
         node = NULL;
     }
-    if (node != NULL && node->type != YAML_TREE_MAPPING) {
+    bool wrong_type = node != NULL && node->type != YAML_TREE_MAPPING;
+    if (wrong_type) {
         ctx_error(ctx, node, path, "expected a mapping, got %s", node_describe(node));
         node = NULL;
     }
@@ -545,7 +559,9 @@ static void section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         }
         if (v == NULL) {
             if (spec->required) {
-                if (keys[j] != NULL) {
+                if (wrong_type) {
+                    /* already reported */
+                } else if (keys[j] != NULL) {
                     ctx_error(ctx, keys[j], sub, "a value is required");
                 } else {
                     ctx_error(ctx, node, path, "missing required key \"%s\"", spec->name);
@@ -575,7 +591,7 @@ static void section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
     }
 }
 
-/* Items of a sequence node; none for NULL. Reports a non-sequence. */
+/* Items of a sequence node; 0 for NULL or any other node type. */
 static size_t seq_count(const yaml_tree_node_t *node) {
     return node != NULL && node->type == YAML_TREE_SEQUENCE ? node->u.sequence.count : 0;
 }
@@ -756,8 +772,7 @@ static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, con
                               void *field, const key_spec_t *spec) {
     const char *problem = label_value_problem(node->u.scalar.text);
     if (problem != NULL) {
-        ctx_error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text,
-                  problem);
+        ctx_error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text, problem);
         return false;
     }
     char *s = ctx_strdup(ctx, node->u.scalar.text);
@@ -844,8 +859,8 @@ static const key_spec_t tls_keys[] = {
 };
 
 /* tls: {cert, key, client_ca}, stored in the listener itself (offset 0 of it). */
-static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                      void *field, const key_spec_t *spec) {
+static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, void *field,
+                      const key_spec_t *spec) {
     listener_config_t *l = field;
     if (node == NULL) {
         return true;
@@ -866,6 +881,7 @@ static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char 
 
 static const key_spec_t listener_keys[] = {
     KEY_REQ("address", YAML_TREE_SCALAR, parse_string, listener_config_t, address),
+    /* offset 0: parse_tls fills the listener itself */
     KEY("tls", YAML_TREE_MAPPING, parse_tls, listener_config_t, address, NULL),
 };
 
@@ -883,8 +899,7 @@ static const char *address_problem(const char *address, bool *loopback) {
     }
     const char *port = colon + 1;
     size_t digits = strspn(port, "0123456789");
-    if (digits == 0 || port[digits] != '\0' || digits > 5 || atoi(port) < 1 ||
-        atoi(port) > 65535) {
+    if (digits == 0 || port[digits] != '\0' || digits > 5 || atoi(port) < 1 || atoi(port) > 65535) {
         return "port must be a number from 1 to 65535";
     }
     size_t hlen = (size_t)(colon - address);
@@ -962,7 +977,8 @@ static bool parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, const
             const char *problem = address_problem(l.address, &loopback);
             if (problem != NULL) {
                 ctx_error(ctx, an, addr_path, "invalid address \"%s\": %s", l.address, problem);
-            } else if (!loopback && l.tls_cert == NULL && !cfg->allow_insecure) {
+            } else if (!loopback && yaml_tree_mapping_get(item, "tls") == NULL &&
+                       !cfg->allow_insecure) {
                 ctx_error(ctx, an, addr_path,
                           "plaintext listener on non-loopback address \"%s\": configure tls "
                           "or set allow_insecure: true",
@@ -970,8 +986,7 @@ static bool parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, const
             }
             for (size_t j = 0; j < cfg->listeners_count; j++) {
                 if (strcmp(cfg->listeners[j].address, l.address) == 0) {
-                    ctx_error(ctx, an, addr_path, "duplicate listener address \"%s\"",
-                              l.address);
+                    ctx_error(ctx, an, addr_path, "duplicate listener address \"%s\"", l.address);
                 }
             }
         }
@@ -1005,8 +1020,7 @@ static bool parse_provider_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, c
 }
 
 static const key_spec_t provider_keys[] = {
-    KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind,
-        "simulated"),
+    KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
     KEY_RANGE("boot_seconds", parse_int64, frugal_config_t, boot_seconds, "0", 0, 86400 * 365,
               false),
 };
@@ -1107,8 +1121,9 @@ static bool parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, c
                 strcmp(names[j]->u.scalar.text, mt.name) == 0) {
                 char name_path[CONFIG_PATH_MAX];
                 path_join(name_path, sub, "name");
-                ctx_error(ctx, names[i], name_path, "duplicate machine type \"%s\" (first at line %d)",
-                          mt.name, names[j]->line);
+                ctx_error(ctx, names[i], name_path,
+                          "duplicate machine type \"%s\" (first at line %d)", mt.name,
+                          names[j]->line);
                 dup = true;
             }
         }
@@ -1139,8 +1154,7 @@ static const key_spec_t options_keys[] = {
     KEY_OPT("scale_down_utilization_threshold", parse_double, group_options_t,
             scale_down_utilization_threshold, has_scale_down_utilization_threshold, 0, 1),
     KEY_OPT("scale_down_gpu_utilization_threshold", parse_double, group_options_t,
-            scale_down_gpu_utilization_threshold, has_scale_down_gpu_utilization_threshold, 0,
-            1),
+            scale_down_gpu_utilization_threshold, has_scale_down_gpu_utilization_threshold, 0, 1),
     KEY_OPT("scale_down_unneeded", parse_duration_ns, group_options_t, scale_down_unneeded_ns,
             has_scale_down_unneeded, -INFINITY, INFINITY),
     KEY_OPT("scale_down_unready", parse_duration_ns, group_options_t, scale_down_unready_ns,
@@ -1150,8 +1164,7 @@ static const key_spec_t options_keys[] = {
     KEY_OPT("zero_or_max_node_scaling", parse_bool, group_options_t, zero_or_max_node_scaling,
             has_zero_or_max_node_scaling, -INFINITY, INFINITY),
     KEY_OPT("ignore_daemonsets_utilization", parse_bool, group_options_t,
-            ignore_daemonsets_utilization, has_ignore_daemonsets_utilization, -INFINITY,
-            INFINITY),
+            ignore_daemonsets_utilization, has_ignore_daemonsets_utilization, -INFINITY, INFINITY),
 };
 
 static bool parse_group_options(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -1162,8 +1175,7 @@ static bool parse_group_options(load_ctx_t *ctx, const yaml_tree_node_t *node, c
 
 static const key_spec_t group_keys[] = {
     KEY_REQ("id", YAML_TREE_SCALAR, parse_string, node_group_config_t, spec.id),
-    KEY_REQ("machine_type", YAML_TREE_SCALAR, parse_string, node_group_config_t,
-            spec.machine_type),
+    KEY_REQ("machine_type", YAML_TREE_SCALAR, parse_string, node_group_config_t, spec.machine_type),
     KEY("zone", YAML_TREE_SCALAR, parse_string, node_group_config_t, spec.zone, NULL),
     KEY_RANGE("min_size", parse_int32, node_group_config_t, min_size, "0", 0, INT32_MAX, false),
     KEY_RANGE("max_size", parse_int32, node_group_config_t, max_size, NULL, 0, INT32_MAX, false),
@@ -1173,8 +1185,8 @@ static const key_spec_t group_keys[] = {
     KEY("taints", YAML_TREE_SEQUENCE, parse_taints, node_group_config_t, spec.taints, NULL),
     KEY("options", YAML_TREE_MAPPING, parse_group_options, node_group_config_t, options, NULL),
     KEY("spot", YAML_TREE_SCALAR, parse_bool, node_group_config_t, spec.spot, "false"),
-    KEY_RANGE("spot_price", parse_double, node_group_config_t, spec.spot_price, NULL, 0,
-              INFINITY, false),
+    KEY_RANGE("spot_price", parse_double, node_group_config_t, spec.spot_price, NULL, 0, INFINITY,
+              false),
 };
 
 static void group_spec_release(group_spec_t *s) {
@@ -1204,8 +1216,9 @@ static void group_check_sizes(load_ctx_t *ctx, const yaml_tree_node_t *item, con
             ctx_error(ctx, max_n, sub, "not allowed for an unmanaged group (set size)");
         }
         if (size_n == NULL || yaml_tree_is_null(size_n)) {
-            ctx_error(ctx, item, path, "missing required key \"size\" (an unmanaged group has a "
-                                       "fixed size)");
+            ctx_error(ctx, item, path,
+                      "missing required key \"size\" (an unmanaged group has a "
+                      "fixed size)");
         } else if (g->size >= 0) {
             g->min_size = g->max_size = g->size;
         }
@@ -1334,14 +1347,14 @@ static void parse_strings(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
 }
 
 /* Relies on the effective catalog. Absent: every machine type of the catalog. */
-static bool parse_ap_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node,
-                                   const char *path, void *field, const key_spec_t *spec) {
+static bool parse_ap_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                   void *field, const key_spec_t *spec) {
     frugal_config_t *cfg = ctx->cfg;
     autoprov_config_t *ap = &cfg->autoprovisioning;
     if (node == NULL) {
         for (size_t i = 0; i < cfg->machine_types_count; i++) {
-            char **slot = ctx_grow(ctx, &ap->machine_types, &ap->machine_types_count,
-                                   sizeof(char *));
+            char **slot =
+                ctx_grow(ctx, &ap->machine_types, &ap->machine_types_count, sizeof(char *));
             if (slot == NULL || (*slot = ctx_strdup(ctx, cfg->machine_types[i].name)) == NULL) {
                 return false;
             }
@@ -1462,6 +1475,7 @@ static const key_spec_t autoprov_keys[] = {
     KEY("zones", YAML_TREE_SEQUENCE, parse_ap_zones, autoprov_config_t, zones, NULL),
     KEY("label_sets", YAML_TREE_SEQUENCE, parse_ap_label_sets, autoprov_config_t, label_sets,
         "[{}]"),
+    /* offset 0: parse_ap_limits fills the autoprovisioning struct itself */
     KEY("limits", YAML_TREE_MAPPING, parse_ap_limits, autoprov_config_t, enabled, NULL),
     KEY_RANGE("max_node_groups", parse_int32, autoprov_config_t, max_node_groups, "50", 0,
               INT32_MAX, false),
@@ -1488,8 +1502,7 @@ static bool parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
             char sub[CONFIG_PATH_MAX];
             snprintf(sub, sizeof(sub), "node_groups[%zu].id", i);
             ctx_error(ctx, yaml_tree_mapping_get(ctx->group_nodes[i], "id"), sub,
-                      "id \"%s\" starts with the autoprovisioning prefix \"%s-\"", id,
-                      ap->prefix);
+                      "id \"%s\" starts with the autoprovisioning prefix \"%s-\"", id, ap->prefix);
         }
     }
     return true;
@@ -1514,8 +1527,8 @@ static const key_spec_t preferred_keys[] = {
 };
 
 /* Strictly ascending max_nodes; only the last entry, which must exist, is unbounded. */
-static bool parse_preferred_nodes(load_ctx_t *ctx, const yaml_tree_node_t *node,
-                                  const char *path, void *field, const key_spec_t *spec) {
+static bool parse_preferred_nodes(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                  void *field, const key_spec_t *spec) {
     ranking_config_t *r = &ctx->cfg->ranking;
     char sub[CONFIG_PATH_MAX];
     size_t before = ctx->error_count;
@@ -1564,10 +1577,10 @@ static const key_spec_t ranking_keys[] = {
         preferred_nodes,
         "[{max_nodes: 2, cpu: 1}, {max_nodes: 6, cpu: 2}, {max_nodes: 20, cpu: 4},"
         " {max_nodes: 80, cpu: 8}, {max_nodes: 300, cpu: 16}, {cpu: 32}]"),
-    KEY_RANGE("suppress_scale", parse_double, ranking_config_t, suppress_scale, "15", 0,
-              INFINITY, true),
-    KEY_RANGE("gpu_unfitness", parse_double, ranking_config_t, gpu_unfitness, "1000", 0,
-              INFINITY, true),
+    KEY_RANGE("suppress_scale", parse_double, ranking_config_t, suppress_scale, "15", 0, INFINITY,
+              true),
+    KEY_RANGE("gpu_unfitness", parse_double, ranking_config_t, gpu_unfitness, "1000", 0, INFINITY,
+              true),
     KEY_RANGE("not_exist_penalty", parse_double, ranking_config_t, not_exist_penalty, "2.0", 0,
               INFINITY, true),
 };
@@ -1582,21 +1595,20 @@ static bool parse_ranking(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
 
 /* Order matters: each section may rely on those above it. */
 static const key_spec_t top_keys[] = {
-    KEY("allow_insecure", YAML_TREE_SCALAR, parse_bool, frugal_config_t, allow_insecure,
-        "false"),
-    KEY_RANGE("max_message_bytes", parse_int64, frugal_config_t, max_message_bytes, "536870912",
-              1, INT32_MAX, false),
+    KEY("allow_insecure", YAML_TREE_SCALAR, parse_bool, frugal_config_t, allow_insecure, "false"),
+    KEY_RANGE("max_message_bytes", parse_int64, frugal_config_t, max_message_bytes, "536870912", 1,
+              INT32_MAX, false),
     KEY("listen", YAML_TREE_SEQUENCE, parse_listeners, frugal_config_t, listeners,
         "[{address: \"127.0.0.1:8086\"}]"),
     KEY("state_file", YAML_TREE_SCALAR, parse_string, frugal_config_t, state_file, NULL),
+    /* provider's keys live in frugal_config_t itself (provider_kind, boot_seconds) */
     KEY("provider", YAML_TREE_MAPPING, parse_provider, frugal_config_t, provider_kind, NULL),
     KEY("pricing", YAML_TREE_MAPPING, parse_pricing, frugal_config_t, pricing, NULL),
-    KEY("machine_types", YAML_TREE_SEQUENCE, parse_machine_types, frugal_config_t,
-        machine_types, NULL),
-    KEY("node_groups", YAML_TREE_SEQUENCE, parse_node_groups, frugal_config_t, node_groups,
+    KEY("machine_types", YAML_TREE_SEQUENCE, parse_machine_types, frugal_config_t, machine_types,
         NULL),
-    KEY("autoprovisioning", YAML_TREE_MAPPING, parse_autoprov, frugal_config_t,
-        autoprovisioning, NULL),
+    KEY("node_groups", YAML_TREE_SEQUENCE, parse_node_groups, frugal_config_t, node_groups, NULL),
+    KEY("autoprovisioning", YAML_TREE_MAPPING, parse_autoprov, frugal_config_t, autoprovisioning,
+        NULL),
     KEY("ranking", YAML_TREE_MAPPING, parse_ranking, frugal_config_t, ranking, NULL),
 };
 
@@ -1682,7 +1694,7 @@ int config_load(const char *path, frugal_config_t **out, char **errors) {
     free(text);
     return rc;
 
-fail_io: {
+fail_io : {
     const char *reason = strerror(errno);
     free(text);
     if (errors != NULL) {
@@ -1788,7 +1800,7 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     for (size_t i = 0; i < cfg->listeners_count; i++) {
         const listener_config_t *l = &cfg->listeners[i];
         fprintf(f, "%-18s%s (%s)\n", i == 0 ? "listen" : "", l->address,
-                l->tls_cert == NULL         ? "plaintext"
+                l->tls_cert == NULL        ? "plaintext"
                 : l->tls_client_ca != NULL ? "TLS, client certificates required"
                                            : "TLS");
     }

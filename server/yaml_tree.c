@@ -43,9 +43,8 @@ static int loader_next(tree_loader_t *ld, yaml_event_t *ev) {
         return loader_fail(ld, &mark, "%s (byte offset %zu)", problem, p->problem_offset);
     }
     if (p->context != NULL) {
-        return loader_fail(ld, &p->problem_mark, "%s %s (line %d, column %d)", problem,
-                           p->context, (int)p->context_mark.line + 1,
-                           (int)p->context_mark.column + 1);
+        return loader_fail(ld, &p->problem_mark, "%s %s (line %d, column %d)", problem, p->context,
+                           (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
     }
     return loader_fail(ld, &p->problem_mark, "%s", problem);
 }
@@ -64,8 +63,8 @@ static yaml_tree_node_t *node_new(tree_loader_t *ld, yaml_tree_type_t type,
 }
 
 static int node_append_item(yaml_tree_node_t *seq, yaml_tree_node_t *item) {
-    yaml_tree_node_t **items = realloc(seq->u.sequence.items,
-                                       (seq->u.sequence.count + 1) * sizeof(*items));
+    yaml_tree_node_t **items =
+        realloc(seq->u.sequence.items, (seq->u.sequence.count + 1) * sizeof(*items));
     if (items == NULL) {
         return -1;
     }
@@ -75,8 +74,8 @@ static int node_append_item(yaml_tree_node_t *seq, yaml_tree_node_t *item) {
 }
 
 static int node_append_pair(yaml_tree_node_t *map, yaml_tree_node_t *key, yaml_tree_node_t *value) {
-    yaml_tree_pair_t *items = realloc(map->u.mapping.items,
-                                      (map->u.mapping.count + 1) * sizeof(*items));
+    yaml_tree_pair_t *items =
+        realloc(map->u.mapping.items, (map->u.mapping.count + 1) * sizeof(*items));
     if (items == NULL) {
         return -1;
     }
@@ -115,8 +114,8 @@ static int loader_build(tree_loader_t *ld, yaml_event_t *ev, int depth, yaml_tre
         memcpy(n->u.scalar.text, ev->data.scalar.value, len);
         n->u.scalar.text[len] = '\0';
         n->u.scalar.len = len;
-        n->u.scalar.plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-                            ev->data.scalar.plain_implicit;
+        n->u.scalar.plain =
+            ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev->data.scalar.plain_implicit;
         yaml_event_delete(ev);
         *out = n;
         return 0;
@@ -127,8 +126,8 @@ static int loader_build(tree_loader_t *ld, yaml_event_t *ev, int depth, yaml_tre
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT: {
         bool is_map = ev->type == YAML_MAPPING_START_EVENT;
-        bool anchored = is_map ? ev->data.mapping_start.anchor != NULL
-                               : ev->data.sequence_start.anchor != NULL;
+        bool anchored =
+            is_map ? ev->data.mapping_start.anchor != NULL : ev->data.sequence_start.anchor != NULL;
         yaml_event_delete(ev);
         if (anchored) {
             return loader_fail(ld, &start, "YAML anchors are not supported");

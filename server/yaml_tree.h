@@ -24,20 +24,20 @@ typedef struct yaml_tree_pair {
 
 struct yaml_tree_node {
     yaml_tree_type_t type;
-    int line;               /* 1-based position of the node's first character */
+    int line; /* 1-based position of the node's first character */
     int column;
     union {
         struct {
-            char *text;     /* NUL-terminated; len excludes the terminator */
+            char *text; /* NUL-terminated; len excludes the terminator */
             size_t len;
-            bool plain;     /* unquoted and untagged: may be a number, bool or null */
+            bool plain; /* unquoted and untagged: may be a number, bool or null */
         } scalar;
         struct {
             yaml_tree_node_t **items;
             size_t count;
         } sequence;
         struct {
-            yaml_tree_pair_t *items;    /* in document order */
+            yaml_tree_pair_t *items; /* in document order */
             size_t count;
         } mapping;
     } u;
@@ -45,7 +45,7 @@ struct yaml_tree_node {
 
 /* Where and why a document could not be loaded. */
 typedef struct yaml_tree_error {
-    int line;               /* 1-based; 0 when unknown */
+    int line; /* 1-based; 0 when unknown */
     int column;
     char message[256];
 } yaml_tree_error_t;
