@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <grpc/support/log.h>
+
 #include "commands.h"
 #include "externalgrpc.pb-c.h"
 #include "health.pb-c.h"
@@ -159,7 +161,8 @@ static void ctl__format_duration(int64_t ns, char *buf, size_t size) {
 
 /* Whether s can be written as a plain YAML scalar that reads back as the same string. */
 static bool ctl__yaml_plain(const char *s) {
-    static const char *const reserved[] = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"};
+    static const char *const reserved[] = {"true", "false", "yes", "no", "on",
+                                           "off",  "null",  "y",   "n"};
     if (!isalpha((unsigned char)s[0])) {
         return false;
     }
@@ -221,9 +224,9 @@ static void ctl__yaml_kv(int indent, const char *key, const char *value) {
 /* A column-aligned table; cells are copied. */
 typedef struct ctl_table {
     size_t ncols;
-    size_t nrows;       /* including the header row */
+    size_t nrows; /* including the header row */
     size_t cap;
-    char **cells;       /* row-major */
+    char **cells; /* row-major */
 } ctl_table_t;
 
 static void ctl__table_row(ctl_table_t *t, ...) {
@@ -257,14 +260,24 @@ static void ctl__table_flush(ctl_table_t *t) {
         }
     }
     for (size_t r = 0; r < t->nrows; r++) {
+        char **row = &t->cells[r * t->ncols];
+        /* Pad only up to the last non-empty cell: no trailing blanks. */
+        size_t last = 0;
         for (size_t c = 0; c < t->ncols; c++) {
-            const char *cell = t->cells[r * t->ncols + c];
-            if (c + 1 < t->ncols) {
-                printf("%-*s  ", (int)width[c], cell);
-            } else {
-                printf("%s\n", cell);
+            if (row[c][0] != '\0') {
+                last = c;
             }
-            free(t->cells[r * t->ncols + c]);
+        }
+        for (size_t c = 0; c <= last; c++) {
+            if (c < last) {
+                printf("%-*s  ", (int)width[c], row[c]);
+            } else {
+                fputs(row[c], stdout);
+            }
+        }
+        putchar('\n');
+        for (size_t c = 0; c < t->ncols; c++) {
+            free(row[c]);
         }
     }
     free(width);
@@ -392,8 +405,9 @@ static int ctl_verb_health(rpc_client_t *client, ctl_format_t format, int argc, 
     Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
     req.service = argc == 2 ? argv[1] : "";
     Grpc__Health__V1__HealthCheckResponse *resp = NULL;
-    int rc = ctl_call(client, HEALTH_PATH, &req.base, &grpc__health__v1__health_check_response__descriptor,
-                      (ProtobufCMessage **)&resp);
+    int rc =
+        ctl_call(client, HEALTH_PATH, &req.base,
+                 &grpc__health__v1__health_check_response__descriptor, (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -453,8 +467,8 @@ static int ctl_verb_node_groups(rpc_client_t *client, ctl_format_t format, int a
 
 /* Parse "PROVIDER_ID [--name N] [--label k=v]..." plus the pricing options when
  * hours/legacy are given; returns 0, or 2 after printing usage. */
-static int ctl__parse_node_verb(int argc, char **argv, ctl_node_args_t *a, double *hours, bool *legacy,
-                                bool *no_period) {
+static int ctl__parse_node_verb(int argc, char **argv, ctl_node_args_t *a, double *hours,
+                                bool *legacy, bool *no_period) {
     const char *provider_id = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -491,7 +505,8 @@ static int ctl__parse_node_verb(int argc, char **argv, ctl_node_args_t *a, doubl
     return 0;
 }
 
-static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t format, int argc,
+                                        char **argv) {
     ctl_node_args_t a;
     ctl__node_args_init(&a, argc);
     int rc = ctl__parse_node_verb(argc, argv, &a, NULL, NULL, NULL);
@@ -501,8 +516,8 @@ static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t forma
     EG(NodeGroupForNodeRequest) req = EG_INIT(NODE_GROUP_FOR_NODE_REQUEST);
     req.node = &a.node;
     EG(NodeGroupForNodeResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupForNode"), &req.base, EG_DESC(node_group_for_node_response),
-                  (ProtobufCMessage **)&resp);
+    rc = ctl_call(client, EG_PATH("NodeGroupForNode"), &req.base,
+                  EG_DESC(node_group_for_node_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         goto done;
     }
@@ -530,8 +545,8 @@ static int ctl_verb_target_size(rpc_client_t *client, ctl_format_t format, int a
     EG(NodeGroupTargetSizeRequest) req = EG_INIT(NODE_GROUP_TARGET_SIZE_REQUEST);
     req.id = argv[1];
     EG(NodeGroupTargetSizeResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupTargetSize"), &req.base, EG_DESC(node_group_target_size_response),
-                      (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, EG_PATH("NodeGroupTargetSize"), &req.base,
+                      EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -628,8 +643,8 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
     EG(NodeGroupNodesRequest) req = EG_INIT(NODE_GROUP_NODES_REQUEST);
     req.id = argv[1];
     EG(NodeGroupNodesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupNodes"), &req.base, EG_DESC(node_group_nodes_response),
-                      (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, EG_PATH("NodeGroupNodes"), &req.base,
+                      EG_DESC(node_group_nodes_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -642,7 +657,8 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
     }
     for (size_t i = 0; i < resp->n_instances; i++) {
         EG(Instance) *in = resp->instances[i];
-        const char *state = ctl__instance_state_name(in->status != NULL ? (int)in->status->instancestate : 0);
+        const char *state =
+            ctl__instance_state_name(in->status != NULL ? (int)in->status->instancestate : 0);
         EG(InstanceErrorInfo) *ei = in->status != NULL ? in->status->errorinfo : NULL;
         if (format == CTL_FORMAT_YAML) {
             printf("- id: ");
@@ -659,7 +675,8 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
             if (ei != NULL) {
                 snprintf(cls, sizeof(cls), "%d", ei->instanceerrorclass);
             }
-            ctl__table_row(&t, in->id, state, ei != NULL ? ei->errorcode : "", cls, ei != NULL ? ei->errormessage : "");
+            ctl__table_row(&t, in->id, state, ei != NULL ? ei->errorcode : "", cls,
+                           ei != NULL ? ei->errormessage : "");
         }
     }
     if (format == CTL_FORMAT_TABLE) {
@@ -733,8 +750,8 @@ static void ctl__print_node_table(const k8s_node_t *node) {
     printf("Taints:");
     for (size_t i = 0; spec != NULL && i < spec->n_taints; i++) {
         const k8s_taint_t *t = spec->taints[i];
-        printf("%s%s=%s:%s\n", i == 0 ? "      " : "             ", ctl__str(t->key), ctl__str(t->value),
-               ctl__str(t->effect));
+        printf("%s%s=%s:%s\n", i == 0 ? "      " : "             ", ctl__str(t->key),
+               ctl__str(t->value), ctl__str(t->effect));
     }
     if (spec == NULL || spec->n_taints == 0) {
         printf("      <none>\n");
@@ -757,7 +774,8 @@ static void ctl__print_node_table(const k8s_node_t *node) {
     ctl__table_row(&t, "CONDITION", "STATUS", "REASON", "MESSAGE");
     for (size_t i = 0; st != NULL && i < st->n_conditions; i++) {
         const k8s_node_condition_t *c = st->conditions[i];
-        ctl__table_row(&t, ctl__str(c->type), ctl__str(c->status), ctl__str(c->reason), ctl__str(c->message));
+        ctl__table_row(&t, ctl__str(c->type), ctl__str(c->status), ctl__str(c->reason),
+                       ctl__str(c->message));
     }
     ctl__table_flush(&t);
 }
@@ -823,11 +841,14 @@ static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const c
         } else if (strcmp(o, "--defaults-scale-down-gpu-utilization") == 0) {
             ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_double(v, &d->gpu_util);
         } else if (strcmp(o, "--defaults-scale-down-unneeded") == 0) {
-            ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_duration(v, &d->unneeded_ns);
+            ok = (v = ctl__optarg(argc, argv, &i)) != NULL &&
+                 ctl__parse_duration(v, &d->unneeded_ns);
         } else if (strcmp(o, "--defaults-scale-down-unready") == 0) {
-            ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_duration(v, &d->unready_ns);
+            ok =
+                (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_duration(v, &d->unready_ns);
         } else if (strcmp(o, "--defaults-max-provision") == 0) {
-            ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_duration(v, &d->provision_ns);
+            ok = (v = ctl__optarg(argc, argv, &i)) != NULL &&
+                 ctl__parse_duration(v, &d->provision_ns);
         } else if (o[0] == '-' && o[1] != '\0') {
             fprintf(stderr, "frugal ctl %s: unknown option %s\n", argv[0], o);
             ok = false;
@@ -843,7 +864,8 @@ static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const c
     return *id == NULL ? ctl__usage_verb(argv[0]) : 0;
 }
 
-static void ctl__set_durations(ctl_legacy_duration_t *legacy, Google__Protobuf__Duration *current, int64_t ns) {
+static void ctl__set_durations(ctl_legacy_duration_t *legacy, Google__Protobuf__Duration *current,
+                               int64_t ns) {
     ctl_legacy_duration_t l = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__DURATION__INIT;
     Google__Protobuf__Duration c = GOOGLE__PROTOBUF__DURATION__INIT;
     *legacy = l;
@@ -901,13 +923,14 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
     req.id = (char *)id;
     req.defaults = d.none ? NULL : &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupGetOptions"), &req.base, EG_DESC(node_group_autoscaling_options_response),
-                  (ProtobufCMessage **)&resp);
+    rc = ctl_call(client, EG_PATH("NodeGroupGetOptions"), &req.base,
+                  EG_DESC(node_group_autoscaling_options_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
     ctl_options_t empty = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
-    const ctl_options_t *o = resp->nodegroupautoscalingoptions != NULL ? resp->nodegroupautoscalingoptions : &empty;
+    const ctl_options_t *o =
+        resp->nodegroupautoscalingoptions != NULL ? resp->nodegroupautoscalingoptions : &empty;
     char util[32], gpu[32], v[6][48];
     snprintf(util, sizeof(util), "%.10g", o->scaledownutilizationthreshold);
     snprintf(gpu, sizeof(gpu), "%.10g", o->scaledowngpuutilizationthreshold);
@@ -1018,8 +1041,8 @@ static int ctl_verb_node_price(rpc_client_t *client, ctl_format_t format, int ar
         req.endtimestamp = &p.c_end;
     }
     EG(PricingNodePriceResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("PricingNodePrice"), &req.base, EG_DESC(pricing_node_price_response),
-                  (ProtobufCMessage **)&resp);
+    rc = ctl_call(client, EG_PATH("PricingNodePrice"), &req.base,
+                  EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp);
     if (rc == 0) {
         ctl__print_price(format, resp->price);
         protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -1125,8 +1148,8 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
         }
     }
     EG(PricingPodPriceResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("PricingPodPrice"), &req.base, EG_DESC(pricing_pod_price_response),
-                      (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, EG_PATH("PricingPodPrice"), &req.base,
+                      EG_DESC(pricing_pod_price_response), (ProtobufCMessage **)&resp);
     free(pod_buf);
     if (rc == 0) {
         ctl__print_price(format, resp->price);
@@ -1141,7 +1164,8 @@ static int ctl_verb_gpu_label(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GPULabelRequest) req = EG_INIT(GPULABEL_REQUEST);
     EG(GPULabelResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GPULabel"), &req.base, EG_DESC(gpulabel_response), (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, EG_PATH("GPULabel"), &req.base, EG_DESC(gpulabel_response),
+                      (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -1160,8 +1184,8 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GetAvailableGPUTypesRequest) req = EG_INIT(GET_AVAILABLE_GPUTYPES_REQUEST);
     EG(GetAvailableGPUTypesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GetAvailableGPUTypes"), &req.base, EG_DESC(get_available_gputypes_response),
-                      (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, EG_PATH("GetAvailableGPUTypes"), &req.base,
+                      EG_DESC(get_available_gputypes_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -1172,7 +1196,8 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
         puts("{}");
     }
     for (size_t i = 0; i < resp->n_gputypes; i++) {
-        const char *url = resp->gputypes[i]->value != NULL ? resp->gputypes[i]->value->type_url : "";
+        const char *url =
+            resp->gputypes[i]->value != NULL ? resp->gputypes[i]->value->type_url : "";
         if (format == CTL_FORMAT_YAML) {
             ctl__yaml_str(resp->gputypes[i]->key);
             printf(":\n");
@@ -1282,21 +1307,24 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
 static const ctl_verb_t ctl_verbs_core[] = {
     {"health", "[SERVICE]", ctl_verb_health},
     {"node-groups", "", ctl_verb_node_groups},
-    {"node-group-for-node", "PROVIDER_ID [--name N] [--label K=V]...", ctl_verb_node_group_for_node},
+    {"node-group-for-node", "PROVIDER_ID [--name N] [--label K=V]...",
+     ctl_verb_node_group_for_node},
     {"target-size", "ID", ctl_verb_target_size},
     {"increase", "ID DELTA", ctl_verb_increase},
     {"decrease", "ID DELTA   (DELTA < 0, as CA sends it)", ctl_verb_decrease},
     {"delete-nodes", "ID PROVIDER_ID...", ctl_verb_delete_nodes},
     {"nodes", "ID", ctl_verb_nodes},
     {"template", "ID", ctl_verb_template},
-    {"options", "ID [--defaults-scale-down-utilization F] [--defaults-scale-down-gpu-utilization F]\n"
-                "      [--defaults-scale-down-unneeded D] [--defaults-scale-down-unready D]\n"
-                "      [--defaults-max-provision D] [--defaults-zero-or-max-node-scaling]\n"
-                "      [--defaults-ignore-daemonsets-utilization] [--no-defaults]",
+    {"options",
+     "ID [--defaults-scale-down-utilization F] [--defaults-scale-down-gpu-utilization F]\n"
+     "      [--defaults-scale-down-unneeded D] [--defaults-scale-down-unready D]\n"
+     "      [--defaults-max-provision D] [--defaults-zero-or-max-node-scaling]\n"
+     "      [--defaults-ignore-daemonsets-utilization] [--no-defaults]",
      ctl_verb_options},
     {"node-price", "PROVIDER_ID [--name N] [--label K=V]... [--hours H] [--legacy] [--no-period]",
      ctl_verb_node_price},
-    {"pod-price", "--cpu Q --memory Q [--gpu N] [--hours H] [--legacy] [--no-period]", ctl_verb_pod_price},
+    {"pod-price", "--cpu Q --memory Q [--gpu N] [--hours H] [--legacy] [--no-period]",
+     ctl_verb_pod_price},
     {"gpu-label", "", ctl_verb_gpu_label},
     {"gpu-types", "", ctl_verb_gpu_types},
     {"refresh", "", ctl_verb_refresh},
@@ -1329,7 +1357,8 @@ static const ctl_verb_t *ctl__find_verb(const char *name) {
 
 static void ctl__print_verbs(FILE *f, const ctl_verb_t *verbs, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "  %s %s\n", verbs[i].name, verbs[i].usage);
+        fprintf(f, "  %s%s%s\n", verbs[i].name, verbs[i].usage[0] != '\0' ? " " : "",
+                verbs[i].usage);
     }
 }
 
@@ -1342,6 +1371,12 @@ static int ctl__usage(FILE *f) {
     ctl__print_verbs(f, ctl_verbs_best_options, ctl_verbs_best_options_count);
     ctl__print_verbs(f, ctl_verbs_autoprov, ctl_verbs_autoprov_count);
     return f == stdout ? 0 : 2;
+}
+
+/* gRPC's own log lines (a failed TLS handshake, say) would clutter the one
+ * "STATUS: message" line ctl prints; they stay off unless GRPC_VERBOSITY asks. */
+static void ctl__quiet_grpc_log(gpr_log_func_args *args) {
+    (void)args;
 }
 
 int cmd_ctl(int argc, char **argv) {
@@ -1375,7 +1410,8 @@ int cmd_ctl(int argc, char **argv) {
             errno = 0;
             long long ms = strtoll(v, &end, 10);
             if (errno != 0 || end == v || *end != '\0' || ms <= 0) {
-                fprintf(stderr, "frugal ctl: --timeout %s is not a positive number of milliseconds\n", v);
+                fprintf(stderr,
+                        "frugal ctl: --timeout %s is not a positive number of milliseconds\n", v);
                 return 2;
             }
             opts.timeout_ms = ms;
@@ -1404,6 +1440,9 @@ int cmd_ctl(int argc, char **argv) {
     if (opts.address == NULL) {
         fprintf(stderr, "frugal ctl: --addr HOST:PORT is required\n");
         return 2;
+    }
+    if (getenv("GRPC_VERBOSITY") == NULL) {
+        gpr_set_log_function(ctl__quiet_grpc_log);
     }
     rpc_client_t *client = NULL;
     frugal_err_t err;

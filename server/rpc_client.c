@@ -69,8 +69,8 @@ static int rpc_client__read_pem(const char *path, char **out, frugal_err_t *err)
 }
 
 /* Channel credentials for opts: insecure without a CA, else TLS, mutual with a cert. */
-static int rpc_client__credentials(const rpc_client_options_t *opts, grpc_channel_credentials **creds,
-                                   frugal_err_t *err) {
+static int rpc_client__credentials(const rpc_client_options_t *opts,
+                                   grpc_channel_credentials **creds, frugal_err_t *err) {
     if (opts->tls_ca == NULL) {
         if (opts->tls_cert != NULL || opts->tls_key != NULL) {
             return frugal_err_set(err, FRUGAL_EINVAL, "a client certificate needs --tls-ca");
@@ -101,7 +101,8 @@ static int rpc_client__credentials(const rpc_client_options_t *opts, grpc_channe
         *creds = grpc_ssl_credentials_create(ca, NULL, NULL, NULL);
     }
     if (*creds == NULL) {
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "cannot create TLS credentials from %s", opts->tls_ca);
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "cannot create TLS credentials from %s",
+                            opts->tls_ca);
     }
     /* The credentials keep their own copies of the PEM strings. */
     free(key);
@@ -122,7 +123,8 @@ int rpc_client_open(const rpc_client_options_t *opts, rpc_client_t **out, frugal
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     client->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : RPC_CLIENT_DEFAULT_TIMEOUT_MS;
-    int64_t max_receive = opts->max_receive_bytes > 0 ? opts->max_receive_bytes : RPC_CLIENT_DEFAULT_MAX_RECEIVE;
+    int64_t max_receive =
+        opts->max_receive_bytes > 0 ? opts->max_receive_bytes : RPC_CLIENT_DEFAULT_MAX_RECEIVE;
     if (max_receive > INT32_MAX) {
         max_receive = INT32_MAX;
     }

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The command line: `frugal check` on good and bad configs (every problem as
+# FILE:LINE:COL: on stderr, exit 1), `frugal version`, and ctl's usage errors.
+source "$(dirname "$0")/lib.sh"
+
+# check_error NAME LINE REGEX: `frugal check` of $TMP/NAME.yaml fails with a
+# NAME.yaml:LINE:COL: line matching REGEX.
+check_error() {
+    local name=$1 line=$2 re=$3 f="$TMP/$1.yaml"
+    run "$FRUGAL" check -c "$f"
+    assert_eq 1 "$RC" "check $name: exit status" || describe_run
+    assert_match "^$f:$line:[0-9]+: .*($re)" "$ERR" "check $name: error at line $line"
+}
+
+log "good configs"
+cat >"$TMP/good.yaml" <<'EOF'
+listen:
+  - address: 127.0.0.1:18086
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    zone: us-central1-a
+    min_size: 0
+    max_size: 10
+    labels: {team: web}
+    taints: [{key: dedicated, value: web, effect: NoSchedule}]
+  - id: main
+    machine_type: n1-standard-2
+    size: 2
+    managed: false
+EOF
+assert_ok "check good config" "$FRUGAL" check -c "$TMP/good.yaml"
+assert_match 'pool-a' "$OUT" "the summary lists the groups"
+assert_eq "" "$ERR" "no errors printed"
+printf 'node_groups:\n  - id: only\n    machine_type: n1-standard-1\n    max_size: 1\n' >"$TMP/minimal.yaml"
+assert_ok "a config may be one node group" "$FRUGAL" check -c "$TMP/minimal.yaml"
+for f in "$FRUGAL_SOURCE_DIR"/examples/*.yaml; do
+    [ -f "$f" ] || continue
+    assert_ok "check $(basename "$(dirname "$f")")/$(basename "$f")" "$FRUGAL" check -c "$f"
+done
+
+log "bad configs"
+cat >"$TMP/unknown-key.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    max_size: 3
+    max_szie: 4
+EOF
+check_error unknown-key 5 "unknown|max_szie"
+
+cat >"$TMP/unknown-top.yaml" <<'EOF'
+listen:
+  - address: 127.0.0.1:18086
+alow_insecure: true
+node_groups:
+  - {id: a, machine_type: n1-standard-2, max_size: 3}
+EOF
+check_error unknown-top 3 "unknown|alow_insecure"
+
+cat >"$TMP/min-max.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    min_size: 5
+    max_size: 3
+EOF
+check_error min-max "[45]" "min|max"
+
+cat >"$TMP/negative.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    min_size: -1
+    max_size: 3
+EOF
+check_error negative 4 "negative|min_size"
+
+cat >"$TMP/machine.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n9-imaginary-3
+    max_size: 3
+EOF
+check_error machine 3 "machine|n9-imaginary-3"
+
+cat >"$TMP/duplicate.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    max_size: 3
+  - id: a
+    machine_type: n1-standard-2
+    max_size: 3
+EOF
+check_error duplicate 5 "duplicate"
+
+cat >"$TMP/type.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    max_size: lots
+EOF
+check_error type 4 "max_size|integer|number"
+
+cat >"$TMP/quantity.yaml" <<'EOF'
+machine_types:
+  - name: odd-1
+    cpu: 1
+    memory: 1.5Qi
+node_groups:
+  - {id: a, machine_type: odd-1, max_size: 3}
+EOF
+check_error quantity 4 "memory|quantity"
+
+cat >"$TMP/syntax.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: [n1-standard-2
+EOF
+run "$FRUGAL" check -c "$TMP/syntax.yaml"
+assert_eq 1 "$RC" "check of broken YAML fails"
+assert_match "^$TMP/syntax.yaml:[0-9]+:[0-9]+: " "$ERR" "broken YAML reported as FILE:LINE:COL:"
+
+cat >"$TMP/several.yaml" <<'EOF'
+node_groups:
+  - id: a
+    machine_type: n1-standard-2
+    min_size: 4
+    max_size: 2
+  - id: b
+    machine_type: nope-9
+    max_size: 1
+EOF
+run "$FRUGAL" check -c "$TMP/several.yaml"
+assert_eq 1 "$RC" "check with two problems fails"
+assert_eq 2 "$(echo "$ERR" | grep -Ec "^$TMP/several.yaml:[0-9]+:[0-9]+: ")" "every problem is reported"
+
+assert_exit 1 "check of a missing file" "$FRUGAL" check -c "$TMP/does-not-exist.yaml"
+assert_match "does-not-exist.yaml" "$ERR" "the missing file is named"
+assert_exit 2 "check without -c" "$FRUGAL" check
+
+log "serve refuses a bad config"
+run timeout 10 "$FRUGAL" serve -c "$TMP/min-max.yaml"
+if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ]; then pass; else fail "serve of a bad config: rc=$RC"; fi
+assert_match "^$TMP/min-max.yaml:[0-9]+:[0-9]+: " "$ERR" "serve reports FILE:LINE:COL:"
+
+log "version"
+want=$(sed -n 's/^project(frugal VERSION \([0-9.]*\).*/\1/p' "$FRUGAL_SOURCE_DIR/CMakeLists.txt")
+assert_ok "frugal version" "$FRUGAL" version
+assert_match "^frugal $want\$" "$OUT" "version line"
+assert_exit 2 "unknown command" "$FRUGAL" no-such-command
+assert_exit 2 "no command" "$FRUGAL"
+
+log "ctl usage errors"
+PORT=$(free_port)
+assert_exit 2 "ctl without --addr" "$FRUGAL" ctl health
+assert_exit 2 "ctl without a verb" "$FRUGAL" ctl --addr "127.0.0.1:$PORT"
+assert_exit 2 "ctl unknown verb" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" frobnicate
+assert_exit 2 "ctl increase without delta" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g
+assert_exit 2 "ctl increase with a non-number" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g two
+assert_exit 2 "ctl bad -o" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" -o json health
+assert_exit 2 "ctl pod-price without --memory" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" pod-price --cpu 1
+assert_exit 2 "ctl options with a bad duration" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" options g --defaults-max-provision soon
+assert_ok "ctl --help" "$FRUGAL" ctl --help
+assert_match '^  increase ID DELTA' "$OUT" "help lists the verbs"
+assert_status UNAVAILABLE "ctl against nothing" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" --timeout 2000 health
+
+finish

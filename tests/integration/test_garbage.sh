@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Hostile request bodies on every method: malformed protobuf is INVALID_ARGUMENT, a
+# body over max_message_bytes is RESOURCE_EXHAUSTED, an unknown method UNIMPLEMENTED;
+# the server keeps serving and no state changes.
+source "$(dirname "$0")/lib.sh"
+
+PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+cat >"$TMP/frugal.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+max_message_bytes: 1048576
+provider:
+  kind: simulated
+  boot_seconds: 0
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    min_size: 1
+    max_size: 10
+  - id: pool-b
+    machine_type: n1-standard-4
+    min_size: 0
+    max_size: 10
+EOF
+start_server "$TMP/frugal.yaml"
+assert_ok "increase pool-b 2" ctl increase pool-b 2
+
+CP=/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
+# Methods whose request has no fields: any well-formed unknown field is skipped.
+EMPTY_REQUEST_METHODS="$CP/NodeGroups $CP/GPULabel $CP/GetAvailableGPUTypes $CP/Cleanup $CP/Refresh"
+# Methods whose request field 1 is length-delimited (string, message or bytes).
+LEN1_METHODS="$CP/NodeGroupForNode $CP/PricingNodePrice $CP/PricingPodPrice $CP/NodeGroupTargetSize
+  $CP/NodeGroupDeleteNodes $CP/NodeGroupNodes $CP/NodeGroupTemplateNodeInfo $CP/NodeGroupGetOptions
+  /grpcplugin.Expander/BestOptions /grpc.health.v1.Health/Check"
+# Methods whose request field 1 is an int32 (delta).
+VARINT1_METHODS="$CP/NodeGroupIncreaseSize $CP/NodeGroupDecreaseTargetSize"
+ALL_METHODS="$EMPTY_REQUEST_METHODS $LEN1_METHODS $VARINT1_METHODS"
+assert_eq 17 "$(echo $ALL_METHODS | wc -w)" "15 CloudProvider methods + BestOptions + Health Check"
+
+B="$TMP/bodies"
+mkdir -p "$B"
+printf '\xff\xff\xff' >"$B/ff"                      # a tag varint that never ends
+printf '\x08\xff' >"$B/truncated-varint"            # field 1 varint cut short
+printf '\x0a\x10\x41' >"$B/length-exceeds"          # field 1 claims 16 bytes, has 1
+printf '\x0a\x06pool' >"$B/truncated-string"        # "pool-a" cut after 4 bytes
+printf '\x0f\x01' >"$B/wire-type-7"                 # no such wire type
+printf '\x12\x05ab' >"$B/truncated-field-2"         # field 2 claims 5 bytes, has 2
+printf '\x08\x01' >"$B/varint-for-len"              # field 1 as varint
+printf '\x0a\x01\x41' >"$B/len-for-varint"          # field 1 as length-delimited
+head -c $((2 * 1024 * 1024)) /dev/zero | tr '\0' 'A' >"$B/oversized"
+MALFORMED="ff truncated-varint length-exceeds truncated-string wire-type-7 truncated-field-2"
+
+# expect_raw STATUS METHOD BODY: `ctl raw` answers STATUS.
+expect_raw() {
+    local status=$1 method=$2 body=$3
+    run ctl --timeout 10000 raw "$method" "$B/$body"
+    if [ "$OUT" = "$status" ]; then
+        pass
+    else
+        fail "$method with $body: expected $status"
+        describe_run
+    fi
+}
+
+log "raw itself works"
+printf '\x0a\x06pool-a' >"$B/valid-target-size"
+assert_ok "raw NodeGroupTargetSize" ctl -o yaml raw "$CP/NodeGroupTargetSize" "$B/valid-target-size"
+assert_eq OK "$(yaml_value status)" "raw status"
+assert_eq 2 "$(yaml_value responseBytes)" "raw reply is targetSize=1 (08 01)"
+assert_ok "raw from stdin" bash -c "printf '\x0a\x06pool-b' | \"$FRUGAL\" ctl --addr $ADDR raw $CP/NodeGroupTargetSize -"
+
+log "malformed bodies on all 17 methods"
+for m in $ALL_METHODS; do
+    for body in $MALFORMED; do
+        expect_raw INVALID_ARGUMENT "$m" "$body"
+    done
+done
+
+log "wrong wire types"
+for m in $LEN1_METHODS; do
+    expect_raw INVALID_ARGUMENT "$m" varint-for-len
+done
+for m in $VARINT1_METHODS; do
+    expect_raw INVALID_ARGUMENT "$m" len-for-varint
+done
+printf '\x08\x01\x12\x06pool-' >"$B/truncated-increase"
+expect_raw INVALID_ARGUMENT "$CP/NodeGroupIncreaseSize" truncated-increase
+# Requests without fields skip unknown (well-formed) fields, as CONTRACT.md demands.
+for m in $EMPTY_REQUEST_METHODS; do
+    expect_raw OK "$m" varint-for-len
+done
+
+log "garbage inside nested objects"
+printf '\x0a\x03\xff\xff\xff' >"$B/nested-node"
+expect_raw INVALID_ARGUMENT "$CP/NodeGroupForNode" nested-node
+expect_raw INVALID_ARGUMENT "$CP/PricingNodePrice" nested-node
+expect_raw INVALID_ARGUMENT "$CP/NodeGroupDeleteNodes" nested-node
+expect_raw INVALID_ARGUMENT "$CP/PricingPodPrice" nested-node        # legacy pod = 1
+printf '\x22\x03\xff\xff\xff' >"$B/nested-pod-bytes"
+expect_raw INVALID_ARGUMENT "$CP/PricingPodPrice" nested-pod-bytes  # pod_bytes = 4
+printf '\x0a\x06pool-a\x12\x03\xff\xff\xff' >"$B/nested-defaults"
+expect_raw INVALID_ARGUMENT "$CP/NodeGroupGetOptions" nested-defaults
+
+log "oversized bodies"
+for m in $ALL_METHODS; do
+    expect_raw RESOURCE_EXHAUSTED "$m" oversized
+done
+
+log "unknown methods"
+: >"$B/empty"
+expect_raw UNIMPLEMENTED "$CP/NoSuchMethod" empty
+expect_raw UNIMPLEMENTED "$CP/nodegroups" empty
+expect_raw UNIMPLEMENTED /no.such.Service/Method empty
+expect_raw UNIMPLEMENTED /grpcplugin.Expander/WorstOptions ff
+
+log "still serving, nothing changed"
+kill -0 "$SERVER_PID" 2>/dev/null && pass || fail "server died"
+assert_ok "health after garbage" ctl health
+assert_eq SERVING "$OUT" "health answer after garbage"
+assert_eq 1 "$(target_size pool-a)" "pool-a unchanged"
+assert_eq 2 "$(target_size pool-b)" "pool-b unchanged"
+assert_ok "node-groups after garbage" ctl -o yaml node-groups
+assert_eq 2 "$(echo "$OUT" | grep -c '^- id: ')" "both groups still listed"
+stop_server
+
+finish

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# TLS and mutual TLS listeners with certificates made by openssl for this run; a
+# client without (or with a foreign) certificate is refused by the mTLS listener; a
+# plaintext listener on a non-loopback address is refused unless allow_insecure.
+source "$(dirname "$0")/lib.sh"
+
+command -v openssl >/dev/null 2>&1 || fatal "openssl is needed"
+
+PKI="$TMP/pki"
+mkdir -p "$PKI"
+
+# make_ca NAME: a self-signed CA NAME.crt/NAME.key.
+make_ca() {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" \
+        -keyout "$PKI/$1.key" -out "$PKI/$1.crt" >/dev/null 2>&1 || fatal "openssl: CA $1"
+}
+
+# make_cert NAME CA USAGE [SAN]: NAME.crt/NAME.key signed by CA.
+make_cert() {
+    local name=$1 ca=$2 usage=$3 san=${4:-}
+    {
+        echo "basicConstraints=CA:FALSE"
+        echo "keyUsage=digitalSignature,keyEncipherment"
+        echo "extendedKeyUsage=$usage"
+        [ -n "$san" ] && echo "subjectAltName=$san"
+    } >"$PKI/$name.ext"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" \
+        -keyout "$PKI/$name.key" -out "$PKI/$name.csr" >/dev/null 2>&1 || fatal "openssl: csr $name"
+    openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
+        -days 2 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" >/dev/null 2>&1 || fatal "openssl: sign $name"
+}
+
+make_ca ca
+make_ca rogue-ca
+make_cert server ca serverAuth "IP:127.0.0.1,DNS:localhost"
+make_cert client ca clientAuth
+make_cert rogue-client rogue-ca clientAuth
+
+TLS_PORT=$(free_port)
+MTLS_PORT=$(free_port)
+while [ "$MTLS_PORT" = "$TLS_PORT" ]; do MTLS_PORT=$(free_port); done
+
+cat >"$TMP/tls.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$TLS_PORT
+    tls:
+      cert: $PKI/server.crt
+      key: $PKI/server.key
+  - address: 127.0.0.1:$MTLS_PORT
+    tls:
+      cert: $PKI/server.crt
+      key: $PKI/server.key
+      client_ca: $PKI/ca.crt
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    min_size: 0
+    max_size: 3
+EOF
+
+log "check accepts the TLS config"
+assert_ok "frugal check of the TLS config" "$FRUGAL" check -c "$TMP/tls.yaml"
+
+ADDR="127.0.0.1:$TLS_PORT"
+CTL_OPTS=(--tls-ca "$PKI/ca.crt")
+start_server "$TMP/tls.yaml"
+
+log "server-side TLS"
+assert_ok "health over TLS" ctl health
+assert_ok "node-groups over TLS" ctl -o yaml node-groups
+assert_match '^- id: pool-a$' "$OUT" "node-groups over TLS"
+assert_ok "increase over TLS" ctl increase pool-a 1
+assert_ok "TLS with the name override" ctl --tls-server-name localhost target-size pool-a
+assert_eq 1 "$OUT" "target over TLS"
+assert_ok "TLS via localhost" "$FRUGAL" ctl --addr "localhost:$TLS_PORT" --tls-ca "$PKI/ca.crt" health
+assert_status "UNAVAILABLE" "TLS with a name not in the certificate" \
+    ctl --tls-server-name not-the-server.example health
+assert_status "UNAVAILABLE" "TLS against a foreign CA" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/rogue-ca.crt" --timeout 3000 health
+assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client on the TLS port" \
+    "$FRUGAL" ctl --addr "$ADDR" --timeout 3000 health
+
+log "mutual TLS"
+ADDR="127.0.0.1:$MTLS_PORT"
+CTL_OPTS=(--tls-ca "$PKI/ca.crt" --tls-cert "$PKI/client.crt" --tls-key "$PKI/client.key")
+assert_ok "health with a client certificate" ctl health
+assert_ok "target-size with a client certificate" ctl target-size pool-a
+assert_eq 1 "$OUT" "target over mTLS"
+assert_status "UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED|CANCELLED" "mTLS refuses a client without certificate" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --timeout 3000 increase pool-a 1
+assert_status "UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED|CANCELLED" "mTLS refuses a certificate of another CA" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --tls-cert "$PKI/rogue-client.crt" \
+    --tls-key "$PKI/rogue-client.key" --timeout 3000 increase pool-a 1
+assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client on the mTLS port" \
+    "$FRUGAL" ctl --addr "$ADDR" --timeout 3000 increase pool-a 1
+assert_eq 1 "$(target_size pool-a)" "refused clients changed nothing"
+assert_exit 1 "a missing CA file is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/none.crt" health
+stop_server
+
+log "plaintext on a non-loopback address"
+INSECURE_PORT=$(free_port)
+cat >"$TMP/insecure.yaml" <<EOF
+listen:
+  - address: 0.0.0.0:$INSECURE_PORT
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    max_size: 3
+EOF
+assert_exit 1 "check refuses plaintext on 0.0.0.0" "$FRUGAL" check -c "$TMP/insecure.yaml"
+assert_match "^$TMP/insecure.yaml:[0-9]+:[0-9]+: " "$ERR" "the refusal is FILE:LINE:COL:"
+assert_match "insecure|plaintext|TLS|tls" "$ERR" "the refusal says why"
+run timeout 10 "$FRUGAL" serve -c "$TMP/insecure.yaml"
+if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ]; then pass; else fail "serve must refuse the insecure config (rc=$RC)"; fi
+sed 's/^listen:/allow_insecure: true\nlisten:/' "$TMP/insecure.yaml" >"$TMP/allowed.yaml"
+assert_ok "allow_insecure: true permits it" "$FRUGAL" check -c "$TMP/allowed.yaml"
+
+finish
