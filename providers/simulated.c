@@ -10,7 +10,7 @@
 #include "provider.h"
 
 typedef struct simulated {
-    provider_t base;        /* first: a provider_t * is a simulated_t * */
+    provider_t base; /* first: a provider_t * is a simulated_t * */
     int64_t boot_ms;
 } simulated_t;
 
@@ -24,7 +24,9 @@ static int simulated_create(const frugal_config_t *cfg, provider_t **out, frugal
     return 0;
 }
 
-static void simulated_destroy(provider_t *p) { free(p); }
+static void simulated_destroy(provider_t *p) {
+    free(p);
+}
 
 static int simulated_increase(provider_t *p, group_t *g, int32_t delta, int64_t now_ms,
                               frugal_err_t *err) {
@@ -44,8 +46,8 @@ static int simulated_increase(provider_t *p, group_t *g, int32_t delta, int64_t 
         added[i].id = malloc((size_t)len + 1);
         if (added[i].id == NULL)
             goto fail;
-        snprintf(added[i].id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id,
-                 g->spec.id, seq);
+        snprintf(added[i].id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id,
+                 seq);
         added[i].state = INSTANCE_CREATING;
         added[i].state_since_ms = now_ms;
     }
@@ -72,7 +74,8 @@ static int simulated_delete_instances(provider_t *p, group_t *g, const size_t *i
     (void)p;
     for (size_t i = 0; i < n; i++) {
         if (indexes[i] >= g->instances_count)
-            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range", indexes[i]);
+            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range",
+                                  indexes[i]);
     }
     if ((int64_t)n > g->target_size)
         return frugal_err_set(err, FRUGAL_EINVAL, "cannot delete %zu of %d instances", n,

@@ -7,6 +7,9 @@
  * never wait for an fsync, and a published group_t is immutable until it is replaced
  * and freed under the write lock. Mutators read the published groups under write_mu
  * alone: nobody else can change them. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: writer preference on glibc */
+#endif
 #include "cluster.h"
 
 #include <inttypes.h>
@@ -31,13 +34,13 @@ struct cluster {
     provider_t *provider;
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;
-    group_t **groups;           /* config order, then autoprovisioned groups */
-    iref_t **refs;              /* refs[i]: one per instance of groups[i] */
+    group_t **groups; /* config order, then autoprovisioned groups */
+    iref_t **refs;    /* refs[i]: one per instance of groups[i] */
     size_t count;
     size_t cap;
-    strmap_t *by_id;            /* group id -> group_t * */
-    strmap_t *by_instance;      /* provider id -> iref_t * */
-    int64_t node_count;         /* sum of target sizes */
+    strmap_t *by_id;       /* group id -> group_t * */
+    strmap_t *by_instance; /* provider id -> iref_t * */
+    int64_t node_count;    /* sum of target sizes */
 };
 
 /* A pending change of the group list: replace groups[index] by next, remove it (next
@@ -56,7 +59,9 @@ typedef struct change {
 
 static int64_t (*cluster_clock)(void);
 
-void cluster_set_clock_for_testing(int64_t (*now_ms)(void)) { cluster_clock = now_ms; }
+void cluster_set_clock_for_testing(int64_t (*now_ms)(void)) {
+    cluster_clock = now_ms;
+}
 
 int64_t cluster_now_ms(void) {
     if (cluster_clock != NULL)
@@ -237,13 +242,21 @@ static void cluster__group_free(group_t *g) {
  * Reads
  * ---------------------------------------------------------------------------------- */
 
-const frugal_config_t *cluster_config(const cluster_t *c) { return c->cfg; }
+const frugal_config_t *cluster_config(const cluster_t *c) {
+    return c->cfg;
+}
 
-void cluster_read_lock(cluster_t *c) { pthread_rwlock_rdlock(&c->lock); }
+void cluster_read_lock(cluster_t *c) {
+    pthread_rwlock_rdlock(&c->lock);
+}
 
-void cluster_read_unlock(cluster_t *c) { pthread_rwlock_unlock(&c->lock); }
+void cluster_read_unlock(cluster_t *c) {
+    pthread_rwlock_unlock(&c->lock);
+}
 
-size_t cluster_groups_count(const cluster_t *c) { return c->count; }
+size_t cluster_groups_count(const cluster_t *c) {
+    return c->count;
+}
 
 const group_t *cluster_group_at(const cluster_t *c, size_t i) {
     return i < c->count ? c->groups[i] : NULL;
@@ -261,7 +274,9 @@ const group_t *cluster_find_instance(const cluster_t *c, const char *provider_id
     return r != NULL ? r->g : NULL;
 }
 
-int64_t cluster_node_count(const cluster_t *c) { return c->node_count; }
+int64_t cluster_node_count(const cluster_t *c) {
+    return c->node_count;
+}
 
 /* ------------------------------------------------------------------------------------
  * Commit: prepare (may fail), persist (may fail), publish (cannot fail)
@@ -318,6 +333,8 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
 static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
     size_t appends = 0;
     size_t instances = strmap_count(c->by_instance);
+    group_t **old_groups = NULL;
+    iref_t **old_refs = NULL;
     int rc = 0;
 
     for (size_t j = 0; j < n; j++) {
@@ -354,12 +371,16 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory growing the indexes");
         goto fail;
     }
+    old_groups = calloc(n > 0 ? n : 1, sizeof(*old_groups));
+    old_refs = calloc(n > 0 ? n : 1, sizeof(*old_refs));
+    if (old_groups == NULL || old_refs == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto fail;
+    }
     if ((rc = cluster__persist_view(c, changes, n, err)) != 0)
         goto fail;
 
-    /* Publish. */
-    group_t **old_groups = calloc(n, sizeof(*old_groups));
-    iref_t **old_refs = calloc(n, sizeof(*old_refs));
+    /* Publish: nothing below can fail. */
     pthread_rwlock_wrlock(&c->lock);
     for (size_t j = 0; j < n; j++) {
         change_t *ch = &changes[j];
@@ -369,10 +390,8 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
                 strmap_remove(c->by_instance, old->instances[i].id);
             strmap_remove(c->by_id, old->spec.id);
             c->node_count -= old->target_size;
-            if (old_groups != NULL && old_refs != NULL) {
-                old_groups[j] = old;
-                old_refs[j] = c->refs[ch->index];
-            }
+            old_groups[j] = old;
+            old_refs[j] = c->refs[ch->index];
             c->groups[ch->index] = ch->next;
             c->refs[ch->index] = ch->refs;
         } else {
@@ -400,18 +419,16 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
     pthread_rwlock_unlock(&c->lock);
 
     for (size_t j = 0; j < n; j++) {
-        if (old_groups != NULL && old_refs != NULL) {
-            cluster__group_free(old_groups[j]);
-            free(old_refs[j]);
-        }
+        cluster__group_free(old_groups[j]);
+        free(old_refs[j]);
     }
-    /* Without the scratch arrays (allocation failure) the old groups leak rather than
-     * being freed while published: correctness over memory in an out-of-memory case. */
     free(old_groups);
     free(old_refs);
     return 0;
 
 fail:
+    free(old_groups);
+    free(old_refs);
     for (size_t j = 0; j < n; j++) {
         free(changes[j].refs);
         changes[j].refs = NULL;
@@ -425,7 +442,8 @@ static int cluster__replace(cluster_t *c, const group_t *old, group_t *next, fru
     change_t ch = {cluster__index_of(c, old), next, NULL};
     if (ch.index == CLUSTER_APPEND) {
         cluster__group_free(next);
-        return frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s is not published", old->spec.id);
+        return frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s is not published",
+                              old->spec.id);
     }
     return cluster__commit(c, &ch, 1, err);
 }
@@ -468,7 +486,8 @@ static int cluster__check_increase_limits(cluster_t *c, const group_t *g, int32_
     return 0;
 }
 
-static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
+                                    frugal_err_t *err) {
     const group_t *g = NULL;
     int rc = cluster__find_mutable(c, id, "increase", &g, err);
     if (rc != 0)
@@ -509,11 +528,13 @@ static void cluster__log(const char *method, const char *id, long delta, int rc,
                  delta, ms);
     else
         log_info("%s group=%s delta=%ld result=%s (%s) duration_ms=%.1f", method,
-                 id != NULL ? id : "", delta, frugal_err_name(rc),
-                 err != NULL ? err->msg : "", ms);
+                 id != NULL ? id : "", delta, frugal_err_name(rc), err != NULL ? err->msg : "", ms);
 }
 
 int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
     pthread_mutex_lock(&c->write_mu);
     int rc = cluster__increase_locked(c, id, delta, err);
@@ -522,7 +543,8 @@ int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_er
     return rc;
 }
 
-static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
+                                    frugal_err_t *err) {
     const group_t *g = NULL;
     int rc = cluster__find_mutable(c, id, "decrease", &g, err);
     if (rc != 0)
@@ -560,6 +582,9 @@ static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
 }
 
 int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
     pthread_mutex_lock(&c->write_mu);
     int rc = cluster__decrease_locked(c, id, delta, err);
@@ -585,16 +610,14 @@ static int cluster__delete_locked(cluster_t *c, const char *id, const char *cons
         const instance_t *inst = NULL;
         const group_t *owner = cluster_find_instance(c, pid, &inst);
         if (owner != g) {
-            rc = frugal_err_set(err, FRUGAL_EINVAL, "node %s is not an instance of node group %s%s%s",
-                                pid, id, owner != NULL ? " (it belongs to " : "",
-                                owner != NULL ? owner->spec.id : "");
-            if (owner != NULL && err != NULL) {
-                size_t l = strlen(err->msg);
-                if (l + 1 < sizeof(err->msg)) {
-                    err->msg[l] = ')';
-                    err->msg[l + 1] = '\0';
-                }
-            }
+            if (owner != NULL)
+                rc =
+                    frugal_err_set(err, FRUGAL_EINVAL,
+                                   "node %s is not an instance of node group %s (it belongs to %s)",
+                                   pid, id, owner->spec.id);
+            else
+                rc = frugal_err_set(err, FRUGAL_EINVAL,
+                                    "node %s is not an instance of node group %s", pid, id);
             goto out;
         }
         for (size_t j = 0; j < i; j++) {
@@ -635,6 +658,9 @@ out:
 
 int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provider_ids, size_t n,
                          frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
     pthread_mutex_lock(&c->write_mu);
     int rc = cluster__delete_locked(c, id, provider_ids, n, err);
@@ -796,7 +822,7 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
 /* The groups being built by cluster_open, before they are published. */
 typedef struct gvec {
     group_t **items;
-    bool *loaded;       /* taken from the state file (else: configured initial size) */
+    bool *loaded; /* taken from the state file (else: configured initial size) */
     size_t count;
     size_t cap;
 } gvec_t;
@@ -941,7 +967,16 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     c->cfg = cfg;
     c->provider = provider;
-    if (pthread_rwlock_init(&c->lock, NULL) != 0) {
+    /* CA's O(1) reads (TargetSize, pricing) arrive in bursts; with glibc's default
+     * reader preference a steady stream of them could starve a mutation forever. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+#if defined(__GLIBC__)
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    int lrc = pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (lrc != 0) {
         rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the cluster lock");
         goto fail_rwlock;
     }

@@ -65,6 +65,8 @@ void cluster_close(cluster_t *c);
 
 const frugal_config_t *cluster_config(const cluster_t *c);
 
+/* The lock prefers writers: never take the read lock twice in one thread (a waiting
+ * mutation would deadlock it). */
 void cluster_read_lock(cluster_t *c);
 void cluster_read_unlock(cluster_t *c);
 

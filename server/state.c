@@ -21,7 +21,7 @@ typedef struct sbuf {
     char *p;
     size_t len;
     size_t cap;
-    bool failed;        /* an allocation failed: everything after is dropped */
+    bool failed; /* an allocation failed: everything after is dropped */
 } sbuf_t;
 
 static void sbuf_append(sbuf_t *b, const char *s, size_t n) {
@@ -44,7 +44,9 @@ static void sbuf_append(sbuf_t *b, const char *s, size_t n) {
     b->p[b->len] = '\0';
 }
 
-static void sbuf_puts(sbuf_t *b, const char *s) { sbuf_append(b, s, strlen(s)); }
+static void sbuf_puts(sbuf_t *b, const char *s) {
+    sbuf_append(b, s, strlen(s));
+}
 
 static void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sbuf_printf(sbuf_t *b, const char *fmt, ...) {
@@ -92,8 +94,8 @@ static const char *state__instance_state_name(instance_state_t s) {
 static void state__format_group(sbuf_t *b, const group_t *g) {
     sbuf_puts(b, "group");
     sbuf_field_str(b, "id", g->spec.id);
-    sbuf_printf(b, " managed=%d autoprovisioned=%d exists=%d min=%d max=%d target=%d",
-                g->managed, g->autoprovisioned, g->exists, (int)g->min_size, (int)g->max_size,
+    sbuf_printf(b, " managed=%d autoprovisioned=%d exists=%d min=%d max=%d target=%d", g->managed,
+                g->autoprovisioned, g->exists, (int)g->min_size, (int)g->max_size,
                 (int)g->target_size);
     sbuf_printf(b, " next_seq=%llu empty_since=%lld", (unsigned long long)g->next_seq,
                 (long long)g->empty_since_ms);
@@ -222,7 +224,8 @@ static int state__split(parser_t *ps, char *line, record_t *r) {
     memset(r, 0, sizeof(*r));
     char *save = NULL;
     r->type = strtok_r(line, " \t", &save);
-    for (char *tok = strtok_r(NULL, " \t", &save); tok != NULL; tok = strtok_r(NULL, " \t", &save)) {
+    for (char *tok = strtok_r(NULL, " \t", &save); tok != NULL;
+         tok = strtok_r(NULL, " \t", &save)) {
         char *eq = strchr(tok, '=');
         if (eq == NULL || eq == tok)
             return parser_fail(ps, "%s: expected key=value, got \"%s\"", r->type, tok);
@@ -281,8 +284,8 @@ static int rec_int(parser_t *ps, record_t *r, const char *key, bool required, lo
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > hi)
-        return parser_fail(ps, "%s: %s: expected an integer in [%lld, %lld], got \"%s\"",
-                           r->type, key, lo, hi, v);
+        return parser_fail(ps, "%s: %s: expected an integer in [%lld, %lld], got \"%s\"", r->type,
+                           key, lo, hi, v);
     *out = x;
     return 0;
 }
@@ -556,7 +559,8 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
         if (!have_header) {
             long long version = 0;
             if (strcmp(r.type, "frugal-state") != 0) {
-                rc = parser_fail(&ps, "not a frugal state file (expected \"frugal-state version=%d\")",
+                rc = parser_fail(&ps,
+                                 "not a frugal state file (expected \"frugal-state version=%d\")",
                                  STATE_FORMAT_VERSION);
                 goto fail;
             }
@@ -564,8 +568,9 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
                 (rc = rec_check_unused(&ps, &r)) != 0)
                 goto fail;
             if (version != STATE_FORMAT_VERSION) {
-                rc = parser_fail(&ps, "unsupported state format version %lld (this frugal reads %d)",
-                                 version, STATE_FORMAT_VERSION);
+                rc =
+                    parser_fail(&ps, "unsupported state format version %lld (this frugal reads %d)",
+                                version, STATE_FORMAT_VERSION);
                 goto fail;
             }
             have_header = true;
@@ -596,8 +601,10 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
                 (rc = rec_check_unused(&ps, &r)) != 0)
                 goto fail;
             if ((size_t)ng != st.count || (size_t)ni != instances) {
-                rc = parser_fail(&ps, "end record counts %lld groups and %lld instances, the file has %zu and %zu",
-                                 ng, ni, st.count, instances);
+                rc = parser_fail(
+                    &ps,
+                    "end record counts %lld groups and %lld instances, the file has %zu and %zu",
+                    ng, ni, st.count, instances);
                 goto fail;
             }
             have_end = true;

@@ -33,7 +33,7 @@
 #define STATE_FORMAT_VERSION 1
 
 typedef struct state {
-    group_t *groups;    /* in file order; each owns its members */
+    group_t *groups; /* in file order; each owns its members */
     size_t count;
 } state_t;
 

@@ -7,14 +7,14 @@
 #include "errors.h"
 
 typedef struct strmap_slot {
-    const char *key;    /* NULL: empty slot */
+    const char *key; /* NULL: empty slot */
     void *value;
     uint64_t hash;
 } strmap_slot_t;
 
 struct strmap {
     strmap_slot_t *slots;
-    size_t cap;         /* power of two, >= 8 */
+    size_t cap; /* power of two, >= 8 */
     size_t count;
 };
 
@@ -85,7 +85,9 @@ void strmap_destroy(strmap_t *m) {
     free(m);
 }
 
-size_t strmap_count(const strmap_t *m) { return m->count; }
+size_t strmap_count(const strmap_t *m) {
+    return m->count;
+}
 
 int strmap_reserve(strmap_t *m, size_t count) {
     size_t cap = strmap__cap_for(count);

@@ -42,8 +42,12 @@ static void make_group(group_t *g) {
     g->instances_count = 3;
     g->instances = calloc(3, sizeof(instance_t));
     g->instances[0] = (instance_t){strdup("frugal://x/x-10"), INSTANCE_RUNNING, 5, NULL, NULL, 0};
-    g->instances[1] = (instance_t){strdup("frugal://x/x-11"), INSTANCE_CREATING, 6,
-                                   strdup("OUT_OF_RESOURCES"), strdup("zone exhausted: try later"), 1};
+    g->instances[1] = (instance_t){strdup("frugal://x/x-11"),
+                                   INSTANCE_CREATING,
+                                   6,
+                                   strdup("OUT_OF_RESOURCES"),
+                                   strdup("zone exhausted: try later"),
+                                   1};
     g->instances[2] = (instance_t){strdup("frugal://x/x 12%"), INSTANCE_DELETING, 7, NULL, NULL, 0};
 }
 
@@ -82,7 +86,8 @@ static void assert_groups_equal(const group_t *a, const group_t *b) {
     }
     assert_int_equal(a->spec.extra_resources.count, b->spec.extra_resources.count);
     for (size_t i = 0; i < a->spec.extra_resources.count; i++) {
-        assert_string_equal(a->spec.extra_resources.items[i].key, b->spec.extra_resources.items[i].key);
+        assert_string_equal(a->spec.extra_resources.items[i].key,
+                            b->spec.extra_resources.items[i].key);
         assert_string_equal(a->spec.extra_resources.items[i].value,
                             b->spec.extra_resources.items[i].value);
     }
@@ -163,7 +168,9 @@ static void test_empty_cluster(void **state) {
 }
 
 #define HDR "frugal-state version=1\n"
-#define GRP "group id=a managed=1 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 empty_since=0 machine_type=m spot=0 spot_price=-1\n"
+#define GRP                                                                                        \
+    "group id=a managed=1 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 "             \
+    "empty_since=0 machine_type=m spot=0 spot_price=-1\n"
 #define INST "instance id=frugal://a/a-1 state=running since=1\n"
 #define END "end groups=1 instances=1\n"
 
@@ -189,7 +196,8 @@ static void test_corrupt(void **state) {
 
     expect_corrupt("", "state.txt:1:", "empty state file");
     expect_corrupt("hello\n", "state.txt:1:", "not a frugal state file");
-    expect_corrupt("frugal-state version=2\n" GRP END, "state.txt:1:", "unsupported state format version 2");
+    expect_corrupt("frugal-state version=2\n" GRP END,
+                   "state.txt:1:", "unsupported state format version 2");
     expect_corrupt(HDR GRP INST, "state.txt:3:", "truncated");
     expect_corrupt(HDR GRP INST "end groups=1 instances=2\n", "state.txt:4:", "end record counts");
     expect_corrupt(HDR GRP INST END INST, "state.txt:5:", "after the end record");
@@ -197,28 +205,32 @@ static void test_corrupt(void **state) {
     expect_corrupt(HDR GRP "bogus x=1\n" END, "state.txt:3:", "unknown record type");
     expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=running since=1 color=red\n" END,
                    "state.txt:3:", "unknown field color");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 since=1\n" END, "state.txt:3:", "missing field state");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=flying since=1\n" END, "state.txt:3:",
-                   "unknown state");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=running since=1x\n" END, "state.txt:3:",
-                   "since: expected an integer");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a%2 state=running since=1\n" END, "state.txt:3:",
-                   "bad escape");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a%00 state=running since=1\n" END, "state.txt:3:",
-                   "NUL");
+    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 since=1\n" END,
+                   "state.txt:3:", "missing field state");
+    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=flying since=1\n" END,
+                   "state.txt:3:", "unknown state");
+    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=running since=1x\n" END,
+                   "state.txt:3:", "since: expected an integer");
+    expect_corrupt(HDR GRP "instance id=frugal://a/a%2 state=running since=1\n" END,
+                   "state.txt:3:", "bad escape");
+    expect_corrupt(HDR GRP "instance id=frugal://a/a%00 state=running since=1\n" END,
+                   "state.txt:3:", "NUL");
     expect_corrupt(HDR GRP INST INST "end groups=1 instances=2\n", "state.txt:4:", "listed twice");
     expect_corrupt(HDR GRP GRP END, "state.txt:3:", "group a listed twice");
-    expect_corrupt(HDR GRP "label key=k value=v\nlabel key=k value=w\n" END, "state.txt:4:",
-                   "label k given twice");
-    expect_corrupt(HDR "group id=a managed=1 autoprovisioned=0 exists=1 min=4 max=3 target=1 next_seq=2 "
-                       "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
-                   "state.txt:2:", "min 4 > max 3");
-    expect_corrupt(HDR "group id=a managed=2 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 "
-                       "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
-                   "state.txt:2:", "managed");
+    expect_corrupt(HDR GRP "label key=k value=v\nlabel key=k value=w\n" END,
+                   "state.txt:4:", "label k given twice");
+    expect_corrupt(
+        HDR "group id=a managed=1 autoprovisioned=0 exists=1 min=4 max=3 target=1 next_seq=2 "
+            "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
+        "state.txt:2:", "min 4 > max 3");
+    expect_corrupt(
+        HDR "group id=a managed=2 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 "
+            "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
+        "state.txt:2:", "managed");
     expect_corrupt(HDR "group id=a id=b\n" END, "state.txt:2:", "given twice");
     expect_corrupt(HDR "group id=a target\n" END, "state.txt:2:", "expected key=value");
-    expect_corrupt(HDR GRP "instance id=frugal://a/a-1 state=running since=99999999999999999999\n" END,
+    expect_corrupt(HDR GRP
+                   "instance id=frugal://a/a-1 state=running since=99999999999999999999\n" END,
                    "state.txt:3:", "since");
 }
 
@@ -240,7 +252,7 @@ static void test_files(void **state) {
     (void)state;
     char dir[] = "/tmp/frugal-state-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char path[256], tmp[300];
+    char path[200], tmp[300];
     snprintf(path, sizeof(path), "%s/state", dir);
     snprintf(tmp, sizeof(tmp), "%s/state.tmp", dir);
 
@@ -274,7 +286,7 @@ static void test_files(void **state) {
     assert_non_null(strstr(err.msg, "missing/state.tmp"));
 
     /* The path is a directory: the rename fails and the temp file is cleaned up. */
-    char sub[300];
+    char sub[200];
     snprintf(sub, sizeof(sub), "%s/sub", dir);
     assert_int_equal(mkdir(sub, 0755), 0);
     char sub_file[300];
@@ -295,10 +307,8 @@ static void test_files(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_empty_cluster),
-        cmocka_unit_test(test_corrupt),
-        cmocka_unit_test(test_labels_sorted_on_parse),
+        cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_empty_cluster),
+        cmocka_unit_test(test_corrupt),   cmocka_unit_test(test_labels_sorted_on_parse),
         cmocka_unit_test(test_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
