@@ -1,6 +1,774 @@
-/* placeholder, replaced by the expander/NAP work: an empty verb table so that
- * server/ctl.c links until the real server/ctl_best_options.c lands. */
-#include "ctl.h"
+/* `frugal ctl best-options FILE [--legacy]`: build a BestOptionsRequest from a small
+ * YAML description, ask the server's expander, and print every option's figures
+ * ranked, the winner(s) marked.
+ *
+ * FILE:
+ *   options:
+ *     - group: pool-a            # nodeGroupId
+ *       node_count: 2
+ *       debug: "from CA"         # optional
+ *       pods:                    # each entry is `count` identical pods
+ *         - {cpu: 100m, memory: 64Mi, gpu: 0, count: 3,
+ *            node_selector: {team: web},
+ *            tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule}]}
+ *   nodes:                       # template nodes, by group; a group without one is
+ *     - group: pool-a            # sent without a template
+ *       machine_type: n1-standard-2
+ *       zone: us-central1-a      # optional
+ *       labels: {team: web}      # optional
+ *       taints: [{key: dedicated, value: web, effect: NoSchedule}]
+ *       cpu: 2                   # optional: capacity when the type is not in the
+ *       memory: 7.5Gi            # builtin catalog (or to override it)
+ *       gpu: 1
+ *
+ * The server answers only the winners; the figures of the others come from one more
+ * call per option (an option's score does not depend on the other options). --legacy
+ * sends pods under `pod = 4` and templates under `nodeMap = 2`. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-const ctl_verb_t ctl_verbs_best_options[] = {{0}};
-const size_t ctl_verbs_best_options_count = 0;
+#include "catalog.h"
+#include "ctl.h"
+#include "expander.pb-c.h"
+#include "k8s.h"
+#include "quantity.h"
+#include "ranking.h"
+#include "template.h"
+#include "yaml_tree.h"
+
+#define BO_METHOD "/grpcplugin.Expander/BestOptions"
+
+typedef Grpcplugin__BestOptionsRequest bo_request_t;
+typedef Grpcplugin__BestOptionsResponse bo_response_t;
+typedef Grpcplugin__Option bo_option_t;
+typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry bo_label_t;
+typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry bo_capacity_t;
+typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry bo_allocatable_t;
+typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry bo_requests_t;
+typedef K8s__Io__Api__Core__V1__PodSpec__NodeSelectorEntry bo_selector_t;
+typedef K8s__Io__Api__Core__V1__NodeCondition bo_condition_t;
+
+/* --- a bump allocator: everything built for one run is freed at once --- */
+
+typedef struct bo_block {
+    struct bo_block *next;
+    size_t used, cap;
+    max_align_t data[];
+} bo_block_t;
+
+typedef struct bo_arena {
+    bo_block_t *head;
+} bo_arena_t;
+
+static void *bo_alloc(bo_arena_t *a, size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    if (!a->head || a->head->cap - a->head->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        bo_block_t *b = malloc(sizeof(*b) + cap);
+        if (!b) {
+            fprintf(stderr, "frugal ctl: out of memory\n");
+            exit(1);
+        }
+        b->next = a->head;
+        b->used = 0;
+        b->cap = cap;
+        a->head = b;
+    }
+    void *p = (char *)a->head->data + a->head->used;
+    a->head->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+static char *bo_strdup(bo_arena_t *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = bo_alloc(a, n);
+    memcpy(p, s, n);
+    return p;
+}
+
+static void bo_arena_free(bo_arena_t *a)
+{
+    for (bo_block_t *b = a->head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    a->head = NULL;
+}
+
+/* --- reading FILE --- */
+
+typedef struct bo_file {
+    const char *path;
+    bo_arena_t *arena;
+    bool failed;
+} bo_file_t;
+
+static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Report FILE:LINE:COL: message and mark the file failed. */
+static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s:%d:%d: ", f->path, at ? at->line : 0, at ? at->column : 0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    f->failed = true;
+}
+
+static const char *bo_scalar(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
+                             bool required)
+{
+    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
+    if (!v) {
+        if (required)
+            bo_error(f, map, "missing key %s", key);
+        return NULL;
+    }
+    if (v->type != YAML_TREE_SCALAR) {
+        bo_error(f, v, "%s: expected a scalar", key);
+        return NULL;
+    }
+    return v->u.scalar.text;
+}
+
+static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, long long min,
+                   long long *out)
+{
+    const char *s = bo_scalar(f, map, key, false);
+    if (!s)
+        return true;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > INT32_MAX) {
+        bo_error(f, yaml_tree_mapping_get(map, key), "%s: expected an integer", key);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Check every key of map is one of keys (NULL-terminated). */
+static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const *keys)
+{
+    if (map->type != YAML_TREE_MAPPING) {
+        bo_error(f, map, "expected a mapping");
+        return;
+    }
+    for (size_t i = 0; i < map->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = map->u.mapping.items[i].key;
+        bool known = false;
+        for (size_t j = 0; keys[j] && k->type == YAML_TREE_SCALAR; j++)
+            known = known || strcmp(k->u.scalar.text, keys[j]) == 0;
+        if (!known)
+            bo_error(f, k, "unknown key %s", k->type == YAML_TREE_SCALAR ? k->u.scalar.text : "?");
+    }
+}
+
+/* A scalar-to-scalar mapping as generated label entries (labels and node selectors
+ * share the layout). */
+static size_t bo_string_map(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
+                            char ***keys, char ***values)
+{
+    const yaml_tree_node_t *m = yaml_tree_mapping_get(map, key);
+    *keys = *values = NULL;
+    if (!m || yaml_tree_is_null(m))
+        return 0;
+    if (m->type != YAML_TREE_MAPPING) {
+        bo_error(f, m, "%s: expected a mapping", key);
+        return 0;
+    }
+    size_t n = m->u.mapping.count;
+    *keys = bo_alloc(f->arena, (n + 1) * sizeof(char *));
+    *values = bo_alloc(f->arena, (n + 1) * sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        const yaml_tree_pair_t *p = &m->u.mapping.items[i];
+        if (p->key->type != YAML_TREE_SCALAR || p->value->type != YAML_TREE_SCALAR) {
+            bo_error(f, p->key, "%s: expected scalar keys and values", key);
+            return 0;
+        }
+        (*keys)[i] = bo_strdup(f->arena, p->key->u.scalar.text);
+        (*values)[i] = bo_strdup(f->arena, p->value->u.scalar.text);
+    }
+    return n;
+}
+
+static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t *map, const char *key)
+{
+    const yaml_tree_node_t *s = yaml_tree_mapping_get(map, key);
+    if (!s || yaml_tree_is_null(s))
+        return NULL;
+    if (s->type != YAML_TREE_SEQUENCE) {
+        bo_error(f, s, "%s: expected a sequence", key);
+        return NULL;
+    }
+    return s;
+}
+
+static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *key, bool milli)
+{
+    const char *s = bo_scalar(f, map, key, false);
+    int64_t v;
+    frugal_err_t err = {0};
+    if (!s)
+        return true;
+    if ((milli ? quantity_parse_milli(s, &v, &err) : quantity_parse_value(s, &v, &err)) != 0 || v < 0) {
+        bo_error(f, yaml_tree_mapping_get(map, key), "invalid quantity %s", s);
+        return false;
+    }
+    return true;
+}
+
+static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, const char *name)
+{
+    static const char *const keys[] = {"cpu", "memory", "gpu", "node_selector", "tolerations",
+                                       "count", "name", NULL};
+    ProtobufCBinaryData out = {0, NULL};
+    bo_keys(f, p, keys);
+    if (f->failed || !bo_quantity(f, p, "cpu", true) || !bo_quantity(f, p, "memory", false) ||
+        !bo_quantity(f, p, "gpu", false))
+        return out;
+
+    k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
+    k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
+    k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
+    k8s_container_t c = K8S__IO__API__CORE__V1__CONTAINER__INIT;
+    k8s_resource_requirements_t rr = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__INIT;
+    bo_requests_t req[3], *reqp[3];
+    k8s_quantity_t q[3];
+    static const char *const res[3] = {K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY, K8S_RESOURCE_NVIDIA_GPU};
+    static const char *const ykeys[3] = {"cpu", "memory", "gpu"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = bo_scalar(f, p, ykeys[i], false);
+        if (!v)
+            continue;
+        bo_requests_t e = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
+        k8s_quantity_t qi = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
+        qi.string = (char *)v;
+        q[rr.n_requests] = qi;
+        e.key = (char *)res[i];
+        e.value = &q[rr.n_requests];
+        req[rr.n_requests] = e;
+        reqp[rr.n_requests] = &req[rr.n_requests];
+        rr.n_requests++;
+    }
+    rr.requests = reqp;
+    c.name = "main";
+    c.resources = &rr;
+    k8s_container_t *cp = &c;
+    spec.n_containers = 1;
+    spec.containers = &cp;
+
+    char **sk, **sv;
+    size_t ns = bo_string_map(f, p, "node_selector", &sk, &sv);
+    bo_selector_t *sel = bo_alloc(f->arena, (ns + 1) * sizeof(*sel));
+    bo_selector_t **selp = bo_alloc(f->arena, (ns + 1) * sizeof(*selp));
+    for (size_t i = 0; i < ns; i++) {
+        bo_selector_t e = K8S__IO__API__CORE__V1__POD_SPEC__NODE_SELECTOR_ENTRY__INIT;
+        e.key = sk[i];
+        e.value = sv[i];
+        sel[i] = e;
+        selp[i] = &sel[i];
+    }
+    spec.n_nodeselector = ns;
+    spec.nodeselector = selp;
+
+    const yaml_tree_node_t *tols = bo_sequence(f, p, "tolerations");
+    size_t nt = tols ? tols->u.sequence.count : 0;
+    k8s_toleration_t *tol = bo_alloc(f->arena, (nt + 1) * sizeof(*tol));
+    k8s_toleration_t **tolp = bo_alloc(f->arena, (nt + 1) * sizeof(*tolp));
+    for (size_t i = 0; i < nt; i++) {
+        static const char *const tkeys[] = {"key", "operator", "value", "effect", NULL};
+        const yaml_tree_node_t *t = tols->u.sequence.items[i];
+        bo_keys(f, t, tkeys);
+        if (f->failed)
+            return out;
+        k8s_toleration_t e = K8S__IO__API__CORE__V1__TOLERATION__INIT;
+        e.key = (char *)bo_scalar(f, t, "key", false);
+        e.operator_ = (char *)bo_scalar(f, t, "operator", false);
+        e.value = (char *)bo_scalar(f, t, "value", false);
+        e.effect = (char *)bo_scalar(f, t, "effect", false);
+        tol[i] = e;
+        tolp[i] = &tol[i];
+    }
+    spec.n_tolerations = nt;
+    spec.tolerations = tolp;
+
+    meta.name = (char *)name;
+    meta.namespace_ = "default";
+    pod.metadata = &meta;
+    pod.spec = &spec;
+    if (f->failed)
+        return out;
+    out.len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
+    out.data = bo_alloc(f->arena, out.len + 1);
+    k8s__io__api__core__v1__pod__pack(&pod, out.data);
+    return out;
+}
+
+/* A template node like the server's (template.h): name, labels, taints, capacity. */
+static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group, ProtobufCBinaryData *out)
+{
+    static const char *const keys[] = {"group", "machine_type", "zone", "labels", "taints",
+                                       "cpu", "memory", "gpu", NULL};
+    bo_keys(f, n, keys);
+    const char *id = bo_scalar(f, n, "group", true);
+    const char *type = bo_scalar(f, n, "machine_type", false);
+    const char *zone = bo_scalar(f, n, "zone", false);
+    const char *cpu = bo_scalar(f, n, "cpu", false);
+    const char *memory = bo_scalar(f, n, "memory", false);
+    const char *gpu = bo_scalar(f, n, "gpu", false);
+    if (f->failed || !bo_quantity(f, n, "cpu", true) || !bo_quantity(f, n, "memory", false) ||
+        !bo_quantity(f, n, "gpu", false))
+        return false;
+    const catalog_machine_t *m = type ? catalog_find_machine(type) : NULL;
+    char cpu_buf[32], mem_buf[32];
+    if (!cpu && m) {
+        snprintf(cpu_buf, sizeof(cpu_buf), "%d", m->cpu);
+        cpu = cpu_buf;
+    }
+    if (!memory && m) {
+        snprintf(mem_buf, sizeof(mem_buf), "%" PRId64, catalog_machine_memory_bytes(m));
+        memory = mem_buf;
+    }
+    if (!cpu || !memory) {
+        bo_error(f, n, "machine type %s is not in the builtin catalog: give cpu and memory",
+                 type ? type : "(none)");
+        return false;
+    }
+    *group = bo_strdup(f->arena, id);
+
+    char *name = bo_alloc(f->arena, strlen(id) + 16);
+    sprintf(name, "template-%s", id);
+    char **uk, **uv;
+    size_t nu = bo_string_map(f, n, "labels", &uk, &uv);
+    bo_label_t *labels = bo_alloc(f->arena, (nu + 8) * sizeof(*labels));
+    bo_label_t **labelp = bo_alloc(f->arena, (nu + 8) * sizeof(*labelp));
+    size_t nl = 0;
+    char region[128];
+    const char *sys[7][2] = {
+        {K8S_LABEL_OS, "linux"},
+        {K8S_LABEL_ARCH, "amd64"},
+        {K8S_LABEL_HOSTNAME, name},
+        {type ? K8S_LABEL_INSTANCE_TYPE : NULL, type},
+        {zone ? K8S_LABEL_ZONE : NULL, zone},
+        {zone ? K8S_LABEL_REGION : NULL, zone ? template_region_of_zone(zone, region, sizeof(region)) : NULL},
+        {NULL, NULL},
+    };
+    for (size_t i = 0; i < 7 + nu; i++) {
+        const char *k = i < 7 ? sys[i][0] : uk[i - 7], *v = i < 7 ? sys[i][1] : uv[i - 7];
+        if (!k)
+            continue;
+        bo_label_t e = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
+        e.key = (char *)k;
+        e.value = (char *)v;
+        labels[nl] = e;
+        labelp[nl] = &labels[nl];
+        nl++;
+    }
+
+    const yaml_tree_node_t *ts = bo_sequence(f, n, "taints");
+    size_t nt = ts ? ts->u.sequence.count : 0;
+    k8s_taint_t *taints = bo_alloc(f->arena, (nt + 1) * sizeof(*taints));
+    k8s_taint_t **taintp = bo_alloc(f->arena, (nt + 1) * sizeof(*taintp));
+    for (size_t i = 0; i < nt; i++) {
+        static const char *const tkeys[] = {"key", "value", "effect", NULL};
+        const yaml_tree_node_t *t = ts->u.sequence.items[i];
+        bo_keys(f, t, tkeys);
+        if (f->failed)
+            return false;
+        k8s_taint_t e = K8S__IO__API__CORE__V1__TAINT__INIT;
+        e.key = (char *)bo_scalar(f, t, "key", true);
+        e.value = (char *)bo_scalar(f, t, "value", false);
+        e.effect = (char *)bo_scalar(f, t, "effect", true);
+        taints[i] = e;
+        taintp[i] = &taints[i];
+    }
+
+    const char *res[4][2] = {{K8S_RESOURCE_CPU, cpu}, {K8S_RESOURCE_MEMORY, memory},
+                             {K8S_RESOURCE_PODS, "110"}, {K8S_RESOURCE_NVIDIA_GPU, gpu}};
+    size_t nr = gpu && strcmp(gpu, "0") != 0 ? 4 : 3;
+    k8s_quantity_t q[4];
+    bo_capacity_t cap[4], *capp[4];
+    bo_allocatable_t alloc[4], *allocp[4];
+    for (size_t i = 0; i < nr; i++) {
+        k8s_quantity_t qi = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
+        bo_capacity_t c = K8S__IO__API__CORE__V1__NODE_STATUS__CAPACITY_ENTRY__INIT;
+        bo_allocatable_t a = K8S__IO__API__CORE__V1__NODE_STATUS__ALLOCATABLE_ENTRY__INIT;
+        qi.string = (char *)res[i][1];
+        q[i] = qi;
+        c.key = a.key = (char *)res[i][0];
+        c.value = a.value = &q[i];
+        cap[i] = c;
+        alloc[i] = a;
+        capp[i] = &cap[i];
+        allocp[i] = &alloc[i];
+    }
+    bo_condition_t ready = K8S__IO__API__CORE__V1__NODE_CONDITION__INIT, *readyp = &ready;
+    ready.type = "Ready";
+    ready.status = "True";
+
+    k8s_node_t node = K8S__IO__API__CORE__V1__NODE__INIT;
+    k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
+    k8s_node_spec_t spec = K8S__IO__API__CORE__V1__NODE_SPEC__INIT;
+    k8s_node_status_t status = K8S__IO__API__CORE__V1__NODE_STATUS__INIT;
+    meta.name = name;
+    meta.n_labels = nl;
+    meta.labels = labelp;
+    spec.n_taints = nt;
+    spec.taints = taintp;
+    status.n_capacity = nr;
+    status.capacity = capp;
+    status.n_allocatable = nr;
+    status.allocatable = allocp;
+    status.n_conditions = 1;
+    status.conditions = &readyp;
+    node.metadata = &meta;
+    node.spec = &spec;
+    node.status = &status;
+    if (f->failed)
+        return false;
+    out->len = k8s__io__api__core__v1__node__get_packed_size(&node);
+    out->data = bo_alloc(f->arena, out->len + 1);
+    k8s__io__api__core__v1__node__pack(&node, out->data);
+    return true;
+}
+
+/* Build the request described by root; false (errors printed) when it is invalid. */
+static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo_request_t *req)
+{
+    static const char *const keys[] = {"options", "nodes", NULL};
+    bo_keys(f, root, keys);
+    const yaml_tree_node_t *opts = bo_sequence(f, root, "options");
+    const yaml_tree_node_t *nodes = bo_sequence(f, root, "nodes");
+    if (f->failed)
+        return false;
+    if (!opts || opts->u.sequence.count == 0) {
+        bo_error(f, root, "no options");
+        return false;
+    }
+
+    size_t no = opts->u.sequence.count;
+    bo_option_t *o = bo_alloc(f->arena, no * sizeof(*o));
+    bo_option_t **op = bo_alloc(f->arena, no * sizeof(*op));
+    for (size_t i = 0; i < no; i++) {
+        static const char *const okeys[] = {"group", "node_count", "debug", "pods", NULL};
+        const yaml_tree_node_t *y = opts->u.sequence.items[i];
+        bo_keys(f, y, okeys);
+        if (f->failed)
+            return false;
+        bo_option_t init = GRPCPLUGIN__OPTION__INIT;
+        o[i] = init;
+        op[i] = &o[i];
+        const char *id = bo_scalar(f, y, "group", true);
+        const char *debug = bo_scalar(f, y, "debug", false);
+        long long count = 1;
+        if (!id || !bo_int(f, y, "node_count", INT32_MIN, &count))
+            return false;
+        o[i].nodegroupid = bo_strdup(f->arena, id);
+        o[i].nodecount = (int32_t)count;
+        o[i].debug = bo_strdup(f->arena, debug ? debug : "");
+
+        const yaml_tree_node_t *pods = bo_sequence(f, y, "pods");
+        size_t total = 0, np = pods ? pods->u.sequence.count : 0;
+        long long *counts = bo_alloc(f->arena, (np + 1) * sizeof(*counts));
+        for (size_t k = 0; k < np; k++) {
+            counts[k] = 1;
+            if (!bo_int(f, pods->u.sequence.items[k], "count", 0, &counts[k]))
+                return false;
+            total += (size_t)counts[k];
+        }
+        ProtobufCBinaryData *bytes = bo_alloc(f->arena, (total + 1) * sizeof(*bytes));
+        size_t at = 0;
+        for (size_t k = 0; k < np; k++) {
+            const yaml_tree_node_t *p = pods->u.sequence.items[k];
+            const char *pname = bo_scalar(f, p, "name", false);
+            char name[256];
+            snprintf(name, sizeof(name), "%s", pname ? pname : "");
+            if (!pname)
+                snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
+            ProtobufCBinaryData b = bo_pack_pod(f, p, bo_strdup(f->arena, name));
+            if (f->failed)
+                return false;
+            for (long long c = 0; c < counts[k]; c++)
+                bytes[at++] = b;
+        }
+        if (legacy) {
+            o[i].n_pod = total;
+            o[i].pod = bytes;
+        } else {
+            o[i].n_podbytes = total;
+            o[i].podbytes = bytes;
+        }
+    }
+    req->n_options = no;
+    req->options = op;
+
+    size_t nn = nodes ? nodes->u.sequence.count : 0;
+    Grpcplugin__BestOptionsRequest__NodeMapEntry *m = bo_alloc(f->arena, (nn + 1) * sizeof(*m));
+    Grpcplugin__BestOptionsRequest__NodeMapEntry **mp = bo_alloc(f->arena, (nn + 1) * sizeof(*mp));
+    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry *b = bo_alloc(f->arena, (nn + 1) * sizeof(*b));
+    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry **bp = bo_alloc(f->arena, (nn + 1) * sizeof(*bp));
+    for (size_t i = 0; i < nn; i++) {
+        char *group;
+        ProtobufCBinaryData data;
+        if (!bo_pack_node(f, nodes->u.sequence.items[i], &group, &data))
+            return false;
+        Grpcplugin__BestOptionsRequest__NodeMapEntry me = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
+        Grpcplugin__BestOptionsRequest__NodeBytesMapEntry be = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
+        me.key = be.key = group;
+        me.value = be.value = data;
+        m[i] = me;
+        b[i] = be;
+        mp[i] = &m[i];
+        bp[i] = &b[i];
+    }
+    if (legacy) {
+        req->n_nodemap = nn;
+        req->nodemap = mp;
+    } else {
+        req->n_nodebytesmap = nn;
+        req->nodebytesmap = bp;
+    }
+    return true;
+}
+
+/* --- calling and printing --- */
+
+typedef struct bo_row {
+    const bo_option_t *option;
+    size_t index;               /* in the request */
+    bool scored;
+    bool winner;
+    ranking_figures_t figures;
+} bo_row_t;
+
+static int bo_row_cmp(const void *a, const void *b)
+{
+    const bo_row_t *x = a, *y = b;
+    if (x->scored != y->scored)
+        return x->scored ? -1 : 1;
+    if (x->scored && !ranking_scores_tie(x->figures.score, y->figures.score))
+        return x->figures.score < y->figures.score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
+}
+
+static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp)
+{
+    return ctl_call(client, BO_METHOD, &req->base, &grpcplugin__best_options_response__descriptor,
+                    (ProtobufCMessage **)resp);
+}
+
+static void bo_print_yaml_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\x%02x", (unsigned char)*s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
+{
+    if (format == CTL_FORMAT_YAML) {
+        printf("options:\n");
+        for (size_t i = 0; i < n; i++) {
+            const bo_row_t *r = &rows[i];
+            printf("  - group: ");
+            bo_print_yaml_string(r->option->nodegroupid);
+            printf("\n    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
+                   r->winner ? "true" : "false", r->scored ? "true" : "false");
+            if (r->scored) {
+                const ranking_figures_t *f = &r->figures;
+                printf("    rank: %zu\n    node_price: %f\n    pods_price: %f\n    ratio: %f\n"
+                       "    unfitness: %f\n    suppressed: %f\n    score: %f\n",
+                       i + 1, f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed,
+                       f->score);
+            }
+        }
+        return;
+    }
+    static const char *const head[] = {"RANK", "GROUP", "NODES", "NODE_PRICE", "PODS_PRICE",
+                                       "RATIO", "UNFITNESS", "SUPPRESSED", "SCORE", "WINNER"};
+    enum { COLS = 10 };
+    char (*cells)[COLS][64] = calloc(n + 1, sizeof(*cells));
+    if (!cells) {
+        fprintf(stderr, "frugal ctl: out of memory\n");
+        return;
+    }
+    size_t width[COLS] = {0};
+    for (size_t c = 0; c < COLS; c++)
+        snprintf(cells[0][c], sizeof(cells[0][c]), "%s", head[c]);
+    for (size_t i = 0; i < n; i++) {
+        const bo_row_t *r = &rows[i];
+        char (*row)[64] = cells[i + 1];
+        const ranking_figures_t *f = &r->figures;
+        if (r->scored)
+            snprintf(row[0], 64, "%zu", i + 1);
+        else
+            snprintf(row[0], 64, "-");
+        snprintf(row[1], 64, "%s", r->option->nodegroupid);
+        snprintf(row[2], 64, "%d", r->option->nodecount);
+        if (r->scored) {
+            snprintf(row[3], 64, "%f", f->node_price);
+            snprintf(row[4], 64, "%f", f->pods_price);
+            snprintf(row[5], 64, "%f", f->ratio);
+            snprintf(row[6], 64, "%f", f->unfitness);
+            snprintf(row[7], 64, "%f", f->suppressed);
+            snprintf(row[8], 64, "%f", f->score);
+        } else {
+            for (size_t c = 3; c < 9; c++)
+                snprintf(row[c], 64, "-");
+        }
+        snprintf(row[9], 64, "%s", r->winner ? "*" : r->scored ? "" : "not scored");
+    }
+    for (size_t i = 0; i <= n; i++)
+        for (size_t c = 0; c < COLS; c++)
+            if (strlen(cells[i][c]) > width[c])
+                width[c] = strlen(cells[i][c]);
+    for (size_t i = 0; i <= n; i++) {
+        for (size_t c = 0; c < COLS; c++) {
+            if (c == COLS - 1)
+                printf("%s\n", cells[i][c]);
+            else
+                printf("%-*s  ", (int)width[c], cells[i][c]);
+        }
+    }
+    free(cells);
+}
+
+static char *bo_read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (n < cap)
+            break;
+        char *p = realloc(buf, cap * 2);
+        if (!p) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = p;
+        cap *= 2;
+    }
+    bool bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv)
+{
+    const char *path = NULL;
+    bool legacy = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--legacy") == 0)
+            legacy = true;
+        else if (!path && argv[i][0] != '-')
+            path = argv[i];
+        else {
+            fprintf(stderr, "usage: frugal ctl best-options FILE [--legacy]\n");
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: frugal ctl best-options FILE [--legacy]\n");
+        return 2;
+    }
+    size_t len = 0;
+    char *text = bo_read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t yerr;
+    int rc = yaml_tree_load(text, len, &root, &yerr);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "%s:%d:%d: %s\n", path, yerr.line, yerr.column, yerr.message);
+        return 2;
+    }
+    if (!root) {
+        fprintf(stderr, "%s: empty file\n", path);
+        return 2;
+    }
+
+    bo_arena_t arena = {0};
+    bo_file_t f = {path, &arena, false};
+    bo_request_t req = GRPCPLUGIN__BEST_OPTIONS_REQUEST__INIT;
+    bo_row_t *rows = NULL;
+    int status = 2;
+    if (!bo_build(&f, root, legacy, &req))
+        goto done;
+
+    /* The answer, then every option alone for its figures. */
+    bo_response_t *resp = NULL;
+    status = 1;
+    if (bo_call(client, &req, &resp) != 0)
+        goto done;
+    rows = calloc(req.n_options, sizeof(*rows));
+    if (!rows) {
+        grpcplugin__best_options_response__free_unpacked(resp, NULL);
+        goto done;
+    }
+    for (size_t i = 0; i < req.n_options; i++) {
+        rows[i].option = req.options[i];
+        rows[i].index = i;
+        for (size_t k = 0; k < resp->n_options; k++)
+            if (strcmp(resp->options[k]->nodegroupid, req.options[i]->nodegroupid) == 0)
+                rows[i].winner = true;
+    }
+    grpcplugin__best_options_response__free_unpacked(resp, NULL);
+
+    for (size_t i = 0; i < req.n_options; i++) {
+        bo_request_t one = req;
+        one.n_options = 1;
+        one.options = &req.options[i];
+        if (bo_call(client, &one, &resp) != 0)
+            goto done;
+        if (resp->n_options == 1 && ranking_parse_figures(resp->options[0]->debug, &rows[i].figures) == 0)
+            rows[i].scored = true;
+        grpcplugin__best_options_response__free_unpacked(resp, NULL);
+    }
+    qsort(rows, req.n_options, sizeof(*rows), bo_row_cmp);
+    bo_print(format, rows, req.n_options);
+    status = 0;
+
+done:
+    free(rows);
+    bo_arena_free(&arena);
+    yaml_tree_free(root);
+    return status;
+}
+
+const ctl_verb_t ctl_verbs_best_options[] = {
+    {"best-options", "FILE [--legacy]", ctl_verb_best_options},
+};
+const size_t ctl_verbs_best_options_count = sizeof(ctl_verbs_best_options) / sizeof(*ctl_verbs_best_options);

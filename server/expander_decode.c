@@ -271,6 +271,10 @@ typedef struct decoder {
     uint32_t *table;    /* open addressing: index + 1 into req->pods, 0 = empty */
     size_t table_cap;   /* power of two */
     scratch_t scratch;
+    size_t prev_first;  /* the pods of the last option with pods: req->pod_refs[first..+count) */
+    size_t prev_count;
+    rd_t *legacy;       /* readers at the legacy pods of the current option */
+    size_t legacy_cap;
     frugal_err_t *err;
 } decoder_t;
 
@@ -325,11 +329,21 @@ static int table_grow(decoder_t *d)
     return 0;
 }
 
-/* The index of the distinct pod with these bytes, decoding it when it is new. */
+/* The index of the distinct pod with these bytes, decoding it when it is new. CA sends
+ * the same pods in the same order in every option, so the pod at the same position of
+ * the previous option is tried first: one memcmp, no hashing. */
 static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, bool copied,
-                              uint32_t *index)
+                              size_t position, uint32_t *index)
 {
     expander_request_t *req = d->req;
+    if (position < d->prev_count) {
+        uint32_t guess = req->pod_refs[d->prev_first + position];
+        const expander_pod_t *p = &req->pods[guess];
+        if (p->len == len && memcmp(p->data, data, len) == 0) {
+            *index = guess;
+            return 0;
+        }
+    }
     uint64_t h = pod_hash(data, len);
     if ((req->pods_count + 1) * 2 > d->table_cap && table_grow(d) != 0)
         return FRUGAL_ENOMEM;
@@ -414,8 +428,30 @@ static int decoder_keep(decoder_t *d, expander_option_t *o, uint64_t start, uint
     return 0;
 }
 
-/* Option body in *sub. Pass 1 reads the scalars and finds which pod field to use;
- * pass 2 interns the pods of that field. */
+/* Read the pod whose length prefix r is at and append it to option o. */
+static int decoder_option_pod(decoder_t *d, rd_t *r, expander_option_t *o)
+{
+    expander_request_t *req = d->req;
+    uint64_t len;
+    const uint8_t *p;
+    bool copied;
+    uint32_t index;
+    int rc;
+    CHECK(rd_varint(r, &len), "truncated length");
+    CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated pod");
+    if (grow((void **)&req->pod_refs, &d->refs_cap, req->pod_refs_count + 1, sizeof(*req->pod_refs)) != 0 ||
+        (rc = decoder_intern_pod(d, p, (size_t)len, copied, o->pods_count, &index)) != 0)
+        return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
+    if (req->pods[index].rc != 0 && o->bad_pod < 0)
+        o->bad_pod = (int)o->pods_count;
+    req->pod_refs[req->pod_refs_count++] = index;
+    o->pods_count++;
+    return 0;
+}
+
+/* Option body in *sub, in one pass: current pods (podBytes = 5) are interned as they
+ * come; legacy ones (pod = 4) are only remembered, and interned at the end when the
+ * option has no current ones. */
 static int decoder_option(decoder_t *d, rd_t *sub)
 {
     expander_request_t *req = d->req;
@@ -432,7 +468,7 @@ static int decoder_option(decoder_t *d, rd_t *sub)
     o->pods_first = req->pod_refs_count;
 
     size_t n4 = 0, n5 = 0;
-    rd_t p1 = *sub, *r = &p1;
+    rd_t *r = sub;
     while (r->pos < r->end) {
         uint64_t start = r->pos, v;
         uint32_t field, wt;
@@ -456,11 +492,16 @@ static int decoder_option(decoder_t *d, rd_t *sub)
         case EXPANDER_OPTION_POD_BYTES:
             if (wt != WT_LEN)
                 return decoder_fail(d, r, "wrong wire type in Option pods");
-            CHECK(rd_skip_field(r, wt), "truncated pod");
-            if (field == EXPANDER_OPTION_POD)
-                n4++;
-            else
+            if (field == EXPANDER_OPTION_POD_BYTES) {
                 n5++;
+                if ((rc = decoder_option_pod(d, r, o)) != 0)
+                    return rc;
+            } else {
+                if (grow((void **)&d->legacy, &d->legacy_cap, n4 + 1, sizeof(*d->legacy)) != 0)
+                    return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
+                d->legacy[n4++] = *r;
+                CHECK(rd_skip_field(r, wt), "truncated pod");
+            }
             if ((rc = decoder_keep(d, o, start, r->pos)) != 0)
                 return rc;
             break;
@@ -471,35 +512,17 @@ static int decoder_option(decoder_t *d, rd_t *sub)
             break;
         }
     }
-
-    o->pod_field = n5 ? EXPANDER_OPTION_POD_BYTES : n4 ? EXPANDER_OPTION_POD : 0;
-    size_t want = n5 ? n5 : n4;
-    if (want) {
-        if (grow((void **)&req->pod_refs, &d->refs_cap, req->pod_refs_count + want,
-                 sizeof(*req->pod_refs)) != 0)
-            return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
-        rd_t p2 = *sub;
-        r = &p2;
-        while (r->pos < r->end) {
-            uint32_t field, wt;
-            CHECK(rd_tag(r, &field, &wt), "bad tag in Option");
-            if (field != o->pod_field) {
-                CHECK(rd_skip_field(r, wt), "bad field in Option");
-                continue;
-            }
-            uint64_t len;
-            const uint8_t *p;
-            bool copied;
-            uint32_t index;
-            CHECK(rd_varint(r, &len), "truncated length");
-            CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated pod");
-            if ((rc = decoder_intern_pod(d, p, (size_t)len, copied, &index)) != 0)
-                return frugal_err_set(d->err, rc, "out of memory decoding BestOptions");
-            if (req->pods[index].rc != 0 && o->bad_pod < 0)
-                o->bad_pod = (int)o->pods_count;
-            req->pod_refs[req->pod_refs_count++] = index;
-            o->pods_count++;
+    if (n5 == 0) {
+        for (size_t k = 0; k < n4; k++) {
+            rd_t at = d->legacy[k];
+            if ((rc = decoder_option_pod(d, &at, o)) != 0)
+                return rc;
         }
+    }
+    o->pod_field = n5 ? EXPANDER_OPTION_POD_BYTES : n4 ? EXPANDER_OPTION_POD : 0;
+    if (o->pods_count) {
+        d->prev_first = o->pods_first;
+        d->prev_count = o->pods_count;
     }
     req->options_count++;
     return 0;
@@ -631,6 +654,7 @@ int expander_decode(const expander_segment_t *segs, size_t nsegs, expander_reque
     rd_normalize(&r);
     int rc = decoder_run(&d, &r);
     free(d.nodes);
+    free(d.legacy);
     free(d.table);
     free(d.scratch.data);
     if (rc != 0) {

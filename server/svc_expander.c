@@ -12,6 +12,7 @@
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
+#include <grpc/support/time.h>
 
 #include "expander_decode.h"
 #include "log.h"
@@ -270,6 +271,7 @@ static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
                                  gpr_timespec deadline, grpc_byte_buffer **response,
                                  frugal_err_t *err)
 {
+    gpr_timespec t0 = gpr_now(GPR_CLOCK_MONOTONIC);
     expander__slices_t slices;
     int rc = expander__slices_take(request, &slices, err);
     if (rc != 0)
@@ -283,9 +285,11 @@ static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
     *response = expander__response_buffer(req, &slices, &resp);
     if (!*response)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory answering BestOptions");
-    log_debug("BestOptions: %zu options, %zu distinct pods, %llu bytes in, %llu bytes out",
-              req->options_count, req->pods_count, (unsigned long long)req->total_bytes,
-              (unsigned long long)resp.total_bytes);
+    log_debug("BestOptions: %zu options, %zu pods (%zu distinct), %zu slices, %llu bytes in, "
+              "%llu bytes out, handled in %.3f ms",
+              req->options_count, req->pod_refs_count, req->pods_count, slices.count,
+              (unsigned long long)req->total_bytes, (unsigned long long)resp.total_bytes,
+              gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), t0)) / 1000.0);
     expander_response_free(&resp);
 fail_answer:
     expander_request_free(req);
