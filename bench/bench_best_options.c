@@ -13,9 +13,8 @@
  *
  * Peak RSS is the server's VmHWM, reset before each size through
  * /proc/PID/clear_refs ("5"), so each figure is that size's own peak (marked * when
- * the reset was not permitted). copy_ms is what the client itself spends per call
- * before sending (rpc_client copies the request into a fresh slice): latency minus it
- * is the transfer plus the server's work. */
+ * the reset was not permitted). rpc_client sends the request from its buffer without
+ * a copy, so latency is the transfer plus the server's work. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -362,26 +361,6 @@ static bool proc_reset_hwm(long pid)
     return fclose(f) == 0 && ok;
 }
 
-/* What rpc_client_call spends before sending: a copy of the request into a fresh
- * buffer (grpc_slice_from_copied_buffer). Median of three, in ms. */
-static double client_copy_ms(const pb_t *req)
-{
-    double t[3];
-    for (int i = 0; i < 3; i++) {
-        double t0 = now_ms();
-        uint8_t *copy = malloc(req->len ? req->len : 1);
-        if (!copy)
-            return 0;
-        memcpy(copy, req->data, req->len);
-        volatile uint8_t sink = copy[req->len ? req->len - 1 : 0];
-        (void)sink;
-        t[i] = now_ms() - t0;
-        free(copy);
-    }
-    double a = t[0] < t[1] ? t[0] : t[1], b = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < a ? a : t[2] > b ? b : t[2];
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -431,8 +410,8 @@ int main(int argc, char **argv)
 
     printf("server pid %ld, %s, %s wire; baseline RSS %ld KiB\n", pid, tls_ca ? "TLS" : "plaintext",
            legacy ? "legacy" : "current", proc_status_kb(pid, "VmRSS"));
-    printf("%-8s %6s %6s %6s %7s %8s %8s %8s %9s %13s %8s\n", "options", "pods", "pod_B", "calls",
-           "MiB", "p50_ms", "p99_ms", "calls/s", "copy_ms", "peak_RSS_MiB", "RSS/req");
+    printf("%-8s %6s %6s %6s %7s %8s %8s %8s %13s %8s\n", "options", "pods", "pod_B", "calls",
+           "MiB", "p50_ms", "p99_ms", "calls/s", "peak_RSS_MiB", "RSS/req");
     int status = 0;
     char *list = strdup(sizes);
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -490,9 +469,9 @@ int main(int argc, char **argv)
         double total = now_ms() - start;
         qsort(lat, calls, sizeof(*lat), cmp_double);
         long peak = proc_status_kb(pid, "VmHWM");
-        printf("%-8zu %6zu %6zu %6zu %7.1f %8.2f %8.2f %8.1f %9.2f %12.1f%s %7.2fx\n", options, pods,
+        printf("%-8zu %6zu %6zu %6zu %7.1f %8.2f %8.2f %8.1f %12.1f%s %7.2fx\n", options, pods,
                pod_bytes, calls, mib, percentile(lat, calls, 0.5), percentile(lat, calls, 0.99),
-               (double)calls * 1000.0 / total, client_copy_ms(&req), peak / 1024.0, hwm ? " " : "*",
+               (double)calls * 1000.0 / total, peak / 1024.0, hwm ? " " : "*",
                peak * 1024.0 / (double)req.len);
         fflush(stdout);
         free(lat);

@@ -1,6 +1,7 @@
 #include "grpc_server.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,7 +41,12 @@ typedef struct call_state {
     grpc_slice status_details;
     int cancelled;
     gpr_timespec started;
+    size_t payload_bytes;
 } call_state_t;
+
+/* After a call this large, freed memory is handed back to the system: a BestOptions
+ * request of hundreds of MiB must not stay resident for the rest of the process's life. */
+#define LARGE_CALL_BYTES (16u << 20)
 
 struct worker {
     struct frugal_server *server;
@@ -139,6 +145,8 @@ static void call_handle_request(call_state_t *cs) {
     worker_t *w = cs->worker;
     server__request(w, cs->entry);
     cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
+    if (cs->payload != NULL)
+        cs->payload_bytes = grpc_byte_buffer_length(cs->payload);
 
     if (cs->entry == NULL) {
         char name[256];
@@ -211,10 +219,14 @@ static void *worker_main(void *arg) {
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         call_state_t *cs = ev.tag;
-        if (cs->phase == CALL_REQUESTED && ev.success)
+        if (cs->phase == CALL_REQUESTED && ev.success) {
             call_handle_request(cs);
-        else
+        } else {
+            bool large = cs->payload_bytes >= LARGE_CALL_BYTES;
             call_state_free(cs); /* reply done, or a request cancelled by shutdown */
+            if (large)
+                malloc_trim(0);
+        }
     }
     return NULL;
 }

@@ -126,8 +126,8 @@ static fixture_t request_make(size_t n_opts, size_t n_pods, size_t n_distinct, b
         pods[i] = distinct[i % n_distinct];
     option_t *opts = calloc(n_opts, sizeof(*opts));
     option_t **optp = calloc(n_opts, sizeof(*optp));
-    char (*ids)[16] = calloc(n_opts, sizeof(*ids));
-    char (*dbg)[16] = calloc(n_opts, sizeof(*dbg));
+    char (*ids)[32] = calloc(n_opts, sizeof(*ids));
+    char (*dbg)[32] = calloc(n_opts, sizeof(*dbg));
     for (size_t i = 0; i < n_opts; i++) {
         option_t o = GRPCPLUGIN__OPTION__INIT;
         snprintf(ids[i], sizeof(ids[i]), "group-%zu", i);
