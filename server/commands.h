@@ -6,5 +6,6 @@
 int cmd_serve(int argc, char **argv);   /* server/serve.c */
 int cmd_check(int argc, char **argv);   /* server/cmd_check.c */
 int cmd_ctl(int argc, char **argv);     /* server/ctl.c */
+int cmd_plan(int argc, char **argv);    /* server/plan.c */
 
 #endif

@@ -12,6 +12,8 @@ static void usage(FILE *f) {
                "  serve -c FILE          run the server until SIGTERM/SIGINT\n"
                "  check -c FILE          validate a config and print a summary\n"
                "  ctl --addr HOST:PORT VERB ...   call the server (frugal ctl --help)\n"
+               "  plan -c FILE --pods PODS.json [--nodes NODES.json] [-o yaml]\n"
+               "                         offline: what frugal would decide for these pods\n"
                "  version                version and build info\n");
 }
 
@@ -33,6 +35,8 @@ int main(int argc, char **argv) {
         return cmd_check(argc - 1, argv + 1);
     if (strcmp(cmd, "ctl") == 0)
         return cmd_ctl(argc - 1, argv + 1);
+    if (strcmp(cmd, "plan") == 0)
+        return cmd_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return cmd_version();
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -1,0 +1,954 @@
+/* `frugal plan -c FILE --pods PODS.json [--nodes NODES.json] [-o yaml]`: offline, what
+ * frugal would decide for the pending pods of a cluster, and why (PRODUCT.md
+ * "Commands"). No server and no gRPC: the inputs (kubectl's JSON, see kube_json.h) are
+ * converted into the same structs cluster-autoscaler sends, and the pure modules do
+ * the rest: pod_effective_request, template_build + node_info_decode, ranking_select,
+ * propose_node_groups.
+ *
+ * Pending pods: status.phase Pending and no spec.nodeName; pods controlled by a
+ * DaemonSet are left out, as cluster-autoscaler leaves them out of scale-up.
+ * Cluster size: the number of nodes in NODES.json when given, else the sum of the
+ * configured groups' initial sizes (size, else min_size).
+ *
+ * Scale-up options are what BestOptions would choose among the configured managed
+ * groups. A group can host a pod when, against the group's template node:
+ *  - the pod's effective request fits its allocatable cpu, memory and GPUs;
+ *  - every nodeSelector pair is one of its labels (the group's labels, zone, region,
+ *    instance type, os, arch);
+ *  - one term of the required node affinity holds (In, NotIn, Exists, DoesNotExist,
+ *    Gt, Lt over its labels; a term with matchFields names specific nodes: never);
+ *  - the pod tolerates each of its NoSchedule and NoExecute taints.
+ * Pod affinity, topology spread and the pods already running are not simulated. An
+ * option's node count is ceil(summed requests / one node's allocatable), the larger
+ * resource, capped at what max_size still allows over the initial size; a group that
+ * can host none of the pods, or is at max_size, is not an option. X, P and T are the
+ * damper, node and summed pod prices of the ranking.
+ *
+ * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
+ * usage errors. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "k8s.h"
+#include "kube_json.h"
+#include "node_info.h"
+#include "pod.h"
+#include "pricing.h"
+#include "propose.h"
+#include "ranking.h"
+#include "template.h"
+
+#define PLAN_CELL 1024
+#define PLAN_TABLE_MAX_COLS 16
+
+typedef K8s__Io__Api__Core__V1__NodeSelectorRequirement plan_requirement_t;
+typedef K8s__Io__Api__Core__V1__NodeSelectorTerm plan_term_t;
+
+/* One configured managed group as an option. */
+typedef struct plan_group {
+    const node_group_config_t *cfg;
+    node_info_t info; /* the decoded template: allocatable, GPU, similarity key */
+    k8s_node_t *node; /* the same template, for labels and taints */
+    size_t *pods;     /* indexes of the pending pods it can host */
+    size_t pods_count;
+    resources_t sum; /* their summed requests */
+    int64_t nodes_needed;
+    int32_t node_count; /* nodes_needed capped by max_size */
+    const char *skip;   /* why it is not an option; NULL when it is one */
+    char skip_buf[128];
+    size_t option; /* index into the ranking arrays when an option */
+} plan_group_t;
+
+typedef struct plan {
+    const frugal_config_t *cfg;
+    const char *pods_path;
+    const char *nodes_path; /* NULL: cluster size from the config */
+    kube_pod_list_t pods;
+    kube_node_list_t nodes;
+    size_t daemonset_pods;     /* pending but left out */
+    const k8s_pod_t **pending; /* the pending pods ... */
+    propose_pod_t *pp;         /* ... as the algorithms see them */
+    size_t n_pending;
+    bool *hosted; /* pending pod -> some option hosts it */
+    int64_t cluster_size;
+    int64_t pref_cpu_milli;
+    double damper_price;
+    plan_group_t *groups;
+    size_t n_groups;
+    ranking_input_t *in;
+    ranking_figures_t *figs;
+    bool *winner;
+    size_t *option_group; /* option -> group index */
+    size_t n_options;
+    bool proposed;
+    propose_result_t proposals;
+} plan_t;
+
+/* ------------------------------------------------------------------------------------
+ * Small helpers
+ * ---------------------------------------------------------------------------------- */
+
+static int plan__usage(FILE *f, int status) {
+    fprintf(f,
+            "usage: frugal plan -c FILE --pods PODS.json [--nodes NODES.json] [-o table|yaml]\n"
+            "  what frugal would decide for the pending pods of PODS.json (kubectl get pods -A\n"
+            "  -o json), and why; NODES.json (kubectl get nodes -o json) gives the cluster size\n");
+    return status;
+}
+
+static int plan__nomem(void) {
+    fprintf(stderr, "frugal plan: out of memory\n");
+    return 1;
+}
+
+/* Append to buf[0..size) at *len, truncating with "..." when full. */
+static void plan__append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void plan__append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+    if (*len >= size - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, size - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= size - *len) {
+        *len = size - 1;
+        if (size > 4)
+            memcpy(buf + size - 4, "...", 4);
+        return;
+    }
+    *len += (size_t)n;
+}
+
+static int plan__read_file(const char *path, char **text, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        goto fail;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        fclose(f);
+        errno = ENOMEM;
+        goto fail;
+    }
+    for (;;) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (bigger == NULL) {
+            free(buf);
+            fclose(f);
+            errno = ENOMEM;
+            goto fail;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        goto fail;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+fail:
+    fprintf(stderr, "frugal plan: cannot read %s: %s\n", path, strerror(errno));
+    return 1;
+}
+
+static const char *plan__label(const k8s_node_t *node, const char *key) {
+    const k8s_object_meta_t *m = node->metadata;
+    for (size_t i = 0; m != NULL && i < m->n_labels; i++)
+        if (m->labels[i]->key != NULL && strcmp(m->labels[i]->key, key) == 0)
+            return m->labels[i]->value != NULL ? m->labels[i]->value : "";
+    return NULL;
+}
+
+static int64_t plan__ceil_div(int64_t a, int64_t b) {
+    return a <= 0 ? 0 : b <= 0 ? INT64_MAX : a / b + (a % b != 0);
+}
+
+static void plan__add(int64_t *acc, int64_t v) {
+    if (__builtin_add_overflow(*acc, v, acc))
+        *acc = INT64_MAX;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Can a group's template node host a pod?
+ * ---------------------------------------------------------------------------------- */
+
+static bool plan__int(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return s[0] != '\0' && *end == '\0' && errno == 0;
+}
+
+static bool plan__requirement_holds(const k8s_node_t *node, const plan_requirement_t *e) {
+    const char *v = e->key != NULL ? plan__label(node, e->key) : NULL;
+    const char *op = e->operator_ != NULL ? e->operator_ : "";
+    bool in = false;
+    for (size_t i = 0; v != NULL && i < e->n_values; i++)
+        in = in || (e->values[i] != NULL && strcmp(e->values[i], v) == 0);
+    if (strcmp(op, "In") == 0)
+        return in;
+    if (strcmp(op, "NotIn") == 0)
+        return !in;
+    if (strcmp(op, "Exists") == 0)
+        return v != NULL;
+    if (strcmp(op, "DoesNotExist") == 0)
+        return v == NULL;
+    if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
+        long long have, want;
+        if (v == NULL || e->n_values != 1 || e->values[0] == NULL || !plan__int(v, &have) ||
+            !plan__int(e->values[0], &want))
+            return false;
+        return op[0] == 'G' ? have > want : have < want;
+    }
+    return false;
+}
+
+static bool plan__term_holds(const k8s_node_t *node, const plan_term_t *t) {
+    if (t->n_matchfields > 0 || t->n_matchexpressions == 0)
+        return false;
+    for (size_t i = 0; i < t->n_matchexpressions; i++)
+        if (!plan__requirement_holds(node, t->matchexpressions[i]))
+            return false;
+    return true;
+}
+
+static bool plan__tolerates(const k8s_pod_spec_t *spec, const k8s_taint_t *taint) {
+    const char *tkey = taint->key != NULL ? taint->key : "";
+    const char *tvalue = taint->value != NULL ? taint->value : "";
+    const char *teffect = taint->effect != NULL ? taint->effect : "";
+    for (size_t i = 0; spec != NULL && i < spec->n_tolerations; i++) {
+        const k8s_toleration_t *t = spec->tolerations[i];
+        bool exists = t->operator_ != NULL && strcmp(t->operator_, "Exists") == 0;
+        if (t->effect != NULL && t->effect[0] != '\0' && strcmp(t->effect, teffect) != 0)
+            continue;
+        if (t->key == NULL || t->key[0] == '\0') {
+            if (exists)
+                return true; /* an empty key with Exists tolerates everything */
+            continue;
+        }
+        if (strcmp(t->key, tkey) != 0)
+            continue;
+        if (exists || strcmp(t->value != NULL ? t->value : "", tvalue) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether g can host pod i; when not, why (for the "why" of unhostable pods). */
+static bool plan__can_host(const plan_t *pl, const plan_group_t *g, size_t i, char *why,
+                           size_t size) {
+    const resources_t *r = &pl->pp[i].request, *cap = &g->info.capacity;
+    const k8s_pod_spec_t *spec = pl->pending[i]->spec;
+    char a[64], b[64];
+    if (r->cpu_milli > cap->cpu_milli) {
+        snprintf(why, size, "cpu %s > %s", quantity_format_milli(r->cpu_milli, a, sizeof(a)),
+                 quantity_format_milli(cap->cpu_milli, b, sizeof(b)));
+        return false;
+    }
+    if (r->memory_bytes > cap->memory_bytes) {
+        snprintf(why, size, "memory %s > %s", quantity_format_bytes(r->memory_bytes, a, sizeof(a)),
+                 quantity_format_bytes(cap->memory_bytes, b, sizeof(b)));
+        return false;
+    }
+    if (r->gpu > cap->gpu) {
+        snprintf(why, size, "gpu %" PRId64 " > %" PRId64, r->gpu, cap->gpu);
+        return false;
+    }
+    for (size_t k = 0; spec != NULL && k < spec->n_nodeselector; k++) {
+        const char *key = spec->nodeselector[k]->key, *want = spec->nodeselector[k]->value;
+        const char *have = key != NULL ? plan__label(g->node, key) : NULL;
+        if (key != NULL && (have == NULL || strcmp(have, want != NULL ? want : "") != 0)) {
+            snprintf(why, size, "node selector %s=%s", key, want != NULL ? want : "");
+            return false;
+        }
+    }
+    const K8s__Io__Api__Core__V1__NodeSelector *req =
+        spec != NULL && spec->affinity != NULL && spec->affinity->nodeaffinity != NULL
+            ? spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution
+            : NULL;
+    if (req != NULL) {
+        bool any = false;
+        for (size_t k = 0; k < req->n_nodeselectorterms && !any; k++)
+            any = plan__term_holds(g->node, req->nodeselectorterms[k]);
+        if (!any) {
+            snprintf(why, size, "required node affinity");
+            return false;
+        }
+    }
+    const k8s_node_spec_t *ns = g->node->spec;
+    for (size_t k = 0; ns != NULL && k < ns->n_taints; k++) {
+        const k8s_taint_t *t = ns->taints[k];
+        if (t->effect == NULL ||
+            (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0))
+            continue;
+        if (!plan__tolerates(spec, t)) {
+            snprintf(why, size, "taint %s=%s:%s", t->key != NULL ? t->key : "",
+                     t->value != NULL ? t->value : "", t->effect);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Building the plan
+ * ---------------------------------------------------------------------------------- */
+
+static int32_t plan__initial_size(const node_group_config_t *g) {
+    return g->size >= 0 ? g->size : g->min_size;
+}
+
+/* Load PATH as a pod or node list; 0, or 1 with the message printed. */
+static int plan__load_list(const char *path, bool nodes, plan_t *pl) {
+    char *text;
+    size_t len;
+    if (plan__read_file(path, &text, &len) != 0)
+        return 1;
+    kube_json_error_t err;
+    memset(&err, 0, sizeof(err));
+    int rc = nodes ? kube_json_parse_nodes(text, len, &pl->nodes, &err)
+                   : kube_json_parse_pods(text, len, &pl->pods, &err);
+    free(text);
+    if (rc == 0)
+        return 0;
+    if (err.line > 0)
+        fprintf(stderr, "%s:%d:%d: %s\n", path, err.line, err.column, err.message);
+    else
+        fprintf(stderr, "%s: %s\n", path, err.message);
+    return 1;
+}
+
+static int plan__collect_pending(plan_t *pl) {
+    size_t n = pl->pods.count > 0 ? pl->pods.count : 1;
+    pl->pending = calloc(n, sizeof(*pl->pending));
+    pl->pp = calloc(n, sizeof(*pl->pp));
+    pl->hosted = calloc(n, sizeof(*pl->hosted));
+    if (pl->pending == NULL || pl->pp == NULL || pl->hosted == NULL)
+        return plan__nomem();
+    for (size_t i = 0; i < pl->pods.count; i++) {
+        const k8s_pod_t *pod = pl->pods.items[i];
+        if (!kube_pod_is_pending(pod))
+            continue;
+        const char *kind = kube_pod_controller_kind(pod);
+        if (kind != NULL && strcmp(kind, "DaemonSet") == 0) {
+            pl->daemonset_pods++;
+            continue;
+        }
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (propose_pod_from_k8s(pod, &pl->pp[pl->n_pending], &err) != 0) {
+            if (err.code == FRUGAL_ENOMEM)
+                return plan__nomem();
+            fprintf(stderr, "%s: items[%zu]: %s\n", pl->pods_path, i, err.msg);
+            return 1;
+        }
+        pl->pending[pl->n_pending++] = pod;
+    }
+    return 0;
+}
+
+/* Decode g's template and find the pods it can host. */
+static int plan__build_group(plan_t *pl, plan_group_t *g) {
+    const frugal_config_t *cfg = pl->cfg;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    int rc = template_build(cfg, &g->cfg->spec, &buf, &len, &err);
+    if (rc == 0)
+        rc = node_info_decode(buf, len, &g->info, &err);
+    if (rc == 0 && (g->node = k8s__io__api__core__v1__node__unpack(NULL, len, buf)) == NULL)
+        rc = frugal_err_set(&err, FRUGAL_ENOMEM, "out of memory");
+    free(buf);
+    if (rc != 0) {
+        fprintf(stderr, "frugal plan: node group %s: %s\n", g->cfg->spec.id, err.msg);
+        return 1;
+    }
+    if ((g->pods = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*g->pods))) == NULL)
+        return plan__nomem();
+    char why[256];
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        if (!plan__can_host(pl, g, i, why, sizeof(why)))
+            continue;
+        g->pods[g->pods_count++] = i;
+        plan__add(&g->sum.cpu_milli, pl->pp[i].request.cpu_milli);
+        plan__add(&g->sum.memory_bytes, pl->pp[i].request.memory_bytes);
+        plan__add(&g->sum.gpu, pl->pp[i].request.gpu);
+    }
+    const resources_t *cap = &g->info.capacity;
+    int64_t nodes = plan__ceil_div(g->sum.cpu_milli, cap->cpu_milli);
+    int64_t by_memory = plan__ceil_div(g->sum.memory_bytes, cap->memory_bytes);
+    int64_t by_gpu = plan__ceil_div(g->sum.gpu, cap->gpu);
+    if (by_memory > nodes)
+        nodes = by_memory;
+    if (by_gpu > nodes)
+        nodes = by_gpu;
+    g->nodes_needed = nodes > 1 ? nodes : 1;
+    int32_t headroom = g->cfg->max_size - plan__initial_size(g->cfg);
+    if (g->pods_count == 0) {
+        g->skip = "hosts none of the pending pods";
+    } else if (headroom <= 0) {
+        snprintf(g->skip_buf, sizeof(g->skip_buf), "at max_size %d", (int)g->cfg->max_size);
+        g->skip = g->skip_buf;
+    }
+    g->node_count = g->nodes_needed > headroom ? headroom : (int32_t)g->nodes_needed;
+    return 0;
+}
+
+static int plan__rank(plan_t *pl) {
+    const frugal_config_t *cfg = pl->cfg;
+    size_t managed = 0;
+    for (size_t i = 0; i < cfg->node_groups_count; i++)
+        managed += cfg->node_groups[i].managed;
+    size_t m = managed > 0 ? managed : 1;
+    pl->groups = calloc(m, sizeof(*pl->groups));
+    pl->in = calloc(m, sizeof(*pl->in));
+    pl->figs = calloc(m, sizeof(*pl->figs));
+    pl->winner = calloc(m, sizeof(*pl->winner));
+    pl->option_group = calloc(m, sizeof(*pl->option_group));
+    size_t *selected = calloc(m, sizeof(*selected));
+    if (pl->groups == NULL || pl->in == NULL || pl->figs == NULL || pl->winner == NULL ||
+        pl->option_group == NULL || selected == NULL) {
+        free(selected);
+        return plan__nomem();
+    }
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        if (!cfg->node_groups[i].managed)
+            continue;
+        plan_group_t *g = &pl->groups[pl->n_groups++];
+        g->cfg = &cfg->node_groups[i];
+        if (plan__build_group(pl, g) != 0) {
+            free(selected);
+            return 1;
+        }
+        if (g->skip != NULL)
+            continue;
+        for (size_t k = 0; k < g->pods_count; k++)
+            pl->hosted[g->pods[k]] = true;
+        g->option = pl->n_options;
+        pl->option_group[pl->n_options] = pl->n_groups - 1;
+        pl->in[pl->n_options++] = (ranking_input_t){
+            .group_id = g->cfg->spec.id,
+            .scorable = true,
+            .node_count = g->node_count,
+            .node_price = pricing_group_node_price(cfg, &g->cfg->spec),
+            .pods_price = pricing_linear(&cfg->pricing, &g->sum),
+            .node_cpu_milli = g->info.capacity.cpu_milli,
+            .has_gpu = g->info.has_gpu,
+            .exists = true,
+            .similarity_key = g->info.similarity_key,
+        };
+    }
+    if (pl->n_options > 0) {
+        size_t k = ranking_select(&cfg->ranking, pl->damper_price, pl->cluster_size, pl->in,
+                                  pl->n_options, pl->figs, selected);
+        for (size_t i = 0; i < k; i++)
+            pl->winner[selected[i]] = true;
+    }
+    free(selected);
+    return 0;
+}
+
+static bool plan__group_exists(void *ctx, const char *id) {
+    return config_find_node_group(ctx, id) != NULL;
+}
+
+static int plan__propose(plan_t *pl) {
+    if (!pl->cfg->autoprovisioning.enabled)
+        return 0;
+    propose_params_t params = {
+        .cfg = pl->cfg,
+        .cluster_size = pl->cluster_size,
+        .group_exists = plan__group_exists,
+        .ctx = (void *)pl->cfg,
+    };
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    if (propose_node_groups(&params, pl->pp, pl->n_pending, &pl->proposals, &err) != 0) {
+        fprintf(stderr, "frugal plan: autoprovisioning: %s\n", err.msg);
+        return 1;
+    }
+    pl->proposed = true;
+    return 0;
+}
+
+static void plan__free(plan_t *pl) {
+    for (size_t i = 0; i < pl->n_groups; i++) {
+        node_info_free(&pl->groups[i].info);
+        if (pl->groups[i].node != NULL)
+            k8s__io__api__core__v1__node__free_unpacked(pl->groups[i].node, NULL);
+        free(pl->groups[i].pods);
+    }
+    free(pl->groups);
+    for (size_t i = 0; i < pl->n_pending; i++)
+        propose_pod_clear(&pl->pp[i]);
+    free(pl->pp);
+    free(pl->pending);
+    free(pl->hosted);
+    free(pl->in);
+    free(pl->figs);
+    free(pl->winner);
+    free(pl->option_group);
+    if (pl->proposed)
+        propose_result_clear(&pl->proposals);
+    kube_pod_list_clear(&pl->pods);
+    kube_node_list_clear(&pl->nodes);
+}
+
+/* Why no option hosts pending pod i: "group: reason; ..." over the managed groups. */
+static void plan__why_unhosted(const plan_t *pl, size_t i, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    char why[256];
+    for (size_t k = 0; k < pl->n_groups; k++) {
+        const plan_group_t *g = &pl->groups[k];
+        if (!plan__can_host(pl, g, i, why, sizeof(why)))
+            plan__append(buf, size, &len, "%s%s: %s", len > 0 ? "; " : "", g->cfg->spec.id, why);
+        else if (g->skip != NULL)
+            plan__append(buf, size, &len, "%s%s: %s", len > 0 ? "; " : "", g->cfg->spec.id,
+                         g->skip);
+    }
+    if (pl->n_groups == 0)
+        plan__append(buf, size, &len, "no managed node group is configured");
+}
+
+static void plan__format_labels(const kv_list_t *l, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->count; i++)
+        plan__append(buf, size, &len, "%s%s=%s", i > 0 ? "," : "", l->items[i].key,
+                     l->items[i].value);
+    if (len == 0)
+        plan__append(buf, size, &len, "-");
+}
+
+static void plan__format_taints(const taint_list_t *l, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->count; i++)
+        plan__append(buf, size, &len, "%s%s=%s:%s", i > 0 ? "," : "", l->items[i].key,
+                     l->items[i].value, l->items[i].effect);
+    if (len == 0)
+        plan__append(buf, size, &len, "-");
+}
+
+/* ------------------------------------------------------------------------------------
+ * Tables
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct plan_table {
+    size_t cols;
+    char **cells; /* rows x cols */
+    size_t rows;
+    bool failed;
+} plan_table_t;
+
+static void plan__table_row(plan_table_t *t, ...) {
+    if (t->failed || t->cols > PLAN_TABLE_MAX_COLS) {
+        t->failed = true;
+        return;
+    }
+    char **cells = realloc(t->cells, (t->rows + 1) * t->cols * sizeof(*cells));
+    if (cells == NULL) {
+        t->failed = true;
+        return;
+    }
+    t->cells = cells;
+    char **row = cells + t->rows * t->cols;
+    va_list ap;
+    va_start(ap, t);
+    for (size_t c = 0; c < t->cols; c++) {
+        const char *s = va_arg(ap, const char *);
+        row[c] = strdup(s != NULL ? s : "");
+        if (row[c] == NULL)
+            t->failed = true;
+    }
+    va_end(ap);
+    t->rows++;
+}
+
+/* Print with two spaces between columns, the last one unpadded; then free. */
+static int plan__table_flush(plan_table_t *t, int indent) {
+    int rc = t->failed ? 1 : 0;
+    size_t w[PLAN_TABLE_MAX_COLS] = {0};
+    for (size_t r = 0; r < t->rows && !t->failed; r++)
+        for (size_t c = 0; c < t->cols; c++) {
+            size_t n = strlen(t->cells[r * t->cols + c]);
+            if (n > w[c])
+                w[c] = n;
+        }
+    for (size_t r = 0; r < t->rows && !t->failed; r++) {
+        size_t last = t->cols; /* empty trailing cells print nothing, not blanks */
+        while (last > 1 && t->cells[r * t->cols + last - 1][0] == '\0')
+            last--;
+        printf("%*s", indent, "");
+        for (size_t c = 0; c < last; c++) {
+            const char *s = t->cells[r * t->cols + c];
+            if (c + 1 < last)
+                printf("%-*s  ", (int)w[c], s);
+            else
+                printf("%s\n", s);
+        }
+    }
+    for (size_t i = 0; i < t->rows * t->cols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->rows = 0;
+    return rc;
+}
+
+static int plan__print_table(const plan_t *pl) {
+    const frugal_config_t *cfg = pl->cfg;
+    char a[64], b[64], c[64], d[64], e[64], f[64], g6[64], h[64], cell[PLAN_CELL];
+    int rc = 0;
+
+    printf("cluster size: %" PRId64 " nodes (%s); preferred node cpu: %s\n", pl->cluster_size,
+           pl->nodes_path != NULL ? pl->nodes_path : "configured group sizes",
+           quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
+    printf("damper price X: %.6f\n", pl->damper_price);
+    printf("pending pods: %zu of %zu", pl->n_pending, pl->pods.count);
+    if (pl->daemonset_pods > 0)
+        printf(" (%zu DaemonSet pod%s left out)", pl->daemonset_pods,
+               pl->daemonset_pods == 1 ? "" : "s");
+    printf("\n");
+    if (pl->n_pending > 0) {
+        plan_table_t t = {5, NULL, 0, false};
+        plan__table_row(&t, "POD", "CPU", "MEMORY", "GPU", "PRICE");
+        for (size_t i = 0; i < pl->n_pending; i++) {
+            const resources_t *r = &pl->pp[i].request;
+            snprintf(c, sizeof(c), "%" PRId64, r->gpu);
+            snprintf(d, sizeof(d), "%.6f", pricing_linear(&cfg->pricing, r));
+            plan__table_row(&t, pl->pp[i].name, quantity_format_milli(r->cpu_milli, a, sizeof(a)),
+                            quantity_format_bytes(r->memory_bytes, b, sizeof(b)), c, d);
+        }
+        rc |= plan__table_flush(&t, 2);
+    }
+
+    printf("\nscale-up options (configured groups)\n");
+    if (pl->n_options == 0) {
+        printf("  none\n");
+    } else {
+        plan_table_t t = {12, NULL, 0, false};
+        plan__table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
+                        "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
+        for (size_t o = 0; o < pl->n_options; o++) {
+            const plan_group_t *g = &pl->groups[pl->option_group[o]];
+            const ranking_figures_t *fg = &pl->figs[o];
+            snprintf(a, sizeof(a), "%d", (int)g->node_count);
+            snprintf(b, sizeof(b), "%zu", g->pods_count);
+            snprintf(c, sizeof(c), "%.6f", pl->in[o].node_price);
+            snprintf(d, sizeof(d), "%.6f", pl->in[o].pods_price);
+            snprintf(e, sizeof(e), "%.6f", fg->ratio);
+            snprintf(f, sizeof(f), "%.6f", fg->unfitness);
+            snprintf(g6, sizeof(g6), "%.6f", fg->suppressed);
+            snprintf(h, sizeof(h), "%.6f", fg->score);
+            cell[0] = '\0';
+            if (!fg->scored)
+                snprintf(cell, sizeof(cell), "not scorable");
+            else if (g->nodes_needed > g->node_count)
+                snprintf(cell, sizeof(cell), "needs %" PRId64 " nodes, capped by max_size %d",
+                         g->nodes_needed, (int)g->cfg->max_size);
+            plan__table_row(&t, pl->winner[o] ? "*" : "", g->cfg->spec.id,
+                            g->cfg->spec.machine_type, a, b, c, d, e, f, g6, fg->scored ? h : "-",
+                            cell);
+        }
+        rc |= plan__table_flush(&t, 2);
+    }
+    bool header = false;
+    for (size_t k = 0; k < pl->n_groups; k++) {
+        const plan_group_t *g = &pl->groups[k];
+        if (g->skip == NULL)
+            continue;
+        if (!header)
+            printf("not options:\n");
+        header = true;
+        printf("  %s: %s\n", g->cfg->spec.id, g->skip);
+    }
+    header = false;
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        if (pl->hosted[i])
+            continue;
+        if (!header)
+            printf("pods no configured group can host:\n");
+        header = true;
+        plan__why_unhosted(pl, i, cell, sizeof(cell));
+        printf("  %s: %s\n", pl->pp[i].name, cell);
+    }
+
+    printf("\nautoprovisioning proposals\n");
+    if (!pl->proposed) {
+        printf("  autoprovisioning is disabled\n");
+    } else if (pl->proposals.count == 0) {
+        printf("  none\n");
+    } else {
+        plan_table_t t = {8, NULL, 0, false};
+        plan__table_row(&t, "GROUP", "MACHINE TYPE", "ZONE", "LABELS", "TAINTS", "PODS", "NODES",
+                        "SCORE");
+        for (size_t k = 0; k < pl->proposals.count; k++) {
+            const propose_proposal_t *p = &pl->proposals.proposals[k];
+            char labels[PLAN_CELL], taints[PLAN_CELL];
+            plan__format_labels(&p->labels, labels, sizeof(labels));
+            plan__format_taints(&p->taints, taints, sizeof(taints));
+            snprintf(a, sizeof(a), "%zu", p->pods_count);
+            snprintf(b, sizeof(b), "%d", (int)p->node_count);
+            snprintf(c, sizeof(c), "%.6f", p->figures.score);
+            plan__table_row(&t, p->group_id, p->machine_type->name, p->zone != NULL ? p->zone : "-",
+                            labels, taints, a, b, p->figures.scored ? c : "-");
+        }
+        rc |= plan__table_flush(&t, 2);
+    }
+    if (pl->proposed && pl->proposals.unschedulable_count > 0) {
+        printf("unschedulable (no allowed machine type serves them):\n");
+        for (size_t k = 0; k < pl->proposals.unschedulable_count; k++)
+            printf("  %s\n", pl->pp[pl->proposals.unschedulable[k]].name);
+    }
+    if (rc != 0)
+        return plan__nomem();
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * YAML
+ * ---------------------------------------------------------------------------------- */
+
+static void plan__yaml_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void plan__yaml_kv(int indent, const char *key, const char *value) {
+    printf("%*s%s: ", indent, "", key);
+    plan__yaml_str(value);
+    putchar('\n');
+}
+
+static void plan__yaml_figures(int indent, const ranking_figures_t *f) {
+    printf("%*sscored: %s\n", indent, "", f->scored ? "true" : "false");
+    printf("%*snode_price: %.6f\n%*spods_price: %.6f\n%*sratio: %.6f\n", indent, "", f->node_price,
+           indent, "", f->pods_price, indent, "", f->ratio);
+    printf("%*sunfitness: %.6f\n%*ssuppressed: %.6f\n%*sscore: %.6f\n", indent, "", f->unfitness,
+           indent, "", f->suppressed, indent, "", f->score);
+}
+
+static void plan__yaml_pods(int indent, const plan_t *pl, const size_t *idx, size_t n) {
+    printf("%*spods:%s\n", indent, "", n == 0 ? " []" : "");
+    for (size_t k = 0; k < n; k++) {
+        printf("%*s- ", indent, "");
+        plan__yaml_str(pl->pp[idx[k]].name);
+        putchar('\n');
+    }
+}
+
+static int plan__print_yaml(const plan_t *pl) {
+    const frugal_config_t *cfg = pl->cfg;
+    char a[64], b[64], cell[PLAN_CELL];
+    printf("cluster_size: %" PRId64 "\n", pl->cluster_size);
+    plan__yaml_kv(0, "cluster_size_from", pl->nodes_path != NULL ? "nodes" : "config");
+    plan__yaml_kv(0, "preferred_node_cpu", quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
+    printf("damper_price: %.6f\n", pl->damper_price);
+    printf("pods: %zu\ndaemonset_pods_left_out: %zu\n", pl->pods.count, pl->daemonset_pods);
+    printf("pending_pods:%s\n", pl->n_pending == 0 ? " []" : "");
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        const resources_t *r = &pl->pp[i].request;
+        printf("- name: ");
+        plan__yaml_str(pl->pp[i].name);
+        printf("\n");
+        plan__yaml_kv(2, "cpu", quantity_format_milli(r->cpu_milli, a, sizeof(a)));
+        plan__yaml_kv(2, "memory", quantity_format_bytes(r->memory_bytes, b, sizeof(b)));
+        printf("  gpu: %" PRId64 "\n  price: %.6f\n", r->gpu, pricing_linear(&cfg->pricing, r));
+    }
+
+    printf("scale_up_options:%s\n", pl->n_options == 0 ? " []" : "");
+    for (size_t o = 0; o < pl->n_options; o++) {
+        const plan_group_t *g = &pl->groups[pl->option_group[o]];
+        printf("- group: ");
+        plan__yaml_str(g->cfg->spec.id);
+        printf("\n");
+        plan__yaml_kv(2, "machine_type", g->cfg->spec.machine_type);
+        printf("  winner: %s\n", pl->winner[o] ? "true" : "false");
+        printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
+        plan__yaml_pods(2, pl, g->pods, g->pods_count);
+        plan__yaml_figures(2, &pl->figs[o]);
+    }
+    size_t skipped = 0;
+    for (size_t k = 0; k < pl->n_groups; k++)
+        skipped += pl->groups[k].skip != NULL;
+    printf("not_options:%s\n", skipped == 0 ? " []" : "");
+    for (size_t k = 0; k < pl->n_groups; k++) {
+        const plan_group_t *g = &pl->groups[k];
+        if (g->skip == NULL)
+            continue;
+        printf("- group: ");
+        plan__yaml_str(g->cfg->spec.id);
+        printf("\n");
+        plan__yaml_kv(2, "reason", g->skip);
+    }
+    size_t unhosted = 0;
+    for (size_t i = 0; i < pl->n_pending; i++)
+        unhosted += !pl->hosted[i];
+    printf("unhostable_pods:%s\n", unhosted == 0 ? " []" : "");
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        if (pl->hosted[i])
+            continue;
+        printf("- pod: ");
+        plan__yaml_str(pl->pp[i].name);
+        printf("\n");
+        plan__why_unhosted(pl, i, cell, sizeof(cell));
+        plan__yaml_kv(2, "why", cell);
+    }
+
+    printf("autoprovisioning:\n  enabled: %s\n", pl->proposed ? "true" : "false");
+    if (pl->proposed) {
+        const propose_result_t *res = &pl->proposals;
+        printf("  proposals:%s\n", res->count == 0 ? " []" : "");
+        for (size_t k = 0; k < res->count; k++) {
+            const propose_proposal_t *p = &res->proposals[k];
+            printf("  - group: ");
+            plan__yaml_str(p->group_id);
+            printf("\n");
+            plan__yaml_kv(4, "machine_type", p->machine_type->name);
+            if (p->zone != NULL)
+                plan__yaml_kv(4, "zone", p->zone);
+            else
+                printf("    zone: null\n");
+            printf("    labels:%s\n", p->labels.count == 0 ? " {}" : "");
+            for (size_t l = 0; l < p->labels.count; l++) {
+                printf("      ");
+                plan__yaml_str(p->labels.items[l].key);
+                printf(": ");
+                plan__yaml_str(p->labels.items[l].value);
+                printf("\n");
+            }
+            printf("    taints:%s\n", p->taints.count == 0 ? " []" : "");
+            for (size_t l = 0; l < p->taints.count; l++) {
+                printf("    - key: ");
+                plan__yaml_str(p->taints.items[l].key);
+                printf("\n");
+                plan__yaml_kv(6, "value", p->taints.items[l].value);
+                plan__yaml_kv(6, "effect", p->taints.items[l].effect);
+            }
+            printf("    nodes: %d\n    exists: %s\n", (int)p->node_count,
+                   p->exists ? "true" : "false");
+            plan__yaml_pods(4, pl, p->pods, p->pods_count);
+            plan__yaml_figures(4, &p->figures);
+        }
+        printf("  unschedulable:%s\n", res->unschedulable_count == 0 ? " []" : "");
+        for (size_t k = 0; k < res->unschedulable_count; k++) {
+            printf("  - ");
+            plan__yaml_str(pl->pp[res->unschedulable[k]].name);
+            printf("\n");
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The command
+ * ---------------------------------------------------------------------------------- */
+
+int cmd_plan(int argc, char **argv) {
+    const char *config_path = NULL, *pods_path = NULL, *nodes_path = NULL, *format = "table";
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0)
+            return plan__usage(stdout, 0);
+        const char **dst = NULL;
+        if (strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0)
+            dst = &config_path;
+        else if (strcmp(opt, "--pods") == 0)
+            dst = &pods_path;
+        else if (strcmp(opt, "--nodes") == 0)
+            dst = &nodes_path;
+        else if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0)
+            dst = &format;
+        if (dst == NULL) {
+            fprintf(stderr, "frugal plan: unexpected argument \"%s\"\n", opt);
+            return plan__usage(stderr, 2);
+        }
+        if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+            fprintf(stderr, "frugal plan: %s needs a value\n", opt);
+            return plan__usage(stderr, 2);
+        }
+        *dst = argv[++i];
+    }
+    if (config_path == NULL || pods_path == NULL) {
+        fprintf(stderr, "frugal plan: %s is required\n",
+                config_path == NULL ? "-c FILE" : "--pods PODS.json");
+        return plan__usage(stderr, 2);
+    }
+    bool yaml = strcmp(format, "yaml") == 0;
+    if (!yaml && strcmp(format, "table") != 0) {
+        fprintf(stderr, "frugal plan: unknown output format \"%s\" (table or yaml)\n", format);
+        return plan__usage(stderr, 2);
+    }
+
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    int rc = config_load(config_path, &cfg, &errors);
+    if (rc != 0) {
+        if (errors != NULL)
+            fputs(errors, stderr);
+        else
+            fprintf(stderr, "%s: %s\n", config_path, frugal_err_describe(rc));
+        free(errors);
+        return 1;
+    }
+
+    plan_t pl;
+    memset(&pl, 0, sizeof(pl));
+    pl.cfg = cfg;
+    pl.pods_path = pods_path;
+    pl.nodes_path = nodes_path;
+    int status = plan__load_list(pods_path, false, &pl);
+    if (status == 0 && nodes_path != NULL)
+        status = plan__load_list(nodes_path, true, &pl);
+    if (status == 0)
+        status = plan__collect_pending(&pl);
+    if (status == 0) {
+        if (nodes_path != NULL) {
+            pl.cluster_size = (int64_t)pl.nodes.count;
+        } else {
+            for (size_t i = 0; i < cfg->node_groups_count; i++)
+                pl.cluster_size += plan__initial_size(&cfg->node_groups[i]);
+        }
+        pl.pref_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, pl.cluster_size);
+        pl.damper_price = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
+        status = plan__rank(&pl);
+    }
+    if (status == 0)
+        status = plan__propose(&pl);
+    if (status == 0)
+        status = yaml ? plan__print_yaml(&pl) : plan__print_table(&pl);
+    if (status == 0 && fflush(stdout) != 0)
+        status = 1;
+    plan__free(&pl);
+    config_free(cfg);
+    return status;
+}
