@@ -40,12 +40,12 @@ static void print_config(FILE *f, const char *port) {
     /* Eight custom types on top of the 22 builtin ones: 30 allowed machine types. */
     for (int i = 0; i < 8; i++)
         fprintf(f, "  - {name: custom-%d, cpu: %d, memory: %dGi}\n", i, 2 + 2 * i, 4 + 6 * i);
-    fprintf(f,
-            "node_groups:\n"
-            "  - {id: main, machine_type: n1-standard-4, zone: us-central1-a, size: 10, managed: false}\n"
-            "autoprovisioning:\n"
-            "  enabled: true\n"
-            "  zones: [us-central1-a, us-central1-b]\n");
+    fprintf(f, "node_groups:\n"
+               "  - {id: main, machine_type: n1-standard-4, zone: us-central1-a, size: 10, "
+               "managed: false}\n"
+               "autoprovisioning:\n"
+               "  enabled: true\n"
+               "  zones: [us-central1-a, us-central1-b]\n");
 }
 
 static double now_ms(void) {

@@ -41,7 +41,8 @@ bool autoprov_shape_hash(const kv_list_t *labels, const taint_list_t *taints,
                          const kv_list_t *extra_resources, char *buf, size_t size);
 
 /* The id `<prefix>-<machine-type>-<zone>[-<hash>]` (no zone part when zone is NULL or
- * empty) into a malloc'ed *out. FRUGAL_ENOMEM. */
+ * empty; prefix NULL means "nap") into a malloc'ed *out. FRUGAL_EINVAL without a
+ * machine type, FRUGAL_ENOMEM. */
 int autoprov_group_id(const char *prefix, const char *machine_type, const char *zone,
                       const kv_list_t *labels, const taint_list_t *taints,
                       const kv_list_t *extra_resources, char **out, frugal_err_t *err);
@@ -50,14 +51,14 @@ int autoprov_group_id(const char *prefix, const char *machine_type, const char *
  * a cluster at totals stays within the max limits of ap. 0, or FRUGAL_EEXHAUSTED naming
  * the group, the limit and the figures. */
 int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t *totals,
-                            const char *group_id, const char *machine_type,
-                            const resources_t *node, int32_t delta, frugal_err_t *err);
+                            const char *group_id, const char *machine_type, const resources_t *node,
+                            int32_t delta, frugal_err_t *err);
 
 /* Whether removing n nodes of capacity node keeps the cluster at or above the min
  * limits. 0, or FRUGAL_EPRECOND naming the group, the limit and the figures. */
 int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t *totals,
-                            const char *group_id, const char *machine_type,
-                            const resources_t *node, int32_t n, frugal_err_t *err);
+                            const char *group_id, const char *machine_type, const resources_t *node,
+                            int32_t n, frugal_err_t *err);
 
 /* The maxSize advertised for a group of capacity node at target with its own max_size:
  * min(max_size, target + floor(remaining cpu / node cpu), target + floor(remaining

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "autoprov.h"
+#include "cluster_nap.h"
 #include "log.h"
 #include "provider.h"
 #include "state.h"
@@ -479,11 +481,7 @@ static int cluster__find_mutable(cluster_t *c, const char *id, const char *verb,
  * cluster-wide cpu/memory limits). Returns 0 when g may grow by delta. */
 static int cluster__check_increase_limits(cluster_t *c, const group_t *g, int32_t delta,
                                           frugal_err_t *err) {
-    (void)c;
-    (void)g;
-    (void)delta;
-    (void)err;
-    return 0;
+    return cluster_nap_check_increase(c, g, delta, err);
 }
 
 static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
@@ -510,6 +508,7 @@ static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
         if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0)
             goto fail;
         next->exists = true;
+        next->empty_since_ms = 0;
     }
     if ((rc = c->provider->ops->increase(c->provider, next, delta, now, err)) != 0)
         goto fail;
@@ -636,6 +635,8 @@ static int cluster__delete_locked(cluster_t *c, const char *id, const char *cons
                             id, (int)g->min_size, (int)g->target_size);
         goto out;
     }
+    if ((rc = cluster_nap_check_delete(c, g, (int32_t)k, err)) != 0)
+        goto out;
     if (k == 0)
         goto out;
 
@@ -669,6 +670,9 @@ int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provid
     return rc;
 }
 
+static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed,
+                                bool *removed);
+
 static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
     int64_t now = cluster_now_ms();
     change_t *changes = calloc(c->count > 0 ? c->count : 1, sizeof(*changes));
@@ -700,7 +704,9 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
         }
         int64_t before = next->empty_since_ms;
         cluster__update_empty(next, now);
-        if (!changed && before == next->empty_since_ms) {
+        bool removed = false;
+        cluster__nap_expire(c, &next, now, &changed, &removed);
+        if (!changed && !removed && before == next->empty_since_ms) {
             cluster__group_free(next);
             continue;
         }
@@ -852,6 +858,248 @@ static void gvec_free(gvec_t *v) {
     free(v->items);
     free(v->loaded);
     memset(v, 0, sizeof(*v));
+}
+
+/* ------------------------------------------------------------------------------------
+ * Node auto-provisioning: theoretical groups and the lifecycle of autoprovisioned ones
+ * (cluster_nap.h). Limits and sizes are computed by cluster_nap.c from the public reads.
+ * ---------------------------------------------------------------------------------- */
+
+static bool cluster__nap_same_shape(const group_spec_t *a, const group_spec_t *b) {
+    if (strcmp(a->machine_type, b->machine_type) != 0 ||
+        strcmp(a->zone != NULL ? a->zone : "", b->zone != NULL ? b->zone : "") != 0 ||
+        a->labels.count != b->labels.count || a->taints.count != b->taints.count ||
+        a->extra_resources.count != b->extra_resources.count)
+        return false;
+    for (size_t i = 0; i < a->labels.count; i++)
+        if (strcmp(a->labels.items[i].key, b->labels.items[i].key) != 0 ||
+            strcmp(a->labels.items[i].value, b->labels.items[i].value) != 0)
+            return false;
+    for (size_t i = 0; i < a->taints.count; i++)
+        if (strcmp(a->taints.items[i].key, b->taints.items[i].key) != 0 ||
+            strcmp(a->taints.items[i].value, b->taints.items[i].value) != 0 ||
+            strcmp(a->taints.items[i].effect, b->taints.items[i].effect) != 0)
+            return false;
+    for (size_t i = 0; i < a->extra_resources.count; i++)
+        if (strcmp(a->extra_resources.items[i].key, b->extra_resources.items[i].key) != 0 ||
+            strcmp(a->extra_resources.items[i].value, b->extra_resources.items[i].value) != 0)
+            return false;
+    return true;
+}
+
+/* A new theoretical autoprovisioned group of shape spec (deep-copied); NULL when out of
+ * memory. */
+static group_t *cluster__nap_group_new(const group_spec_t *spec) {
+    group_t *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return NULL;
+    if (cluster_spec_copy(&g->spec, spec) != 0) {
+        free(g);
+        return NULL;
+    }
+    g->min_size = 0;
+    g->max_size = AUTOPROV_GROUP_MAX_SIZE;
+    g->managed = true;
+    g->autoprovisioned = true;
+    g->exists = false;
+    g->next_seq = 1;
+    return g;
+}
+
+/* At open: one theoretical group per allowed machine type x zone x label set, unless the
+ * state file brought it back already. */
+static int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_err_t *err) {
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    if (!ap->enabled)
+        return 0;
+    kv_list_t empty = {NULL, 0};
+    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
+    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
+    for (size_t t = 0; t < ap->machine_types_count; t++) {
+        for (size_t z = 0; z < nzones; z++) {
+            for (size_t l = 0; l < nsets; l++) {
+                group_spec_t spec;
+                memset(&spec, 0, sizeof(spec));
+                spec.machine_type = ap->machine_types[t];
+                spec.zone = ap->zones_count > 0 ? ap->zones[z] : NULL;
+                spec.labels = ap->label_sets_count > 0 ? ap->label_sets[l] : empty;
+                spec.spot_price = -1;
+                int rc = autoprov_group_id(ap->prefix, spec.machine_type, spec.zone, &spec.labels,
+                                           NULL, NULL, &spec.id, err);
+                if (rc != 0)
+                    return rc;
+                bool known = false;
+                for (size_t i = 0; i < v->count && !known; i++)
+                    known = strcmp(v->items[i]->spec.id, spec.id) == 0;
+                group_t *g = known ? NULL : cluster__nap_group_new(&spec);
+                free(spec.id);
+                if (known)
+                    continue;
+                /* "loaded": its size is not a configured initial size. */
+                if (g == NULL || gvec_push(v, g, true) != 0) {
+                    cluster__group_free(g);
+                    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The TTL step of refresh, on the private copy *g: an autoprovisioned group empty for
+ * empty_group_ttl is deleted through the provider and becomes theoretical again when
+ * the config offers its shape; otherwise it is removed (*removed, *g freed and NULL).
+ * A theoretical group made by NewNodeGroup and never created is forgotten the same way.
+ * When the provider refuses, that is logged and the group stays (retried next tick). */
+static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed,
+                                bool *removed) {
+    const autoprov_config_t *ap = &c->cfg->autoprovisioning;
+    group_t *next = *g;
+    if (!ap->enabled || !next->autoprovisioned || next->empty_since_ms == 0 ||
+        now - next->empty_since_ms < ap->empty_group_ttl_ms)
+        return;
+    bool configured = cluster_nap_configured_shape(c->cfg, &next->spec);
+    if (!next->exists && configured)
+        return;
+    if (next->exists) {
+        frugal_err_t perr = {0};
+        if (c->provider->ops->delete_group(c->provider, next, &perr) != 0) {
+            log_warn("deleting empty autoprovisioned node group %s failed: %s", next->spec.id,
+                     perr.msg);
+            return;
+        }
+        log_info("autoprovisioned node group %s empty for %" PRId64 " ms: deleted%s", next->spec.id,
+                 now - next->empty_since_ms, configured ? ", theoretical again" : "");
+    } else {
+        log_info("node group %s from NewNodeGroup never created in %" PRId64 " ms: forgotten",
+                 next->spec.id, now - next->empty_since_ms);
+    }
+    if (configured) {
+        next->exists = false;
+        next->empty_since_ms = now;
+        *changed = true;
+        return;
+    }
+    cluster__group_free(next);
+    *g = NULL;
+    *removed = true;
+}
+
+int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, frugal_err_t *err) {
+    *added = false;
+    if (!c->cfg->autoprovisioning.enabled)
+        return frugal_err_set(err, FRUGAL_EPRECOND, "autoprovisioning is disabled");
+    pthread_mutex_lock(&c->write_mu);
+    int rc = 0;
+    const group_t *g = cluster_find_group(c, spec->id);
+    if (g != NULL) {
+        if (!g->autoprovisioned || !cluster__nap_same_shape(&g->spec, spec))
+            rc = frugal_err_set(err, FRUGAL_EEXISTS,
+                                "node group %s exists already with another shape", spec->id);
+        goto out;
+    }
+    group_t *next = cluster__nap_group_new(spec);
+    if (next == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* Never created within empty_group_ttl, it is forgotten again. */
+    next->empty_since_ms = cluster_now_ms();
+    change_t ch = {CLUSTER_APPEND, next, NULL};
+    if ((rc = cluster__commit(c, &ch, 1, err)) == 0) {
+        *added = true;
+        log_info("NewNodeGroup group=%s machine_type=%s: theoretical group added", spec->id,
+                 spec->machine_type);
+    }
+out:
+    pthread_mutex_unlock(&c->write_mu);
+    return rc;
+}
+
+static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+    const group_t *g = cluster_find_group(c, id);
+    if (g == NULL)
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
+    if (!g->autoprovisioned)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is configured, not autoprovisioned: nothing to create",
+                              id);
+    if (g->exists)
+        return frugal_err_set(err, FRUGAL_EEXISTS, "node group %s exists already", id);
+    int rc = cluster_nap_check_increase(c, g, 0, err);
+    if (rc != 0)
+        return rc;
+    group_t *next = cluster__group_dup(g, err);
+    if (next == NULL)
+        return FRUGAL_ENOMEM;
+    if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0) {
+        cluster__group_free(next);
+        return rc;
+    }
+    next->exists = true;
+    next->empty_since_ms = 0;
+    cluster__update_empty(next, cluster_now_ms());
+    return cluster__replace(c, g, next, err);
+}
+
+int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local;
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__nap_create_locked(c, id, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("NodeGroupCreate", id, 0, rc, err, t0);
+    return rc;
+}
+
+static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+    const group_t *g = cluster_find_group(c, id);
+    if (g == NULL)
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
+    if (!g->autoprovisioned)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is configured, not autoprovisioned: cannot delete it",
+                              id);
+    bool configured = cluster_nap_configured_shape(c->cfg, &g->spec);
+    if (!g->exists && configured)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is a theoretical group of the config: it does not "
+                              "exist, nothing to delete",
+                              id);
+    if (g->target_size > 0 || g->instances_count > 0)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is not empty (target %d, %zu instances)", id,
+                              (int)g->target_size, g->instances_count);
+    group_t *next = cluster__group_dup(g, err);
+    if (next == NULL)
+        return FRUGAL_ENOMEM;
+    int rc = 0;
+    if (next->exists && (rc = c->provider->ops->delete_group(c->provider, next, err)) != 0) {
+        cluster__group_free(next);
+        return rc;
+    }
+    if (configured) {
+        next->exists = false;
+        next->empty_since_ms = cluster_now_ms();
+        return cluster__replace(c, g, next, err);
+    }
+    cluster__group_free(next);
+    change_t ch = {cluster__index_of(c, g), NULL, NULL};
+    return cluster__commit(c, &ch, 1, err);
+}
+
+int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local;
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__nap_delete_locked(c, id, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("NodeGroupDelete", id, 0, rc, err, t0);
+    return rc;
 }
 
 /* Resume from the state file: it rules target sizes and instances of managed groups and
@@ -1014,6 +1262,8 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
     } else {
         log_warn("no state_file configured: node group sizes live in memory only");
     }
+    if ((rc = cluster__nap_add_theoretical(cfg, &v, err)) != 0)
+        goto fail_build;
     for (size_t i = 0; i < v.count; i++) {
         group_t *g = v.items[i];
         if (!g->managed)

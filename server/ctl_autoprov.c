@@ -1,6 +1,817 @@
-/* placeholder, replaced by the expander/NAP work: an empty verb table so that
- * server/ctl.c links until the real server/ctl_autoprov.c lands. */
-#include "ctl.h"
+/* `frugal ctl` verbs of frugal.v1.Autoprovisioning (see ctl.h): machine-types,
+ * new-node-group, create, delete, group-info, limits and propose. Tables by default,
+ * YAML with -o yaml. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-const ctl_verb_t ctl_verbs_autoprov[] = {{0}};
-const size_t ctl_verbs_autoprov_count = 0;
+#include "ctl.h"
+#include "frugal.pb-c.h"
+#include "k8s.h"
+#include "quantity.h"
+#include "yaml_tree.h"
+
+#define AP(name) Frugal__V1__##name
+#define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
+#define AP_DESC(name) (&frugal__v1__##name##__descriptor)
+#define AP_PATH(method) "/frugal.v1.Autoprovisioning/" method
+
+/* ------------------------------------------------------------------------------------
+ * Output helpers
+ * ---------------------------------------------------------------------------------- */
+
+static void *ctl_ap__xcalloc(size_t n, size_t size) {
+    void *p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
+    if (p == NULL) {
+        fputs("error: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+static char *ctl_ap__xstrdup(const char *s) {
+    char *p = strdup(s != NULL ? s : "");
+    if (p == NULL) {
+        fputs("error: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+/* A YAML double-quoted scalar: always safe, whatever the text. */
+static void ctl_ap__yaml_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void ctl_ap__yaml_kv(int indent, const char *key, const char *value) {
+    printf("%*s%s: ", indent, "", key);
+    ctl_ap__yaml_str(value);
+    putchar('\n');
+}
+
+/* A column-aligned table of copied cells, printed and freed by table_flush. */
+typedef struct ctl_ap_table {
+    size_t ncols, nrows, cap;
+    char **cells;
+} ctl_ap_table_t;
+
+static void ctl_ap__row(ctl_ap_table_t *t, ...) {
+    if (t->nrows == t->cap) {
+        t->cap = t->cap > 0 ? t->cap * 2 : 8;
+        char **cells = realloc(t->cells, t->cap * t->ncols * sizeof(*cells));
+        if (cells == NULL) {
+            fputs("error: out of memory\n", stderr);
+            exit(1);
+        }
+        t->cells = cells;
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (size_t c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = ctl_ap__xstrdup(va_arg(ap, const char *));
+    va_end(ap);
+    t->nrows++;
+}
+
+static void ctl_ap__flush(ctl_ap_table_t *t) {
+    size_t *w = ctl_ap__xcalloc(t->ncols, sizeof(*w));
+    for (size_t r = 0; r < t->nrows; r++)
+        for (size_t c = 0; c < t->ncols; c++) {
+            size_t n = strlen(t->cells[r * t->ncols + c]);
+            if (n > w[c])
+                w[c] = n;
+        }
+    for (size_t r = 0; r < t->nrows; r++) {
+        char **row = &t->cells[r * t->ncols];
+        size_t last = 0;
+        for (size_t c = 0; c < t->ncols; c++)
+            if (row[c][0] != '\0')
+                last = c;
+        for (size_t c = 0; c <= last; c++) {
+            if (c < last)
+                printf("%-*s  ", (int)w[c], row[c]);
+            else
+                fputs(row[c], stdout);
+        }
+        putchar('\n');
+        for (size_t c = 0; c < t->ncols; c++)
+            free(row[c]);
+    }
+    free(w);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}
+
+static int ctl_ap__usage(const char *verb, const char *usage) {
+    fprintf(stderr, "usage: frugal ctl [OPTIONS] %s %s\n", verb, usage);
+    return 2;
+}
+
+static const char *ctl_ap__cores(int64_t milli, char *buf, size_t size) {
+    if (milli % 1000 == 0)
+        snprintf(buf, size, "%" PRId64, milli / 1000);
+    else
+        snprintf(buf, size, "%.3g", (double)milli / 1000.0);
+    return buf;
+}
+
+/* "k=v,k=v" of a label map. */
+static char *ctl_ap__join_labels(size_t n, char *const *keys, char *const *values) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(keys[i]) + strlen(values[i]) + 2;
+    char *s = ctl_ap__xcalloc(len, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(s, ",");
+        strcat(s, keys[i]);
+        strcat(s, "=");
+        strcat(s, values[i]);
+    }
+    return s;
+}
+
+static char *ctl_ap__join_taints(size_t n, AP(Taint) *const *taints) {
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(taints[i]->key) + strlen(taints[i]->value) + strlen(taints[i]->effect) + 3;
+    char *s = ctl_ap__xcalloc(len, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(s, ",");
+        strcat(s, taints[i]->key);
+        if (taints[i]->value[0] != '\0') {
+            strcat(s, "=");
+            strcat(s, taints[i]->value);
+        }
+        strcat(s, ":");
+        strcat(s, taints[i]->effect);
+    }
+    return s;
+}
+
+static void ctl_ap__yaml_taints(int indent, size_t n, AP(Taint) *const *taints) {
+    if (n == 0) {
+        printf("%*staints: []\n", indent, "");
+        return;
+    }
+    printf("%*staints:\n", indent, "");
+    for (size_t i = 0; i < n; i++) {
+        printf("%*s- key: ", indent, "");
+        ctl_ap__yaml_str(taints[i]->key);
+        printf("\n%*s  value: ", indent, "");
+        ctl_ap__yaml_str(taints[i]->value);
+        printf("\n%*s  effect: ", indent, "");
+        ctl_ap__yaml_str(taints[i]->effect);
+        putchar('\n');
+    }
+}
+
+/* ------------------------------------------------------------------------------------
+ * machine-types, limits
+ * ---------------------------------------------------------------------------------- */
+
+static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 1)
+        return ctl_ap__usage(argv[0], "");
+    AP(GetAvailableMachineTypesRequest) req = AP_INIT(GET_AVAILABLE_MACHINE_TYPES_REQUEST);
+    AP(GetAvailableMachineTypesResponse) *resp = NULL;
+    if (ctl_call(client, AP_PATH("GetAvailableMachineTypes"), &req.base,
+                 AP_DESC(get_available_machine_types_response), (ProtobufCMessage **)&resp) != 0)
+        return 1;
+    char cpu[32], mem[32], gpu[32], price[32];
+    if (format == CTL_FORMAT_YAML) {
+        printf("machine_types:%s\n", resp->n_machine_types == 0 ? " []" : "");
+        for (size_t i = 0; i < resp->n_machine_types; i++) {
+            const AP(MachineType) *t = resp->machine_types[i];
+            printf("- name: ");
+            ctl_ap__yaml_str(t->name);
+            printf("\n  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
+                   t->cpu_milli, t->memory_bytes, (int)t->gpu);
+            if (t->gpu_type[0] != '\0')
+                ctl_ap__yaml_kv(2, "gpu_type", t->gpu_type);
+            printf("  price: %.6f\n", t->price);
+        }
+    } else {
+        ctl_ap_table_t t = {5, 0, 0, NULL};
+        ctl_ap__row(&t, "NAME", "CPU", "MEMORY", "GPU", "PRICE/H");
+        for (size_t i = 0; i < resp->n_machine_types; i++) {
+            const AP(MachineType) *m = resp->machine_types[i];
+            snprintf(gpu, sizeof(gpu), "%d%s%s", (int)m->gpu, m->gpu_type[0] ? " " : "",
+                     m->gpu_type);
+            snprintf(price, sizeof(price), "%.6f", m->price);
+            ctl_ap__row(&t, m->name, ctl_ap__cores(m->cpu_milli, cpu, sizeof(cpu)),
+                        quantity_format_bytes(m->memory_bytes, mem, sizeof(mem)), gpu, price);
+        }
+        ctl_ap__flush(&t);
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
+}
+
+static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 1)
+        return ctl_ap__usage(argv[0], "");
+    AP(GetResourceLimiterRequest) req = AP_INIT(GET_RESOURCE_LIMITER_REQUEST);
+    AP(GetResourceLimiterResponse) *resp = NULL;
+    if (ctl_call(client, AP_PATH("GetResourceLimiter"), &req.base,
+                 AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&resp) != 0)
+        return 1;
+    char min[32], max[32];
+    if (format == CTL_FORMAT_YAML) {
+        printf("limits:\n");
+        for (size_t i = 0; i < resp->n_limits; i++) {
+            const AP(ResourceLimit) *l = resp->limits[i];
+            printf("- resource: ");
+            ctl_ap__yaml_str(l->resource);
+            printf("\n  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
+        }
+    } else {
+        ctl_ap_table_t t = {3, 0, 0, NULL};
+        ctl_ap__row(&t, "RESOURCE", "MIN", "MAX");
+        for (size_t i = 0; i < resp->n_limits; i++) {
+            const AP(ResourceLimit) *l = resp->limits[i];
+            bool memory = strcmp(l->resource, "memory") == 0;
+            if (memory)
+                quantity_format_bytes(l->min, min, sizeof(min));
+            else
+                snprintf(min, sizeof(min), "%" PRId64, l->min);
+            if (l->max == INT64_MAX)
+                snprintf(max, sizeof(max), "unlimited");
+            else if (memory)
+                quantity_format_bytes(l->max, max, sizeof(max));
+            else
+                snprintf(max, sizeof(max), "%" PRId64, l->max);
+            ctl_ap__row(&t, l->resource, min, max);
+        }
+        ctl_ap__flush(&t);
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Group verbs
+ * ---------------------------------------------------------------------------------- */
+
+static void ctl_ap__print_group(ctl_format_t format, const AP(GroupInfo) * g) {
+    if (g == NULL)
+        return;
+    char **keys = ctl_ap__xcalloc(g->n_labels, sizeof(*keys));
+    char **values = ctl_ap__xcalloc(g->n_labels, sizeof(*values));
+    for (size_t i = 0; i < g->n_labels; i++) {
+        keys[i] = g->labels[i]->key;
+        values[i] = g->labels[i]->value;
+    }
+    if (format == CTL_FORMAT_YAML) {
+        ctl_ap__yaml_kv(0, "id", g->id);
+        printf("exists: %s\nautoprovisioned: %s\n", g->exists ? "true" : "false",
+               g->autoprovisioned ? "true" : "false");
+        ctl_ap__yaml_kv(0, "machine_type", g->machine_type);
+        ctl_ap__yaml_kv(0, "zone", g->zone);
+        printf("labels:%s\n", g->n_labels == 0 ? " {}" : "");
+        for (size_t i = 0; i < g->n_labels; i++) {
+            printf("  ");
+            ctl_ap__yaml_str(keys[i]);
+            printf(": ");
+            ctl_ap__yaml_str(values[i]);
+            putchar('\n');
+        }
+        ctl_ap__yaml_taints(0, g->n_taints, g->taints);
+        printf("min_size: %d\nmax_size: %d\ntarget_size: %d\n", (int)g->min_size, (int)g->max_size,
+               (int)g->target_size);
+    } else {
+        char *labels = ctl_ap__join_labels(g->n_labels, keys, values);
+        char *taints = ctl_ap__join_taints(g->n_taints, g->taints);
+        char min[16], max[16], target[16];
+        snprintf(min, sizeof(min), "%d", (int)g->min_size);
+        snprintf(max, sizeof(max), "%d", (int)g->max_size);
+        snprintf(target, sizeof(target), "%d", (int)g->target_size);
+        ctl_ap_table_t t = {10, 0, 0, NULL};
+        ctl_ap__row(&t, "ID", "EXISTS", "AUTOPROVISIONED", "MACHINE TYPE", "ZONE", "MIN", "MAX",
+                    "TARGET", "LABELS", "TAINTS");
+        ctl_ap__row(&t, g->id, g->exists ? "yes" : "no", g->autoprovisioned ? "yes" : "no",
+                    g->machine_type, g->zone, min, max, target, labels, taints);
+        ctl_ap__flush(&t);
+        free(labels);
+        free(taints);
+    }
+    free(keys);
+    free(values);
+}
+
+typedef struct ctl_ap_kvs {
+    AP(NewNodeGroupRequest__LabelsEntry) * items;
+    AP(NewNodeGroupRequest__LabelsEntry) * *ptrs;
+    size_t count;
+} ctl_ap_kvs_t;
+
+/* Split "k=v" (sep '=') into a new entry; false when there is no separator. The three
+ * map entry types of NewNodeGroupRequest share one layout; each gets its descriptor. */
+static bool ctl_ap__kv(ctl_ap_kvs_t *l, const ProtobufCMessageDescriptor *desc, char *arg) {
+    char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return false;
+    *eq = '\0';
+    AP(NewNodeGroupRequest__LabelsEntry) *e = &l->items[l->count];
+    protobuf_c_message_init(desc, e);
+    e->key = arg;
+    e->value = eq + 1;
+    l->ptrs[l->count] = e;
+    l->count++;
+    return true;
+}
+
+/* "key[=value]:Effect" into a taint. */
+static bool ctl_ap__taint(AP(Taint) * t, char *arg) {
+    AP(Taint) init = AP_INIT(TAINT);
+    *t = init;
+    char *colon = strrchr(arg, ':');
+    if (colon == NULL || colon == arg || colon[1] == '\0')
+        return false;
+    *colon = '\0';
+    t->effect = colon + 1;
+    char *eq = strchr(arg, '=');
+    if (eq != NULL) {
+        *eq = '\0';
+        t->value = eq + 1;
+    }
+    t->key = arg;
+    return t->key[0] != '\0';
+}
+
+static const char *const ctl_ap_new_usage =
+    "--machine-type T [--label k=v]... [--system-label k=v]... [--taint k=v:Effect]... "
+    "[--extra-resource name=qty]... [--zone Z]";
+
+static int ctl_ap_new_node_group(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    AP(NewNodeGroupRequest) req = AP_INIT(NEW_NODE_GROUP_REQUEST);
+    size_t max = (size_t)argc;
+    ctl_ap_kvs_t labels = {ctl_ap__xcalloc(max, sizeof(*labels.items)),
+                           ctl_ap__xcalloc(max, sizeof(*labels.ptrs)), 0};
+    ctl_ap_kvs_t system = {ctl_ap__xcalloc(max, sizeof(*system.items)),
+                           ctl_ap__xcalloc(max, sizeof(*system.ptrs)), 0};
+    ctl_ap_kvs_t extra = {ctl_ap__xcalloc(max, sizeof(*extra.items)),
+                          ctl_ap__xcalloc(max, sizeof(*extra.ptrs)), 0};
+    AP(Taint) *taints = ctl_ap__xcalloc(max, sizeof(*taints));
+    AP(Taint) **taint_ptrs = ctl_ap__xcalloc(max, sizeof(*taint_ptrs));
+    size_t ntaints = 0;
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *opt = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "frugal ctl: %s needs a value\n", opt);
+            rc = 2;
+            break;
+        }
+        char *val = argv[++i];
+        bool ok = true;
+        if (strcmp(opt, "--machine-type") == 0)
+            req.machine_type = val;
+        else if (strcmp(opt, "--zone") == 0)
+            req.zone = val;
+        else if (strcmp(opt, "--label") == 0)
+            ok = ctl_ap__kv(&labels, AP_DESC(new_node_group_request__labels_entry), val);
+        else if (strcmp(opt, "--system-label") == 0)
+            ok = ctl_ap__kv(&system, AP_DESC(new_node_group_request__system_labels_entry), val);
+        else if (strcmp(opt, "--extra-resource") == 0)
+            ok = ctl_ap__kv(&extra, AP_DESC(new_node_group_request__extra_resources_entry), val);
+        else if (strcmp(opt, "--taint") == 0) {
+            ok = ctl_ap__taint(&taints[ntaints], val);
+            if (ok) {
+                taint_ptrs[ntaints] = &taints[ntaints];
+                ntaints++;
+            }
+        } else {
+            fprintf(stderr, "frugal ctl: %s: unknown option %s\n", argv[0], opt);
+            rc = 2;
+            break;
+        }
+        if (!ok) {
+            fprintf(stderr, "frugal ctl: %s: malformed value \"%s\" for %s\n", argv[0], val, opt);
+            rc = 2;
+        }
+    }
+    if (rc == 0 && req.machine_type[0] == '\0') {
+        fprintf(stderr, "frugal ctl: %s: --machine-type is required\n", argv[0]);
+        rc = 2;
+    }
+    if (rc == 2) {
+        ctl_ap__usage(argv[0], ctl_ap_new_usage);
+        goto out;
+    }
+    req.n_labels = labels.count;
+    req.labels = labels.ptrs;
+    req.n_system_labels = system.count;
+    req.system_labels = (AP(NewNodeGroupRequest__SystemLabelsEntry) **)system.ptrs;
+    req.n_extra_resources = extra.count;
+    req.extra_resources = (AP(NewNodeGroupRequest__ExtraResourcesEntry) **)extra.ptrs;
+    req.n_taints = ntaints;
+    req.taints = taint_ptrs;
+    AP(NewNodeGroupResponse) *resp = NULL;
+    rc = ctl_call(client, AP_PATH("NewNodeGroup"), &req.base, AP_DESC(new_node_group_response),
+                  (ProtobufCMessage **)&resp);
+    if (rc == 0) {
+        ctl_ap__print_group(format, resp->group);
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+out:
+    free(labels.items);
+    free(labels.ptrs);
+    free(system.items);
+    free(system.ptrs);
+    free(extra.items);
+    free(extra.ptrs);
+    free(taints);
+    free(taint_ptrs);
+    return rc;
+}
+
+static int ctl_ap_create(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 2)
+        return ctl_ap__usage(argv[0], "ID");
+    AP(NodeGroupCreateRequest) req = AP_INIT(NODE_GROUP_CREATE_REQUEST);
+    req.id = argv[1];
+    AP(NodeGroupCreateResponse) *resp = NULL;
+    if (ctl_call(client, AP_PATH("NodeGroupCreate"), &req.base, AP_DESC(node_group_create_response),
+                 (ProtobufCMessage **)&resp) != 0)
+        return 1;
+    ctl_ap__print_group(format, resp->group);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
+}
+
+static int ctl_ap_delete(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 2)
+        return ctl_ap__usage(argv[0], "ID");
+    AP(NodeGroupDeleteRequest) req = AP_INIT(NODE_GROUP_DELETE_REQUEST);
+    req.id = argv[1];
+    AP(NodeGroupDeleteResponse) *resp = NULL;
+    if (ctl_call(client, AP_PATH("NodeGroupDelete"), &req.base, AP_DESC(node_group_delete_response),
+                 (ProtobufCMessage **)&resp) != 0)
+        return 1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    if (format == CTL_FORMAT_YAML)
+        ctl_ap__yaml_kv(0, "deleted", argv[1]);
+    else
+        printf("deleted %s\n", argv[1]);
+    return 0;
+}
+
+static int ctl_ap_group_info(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 2)
+        return ctl_ap__usage(argv[0], "ID");
+    AP(NodeGroupInfoRequest) req = AP_INIT(NODE_GROUP_INFO_REQUEST);
+    req.id = argv[1];
+    AP(NodeGroupInfoResponse) *resp = NULL;
+    if (ctl_call(client, AP_PATH("NodeGroupInfo"), &req.base, AP_DESC(node_group_info_response),
+                 (ProtobufCMessage **)&resp) != 0)
+        return 1;
+    ctl_ap__print_group(format, resp->group);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * propose PODS_FILE
+ *
+ * The file is a YAML list (or a mapping with a `pods:` list) of
+ *   {name, namespace?, cpu?, memory?, gpu?, node_selector?: {k: v},
+ *    tolerations?: [{key, operator?, value?, effect?}], count?}
+ * each turned into `count` v1.Pods (name-0, name-1, ... when count > 1).
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct ctl_ap_podfile {
+    const char *path;
+    ProtobufCBinaryData *pods;
+    size_t count, cap;
+} ctl_ap_podfile_t;
+
+static int ctl_ap__file_error(const ctl_ap_podfile_t *f, const yaml_tree_node_t *n, const char *fmt,
+                              ...) __attribute__((format(printf, 3, 4)));
+
+static int ctl_ap__file_error(const ctl_ap_podfile_t *f, const yaml_tree_node_t *n, const char *fmt,
+                              ...) {
+    fprintf(stderr, "%s:%d:%d: ", f->path, n != NULL ? n->line : 0, n != NULL ? n->column : 0);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 2;
+}
+
+static const char *ctl_ap__scalar(const yaml_tree_node_t *map, const char *key) {
+    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
+    return v != NULL && v->type == YAML_TREE_SCALAR && !yaml_tree_is_null(v) ? v->u.scalar.text
+                                                                             : NULL;
+}
+
+typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry ctl_ap_req_t;
+typedef K8s__Io__Api__Core__V1__PodSpec__NodeSelectorEntry ctl_ap_sel_t;
+
+/* Pack one v1.Pod described by the mapping item, named name, into f. */
+static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, const char *name) {
+    static const char *const resources[3][2] = {{"cpu", K8S_RESOURCE_CPU},
+                                                {"memory", K8S_RESOURCE_MEMORY},
+                                                {"gpu", K8S_RESOURCE_NVIDIA_GPU}};
+    k8s_quantity_t quantities[3];
+    ctl_ap_req_t reqs[3], *req_ptrs[3];
+    size_t nreq = 0;
+    for (size_t r = 0; r < 3; r++) {
+        const char *v = ctl_ap__scalar(item, resources[r][0]);
+        if (v == NULL)
+            continue;
+        int64_t parsed;
+        frugal_err_t err;
+        if (quantity_parse_milli(v, &parsed, &err) != 0)
+            return ctl_ap__file_error(f, yaml_tree_mapping_get(item, resources[r][0]),
+                                      "%s: invalid quantity \"%s\"", resources[r][0], v);
+        k8s_quantity_t q = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
+        ctl_ap_req_t e = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
+        quantities[nreq] = q;
+        quantities[nreq].string = (char *)v;
+        reqs[nreq] = e;
+        reqs[nreq].key = (char *)resources[r][1];
+        reqs[nreq].value = &quantities[nreq];
+        req_ptrs[nreq] = &reqs[nreq];
+        nreq++;
+    }
+    k8s_resource_requirements_t rr = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__INIT;
+    rr.n_requests = nreq;
+    rr.requests = req_ptrs;
+    k8s_container_t ct = K8S__IO__API__CORE__V1__CONTAINER__INIT;
+    ct.name = "main";
+    ct.resources = &rr;
+    k8s_container_t *cts[1] = {&ct};
+    k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
+    spec.n_containers = 1;
+    spec.containers = cts;
+
+    const yaml_tree_node_t *sel = yaml_tree_mapping_get(item, "node_selector");
+    size_t nsel = sel != NULL && sel->type == YAML_TREE_MAPPING ? sel->u.mapping.count : 0;
+    if (sel != NULL && sel->type != YAML_TREE_MAPPING && !yaml_tree_is_null(sel))
+        return ctl_ap__file_error(f, sel, "node_selector: expected a mapping");
+    ctl_ap_sel_t *sels = ctl_ap__xcalloc(nsel, sizeof(*sels));
+    ctl_ap_sel_t **sel_ptrs = ctl_ap__xcalloc(nsel, sizeof(*sel_ptrs));
+    const yaml_tree_node_t *tols = yaml_tree_mapping_get(item, "tolerations");
+    size_t ntol = tols != NULL && tols->type == YAML_TREE_SEQUENCE ? tols->u.sequence.count : 0;
+    k8s_toleration_t *tol = ctl_ap__xcalloc(ntol, sizeof(*tol));
+    k8s_toleration_t **tol_ptrs = ctl_ap__xcalloc(ntol, sizeof(*tol_ptrs));
+    int rc = 0;
+    if (tols != NULL && tols->type != YAML_TREE_SEQUENCE && !yaml_tree_is_null(tols))
+        rc = ctl_ap__file_error(f, tols, "tolerations: expected a list");
+    for (size_t i = 0; rc == 0 && i < nsel; i++) {
+        const yaml_tree_pair_t *p = &sel->u.mapping.items[i];
+        if (p->key->type != YAML_TREE_SCALAR || p->value->type != YAML_TREE_SCALAR) {
+            rc = ctl_ap__file_error(f, p->key, "node_selector: expected key: value strings");
+            break;
+        }
+        ctl_ap_sel_t e = K8S__IO__API__CORE__V1__POD_SPEC__NODE_SELECTOR_ENTRY__INIT;
+        sels[i] = e;
+        sels[i].key = p->key->u.scalar.text;
+        sels[i].value = p->value->u.scalar.text;
+        sel_ptrs[i] = &sels[i];
+    }
+    for (size_t i = 0; rc == 0 && i < ntol; i++) {
+        const yaml_tree_node_t *t = tols->u.sequence.items[i];
+        if (t->type != YAML_TREE_MAPPING) {
+            rc = ctl_ap__file_error(f, t, "tolerations: expected a mapping");
+            break;
+        }
+        k8s_toleration_t e = K8S__IO__API__CORE__V1__TOLERATION__INIT;
+        tol[i] = e;
+        tol[i].key = (char *)ctl_ap__scalar(t, "key");
+        tol[i].value = (char *)ctl_ap__scalar(t, "value");
+        tol[i].effect = (char *)ctl_ap__scalar(t, "effect");
+        tol[i].operator_ = (char *)ctl_ap__scalar(t, "operator");
+        if (tol[i].operator_ == NULL)
+            tol[i].operator_ = tol[i].value != NULL ? "Equal" : "Exists";
+        tol_ptrs[i] = &tol[i];
+    }
+    if (rc == 0) {
+        spec.n_nodeselector = nsel;
+        spec.nodeselector = sel_ptrs;
+        spec.n_tolerations = ntol;
+        spec.tolerations = tol_ptrs;
+        k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
+        meta.name = (char *)name;
+        const char *ns = ctl_ap__scalar(item, "namespace");
+        meta.namespace_ = (char *)(ns != NULL ? ns : "default");
+        k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
+        pod.metadata = &meta;
+        pod.spec = &spec;
+        if (f->count == f->cap) {
+            f->cap = f->cap > 0 ? f->cap * 2 : 16;
+            ProtobufCBinaryData *pods = realloc(f->pods, f->cap * sizeof(*pods));
+            if (pods == NULL) {
+                fputs("error: out of memory\n", stderr);
+                exit(1);
+            }
+            f->pods = pods;
+        }
+        size_t len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
+        uint8_t *buf = ctl_ap__xcalloc(len, 1);
+        k8s__io__api__core__v1__pod__pack(&pod, buf);
+        f->pods[f->count].data = buf;
+        f->pods[f->count].len = len;
+        f->count++;
+    }
+    free(sels);
+    free(sel_ptrs);
+    free(tol);
+    free(tol_ptrs);
+    return rc;
+}
+
+static int ctl_ap__load_pods(ctl_ap_podfile_t *f) {
+    FILE *fp = fopen(f->path, "rb");
+    if (fp == NULL) {
+        fprintf(stderr, "frugal ctl: cannot open %s: %s\n", f->path, strerror(errno));
+        return 2;
+    }
+    size_t cap = 4096, len = 0;
+    char *text = ctl_ap__xcalloc(cap, 1);
+    size_t got;
+    while ((got = fread(text + len, 1, cap - len, fp)) > 0) {
+        len += got;
+        if (len == cap) {
+            cap *= 2;
+            char *bigger = realloc(text, cap);
+            if (bigger == NULL) {
+                fputs("error: out of memory\n", stderr);
+                exit(1);
+            }
+            text = bigger;
+        }
+    }
+    fclose(fp);
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t yerr;
+    int rc = 0;
+    if (yaml_tree_load(text, len, &root, &yerr) != 0) {
+        fprintf(stderr, "%s:%d:%d: %s\n", f->path, yerr.line, yerr.column, yerr.message);
+        free(text);
+        return 2;
+    }
+    free(text);
+    const yaml_tree_node_t *list = root;
+    if (list != NULL && list->type == YAML_TREE_MAPPING)
+        list = yaml_tree_mapping_get(list, "pods");
+    if (list == NULL || list->type != YAML_TREE_SEQUENCE) {
+        rc = ctl_ap__file_error(f, list != NULL ? list : root,
+                                "expected a list of pods (name, cpu, memory, gpu, node_selector, "
+                                "tolerations, count)");
+        goto out;
+    }
+    for (size_t i = 0; rc == 0 && i < list->u.sequence.count; i++) {
+        const yaml_tree_node_t *item = list->u.sequence.items[i];
+        if (item->type != YAML_TREE_MAPPING) {
+            rc = ctl_ap__file_error(f, item, "pods[%zu]: expected a mapping", i);
+            break;
+        }
+        char fallback[32];
+        const char *name = ctl_ap__scalar(item, "name");
+        if (name == NULL) {
+            snprintf(fallback, sizeof(fallback), "pod-%zu", i);
+            name = fallback;
+        }
+        long count = 1;
+        const char *cs = ctl_ap__scalar(item, "count");
+        if (cs != NULL) {
+            char *end;
+            count = strtol(cs, &end, 10);
+            if (*end != '\0' || count < 1 || count > 100000) {
+                rc = ctl_ap__file_error(f, yaml_tree_mapping_get(item, "count"),
+                                        "count: expected an integer in 1..100000, got \"%s\"", cs);
+                break;
+            }
+        }
+        for (long k = 0; rc == 0 && k < count; k++) {
+            char full[300];
+            if (count > 1)
+                snprintf(full, sizeof(full), "%s-%ld", name, k);
+            else
+                snprintf(full, sizeof(full), "%s", name);
+            rc = ctl_ap__pack_pod(f, item, full);
+        }
+    }
+out:
+    yaml_tree_free(root);
+    return rc;
+}
+
+static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
+    if (argc != 2)
+        return ctl_ap__usage(argv[0], "PODS_FILE");
+    ctl_ap_podfile_t f = {argv[1], NULL, 0, 0};
+    int rc = ctl_ap__load_pods(&f);
+    if (rc != 0)
+        goto out;
+    AP(ProposeNodeGroupsRequest) req = AP_INIT(PROPOSE_NODE_GROUPS_REQUEST);
+    req.n_pods = f.count;
+    req.pods = f.pods;
+    AP(ProposeNodeGroupsResponse) *resp = NULL;
+    rc = ctl_call(client, AP_PATH("ProposeNodeGroups"), &req.base,
+                  AP_DESC(propose_node_groups_response), (ProtobufCMessage **)&resp);
+    if (rc != 0)
+        goto out;
+    if (format == CTL_FORMAT_YAML) {
+        printf("proposals:%s\n", resp->n_proposals == 0 ? " []" : "");
+        for (size_t i = 0; i < resp->n_proposals; i++) {
+            const AP(Proposal) *p = resp->proposals[i];
+            printf("- group_id: ");
+            ctl_ap__yaml_str(p->group_id);
+            putchar('\n');
+            ctl_ap__yaml_kv(2, "machine_type", p->machine_type);
+            ctl_ap__yaml_kv(2, "zone", p->zone);
+            printf("  labels:%s\n", p->n_labels == 0 ? " {}" : "");
+            for (size_t j = 0; j < p->n_labels; j++) {
+                printf("    ");
+                ctl_ap__yaml_str(p->labels[j]->key);
+                printf(": ");
+                ctl_ap__yaml_str(p->labels[j]->value);
+                putchar('\n');
+            }
+            ctl_ap__yaml_taints(2, p->n_taints, p->taints);
+            printf("  node_count: %d\n  score: %.9g\n  exists: %s\n", (int)p->node_count, p->score,
+                   p->exists ? "true" : "false");
+            printf("  pods:%s\n", p->n_pods == 0 ? " []" : "");
+            for (size_t j = 0; j < p->n_pods; j++) {
+                printf("  - ");
+                ctl_ap__yaml_str(p->pods[j]);
+                putchar('\n');
+            }
+        }
+        printf("unschedulable_pods:%s\n", resp->n_unschedulable_pods == 0 ? " []" : "");
+        for (size_t j = 0; j < resp->n_unschedulable_pods; j++) {
+            printf("- ");
+            ctl_ap__yaml_str(resp->unschedulable_pods[j]);
+            putchar('\n');
+        }
+    } else {
+        ctl_ap_table_t t = {9, 0, 0, NULL};
+        ctl_ap__row(&t, "GROUP", "MACHINE TYPE", "ZONE", "NODES", "PODS", "SCORE", "EXISTS",
+                    "LABELS", "TAINTS");
+        for (size_t i = 0; i < resp->n_proposals; i++) {
+            const AP(Proposal) *p = resp->proposals[i];
+            char **keys = ctl_ap__xcalloc(p->n_labels, sizeof(*keys));
+            char **values = ctl_ap__xcalloc(p->n_labels, sizeof(*values));
+            for (size_t j = 0; j < p->n_labels; j++) {
+                keys[j] = p->labels[j]->key;
+                values[j] = p->labels[j]->value;
+            }
+            char *labels = ctl_ap__join_labels(p->n_labels, keys, values);
+            char *taints = ctl_ap__join_taints(p->n_taints, p->taints);
+            char nodes[16], pods[16], score[32];
+            snprintf(nodes, sizeof(nodes), "%d", (int)p->node_count);
+            snprintf(pods, sizeof(pods), "%zu", p->n_pods);
+            snprintf(score, sizeof(score), "%.4f", p->score);
+            ctl_ap__row(&t, p->group_id, p->machine_type, p->zone, nodes, pods, score,
+                        p->exists ? "yes" : "no", labels, taints);
+            free(labels);
+            free(taints);
+            free(keys);
+            free(values);
+        }
+        ctl_ap__flush(&t);
+        if (resp->n_unschedulable_pods > 0) {
+            printf("unschedulable:");
+            for (size_t j = 0; j < resp->n_unschedulable_pods; j++)
+                printf(" %s", resp->unschedulable_pods[j]);
+            putchar('\n');
+        }
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+out:
+    for (size_t i = 0; i < f.count; i++)
+        free(f.pods[i].data);
+    free(f.pods);
+    return rc;
+}
+
+const ctl_verb_t ctl_verbs_autoprov[] = {
+    {"machine-types", "", ctl_ap_machine_types},
+    {"new-node-group",
+     "--machine-type T [--label k=v]... [--system-label k=v]... [--taint k=v:Effect]... "
+     "[--extra-resource name=qty]... [--zone Z]",
+     ctl_ap_new_node_group},
+    {"create", "ID", ctl_ap_create},
+    {"delete", "ID", ctl_ap_delete},
+    {"group-info", "ID", ctl_ap_group_info},
+    {"limits", "", ctl_ap_limits},
+    {"propose", "PODS_FILE", ctl_ap_propose},
+};
+const size_t ctl_verbs_autoprov_count = sizeof(ctl_verbs_autoprov) / sizeof(ctl_verbs_autoprov[0]);

@@ -187,7 +187,7 @@ static int kj__set_one(kj_ctx_t *c, const yaml_tree_node_t *n, const ProtobufCFi
     if (n->type != YAML_TREE_SCALAR)
         return kj__fail(c, n, "expected a scalar, got %s", kj__type_name(n));
     const char *text = n->u.scalar.text;
-    int64_t v;
+    int64_t v = 0;
     int rc;
     switch (f->type) {
     case PROTOBUF_C_TYPE_STRING:

@@ -8,6 +8,7 @@
 
 #include "catalog.h"
 #include "cluster.h"
+#include "cluster_nap.h"
 #include "codec.h"
 #include "externalgrpc.pb-c.h"
 #include "k8s.h"
@@ -51,13 +52,14 @@ static const group_t *find_visible_group(cluster_t *c, const char *id) {
     return g != NULL && g->managed ? g : NULL;
 }
 
-static void fill_node_group(const group_t *g, EG(NodeGroup) *out, char *debug, size_t size) {
+static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) *out, char *debug,
+                            size_t size) {
     snprintf(debug, size, "machine_type=%s zone=%s target=%d%s%s", g->spec.machine_type,
              g->spec.zone != NULL ? g->spec.zone : "", g->target_size,
              g->autoprovisioned ? " autoprovisioned" : "", g->exists ? "" : " theoretical");
     out->id = g->spec.id;
     out->minsize = g->min_size;
-    out->maxsize = g->max_size;
+    out->maxsize = cluster_nap_max_size(c, g); /* max_size cut by the NAP limits */
     out->debug = debug;
 }
 
@@ -85,7 +87,8 @@ static int cp_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
             continue;
         EG(NodeGroup) init = EG_INIT(NODE_GROUP);
         groups[resp.n_nodegroups] = init;
-        fill_node_group(g, &groups[resp.n_nodegroups], debug[resp.n_nodegroups], sizeof(debug[0]));
+        fill_node_group(ctx->cluster, g, &groups[resp.n_nodegroups], debug[resp.n_nodegroups],
+                        sizeof(debug[0]));
         ptrs[resp.n_nodegroups] = &groups[resp.n_nodegroups];
         resp.n_nodegroups++;
     }
@@ -137,7 +140,7 @@ static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
     cluster_read_lock(ctx->cluster);
     const group_t *g = resolve_node_group(ctx->cluster, req->node);
     if (g != NULL)
-        fill_node_group(g, &group, debug, sizeof(debug));
+        fill_node_group(ctx->cluster, g, &group, debug, sizeof(debug));
     rc = reply(&resp.base, response, err);
     cluster_read_unlock(ctx->cluster);
     free_msg(req);
