@@ -46,7 +46,8 @@ static void free_msg(void *msg) {
         protobuf_c_message_free_unpacked(msg, NULL);
 }
 
-/* Groups CA may see: managed ones (unmanaged groups are only counted). */
+/* Groups CA may see: managed ones. Unmanaged groups are only counted, though the
+ * read-only TargetSize and Nodes answer for them too, for operators. */
 static const group_t *find_visible_group(cluster_t *c, const char *id) {
     const group_t *g = cluster_find_group(c, id);
     return g != NULL && g->managed ? g : NULL;
@@ -387,7 +388,7 @@ static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     if (rc != 0)
         return rc;
     cluster_read_lock(ctx->cluster);
-    const group_t *g = find_visible_group(ctx->cluster, req->id);
+    const group_t *g = cluster_find_group(ctx->cluster, req->id);
     EG(NodeGroupTargetSizeResponse) resp = EG_INIT(NODE_GROUP_TARGET_SIZE_RESPONSE);
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
@@ -468,7 +469,7 @@ static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec 
     EG(InstanceStatus) *statuses = NULL;
     EG(InstanceErrorInfo) *errors = NULL;
     cluster_read_lock(ctx->cluster);
-    const group_t *g = find_visible_group(ctx->cluster, req->id);
+    const group_t *g = cluster_find_group(ctx->cluster, req->id);
     if (g == NULL) {
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
         goto out;
