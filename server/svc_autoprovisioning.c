@@ -11,6 +11,7 @@
 #include "cluster_nap.h"
 #include "codec.h"
 #include "frugal.pb-c.h"
+#include "k8s.h"
 #include "pricing.h"
 #include "propose.h"
 #include "service.h"
@@ -193,7 +194,22 @@ static int kv_add(kv_list_t *l, const char *key, const char *value, const char *
     return 0;
 }
 
+/* Labels the template node sets from the machine type and zone: a group may not say
+ * otherwise, or its template would lie about its nodes. */
+static bool reserved_label(const char *key) {
+    static const char *const reserved[] = {
+        K8S_LABEL_INSTANCE_TYPE, K8S_LABEL_ZONE, K8S_LABEL_REGION,
+        K8S_LABEL_HOSTNAME,      K8S_LABEL_OS,   K8S_LABEL_ARCH};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcmp(key, reserved[i]) == 0)
+            return true;
+    return false;
+}
+
 static int check_label(const char *what, const char *key, const char *value, frugal_err_t *err) {
+    if (reserved_label(key))
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "%s: %s is set by frugal from the machine type and zone", what, key);
     if (!autoprov_valid_key(key))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "%s: invalid key \"%s\": want [prefix/]name, name 1-63 characters "

@@ -607,6 +607,10 @@ static void test_autoprovisioned_persisted(void **state) {
     write_file(f->path, text);
 
     f->cfg.autoprovisioning.enabled = true;
+    /* Limits as config.c defaults them: unlimited, 50 groups. */
+    f->cfg.autoprovisioning.max_cpu_milli = INT64_MAX;
+    f->cfg.autoprovisioning.max_memory_bytes = INT64_MAX;
+    f->cfg.autoprovisioning.max_node_groups = 50;
     fx_open(f);
     cluster_read_lock(f->c);
     assert_int_equal(cluster_groups_count(f->c), 5);

@@ -1,0 +1,679 @@
+/* Proposals from pending pods: see propose.h. */
+#include "propose.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autoprov.h"
+#include "pod.h"
+#include "pricing.h"
+#include "template.h"
+
+#define PROPOSE_DEFAULT_EFFECT "NoSchedule"
+
+/* ------------------------------------------------------------------------------------
+ * Plain list helpers
+ * ---------------------------------------------------------------------------------- */
+
+static void propose__kv_clear(kv_list_t *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+static void propose__taints_clear(taint_list_t *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+        free(l->items[i].effect);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+static const char *propose__s(const char *s) {
+    return s != NULL ? s : "";
+}
+
+/* Position of key in the sorted list, or where it would go (*found false). */
+static size_t propose__kv_find(const kv_list_t *l, const char *key, bool *found) {
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(l->items[mid].key, key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* Put key=value into the sorted list. 0; 1 when key is there with another value
+ * (list unchanged); FRUGAL_ENOMEM. */
+static int propose__kv_put(kv_list_t *l, const char *key, const char *value) {
+    bool found;
+    size_t at = propose__kv_find(l, key, &found);
+    if (found)
+        return strcmp(l->items[at].value, value) == 0 ? 0 : 1;
+    kv_t *items = realloc(l->items, (l->count + 1) * sizeof(*items));
+    if (items == NULL)
+        return FRUGAL_ENOMEM;
+    l->items = items;
+    char *k = strdup(key), *v = strdup(value);
+    if (k == NULL || v == NULL) {
+        free(k);
+        free(v);
+        return FRUGAL_ENOMEM;
+    }
+    memmove(&items[at + 1], &items[at], (l->count - at) * sizeof(*items));
+    items[at].key = k;
+    items[at].value = v;
+    l->count++;
+    return 0;
+}
+
+static int propose__taint_cmp(const taint_t *a, const taint_t *b) {
+    int c = strcmp(a->key, b->key);
+    if (c == 0)
+        c = strcmp(a->value, b->value);
+    if (c == 0)
+        c = strcmp(a->effect, b->effect);
+    return c;
+}
+
+/* Insert a taint keeping the list sorted and unique. 0 or FRUGAL_ENOMEM. */
+static int propose__taint_put(taint_list_t *l, const char *key, const char *value,
+                              const char *effect) {
+    taint_t t = {(char *)key, (char *)value, (char *)effect};
+    size_t at = 0;
+    while (at < l->count) {
+        int c = propose__taint_cmp(&l->items[at], &t);
+        if (c == 0)
+            return 0;
+        if (c > 0)
+            break;
+        at++;
+    }
+    taint_t *items = realloc(l->items, (l->count + 1) * sizeof(*items));
+    if (items == NULL)
+        return FRUGAL_ENOMEM;
+    l->items = items;
+    taint_t copy = {strdup(key), strdup(value), strdup(effect)};
+    if (copy.key == NULL || copy.value == NULL || copy.effect == NULL) {
+        free(copy.key);
+        free(copy.value);
+        free(copy.effect);
+        return FRUGAL_ENOMEM;
+    }
+    memmove(&items[at + 1], &items[at], (l->count - at) * sizeof(*items));
+    items[at] = copy;
+    l->count++;
+    return 0;
+}
+
+static int propose__taints_copy(taint_list_t *dst, const taint_list_t *src) {
+    memset(dst, 0, sizeof(*dst));
+    for (size_t i = 0; i < src->count; i++) {
+        const taint_t *t = &src->items[i];
+        if (propose__taint_put(dst, t->key, t->value, t->effect) != 0) {
+            propose__taints_clear(dst);
+            return FRUGAL_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static bool propose__kv_equal(const kv_list_t *a, const kv_list_t *b) {
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < a->count; i++)
+        if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
+            strcmp(a->items[i].value, b->items[i].value) != 0)
+            return false;
+    return true;
+}
+
+static bool propose__taints_equal(const taint_list_t *a, const taint_list_t *b) {
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < a->count; i++)
+        if (propose__taint_cmp(&a->items[i], &b->items[i]) != 0)
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Pods
+ * ---------------------------------------------------------------------------------- */
+
+/* A toleration asks for a group tainted by its key unless the key is a wildcard or one
+ * of Kubernetes' own condition taints. */
+static bool propose__custom_key(const char *key) {
+    return key != NULL && key[0] != '\0' && strncmp(key, "node.kubernetes.io/", 19) != 0 &&
+           strncmp(key, "node.alpha.kubernetes.io/", 25) != 0;
+}
+
+void propose_pod_clear(propose_pod_t *p) {
+    free(p->name);
+    propose__kv_clear(&p->selector);
+    propose__taints_clear(&p->taints);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Add a selector pin; a second, different value for a key makes the pod impossible. */
+static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
+    int rc = propose__kv_put(&p->selector, key, value);
+    if (rc == 1) {
+        p->impossible = true;
+        return 0;
+    }
+    return rc;
+}
+
+int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *err) {
+    memset(p, 0, sizeof(*p));
+    char name[512];
+    int rc = pod_effective_request(pod, &p->request, err);
+    if (rc != 0)
+        return rc;
+    p->name = strdup(pod_format_name(pod, name, sizeof(name)));
+    if (p->name == NULL)
+        goto nomem;
+    const k8s_pod_spec_t *spec = pod->spec;
+    if (spec == NULL)
+        return 0;
+    for (size_t i = 0; i < spec->n_nodeselector; i++) {
+        if (spec->nodeselector[i]->key == NULL)
+            continue;
+        if (propose__pin(p, spec->nodeselector[i]->key, propose__s(spec->nodeselector[i]->value)) !=
+            0)
+            goto nomem;
+    }
+    /* Required node affinity: terms are ORed, so only a single term pins anything. */
+    const K8s__Io__Api__Core__V1__NodeSelector *req =
+        spec->affinity != NULL && spec->affinity->nodeaffinity != NULL
+            ? spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution
+            : NULL;
+    if (req != NULL && req->n_nodeselectorterms == 1) {
+        const K8s__Io__Api__Core__V1__NodeSelectorTerm *term = req->nodeselectorterms[0];
+        for (size_t i = 0; i < term->n_matchexpressions; i++) {
+            const K8s__Io__Api__Core__V1__NodeSelectorRequirement *e = term->matchexpressions[i];
+            if (e->key == NULL || e->operator_ == NULL || strcmp(e->operator_, "In") != 0 ||
+                e->n_values != 1)
+                continue;
+            if (propose__pin(p, e->key, propose__s(e->values[0])) != 0)
+                goto nomem;
+        }
+    }
+    for (size_t i = 0; i < spec->n_tolerations; i++) {
+        const k8s_toleration_t *t = spec->tolerations[i];
+        if (!propose__custom_key(t->key))
+            continue;
+        bool exists = t->operator_ != NULL && strcmp(t->operator_, "Exists") == 0;
+        const char *effect =
+            t->effect != NULL && t->effect[0] != '\0' ? t->effect : PROPOSE_DEFAULT_EFFECT;
+        if (propose__taint_put(&p->taints, t->key, exists ? "" : propose__s(t->value), effect) != 0)
+            goto nomem;
+    }
+    return 0;
+nomem:
+    propose_pod_clear(p);
+    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+}
+
+int propose_pod_decode(const uint8_t *data, size_t len, propose_pod_t *p, frugal_err_t *err) {
+    memset(p, 0, sizeof(*p));
+    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    if (pod == NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
+    int rc = propose_pod_from_k8s(pod, p, err);
+    k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Machine types and well-known labels
+ * ---------------------------------------------------------------------------------- */
+
+/* What a group of one machine type can offer a selector. */
+typedef struct propose_type {
+    const machine_type_t *mt;
+    char *const *zones;
+    size_t zones_count;
+} propose_type_t;
+
+/* A flat view of a label set under construction: borrowed key/value pointers, sorted. */
+typedef struct propose_set {
+    const kv_t **items;
+    size_t count;
+} propose_set_t;
+
+static const char *propose__set_get(const propose_set_t *s, const char *key) {
+    for (size_t i = 0; i < s->count; i++)
+        if (strcmp(s->items[i]->key, key) == 0)
+            return s->items[i]->value;
+    return NULL;
+}
+
+/* The value of key in a ∪ b (a wins; the caller checked they agree), NULL when absent. */
+static const char *propose__get2(const propose_set_t *a, const kv_list_t *b, const char *key) {
+    const char *v = a != NULL ? propose__set_get(a, key) : NULL;
+    if (v == NULL && b != NULL) {
+        bool found;
+        size_t at = propose__kv_find(b, key, &found);
+        if (found)
+            v = b->items[at].value;
+    }
+    return v;
+}
+
+/* Whether a node of type t can carry the well-known labels of a ∪ b, and the zone such
+ * a group gets (borrowed from the config; NULL when no zone is configured). */
+static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, const kv_list_t *b,
+                             const char **zone_out) {
+    const machine_type_t *mt = t->mt;
+    const char *v;
+    if ((v = propose__get2(a, b, K8S_LABEL_INSTANCE_TYPE)) != NULL && strcmp(v, mt->name) != 0)
+        return false;
+    if ((v = propose__get2(a, b, K8S_LABEL_OS)) != NULL && strcmp(v, "linux") != 0)
+        return false;
+    if ((v = propose__get2(a, b, K8S_LABEL_ARCH)) != NULL && strcmp(v, "amd64") != 0)
+        return false;
+    if (propose__get2(a, b, K8S_LABEL_HOSTNAME) != NULL)
+        return false;
+    if ((v = propose__get2(a, b, FRUGAL_GPU_LABEL)) != NULL &&
+        (mt->gpu <= 0 || mt->gpu_type == NULL || strcmp(v, mt->gpu_type) != 0))
+        return false;
+    const char *zone = propose__get2(a, b, K8S_LABEL_ZONE);
+    const char *region = propose__get2(a, b, K8S_LABEL_REGION);
+    const char *chosen = NULL;
+    char buf[256];
+    for (size_t i = 0; i < t->zones_count && chosen == NULL; i++) {
+        if (zone != NULL && strcmp(zone, t->zones[i]) != 0)
+            continue;
+        if (region != NULL &&
+            strcmp(region, template_region_of_zone(t->zones[i], buf, sizeof(buf))) != 0)
+            continue;
+        chosen = t->zones[i];
+    }
+    if (chosen == NULL && (zone != NULL || region != NULL || t->zones_count > 0))
+        return false;
+    if (zone_out != NULL)
+        *zone_out = chosen;
+    return true;
+}
+
+/* Labels the template node sets by itself: they never go into a group's label set. */
+static bool propose__well_known(const char *key) {
+    return strcmp(key, K8S_LABEL_INSTANCE_TYPE) == 0 || strcmp(key, K8S_LABEL_OS) == 0 ||
+           strcmp(key, K8S_LABEL_ARCH) == 0 || strcmp(key, K8S_LABEL_HOSTNAME) == 0 ||
+           strcmp(key, K8S_LABEL_ZONE) == 0 || strcmp(key, K8S_LABEL_REGION) == 0 ||
+           strcmp(key, FRUGAL_GPU_LABEL) == 0;
+}
+
+static bool propose__fits(const machine_type_t *mt, const resources_t *r) {
+    return r->cpu_milli <= mt->cpu_milli && r->memory_bytes <= mt->memory_bytes &&
+           r->gpu <= (int64_t)mt->gpu;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The algorithm
+ * ---------------------------------------------------------------------------------- */
+
+/* Working state shared by all machine types: distinct selectors and taint sets. */
+typedef struct propose_work {
+    const propose_pod_t *pods;
+    size_t n;
+    size_t *sel_of;         /* pod -> distinct selector index */
+    size_t *taints_of;      /* pod -> distinct taint set index */
+    const kv_list_t **sels; /* distinct selectors, in order of first appearance */
+    size_t sels_count;
+    const taint_list_t **tsets; /* distinct taint sets, in order of first appearance */
+    size_t tsets_count;
+    bool *served_by_some; /* pod -> some machine type can serve it */
+    /* per-round scratch */
+    bool *remaining;        /* pod -> not yet served for the current machine type */
+    size_t *counts;         /* selector -> remaining pods of the partition */
+    size_t *order;          /* selectors by popularity */
+    bool *folded;           /* selector -> in the current label set */
+    const kv_t **set_items; /* backing store of the current label set */
+    size_t set_cap;
+} propose_work_t;
+
+static void propose__work_free(propose_work_t *w) {
+    free(w->sel_of);
+    free(w->taints_of);
+    free(w->sels);
+    free(w->tsets);
+    free(w->served_by_some);
+    free(w->remaining);
+    free(w->counts);
+    free(w->order);
+    free(w->folded);
+    free(w->set_items);
+}
+
+static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size_t n) {
+    memset(w, 0, sizeof(*w));
+    w->pods = pods;
+    w->n = n;
+    size_t m = n > 0 ? n : 1;
+    size_t total_keys = 1;
+    for (size_t i = 0; i < n; i++)
+        total_keys += pods[i].selector.count;
+    w->sel_of = calloc(m, sizeof(*w->sel_of));
+    w->taints_of = calloc(m, sizeof(*w->taints_of));
+    w->sels = calloc(m, sizeof(*w->sels));
+    w->tsets = calloc(m, sizeof(*w->tsets));
+    w->served_by_some = calloc(m, sizeof(*w->served_by_some));
+    w->remaining = calloc(m, sizeof(*w->remaining));
+    w->counts = calloc(m, sizeof(*w->counts));
+    w->order = calloc(m, sizeof(*w->order));
+    w->folded = calloc(m, sizeof(*w->folded));
+    w->set_items = calloc(total_keys, sizeof(*w->set_items));
+    w->set_cap = total_keys;
+    if (w->sel_of == NULL || w->taints_of == NULL || w->sels == NULL || w->tsets == NULL ||
+        w->served_by_some == NULL || w->remaining == NULL || w->counts == NULL ||
+        w->order == NULL || w->folded == NULL || w->set_items == NULL) {
+        propose__work_free(w);
+        return FRUGAL_ENOMEM;
+    }
+    /* Distinct selectors and taint sets: few of them, a linear scan per pod is fine for
+     * hundreds of pods (quadratic only in the number of distinct ones). */
+    for (size_t i = 0; i < n; i++) {
+        size_t s = 0;
+        while (s < w->sels_count && !propose__kv_equal(w->sels[s], &pods[i].selector))
+            s++;
+        if (s == w->sels_count)
+            w->sels[w->sels_count++] = &pods[i].selector;
+        w->sel_of[i] = s;
+        size_t t = 0;
+        while (t < w->tsets_count && !propose__taints_equal(w->tsets[t], &pods[i].taints))
+            t++;
+        if (t == w->tsets_count)
+            w->tsets[w->tsets_count++] = &pods[i].taints;
+        w->taints_of[i] = t;
+    }
+    return 0;
+}
+
+/* Whether sel agrees with every key of set (no key with two values). */
+static bool propose__agrees(const propose_set_t *set, const kv_list_t *sel) {
+    for (size_t i = 0; i < sel->count; i++) {
+        const char *v = propose__set_get(set, sel->items[i].key);
+        if (v != NULL && strcmp(v, sel->items[i].value) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* set ∪= sel (the caller checked agreement and capacity). */
+static void propose__merge(propose_set_t *set, const kv_list_t *sel) {
+    for (size_t i = 0; i < sel->count; i++)
+        if (propose__set_get(set, sel->items[i].key) == NULL)
+            set->items[set->count++] = &sel->items[i];
+}
+
+/* Sort without the global comparator state (qsort has no context argument in C11):
+ * insertion sort, distinct selectors are few. */
+static void propose__sort_order(size_t *order, size_t n, const size_t *counts) {
+    for (size_t i = 1; i < n; i++) {
+        size_t v = order[i];
+        size_t j = i;
+        while (j > 0 && (counts[order[j - 1]] < counts[v] ||
+                         (counts[order[j - 1]] == counts[v] && order[j - 1] > v))) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = v;
+    }
+}
+
+static int64_t propose__ceil_div(int64_t a, int64_t b) {
+    return b > 0 ? (a + b - 1) / b : 0;
+}
+
+typedef struct propose_out {
+    propose_proposal_t *items;
+    size_t count;
+    size_t cap;
+} propose_out_t;
+
+static void propose__proposal_clear(propose_proposal_t *p) {
+    free(p->group_id);
+    propose__kv_clear(&p->labels);
+    propose__taints_clear(&p->taints);
+    free(p->pods);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Turn the current label set into a proposal serving every remaining pod of the
+ * partition whose selector was folded, and mark those pods served. */
+static int propose__emit(const propose_params_t *params, propose_work_t *w, const propose_type_t *t,
+                         size_t tset, const propose_set_t *set, const char *zone,
+                         propose_out_t *out, frugal_err_t *err) {
+    const frugal_config_t *cfg = params->cfg;
+    if (out->count == out->cap) {
+        size_t cap = out->cap > 0 ? out->cap * 2 : 16;
+        propose_proposal_t *items = realloc(out->items, cap * sizeof(*items));
+        if (items == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        out->items = items;
+        out->cap = cap;
+    }
+    propose_proposal_t p;
+    memset(&p, 0, sizeof(p));
+    p.machine_type = t->mt;
+    p.zone = zone;
+    int rc = 0;
+    for (size_t i = 0; i < set->count && rc == 0; i++)
+        if (!propose__well_known(set->items[i]->key))
+            rc = propose__kv_put(&p.labels, set->items[i]->key, set->items[i]->value) < 0
+                     ? FRUGAL_ENOMEM
+                     : 0;
+    if (rc == 0)
+        rc = propose__taints_copy(&p.taints, w->tsets[tset]);
+    if (rc == 0)
+        rc = autoprov_group_id(cfg->autoprovisioning.prefix != NULL ? cfg->autoprovisioning.prefix
+                                                                    : "nap",
+                               t->mt->name, zone, &p.labels, &p.taints, NULL, &p.group_id, err);
+    if (rc == 0 && (p.pods = malloc(w->n * sizeof(*p.pods))) == NULL)
+        rc = FRUGAL_ENOMEM;
+    if (rc != 0) {
+        propose__proposal_clear(&p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+
+    resources_t sum = {0, 0, 0};
+    double pods_price = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        if (!w->remaining[i] || w->taints_of[i] != tset || !w->folded[w->sel_of[i]])
+            continue;
+        w->remaining[i] = false;
+        p.pods[p.pods_count++] = i;
+        sum.cpu_milli += w->pods[i].request.cpu_milli;
+        sum.memory_bytes += w->pods[i].request.memory_bytes;
+        sum.gpu += w->pods[i].request.gpu;
+        pods_price += pricing_linear(&cfg->pricing, &w->pods[i].request);
+    }
+    int64_t nodes = propose__ceil_div(sum.cpu_milli, t->mt->cpu_milli);
+    int64_t by_mem = propose__ceil_div(sum.memory_bytes, t->mt->memory_bytes);
+    int64_t by_gpu = propose__ceil_div(sum.gpu, t->mt->gpu);
+    if (by_mem > nodes)
+        nodes = by_mem;
+    if (by_gpu > nodes)
+        nodes = by_gpu;
+    if (nodes < 1)
+        nodes = 1;
+    p.node_count = nodes > INT32_MAX ? INT32_MAX : (int32_t)nodes;
+    p.exists = params->group_exists != NULL && params->group_exists(params->ctx, p.group_id);
+
+    ranking_input_t in = {
+        .group_id = p.group_id,
+        .scorable = true,
+        .node_count = p.node_count,
+        .node_price = pricing_machine_price(cfg, t->mt, false, -1),
+        .pods_price = pods_price,
+        .node_cpu_milli = t->mt->cpu_milli,
+        .has_gpu = t->mt->gpu > 0,
+        .exists = p.exists,
+        .similarity_key = NULL,
+    };
+    double damper = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
+    int64_t pref = ranking_preferred_cpu_milli(&cfg->ranking, params->cluster_size);
+    ranking_score(&cfg->ranking, damper, pref, &in, &p.figures);
+    out->items[out->count++] = p;
+    return 0;
+}
+
+/* Every proposal of one machine type. */
+static int propose__for_type(const propose_params_t *params, propose_work_t *w,
+                             const propose_type_t *t, propose_out_t *out, frugal_err_t *err) {
+    bool any = false;
+    for (size_t i = 0; i < w->n; i++) {
+        const propose_pod_t *p = &w->pods[i];
+        w->remaining[i] = !p->impossible && propose__fits(t->mt, &p->request) &&
+                          propose__resolve(t, NULL, &p->selector, NULL);
+        if (w->remaining[i]) {
+            w->served_by_some[i] = true;
+            any = true;
+        }
+    }
+    if (!any)
+        return 0;
+    for (size_t tset = 0; tset < w->tsets_count; tset++) {
+        for (;;) {
+            memset(w->counts, 0, w->sels_count * sizeof(*w->counts));
+            bool left = false;
+            for (size_t i = 0; i < w->n; i++) {
+                if (w->remaining[i] && w->taints_of[i] == tset) {
+                    w->counts[w->sel_of[i]]++;
+                    left = true;
+                }
+            }
+            if (!left)
+                break;
+            size_t k = 0;
+            for (size_t s = 0; s < w->sels_count; s++)
+                if (w->counts[s] > 0)
+                    w->order[k++] = s;
+            propose__sort_order(w->order, k, w->counts);
+
+            /* The most popular selector starts the set; the others fold in when they
+             * agree with it and the machine type can still carry the result. */
+            propose_set_t set = {w->set_items, 0};
+            memset(w->folded, 0, w->sels_count * sizeof(*w->folded));
+            const char *zone = NULL;
+            for (size_t j = 0; j < k; j++) {
+                const kv_list_t *sel = w->sels[w->order[j]];
+                const char *z = NULL;
+                if (!propose__agrees(&set, sel) || !propose__resolve(t, &set, sel, &z))
+                    continue;
+                propose__merge(&set, sel);
+                w->folded[w->order[j]] = true;
+                zone = z;
+            }
+            int rc = propose__emit(params, w, t, tset, &set, zone, out, err);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Cheapest first; unscored proposals last; ties keep the production order. */
+static int propose__by_score(const void *a, const void *b) {
+    const propose_proposal_t *x = a, *y = b;
+    if (x->figures.scored != y->figures.scored)
+        return x->figures.scored ? -1 : 1;
+    if (x->figures.scored && !ranking_scores_tie(x->figures.score, y->figures.score))
+        return x->figures.score < y->figures.score ? -1 : 1;
+    return 0;
+}
+
+/* A stable sort: merge sort through a scratch array (qsort is not stable). */
+static int propose__stable_sort(propose_proposal_t *items, size_t n) {
+    if (n < 2)
+        return 0;
+    propose_proposal_t *tmp = malloc(n * sizeof(*tmp));
+    if (tmp == NULL)
+        return FRUGAL_ENOMEM;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = propose__by_score(&items[j], &items[i]) < 0 ? items[j++] : items[i++];
+            while (i < mid)
+                tmp[k++] = items[i++];
+            while (j < hi)
+                tmp[k++] = items[j++];
+        }
+        memcpy(items, tmp, n * sizeof(*items));
+    }
+    free(tmp);
+    return 0;
+}
+
+int propose_node_groups(const propose_params_t *params, const propose_pod_t *pods, size_t n,
+                        propose_result_t *out, frugal_err_t *err) {
+    memset(out, 0, sizeof(*out));
+    const frugal_config_t *cfg = params->cfg;
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    propose_work_t w;
+    if (propose__work_init(&w, pods, n) != 0)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    propose_out_t res = {NULL, 0, 0};
+    int rc = 0;
+    size_t types = ap->machine_types_count;
+    for (size_t i = 0; i < types && rc == 0; i++) {
+        const machine_type_t *mt = config_find_machine_type(cfg, ap->machine_types[i]);
+        if (mt == NULL)
+            continue;
+        propose_type_t t = {mt, ap->zones, ap->zones_count};
+        rc = propose__for_type(params, &w, &t, &res, err);
+    }
+    if (rc == 0 && propose__stable_sort(res.items, res.count) != 0)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t *unsched = NULL;
+    size_t unsched_count = 0;
+    if (rc == 0 && (unsched = malloc((n > 0 ? n : 1) * sizeof(*unsched))) == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    if (rc != 0) {
+        for (size_t i = 0; i < res.count; i++)
+            propose__proposal_clear(&res.items[i]);
+        free(res.items);
+        propose__work_free(&w);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!w.served_by_some[i])
+            unsched[unsched_count++] = i;
+    propose__work_free(&w);
+    out->proposals = res.items;
+    out->count = res.count;
+    out->unschedulable = unsched;
+    out->unschedulable_count = unsched_count;
+    return 0;
+}
+
+void propose_result_clear(propose_result_t *r) {
+    for (size_t i = 0; i < r->count; i++)
+        propose__proposal_clear(&r->proposals[i]);
+    free(r->proposals);
+    free(r->unschedulable);
+    memset(r, 0, sizeof(*r));
+}
