@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "k8s.h"
@@ -45,7 +46,6 @@
 #include "template.h"
 
 #define PLAN_CELL 1024
-#define PLAN_TABLE_MAX_COLS 16
 
 typedef K8s__Io__Api__Core__V1__NodeSelectorRequirement plan_requirement_t;
 typedef K8s__Io__Api__Core__V1__NodeSelectorTerm plan_term_t;
@@ -130,43 +130,12 @@ static void plan__append(char *buf, size_t size, size_t *len, const char *fmt, .
 }
 
 static int plan__read_file(const char *path, char **text, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        goto fail;
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL) {
-        fclose(f);
-        errno = ENOMEM;
-        goto fail;
+    int err = cli_read_file(path, text, len);
+    if (err != 0) {
+        fprintf(stderr, "frugal plan: cannot read %s: %s\n", path, strerror(err));
+        return 1;
     }
-    for (;;) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (bigger == NULL) {
-            free(buf);
-            fclose(f);
-            errno = ENOMEM;
-            goto fail;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        goto fail;
-    }
-    *text = buf;
-    *len = n;
     return 0;
-fail:
-    fprintf(stderr, "frugal plan: cannot read %s: %s\n", path, strerror(errno));
-    return 1;
 }
 
 static const char *plan__label(const k8s_node_t *node, const char *key) {
@@ -455,6 +424,7 @@ static int plan__rank(plan_t *pl) {
             .has_gpu = g->info.has_gpu,
             .exists = true,
             .similarity_key = g->info.similarity_key,
+            .group_nodes = plan__initial_size(g->cfg),
         };
     }
     if (pl->n_options > 0) {
@@ -554,72 +524,9 @@ static void plan__format_taints(const taint_list_t *l, char *buf, size_t size) {
  * Tables
  * ---------------------------------------------------------------------------------- */
 
-typedef struct plan_table {
-    size_t cols;
-    char **cells; /* rows x cols */
-    size_t rows;
-    bool failed;
-} plan_table_t;
-
-static void plan__table_row(plan_table_t *t, ...) {
-    if (t->failed || t->cols > PLAN_TABLE_MAX_COLS) {
-        t->failed = true;
-        return;
-    }
-    char **cells = realloc(t->cells, (t->rows + 1) * t->cols * sizeof(*cells));
-    if (cells == NULL) {
-        t->failed = true;
-        return;
-    }
-    t->cells = cells;
-    char **row = cells + t->rows * t->cols;
-    va_list ap;
-    va_start(ap, t);
-    for (size_t c = 0; c < t->cols; c++) {
-        const char *s = va_arg(ap, const char *);
-        row[c] = strdup(s != NULL ? s : "");
-        if (row[c] == NULL)
-            t->failed = true;
-    }
-    va_end(ap);
-    t->rows++;
-}
-
-/* Print with two spaces between columns, the last one unpadded; then free. */
-static int plan__table_flush(plan_table_t *t, int indent) {
-    int rc = t->failed ? 1 : 0;
-    size_t w[PLAN_TABLE_MAX_COLS] = {0};
-    for (size_t r = 0; r < t->rows && !t->failed; r++)
-        for (size_t c = 0; c < t->cols; c++) {
-            size_t n = strlen(t->cells[r * t->cols + c]);
-            if (n > w[c])
-                w[c] = n;
-        }
-    for (size_t r = 0; r < t->rows && !t->failed; r++) {
-        size_t last = t->cols; /* empty trailing cells print nothing, not blanks */
-        while (last > 1 && t->cells[r * t->cols + last - 1][0] == '\0')
-            last--;
-        printf("%*s", indent, "");
-        for (size_t c = 0; c < last; c++) {
-            const char *s = t->cells[r * t->cols + c];
-            if (c + 1 < last)
-                printf("%-*s  ", (int)w[c], s);
-            else
-                printf("%s\n", s);
-        }
-    }
-    for (size_t i = 0; i < t->rows * t->cols; i++)
-        free(t->cells[i]);
-    free(t->cells);
-    t->cells = NULL;
-    t->rows = 0;
-    return rc;
-}
-
 static int plan__print_table(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     char a[64], b[64], c[64], d[64], e[64], f[64], g6[64], h[64], cell[PLAN_CELL];
-    int rc = 0;
 
     printf("cluster size: %" PRId64 " nodes (%s); preferred node cpu: %s\n", pl->cluster_size,
            pl->nodes_path != NULL ? pl->nodes_path : "configured group sizes",
@@ -631,25 +538,25 @@ static int plan__print_table(const plan_t *pl) {
                pl->daemonset_pods == 1 ? "" : "s");
     printf("\n");
     if (pl->n_pending > 0) {
-        plan_table_t t = {5, NULL, 0, false};
-        plan__table_row(&t, "POD", "CPU", "MEMORY", "GPU", "PRICE");
+        cli_table_t t = {.ncols = 5};
+        cli_table_row(&t, "POD", "CPU", "MEMORY", "GPU", "PRICE");
         for (size_t i = 0; i < pl->n_pending; i++) {
             const resources_t *r = &pl->pp[i].request;
             snprintf(c, sizeof(c), "%" PRId64, r->gpu);
             snprintf(d, sizeof(d), "%.6f", pricing_linear(&cfg->pricing, r));
-            plan__table_row(&t, pl->pp[i].name, quantity_format_milli(r->cpu_milli, a, sizeof(a)),
-                            quantity_format_bytes(r->memory_bytes, b, sizeof(b)), c, d);
+            cli_table_row(&t, pl->pp[i].name, quantity_format_milli(r->cpu_milli, a, sizeof(a)),
+                          quantity_format_bytes(r->memory_bytes, b, sizeof(b)), c, d);
         }
-        rc |= plan__table_flush(&t, 2);
+        cli_table_flush(&t, 2);
     }
 
     printf("\nscale-up options (configured groups)\n");
     if (pl->n_options == 0) {
         printf("  none\n");
     } else {
-        plan_table_t t = {12, NULL, 0, false};
-        plan__table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
-                        "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
+        cli_table_t t = {.ncols = 12};
+        cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
+                      "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
         for (size_t o = 0; o < pl->n_options; o++) {
             const plan_group_t *g = &pl->groups[pl->option_group[o]];
             const ranking_figures_t *fg = &pl->figs[o];
@@ -667,11 +574,10 @@ static int plan__print_table(const plan_t *pl) {
             else if (g->nodes_needed > g->node_count)
                 snprintf(cell, sizeof(cell), "needs %" PRId64 " nodes, capped by max_size %d",
                          g->nodes_needed, (int)g->cfg->max_size);
-            plan__table_row(&t, pl->winner[o] ? "*" : "", g->cfg->spec.id,
-                            g->cfg->spec.machine_type, a, b, c, d, e, f, g6, fg->scored ? h : "-",
-                            cell);
+            cli_table_row(&t, pl->winner[o] ? "*" : "", g->cfg->spec.id, g->cfg->spec.machine_type,
+                          a, b, c, d, e, f, g6, fg->scored ? h : "-", cell);
         }
-        rc |= plan__table_flush(&t, 2);
+        cli_table_flush(&t, 2);
     }
     bool header = false;
     for (size_t k = 0; k < pl->n_groups; k++) {
@@ -700,9 +606,9 @@ static int plan__print_table(const plan_t *pl) {
     } else if (pl->proposals.count == 0) {
         printf("  none\n");
     } else {
-        plan_table_t t = {8, NULL, 0, false};
-        plan__table_row(&t, "GROUP", "MACHINE TYPE", "ZONE", "LABELS", "TAINTS", "PODS", "NODES",
-                        "SCORE");
+        cli_table_t t = {.ncols = 8};
+        cli_table_row(&t, "GROUP", "MACHINE TYPE", "ZONE", "LABELS", "TAINTS", "PODS", "NODES",
+                      "SCORE");
         for (size_t k = 0; k < pl->proposals.count; k++) {
             const propose_proposal_t *p = &pl->proposals.proposals[k];
             char labels[PLAN_CELL], taints[PLAN_CELL];
@@ -711,43 +617,22 @@ static int plan__print_table(const plan_t *pl) {
             snprintf(a, sizeof(a), "%zu", p->pods_count);
             snprintf(b, sizeof(b), "%d", (int)p->node_count);
             snprintf(c, sizeof(c), "%.6f", p->figures.score);
-            plan__table_row(&t, p->group_id, p->machine_type->name, p->zone != NULL ? p->zone : "-",
-                            labels, taints, a, b, p->figures.scored ? c : "-");
+            cli_table_row(&t, p->group_id, p->machine_type->name, p->zone != NULL ? p->zone : "-",
+                          labels, taints, a, b, p->figures.scored ? c : "-");
         }
-        rc |= plan__table_flush(&t, 2);
+        cli_table_flush(&t, 2);
     }
     if (pl->proposed && pl->proposals.unschedulable_count > 0) {
         printf("unschedulable (no allowed machine type serves them):\n");
         for (size_t k = 0; k < pl->proposals.unschedulable_count; k++)
             printf("  %s\n", pl->pp[pl->proposals.unschedulable[k]].name);
     }
-    if (rc != 0)
-        return plan__nomem();
     return 0;
 }
 
 /* ------------------------------------------------------------------------------------
  * YAML
  * ---------------------------------------------------------------------------------- */
-
-static void plan__yaml_str(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            printf("\\x%02x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
-static void plan__yaml_kv(int indent, const char *key, const char *value) {
-    printf("%*s%s: ", indent, "", key);
-    plan__yaml_str(value);
-    putchar('\n');
-}
 
 static void plan__yaml_figures(int indent, const ranking_figures_t *f) {
     printf("%*sscored: %s\n", indent, "", f->scored ? "true" : "false");
@@ -761,7 +646,7 @@ static void plan__yaml_pods(int indent, const plan_t *pl, const size_t *idx, siz
     printf("%*spods:%s\n", indent, "", n == 0 ? " []" : "");
     for (size_t k = 0; k < n; k++) {
         printf("%*s- ", indent, "");
-        plan__yaml_str(pl->pp[idx[k]].name);
+        cli_yaml_str(pl->pp[idx[k]].name);
         putchar('\n');
     }
 }
@@ -770,18 +655,18 @@ static int plan__print_yaml(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     char a[64], b[64], cell[PLAN_CELL];
     printf("cluster_size: %" PRId64 "\n", pl->cluster_size);
-    plan__yaml_kv(0, "cluster_size_from", pl->nodes_path != NULL ? "nodes" : "config");
-    plan__yaml_kv(0, "preferred_node_cpu", quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
+    cli_yaml_kv(0, "cluster_size_from", pl->nodes_path != NULL ? "nodes" : "config");
+    cli_yaml_kv(0, "preferred_node_cpu", quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
     printf("damper_price: %.6f\n", pl->damper_price);
     printf("pods: %zu\ndaemonset_pods_left_out: %zu\n", pl->pods.count, pl->daemonset_pods);
     printf("pending_pods:%s\n", pl->n_pending == 0 ? " []" : "");
     for (size_t i = 0; i < pl->n_pending; i++) {
         const resources_t *r = &pl->pp[i].request;
         printf("- name: ");
-        plan__yaml_str(pl->pp[i].name);
+        cli_yaml_str(pl->pp[i].name);
         printf("\n");
-        plan__yaml_kv(2, "cpu", quantity_format_milli(r->cpu_milli, a, sizeof(a)));
-        plan__yaml_kv(2, "memory", quantity_format_bytes(r->memory_bytes, b, sizeof(b)));
+        cli_yaml_kv(2, "cpu", quantity_format_milli(r->cpu_milli, a, sizeof(a)));
+        cli_yaml_kv(2, "memory", quantity_format_bytes(r->memory_bytes, b, sizeof(b)));
         printf("  gpu: %" PRId64 "\n  price: %.6f\n", r->gpu, pricing_linear(&cfg->pricing, r));
     }
 
@@ -789,9 +674,9 @@ static int plan__print_yaml(const plan_t *pl) {
     for (size_t o = 0; o < pl->n_options; o++) {
         const plan_group_t *g = &pl->groups[pl->option_group[o]];
         printf("- group: ");
-        plan__yaml_str(g->cfg->spec.id);
+        cli_yaml_str(g->cfg->spec.id);
         printf("\n");
-        plan__yaml_kv(2, "machine_type", g->cfg->spec.machine_type);
+        cli_yaml_kv(2, "machine_type", g->cfg->spec.machine_type);
         printf("  winner: %s\n", pl->winner[o] ? "true" : "false");
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
         plan__yaml_pods(2, pl, g->pods, g->pods_count);
@@ -806,9 +691,9 @@ static int plan__print_yaml(const plan_t *pl) {
         if (g->skip == NULL)
             continue;
         printf("- group: ");
-        plan__yaml_str(g->cfg->spec.id);
+        cli_yaml_str(g->cfg->spec.id);
         printf("\n");
-        plan__yaml_kv(2, "reason", g->skip);
+        cli_yaml_kv(2, "reason", g->skip);
     }
     size_t unhosted = 0;
     for (size_t i = 0; i < pl->n_pending; i++)
@@ -818,10 +703,10 @@ static int plan__print_yaml(const plan_t *pl) {
         if (pl->hosted[i])
             continue;
         printf("- pod: ");
-        plan__yaml_str(pl->pp[i].name);
+        cli_yaml_str(pl->pp[i].name);
         printf("\n");
         plan__why_unhosted(pl, i, cell, sizeof(cell));
-        plan__yaml_kv(2, "why", cell);
+        cli_yaml_kv(2, "why", cell);
     }
 
     printf("autoprovisioning:\n  enabled: %s\n", pl->proposed ? "true" : "false");
@@ -831,28 +716,28 @@ static int plan__print_yaml(const plan_t *pl) {
         for (size_t k = 0; k < res->count; k++) {
             const propose_proposal_t *p = &res->proposals[k];
             printf("  - group: ");
-            plan__yaml_str(p->group_id);
+            cli_yaml_str(p->group_id);
             printf("\n");
-            plan__yaml_kv(4, "machine_type", p->machine_type->name);
+            cli_yaml_kv(4, "machine_type", p->machine_type->name);
             if (p->zone != NULL)
-                plan__yaml_kv(4, "zone", p->zone);
+                cli_yaml_kv(4, "zone", p->zone);
             else
                 printf("    zone: null\n");
             printf("    labels:%s\n", p->labels.count == 0 ? " {}" : "");
             for (size_t l = 0; l < p->labels.count; l++) {
                 printf("      ");
-                plan__yaml_str(p->labels.items[l].key);
+                cli_yaml_str(p->labels.items[l].key);
                 printf(": ");
-                plan__yaml_str(p->labels.items[l].value);
+                cli_yaml_str(p->labels.items[l].value);
                 printf("\n");
             }
             printf("    taints:%s\n", p->taints.count == 0 ? " []" : "");
             for (size_t l = 0; l < p->taints.count; l++) {
                 printf("    - key: ");
-                plan__yaml_str(p->taints.items[l].key);
+                cli_yaml_str(p->taints.items[l].key);
                 printf("\n");
-                plan__yaml_kv(6, "value", p->taints.items[l].value);
-                plan__yaml_kv(6, "effect", p->taints.items[l].effect);
+                cli_yaml_kv(6, "value", p->taints.items[l].value);
+                cli_yaml_kv(6, "effect", p->taints.items[l].effect);
             }
             printf("    nodes: %d\n    exists: %s\n", (int)p->node_count,
                    p->exists ? "true" : "false");
@@ -862,7 +747,7 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  unschedulable:%s\n", res->unschedulable_count == 0 ? " []" : "");
         for (size_t k = 0; k < res->unschedulable_count; k++) {
             printf("  - ");
-            plan__yaml_str(pl->pp[res->unschedulable[k]].name);
+            cli_yaml_str(pl->pp[res->unschedulable[k]].name);
             printf("\n");
         }
     }

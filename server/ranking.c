@@ -60,6 +60,17 @@ bool ranking_scores_tie(double a, double b)
     return fabs(a - b) <= RANKING_TIE_RELATIVE * m;
 }
 
+/* Whether option a goes before option b in the zone balance: the group with fewer
+ * nodes now, then the option buying fewer nodes, then request order. */
+static bool ranking__balance_before(const ranking_input_t *in, size_t a, size_t b)
+{
+    if (in[a].group_nodes != in[b].group_nodes)
+        return in[a].group_nodes < in[b].group_nodes;
+    if (in[a].node_count != in[b].node_count)
+        return in[a].node_count < in[b].node_count;
+    return a < b;
+}
+
 /* Whether tied option i loses the zone balance to another tied, similar option. */
 static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, size_t n, size_t i)
 {
@@ -69,7 +80,7 @@ static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, s
     for (size_t j = 0; j < n; j++) {
         if (j == i || !tied[j] || !in[j].similarity_key || strcmp(in[j].similarity_key, key) != 0)
             continue;
-        if (in[j].node_count < in[i].node_count || (in[j].node_count == in[i].node_count && j < i))
+        if (ranking__balance_before(in, j, i))
             return true;
     }
     return false;

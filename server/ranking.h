@@ -26,6 +26,7 @@ typedef struct ranking_input {
     bool has_gpu;               /* the template has GPU capacity or the GPU label */
     bool exists;                /* false: the group does not exist yet (NAP) */
     const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
+    int64_t group_nodes;        /* the group's current size (target), for the zone balance */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
@@ -56,7 +57,8 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
 /* Score every option into figures[0..n) and write the indexes of the answer, in
  * request order, to selected[0..n); returns how many. The answer is the options with
  * the lowest score (ties within RANKING_TIE_RELATIVE); among tied options with equal
- * similarity keys only the one with the fewest nodes stays (the first on equal counts).
+ * similarity keys only one stays: the group with the fewest nodes now (so zones fill
+ * evenly), then the option buying the fewest, then the first received.
  * When no option can be scored every index is selected: never empty for n > 0. */
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,

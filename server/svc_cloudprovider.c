@@ -46,8 +46,8 @@ static void free_msg(void *msg) {
         protobuf_c_message_free_unpacked(msg, NULL);
 }
 
-/* Groups CA may see: managed ones. Unmanaged groups are only counted, though the
- * read-only TargetSize and Nodes answer for them too, for operators. */
+/* Groups CA may see: managed ones. Unmanaged groups are only counted; TargetSize still
+ * answers for them (the size frugal counts), for operators. */
 static const group_t *find_visible_group(cluster_t *c, const char *id) {
     const group_t *g = cluster_find_group(c, id);
     return g != NULL && g->managed ? g : NULL;
@@ -470,8 +470,12 @@ static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec 
     EG(InstanceErrorInfo) *errors = NULL;
     cluster_read_lock(ctx->cluster);
     const group_t *g = cluster_find_group(ctx->cluster, req->id);
-    if (g == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
+    if (g == NULL || !g->managed) {
+        rc = frugal_err_set(err, FRUGAL_ENOTFOUND,
+                            g == NULL ? "node group \"%s\" not found"
+                                      : "node group \"%s\" is unmanaged: frugal does not track "
+                                        "its instances",
+                            req->id);
         goto out;
     }
     size_t n = g->instances_count ? g->instances_count : 1;
@@ -644,21 +648,21 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
 #define CP_PATH(method) "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/" method
 
 static const service_method_t cloudprovider_methods[] = {
-    {CP_PATH("NodeGroups"), cp_node_groups, false},
-    {CP_PATH("NodeGroupForNode"), cp_node_group_for_node, false},
-    {CP_PATH("PricingNodePrice"), cp_pricing_node_price, false},
-    {CP_PATH("PricingPodPrice"), cp_pricing_pod_price, false},
-    {CP_PATH("GPULabel"), cp_gpu_label, false},
-    {CP_PATH("GetAvailableGPUTypes"), cp_get_available_gpu_types, false},
-    {CP_PATH("Cleanup"), cp_cleanup, false},
-    {CP_PATH("Refresh"), cp_refresh, false},
-    {CP_PATH("NodeGroupTargetSize"), cp_target_size, false},
-    {CP_PATH("NodeGroupIncreaseSize"), cp_increase_size, true},
-    {CP_PATH("NodeGroupDeleteNodes"), cp_delete_nodes, true},
-    {CP_PATH("NodeGroupDecreaseTargetSize"), cp_decrease_target_size, true},
-    {CP_PATH("NodeGroupNodes"), cp_nodes, false},
-    {CP_PATH("NodeGroupTemplateNodeInfo"), cp_template_node_info, false},
-    {CP_PATH("NodeGroupGetOptions"), cp_get_options, false},
+    {CP_PATH("NodeGroups"), cp_node_groups},
+    {CP_PATH("NodeGroupForNode"), cp_node_group_for_node},
+    {CP_PATH("PricingNodePrice"), cp_pricing_node_price},
+    {CP_PATH("PricingPodPrice"), cp_pricing_pod_price},
+    {CP_PATH("GPULabel"), cp_gpu_label},
+    {CP_PATH("GetAvailableGPUTypes"), cp_get_available_gpu_types},
+    {CP_PATH("Cleanup"), cp_cleanup},
+    {CP_PATH("Refresh"), cp_refresh},
+    {CP_PATH("NodeGroupTargetSize"), cp_target_size},
+    {CP_PATH("NodeGroupIncreaseSize"), cp_increase_size},
+    {CP_PATH("NodeGroupDeleteNodes"), cp_delete_nodes},
+    {CP_PATH("NodeGroupDecreaseTargetSize"), cp_decrease_target_size},
+    {CP_PATH("NodeGroupNodes"), cp_nodes},
+    {CP_PATH("NodeGroupTemplateNodeInfo"), cp_template_node_info},
+    {CP_PATH("NodeGroupGetOptions"), cp_get_options},
 };
 
 const service_def_t service_cloudprovider = {

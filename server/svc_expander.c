@@ -132,7 +132,10 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         r->pods_price = t;
         r->node_cpu_milli = ni->capacity.cpu_milli;
         r->has_gpu = ni->has_gpu;
-        r->exists = cluster ? (g && g->exists) : true;
+        /* Only a group frugal knows to be theoretical (NAP) pays the not-exist penalty: a
+         * group it does not know belongs to another provider and exists there. */
+        r->exists = g == NULL || g->exists;
+        r->group_nodes = g != NULL ? g->target_size : 0;
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
     }
@@ -299,7 +302,7 @@ fail_decode:
 }
 
 static const service_method_t expander_methods[] = {
-    {"/grpcplugin.Expander/BestOptions", expander_best_options, false},
+    {"/grpcplugin.Expander/BestOptions", expander_best_options},
 };
 
 const service_def_t service_expander = {"grpcplugin.Expander", expander_methods,

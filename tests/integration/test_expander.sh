@@ -36,6 +36,10 @@ node_groups:
   - {id: s8-db, machine_type: n1-standard-8, zone: us-central1-a, min_size: 0, max_size: 10, labels: {team: db}}
   - {id: s32, machine_type: n1-standard-32, zone: us-central1-a, min_size: 0, max_size: 10}
   - {id: spot8, machine_type: n1-standard-8, zone: us-central1-a, min_size: 0, max_size: 10, spot: true}
+autoprovisioning:
+  enabled: true
+  machine_types: [n1-standard-8]
+  zones: [us-central1-a]
 EOF
 
 ADDR="127.0.0.1:$PORT"
@@ -114,13 +118,13 @@ EOF
     log "$gen wire: not-exist penalty, zone balance, GPU, spot"
     cat >"$TMP/rules.yaml" <<EOF
 options:
-  - {group: ghost, node_count: 1, pods: [{cpu: 1, count: 2}]}
+  - {group: nap-n1-standard-8-us-central1-a, node_count: 1, pods: [{cpu: 1, count: 2}]}
   - {group: s8, node_count: 1, pods: [{cpu: 1, count: 2}]}
   - {group: s8b, node_count: 1, pods: [{cpu: 1, count: 2}]}
   - {group: s8-db, node_count: 1, pods: [{cpu: 1, count: 2}]}
   - {group: gpu8, node_count: 1, pods: [{cpu: 1, count: 2}]}
 nodes:
-  - {group: ghost, machine_type: n1-standard-8, zone: us-central1-a}
+  - {group: nap-n1-standard-8-us-central1-a, machine_type: n1-standard-8, zone: us-central1-a}
   - {group: s8, machine_type: n1-standard-8, zone: us-central1-a}
   - {group: s8b, machine_type: n1-standard-8, zone: us-central1-b}
   - {group: s8-db, machine_type: n1-standard-8, zone: us-central1-a, labels: {team: db}}
@@ -130,7 +134,7 @@ EOF
     # s8 and s8b differ only by zone: one of them (the first); s8-db is tied, not similar.
     assert_eq "s8 s8-db" "$(winners)" "zone balance keeps one of the similar groups ($gen)"
     s8=$(col s8 9)
-    assert_near "$(awk -v s="$s8" 'BEGIN { printf "%.6f", 2 * s }')" "$(col ghost 9)" \
+    assert_near "$(awk -v s="$s8" 'BEGIN { printf "%.6f", 2 * s }')" "$(col nap-n1-standard-8-us-central1-a 9)" \
         "a group that does not exist yet pays the penalty ($gen)"
     assert_near 1000 "$(col gpu8 8)" "a GPU template gets gpu_unfitness ($gen)"
 
@@ -156,6 +160,15 @@ EOF
     assert_ok "best-options spot ($gen)" ctl best-options "$TMP/spot.yaml" "${flag[@]}"
     assert_eq "spot8" "$(winners)" "the spot group is cheaper ($gen)"
     assert_near 0.08 "$(col spot8 4)" "P of a spot n1-standard-8 is its preemptible price ($gen)"
+done
+
+log "zone balance follows the groups' current sizes"
+assert_ok "grow s8" ctl increase s8 2
+for gen in current legacy; do
+    flag=()
+    [ "$gen" = legacy ] && flag=(--legacy)
+    assert_ok "best-options balance after growth ($gen)" ctl best-options "$TMP/balance.yaml" "${flag[@]}"
+    assert_eq "s8b" "$(winners)" "the similar group with fewer nodes wins, listed second ($gen)"
 done
 
 log "bad input"

@@ -279,6 +279,15 @@ static void test_zone_balance(void **state)
     assert_int_equal(selected[0], 0);
     assert_int_equal(selected[1], 2);
 
+    /* Equal options: the group with the fewest nodes now wins, whatever the order. */
+    in[0].group_nodes = 3;
+    in[1].group_nodes = 1;
+    in[3].group_nodes = 2;
+    n = ranking_select(&cfg, 0.1, CLUSTER_PREF_8, in, 5, figs, selected);
+    assert_int_equal(n, 2);
+    assert_int_equal(selected[0], 1);
+    assert_int_equal(selected[1], 2);
+
     /* Without similarity keys every tied option stays. */
     for (size_t i = 0; i < 5; i++)
         in[i].similarity_key = NULL;
