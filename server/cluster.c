@@ -91,64 +91,6 @@ static int dup_str(char **dst, const char *src) {
     return *dst != NULL ? 0 : FRUGAL_ENOMEM;
 }
 
-static void kv_list_clear(kv_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
-
-static int kv_list_copy(kv_list_t *dst, const kv_list_t *src) {
-    memset(dst, 0, sizeof(*dst));
-    if (src->count == 0)
-        return 0;
-    dst->items = calloc(src->count, sizeof(kv_t));
-    if (dst->items == NULL)
-        return FRUGAL_ENOMEM;
-    for (size_t i = 0; i < src->count; i++) {
-        dst->count = i + 1;
-        if (dup_str(&dst->items[i].key, src->items[i].key) != 0 ||
-            dup_str(&dst->items[i].value, src->items[i].value) != 0) {
-            kv_list_clear(dst);
-            return FRUGAL_ENOMEM;
-        }
-    }
-    return 0;
-}
-
-static void taint_list_clear(taint_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-        free(l->items[i].effect);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
-
-static int taint_list_copy(taint_list_t *dst, const taint_list_t *src) {
-    memset(dst, 0, sizeof(*dst));
-    if (src->count == 0)
-        return 0;
-    dst->items = calloc(src->count, sizeof(taint_t));
-    if (dst->items == NULL)
-        return FRUGAL_ENOMEM;
-    for (size_t i = 0; i < src->count; i++) {
-        dst->count = i + 1;
-        if (dup_str(&dst->items[i].key, src->items[i].key) != 0 ||
-            dup_str(&dst->items[i].value, src->items[i].value) != 0 ||
-            dup_str(&dst->items[i].effect, src->items[i].effect) != 0) {
-            taint_list_clear(dst);
-            return FRUGAL_ENOMEM;
-        }
-    }
-    return 0;
-}
-
 void cluster_spec_clear(group_spec_t *spec) {
     free(spec->id);
     free(spec->machine_type);

@@ -97,18 +97,6 @@ int cluster_nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, fr
     return autoprov_check_decrease(ap, &totals, g->spec.id, g->spec.machine_type, &node, n, err);
 }
 
-static bool cluster_nap__kv_equal(const kv_list_t *a, const kv_list_t *b) {
-    if (a->count != b->count)
-        return false;
-    for (size_t i = 0; i < a->count; i++) {
-        /* Both lists are sorted by key with unique keys. */
-        if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
-            strcmp(a->items[i].value, b->items[i].value) != 0)
-            return false;
-    }
-    return true;
-}
-
 bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t *spec) {
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled || spec->taints.count > 0 || spec->extra_resources.count > 0 || spec->spot)
@@ -121,6 +109,6 @@ bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t
         zone_ok = spec->zone != NULL && strcmp(ap->zones[i], spec->zone) == 0;
     bool labels_ok = ap->label_sets_count == 0 && spec->labels.count == 0;
     for (size_t i = 0; i < ap->label_sets_count && !labels_ok; i++)
-        labels_ok = cluster_nap__kv_equal(&ap->label_sets[i], &spec->labels);
+        labels_ok = kv_list_equal(&ap->label_sets[i], &spec->labels);
     return type_ok && zone_ok && labels_ok;
 }

@@ -293,14 +293,20 @@ static bool parse_bool(load_ctx_t *ctx, const yaml_tree_node_t *node, const char
     return false;
 }
 
-static bool parse_int64(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                        void *field, const key_spec_t *spec) {
-    int64_t v;
-    if (!scalar_to_int64(node, &v)) {
+/* Read node as an integer within spec's range into *v, reporting why not. */
+static bool int_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                      const key_spec_t *spec, int64_t *v) {
+    if (!scalar_to_int64(node, v)) {
         ctx_error(ctx, node, path, "expected an integer, got \"%s\"", node->u.scalar.text);
         return false;
     }
-    if (!spec_check_range(ctx, node, path, spec, (double)v)) {
+    return spec_check_range(ctx, node, path, spec, (double)*v);
+}
+
+static bool parse_int64(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                        void *field, const key_spec_t *spec) {
+    int64_t v;
+    if (!int_check(ctx, node, path, spec, &v)) {
         return false;
     }
     *(int64_t *)field = v;
@@ -310,11 +316,7 @@ static bool parse_int64(load_ctx_t *ctx, const yaml_tree_node_t *node, const cha
 static bool parse_int32(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                         void *field, const key_spec_t *spec) {
     int64_t v;
-    if (!scalar_to_int64(node, &v)) {
-        ctx_error(ctx, node, path, "expected an integer, got \"%s\"", node->u.scalar.text);
-        return false;
-    }
-    if (!spec_check_range(ctx, node, path, spec, (double)v)) {
+    if (!int_check(ctx, node, path, spec, &v)) {
         return false;
     }
     if (v > INT32_MAX || v < INT32_MIN) {
@@ -473,24 +475,25 @@ static bool duration_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
     return true;
 }
 
-static bool parse_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                              void *field, const key_spec_t *spec) {
+/* Check a duration and store it in *field as an int64_t count of unit nanoseconds. */
+static bool duration_store(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                           void *field, int64_t unit_ns) {
     int64_t ns;
     if (!duration_check(ctx, node, path, &ns)) {
         return false;
     }
-    *(int64_t *)field = ns;
+    *(int64_t *)field = ns / unit_ns;
     return true;
+}
+
+static bool parse_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              void *field, const key_spec_t *spec) {
+    return duration_store(ctx, node, path, field, 1);
 }
 
 static bool parse_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                               void *field, const key_spec_t *spec) {
-    int64_t ns;
-    if (!duration_check(ctx, node, path, &ns)) {
-        return false;
-    }
-    *(int64_t *)field = ns / 1000000;
-    return true;
+    return duration_store(ctx, node, path, field, 1000000);
 }
 
 /* Parse text (a default from a table) as if it had been written in the file. */
@@ -678,27 +681,13 @@ static const char *label_value_problem(const char *value) {
 
 /* ---- labels and taints ---- */
 
-static int kv_compare(const void *a, const void *b) {
-    return strcmp(((const kv_t *)a)->key, ((const kv_t *)b)->key);
-}
-
-static void kv_list_free(kv_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
-
 /* A mapping of label keys to values ({team: web}); null values are "". */
 static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          void *field, const key_spec_t *spec) {
     kv_list_t *out = field;
     char sub[CONFIG_PATH_MAX];
     bool ok = true;
-    kv_list_free(out);
+    kv_list_clear(out);
     if (node == NULL || yaml_tree_is_null(node)) {
         return true;
     }
@@ -803,17 +792,6 @@ static const key_spec_t taint_keys[] = {
     KEY("value", YAML_TREE_SCALAR, parse_taint_value, taint_t, value, NULL),
     KEY_REQ("effect", YAML_TREE_SCALAR, parse_taint_effect, taint_t, effect),
 };
-
-static void taint_list_free(taint_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-        free(l->items[i].effect);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
 
 static bool parse_taints(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          void *field, const key_spec_t *spec) {
@@ -1193,9 +1171,9 @@ static void group_spec_release(group_spec_t *s) {
     free(s->id);
     free(s->machine_type);
     free(s->zone);
-    kv_list_free(&s->labels);
-    taint_list_free(&s->taints);
-    kv_list_free(&s->extra_resources);
+    kv_list_clear(&s->labels);
+    taint_list_clear(&s->taints);
+    kv_list_clear(&s->extra_resources);
 }
 
 /* Sizes of one group: managed groups need max_size and min <= size <= max; unmanaged
@@ -1409,12 +1387,12 @@ static bool parse_ap_label_sets(load_ctx_t *ctx, const yaml_tree_node_t *node, c
         path_index(sub, path, i);
         kv_list_t l = {0};
         if (!parse_labels(ctx, item, sub, &l, NULL)) {
-            kv_list_free(&l);
+            kv_list_clear(&l);
             continue;
         }
         kv_list_t *slot = ctx_grow(ctx, &ap->label_sets, &ap->label_sets_count, sizeof(l));
         if (slot == NULL) {
-            kv_list_free(&l);
+            kv_list_clear(&l);
             return false;
         }
         *slot = l;
@@ -1732,7 +1710,7 @@ void config_free(frugal_config_t *cfg) {
     strings_free(ap->machine_types, ap->machine_types_count);
     strings_free(ap->zones, ap->zones_count);
     for (size_t i = 0; i < ap->label_sets_count; i++) {
-        kv_list_free(&ap->label_sets[i]);
+        kv_list_clear(&ap->label_sets[i]);
     }
     free(ap->label_sets);
     free(cfg->ranking.preferred_nodes);

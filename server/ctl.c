@@ -18,6 +18,7 @@
 
 #include <grpc/support/log.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "externalgrpc.pb-c.h"
 #include "health.pb-c.h"
@@ -41,24 +42,6 @@ static const ctl_verb_t *ctl__find_verb(const char *name);
 
 /* ------------------------------------------------------------------------------------
  * Small helpers: allocation (a CLI may exit on out-of-memory), parsing, output. */
-
-static void *ctl__xcalloc(size_t n, size_t size) {
-    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
-    if (p == NULL) {
-        fputs("error: out of memory\n", stderr);
-        exit(1);
-    }
-    return p;
-}
-
-static char *ctl__xstrdup(const char *s) {
-    char *p = strdup(s != NULL ? s : "");
-    if (p == NULL) {
-        fputs("error: out of memory\n", stderr);
-        exit(1);
-    }
-    return p;
-}
 
 static const char *ctl__str(const char *s) {
     return s != NULL ? s : "";
@@ -221,71 +204,6 @@ static void ctl__yaml_kv(int indent, const char *key, const char *value) {
     putchar('\n');
 }
 
-/* A column-aligned table; cells are copied. */
-typedef struct ctl_table {
-    size_t ncols;
-    size_t nrows; /* including the header row */
-    size_t cap;
-    char **cells; /* row-major */
-} ctl_table_t;
-
-static void ctl__table_row(ctl_table_t *t, ...) {
-    if (t->nrows == t->cap) {
-        t->cap = t->cap == 0 ? 8 : t->cap * 2;
-        char **bigger = realloc(t->cells, t->cap * t->ncols * sizeof(char *));
-        if (bigger == NULL) {
-            fputs("error: out of memory\n", stderr);
-            exit(1);
-        }
-        t->cells = bigger;
-    }
-    va_list ap;
-    va_start(ap, t);
-    for (size_t c = 0; c < t->ncols; c++) {
-        t->cells[t->nrows * t->ncols + c] = ctl__xstrdup(va_arg(ap, const char *));
-    }
-    va_end(ap);
-    t->nrows++;
-}
-
-/* Print and free the table. */
-static void ctl__table_flush(ctl_table_t *t) {
-    size_t *width = ctl__xcalloc(t->ncols, sizeof(size_t));
-    for (size_t r = 0; r < t->nrows; r++) {
-        for (size_t c = 0; c < t->ncols; c++) {
-            size_t n = strlen(t->cells[r * t->ncols + c]);
-            if (n > width[c]) {
-                width[c] = n;
-            }
-        }
-    }
-    for (size_t r = 0; r < t->nrows; r++) {
-        char **row = &t->cells[r * t->ncols];
-        /* Pad only up to the last non-empty cell: no trailing blanks. */
-        size_t last = 0;
-        for (size_t c = 0; c < t->ncols; c++) {
-            if (row[c][0] != '\0') {
-                last = c;
-            }
-        }
-        for (size_t c = 0; c <= last; c++) {
-            if (c < last) {
-                printf("%-*s  ", (int)width[c], row[c]);
-            } else {
-                fputs(row[c], stdout);
-            }
-        }
-        putchar('\n');
-        for (size_t c = 0; c < t->ncols; c++) {
-            free(row[c]);
-        }
-    }
-    free(width);
-    free(t->cells);
-    t->cells = NULL;
-    t->nrows = t->cap = 0;
-}
-
 /* Print the usage of a verb; returns 2, the exit status of a usage error. */
 static int ctl__usage_verb(const char *verb) {
     const ctl_verb_t *v = ctl__find_verb(verb);
@@ -309,7 +227,7 @@ static const char *ctl__optarg(int argc, char **argv, int *i) {
 int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *req,
              const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp) {
     size_t len = protobuf_c_message_get_packed_size(req);
-    uint8_t *body = ctl__xcalloc(len, 1);
+    uint8_t *body = cli_xcalloc(len, 1);
     protobuf_c_message_pack(req, body);
 
     uint8_t *reply = NULL;
@@ -350,8 +268,8 @@ typedef struct ctl_node_args {
 static void ctl__node_args_init(ctl_node_args_t *a, int argc) {
     EG(ExternalGrpcNode) init = EG_INIT(EXTERNAL_GRPC_NODE);
     a->node = init;
-    a->entries = ctl__xcalloc((size_t)argc, sizeof(*a->entries));
-    a->ptrs = ctl__xcalloc((size_t)argc, sizeof(*a->ptrs));
+    a->entries = cli_xcalloc((size_t)argc, sizeof(*a->entries));
+    a->ptrs = cli_xcalloc((size_t)argc, sizeof(*a->ptrs));
     a->node.labels = a->ptrs;
 }
 
@@ -365,8 +283,8 @@ static void ctl__node_args_free(ctl_node_args_t *a) {
 
 /* Add "k=v" as a label; false when malformed. */
 static bool ctl__node_args_label(ctl_node_args_t *a, const char *kv) {
-    const char *eq = strchr(kv, '=');
-    if (eq == NULL || eq == kv) {
+    size_t key_len;
+    if (cli_split_kv(kv, &key_len) == NULL) {
         fprintf(stderr, "frugal ctl: label %s is not KEY=VALUE\n", kv);
         return false;
     }
@@ -374,9 +292,9 @@ static bool ctl__node_args_label(ctl_node_args_t *a, const char *kv) {
     ctl_label_entry_t *e = &a->entries[a->node.n_labels];
     *e = init;
     /* One allocation holds "key\0value". */
-    e->key = ctl__xstrdup(kv);
-    e->key[eq - kv] = '\0';
-    e->value = e->key + (eq - kv) + 1;
+    e->key = cli_xstrdup(kv);
+    e->key[key_len] = '\0';
+    e->value = e->key + key_len + 1;
     a->ptrs[a->node.n_labels++] = e;
     return true;
 }
@@ -438,15 +356,15 @@ static void ctl__print_groups(ctl_format_t format, EG(NodeGroup) *const *groups,
         }
         return;
     }
-    ctl_table_t t = {.ncols = 4};
-    ctl__table_row(&t, "ID", "MIN", "MAX", "DEBUG");
+    cli_table_t t = {.ncols = 4};
+    cli_table_row(&t, "ID", "MIN", "MAX", "DEBUG");
     for (size_t i = 0; i < n; i++) {
         char min[16], max[16];
         snprintf(min, sizeof(min), "%d", groups[i]->minsize);
         snprintf(max, sizeof(max), "%d", groups[i]->maxsize);
-        ctl__table_row(&t, groups[i]->id, min, max, ctl__str(groups[i]->debug));
+        cli_table_row(&t, groups[i]->id, min, max, ctl__str(groups[i]->debug));
     }
-    ctl__table_flush(&t);
+    cli_table_flush(&t, 0);
 }
 
 static int ctl_verb_node_groups(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
@@ -603,8 +521,8 @@ static int ctl_verb_delete_nodes(rpc_client_t *client, ctl_format_t format, int 
         return ctl__usage_verb(argv[0]);
     }
     size_t n = (size_t)argc - 2;
-    EG(ExternalGrpcNode) *nodes = ctl__xcalloc(n, sizeof(*nodes));
-    EG(ExternalGrpcNode) **ptrs = ctl__xcalloc(n, sizeof(*ptrs));
+    EG(ExternalGrpcNode) *nodes = cli_xcalloc(n, sizeof(*nodes));
+    EG(ExternalGrpcNode) **ptrs = cli_xcalloc(n, sizeof(*ptrs));
     for (size_t i = 0; i < n; i++) {
         EG(ExternalGrpcNode) init = EG_INIT(EXTERNAL_GRPC_NODE);
         nodes[i] = init;
@@ -648,12 +566,12 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
     if (rc != 0) {
         return rc;
     }
-    ctl_table_t t = {.ncols = 5};
+    cli_table_t t = {.ncols = 5};
     if (format == CTL_FORMAT_YAML && resp->n_instances == 0) {
         puts("[]");
     }
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_row(&t, "ID", "STATE", "ERROR", "CLASS", "MESSAGE");
+        cli_table_row(&t, "ID", "STATE", "ERROR", "CLASS", "MESSAGE");
     }
     for (size_t i = 0; i < resp->n_instances; i++) {
         EG(Instance) *in = resp->instances[i];
@@ -675,12 +593,12 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
             if (ei != NULL) {
                 snprintf(cls, sizeof(cls), "%d", ei->instanceerrorclass);
             }
-            ctl__table_row(&t, in->id, state, ei != NULL ? ei->errorcode : "", cls,
-                           ei != NULL ? ei->errormessage : "");
+            cli_table_row(&t, in->id, state, ei != NULL ? ei->errorcode : "", cls,
+                          ei != NULL ? ei->errormessage : "");
         }
     }
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_flush(&t);
+        cli_table_flush(&t, 0);
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
@@ -757,8 +675,8 @@ static void ctl__print_node_table(const k8s_node_t *node) {
         printf("      <none>\n");
     }
     printf("\n");
-    ctl_table_t t = {.ncols = 3};
-    ctl__table_row(&t, "RESOURCE", "CAPACITY", "ALLOCATABLE");
+    cli_table_t t = {.ncols = 3};
+    cli_table_row(&t, "RESOURCE", "CAPACITY", "ALLOCATABLE");
     for (size_t i = 0; st != NULL && i < st->n_capacity; i++) {
         const char *alloc = "";
         for (size_t j = 0; j < st->n_allocatable; j++) {
@@ -766,18 +684,18 @@ static void ctl__print_node_table(const k8s_node_t *node) {
                 alloc = ctl__quantity(st->allocatable[j]->value);
             }
         }
-        ctl__table_row(&t, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value), alloc);
+        cli_table_row(&t, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value), alloc);
     }
-    ctl__table_flush(&t);
+    cli_table_flush(&t, 0);
     printf("\n");
     t.ncols = 4;
-    ctl__table_row(&t, "CONDITION", "STATUS", "REASON", "MESSAGE");
+    cli_table_row(&t, "CONDITION", "STATUS", "REASON", "MESSAGE");
     for (size_t i = 0; st != NULL && i < st->n_conditions; i++) {
         const k8s_node_condition_t *c = st->conditions[i];
-        ctl__table_row(&t, ctl__str(c->type), ctl__str(c->status), ctl__str(c->reason),
-                       ctl__str(c->message));
+        cli_table_row(&t, ctl__str(c->type), ctl__str(c->status), ctl__str(c->reason),
+                      ctl__str(c->message));
     }
-    ctl__table_flush(&t);
+    cli_table_flush(&t, 0);
 }
 
 /* template ID: decodes nodeBytes (field 2), else the legacy nodeInfo (field 1). */
@@ -952,9 +870,9 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
         {"scaleDownUnreadyDuration", v[4]},
         {"maxNodeProvisionDuration", v[5]},
     };
-    ctl_table_t t = {.ncols = 2};
+    cli_table_t t = {.ncols = 2};
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_row(&t, "OPTION", "VALUE");
+        cli_table_row(&t, "OPTION", "VALUE");
     }
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         if (format == CTL_FORMAT_YAML) {
@@ -967,11 +885,11 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
             }
             putchar('\n');
         } else {
-            ctl__table_row(&t, rows[i][0], rows[i][1]);
+            cli_table_row(&t, rows[i][0], rows[i][1]);
         }
     }
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_flush(&t);
+        cli_table_flush(&t, 0);
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
@@ -1126,7 +1044,7 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
     pod.metadata = &meta;
     pod.spec = &spec;
     size_t pod_len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
-    uint8_t *pod_buf = ctl__xcalloc(pod_len, 1);
+    uint8_t *pod_buf = cli_xcalloc(pod_len, 1);
     k8s__io__api__core__v1__pod__pack(&pod, pod_buf);
 
     ctl_period_t p;
@@ -1189,9 +1107,9 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
     if (rc != 0) {
         return rc;
     }
-    ctl_table_t t = {.ncols = 2};
+    cli_table_t t = {.ncols = 2};
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_row(&t, "GPU TYPE", "ANY TYPE URL");
+        cli_table_row(&t, "GPU TYPE", "ANY TYPE URL");
     } else if (resp->n_gputypes == 0) {
         puts("{}");
     }
@@ -1203,11 +1121,11 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
             printf(":\n");
             ctl__yaml_kv(2, "typeUrl", url);
         } else {
-            ctl__table_row(&t, resp->gputypes[i]->key, url);
+            cli_table_row(&t, resp->gputypes[i]->key, url);
         }
     }
     if (format == CTL_FORMAT_TABLE) {
-        ctl__table_flush(&t);
+        cli_table_flush(&t, 0);
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
@@ -1229,42 +1147,28 @@ static int ctl_verb_cleanup(rpc_client_t *client, ctl_format_t format, int argc,
     return ctl__call_empty(client, EG_PATH("Cleanup"), &req.base, EG_DESC(cleanup_response));
 }
 
-/* Read all of a file ("-" = stdin) into a malloc'ed buffer. */
+/* Read all of a file ("-" = stdin) into a malloc'ed buffer; 0, or -1 after saying why. */
 static int ctl__read_file(const char *path, uint8_t **data, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    bool from_stdin = strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (f == NULL) {
         fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    size_t cap = 65536, n = 0;
-    uint8_t *buf = ctl__xcalloc(cap, 1);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            uint8_t *bigger = realloc(buf, cap);
-            if (bigger == NULL) {
-                fputs("error: out of memory\n", stderr);
-                exit(1);
-            }
-            buf = bigger;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            break;
-        }
-    }
-    int failed = ferror(f);
-    if (f != stdin) {
+    char *buf = NULL;
+    int rc = cli_read_stream(f, &buf, len);
+    if (!from_stdin) {
         fclose(f);
     }
-    if (failed) {
+    if (rc == ENOMEM) {
+        fputs("error: out of memory\n", stderr);
+        exit(1);
+    }
+    if (rc != 0) {
         fprintf(stderr, "frugal ctl: %s: read error\n", path);
-        free(buf);
         return -1;
     }
-    *data = buf;
-    *len = n;
+    *data = (uint8_t *)buf;
     return 0;
 }
 

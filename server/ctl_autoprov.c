@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "ctl.h"
 #include "frugal.pb-c.h"
 #include "k8s.h"
@@ -22,97 +23,6 @@
 /* ------------------------------------------------------------------------------------
  * Output helpers
  * ---------------------------------------------------------------------------------- */
-
-static void *ctl_ap__xcalloc(size_t n, size_t size) {
-    void *p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
-    if (p == NULL) {
-        fputs("error: out of memory\n", stderr);
-        exit(1);
-    }
-    return p;
-}
-
-static char *ctl_ap__xstrdup(const char *s) {
-    char *p = strdup(s != NULL ? s : "");
-    if (p == NULL) {
-        fputs("error: out of memory\n", stderr);
-        exit(1);
-    }
-    return p;
-}
-
-/* A YAML double-quoted scalar: always safe, whatever the text. */
-static void ctl_ap__yaml_str(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            printf("\\x%02x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
-static void ctl_ap__yaml_kv(int indent, const char *key, const char *value) {
-    printf("%*s%s: ", indent, "", key);
-    ctl_ap__yaml_str(value);
-    putchar('\n');
-}
-
-/* A column-aligned table of copied cells, printed and freed by table_flush. */
-typedef struct ctl_ap_table {
-    size_t ncols, nrows, cap;
-    char **cells;
-} ctl_ap_table_t;
-
-static void ctl_ap__row(ctl_ap_table_t *t, ...) {
-    if (t->nrows == t->cap) {
-        t->cap = t->cap > 0 ? t->cap * 2 : 8;
-        char **cells = realloc(t->cells, t->cap * t->ncols * sizeof(*cells));
-        if (cells == NULL) {
-            fputs("error: out of memory\n", stderr);
-            exit(1);
-        }
-        t->cells = cells;
-    }
-    va_list ap;
-    va_start(ap, t);
-    for (size_t c = 0; c < t->ncols; c++)
-        t->cells[t->nrows * t->ncols + c] = ctl_ap__xstrdup(va_arg(ap, const char *));
-    va_end(ap);
-    t->nrows++;
-}
-
-static void ctl_ap__flush(ctl_ap_table_t *t) {
-    size_t *w = ctl_ap__xcalloc(t->ncols, sizeof(*w));
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < t->ncols; c++) {
-            size_t n = strlen(t->cells[r * t->ncols + c]);
-            if (n > w[c])
-                w[c] = n;
-        }
-    for (size_t r = 0; r < t->nrows; r++) {
-        char **row = &t->cells[r * t->ncols];
-        size_t last = 0;
-        for (size_t c = 0; c < t->ncols; c++)
-            if (row[c][0] != '\0')
-                last = c;
-        for (size_t c = 0; c <= last; c++) {
-            if (c < last)
-                printf("%-*s  ", (int)w[c], row[c]);
-            else
-                fputs(row[c], stdout);
-        }
-        putchar('\n');
-        for (size_t c = 0; c < t->ncols; c++)
-            free(row[c]);
-    }
-    free(w);
-    free(t->cells);
-    memset(t, 0, sizeof(*t));
-}
 
 static int ctl_ap__usage(const char *verb, const char *usage) {
     fprintf(stderr, "usage: frugal ctl [OPTIONS] %s %s\n", verb, usage);
@@ -132,7 +42,7 @@ static char *ctl_ap__join_labels(size_t n, char *const *keys, char *const *value
     size_t len = 1;
     for (size_t i = 0; i < n; i++)
         len += strlen(keys[i]) + strlen(values[i]) + 2;
-    char *s = ctl_ap__xcalloc(len, 1);
+    char *s = cli_xcalloc(len, 1);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             strcat(s, ",");
@@ -147,7 +57,7 @@ static char *ctl_ap__join_taints(size_t n, AP(Taint) *const *taints) {
     size_t len = 1;
     for (size_t i = 0; i < n; i++)
         len += strlen(taints[i]->key) + strlen(taints[i]->value) + strlen(taints[i]->effect) + 3;
-    char *s = ctl_ap__xcalloc(len, 1);
+    char *s = cli_xcalloc(len, 1);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             strcat(s, ",");
@@ -170,11 +80,11 @@ static void ctl_ap__yaml_taints(int indent, size_t n, AP(Taint) *const *taints) 
     printf("%*staints:\n", indent, "");
     for (size_t i = 0; i < n; i++) {
         printf("%*s- key: ", indent, "");
-        ctl_ap__yaml_str(taints[i]->key);
+        cli_yaml_str(taints[i]->key);
         printf("\n%*s  value: ", indent, "");
-        ctl_ap__yaml_str(taints[i]->value);
+        cli_yaml_str(taints[i]->value);
         printf("\n%*s  effect: ", indent, "");
-        ctl_ap__yaml_str(taints[i]->effect);
+        cli_yaml_str(taints[i]->effect);
         putchar('\n');
     }
 }
@@ -197,25 +107,25 @@ static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int a
         for (size_t i = 0; i < resp->n_machine_types; i++) {
             const AP(MachineType) *t = resp->machine_types[i];
             printf("- name: ");
-            ctl_ap__yaml_str(t->name);
+            cli_yaml_str(t->name);
             printf("\n  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
                    t->cpu_milli, t->memory_bytes, (int)t->gpu);
             if (t->gpu_type[0] != '\0')
-                ctl_ap__yaml_kv(2, "gpu_type", t->gpu_type);
+                cli_yaml_kv(2, "gpu_type", t->gpu_type);
             printf("  price: %.6f\n", t->price);
         }
     } else {
-        ctl_ap_table_t t = {5, 0, 0, NULL};
-        ctl_ap__row(&t, "NAME", "CPU", "MEMORY", "GPU", "PRICE/H");
+        cli_table_t t = {5, 0, 0, NULL};
+        cli_table_row(&t, "NAME", "CPU", "MEMORY", "GPU", "PRICE/H");
         for (size_t i = 0; i < resp->n_machine_types; i++) {
             const AP(MachineType) *m = resp->machine_types[i];
             snprintf(gpu, sizeof(gpu), "%d%s%s", (int)m->gpu, m->gpu_type[0] ? " " : "",
                      m->gpu_type);
             snprintf(price, sizeof(price), "%.6f", m->price);
-            ctl_ap__row(&t, m->name, ctl_ap__cores(m->cpu_milli, cpu, sizeof(cpu)),
-                        quantity_format_bytes(m->memory_bytes, mem, sizeof(mem)), gpu, price);
+            cli_table_row(&t, m->name, ctl_ap__cores(m->cpu_milli, cpu, sizeof(cpu)),
+                          quantity_format_bytes(m->memory_bytes, mem, sizeof(mem)), gpu, price);
         }
-        ctl_ap__flush(&t);
+        cli_table_flush(&t, 0);
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
@@ -235,12 +145,12 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
         for (size_t i = 0; i < resp->n_limits; i++) {
             const AP(ResourceLimit) *l = resp->limits[i];
             printf("- resource: ");
-            ctl_ap__yaml_str(l->resource);
+            cli_yaml_str(l->resource);
             printf("\n  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
         }
     } else {
-        ctl_ap_table_t t = {3, 0, 0, NULL};
-        ctl_ap__row(&t, "RESOURCE", "MIN", "MAX");
+        cli_table_t t = {3, 0, 0, NULL};
+        cli_table_row(&t, "RESOURCE", "MIN", "MAX");
         for (size_t i = 0; i < resp->n_limits; i++) {
             const AP(ResourceLimit) *l = resp->limits[i];
             bool memory = strcmp(l->resource, "memory") == 0;
@@ -254,9 +164,9 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
                 quantity_format_bytes(l->max, max, sizeof(max));
             else
                 snprintf(max, sizeof(max), "%" PRId64, l->max);
-            ctl_ap__row(&t, l->resource, min, max);
+            cli_table_row(&t, l->resource, min, max);
         }
-        ctl_ap__flush(&t);
+        cli_table_flush(&t, 0);
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
@@ -269,24 +179,24 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
 static void ctl_ap__print_group(ctl_format_t format, const AP(GroupInfo) * g) {
     if (g == NULL)
         return;
-    char **keys = ctl_ap__xcalloc(g->n_labels, sizeof(*keys));
-    char **values = ctl_ap__xcalloc(g->n_labels, sizeof(*values));
+    char **keys = cli_xcalloc(g->n_labels, sizeof(*keys));
+    char **values = cli_xcalloc(g->n_labels, sizeof(*values));
     for (size_t i = 0; i < g->n_labels; i++) {
         keys[i] = g->labels[i]->key;
         values[i] = g->labels[i]->value;
     }
     if (format == CTL_FORMAT_YAML) {
-        ctl_ap__yaml_kv(0, "id", g->id);
+        cli_yaml_kv(0, "id", g->id);
         printf("exists: %s\nautoprovisioned: %s\n", g->exists ? "true" : "false",
                g->autoprovisioned ? "true" : "false");
-        ctl_ap__yaml_kv(0, "machine_type", g->machine_type);
-        ctl_ap__yaml_kv(0, "zone", g->zone);
+        cli_yaml_kv(0, "machine_type", g->machine_type);
+        cli_yaml_kv(0, "zone", g->zone);
         printf("labels:%s\n", g->n_labels == 0 ? " {}" : "");
         for (size_t i = 0; i < g->n_labels; i++) {
             printf("  ");
-            ctl_ap__yaml_str(keys[i]);
+            cli_yaml_str(keys[i]);
             printf(": ");
-            ctl_ap__yaml_str(values[i]);
+            cli_yaml_str(values[i]);
             putchar('\n');
         }
         ctl_ap__yaml_taints(0, g->n_taints, g->taints);
@@ -299,12 +209,12 @@ static void ctl_ap__print_group(ctl_format_t format, const AP(GroupInfo) * g) {
         snprintf(min, sizeof(min), "%d", (int)g->min_size);
         snprintf(max, sizeof(max), "%d", (int)g->max_size);
         snprintf(target, sizeof(target), "%d", (int)g->target_size);
-        ctl_ap_table_t t = {10, 0, 0, NULL};
-        ctl_ap__row(&t, "ID", "EXISTS", "AUTOPROVISIONED", "MACHINE TYPE", "ZONE", "MIN", "MAX",
-                    "TARGET", "LABELS", "TAINTS");
-        ctl_ap__row(&t, g->id, g->exists ? "yes" : "no", g->autoprovisioned ? "yes" : "no",
-                    g->machine_type, g->zone, min, max, target, labels, taints);
-        ctl_ap__flush(&t);
+        cli_table_t t = {10, 0, 0, NULL};
+        cli_table_row(&t, "ID", "EXISTS", "AUTOPROVISIONED", "MACHINE TYPE", "ZONE", "MIN", "MAX",
+                      "TARGET", "LABELS", "TAINTS");
+        cli_table_row(&t, g->id, g->exists ? "yes" : "no", g->autoprovisioned ? "yes" : "no",
+                      g->machine_type, g->zone, min, max, target, labels, taints);
+        cli_table_flush(&t, 0);
         free(labels);
         free(taints);
     }
@@ -321,14 +231,15 @@ typedef struct ctl_ap_kvs {
 /* Split "k=v" (sep '=') into a new entry; false when there is no separator. The three
  * map entry types of NewNodeGroupRequest share one layout; each gets its descriptor. */
 static bool ctl_ap__kv(ctl_ap_kvs_t *l, const ProtobufCMessageDescriptor *desc, char *arg) {
-    char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
+    size_t key_len;
+    const char *value = cli_split_kv(arg, &key_len);
+    if (value == NULL)
         return false;
-    *eq = '\0';
+    arg[key_len] = '\0';
     AP(NewNodeGroupRequest__LabelsEntry) *e = &l->items[l->count];
     protobuf_c_message_init(desc, e);
     e->key = arg;
-    e->value = eq + 1;
+    e->value = arg + key_len + 1;
     l->ptrs[l->count] = e;
     l->count++;
     return true;
@@ -359,14 +270,14 @@ static const char *const ctl_ap_new_usage =
 static int ctl_ap_new_node_group(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
     AP(NewNodeGroupRequest) req = AP_INIT(NEW_NODE_GROUP_REQUEST);
     size_t max = (size_t)argc;
-    ctl_ap_kvs_t labels = {ctl_ap__xcalloc(max, sizeof(*labels.items)),
-                           ctl_ap__xcalloc(max, sizeof(*labels.ptrs)), 0};
-    ctl_ap_kvs_t system = {ctl_ap__xcalloc(max, sizeof(*system.items)),
-                           ctl_ap__xcalloc(max, sizeof(*system.ptrs)), 0};
-    ctl_ap_kvs_t extra = {ctl_ap__xcalloc(max, sizeof(*extra.items)),
-                          ctl_ap__xcalloc(max, sizeof(*extra.ptrs)), 0};
-    AP(Taint) *taints = ctl_ap__xcalloc(max, sizeof(*taints));
-    AP(Taint) **taint_ptrs = ctl_ap__xcalloc(max, sizeof(*taint_ptrs));
+    ctl_ap_kvs_t labels = {cli_xcalloc(max, sizeof(*labels.items)),
+                           cli_xcalloc(max, sizeof(*labels.ptrs)), 0};
+    ctl_ap_kvs_t system = {cli_xcalloc(max, sizeof(*system.items)),
+                           cli_xcalloc(max, sizeof(*system.ptrs)), 0};
+    ctl_ap_kvs_t extra = {cli_xcalloc(max, sizeof(*extra.items)),
+                          cli_xcalloc(max, sizeof(*extra.ptrs)), 0};
+    AP(Taint) *taints = cli_xcalloc(max, sizeof(*taints));
+    AP(Taint) **taint_ptrs = cli_xcalloc(max, sizeof(*taint_ptrs));
     size_t ntaints = 0;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
@@ -464,7 +375,7 @@ static int ctl_ap_delete(rpc_client_t *client, ctl_format_t format, int argc, ch
         return 1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     if (format == CTL_FORMAT_YAML)
-        ctl_ap__yaml_kv(0, "deleted", argv[1]);
+        cli_yaml_kv(0, "deleted", argv[1]);
     else
         printf("deleted %s\n", argv[1]);
     return 0;
@@ -564,12 +475,12 @@ static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, c
     size_t nsel = sel != NULL && sel->type == YAML_TREE_MAPPING ? sel->u.mapping.count : 0;
     if (sel != NULL && sel->type != YAML_TREE_MAPPING && !yaml_tree_is_null(sel))
         return ctl_ap__file_error(f, sel, "node_selector: expected a mapping");
-    ctl_ap_sel_t *sels = ctl_ap__xcalloc(nsel, sizeof(*sels));
-    ctl_ap_sel_t **sel_ptrs = ctl_ap__xcalloc(nsel, sizeof(*sel_ptrs));
+    ctl_ap_sel_t *sels = cli_xcalloc(nsel, sizeof(*sels));
+    ctl_ap_sel_t **sel_ptrs = cli_xcalloc(nsel, sizeof(*sel_ptrs));
     const yaml_tree_node_t *tols = yaml_tree_mapping_get(item, "tolerations");
     size_t ntol = tols != NULL && tols->type == YAML_TREE_SEQUENCE ? tols->u.sequence.count : 0;
-    k8s_toleration_t *tol = ctl_ap__xcalloc(ntol, sizeof(*tol));
-    k8s_toleration_t **tol_ptrs = ctl_ap__xcalloc(ntol, sizeof(*tol_ptrs));
+    k8s_toleration_t *tol = cli_xcalloc(ntol, sizeof(*tol));
+    k8s_toleration_t **tol_ptrs = cli_xcalloc(ntol, sizeof(*tol_ptrs));
     int rc = 0;
     if (tols != NULL && tols->type != YAML_TREE_SEQUENCE && !yaml_tree_is_null(tols))
         rc = ctl_ap__file_error(f, tols, "tolerations: expected a list");
@@ -623,7 +534,7 @@ static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, c
             f->pods = pods;
         }
         size_t len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
-        uint8_t *buf = ctl_ap__xcalloc(len, 1);
+        uint8_t *buf = cli_xcalloc(len, 1);
         k8s__io__api__core__v1__pod__pack(&pod, buf);
         f->pods[f->count].data = buf;
         f->pods[f->count].len = len;
@@ -642,22 +553,18 @@ static int ctl_ap__load_pods(ctl_ap_podfile_t *f) {
         fprintf(stderr, "frugal ctl: cannot open %s: %s\n", f->path, strerror(errno));
         return 2;
     }
-    size_t cap = 4096, len = 0;
-    char *text = ctl_ap__xcalloc(cap, 1);
-    size_t got;
-    while ((got = fread(text + len, 1, cap - len, fp)) > 0) {
-        len += got;
-        if (len == cap) {
-            cap *= 2;
-            char *bigger = realloc(text, cap);
-            if (bigger == NULL) {
-                fputs("error: out of memory\n", stderr);
-                exit(1);
-            }
-            text = bigger;
-        }
-    }
+    char *text = NULL;
+    size_t len = 0;
+    int err = cli_read_stream(fp, &text, &len);
     fclose(fp);
+    if (err == ENOMEM) {
+        fputs("error: out of memory\n", stderr);
+        exit(1);
+    }
+    if (err != 0) {
+        fprintf(stderr, "frugal ctl: cannot read %s: %s\n", f->path, strerror(err));
+        return 2;
+    }
     yaml_tree_node_t *root = NULL;
     yaml_tree_error_t yerr;
     int rc = 0;
@@ -733,16 +640,16 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
         for (size_t i = 0; i < resp->n_proposals; i++) {
             const AP(Proposal) *p = resp->proposals[i];
             printf("- group_id: ");
-            ctl_ap__yaml_str(p->group_id);
+            cli_yaml_str(p->group_id);
             putchar('\n');
-            ctl_ap__yaml_kv(2, "machine_type", p->machine_type);
-            ctl_ap__yaml_kv(2, "zone", p->zone);
+            cli_yaml_kv(2, "machine_type", p->machine_type);
+            cli_yaml_kv(2, "zone", p->zone);
             printf("  labels:%s\n", p->n_labels == 0 ? " {}" : "");
             for (size_t j = 0; j < p->n_labels; j++) {
                 printf("    ");
-                ctl_ap__yaml_str(p->labels[j]->key);
+                cli_yaml_str(p->labels[j]->key);
                 printf(": ");
-                ctl_ap__yaml_str(p->labels[j]->value);
+                cli_yaml_str(p->labels[j]->value);
                 putchar('\n');
             }
             ctl_ap__yaml_taints(2, p->n_taints, p->taints);
@@ -751,24 +658,24 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
             printf("  pods:%s\n", p->n_pods == 0 ? " []" : "");
             for (size_t j = 0; j < p->n_pods; j++) {
                 printf("  - ");
-                ctl_ap__yaml_str(p->pods[j]);
+                cli_yaml_str(p->pods[j]);
                 putchar('\n');
             }
         }
         printf("unschedulable_pods:%s\n", resp->n_unschedulable_pods == 0 ? " []" : "");
         for (size_t j = 0; j < resp->n_unschedulable_pods; j++) {
             printf("- ");
-            ctl_ap__yaml_str(resp->unschedulable_pods[j]);
+            cli_yaml_str(resp->unschedulable_pods[j]);
             putchar('\n');
         }
     } else {
-        ctl_ap_table_t t = {9, 0, 0, NULL};
-        ctl_ap__row(&t, "GROUP", "MACHINE TYPE", "ZONE", "NODES", "PODS", "SCORE", "EXISTS",
-                    "LABELS", "TAINTS");
+        cli_table_t t = {9, 0, 0, NULL};
+        cli_table_row(&t, "GROUP", "MACHINE TYPE", "ZONE", "NODES", "PODS", "SCORE", "EXISTS",
+                      "LABELS", "TAINTS");
         for (size_t i = 0; i < resp->n_proposals; i++) {
             const AP(Proposal) *p = resp->proposals[i];
-            char **keys = ctl_ap__xcalloc(p->n_labels, sizeof(*keys));
-            char **values = ctl_ap__xcalloc(p->n_labels, sizeof(*values));
+            char **keys = cli_xcalloc(p->n_labels, sizeof(*keys));
+            char **values = cli_xcalloc(p->n_labels, sizeof(*values));
             for (size_t j = 0; j < p->n_labels; j++) {
                 keys[j] = p->labels[j]->key;
                 values[j] = p->labels[j]->value;
@@ -779,14 +686,14 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
             snprintf(nodes, sizeof(nodes), "%d", (int)p->node_count);
             snprintf(pods, sizeof(pods), "%zu", p->n_pods);
             snprintf(score, sizeof(score), "%.4f", p->score);
-            ctl_ap__row(&t, p->group_id, p->machine_type, p->zone, nodes, pods, score,
-                        p->exists ? "yes" : "no", labels, taints);
+            cli_table_row(&t, p->group_id, p->machine_type, p->zone, nodes, pods, score,
+                          p->exists ? "yes" : "no", labels, taints);
             free(labels);
             free(taints);
             free(keys);
             free(values);
         }
-        ctl_ap__flush(&t);
+        cli_table_flush(&t, 0);
         if (resp->n_unschedulable_pods > 0) {
             printf("unschedulable:");
             for (size_t j = 0; j < resp->n_unschedulable_pods; j++)

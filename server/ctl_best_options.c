@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "cli.h"
 #include "ctl.h"
 #include "expander.pb-c.h"
 #include "k8s.h"
@@ -569,20 +570,6 @@ static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t 
                     (ProtobufCMessage **)resp);
 }
 
-static void bo_print_yaml_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\x%02x", (unsigned char)*s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
 {
     if (format == CTL_FORMAT_YAML) {
@@ -590,7 +577,7 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
         for (size_t i = 0; i < n; i++) {
             const bo_row_t *r = &rows[i];
             printf("  - group: ");
-            bo_print_yaml_string(r->option->nodegroupid);
+            cli_yaml_str(r->option->nodegroupid);
             printf("\n    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
                    r->winner ? "true" : "false", r->scored ? "true" : "false");
             if (r->scored) {
@@ -652,37 +639,6 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
     free(cells);
 }
 
-static char *bo_read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (n < cap)
-            break;
-        char *p = realloc(buf, cap * 2);
-        if (!p) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = p;
-        cap *= 2;
-    }
-    bool bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv)
 {
     const char *path = NULL;
@@ -702,9 +658,10 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         return 2;
     }
     size_t len = 0;
-    char *text = bo_read_file(path, &len);
-    if (!text) {
-        fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(errno));
+    char *text = NULL;
+    int err = cli_read_file(path, &text, &len);
+    if (err != 0) {
+        fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(err));
         return 2;
     }
     yaml_tree_node_t *root = NULL;

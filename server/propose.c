@@ -13,145 +13,11 @@
 #define PROPOSE_DEFAULT_EFFECT "NoSchedule"
 
 /* ------------------------------------------------------------------------------------
- * Plain list helpers
+ * Small helpers
  * ---------------------------------------------------------------------------------- */
-
-static void propose__kv_clear(kv_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
-
-static void propose__taints_clear(taint_list_t *l) {
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-        free(l->items[i].effect);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
 
 static const char *propose__s(const char *s) {
     return s != NULL ? s : "";
-}
-
-/* Position of key in the sorted list, or where it would go (*found false). */
-static size_t propose__kv_find(const kv_list_t *l, const char *key, bool *found) {
-    size_t lo = 0, hi = l->count;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(l->items[mid].key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
-}
-
-/* Put key=value into the sorted list. 0; 1 when key is there with another value
- * (list unchanged); FRUGAL_ENOMEM. */
-static int propose__kv_put(kv_list_t *l, const char *key, const char *value) {
-    bool found;
-    size_t at = propose__kv_find(l, key, &found);
-    if (found)
-        return strcmp(l->items[at].value, value) == 0 ? 0 : 1;
-    kv_t *items = realloc(l->items, (l->count + 1) * sizeof(*items));
-    if (items == NULL)
-        return FRUGAL_ENOMEM;
-    l->items = items;
-    char *k = strdup(key), *v = strdup(value);
-    if (k == NULL || v == NULL) {
-        free(k);
-        free(v);
-        return FRUGAL_ENOMEM;
-    }
-    memmove(&items[at + 1], &items[at], (l->count - at) * sizeof(*items));
-    items[at].key = k;
-    items[at].value = v;
-    l->count++;
-    return 0;
-}
-
-static int propose__taint_cmp(const taint_t *a, const taint_t *b) {
-    int c = strcmp(a->key, b->key);
-    if (c == 0)
-        c = strcmp(a->value, b->value);
-    if (c == 0)
-        c = strcmp(a->effect, b->effect);
-    return c;
-}
-
-/* Insert a taint keeping the list sorted and unique. 0 or FRUGAL_ENOMEM. */
-static int propose__taint_put(taint_list_t *l, const char *key, const char *value,
-                              const char *effect) {
-    taint_t t = {(char *)key, (char *)value, (char *)effect};
-    size_t at = 0;
-    while (at < l->count) {
-        int c = propose__taint_cmp(&l->items[at], &t);
-        if (c == 0)
-            return 0;
-        if (c > 0)
-            break;
-        at++;
-    }
-    taint_t *items = realloc(l->items, (l->count + 1) * sizeof(*items));
-    if (items == NULL)
-        return FRUGAL_ENOMEM;
-    l->items = items;
-    taint_t copy = {strdup(key), strdup(value), strdup(effect)};
-    if (copy.key == NULL || copy.value == NULL || copy.effect == NULL) {
-        free(copy.key);
-        free(copy.value);
-        free(copy.effect);
-        return FRUGAL_ENOMEM;
-    }
-    memmove(&items[at + 1], &items[at], (l->count - at) * sizeof(*items));
-    items[at] = copy;
-    l->count++;
-    return 0;
-}
-
-static int propose__taints_copy(taint_list_t *dst, const taint_list_t *src) {
-    memset(dst, 0, sizeof(*dst));
-    for (size_t i = 0; i < src->count; i++) {
-        const taint_t *t = &src->items[i];
-        if (propose__taint_put(dst, t->key, t->value, t->effect) != 0) {
-            propose__taints_clear(dst);
-            return FRUGAL_ENOMEM;
-        }
-    }
-    return 0;
-}
-
-static bool propose__kv_equal(const kv_list_t *a, const kv_list_t *b) {
-    if (a->count != b->count)
-        return false;
-    for (size_t i = 0; i < a->count; i++)
-        if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
-            strcmp(a->items[i].value, b->items[i].value) != 0)
-            return false;
-    return true;
-}
-
-static bool propose__taints_equal(const taint_list_t *a, const taint_list_t *b) {
-    if (a->count != b->count)
-        return false;
-    for (size_t i = 0; i < a->count; i++)
-        if (propose__taint_cmp(&a->items[i], &b->items[i]) != 0)
-            return false;
-    return true;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -167,14 +33,14 @@ static bool propose__custom_key(const char *key) {
 
 void propose_pod_clear(propose_pod_t *p) {
     free(p->name);
-    propose__kv_clear(&p->selector);
-    propose__taints_clear(&p->taints);
+    kv_list_clear(&p->selector);
+    taint_list_clear(&p->taints);
     memset(p, 0, sizeof(*p));
 }
 
 /* Add a selector pin; a second, different value for a key makes the pod impossible. */
 static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
-    int rc = propose__kv_put(&p->selector, key, value);
+    int rc = kv_list_put(&p->selector, key, value);
     if (rc == 1) {
         p->impossible = true;
         return 0;
@@ -224,7 +90,7 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
         bool exists = t->operator_ != NULL && strcmp(t->operator_, "Exists") == 0;
         const char *effect =
             t->effect != NULL && t->effect[0] != '\0' ? t->effect : PROPOSE_DEFAULT_EFFECT;
-        if (propose__taint_put(&p->taints, t->key, exists ? "" : propose__s(t->value), effect) != 0)
+        if (taint_list_put(&p->taints, t->key, exists ? "" : propose__s(t->value), effect) != 0)
             goto nomem;
     }
     return 0;
@@ -272,7 +138,7 @@ static const char *propose__get2(const propose_set_t *a, const kv_list_t *b, con
     const char *v = a != NULL ? propose__set_get(a, key) : NULL;
     if (v == NULL && b != NULL) {
         bool found;
-        size_t at = propose__kv_find(b, key, &found);
+        size_t at = kv_list_find(b, key, &found);
         if (found)
             v = b->items[at].value;
     }
@@ -394,13 +260,13 @@ static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size
      * hundreds of pods (quadratic only in the number of distinct ones). */
     for (size_t i = 0; i < n; i++) {
         size_t s = 0;
-        while (s < w->sels_count && !propose__kv_equal(w->sels[s], &pods[i].selector))
+        while (s < w->sels_count && !kv_list_equal(w->sels[s], &pods[i].selector))
             s++;
         if (s == w->sels_count)
             w->sels[w->sels_count++] = &pods[i].selector;
         w->sel_of[i] = s;
         size_t t = 0;
-        while (t < w->tsets_count && !propose__taints_equal(w->tsets[t], &pods[i].taints))
+        while (t < w->tsets_count && !taint_list_equal(w->tsets[t], &pods[i].taints))
             t++;
         if (t == w->tsets_count)
             w->tsets[w->tsets_count++] = &pods[i].taints;
@@ -453,8 +319,8 @@ typedef struct propose_out {
 
 static void propose__proposal_clear(propose_proposal_t *p) {
     free(p->group_id);
-    propose__kv_clear(&p->labels);
-    propose__taints_clear(&p->taints);
+    kv_list_clear(&p->labels);
+    taint_list_clear(&p->taints);
     free(p->pods);
     memset(p, 0, sizeof(*p));
 }
@@ -480,11 +346,11 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
     int rc = 0;
     for (size_t i = 0; i < set->count && rc == 0; i++)
         if (!propose__well_known(set->items[i]->key))
-            rc = propose__kv_put(&p.labels, set->items[i]->key, set->items[i]->value) < 0
+            rc = kv_list_put(&p.labels, set->items[i]->key, set->items[i]->value) < 0
                      ? FRUGAL_ENOMEM
                      : 0;
     if (rc == 0)
-        rc = propose__taints_copy(&p.taints, w->tsets[tset]);
+        rc = taint_list_copy(&p.taints, w->tsets[tset]);
     if (rc == 0)
         rc = autoprov_group_id(cfg->autoprovisioning.prefix != NULL ? cfg->autoprovisioning.prefix
                                                                     : "nap",

@@ -28,7 +28,6 @@ typedef int (*service_handler_fn)(service_ctx_t *ctx, grpc_byte_buffer *request,
 typedef struct service_method {
     const char *path;           /* "/package.Service/Method" */
     service_handler_fn handler;
-    bool mutates;               /* logged at info level */
 } service_method_t;
 
 typedef struct service_def {

@@ -363,26 +363,12 @@ static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record
         rc = rec_check_unused(ps, r);
     if (rc != 0)
         return rc;
-    size_t pos = 0;
-    while (pos < l->count) {
-        int cmp = strcmp(l->items[pos].key, key);
-        if (cmp == 0)
-            return parser_fail(ps, "%s %s given twice", what, key);
-        if (cmp > 0)
-            break;
-        pos++;
-    }
-    if (state__grow((void **)&l->items, l->count, sizeof(kv_t)) != 0)
+    bool found;
+    kv_list_find(l, key, &found);
+    if (found)
+        return parser_fail(ps, "%s %s given twice", what, key);
+    if (kv_list_put(l, key, value) != 0)
         return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
-    kv_t kv = {strdup(key), strdup(value)};
-    if (kv.key == NULL || kv.value == NULL) {
-        free(kv.key);
-        free(kv.value);
-        return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
-    }
-    memmove(&l->items[pos + 1], &l->items[pos], (l->count - pos) * sizeof(kv_t));
-    l->items[pos] = kv;
-    l->count++;
     return 0;
 }
 

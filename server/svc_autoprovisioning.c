@@ -155,10 +155,6 @@ out:
  * NewNodeGroup
  * ---------------------------------------------------------------------------------- */
 
-static int kv_cmp(const void *a, const void *b) {
-    return strcmp(((const kv_t *)a)->key, ((const kv_t *)b)->key);
-}
-
 static int taint_cmp(const void *a, const void *b) {
     const taint_t *x = a, *y = b;
     int c = strcmp(x->key, y->key);
@@ -167,30 +163,17 @@ static int taint_cmp(const void *a, const void *b) {
     return c;
 }
 
-/* Append key=value; a key already present with another value is refused (what names
- * the map for the message). */
+/* Add key=value to the sorted list l; a key already present with another value is
+ * refused (what names the map for the message). */
 static int kv_add(kv_list_t *l, const char *key, const char *value, const char *what,
                   frugal_err_t *err) {
-    for (size_t i = 0; i < l->count; i++) {
-        if (strcmp(l->items[i].key, key) == 0) {
-            if (strcmp(l->items[i].value, value) == 0)
-                return 0;
-            return frugal_err_set(err, FRUGAL_EINVAL, "%s: key %s given twice (\"%s\" and \"%s\")",
-                                  what, key, l->items[i].value, value);
-        }
-    }
-    kv_t *items = realloc(l->items, (l->count + 1) * sizeof(*items));
-    if (items == NULL)
+    bool found;
+    size_t at = kv_list_find(l, key, &found);
+    if (found && strcmp(l->items[at].value, value) != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: key %s given twice (\"%s\" and \"%s\")",
+                              what, key, l->items[at].value, value);
+    if (kv_list_put(l, key, value) < 0)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    l->items = items;
-    items[l->count].key = strdup(key);
-    items[l->count].value = strdup(value);
-    if (items[l->count].key == NULL || items[l->count].value == NULL) {
-        free(items[l->count].key);
-        free(items[l->count].value);
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    }
-    l->count++;
     return 0;
 }
 
@@ -272,8 +255,6 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
             (rc = kv_add(&spec->labels, k, v, "labels and system_labels", err)) != 0)
             return rc;
     }
-    if (spec->labels.count > 1)
-        qsort(spec->labels.items, spec->labels.count, sizeof(kv_t), kv_cmp);
 
     if (req->n_taints > 0) {
         spec->taints.items = calloc(req->n_taints, sizeof(taint_t));
@@ -322,8 +303,6 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
         if ((rc = kv_add(&spec->extra_resources, k, v, "extra_resources", err)) != 0)
             return rc;
     }
-    if (spec->extra_resources.count > 1)
-        qsort(spec->extra_resources.items, spec->extra_resources.count, sizeof(kv_t), kv_cmp);
 
     spec->machine_type = strdup(req->machine_type);
     if (spec->machine_type == NULL || (zone != NULL && (spec->zone = strdup(zone)) == NULL))
@@ -617,13 +596,13 @@ out:
 #define AP_PATH(method) "/frugal.v1.Autoprovisioning/" method
 
 static const service_method_t autoprovisioning_methods[] = {
-    {AP_PATH("GetAvailableMachineTypes"), ap_get_available_machine_types, false},
-    {AP_PATH("NewNodeGroup"), ap_new_node_group, true},
-    {AP_PATH("NodeGroupCreate"), ap_node_group_create, true},
-    {AP_PATH("NodeGroupDelete"), ap_node_group_delete, true},
-    {AP_PATH("NodeGroupInfo"), ap_node_group_info, false},
-    {AP_PATH("GetResourceLimiter"), ap_get_resource_limiter, false},
-    {AP_PATH("ProposeNodeGroups"), ap_propose_node_groups, false},
+    {AP_PATH("GetAvailableMachineTypes"), ap_get_available_machine_types},
+    {AP_PATH("NewNodeGroup"), ap_new_node_group},
+    {AP_PATH("NodeGroupCreate"), ap_node_group_create},
+    {AP_PATH("NodeGroupDelete"), ap_node_group_delete},
+    {AP_PATH("NodeGroupInfo"), ap_node_group_info},
+    {AP_PATH("GetResourceLimiter"), ap_get_resource_limiter},
+    {AP_PATH("ProposeNodeGroups"), ap_propose_node_groups},
 };
 
 const service_def_t service_autoprovisioning = {

@@ -41,7 +41,7 @@ static int health_check(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_times
 }
 
 static const service_method_t health_methods[] = {
-    {"/grpc.health.v1.Health/Check", health_check, false},
+    {"/grpc.health.v1.Health/Check", health_check},
 };
 
 const service_def_t service_health = {"grpc.health.v1.Health", health_methods,

@@ -1,0 +1,142 @@
+/* Command-line helpers: see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Print the out-of-memory message and exit 1. */
+static void cli__die_nomem(void) {
+    fputs("error: out of memory\n", stderr);
+    exit(1);
+}
+
+void *cli_xcalloc(size_t n, size_t size) {
+    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    if (p == NULL)
+        cli__die_nomem();
+    return p;
+}
+
+char *cli_xstrdup(const char *s) {
+    char *p = strdup(s != NULL ? s : "");
+    if (p == NULL)
+        cli__die_nomem();
+    return p;
+}
+
+int cli_read_stream(FILE *f, char **data, size_t *len) {
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return ENOMEM;
+    for (;;) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (bigger == NULL) {
+            free(buf);
+            return ENOMEM;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (ferror(f)) {
+        free(buf);
+        return EIO;
+    }
+    buf[n] = '\0'; /* n < cap: the loop stops on a short read */
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int cli_read_file(const char *path, char **data, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return errno != 0 ? errno : EIO;
+    int rc = cli_read_stream(f, data, len);
+    fclose(f);
+    return rc;
+}
+
+const char *cli_split_kv(const char *arg, size_t *key_len) {
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return NULL;
+    *key_len = (size_t)(eq - arg);
+    return eq + 1;
+}
+
+void cli_yaml_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+void cli_yaml_kv(int indent, const char *key, const char *value) {
+    printf("%*s%s: ", indent, "", key);
+    cli_yaml_str(value);
+    putchar('\n');
+}
+
+void cli_table_row(cli_table_t *t, ...) {
+    if (t->nrows == t->cap) {
+        t->cap = t->cap == 0 ? 8 : t->cap * 2;
+        char **bigger = realloc(t->cells, t->cap * t->ncols * sizeof(char *));
+        if (bigger == NULL)
+            cli__die_nomem();
+        t->cells = bigger;
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (size_t c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = cli_xstrdup(va_arg(ap, const char *));
+    va_end(ap);
+    t->nrows++;
+}
+
+void cli_table_flush(cli_table_t *t, int indent) {
+    size_t *width = cli_xcalloc(t->ncols, sizeof(size_t));
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            size_t n = strlen(t->cells[r * t->ncols + c]);
+            if (n > width[c])
+                width[c] = n;
+        }
+    }
+    for (size_t r = 0; r < t->nrows; r++) {
+        char **row = &t->cells[r * t->ncols];
+        /* Pad only up to the last non-empty cell: no trailing blanks. */
+        size_t last = 0;
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (row[c][0] != '\0')
+                last = c;
+        }
+        printf("%*s", indent, "");
+        for (size_t c = 0; c <= last; c++) {
+            if (c < last)
+                printf("%-*s  ", (int)width[c], row[c]);
+            else
+                fputs(row[c], stdout);
+        }
+        putchar('\n');
+        for (size_t c = 0; c < t->ncols; c++)
+            free(row[c]);
+    }
+    free(width);
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}

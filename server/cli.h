@@ -1,0 +1,53 @@
+/* Helpers shared by the command-line tools (`frugal ctl`, `frugal plan`): allocation
+ * that exits on out-of-memory, whole-file reading, YAML scalars and aligned tables on
+ * stdout. A CLI may exit on out-of-memory; the daemon never uses these. */
+#ifndef FRUGAL_CLI_H
+#define FRUGAL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* calloc(n, size) (at least one byte); prints "error: out of memory" and exits 1 when
+ * that fails. */
+void *cli_xcalloc(size_t n, size_t size);
+
+/* A malloc'ed copy of s (NULL reads as ""); exits like cli_xcalloc on out-of-memory. */
+char *cli_xstrdup(const char *s);
+
+/* Read all of f into a malloc'ed, NUL-terminated buffer (*len excludes the NUL).
+ * 0, ENOMEM or EIO; on error nothing is returned and f is left open. */
+int cli_read_stream(FILE *f, char **data, size_t *len);
+
+/* cli_read_stream on the file at path. 0, or an errno value (fopen's, ENOMEM, EIO). */
+int cli_read_file(const char *path, char **data, size_t *len);
+
+/* The value of "KEY=VALUE" (just past the first '='), or NULL when arg has no '=' or
+ * an empty key; *key_len gets the key's length. */
+const char *cli_split_kv(const char *arg, size_t *key_len);
+
+/* Write s (NULL reads as "") to stdout as a double-quoted YAML scalar: '"' and '\'
+ * backslash-escaped, control characters as \xHH. Safe whatever the text. */
+void cli_yaml_str(const char *s);
+
+/* "<indent spaces>key: value\n" with key written as is and value by cli_yaml_str. */
+void cli_yaml_kv(int indent, const char *key, const char *value);
+
+/* A column-aligned table of copied cells; zero-initialise with ncols set. */
+typedef struct cli_table {
+    size_t ncols;
+    size_t nrows; /* including the header row */
+    size_t cap;
+    char **cells; /* row-major */
+} cli_table_t;
+
+/* Append a row of t->ncols cells (const char *, NULL reads as ""); exits like
+ * cli_xcalloc on out-of-memory. */
+void cli_table_row(cli_table_t *t, ...);
+
+/* Print t to stdout, each row indented by indent spaces, columns two spaces apart and
+ * padded only up to the row's last non-empty cell; then free the cells and leave t
+ * empty (ncols kept). */
+void cli_table_flush(cli_table_t *t, int indent);
+
+#endif
