@@ -178,27 +178,28 @@ static int request_hours(const Google__Protobuf__Timestamp *start, const Google_
 }
 
 /* The group named by a CA template node: template-node-for-<id>-<random>, or our own
- * template-<id>. The longest matching id wins, as ids may contain dashes. */
+ * template-<id>. Ids may contain dashes, so candidate ids are tried from the longest
+ * down, each an O(1) lookup: pricing calls come many times per loop. */
 static const group_t *group_from_template_name(cluster_t *c, const char *name) {
-    const group_t *best = NULL;
-    size_t best_len = 0;
     size_t ca_prefix = strlen(CA_TEMPLATE_NAME_PREFIX);
-    bool ca_name = strncmp(name, CA_TEMPLATE_NAME_PREFIX, ca_prefix) == 0;
-    bool own_name = !ca_name && strncmp(name, "template-", 9) == 0;
-    if (!ca_name && !own_name)
+    if (strncmp(name, "template-", 9) != 0)
         return NULL;
-    const char *rest = name + (ca_name ? ca_prefix : 9);
-    for (size_t i = 0; i < cluster_groups_count(c); i++) {
-        const group_t *g = cluster_group_at(c, i);
-        size_t len = strlen(g->spec.id);
-        if (len <= best_len || strncmp(rest, g->spec.id, len) != 0)
+    if (strncmp(name, CA_TEMPLATE_NAME_PREFIX, ca_prefix) != 0)
+        return cluster_find_group(c, name + 9);
+    char id[256];
+    size_t len = strlen(name + ca_prefix);
+    if (len >= sizeof(id))
+        return NULL;
+    memcpy(id, name + ca_prefix, len + 1);
+    for (size_t k = len; k > 0; k--) {
+        if (id[k - 1] != '-')
             continue;
-        if ((ca_name && rest[len] == '-') || (own_name && rest[len] == '\0')) {
-            best = g;
-            best_len = len;
-        }
+        id[k - 1] = '\0';
+        const group_t *g = cluster_find_group(c, id);
+        if (g != NULL)
+            return g;
     }
-    return best;
+    return NULL;
 }
 
 static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) *node, double *price,
