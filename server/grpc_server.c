@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "rpc_client.h"
+#include "tls_reload.h"
 
 /* A registered method: the service's entry plus grpc's handle for it. */
 typedef struct method_entry {
@@ -63,6 +64,8 @@ struct frugal_server {
     worker_t *workers;
     size_t workers_count;
     grpc_completion_queue *shutdown_cq;
+    tls_reloader_t **reloaders;    /* one per listener, NULL for plaintext ones */
+    size_t listeners_count;
 };
 
 static atomic_bool server_stopping;
@@ -231,64 +234,22 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-static char *read_file(const char *path, frugal_err_t *err) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        frugal_err_set(err, FRUGAL_EIO, "cannot open %s: %m", path);
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (cap - len - 1 == 0) {
-            char *grown = realloc(buf, cap * 2);
-            if (grown == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (buf == NULL || failed) {
-        free(buf);
-        frugal_err_set(err, FRUGAL_EIO, "cannot read %s", path);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-static grpc_server_credentials *listener_credentials(const listener_config_t *l, frugal_err_t *err) {
+static grpc_server_credentials *listener_credentials(const listener_config_t *l,
+                                                     tls_reloader_t **reloader, frugal_err_t *err) {
+    *reloader = NULL;
     if (l->tls_cert == NULL)
         return grpc_insecure_server_credentials_create();
-    char *cert = read_file(l->tls_cert, err);
-    char *key = cert != NULL ? read_file(l->tls_key, err) : NULL;
-    char *ca = NULL;
-    if (key != NULL && l->tls_client_ca != NULL)
-        ca = read_file(l->tls_client_ca, err);
-    grpc_server_credentials *creds = NULL;
-    if (key != NULL && (l->tls_client_ca == NULL || ca != NULL)) {
-        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
-        creds = grpc_ssl_server_credentials_create_ex(
-            ca, &pair, 1,
-            ca != NULL ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                       : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
-            NULL);
-        if (creds == NULL)
-            frugal_err_set(err, FRUGAL_EINVAL, "invalid TLS material for listener %s", l->address);
-    }
-    free(cert);
-    free(key);
-    free(ca);
-    return creds;
+    return tls_server_credentials(l, reloader, err);
+}
+
+/* Free what frugal_server_start allocated, once the grpc server is destroyed. */
+static void server__free(frugal_server_t *s) {
+    for (size_t i = 0; s->reloaders != NULL && i < s->listeners_count; i++)
+        tls_reloader_free(s->reloaders[i]);
+    free(s->reloaders);
+    free(s->methods);
+    free(s->workers);
+    free(s);
 }
 
 static size_t worker_count(void) {
@@ -327,7 +288,9 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->methods = calloc(total ? total : 1, sizeof(*s->methods));
     s->workers_count = worker_count();
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
-    if (s->methods == NULL || s->workers == NULL) {
+    s->listeners_count = cfg->listeners_count;
+    s->reloaders = calloc(cfg->listeners_count ? cfg->listeners_count : 1, sizeof(*s->reloaders));
+    if (s->methods == NULL || s->workers == NULL || s->reloaders == NULL) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail_server;
     }
@@ -346,7 +309,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
 
     for (size_t i = 0; i < cfg->listeners_count; i++) {
         const listener_config_t *l = &cfg->listeners[i];
-        grpc_server_credentials *creds = listener_credentials(l, err);
+        grpc_server_credentials *creds = listener_credentials(l, &s->reloaders[i], err);
         if (creds == NULL)
             goto fail_server;
         int port = grpc_server_add_http2_port(s->server, l->address, creds);
@@ -387,9 +350,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
 
 fail_server:
     grpc_server_destroy(s->server);
-    free(s->methods);
-    free(s->workers);
-    free(s);
+    server__free(s);
     return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
 }
 
@@ -423,7 +384,5 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
                .type != GRPC_QUEUE_SHUTDOWN)
         ;
     grpc_completion_queue_destroy(s->shutdown_cq);
-    free(s->methods);
-    free(s->workers);
-    free(s);
+    server__free(s);
 }

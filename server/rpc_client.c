@@ -5,6 +5,8 @@
  * number of threads may call concurrently without locks. */
 #include "rpc_client.h"
 
+#include "pem.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,57 +18,12 @@
 
 #define RPC_CLIENT_DEFAULT_TIMEOUT_MS 5000
 #define RPC_CLIENT_DEFAULT_MAX_RECEIVE (512 * 1024 * 1024)
-#define RPC_CLIENT_PEM_MAX (16 * 1024 * 1024)
 
 struct rpc_client {
     grpc_channel *channel;
     int64_t timeout_ms;
 };
 
-/* Read a whole PEM file into a NUL-terminated malloc'ed string. */
-static int rpc_client__read_pem(const char *path, char **out, frugal_err_t *err) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return frugal_err_set(err, FRUGAL_EIO, "%s: %s", path, strerror(errno));
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL) {
-        fclose(f);
-        return frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap >= RPC_CLIENT_PEM_MAX) {
-                free(buf);
-                fclose(f);
-                return frugal_err_set(err, FRUGAL_EINVAL, "%s: file too large for a PEM", path);
-            }
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                fclose(f);
-                return frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0) {
-            break;
-        }
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        return frugal_err_set(err, FRUGAL_EIO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return 0;
-}
 
 /* Channel credentials for opts: insecure without a CA, else TLS, mutual with a cert. */
 static int rpc_client__credentials(const rpc_client_options_t *opts,
@@ -82,16 +39,16 @@ static int rpc_client__credentials(const rpc_client_options_t *opts,
         return frugal_err_set(err, FRUGAL_EINVAL, "client certificate and key go together");
     }
     char *ca = NULL, *cert = NULL, *key = NULL;
-    int rc = rpc_client__read_pem(opts->tls_ca, &ca, err);
+    int rc = pem_read_file(opts->tls_ca, &ca, err);
     if (rc != 0) {
         goto fail_ca;
     }
     if (opts->tls_cert != NULL) {
-        rc = rpc_client__read_pem(opts->tls_cert, &cert, err);
+        rc = pem_read_file(opts->tls_cert, &cert, err);
         if (rc != 0) {
             goto fail_cert;
         }
-        rc = rpc_client__read_pem(opts->tls_key, &key, err);
+        rc = pem_read_file(opts->tls_key, &key, err);
         if (rc != 0) {
             goto fail_key;
         }

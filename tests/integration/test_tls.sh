@@ -95,6 +95,25 @@ assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client on the mTLS port"
     "$FRUGAL" ctl --addr "$ADDR" --timeout 3000 increase pool-a 1
 assert_eq 1 "$(target_size pool-a)" "refused clients changed nothing"
 assert_exit 1 "a missing CA file is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/none.crt" health
+
+log "a rotated certificate is served without a restart"
+make_ca ca2
+make_cert server2 ca2 serverAuth "IP:127.0.0.1,DNS:localhost"
+ADDR="127.0.0.1:$TLS_PORT"
+CTL_OPTS=(--tls-ca "$PKI/ca2.crt" --timeout 3000)
+assert_status "UNAVAILABLE" "before the rotation, the new CA is not trusted" ctl health
+cp "$PKI/server2.key" "$PKI/server.key.new" && mv "$PKI/server.key.new" "$PKI/server.key"
+cp "$PKI/server2.crt" "$PKI/server.crt.new" && mv "$PKI/server.crt.new" "$PKI/server.crt"
+assert_ok "after the rotation, new connections get the new certificate" ctl health
+assert_status "UNAVAILABLE" "and the old CA no longer verifies it" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --timeout 3000 health
+ADDR="127.0.0.1:$MTLS_PORT"
+assert_ok "the mTLS listener serves the new certificate too" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca2.crt" --tls-cert "$PKI/client.crt" \
+    --tls-key "$PKI/client.key" health
+: >"$PKI/server.crt"
+assert_ok "a broken rotation keeps the last good certificate" ctl --tls-ca "$PKI/ca2.crt" \
+    --tls-cert "$PKI/client.crt" --tls-key "$PKI/client.key" health
 stop_server
 
 log "plaintext on a non-loopback address"

@@ -1,0 +1,16 @@
+/* Reading TLS material (certificates, keys, CA bundles) from PEM files, for the server's
+ * listeners and the client alike. */
+#ifndef FRUGAL_PEM_H
+#define FRUGAL_PEM_H
+
+#include "errors.h"
+
+/* Files larger than this are refused: no PEM bundle frugal reads comes near it. */
+#define PEM_FILE_MAX (4u << 20)
+
+/* Read the whole file at path into a NUL-terminated malloc'ed string (*out).
+ * FRUGAL_EIO naming the path and the reason, FRUGAL_EINVAL when it is larger than
+ * PEM_FILE_MAX or empty, FRUGAL_ENOMEM. On error *out is NULL. */
+int pem_read_file(const char *path, char **out, frugal_err_t *err);
+
+#endif
