@@ -55,9 +55,10 @@ static const group_t *find_visible_group(cluster_t *c, const char *id) {
 
 static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) *out, char *debug,
                             size_t size) {
-    snprintf(debug, size, "machine_type=%s zone=%s target=%d%s%s", g->spec.machine_type,
-             g->spec.zone != NULL ? g->spec.zone : "", g->target_size,
-             g->autoprovisioned ? " autoprovisioned" : "", g->exists ? "" : " theoretical");
+    snprintf(debug, size, "machine_type=%s%s%s target=%d%s%s", g->spec.machine_type,
+             g->spec.zone != NULL ? " zone=" : "", g->spec.zone != NULL ? g->spec.zone : "",
+             g->target_size, g->autoprovisioned ? " autoprovisioned" : "",
+             g->exists ? "" : " theoretical");
     out->id = g->spec.id;
     out->minsize = g->min_size;
     out->maxsize = cluster_nap_max_size(c, g); /* max_size cut by the NAP limits */
