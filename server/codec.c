@@ -69,3 +69,13 @@ grpc_byte_buffer *codec_from_bytes(const uint8_t *data, size_t len) {
     grpc_slice_unref(slice);
     return buf;
 }
+
+int codec_reply(const ProtobufCMessage *msg, grpc_byte_buffer **response, frugal_err_t *err) {
+    *response = codec_pack(msg);
+    return *response != NULL ? 0 : frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+}
+
+void codec_free(void *msg) {
+    if (msg != NULL)
+        protobuf_c_message_free_unpacked(msg, NULL);
+}

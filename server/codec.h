@@ -17,6 +17,12 @@ int codec_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *buf,
 /* Serialize msg into a new byte buffer (caller owns it); NULL only when out of memory. */
 grpc_byte_buffer *codec_pack(const ProtobufCMessage *msg);
 
+/* A handler's answer: serialize msg into *response. 0, or FRUGAL_ENOMEM. */
+int codec_reply(const ProtobufCMessage *msg, grpc_byte_buffer **response, frugal_err_t *err);
+
+/* Release a message from codec_unpack; NULL is ignored. */
+void codec_free(void *msg);
+
 /* Copy all of buf into one malloc'ed block (*len bytes; *data is NULL when empty). */
 int codec_read_all(grpc_byte_buffer *buf, uint8_t **data, size_t *len, frugal_err_t *err);
 

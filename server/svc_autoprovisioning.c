@@ -21,18 +21,10 @@
 #define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
 #define AP_DESC(name) frugal__v1__##name##__descriptor
 
-static int reply(const ProtobufCMessage *msg, grpc_byte_buffer **response, frugal_err_t *err) {
-    *response = codec_pack(msg);
-    return *response != NULL ? 0 : frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-}
 
 #define UNPACK(desc, request, out, err)                                                            \
     codec_unpack(&AP_DESC(desc), request, (ProtobufCMessage **)(out), err)
 
-static void free_msg(void *msg) {
-    if (msg != NULL)
-        protobuf_c_message_free_unpacked(msg, NULL);
-}
 
 static int require_enabled(const service_ctx_t *ctx, const char *what, frugal_err_t *err) {
     if (!ctx->cfg->autoprovisioning.enabled)
@@ -117,7 +109,7 @@ static int ap_get_available_machine_types(service_ctx_t *ctx, grpc_byte_buffer *
     int rc = UNPACK(get_available_machine_types_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     const frugal_config_t *cfg = ctx->cfg;
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     size_t n = ap->machine_types_count;
@@ -144,7 +136,7 @@ static int ap_get_available_machine_types(service_ctx_t *ctx, grpc_byte_buffer *
         resp.n_machine_types++;
     }
     resp.machine_types = ptrs;
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
 out:
     free(types);
     free(ptrs);
@@ -340,14 +332,14 @@ static int ap_new_node_group(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_
         resp.group = &info.info;
         resp.template_node.data = node;
         resp.template_node.len = len;
-        rc = reply(&resp.base, response, err);
+        rc = codec_reply(&resp.base, response, err);
         info_free(&info);
     }
     cluster_read_unlock(ctx->cluster);
 out:
     free(node);
     cluster_spec_clear(&spec);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -368,11 +360,11 @@ static int reply_group(service_ctx_t *ctx, const char *id, bool create_response,
         if (create_response) {
             AP(NodeGroupCreateResponse) resp = AP_INIT(NODE_GROUP_CREATE_RESPONSE);
             resp.group = &info.info;
-            rc = reply(&resp.base, response, err);
+            rc = codec_reply(&resp.base, response, err);
         } else {
             AP(NodeGroupInfoResponse) resp = AP_INIT(NODE_GROUP_INFO_RESPONSE);
             resp.group = &info.info;
-            rc = reply(&resp.base, response, err);
+            rc = codec_reply(&resp.base, response, err);
         }
         info_free(&info);
     }
@@ -390,7 +382,7 @@ static int ap_node_group_create(service_ctx_t *ctx, grpc_byte_buffer *request,
     if ((rc = require_enabled(ctx, "NodeGroupCreate", err)) == 0 &&
         (rc = cluster_nap_create_group(ctx->cluster, req->id, err)) == 0)
         rc = reply_group(ctx, req->id, true, response, err);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -404,9 +396,9 @@ static int ap_node_group_delete(service_ctx_t *ctx, grpc_byte_buffer *request,
     if ((rc = require_enabled(ctx, "NodeGroupDelete", err)) == 0 &&
         (rc = cluster_nap_delete_group(ctx->cluster, req->id, err)) == 0) {
         AP(NodeGroupDeleteResponse) resp = AP_INIT(NODE_GROUP_DELETE_RESPONSE);
-        rc = reply(&resp.base, response, err);
+        rc = codec_reply(&resp.base, response, err);
     }
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -417,7 +409,7 @@ static int ap_node_group_info(service_ctx_t *ctx, grpc_byte_buffer *request, gpr
     if (rc != 0)
         return rc;
     rc = reply_group(ctx, req->id, false, response, err);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -432,7 +424,7 @@ static int ap_get_resource_limiter(service_ctx_t *ctx, grpc_byte_buffer *request
     int rc = UNPACK(get_resource_limiter_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     const autoprov_config_t *ap = &ctx->cfg->autoprovisioning;
     AP(ResourceLimit) cpu = AP_INIT(RESOURCE_LIMIT), mem = AP_INIT(RESOURCE_LIMIT);
     cpu.resource = "cpu";
@@ -446,7 +438,7 @@ static int ap_get_resource_limiter(service_ctx_t *ctx, grpc_byte_buffer *request
     AP(GetResourceLimiterResponse) resp = AP_INIT(GET_RESOURCE_LIMITER_RESPONSE);
     resp.n_limits = 2;
     resp.limits = limits;
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -547,7 +539,7 @@ static int reply_proposals(const propose_pod_t *pods, const propose_result_t *re
     resp.proposals = b.ptrs;
     resp.n_unschedulable_pods = res->unschedulable_count;
     resp.unschedulable_pods = b.unschedulable;
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
 out:
     proposal_buf_free(&b);
     return rc;
@@ -589,7 +581,7 @@ out:
     for (size_t i = 0; i < decoded; i++)
         propose_pod_clear(&pods[i]);
     free(pods);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 

@@ -33,18 +33,10 @@ typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration meta_duration_t;
 #define CA_DEFAULT_MAX_NODE_PROVISION_NS (15LL * 60 * 1000000000)
 #define CA_DEFAULT_UTILIZATION_THRESHOLD 0.5
 
-static int reply(const ProtobufCMessage *msg, grpc_byte_buffer **response, frugal_err_t *err) {
-    *response = codec_pack(msg);
-    return *response != NULL ? 0 : frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-}
 
 #define UNPACK(type, desc, request, out, err) \
     codec_unpack(&EG_DESC(desc), request, (ProtobufCMessage **)(out), err)
 
-static void free_msg(void *msg) {
-    if (msg != NULL)
-        protobuf_c_message_free_unpacked(msg, NULL);
-}
 
 /* Groups CA may see: managed ones. Unmanaged groups are only counted; TargetSize still
  * answers for them (the size frugal counts), for operators. */
@@ -71,7 +63,7 @@ static int cp_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     int rc = UNPACK(NodeGroupsRequest, node_groups_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
 
     cluster_read_lock(ctx->cluster);
     size_t n = cluster_groups_count(ctx->cluster);
@@ -95,7 +87,7 @@ static int cp_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
         resp.n_nodegroups++;
     }
     resp.nodegroups = ptrs;
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
 out:
     cluster_read_unlock(ctx->cluster);
     free(groups);
@@ -132,7 +124,7 @@ static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (rc != 0)
         return rc;
     if (req->node == NULL) {
-        free_msg(req);
+        codec_free(req);
         return frugal_err_set(err, FRUGAL_EINVAL, "node is missing");
     }
     EG(NodeGroup) group = EG_INIT(NODE_GROUP);
@@ -143,9 +135,9 @@ static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
     const group_t *g = resolve_node_group(ctx->cluster, req->node);
     if (g != NULL)
         fill_node_group(ctx->cluster, g, &group, debug, sizeof(debug));
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
     cluster_read_unlock(ctx->cluster);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -254,9 +246,9 @@ static int cp_pricing_node_price(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (rc == 0) {
         EG(PricingNodePriceResponse) resp = EG_INIT(PRICING_NODE_PRICE_RESPONSE);
         resp.price = hourly * hours;
-        rc = reply(&resp.base, response, err);
+        rc = codec_reply(&resp.base, response, err);
     }
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -281,9 +273,9 @@ static int cp_pricing_pod_price(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (rc == 0) {
         EG(PricingPodPriceResponse) resp = EG_INIT(PRICING_POD_PRICE_RESPONSE);
         resp.price = pricing_linear(&ctx->cfg->pricing, &r) * hours;
-        rc = reply(&resp.base, response, err);
+        rc = codec_reply(&resp.base, response, err);
     }
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -293,10 +285,10 @@ static int cp_gpu_label(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_times
     int rc = UNPACK(GPULabelRequest, gpulabel_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     EG(GPULabelResponse) resp = EG_INIT(GPULABEL_RESPONSE);
     resp.label = (char *)FRUGAL_GPU_LABEL;
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static bool name_listed(char **names, size_t n, const char *name) {
@@ -314,7 +306,7 @@ static int cp_get_available_gpu_types(service_ctx_t *ctx, grpc_byte_buffer *requ
     int rc = UNPACK(GetAvailableGPUTypesRequest, get_available_gputypes_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     const frugal_config_t *cfg = ctx->cfg;
     size_t n = cfg->machine_types_count + (cfg->pricing.builtin_catalog ? catalog_gpus_count : 0);
     typedef EG(GetAvailableGPUTypesResponse__GpuTypesEntry) entry_t;
@@ -346,7 +338,7 @@ static int cp_get_available_gpu_types(service_ctx_t *ctx, grpc_byte_buffer *requ
         ptrs[k] = &entries[k];
     }
     resp.gputypes = ptrs;
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
 out:
     free(entries);
     free(ptrs);
@@ -361,12 +353,12 @@ static int cp_cleanup(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespe
     int rc = UNPACK(CleanupRequest, cleanup_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     rc = cluster_persist(ctx->cluster, err);
     if (rc != 0)
         return rc;
     EG(CleanupResponse) resp = EG_INIT(CLEANUP_RESPONSE);
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
@@ -375,12 +367,12 @@ static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespe
     int rc = UNPACK(RefreshRequest, refresh_request, request, &req, err);
     if (rc != 0)
         return rc;
-    free_msg(req);
+    codec_free(req);
     rc = cluster_refresh(ctx->cluster, err);
     if (rc != 0)
         return rc;
     EG(RefreshResponse) resp = EG_INIT(REFRESH_RESPONSE);
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
@@ -398,8 +390,8 @@ static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
         resp.targetsize = g->target_size;
     cluster_read_unlock(ctx->cluster);
     if (rc == 0)
-        rc = reply(&resp.base, response, err);
-    free_msg(req);
+        rc = codec_reply(&resp.base, response, err);
+    codec_free(req);
     return rc;
 }
 
@@ -411,11 +403,11 @@ static int cp_increase_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_t
     if (rc != 0)
         return rc;
     rc = cluster_increase_size(ctx->cluster, req->id, req->delta, err);
-    free_msg(req);
+    codec_free(req);
     if (rc != 0)
         return rc;
     EG(NodeGroupIncreaseSizeResponse) resp = EG_INIT(NODE_GROUP_INCREASE_SIZE_RESPONSE);
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request,
@@ -427,11 +419,11 @@ static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request
     if (rc != 0)
         return rc;
     rc = cluster_decrease_target_size(ctx->cluster, req->id, req->delta, err);
-    free_msg(req);
+    codec_free(req);
     if (rc != 0)
         return rc;
     EG(NodeGroupDecreaseTargetSizeResponse) resp = EG_INIT(NODE_GROUP_DECREASE_TARGET_SIZE_RESPONSE);
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
@@ -454,11 +446,11 @@ static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_ti
     if (rc == 0)
         rc = cluster_delete_nodes(ctx->cluster, req->id, ids, req->n_nodes, err);
     free(ids);
-    free_msg(req);
+    codec_free(req);
     if (rc != 0)
         return rc;
     EG(NodeGroupDeleteNodesResponse) resp = EG_INIT(NODE_GROUP_DELETE_NODES_RESPONSE);
-    return reply(&resp.base, response, err);
+    return codec_reply(&resp.base, response, err);
 }
 
 static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
@@ -511,14 +503,14 @@ static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec 
     EG(NodeGroupNodesResponse) resp = EG_INIT(NODE_GROUP_NODES_RESPONSE);
     resp.n_instances = g->instances_count;
     resp.instances = ptrs;
-    rc = reply(&resp.base, response, err);
+    rc = codec_reply(&resp.base, response, err);
 out:
     cluster_read_unlock(ctx->cluster);
     free(instances);
     free(ptrs);
     free(statuses);
     free(errors);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -546,10 +538,10 @@ static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
         resp.nodeinfo.len = len;
         resp.nodebytes.data = node;
         resp.nodebytes.len = len;
-        rc = reply(&resp.base, response, err);
+        rc = codec_reply(&resp.base, response, err);
     }
     free(node);
-    free_msg(req);
+    codec_free(req);
     return rc;
 }
 
@@ -600,7 +592,7 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
         o = g->options;
     cluster_read_unlock(ctx->cluster);
     if (rc != 0) {
-        free_msg(req);
+        codec_free(req);
         return rc;
     }
 
@@ -642,8 +634,8 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     set_duration(&pairs[2], provision, &opts.maxnodeprovisionduration, &opts.maxnodeprovisiontime);
     EG(NodeGroupAutoscalingOptionsResponse) resp = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_RESPONSE);
     resp.nodegroupautoscalingoptions = &opts;
-    rc = reply(&resp.base, response, err);
-    free_msg(req);
+    rc = codec_reply(&resp.base, response, err);
+    codec_free(req);
     return rc;
 }
 

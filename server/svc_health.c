@@ -36,8 +36,7 @@ static int health_check(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_times
     resp.status = frugal_server_is_stopping()
                       ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                       : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-    *response = codec_pack(&resp.base);
-    return *response != NULL ? 0 : frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    return codec_reply(&resp.base, response, err);
 }
 
 static const service_method_t health_methods[] = {
