@@ -38,10 +38,13 @@ typedef struct provider_ops {
     int (*decrease_target)(provider_t *p, group_t *g, int32_t delta, frugal_err_t *err);
 
     /* Advance g's instances to now (creating -> running, deleting -> removed); set
-     * *changed when anything changed that must be persisted. */
+     * *changed when anything changed that must be persisted. A provider may replace an
+     * instance's id (the machine's real provider id): the cluster re-indexes the group,
+     * and refuses the whole result when the new id belongs to another group. */
     int (*refresh)(provider_t *p, group_t *g, int64_t now_ms, bool *changed, frugal_err_t *err);
 
-    /* Node auto-provisioning: make the theoretical group g real / remove the empty g. */
+    /* Node auto-provisioning: make the theoretical group g real / remove the empty g.
+     * These may block briefly (the exec provider runs its hook, capped at 30 s). */
     int (*create_group)(provider_t *p, group_t *g, frugal_err_t *err);
     int (*delete_group)(provider_t *p, group_t *g, frugal_err_t *err);
 } provider_ops_t;
@@ -59,5 +62,6 @@ void provider_destroy(provider_t *p);
 
 /* The backends compiled in, for the registry. */
 extern const provider_ops_t provider_simulated_ops;
+extern const provider_ops_t provider_exec_ops;
 
 #endif

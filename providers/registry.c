@@ -5,6 +5,7 @@
 
 static const provider_ops_t *const provider_registry[] = {
     &provider_simulated_ops,
+    &provider_exec_ops,
 };
 
 const provider_ops_t *provider_lookup(const char *kind) {

@@ -615,6 +615,38 @@ int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provid
 static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed,
                                 bool *removed);
 
+/* A provider's refresh may replace instance ids (the exec provider: the machine's real
+ * provider id). Publishing re-indexes the whole group (cluster__commit removes the old
+ * group's ids and adds the new group's), so the provider-id index follows; but an id
+ * already indexed for another group, or new in two groups of one refresh, would corrupt
+ * it. True (logged) when next has one: that group's refresh is then not kept this time.
+ * Otherwise next's ids that are not indexed yet are added to *fresh (keys borrowed from
+ * next, which outlives *fresh); out of memory for it also keeps the group unchanged. */
+static bool cluster__foreign_instance(const cluster_t *c, const group_t *g, const group_t *next,
+                                      strmap_t **fresh) {
+    for (size_t i = 0; i < next->instances_count; i++) {
+        const char *id = next->instances[i].id;
+        const group_t *owner = cluster_find_instance(c, id, NULL);
+        if (owner == NULL && *fresh != NULL)
+            owner = strmap_get(*fresh, id);
+        if (owner != NULL && owner != g) {
+            log_error("refresh of node group %s: instance id %s belongs to node group %s: "
+                      "result not kept",
+                      g->spec.id, id, owner->spec.id);
+            return true;
+        }
+    }
+    for (size_t i = 0; i < next->instances_count; i++) {
+        const char *id = next->instances[i].id;
+        if (cluster_find_instance(c, id, NULL) != NULL)
+            continue;
+        if ((*fresh == NULL && strmap_create(16, fresh) != 0) ||
+            strmap_put(*fresh, id, (void *)g, NULL) != 0)
+            return true;
+    }
+    return false;
+}
+
 static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
     int64_t now = cluster_now_ms();
     change_t *changes = calloc(c->count > 0 ? c->count : 1, sizeof(*changes));
@@ -622,6 +654,7 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     size_t n = 0;
     int rc = 0;
+    strmap_t *fresh = NULL; /* ids new in this refresh -> their group */
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         if (!g->managed)
@@ -644,6 +677,10 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
                 continue;
             }
         }
+        if (changed && cluster__foreign_instance(c, g, next, &fresh)) {
+            cluster__group_free(next);
+            continue;
+        }
         int64_t before = next->empty_since_ms;
         cluster__update_empty(next, now);
         bool removed = false;
@@ -658,9 +695,11 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
     }
     if (n > 0)
         rc = cluster__commit(c, changes, n, err);
+    strmap_destroy(fresh);
     free(changes);
     return rc;
 fail:
+    strmap_destroy(fresh);
     for (size_t j = 0; j < n; j++)
         cluster__group_free(changes[j].next);
     free(changes);

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "yaml_tree.h"
@@ -986,12 +988,25 @@ static bool parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, const
 static bool parse_provider_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                 void *field, const key_spec_t *spec) {
     const char *s = node->u.scalar.text;
-    if (strcmp(s, "exec") == 0) {
-        ctx_error(ctx, node, path, "provider kind \"exec\" is not available in this build");
+    if (strcmp(s, "simulated") != 0 && strcmp(s, "exec") != 0) {
+        ctx_error(ctx, node, path, "unknown provider kind \"%s\" (expected simulated or exec)", s);
         return false;
     }
-    if (strcmp(s, "simulated") != 0) {
-        ctx_error(ctx, node, path, "unknown provider kind \"%s\" (expected simulated or exec)", s);
+    return parse_string(ctx, node, path, field, spec);
+}
+
+/* The exec hook: an absolute path to an executable file (checked here, so that `frugal
+ * check` catches a typo; the server checks again when it starts the provider). */
+static bool parse_exec_command(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    if (s[0] != '/') {
+        ctx_error(ctx, node, path, "must be an absolute path, got \"%s\"", s);
+        return false;
+    }
+    struct stat st;
+    if (stat(s, &st) != 0 || !S_ISREG(st.st_mode) || access(s, X_OK) != 0) {
+        ctx_error(ctx, node, path, "%s is not an executable file", s);
         return false;
     }
     return parse_string(ctx, node, path, field, spec);
@@ -1001,11 +1016,53 @@ static const key_spec_t provider_keys[] = {
     KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
     KEY_RANGE("boot_seconds", parse_int64, frugal_config_t, boot_seconds, "0", 0, 86400 * 365,
               false),
+    KEY("command", YAML_TREE_SCALAR, parse_exec_command, frugal_config_t, exec_command, NULL),
+    KEY("timeout", YAML_TREE_SCALAR, parse_duration_ms, frugal_config_t, exec_timeout_ms, "10m"),
+    KEY_RANGE("parallelism", parse_int32, frugal_config_t, exec_parallelism, "4", 1, 256, false),
 };
+
+/* Keys that belong to one kind only: given with the other kind they are errors. */
+static void provider_check_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
+    static const char *const exec_only[] = {"command", "timeout", "parallelism"};
+    char sub[CONFIG_PATH_MAX];
+    const frugal_config_t *cfg = ctx->cfg;
+    if (node == NULL || node->type != YAML_TREE_MAPPING || cfg->provider_kind == NULL) {
+        return;
+    }
+    bool exec = strcmp(cfg->provider_kind, "exec") == 0;
+    for (size_t i = 0; i < node->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        if (k->type != YAML_TREE_SCALAR) {
+            continue;
+        }
+        bool only_exec = false;
+        for (size_t j = 0; j < TABLE_LEN(exec_only); j++) {
+            only_exec = only_exec || strcmp(k->u.scalar.text, exec_only[j]) == 0;
+        }
+        path_join(sub, path, k->u.scalar.text);
+        if (only_exec && !exec) {
+            ctx_error(ctx, k, sub, "only valid with provider kind exec");
+        } else if (exec && strcmp(k->u.scalar.text, "boot_seconds") == 0) {
+            ctx_error(ctx, k, sub, "only valid with provider kind simulated");
+        }
+    }
+    const yaml_tree_node_t *tn = yaml_tree_mapping_get(node, "timeout");
+    int64_t ns = 0;
+    if (exec && tn != NULL && tn->type == YAML_TREE_SCALAR &&
+        duration_parse_ns(tn->u.scalar.text, &ns) && ns < 1000000) {
+        path_join(sub, path, "timeout");
+        ctx_error(ctx, tn, sub, "must be at least 1ms, got %s", tn->u.scalar.text);
+    }
+    const yaml_tree_node_t *cmd = yaml_tree_mapping_get(node, "command");
+    if (exec && (cmd == NULL || yaml_tree_is_null(cmd))) {
+        ctx_error(ctx, node, path, "missing required key \"command\" (provider kind exec)");
+    }
+}
 
 static bool parse_provider(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                            void *field, const key_spec_t *spec) {
     section_parse(ctx, node, path, provider_keys, TABLE_LEN(provider_keys), ctx->cfg);
+    provider_check_kind(ctx, node, path);
     return true;
 }
 
@@ -1697,6 +1754,7 @@ void config_free(frugal_config_t *cfg) {
     free(cfg->listeners);
     free(cfg->state_file);
     free(cfg->provider_kind);
+    free(cfg->exec_command);
     for (size_t i = 0; i < cfg->machine_types_count; i++) {
         machine_type_free(&cfg->machine_types[i]);
     }
@@ -1787,8 +1845,16 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     }
     fprintf(f, "%-18s%s\n", "state file",
             cfg->state_file != NULL ? cfg->state_file : "none (in-memory only)");
-    fprintf(f, "%-18s%s, boot %" PRId64 " s; max message %s\n", "provider", cfg->provider_kind,
-            cfg->boot_seconds, quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
+    if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "exec") == 0) {
+        char t[32];
+        fprintf(f, "%-18sexec %s, timeout %s, parallelism %d; max message %s\n", "provider",
+                cfg->exec_command, format_duration_ms(cfg->exec_timeout_ms, t, sizeof(t)),
+                (int)cfg->exec_parallelism,
+                quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
+    } else {
+        fprintf(f, "%-18s%s, boot %" PRId64 " s; max message %s\n", "provider", cfg->provider_kind,
+                cfg->boot_seconds, quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
+    }
     fprintf(f, "%-18scpu %g/core, memory %g/GiB, gpu %g/GPU per hour; %zu machine types (%s)\n",
             "pricing", cfg->pricing.cpu, cfg->pricing.memory_gib, cfg->pricing.gpu,
             cfg->machine_types_count,

@@ -171,6 +171,9 @@ typedef struct frugal_config {
     char *state_file;           /* NULL: in-memory only */
     char *provider_kind;        /* "simulated" (default) */
     int64_t boot_seconds;       /* simulated: creating -> running after this; default 0 */
+    char *exec_command;         /* exec: the hook program (absolute path); required with exec */
+    int64_t exec_timeout_ms;    /* exec: per hook invocation; default 10m */
+    int32_t exec_parallelism;   /* exec: hook invocations at once; default 4 */
     pricing_config_t pricing;
     machine_type_t *machine_types;
     size_t machine_types_count;

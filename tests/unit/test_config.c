@@ -715,13 +715,51 @@ static void test_err_taints_and_labels(void **state) {
 static void test_err_provider(void **state) {
     (void)state;
     expect_error("provider: {kind: exec}\n",
-                 "t.yaml:1:18: provider.kind: provider kind \"exec\" is not available in this "
-                 "build");
+                 "t.yaml:1:11: provider: missing required key \"command\" (provider kind exec)");
+    expect_error("provider:\n  kind: exec\n  command: bin/hook\n",
+                 "t.yaml:3:12: provider.command: must be an absolute path, got \"bin/hook\"");
+    expect_error("provider:\n  kind: exec\n  command: /nonexistent/frugal-hook\n",
+                 "t.yaml:3:12: provider.command: /nonexistent/frugal-hook is not an executable "
+                 "file");
+    expect_error("provider:\n  kind: exec\n  command: /bin/sh\n  boot_seconds: 5\n",
+                 "t.yaml:4:3: provider.boot_seconds: only valid with provider kind simulated");
+    expect_error("provider:\n  kind: exec\n  command: /bin/sh\n  parallelism: 0\n",
+                 "t.yaml:4:16: provider.parallelism: must be at least 1, got 0");
+    expect_error("provider:\n  kind: exec\n  command: /bin/sh\n  timeout: 0s\n",
+                 "t.yaml:4:12: provider.timeout: must be at least 1ms, got 0s");
+    expect_error("provider:\n  kind: exec\n  command: /bin/sh\n  timeout: soon\n",
+                 "t.yaml:4:12: provider.timeout: invalid duration \"soon\" (expected e.g. 45s, "
+                 "10m, 1h30m)");
+    expect_error("provider:\n  command: /bin/sh\n",
+                 "t.yaml:2:3: provider.command: only valid with provider kind exec");
+    expect_error_among("provider:\n  kind: simulated\n  timeout: 1m\n  parallelism: 2\n",
+                       "t.yaml:3:3: provider.timeout: only valid with provider kind exec");
+    expect_error_among("provider:\n  kind: simulated\n  timeout: 1m\n  parallelism: 2\n",
+                       "t.yaml:4:3: provider.parallelism: only valid with provider kind exec");
     expect_error("provider:\n  kind: aws\n",
                  "t.yaml:2:9: provider.kind: unknown provider kind \"aws\" (expected simulated "
                  "or exec)");
     expect_error("provider: {boot_seconds: -1}\n",
                  "t.yaml:1:26: provider.boot_seconds: must not be negative, got -1");
+}
+
+static void test_exec_provider_keys(void **state) {
+    (void)state;
+    const char *text = "provider:\n  kind: exec\n  command: /bin/sh\n  timeout: 90s\n"
+                       "  parallelism: 8\n";
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("t.yaml", text, strlen(text), &cfg, &errors), 0);
+    assert_string_equal(cfg->provider_kind, "exec");
+    assert_string_equal(cfg->exec_command, "/bin/sh");
+    assert_int_equal(cfg->exec_timeout_ms, 90000);
+    assert_int_equal(cfg->exec_parallelism, 8);
+    config_free(cfg);
+    text = "provider: {kind: exec, command: /bin/sh}\n";
+    assert_int_equal(config_load_string("t.yaml", text, strlen(text), &cfg, &errors), 0);
+    assert_int_equal(cfg->exec_timeout_ms, 600000);
+    assert_int_equal(cfg->exec_parallelism, 4);
+    config_free(cfg);
 }
 
 static void test_err_listeners(void **state) {
@@ -876,6 +914,7 @@ int main(void) {
         cmocka_unit_test(test_err_durations),
         cmocka_unit_test(test_err_taints_and_labels),
         cmocka_unit_test(test_err_provider),
+        cmocka_unit_test(test_exec_provider_keys),
         cmocka_unit_test(test_err_listeners),
         cmocka_unit_test(test_err_autoprovisioning),
         cmocka_unit_test(test_err_ranking),

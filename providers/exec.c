@@ -1,0 +1,1054 @@
+/* The exec provider: machines are made and removed by an operator-supplied hook program
+ * (provider.command), run without a shell as
+ *
+ *     HOOK create GROUP INSTANCE        HOOK delete GROUP PROVIDER_ID
+ *     HOOK create-group GROUP           HOOK delete-group GROUP
+ *
+ * with FRUGAL_* environment variables describing the group and the instance.
+ *
+ * Slots never wait for a hook: increase and delete_instances change the group and queue
+ * jobs; `parallelism` worker threads run them (posix_spawn into a process group of their
+ * own, stdout/stderr captured up to EXEC_OUTPUT_MAX, the whole group killed at the
+ * timeout) and queue the results, which the refresh slot applies to the group it is
+ * given. Refresh also re-queues the work of every creating (without error) or deleting
+ * instance that has no job: after a restart from the state file, after a failed delete
+ * (at most every EXEC_RETRY_MS), or when a refresh result was not kept. Hooks must
+ * therefore be idempotent per INSTANCE name and per PROVIDER_ID.
+ *
+ * create-group and delete-group are the exception: they run synchronously, capped at
+ * min(timeout, EXEC_GROUP_TIMEOUT_MS), because the cluster needs their answer.
+ *
+ * Locking: the cluster serialises every slot; mu guards the job queues, the busy map
+ * and the backoff list, which the workers share with the slots. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2 */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provider.h"
+#include "quantity.h"
+#include "strmap.h"
+
+extern char **environ;
+
+#define EXEC_OUTPUT_MAX (64 * 1024) /* bytes kept of each of stdout and stderr */
+#define EXEC_RETRY_MS 30000         /* earliest re-run after a result was applied */
+#define EXEC_GROUP_TIMEOUT_MS 30000 /* cap of the synchronous group hooks */
+#define EXEC_STOP_GRACE_MS 5000     /* destroy: how long running hooks may finish */
+#define EXEC_EXIT_NO_RESOURCES 3
+
+typedef enum exec_verb {
+    EXEC_CREATE,
+    EXEC_DELETE,
+    EXEC_CREATE_GROUP,
+    EXEC_DELETE_GROUP,
+} exec_verb_t;
+
+typedef enum exec_outcome {
+    EXEC_OK,
+    EXEC_NO_RESOURCES, /* exit status 3 */
+    EXEC_FAILED,       /* other status, signal, or the hook could not be started */
+    EXEC_TIMEOUT,
+} exec_outcome_t;
+
+typedef struct exec_job {
+    struct exec_job *next;
+    exec_verb_t verb;
+    bool orphan; /* delete of a machine whose instance is gone: not in busy */
+    bool queued; /* in pending (else running or in results) */
+    char *group;
+    char *key;   /* the instance's provider id when queued: how results find it */
+    char *arg;   /* argv[3]: instance name (create) or provider id (delete) */
+    char **envp; /* NULL-terminated, owned */
+    exec_outcome_t outcome;
+    char *first_line; /* first line of stdout, NULL when empty */
+    char *message;    /* what went wrong, NULL when OK */
+} exec_job_t;
+
+typedef struct exec_backoff {
+    struct exec_backoff *next;
+    char *group;
+    char *id;
+    int64_t not_before_ms;
+} exec_backoff_t;
+
+typedef struct exec_provider {
+    provider_t base; /* first: a provider_t * is an exec_provider_t * */
+    const frugal_config_t *cfg;
+    int64_t timeout_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* pending non-empty, or stopping */
+    pthread_cond_t idle_cv; /* a worker finished a job */
+    exec_job_t *pending, *pending_tail;
+    exec_job_t *results, *results_tail;
+    strmap_t *busy; /* provider id -> its job, from enqueue until applied */
+    exec_backoff_t *backoff;
+    size_t running;
+    bool stopping;
+    atomic_bool kill_all; /* destroy's grace is over: kill running hooks */
+    pthread_t *threads;
+    size_t threads_count;
+} exec_provider_t;
+
+/* ------------------------------------------------------------------------------------
+ * Jobs
+ * ---------------------------------------------------------------------------------- */
+
+static void exec__job_free(exec_job_t *j) {
+    if (j == NULL)
+        return;
+    free(j->group);
+    free(j->key);
+    free(j->arg);
+    if (j->envp != NULL) {
+        for (char **e = j->envp; *e != NULL; e++)
+            free(*e);
+        free(j->envp);
+    }
+    free(j->first_line);
+    free(j->message);
+    free(j);
+}
+
+static void exec__list_free(exec_job_t *j) {
+    while (j != NULL) {
+        exec_job_t *next = j->next;
+        exec__job_free(j);
+        j = next;
+    }
+}
+
+/* The instance name in a placeholder id frugal://GROUP/NAME, else "". */
+static const char *exec__name_of(const char *group, const char *id) {
+    static const char scheme[] = "frugal://";
+    size_t glen = strlen(group);
+    if (strncmp(id, scheme, sizeof(scheme) - 1) == 0 &&
+        strncmp(id + sizeof(scheme) - 1, group, glen) == 0 && id[sizeof(scheme) - 1 + glen] == '/')
+        return id + sizeof(scheme) - 1 + glen + 1;
+    return "";
+}
+
+static int exec__env_add(char **envp, size_t *n, const char *name, const char *value) {
+    size_t len = strlen(name) + strlen(value) + 2;
+    char *s = malloc(len);
+    if (s == NULL)
+        return FRUGAL_ENOMEM;
+    snprintf(s, len, "%s=%s", name, value);
+    envp[(*n)++] = s;
+    return 0;
+}
+
+/* Join a group's labels (k=v) or taints (k=v:Effect) with commas; NULL when out of
+ * memory. */
+static char *exec__join_spec(const group_spec_t *spec, bool taints) {
+    size_t len = 1;
+    size_t count = taints ? spec->taints.count : spec->labels.count;
+    for (size_t i = 0; i < count; i++) {
+        if (taints)
+            len += strlen(spec->taints.items[i].key) + strlen(spec->taints.items[i].value) +
+                   strlen(spec->taints.items[i].effect) + 3;
+        else
+            len += strlen(spec->labels.items[i].key) + strlen(spec->labels.items[i].value) + 2;
+    }
+    char *s = malloc(len);
+    if (s == NULL)
+        return NULL;
+    size_t w = 0;
+    s[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        if (taints)
+            w += (size_t)snprintf(s + w, len - w, "%s%s=%s:%s", i > 0 ? "," : "",
+                                  spec->taints.items[i].key, spec->taints.items[i].value,
+                                  spec->taints.items[i].effect);
+        else
+            w += (size_t)snprintf(s + w, len - w, "%s%s=%s", i > 0 ? "," : "",
+                                  spec->labels.items[i].key, spec->labels.items[i].value);
+    }
+    return s;
+}
+
+/* The hook's environment: frugal's own (minus FRUGAL_* variables) plus the job's. */
+static char **exec__env_build(const exec_provider_t *p, const group_t *g, const char *name,
+                              const char *provider_id) {
+    size_t inherited = 0;
+    for (char **e = environ; e != NULL && *e != NULL; e++)
+        inherited++;
+    char **envp = calloc(inherited + 10, sizeof(*envp));
+    if (envp == NULL)
+        return NULL;
+    size_t n = 0;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, "FRUGAL_", 7) == 0)
+            continue;
+        if ((envp[n] = strdup(*e)) == NULL)
+            goto fail;
+        n++;
+    }
+    const group_spec_t *spec = &g->spec;
+    const machine_type_t *mt = config_find_machine_type(p->cfg, spec->machine_type);
+    char cpu[32] = "", mem[32] = "";
+    if (mt != NULL) {
+        quantity_format_milli(mt->cpu_milli, cpu, sizeof(cpu));
+        quantity_format_bytes(mt->memory_bytes, mem, sizeof(mem));
+    }
+    char *labels = exec__join_spec(spec, false);
+    char *taints = exec__join_spec(spec, true);
+    int rc = labels == NULL || taints == NULL;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_GROUP", spec->id) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_INSTANCE", name) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_PROVIDER_ID", provider_id) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_MACHINE_TYPE",
+                             spec->machine_type != NULL ? spec->machine_type : "") != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_ZONE", spec->zone != NULL ? spec->zone : "") != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_LABELS", labels) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_TAINTS", taints) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_CPU", cpu) != 0;
+    rc = rc || exec__env_add(envp, &n, "FRUGAL_MEMORY", mem) != 0;
+    free(labels);
+    free(taints);
+    if (rc)
+        goto fail;
+    return envp;
+fail:
+    for (size_t i = 0; i < n; i++)
+        free(envp[i]);
+    free(envp);
+    return NULL;
+}
+
+/* A job for instance id of g (name: its name, "" when unknown); NULL when out of
+ * memory. */
+static exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
+                                 const char *id, const char *name) {
+    exec_job_t *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return NULL;
+    j->verb = verb;
+    j->group = strdup(g->spec.id);
+    j->key = strdup(id != NULL ? id : "");
+    j->arg = strdup(verb == EXEC_CREATE ? name : id != NULL ? id : "");
+    j->envp = exec__env_build(p, g, name, id != NULL ? id : "");
+    if (j->group == NULL || j->key == NULL || j->arg == NULL || j->envp == NULL) {
+        exec__job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Queue j; with mu held. Cannot fail: busy was reserved by the caller. */
+static void exec__enqueue_locked(exec_provider_t *p, exec_job_t *j) {
+    j->queued = true;
+    j->next = NULL;
+    if (p->pending_tail != NULL)
+        p->pending_tail->next = j;
+    else
+        p->pending = j;
+    p->pending_tail = j;
+    if (!j->orphan)
+        strmap_put(p->busy, j->key, j, NULL);
+    pthread_cond_signal(&p->work_cv);
+}
+
+/* Remove id's job from pending if it has not started; with mu held. True when it
+ * was removed (and freed). */
+static bool exec__cancel_locked(exec_provider_t *p, const char *id) {
+    exec_job_t *j = strmap_get(p->busy, id);
+    if (j == NULL || !j->queued)
+        return false;
+    exec_job_t *prev = NULL;
+    for (exec_job_t *q = p->pending; q != NULL; prev = q, q = q->next) {
+        if (q != j)
+            continue;
+        if (prev != NULL)
+            prev->next = q->next;
+        else
+            p->pending = q->next;
+        if (p->pending_tail == q)
+            p->pending_tail = prev;
+        strmap_remove(p->busy, id);
+        exec__job_free(j);
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Running a hook
+ * ---------------------------------------------------------------------------------- */
+
+static int64_t exec__mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct exec_buf {
+    char data[EXEC_OUTPUT_MAX + 1];
+    size_t len;
+} exec_buf_t;
+
+/* Read what fd has into b (beyond the cap it is discarded); false at EOF or error. */
+static bool exec__drain(int fd, exec_buf_t *b) {
+    char tmp[4096];
+    ssize_t r = read(fd, tmp, sizeof(tmp));
+    if (r < 0)
+        return errno == EINTR || errno == EAGAIN;
+    if (r == 0)
+        return false;
+    size_t room = EXEC_OUTPUT_MAX - b->len;
+    size_t take = (size_t)r < room ? (size_t)r : room;
+    memcpy(b->data + b->len, tmp, take);
+    b->len += take;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+/* The first line of b (NULL when it is empty) or its last non-empty line. */
+static char *exec__line(const exec_buf_t *b, bool last) {
+    const char *s = b->data;
+    size_t len = b->len;
+    const char *start = s, *end = s + len;
+    if (!last) {
+        const char *nl = memchr(s, '\n', len);
+        end = nl != NULL ? nl : s + len;
+    } else {
+        while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+            end--;
+        start = end;
+        while (start > s && start[-1] != '\n')
+            start--;
+    }
+    while (end > start && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    while (start < end && (*start == ' ' || *start == '\t'))
+        start++;
+    if (end == start)
+        return NULL;
+    return strndup(start, (size_t)(end - start));
+}
+
+static const char *exec__verb_name(exec_verb_t v) {
+    switch (v) {
+    case EXEC_CREATE:
+        return "create";
+    case EXEC_DELETE:
+        return "delete";
+    case EXEC_CREATE_GROUP:
+        return "create-group";
+    case EXEC_DELETE_GROUP:
+        return "delete-group";
+    }
+    return "?";
+}
+
+/* Set j->message to fmt..., then ": LAST_STDERR_LINE" when there is one. */
+static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *err,
+                       const char *what) {
+    char *line = err != NULL ? exec__line(err, true) : NULL;
+    size_t len = strlen(what) + (line != NULL ? strlen(line) : 0) + 3;
+    j->outcome = outcome;
+    free(j->message);
+    j->message = malloc(len);
+    if (j->message != NULL)
+        snprintf(j->message, len, "%s%s%s", what, line != NULL ? ": " : "",
+                 line != NULL ? line : "");
+    free(line);
+}
+
+/* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
+ * Never fails: a hook that cannot be started is EXEC_FAILED. */
+static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    exec_buf_t *out = calloc(1, sizeof(*out));
+    exec_buf_t *err = calloc(1, sizeof(*err));
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    bool fa_ok = false, attr_ok = false;
+    char what[256];
+    pid_t pid = -1;
+
+    j->outcome = EXEC_FAILED;
+    if (out == NULL || err == NULL) {
+        exec__fail(j, EXEC_FAILED, NULL, "out of memory running the hook");
+        goto done;
+    }
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+        snprintf(what, sizeof(what), "cannot create pipes: %s", strerror(errno));
+        exec__fail(j, EXEC_FAILED, NULL, what);
+        goto done;
+    }
+    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
+    attr_ok = posix_spawnattr_init(&attr) == 0;
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaddset(&defaults, sigs[i]);
+    if (!fa_ok || !attr_ok ||
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, outp[1], 1) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, errp[1], 2) != 0 ||
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                            POSIX_SPAWN_SETSIGDEF) != 0 ||
+        posix_spawnattr_setpgroup(&attr, 0) != 0 || posix_spawnattr_setsigmask(&attr, &none) != 0 ||
+        posix_spawnattr_setsigdefault(&attr, &defaults) != 0) {
+        exec__fail(j, EXEC_FAILED, NULL, "cannot prepare the hook's process");
+        goto done;
+    }
+    const char *cmd = p->cfg->exec_command;
+    char *argv[] = {(char *)cmd, (char *)exec__verb_name(j->verb), j->group,
+                    j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
+    int src = posix_spawn(&pid, cmd, &fa, &attr, argv, j->envp);
+    close(outp[1]);
+    close(errp[1]);
+    outp[1] = errp[1] = -1;
+    if (src != 0) {
+        pid = -1;
+        snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(src));
+        exec__fail(j, EXEC_FAILED, NULL, what);
+        goto done;
+    }
+
+    /* Read both pipes until the hook exits (then what is left, briefly), the deadline
+     * passes or destroy says stop. */
+    int64_t deadline = exec__mono_ms() + timeout_ms;
+    int64_t exited_at = -1;
+    int status = 0;
+    bool out_open = true, err_open = true, timed_out = false, killed = false;
+    while (out_open || err_open || exited_at < 0) {
+        int64_t now = exec__mono_ms();
+        if (exited_at < 0) {
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            if (w == pid)
+                exited_at = now;
+        }
+        if (exited_at >= 0 && (!(out_open || err_open) || now - exited_at > 100))
+            break;
+        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all))) {
+            timed_out = now >= deadline;
+            killed = true;
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+        }
+        struct pollfd fds[2];
+        nfds_t nfds = 0;
+        if (out_open)
+            fds[nfds++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
+        if (err_open)
+            fds[nfds++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+        int slice = 50;
+        if (nfds == 0) {
+            struct timespec ts = {0, slice * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (poll(fds, nfds, slice) <= 0)
+            continue;
+        for (nfds_t i = 0; i < nfds; i++) {
+            if (fds[i].revents == 0)
+                continue;
+            bool is_out = fds[i].fd == outp[0];
+            if (!exec__drain(fds[i].fd, is_out ? out : err)) {
+                if (is_out)
+                    out_open = false;
+                else
+                    err_open = false;
+            }
+        }
+    }
+    if (killed) {
+        if (timed_out) {
+            snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed",
+                     exec__verb_name(j->verb), timeout_ms);
+            exec__fail(j, EXEC_TIMEOUT, err, what);
+        } else {
+            snprintf(what, sizeof(what), "hook %s killed: frugal is stopping",
+                     exec__verb_name(j->verb));
+            exec__fail(j, EXEC_FAILED, err, what);
+        }
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        j->outcome = EXEC_OK;
+        j->first_line = exec__line(out, false);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
+        char *line = exec__line(err, true);
+        j->outcome = EXEC_NO_RESOURCES;
+        j->message = line != NULL ? line : strdup("out of resources (exit status 3)");
+    } else {
+        if (WIFEXITED(status))
+            snprintf(what, sizeof(what), "hook %s exited with status %d", exec__verb_name(j->verb),
+                     WEXITSTATUS(status));
+        else
+            snprintf(what, sizeof(what), "hook %s killed by signal %d", exec__verb_name(j->verb),
+                     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        exec__fail(j, EXEC_FAILED, err, what);
+    }
+
+done:
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    if (attr_ok)
+        posix_spawnattr_destroy(&attr);
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0)
+            close(outp[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+    }
+    free(out);
+    free(err);
+}
+
+static void *exec__worker(void *arg) {
+    exec_provider_t *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->pending == NULL && !p->stopping)
+            pthread_cond_wait(&p->work_cv, &p->mu);
+        if (p->stopping)
+            break;
+        exec_job_t *j = p->pending;
+        p->pending = j->next;
+        if (p->pending == NULL)
+            p->pending_tail = NULL;
+        j->next = NULL;
+        j->queued = false;
+        p->running++;
+        pthread_mutex_unlock(&p->mu);
+
+        exec__run(p, j, p->timeout_ms);
+        if (j->outcome != EXEC_OK)
+            log_warn("exec hook %s %s %s failed: %s", exec__verb_name(j->verb), j->group, j->arg,
+                     j->message != NULL ? j->message : "");
+        else
+            log_debug("exec hook %s %s %s: OK", exec__verb_name(j->verb), j->group, j->arg);
+
+        pthread_mutex_lock(&p->mu);
+        p->running--;
+        if (j->orphan) {
+            exec__job_free(j);
+        } else {
+            if (p->results_tail != NULL)
+                p->results_tail->next = j;
+            else
+                p->results = j;
+            p->results_tail = j;
+        }
+        pthread_cond_broadcast(&p->idle_cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Slots
+ * ---------------------------------------------------------------------------------- */
+
+static void exec_destroy(provider_t *base);
+
+static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_t *err) {
+    *out = NULL;
+    if (cfg->exec_command == NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "provider kind exec needs provider.command");
+    if (access(cfg->exec_command, X_OK) != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "provider.command %s is not executable: %s",
+                              cfg->exec_command, strerror(errno));
+    exec_provider_t *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
+    p->base.ops = &provider_exec_ops;
+    p->cfg = cfg;
+    p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
+    atomic_init(&p->kill_all, false);
+    size_t n = cfg->exec_parallelism > 0 ? (size_t)cfg->exec_parallelism : 4;
+    int rc;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the exec provider's mutex");
+        goto fail_mutex;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    bool cv_ok = pthread_cond_init(&p->work_cv, NULL) == 0;
+    bool idle_ok = pthread_cond_init(&p->idle_cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!cv_ok || !idle_ok) {
+        if (cv_ok)
+            pthread_cond_destroy(&p->work_cv);
+        if (idle_ok)
+            pthread_cond_destroy(&p->idle_cv);
+        rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the exec provider's conditions");
+        goto fail_cond;
+    }
+    if (strmap_create(64, &p->busy) != 0 || (p->threads = calloc(n, sizeof(pthread_t))) == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
+        goto fail_threads;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (pthread_create(&p->threads[i], NULL, exec__worker, p) != 0) {
+            rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot start exec worker thread %zu", i);
+            goto fail_threads;
+        }
+        p->threads_count++;
+    }
+    log_info("exec provider: hook %s, timeout %" PRId64 " ms, parallelism %zu", cfg->exec_command,
+             p->timeout_ms, n);
+    *out = &p->base;
+    return 0;
+
+fail_threads:
+    exec_destroy(&p->base); /* joins the threads started, frees the rest */
+    return rc;
+fail_cond:
+    pthread_mutex_destroy(&p->mu);
+fail_mutex:
+    free(p);
+    return rc;
+}
+
+static void exec_destroy(provider_t *base) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->work_cv);
+    int64_t grace = p->timeout_ms < EXEC_STOP_GRACE_MS ? p->timeout_ms : EXEC_STOP_GRACE_MS;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += grace / 1000;
+    until.tv_nsec += (grace % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (p->running > 0)
+        log_info("exec provider stopping: waiting up to %" PRId64 " ms for %zu running hooks",
+                 grace, p->running);
+    while (p->running > 0) {
+        if (pthread_cond_timedwait(&p->idle_cv, &p->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    if (p->running > 0)
+        log_warn("exec provider stopping: killing %zu hooks still running", p->running);
+    atomic_store(&p->kill_all, true);
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->threads_count; i++)
+        pthread_join(p->threads[i], NULL);
+    /* Queued work is not lost: refresh re-queues it from the state file after a restart. */
+    exec__list_free(p->pending);
+    exec__list_free(p->results);
+    while (p->backoff != NULL) {
+        exec_backoff_t *b = p->backoff;
+        p->backoff = b->next;
+        free(b->group);
+        free(b->id);
+        free(b);
+    }
+    strmap_destroy(p->busy);
+    free(p->threads);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_cond_destroy(&p->idle_cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t now_ms,
+                         frugal_err_t *err) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    if (delta <= 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "delta %d must be positive", (int)delta);
+    if ((int64_t)g->target_size + delta > INT32_MAX)
+        return frugal_err_set(err, FRUGAL_EINVAL, "target size of %s would overflow", g->spec.id);
+    size_t n = (size_t)delta;
+    instance_t *added = calloc(n, sizeof(*added));
+    exec_job_t **jobs = calloc(n, sizeof(*jobs));
+    if (added == NULL || jobs == NULL)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t seq = g->next_seq + i;
+        char name[64];
+        snprintf(name, sizeof(name), "%s-%" PRIu64, g->spec.id, seq);
+        int len = snprintf(NULL, 0, "frugal://%s/%s", g->spec.id, name);
+        added[i].id = malloc((size_t)len + 1);
+        if (added[i].id == NULL)
+            goto fail;
+        snprintf(added[i].id, (size_t)len + 1, "frugal://%s/%s", g->spec.id, name);
+        added[i].state = INSTANCE_CREATING;
+        added[i].state_since_ms = now_ms;
+        if ((jobs[i] = exec__job_new(p, EXEC_CREATE, g, added[i].id, name)) == NULL)
+            goto fail;
+    }
+    instance_t *grown = realloc(g->instances, (g->instances_count + n) * sizeof(*grown));
+    if (grown == NULL)
+        goto fail;
+    g->instances = grown;
+    pthread_mutex_lock(&p->mu);
+    if (strmap_reserve(p->busy, strmap_count(p->busy) + n) != 0) {
+        pthread_mutex_unlock(&p->mu);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        exec__enqueue_locked(p, jobs[i]);
+    pthread_mutex_unlock(&p->mu);
+    memcpy(&g->instances[g->instances_count], added, n * sizeof(*added));
+    g->instances_count += n;
+    g->next_seq += n;
+    g->target_size += delta;
+    free(added);
+    free(jobs);
+    return 0;
+
+fail:
+    for (size_t i = 0; added != NULL && jobs != NULL && i < n; i++) {
+        free(added[i].id);
+        exec__job_free(jobs[i]);
+    }
+    free(added);
+    free(jobs);
+    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+}
+
+static int exec_delete_instances(provider_t *base, group_t *g, const size_t *indexes, size_t n,
+                                 int64_t now_ms, frugal_err_t *err) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    for (size_t i = 0; i < n; i++) {
+        if (indexes[i] >= g->instances_count)
+            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range",
+                                  indexes[i]);
+    }
+    if ((int64_t)n > g->target_size)
+        return frugal_err_set(err, FRUGAL_EINVAL, "cannot delete %zu of %d instances", n,
+                              (int)g->target_size);
+    exec_job_t **jobs = calloc(n > 0 ? n : 1, sizeof(*jobs));
+    if (jobs == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const instance_t *in = &g->instances[indexes[i]];
+        jobs[i] = exec__job_new(p, EXEC_DELETE, g, in->id, exec__name_of(g->spec.id, in->id));
+        if (jobs[i] == NULL) {
+            for (size_t k = 0; k < i; k++)
+                exec__job_free(jobs[k]);
+            free(jobs);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        }
+    }
+    pthread_mutex_lock(&p->mu);
+    if (strmap_reserve(p->busy, strmap_count(p->busy) + n) != 0) {
+        pthread_mutex_unlock(&p->mu);
+        for (size_t k = 0; k < n; k++)
+            exec__job_free(jobs[k]);
+        free(jobs);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        instance_t *in = &g->instances[indexes[i]];
+        in->state = INSTANCE_DELETING;
+        in->state_since_ms = now_ms;
+        /* A create still queued is dropped; one running finishes first, then refresh
+         * queues the delete (with the id the create reported). */
+        exec__cancel_locked(p, in->id);
+        if (strmap_get(p->busy, in->id) == NULL)
+            exec__enqueue_locked(p, jobs[i]);
+        else
+            exec__job_free(jobs[i]);
+    }
+    pthread_mutex_unlock(&p->mu);
+    free(jobs);
+    g->target_size -= (int32_t)n;
+    return 0;
+}
+
+static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, frugal_err_t *err) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    if (delta >= 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "delta %d must be negative", (int)delta);
+    size_t drop = (size_t)(-(int64_t)delta);
+    size_t creating = 0;
+    for (size_t i = 0; i < g->instances_count; i++)
+        creating += g->instances[i].state == INSTANCE_CREATING;
+    if (creating < drop)
+        return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
+                              creating, g->spec.id);
+    /* Newest first, compacting the survivors in place. A dropped instance's queued
+     * create is cancelled; a running one that then succeeds is deleted as an orphan. */
+    pthread_mutex_lock(&p->mu);
+    size_t w = g->instances_count;
+    size_t left = drop;
+    for (size_t r = g->instances_count; r-- > 0;) {
+        instance_t *in = &g->instances[r];
+        if (left > 0 && in->state == INSTANCE_CREATING) {
+            exec__cancel_locked(p, in->id);
+            cluster_instance_clear(in);
+            left--;
+            continue;
+        }
+        g->instances[--w] = *in;
+    }
+    pthread_mutex_unlock(&p->mu);
+    memmove(g->instances, &g->instances[w], (g->instances_count - w) * sizeof(instance_t));
+    g->instances_count -= drop;
+    g->target_size += delta;
+    return 0;
+}
+
+static void exec__set_error(instance_t *in, const char *code, const char *msg, int32_t cls) {
+    char *c = strdup(code);
+    char *m = strdup(msg != NULL ? msg : "");
+    if (c == NULL || m == NULL) {
+        free(c);
+        free(m);
+        return; /* the error is logged already; the instance stays creating */
+    }
+    free(in->error_code);
+    free(in->error_message);
+    in->error_code = c;
+    in->error_message = m;
+    in->error_class = cls;
+}
+
+static ssize_t exec__find(const group_t *g, const char *id) {
+    for (size_t i = 0; i < g->instances_count; i++) {
+        if (strcmp(g->instances[i].id, id) == 0)
+            return (ssize_t)i;
+    }
+    return -1;
+}
+
+/* Remember not to re-run id's hook before until; with mu held. */
+static void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id,
+                                     int64_t until) {
+    for (exec_backoff_t *b = p->backoff; b != NULL; b = b->next) {
+        if (strcmp(b->id, id) == 0) {
+            b->not_before_ms = until;
+            return;
+        }
+    }
+    exec_backoff_t *b = calloc(1, sizeof(*b));
+    if (b == NULL || (b->group = strdup(group)) == NULL || (b->id = strdup(id)) == NULL) {
+        if (b != NULL)
+            free(b->group);
+        free(b);
+        return; /* no backoff: a retry comes sooner, nothing worse */
+    }
+    b->not_before_ms = until;
+    b->next = p->backoff;
+    p->backoff = b;
+}
+
+/* Whether id may be re-run now; drops expired entries of group. With mu held. */
+static bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const char *id,
+                                        int64_t now) {
+    bool allowed = true;
+    for (exec_backoff_t **bp = &p->backoff; *bp != NULL;) {
+        exec_backoff_t *b = *bp;
+        if (strcmp(b->group, group) == 0 && b->not_before_ms <= now) {
+            *bp = b->next;
+            free(b->group);
+            free(b->id);
+            free(b);
+            continue;
+        }
+        if (id != NULL && strcmp(b->id, id) == 0)
+            allowed = false;
+        bp = &b->next;
+    }
+    return allowed;
+}
+
+/* Apply one finished job to g; with mu held. */
+static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, int64_t now,
+                               bool *changed) {
+    ssize_t idx = exec__find(g, j->key);
+    instance_t *in = idx >= 0 ? &g->instances[idx] : NULL;
+    /* A failure is retried (when refresh finds the instance without a job) no sooner
+     * than EXEC_RETRY_MS; so is a create whose new id the cluster did not keep. */
+    if (j->outcome != EXEC_OK || (j->verb == EXEC_CREATE && j->first_line != NULL))
+        exec__backoff_set_locked(p, g->spec.id, j->key, now + EXEC_RETRY_MS);
+    if (j->verb == EXEC_DELETE) {
+        if (in == NULL)
+            return;
+        if (in->state != INSTANCE_DELETING) {
+            log_warn("exec: delete hook of %s finished but the instance is no longer deleting",
+                     j->key);
+            return;
+        }
+        if (j->outcome == EXEC_OK) {
+            log_info("exec: instance %s of %s deleted", j->key, g->spec.id);
+            cluster_instance_clear(in);
+            memmove(in, in + 1, (g->instances_count - (size_t)idx - 1) * sizeof(*in));
+            g->instances_count--;
+            *changed = true;
+        } else {
+            log_warn("exec: deleting instance %s of %s failed (retried in %d s): %s", j->key,
+                     g->spec.id, EXEC_RETRY_MS / 1000, j->message != NULL ? j->message : "");
+        }
+        return;
+    }
+    /* create */
+    const char *real = j->first_line;
+    if (in == NULL) {
+        if (j->outcome == EXEC_OK) {
+            /* Dropped while its create ran: remove the machine it made. */
+            const char *id = real != NULL ? real : j->key;
+            exec_job_t *orphan =
+                exec__job_new(p, EXEC_DELETE, g, id, exec__name_of(j->group, j->key));
+            log_warn("exec: instance %s of %s was dropped while being created: deleting %s", j->key,
+                     g->spec.id, id);
+            if (orphan != NULL) {
+                orphan->orphan = true;
+                exec__enqueue_locked(p, orphan);
+            }
+        }
+        return;
+    }
+    if (j->outcome == EXEC_OK && real != NULL && strcmp(real, in->id) != 0 &&
+        exec__find(g, real) >= 0) {
+        char msg[FRUGAL_ERR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "the hook reported provider id %s, already used in %s", real,
+                 g->spec.id);
+        free(j->message);
+        j->message = strdup(msg);
+        j->outcome = EXEC_FAILED;
+        log_error("exec: create of %s: %s", j->key, msg);
+    }
+    if (j->outcome == EXEC_OK) {
+        if (real != NULL && strcmp(real, in->id) != 0) {
+            char *id = strdup(real);
+            if (id == NULL)
+                return; /* stays creating, no job: re-run after the backoff */
+            free(in->id);
+            in->id = id;
+        }
+        if (in->state == INSTANCE_CREATING) {
+            in->state = INSTANCE_RUNNING;
+            in->state_since_ms = now;
+            free(in->error_code);
+            free(in->error_message);
+            in->error_code = in->error_message = NULL;
+            in->error_class = 0;
+        }
+        log_info("exec: instance %s of %s created as %s", j->arg, g->spec.id, in->id);
+        *changed = true;
+        return;
+    }
+    if (in->state != INSTANCE_CREATING)
+        return; /* deleting meanwhile: the delete hook runs next */
+    if (j->outcome == EXEC_NO_RESOURCES)
+        exec__set_error(in, "OutOfResources", j->message, 1);
+    else
+        exec__set_error(in, j->outcome == EXEC_TIMEOUT ? "Timeout" : "CreateFailed", j->message,
+                        99);
+    *changed = true;
+}
+
+static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *changed,
+                        frugal_err_t *err) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    /* 1. Apply this group's finished jobs. */
+    exec_job_t *prev = NULL;
+    for (exec_job_t *j = p->results; j != NULL;) {
+        exec_job_t *next = j->next;
+        if (strcmp(j->group, g->spec.id) != 0) {
+            prev = j;
+            j = next;
+            continue;
+        }
+        if (prev != NULL)
+            prev->next = next;
+        else
+            p->results = next;
+        if (p->results_tail == j)
+            p->results_tail = prev;
+        strmap_remove(p->busy, j->key);
+        exec__apply_locked(p, g, j, now_ms, changed);
+        exec__job_free(j);
+        j = next;
+    }
+    /* 2. Re-queue the work of instances that have none (restart, failed delete). */
+    exec__backoff_allows_locked(p, g->spec.id, NULL, now_ms);
+    for (size_t i = 0; i < g->instances_count; i++) {
+        const instance_t *in = &g->instances[i];
+        bool todo = (in->state == INSTANCE_CREATING && in->error_code == NULL) ||
+                    in->state == INSTANCE_DELETING;
+        if (!todo || strmap_get(p->busy, in->id) != NULL ||
+            !exec__backoff_allows_locked(p, g->spec.id, in->id, now_ms))
+            continue;
+        const char *name = exec__name_of(g->spec.id, in->id);
+        exec_job_t *j = exec__job_new(p, in->state == INSTANCE_CREATING ? EXEC_CREATE : EXEC_DELETE,
+                                      g, in->id, name);
+        if (j == NULL || strmap_reserve(p->busy, strmap_count(p->busy) + 1) != 0) {
+            exec__job_free(j);
+            pthread_mutex_unlock(&p->mu);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory queueing hooks");
+        }
+        log_info("exec: %s of instance %s of %s has no job: running the %s hook",
+                 in->state == INSTANCE_CREATING ? "creation" : "deletion", in->id, g->spec.id,
+                 exec__verb_name(j->verb));
+        exec__enqueue_locked(p, j);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* Run a group hook now, in the caller's thread. */
+static int exec__group_hook(exec_provider_t *p, group_t *g, exec_verb_t verb, frugal_err_t *err) {
+    exec_job_t *j = exec__job_new(p, verb, g, NULL, "");
+    if (j == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    int64_t cap = p->timeout_ms < EXEC_GROUP_TIMEOUT_MS ? p->timeout_ms : EXEC_GROUP_TIMEOUT_MS;
+    exec__run(p, j, cap);
+    int rc = 0;
+    if (j->outcome != EXEC_OK)
+        rc = frugal_err_set(err, FRUGAL_EUNAVAIL, "%s of node group %s failed: %s",
+                            exec__verb_name(verb), g->spec.id,
+                            j->message != NULL ? j->message : "out of resources");
+    else
+        log_info("exec: hook %s %s: OK", exec__verb_name(verb), g->spec.id);
+    exec__job_free(j);
+    return rc;
+}
+
+static int exec_create_group(provider_t *base, group_t *g, frugal_err_t *err) {
+    int rc = exec__group_hook((exec_provider_t *)base, g, EXEC_CREATE_GROUP, err);
+    if (rc == 0)
+        g->exists = true;
+    return rc;
+}
+
+static int exec_delete_group(provider_t *base, group_t *g, frugal_err_t *err) {
+    int rc = exec__group_hook((exec_provider_t *)base, g, EXEC_DELETE_GROUP, err);
+    if (rc == 0)
+        g->exists = false;
+    return rc;
+}
+
+const provider_ops_t provider_exec_ops = {
+    .kind = "exec",
+    .create = exec_create,
+    .destroy = exec_destroy,
+    .increase = exec_increase,
+    .delete_instances = exec_delete_instances,
+    .decrease_target = exec_decrease_target,
+    .refresh = exec_refresh,
+    .create_group = exec_create_group,
+    .delete_group = exec_delete_group,
+};

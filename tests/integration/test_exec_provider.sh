@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The exec provider through the real server: a bash hook creates instances (creating,
+# then running with the provider id it prints), fails with exit 3 or 1 (the error shows
+# in `ctl nodes` and DecreaseTargetSize drops those instances), and deletes nodes; the
+# new ids resolve through NodeGroupForNode; a restart re-runs the work left pending.
+source "$(dirname "$0")/lib.sh"
+
+PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+HOOK="$TMP/hook"
+STATE="$TMP/state.json"
+
+# The hook logs each call; create sleeps $TMP/delay seconds (when present), then fails
+# with the status in $TMP/fail-GROUP (when present), else prints the real provider id.
+cat >"$HOOK" <<HOOK_EOF
+#!/bin/bash
+D=$TMP
+echo "\$*|\$FRUGAL_INSTANCE|\$FRUGAL_PROVIDER_ID|\$FRUGAL_MACHINE_TYPE|\$FRUGAL_ZONE|\$FRUGAL_LABELS|\$FRUGAL_CPU|\$FRUGAL_MEMORY" >> \$D/calls
+case \$1 in
+create)
+    echo \$\$ > \$D/pid-\$3
+    [ -f \$D/delay ] && sleep "\$(cat \$D/delay)"
+    if [ -f \$D/fail-\$2 ]; then
+        echo "quota exceeded in \$FRUGAL_ZONE" >&2
+        exit "\$(cat \$D/fail-\$2)"
+    fi
+    echo "openstack:///\$3-uuid"
+    ;;
+delete)
+    echo "\$3" >> \$D/deleted
+    ;;
+esac
+exit 0
+HOOK_EOF
+chmod +x "$HOOK"
+
+cat >"$TMP/frugal.yaml" <<CONFIG_EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $STATE
+provider:
+  kind: exec
+  command: $HOOK
+  timeout: 20s
+  parallelism: 2
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    zone: us-central1-a
+    min_size: 0
+    max_size: 5
+    labels: {team: web}
+  - id: pool-b
+    machine_type: n1-standard-4
+    zone: us-central1-b
+    min_size: 0
+    max_size: 5
+CONFIG_EOF
+
+# state_of PROVIDER_ID: its STATE column in the `ctl nodes` output in $OUT.
+state_of() {
+    echo "$OUT" | awk -v id="$1" '$1 == id { print $2; found = 1 } END { if (!found) print "gone" }'
+}
+
+# wait_nodes GROUP REGEX: poll `ctl nodes GROUP` (10 s at most) until REGEX matches.
+wait_nodes() {
+    local i
+    for i in $(seq 1 100); do
+        run ctl nodes "$1"
+        if echo "$OUT" | grep -Eq -- "$2"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+assert_ok "check accepts the exec config" "$FRUGAL" check -c "$TMP/frugal.yaml"
+assert_match "exec $HOOK, timeout 20s, parallelism 2" "$OUT" "check summary names the hook"
+
+start_server "$TMP/frugal.yaml"
+
+log "increase: creating, then running with the hook's provider id"
+echo 1 >"$TMP/delay"
+assert_ok "increase pool-a" ctl increase pool-a 2
+assert_ok "nodes right after" ctl nodes pool-a
+assert_eq creating "$(state_of frugal://pool-a/pool-a-1)" "pool-a-1 creating at first"
+assert_eq creating "$(state_of frugal://pool-a/pool-a-2)" "pool-a-2 creating at first"
+rm -f "$TMP/delay"
+wait_nodes pool-a "^openstack:///pool-a-2-uuid +running" || fail "pool-a-2 never ran"
+wait_nodes pool-a "^openstack:///pool-a-1-uuid +running" || fail "pool-a-1 never ran"
+assert_eq running "$(state_of openstack:///pool-a-1-uuid)" "pool-a-1 running with its real id"
+assert_eq gone "$(state_of frugal://pool-a/pool-a-1)" "placeholder id replaced"
+assert_ok "node-group-for-node of the real id" ctl node-group-for-node openstack:///pool-a-1-uuid
+assert_match "^pool-a " "$OUT" "the real id resolves to pool-a"
+assert_ok "node-group-for-node of the placeholder" ctl node-group-for-node frugal://pool-a/pool-a-1
+assert_match "no node group" "$OUT" "the placeholder no longer resolves"
+assert_match "^create pool-a pool-a-1\|pool-a-1\|frugal://pool-a/pool-a-1\|n1-standard-2\|us-central1-a\|team=web\|2\|7680Mi$" \
+    "$(cat "$TMP/calls")" "hook argv and environment"
+
+log "failures: exit 3 is OutOfResources (class 1), exit 1 CreateFailed (class 99)"
+echo 3 >"$TMP/fail-pool-b"
+assert_ok "increase pool-b" ctl increase pool-b 1
+wait_nodes pool-b "OutOfResources" || fail "no OutOfResources error shown"
+assert_match "^frugal://pool-b/pool-b-1 +creating +OutOfResources +1 +quota exceeded in us-central1-b$" \
+    "$OUT" "ctl nodes shows ERROR, CLASS and the hook's message"
+echo 1 >"$TMP/fail-pool-b"
+assert_ok "increase pool-b again" ctl increase pool-b 1
+wait_nodes pool-b "CreateFailed" || fail "no CreateFailed error shown"
+assert_match "^frugal://pool-b/pool-b-2 +creating +CreateFailed +99 +hook create exited with status 1: quota exceeded" \
+    "$OUT" "other failures are class 99"
+assert_eq 2 "$(target_size pool-b)" "failed instances count until CA decreases the target"
+assert_ok "decrease drops the failed instances" ctl decrease pool-b -2
+assert_eq 0 "$(target_size pool-b)" "pool-b target after the decrease"
+assert_ok "nodes pool-b" ctl nodes pool-b
+assert_no_match "pool-b-" "$OUT" "no pool-b instance left"
+assert_no_match "^delete pool-b" "$(cat "$TMP/calls")" "no delete hook for never-created instances"
+
+log "delete-nodes runs the delete hook"
+assert_ok "delete-nodes" ctl delete-nodes pool-a openstack:///pool-a-1-uuid
+for _ in $(seq 1 100); do
+    run ctl nodes pool-a
+    [ "$(state_of openstack:///pool-a-1-uuid)" = gone ] && break
+    sleep 0.1
+done
+assert_eq gone "$(state_of openstack:///pool-a-1-uuid)" "deleted instance gone"
+assert_eq running "$(state_of openstack:///pool-a-2-uuid)" "the other one stays"
+assert_eq "openstack:///pool-a-1-uuid" "$(cat "$TMP/deleted" 2>/dev/null)" \
+    "the delete hook got the provider id"
+assert_eq 1 "$(target_size pool-a)" "pool-a target after delete-nodes"
+
+log "restart: a create left pending is re-run"
+echo 30 >"$TMP/delay"
+assert_ok "increase pool-a" ctl increase pool-a 1
+sleep 0.3
+kill_server_hard
+# The crash left the hook running in its own process group: end it, as a reboot would.
+kill -KILL -- "-$(cat "$TMP/pid-pool-a-3")" 2>/dev/null
+rm -f "$TMP/delay"
+start_server "$TMP/frugal.yaml"
+wait_nodes pool-a "^openstack:///pool-a-3-uuid +running" || fail "pending create not re-run after restart"
+assert_ok "node-group-for-node after restart" ctl node-group-for-node openstack:///pool-a-2-uuid
+assert_match "^pool-a " "$OUT" "ids persisted across the restart"
+stop_server
+
+finish

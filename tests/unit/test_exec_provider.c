@@ -1,0 +1,525 @@
+/* The exec provider against small bash hooks written into a temporary directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "provider.h"
+
+typedef struct fixture {
+    char dir[64];
+    char hook[128];
+    machine_type_t mt;
+    frugal_config_t cfg;
+    provider_t *p;
+    group_t g;
+} fixture_t;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Write the hook: a bash script with D set to the fixture's directory. */
+static void write_hook(fixture_t *f, const char *body) {
+    FILE *fp = fopen(f->hook, "w");
+    assert_non_null(fp);
+    fprintf(fp, "#!/bin/bash\nD=%s\n%s\n", f->dir, body);
+    fclose(fp);
+    assert_int_equal(chmod(f->hook, 0755), 0);
+}
+
+static char *read_all(fixture_t *f, const char *name) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return strdup("");
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static size_t count_lines(fixture_t *f, const char *name) {
+    char *s = read_all(f, name);
+    size_t n = 0;
+    for (char *c = s; *c; c++)
+        n += *c == '\n';
+    free(s);
+    return n;
+}
+
+static fixture_t *fixture_new(const char *body, int64_t timeout_ms, int32_t parallelism) {
+    fixture_t *f = calloc(1, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/frugal-exec-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->hook, sizeof(f->hook), "%s/hook", f->dir);
+    write_hook(f, body);
+    f->mt.name = "n1-standard-2";
+    f->mt.cpu_milli = 2000;
+    f->mt.memory_bytes = 7680LL * 1024 * 1024;
+    f->cfg.provider_kind = "exec";
+    f->cfg.exec_command = f->hook;
+    f->cfg.exec_timeout_ms = timeout_ms;
+    f->cfg.exec_parallelism = parallelism;
+    f->cfg.machine_types = &f->mt;
+    f->cfg.machine_types_count = 1;
+    frugal_err_t err = {0};
+    assert_int_equal(provider_create(&f->cfg, &f->p, &err), 0);
+    assert_ptr_equal(f->p->ops, &provider_exec_ops);
+
+    group_t *g = &f->g;
+    g->spec.id = strdup("g");
+    g->spec.machine_type = strdup("n1-standard-2");
+    g->spec.zone = strdup("z1");
+    assert_int_equal(kv_list_put(&g->spec.labels, "a", "b"), 0);
+    g->spec.taints.items = calloc(1, sizeof(taint_t));
+    g->spec.taints.items[0].key = strdup("k");
+    g->spec.taints.items[0].value = strdup("v");
+    g->spec.taints.items[0].effect = strdup("NoSchedule");
+    g->spec.taints.count = 1;
+    g->max_size = 100;
+    g->managed = true;
+    g->exists = true;
+    g->next_seq = 1;
+    return f;
+}
+
+static void fixture_free(fixture_t *f) {
+    provider_destroy(f->p);
+    cluster_group_clear(&f->g);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+}
+
+typedef bool (*pred_t)(const group_t *g);
+
+/* Refresh (at now + skew_ms) every 20 ms until pred holds; false after limit_ms. */
+static bool refresh_until(fixture_t *f, pred_t pred, int64_t skew_ms, int limit_ms) {
+    int64_t end = mono_ms() + limit_ms;
+    do {
+        bool changed = false;
+        frugal_err_t err = {0};
+        assert_int_equal(
+            f->p->ops->refresh(f->p, &f->g, cluster_now_ms() + skew_ms, &changed, &err), 0);
+        if (pred(&f->g))
+            return true;
+        sleep_ms(20);
+    } while (mono_ms() < end);
+    return false;
+}
+
+static bool all_running(const group_t *g) {
+    for (size_t i = 0; i < g->instances_count; i++)
+        if (g->instances[i].state != INSTANCE_RUNNING)
+            return false;
+    return true;
+}
+
+static bool first_has_error(const group_t *g) {
+    return g->instances_count > 0 && g->instances[0].error_code != NULL;
+}
+
+static bool empty(const group_t *g) {
+    return g->instances_count == 0;
+}
+
+static void increase(fixture_t *f, int32_t n) {
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->increase(f->p, &f->g, n, cluster_now_ms(), &err), 0);
+}
+
+static const char hook_main[] =
+    "case $1 in\n"
+    "create) env | grep ^FRUGAL_ | sort > $D/env-$3; echo \"$2 $3\" >> $D/created\n"
+    "        if [ -f $D/no-id ]; then echo; else echo \"openstack:///uuid-$3\"; fi\n"
+    "        echo noise; exit 0;;\n"
+    "delete) echo \"$3 $FRUGAL_INSTANCE\" >> $D/delete-attempts\n"
+    "        if [ -f $D/fail-delete ]; then echo 'api says no' >&2; exit 1; fi\n"
+    "        echo \"$3\" >> $D/deleted; exit 0;;\n"
+    "create-group) echo \"$2\" >> $D/groups; exit 0;;\n"
+    "delete-group) echo 'group busy' >&2; exit 1;;\n"
+    "esac\nexit 2\n";
+
+static void test_create_with_provider_id(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    increase(f, 2);
+    assert_int_equal(f->g.instances_count, 2);
+    assert_int_equal(f->g.target_size, 2);
+    assert_int_equal(f->g.instances[0].state, INSTANCE_CREATING);
+    assert_string_equal(f->g.instances[0].id, "frugal://g/g-1");
+    assert_true(refresh_until(f, all_running, 0, 5000));
+    assert_string_equal(f->g.instances[0].id, "openstack:///uuid-g-1");
+    assert_string_equal(f->g.instances[1].id, "openstack:///uuid-g-2");
+    assert_null(f->g.instances[0].error_code);
+    char *env = read_all(f, "env-g-1");
+    assert_non_null(strstr(env, "FRUGAL_CPU=2\n"));
+    assert_non_null(strstr(env, "FRUGAL_GROUP=g\n"));
+    assert_non_null(strstr(env, "FRUGAL_INSTANCE=g-1\n"));
+    assert_non_null(strstr(env, "FRUGAL_LABELS=a=b\n"));
+    assert_non_null(strstr(env, "FRUGAL_MACHINE_TYPE=n1-standard-2\n"));
+    assert_non_null(strstr(env, "FRUGAL_MEMORY=7680Mi\n"));
+    assert_non_null(strstr(env, "FRUGAL_PROVIDER_ID=frugal://g/g-1\n"));
+    assert_non_null(strstr(env, "FRUGAL_TAINTS=k=v:NoSchedule\n"));
+    assert_non_null(strstr(env, "FRUGAL_ZONE=z1\n"));
+    free(env);
+    fixture_free(f);
+}
+
+static void test_create_without_provider_id(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/no-id", f->dir);
+    fclose(fopen(path, "w"));
+    increase(f, 1);
+    assert_true(refresh_until(f, all_running, 0, 5000));
+    assert_string_equal(f->g.instances[0].id, "frugal://g/g-1");
+    fixture_free(f);
+}
+
+static void test_out_of_resources(void **state) {
+    (void)state;
+    fixture_t *f =
+        fixture_new("echo 'quota check' >&2; echo 'no more cores in z1' >&2; exit 3", 10000, 4);
+    increase(f, 1);
+    assert_true(refresh_until(f, first_has_error, 0, 5000));
+    const instance_t *in = &f->g.instances[0];
+    assert_int_equal(in->state, INSTANCE_CREATING);
+    assert_string_equal(in->error_code, "OutOfResources");
+    assert_string_equal(in->error_message, "no more cores in z1");
+    assert_int_equal(in->error_class, 1);
+    /* Not retried: it keeps its error until CA decreases the target. */
+    sleep_ms(200);
+    assert_false(refresh_until(f, empty, 60000, 100));
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->decrease_target(f->p, &f->g, -1, &err), 0);
+    assert_int_equal(f->g.instances_count, 0);
+    assert_int_equal(f->g.target_size, 0);
+    fixture_free(f);
+}
+
+static void test_create_failed(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo 'image not found' >&2; exit 1", 10000, 4);
+    increase(f, 1);
+    assert_true(refresh_until(f, first_has_error, 0, 5000));
+    const instance_t *in = &f->g.instances[0];
+    assert_int_equal(in->state, INSTANCE_CREATING);
+    assert_string_equal(in->error_code, "CreateFailed");
+    assert_string_equal(in->error_message, "hook create exited with status 1: image not found");
+    assert_int_equal(in->error_class, 99);
+    fixture_free(f);
+}
+
+static void test_timeout_kills_the_tree(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("sleep 30 & echo $! > $D/child; wait", 500, 4);
+    int64_t t0 = mono_ms();
+    increase(f, 1);
+    assert_true(refresh_until(f, first_has_error, 0, 5000));
+    assert_true(mono_ms() - t0 < 3000);
+    const instance_t *in = &f->g.instances[0];
+    assert_string_equal(in->error_code, "Timeout");
+    assert_int_equal(in->error_class, 99);
+    assert_non_null(strstr(in->error_message, "timed out after 500 ms"));
+    /* The hook's child was killed with it (gone, or a zombie of init's). */
+    char *pid = read_all(f, "child");
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", atoi(pid));
+    free(pid);
+    sleep_ms(100);
+    FILE *fp = fopen(path, "r");
+    if (fp != NULL) {
+        char buf[256] = "";
+        assert_non_null(fgets(buf, sizeof(buf), fp));
+        fclose(fp);
+        assert_non_null(strstr(buf, ") Z"));
+    }
+    fixture_free(f);
+}
+
+static void test_delete_success_and_retry(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    increase(f, 2);
+    assert_true(refresh_until(f, all_running, 0, 5000));
+    char flag[256];
+    snprintf(flag, sizeof(flag), "%s/fail-delete", f->dir);
+    fclose(fopen(flag, "w"));
+
+    size_t idx = 0;
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->delete_instances(f->p, &f->g, &idx, 1, cluster_now_ms(), &err), 0);
+    assert_int_equal(f->g.target_size, 1);
+    assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
+    /* The failed attempt keeps it deleting... */
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "delete-attempts") < 1 && mono_ms() < end)
+        sleep_ms(20);
+    assert_false(refresh_until(f, empty, 0, 500));
+    assert_int_equal(f->g.instances_count, 2);
+    assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
+    /* ...and is not retried before the backoff... */
+    unlink(flag);
+    assert_false(refresh_until(f, empty, 10000, 300));
+    assert_int_equal(count_lines(f, "delete-attempts"), 1);
+    /* ...but after it. */
+    bool one_left = false;
+    end = mono_ms() + 5000;
+    while (!one_left && mono_ms() < end) {
+        bool changed = false;
+        f->p->ops->refresh(f->p, &f->g, cluster_now_ms() + 31000, &changed, &err);
+        one_left = f->g.instances_count == 1;
+        sleep_ms(20);
+    }
+    assert_true(one_left);
+    assert_string_equal(f->g.instances[0].id, "openstack:///uuid-g-2");
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "openstack:///uuid-g-1\n");
+    free(deleted);
+    char *attempts = read_all(f, "delete-attempts");
+    assert_string_equal(attempts, "openstack:///uuid-g-1 \nopenstack:///uuid-g-1 \n");
+    free(attempts);
+    fixture_free(f);
+}
+
+static void test_restart_reruns_pending_work(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    /* As the state file would bring them back: no job behind either. */
+    group_t *g = &f->g;
+    g->instances = calloc(3, sizeof(instance_t));
+    g->instances[0].id = strdup("frugal://g/g-7");
+    g->instances[0].state = INSTANCE_CREATING;
+    g->instances[1].id = strdup("openstack:///old");
+    g->instances[1].state = INSTANCE_DELETING;
+    g->instances[2].id = strdup("frugal://g/g-8");
+    g->instances[2].state = INSTANCE_CREATING;
+    g->instances[2].error_code = strdup("OutOfResources");
+    g->instances[2].error_message = strdup("full");
+    g->instances[2].error_class = 1;
+    g->instances_count = 3;
+    g->target_size = 2;
+    g->next_seq = 9;
+    int64_t end = mono_ms() + 5000;
+    while (mono_ms() < end &&
+           !(g->instances_count == 2 && g->instances[0].state == INSTANCE_RUNNING)) {
+        bool changed = false;
+        frugal_err_t err = {0};
+        assert_int_equal(f->p->ops->refresh(f->p, g, cluster_now_ms(), &changed, &err), 0);
+        sleep_ms(20);
+    }
+    assert_int_equal(g->instances_count, 2);
+    assert_string_equal(g->instances[0].id, "openstack:///uuid-g-7");
+    assert_int_equal(g->instances[0].state, INSTANCE_RUNNING);
+    assert_string_equal(g->instances[1].id, "frugal://g/g-8"); /* errored: left to CA */
+    char *created = read_all(f, "created");
+    assert_string_equal(created, "g g-7\n");
+    free(created);
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "openstack:///old\n");
+    free(deleted);
+    fixture_free(f);
+}
+
+static void test_parallelism_bound(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("mkdir -p $D/run; touch $D/run/$3\n"
+                               "ls $D/run | wc -l >> $D/counts\n"
+                               "sleep 0.3; rm $D/run/$3",
+                               10000, 2);
+    int64_t t0 = mono_ms();
+    increase(f, 6);
+    assert_true(refresh_until(f, all_running, 0, 10000));
+    int64_t took = mono_ms() - t0;
+    assert_true(took >= 850); /* three rounds of 0.3 s */
+    char *counts = read_all(f, "counts");
+    int max = 0;
+    for (char *s = counts; *s;) {
+        int n = (int)strtol(s, &s, 10);
+        max = n > max ? n : max;
+        while (*s == '\n' || *s == ' ')
+            s++;
+    }
+    free(counts);
+    assert_true(max >= 1 && max <= 2);
+    fixture_free(f);
+}
+
+static void test_decrease_cancels_and_cleans_orphans(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("case $1 in\n"
+                               "create) echo $3 >> $D/created; sleep 0.4; echo real-$3;;\n"
+                               "delete) echo $3 >> $D/deleted;;\n"
+                               "esac",
+                               10000, 1);
+    increase(f, 2);
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "created") < 1 && mono_ms() < end)
+        sleep_ms(10);
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->decrease_target(f->p, &f->g, -2, &err), 0);
+    assert_int_equal(f->g.instances_count, 0);
+    /* g-1 was being created: once made, it is deleted; g-2 never starts. */
+    end = mono_ms() + 5000;
+    while (count_lines(f, "deleted") < 1 && mono_ms() < end) {
+        bool changed = false;
+        f->p->ops->refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
+        sleep_ms(20);
+    }
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "real-g-1\n");
+    free(deleted);
+    sleep_ms(300);
+    char *created = read_all(f, "created");
+    assert_string_equal(created, "g-1\n");
+    free(created);
+    fixture_free(f);
+}
+
+static void test_group_hooks(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    f->g.exists = false;
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->create_group(f->p, &f->g, &err), 0);
+    assert_true(f->g.exists);
+    char *groups = read_all(f, "groups");
+    assert_string_equal(groups, "g\n");
+    free(groups);
+    assert_int_equal(f->p->ops->delete_group(f->p, &f->g, &err), FRUGAL_EUNAVAIL);
+    assert_string_equal(err.msg, "delete-group of node group g failed: hook delete-group exited "
+                                 "with status 1: group busy");
+    assert_true(f->g.exists);
+    fixture_free(f);
+}
+
+static void test_destroy_kills_running_hooks(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo started >> $D/started; sleep 60", 60000, 2);
+    increase(f, 3);
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "started") < 2 && mono_ms() < end)
+        sleep_ms(10);
+    int64_t t0 = mono_ms();
+    provider_destroy(f->p);
+    f->p = NULL;
+    int64_t took = mono_ms() - t0;
+    assert_true(took < 8000);
+    /* Every hook was reaped: this process has no children left. */
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    assert_int_equal(count_lines(f, "started"), 2); /* the queued third never ran */
+    fixture_free(f);
+}
+
+/* Through the cluster: a real id replaces the placeholder in the provider-id index, and
+ * an id another group holds already is not taken. */
+static void test_cluster_indexes_real_ids(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo same-machine", 10000, 2);
+    char text[512];
+    snprintf(text, sizeof(text),
+             "provider: {kind: exec, command: %s, timeout: 10s}\n"
+             "node_groups:\n"
+             "  - {id: a, machine_type: n1-standard-2, max_size: 3}\n"
+             "  - {id: b, machine_type: n1-standard-2, max_size: 3}\n",
+             f->hook);
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("t.yaml", text, strlen(text), &cfg, &errors), 0);
+    provider_t *p = NULL;
+    cluster_t *c = NULL;
+    frugal_err_t err = {0};
+    assert_int_equal(provider_create(cfg, &p, &err), 0);
+    assert_int_equal(cluster_open(cfg, p, &c, &err), 0);
+
+    assert_int_equal(cluster_increase_size(c, "a", 1, &err), 0);
+    const group_t *owner = NULL;
+    int64_t end = mono_ms() + 5000;
+    while (owner == NULL && mono_ms() < end) {
+        assert_int_equal(cluster_refresh(c, &err), 0);
+        cluster_read_lock(c);
+        owner = cluster_find_instance(c, "same-machine", NULL);
+        cluster_read_unlock(c);
+        sleep_ms(20);
+    }
+    assert_non_null(owner);
+    cluster_read_lock(c);
+    assert_string_equal(cluster_find_instance(c, "same-machine", NULL)->spec.id, "a");
+    assert_null(cluster_find_instance(c, "frugal://a/a-1", NULL));
+    cluster_read_unlock(c);
+
+    assert_int_equal(cluster_increase_size(c, "b", 1, &err), 0);
+    for (int i = 0; i < 25; i++) {
+        assert_int_equal(cluster_refresh(c, &err), 0);
+        sleep_ms(20);
+    }
+    cluster_read_lock(c);
+    const instance_t *in = NULL;
+    assert_string_equal(cluster_find_instance(c, "same-machine", NULL)->spec.id, "a");
+    assert_string_equal(cluster_find_instance(c, "frugal://b/b-1", &in)->spec.id, "b");
+    assert_int_equal(in->state, INSTANCE_CREATING);
+    cluster_read_unlock(c);
+
+    cluster_close(c);
+    provider_destroy(p);
+    config_free(cfg);
+    fixture_free(f);
+}
+
+static void test_bad_command(void **state) {
+    (void)state;
+    frugal_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.provider_kind = "exec";
+    cfg.exec_command = "/nonexistent/hook";
+    provider_t *p = NULL;
+    frugal_err_t err = {0};
+    assert_int_equal(provider_create(&cfg, &p, &err), FRUGAL_EINVAL);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "/nonexistent/hook is not executable"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_with_provider_id),
+        cmocka_unit_test(test_create_without_provider_id),
+        cmocka_unit_test(test_out_of_resources),
+        cmocka_unit_test(test_create_failed),
+        cmocka_unit_test(test_timeout_kills_the_tree),
+        cmocka_unit_test(test_delete_success_and_retry),
+        cmocka_unit_test(test_restart_reruns_pending_work),
+        cmocka_unit_test(test_parallelism_bound),
+        cmocka_unit_test(test_decrease_cancels_and_cleans_orphans),
+        cmocka_unit_test(test_group_hooks),
+        cmocka_unit_test(test_destroy_kills_running_hooks),
+        cmocka_unit_test(test_cluster_indexes_real_ids),
+        cmocka_unit_test(test_bad_command),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
