@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Print the out-of-memory message and exit 1. */
-static void cli__die_nomem(void) {
+void cli_die_nomem(void) {
     fputs("error: out of memory\n", stderr);
     exit(1);
 }
@@ -16,14 +15,14 @@ static void cli__die_nomem(void) {
 void *cli_xcalloc(size_t n, size_t size) {
     void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
     if (p == NULL)
-        cli__die_nomem();
+        cli_die_nomem();
     return p;
 }
 
 char *cli_xstrdup(const char *s) {
     char *p = strdup(s != NULL ? s : "");
     if (p == NULL)
-        cli__die_nomem();
+        cli_die_nomem();
     return p;
 }
 
@@ -96,7 +95,7 @@ void cli_table_row(cli_table_t *t, ...) {
         t->cap = t->cap == 0 ? 8 : t->cap * 2;
         char **bigger = realloc(t->cells, t->cap * t->ncols * sizeof(char *));
         if (bigger == NULL)
-            cli__die_nomem();
+            cli_die_nomem();
         t->cells = bigger;
     }
     va_list ap;

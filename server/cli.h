@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Print "error: out of memory" and exit 1. */
+void cli_die_nomem(void) __attribute__((noreturn));
+
 /* calloc(n, size) (at least one byte); prints "error: out of memory" and exits 1 when
  * that fails. */
 void *cli_xcalloc(size_t n, size_t size);

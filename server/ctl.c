@@ -23,6 +23,7 @@
 #include "externalgrpc.pb-c.h"
 #include "health.pb-c.h"
 #include "k8s.h"
+#include "pod_spec.h"
 
 /* Short names for the generated CloudProvider types. */
 #define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
@@ -1007,45 +1008,17 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
         return ctl__usage_verb(argv[0]);
     }
 
-    const char *names[3] = {K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY, K8S_RESOURCE_NVIDIA_GPU};
-    const char *values[3] = {cpu, memory, gpu};
-    k8s_quantity_t qty[3];
-    K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry entries[3], *entry_ptrs[3];
-    size_t n = 0;
-    for (size_t i = 0; i < 3; i++) {
-        if (values[i] == NULL) {
-            continue;
-        }
-        k8s_quantity_t q = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
-        K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry e =
-            K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
-        qty[n] = q;
-        qty[n].string = (char *)values[i];
-        entries[n] = e;
-        entries[n].key = (char *)names[i];
-        entries[n].value = &qty[n];
-        entry_ptrs[n] = &entries[n];
-        n++;
+    pod_spec_t spec = {.name = "frugal-ctl-pod", .cpu = cpu, .memory = memory, .gpu = gpu};
+    uint8_t *pod_buf;
+    size_t pod_len;
+    frugal_err_t err;
+    int packed = pod_spec_pack(&spec, &pod_buf, &pod_len, &err);
+    if (packed == FRUGAL_ENOMEM)
+        cli_die_nomem();
+    if (packed != 0) {
+        fprintf(stderr, "frugal ctl: %s: %s\n", argv[0], err.msg);
+        return 1;
     }
-    k8s_resource_requirements_t res = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__INIT;
-    res.n_requests = n;
-    res.requests = entry_ptrs;
-    k8s_container_t container = K8S__IO__API__CORE__V1__CONTAINER__INIT;
-    container.name = "main";
-    container.resources = &res;
-    k8s_container_t *containers[1] = {&container};
-    k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
-    spec.n_containers = 1;
-    spec.containers = containers;
-    k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
-    meta.name = "frugal-ctl-pod";
-    meta.namespace_ = "default";
-    k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
-    pod.metadata = &meta;
-    pod.spec = &spec;
-    size_t pod_len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
-    uint8_t *pod_buf = cli_xcalloc(pod_len, 1);
-    k8s__io__api__core__v1__pod__pack(&pod, pod_buf);
 
     ctl_period_t p;
     ctl__period_init(&p, hours);

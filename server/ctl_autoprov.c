@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "frugal.pb-c.h"
 #include "k8s.h"
+#include "pod_spec.h"
 #include "quantity.h"
 #include "yaml_tree.h"
 
@@ -430,57 +431,32 @@ static const char *ctl_ap__scalar(const yaml_tree_node_t *map, const char *key) 
                                                                              : NULL;
 }
 
-typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry ctl_ap_req_t;
-typedef K8s__Io__Api__Core__V1__PodSpec__NodeSelectorEntry ctl_ap_sel_t;
-
 /* Pack one v1.Pod described by the mapping item, named name, into f. */
 static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, const char *name) {
-    static const char *const resources[3][2] = {{"cpu", K8S_RESOURCE_CPU},
-                                                {"memory", K8S_RESOURCE_MEMORY},
-                                                {"gpu", K8S_RESOURCE_NVIDIA_GPU}};
-    k8s_quantity_t quantities[3];
-    ctl_ap_req_t reqs[3], *req_ptrs[3];
-    size_t nreq = 0;
+    static const char *const resources[3] = {"cpu", "memory", "gpu"};
+    const char *values[3];
     for (size_t r = 0; r < 3; r++) {
-        const char *v = ctl_ap__scalar(item, resources[r][0]);
-        if (v == NULL)
-            continue;
+        const char *v = values[r] = ctl_ap__scalar(item, resources[r]);
         int64_t parsed;
         frugal_err_t err;
-        if (quantity_parse_milli(v, &parsed, &err) != 0)
-            return ctl_ap__file_error(f, yaml_tree_mapping_get(item, resources[r][0]),
-                                      "%s: invalid quantity \"%s\"", resources[r][0], v);
-        k8s_quantity_t q = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
-        ctl_ap_req_t e = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
-        quantities[nreq] = q;
-        quantities[nreq].string = (char *)v;
-        reqs[nreq] = e;
-        reqs[nreq].key = (char *)resources[r][1];
-        reqs[nreq].value = &quantities[nreq];
-        req_ptrs[nreq] = &reqs[nreq];
-        nreq++;
+        if (v != NULL && quantity_parse_milli(v, &parsed, &err) != 0)
+            return ctl_ap__file_error(f, yaml_tree_mapping_get(item, resources[r]),
+                                      "%s: invalid quantity \"%s\"", resources[r], v);
     }
-    k8s_resource_requirements_t rr = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__INIT;
-    rr.n_requests = nreq;
-    rr.requests = req_ptrs;
-    k8s_container_t ct = K8S__IO__API__CORE__V1__CONTAINER__INIT;
-    ct.name = "main";
-    ct.resources = &rr;
-    k8s_container_t *cts[1] = {&ct};
-    k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
-    spec.n_containers = 1;
-    spec.containers = cts;
-
     const yaml_tree_node_t *sel = yaml_tree_mapping_get(item, "node_selector");
     size_t nsel = sel != NULL && sel->type == YAML_TREE_MAPPING ? sel->u.mapping.count : 0;
     if (sel != NULL && sel->type != YAML_TREE_MAPPING && !yaml_tree_is_null(sel))
         return ctl_ap__file_error(f, sel, "node_selector: expected a mapping");
-    ctl_ap_sel_t *sels = cli_xcalloc(nsel, sizeof(*sels));
-    ctl_ap_sel_t **sel_ptrs = cli_xcalloc(nsel, sizeof(*sel_ptrs));
     const yaml_tree_node_t *tols = yaml_tree_mapping_get(item, "tolerations");
     size_t ntol = tols != NULL && tols->type == YAML_TREE_SEQUENCE ? tols->u.sequence.count : 0;
-    k8s_toleration_t *tol = cli_xcalloc(ntol, sizeof(*tol));
-    k8s_toleration_t **tol_ptrs = cli_xcalloc(ntol, sizeof(*tol_ptrs));
+    pod_toleration_t *tol = cli_xcalloc(ntol, sizeof(*tol));
+    pod_spec_t spec = {.name = name,
+                       .cpu = values[0],
+                       .memory = values[1],
+                       .gpu = values[2],
+                       .tolerations = tol,
+                       .n_tolerations = ntol};
+    spec.namespace_ = ctl_ap__scalar(item, "namespace");
     int rc = 0;
     if (tols != NULL && tols->type != YAML_TREE_SEQUENCE && !yaml_tree_is_null(tols))
         rc = ctl_ap__file_error(f, tols, "tolerations: expected a list");
@@ -490,11 +466,9 @@ static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, c
             rc = ctl_ap__file_error(f, p->key, "node_selector: expected key: value strings");
             break;
         }
-        ctl_ap_sel_t e = K8S__IO__API__CORE__V1__POD_SPEC__NODE_SELECTOR_ENTRY__INIT;
-        sels[i] = e;
-        sels[i].key = p->key->u.scalar.text;
-        sels[i].value = p->value->u.scalar.text;
-        sel_ptrs[i] = &sels[i];
+        if (kv_list_put(&spec.node_selector, p->key->u.scalar.text, p->value->u.scalar.text) ==
+            FRUGAL_ENOMEM)
+            cli_die_nomem();
     }
     for (size_t i = 0; rc == 0 && i < ntol; i++) {
         const yaml_tree_node_t *t = tols->u.sequence.items[i];
@@ -502,48 +476,29 @@ static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, c
             rc = ctl_ap__file_error(f, t, "tolerations: expected a mapping");
             break;
         }
-        k8s_toleration_t e = K8S__IO__API__CORE__V1__TOLERATION__INIT;
-        tol[i] = e;
-        tol[i].key = (char *)ctl_ap__scalar(t, "key");
-        tol[i].value = (char *)ctl_ap__scalar(t, "value");
-        tol[i].effect = (char *)ctl_ap__scalar(t, "effect");
-        tol[i].operator_ = (char *)ctl_ap__scalar(t, "operator");
+        tol[i].key = ctl_ap__scalar(t, "key");
+        tol[i].value = ctl_ap__scalar(t, "value");
+        tol[i].effect = ctl_ap__scalar(t, "effect");
+        tol[i].operator_ = ctl_ap__scalar(t, "operator");
         if (tol[i].operator_ == NULL)
             tol[i].operator_ = tol[i].value != NULL ? "Equal" : "Exists";
-        tol_ptrs[i] = &tol[i];
     }
     if (rc == 0) {
-        spec.n_nodeselector = nsel;
-        spec.nodeselector = sel_ptrs;
-        spec.n_tolerations = ntol;
-        spec.tolerations = tol_ptrs;
-        k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
-        meta.name = (char *)name;
-        const char *ns = ctl_ap__scalar(item, "namespace");
-        meta.namespace_ = (char *)(ns != NULL ? ns : "default");
-        k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
-        pod.metadata = &meta;
-        pod.spec = &spec;
         if (f->count == f->cap) {
             f->cap = f->cap > 0 ? f->cap * 2 : 16;
             ProtobufCBinaryData *pods = realloc(f->pods, f->cap * sizeof(*pods));
-            if (pods == NULL) {
-                fputs("error: out of memory\n", stderr);
-                exit(1);
-            }
+            if (pods == NULL)
+                cli_die_nomem();
             f->pods = pods;
         }
-        size_t len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
-        uint8_t *buf = cli_xcalloc(len, 1);
-        k8s__io__api__core__v1__pod__pack(&pod, buf);
-        f->pods[f->count].data = buf;
-        f->pods[f->count].len = len;
+        frugal_err_t err;
+        ProtobufCBinaryData *b = &f->pods[f->count];
+        if (pod_spec_pack(&spec, &b->data, &b->len, &err) != 0)
+            cli_die_nomem(); /* the quantities were checked above */
         f->count++;
     }
-    free(sels);
-    free(sel_ptrs);
+    kv_list_clear(&spec.node_selector);
     free(tol);
-    free(tol_ptrs);
     return rc;
 }
 

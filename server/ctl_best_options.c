@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "expander.pb-c.h"
 #include "k8s.h"
+#include "pod_spec.h"
 #include "quantity.h"
 #include "ranking.h"
 #include "template.h"
@@ -49,8 +50,6 @@ typedef Grpcplugin__Option bo_option_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry bo_label_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry bo_capacity_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry bo_allocatable_t;
-typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry bo_requests_t;
-typedef K8s__Io__Api__Core__V1__PodSpec__NodeSelectorEntry bo_selector_t;
 typedef K8s__Io__Api__Core__V1__NodeCondition bo_condition_t;
 
 /* --- a bump allocator: everything built for one run is freed at once --- */
@@ -65,16 +64,20 @@ typedef struct bo_arena {
     bo_block_t *head;
 } bo_arena_t;
 
+static void bo_die_nomem(void)
+{
+    fprintf(stderr, "frugal ctl: out of memory\n");
+    exit(1);
+}
+
 static void *bo_alloc(bo_arena_t *a, size_t n)
 {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     if (!a->head || a->head->cap - a->head->used < n) {
         size_t cap = n > 16384 ? n : 16384;
         bo_block_t *b = malloc(sizeof(*b) + cap);
-        if (!b) {
-            fprintf(stderr, "frugal ctl: out of memory\n");
-            exit(1);
-        }
+        if (!b)
+            bo_die_nomem();
         b->next = a->head;
         b->used = 0;
         b->cap = cap;
@@ -240,80 +243,46 @@ static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, 
         !bo_quantity(f, p, "gpu", false))
         return out;
 
-    k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
-    k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
-    k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
-    k8s_container_t c = K8S__IO__API__CORE__V1__CONTAINER__INIT;
-    k8s_resource_requirements_t rr = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__INIT;
-    bo_requests_t req[3], *reqp[3];
-    k8s_quantity_t q[3];
-    static const char *const res[3] = {K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY, K8S_RESOURCE_NVIDIA_GPU};
-    static const char *const ykeys[3] = {"cpu", "memory", "gpu"};
-    for (size_t i = 0; i < 3; i++) {
-        const char *v = bo_scalar(f, p, ykeys[i], false);
-        if (!v)
-            continue;
-        bo_requests_t e = K8S__IO__API__CORE__V1__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
-        k8s_quantity_t qi = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
-        qi.string = (char *)v;
-        q[rr.n_requests] = qi;
-        e.key = (char *)res[i];
-        e.value = &q[rr.n_requests];
-        req[rr.n_requests] = e;
-        reqp[rr.n_requests] = &req[rr.n_requests];
-        rr.n_requests++;
-    }
-    rr.requests = reqp;
-    c.name = "main";
-    c.resources = &rr;
-    k8s_container_t *cp = &c;
-    spec.n_containers = 1;
-    spec.containers = &cp;
-
+    pod_spec_t spec = {.name = name};
+    spec.cpu = bo_scalar(f, p, "cpu", false);
+    spec.memory = bo_scalar(f, p, "memory", false);
+    spec.gpu = bo_scalar(f, p, "gpu", false);
     char **sk, **sv;
     size_t ns = bo_string_map(f, p, "node_selector", &sk, &sv);
-    bo_selector_t *sel = bo_alloc(f->arena, (ns + 1) * sizeof(*sel));
-    bo_selector_t **selp = bo_alloc(f->arena, (ns + 1) * sizeof(*selp));
-    for (size_t i = 0; i < ns; i++) {
-        bo_selector_t e = K8S__IO__API__CORE__V1__POD_SPEC__NODE_SELECTOR_ENTRY__INIT;
-        e.key = sk[i];
-        e.value = sv[i];
-        sel[i] = e;
-        selp[i] = &sel[i];
-    }
-    spec.n_nodeselector = ns;
-    spec.nodeselector = selp;
+    for (size_t i = 0; i < ns; i++)
+        if (kv_list_put(&spec.node_selector, sk[i], sv[i]) == FRUGAL_ENOMEM)
+            bo_die_nomem();
 
     const yaml_tree_node_t *tols = bo_sequence(f, p, "tolerations");
     size_t nt = tols ? tols->u.sequence.count : 0;
-    k8s_toleration_t *tol = bo_alloc(f->arena, (nt + 1) * sizeof(*tol));
-    k8s_toleration_t **tolp = bo_alloc(f->arena, (nt + 1) * sizeof(*tolp));
+    pod_toleration_t *tol = bo_alloc(f->arena, (nt + 1) * sizeof(*tol));
     for (size_t i = 0; i < nt; i++) {
         static const char *const tkeys[] = {"key", "operator", "value", "effect", NULL};
         const yaml_tree_node_t *t = tols->u.sequence.items[i];
         bo_keys(f, t, tkeys);
         if (f->failed)
-            return out;
-        k8s_toleration_t e = K8S__IO__API__CORE__V1__TOLERATION__INIT;
-        e.key = (char *)bo_scalar(f, t, "key", false);
-        e.operator_ = (char *)bo_scalar(f, t, "operator", false);
-        e.value = (char *)bo_scalar(f, t, "value", false);
-        e.effect = (char *)bo_scalar(f, t, "effect", false);
-        tol[i] = e;
-        tolp[i] = &tol[i];
+            break;
+        tol[i].key = bo_scalar(f, t, "key", false);
+        tol[i].operator_ = bo_scalar(f, t, "operator", false);
+        tol[i].value = bo_scalar(f, t, "value", false);
+        tol[i].effect = bo_scalar(f, t, "effect", false);
     }
+    spec.tolerations = tol;
     spec.n_tolerations = nt;
-    spec.tolerations = tolp;
 
-    meta.name = (char *)name;
-    meta.namespace_ = "default";
-    pod.metadata = &meta;
-    pod.spec = &spec;
-    if (f->failed)
-        return out;
-    out.len = k8s__io__api__core__v1__pod__get_packed_size(&pod);
-    out.data = bo_alloc(f->arena, out.len + 1);
-    k8s__io__api__core__v1__pod__pack(&pod, out.data);
+    uint8_t *bytes;
+    size_t len;
+    frugal_err_t err;
+    if (!f->failed) {
+        /* The quantities were checked above: only memory can run out. */
+        if (pod_spec_pack(&spec, &bytes, &len, &err) != 0)
+            bo_die_nomem();
+        out.len = len;
+        out.data = bo_alloc(f->arena, len + 1);
+        memcpy(out.data, bytes, len);
+        free(bytes);
+    }
+    kv_list_clear(&spec.node_selector);
     return out;
 }
 
