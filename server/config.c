@@ -488,14 +488,24 @@ static bool duration_store(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
     return true;
 }
 
-static bool parse_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                              void *field, const key_spec_t *spec) {
-    return duration_store(ctx, node, path, field, 1);
-}
-
 static bool parse_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                               void *field, const key_spec_t *spec) {
     return duration_store(ctx, node, path, field, 1000000);
+}
+
+/* A group option duration: CA reads a zero one as "every new node failed" (or never
+ * scales down), so it must be positive. */
+static bool parse_positive_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                       const char *path, void *field, const key_spec_t *spec) {
+    int64_t ns;
+    if (!duration_check(ctx, node, path, &ns))
+        return false;
+    if (ns <= 0) {
+        ctx_error(ctx, node, path, "must be greater than 0, got %s", node->u.scalar.text);
+        return false;
+    }
+    *(int64_t *)field = ns;
+    return true;
 }
 
 /* Parse text (a default from a table) as if it had been written in the file. */
@@ -1190,12 +1200,12 @@ static const key_spec_t options_keys[] = {
             scale_down_utilization_threshold, has_scale_down_utilization_threshold, 0, 1),
     KEY_OPT("scale_down_gpu_utilization_threshold", parse_double, group_options_t,
             scale_down_gpu_utilization_threshold, has_scale_down_gpu_utilization_threshold, 0, 1),
-    KEY_OPT("scale_down_unneeded", parse_duration_ns, group_options_t, scale_down_unneeded_ns,
-            has_scale_down_unneeded, -INFINITY, INFINITY),
-    KEY_OPT("scale_down_unready", parse_duration_ns, group_options_t, scale_down_unready_ns,
-            has_scale_down_unready, -INFINITY, INFINITY),
-    KEY_OPT("max_node_provision", parse_duration_ns, group_options_t, max_node_provision_ns,
-            has_max_node_provision, -INFINITY, INFINITY),
+    KEY_OPT("scale_down_unneeded", parse_positive_duration_ns, group_options_t,
+            scale_down_unneeded_ns, has_scale_down_unneeded, -INFINITY, INFINITY),
+    KEY_OPT("scale_down_unready", parse_positive_duration_ns, group_options_t,
+            scale_down_unready_ns, has_scale_down_unready, -INFINITY, INFINITY),
+    KEY_OPT("max_node_provision", parse_positive_duration_ns, group_options_t,
+            max_node_provision_ns, has_max_node_provision, -INFINITY, INFINITY),
     KEY_OPT("zero_or_max_node_scaling", parse_bool, group_options_t, zero_or_max_node_scaling,
             has_zero_or_max_node_scaling, -INFINITY, INFINITY),
     KEY_OPT("ignore_daemonsets_utilization", parse_bool, group_options_t,

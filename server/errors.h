@@ -20,7 +20,8 @@
     X(INTERNAL, -7, GRPC_STATUS_INTERNAL, "internal error")                              \
     X(UNIMPL, -8, GRPC_STATUS_UNIMPLEMENTED, "not implemented")                          \
     X(EXISTS, -9, GRPC_STATUS_ALREADY_EXISTS, "already exists")                          \
-    X(UNAVAIL, -10, GRPC_STATUS_UNAVAILABLE, "unavailable")
+    X(UNAVAIL, -10, GRPC_STATUS_UNAVAILABLE, "unavailable")                              \
+    X(DEADLINE, -11, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded")
 
 enum {
 #define FRUGAL__ERR_ENUM(name, value, status, desc) FRUGAL_E##name = (value),

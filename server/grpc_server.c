@@ -51,7 +51,7 @@ typedef struct call_state {
 
 struct worker {
     struct frugal_server *server;
-    grpc_completion_queue *cq;
+    grpc_completion_queue *cq;     /* the server's shared queue */
     pthread_t thread;
     bool thread_started;
 };
@@ -63,6 +63,10 @@ struct frugal_server {
     size_t methods_count;
     worker_t *workers;
     size_t workers_count;
+    /* One queue shared by every worker: gRPC matches a new call to any armed request,
+     * so with a queue per worker a call could wait behind a slow handler (a BestOptions
+     * of hundreds of MiB) while other workers idle. Shared, any idle worker takes it. */
+    grpc_completion_queue *cq;
     grpc_completion_queue *shutdown_cq;
     tls_reloader_t **reloaders;    /* one per listener, NULL for plaintext ones */
     size_t listeners_count;
@@ -254,8 +258,9 @@ static void server__free(frugal_server_t *s) {
 
 static size_t worker_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    /* At least two, so one slow call never holds up every other. */
-    return n < 2 ? 2 : (size_t)n;
+    /* At least four, so that slow calls (large BestOptions) leave workers free for the
+     * small, frequent ones CA must get within its 5 s timeout. */
+    return n < 4 ? 4 : (size_t)n;
 }
 
 int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
@@ -324,10 +329,11 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
                                      : (l->tls_client_ca != NULL ? "mutual TLS" : "TLS"));
     }
 
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->server, s->cq, NULL);
     for (size_t i = 0; i < s->workers_count; i++) {
         s->workers[i].server = s;
-        s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
+        s->workers[i].cq = s->cq;
     }
     s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
@@ -368,16 +374,18 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
         grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag,
                                     gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
     }
+    grpc_completion_queue_shutdown(s->cq);
     for (size_t i = 0; i < s->workers_count; i++) {
-        grpc_completion_queue_shutdown(s->workers[i].cq);
         if (s->workers[i].thread_started)
             pthread_join(s->workers[i].thread, NULL);
-        else
-            worker_main(&s->workers[i]); /* drains and frees what was armed on it */
     }
-    grpc_server_destroy(s->server);
+    bool any_started = false;
     for (size_t i = 0; i < s->workers_count; i++)
-        grpc_completion_queue_destroy(s->workers[i].cq);
+        any_started = any_started || s->workers[i].thread_started;
+    if (!any_started)
+        worker_main(&s->workers[0]); /* drains and frees what was armed */
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_destroy(s->cq);
     grpc_completion_queue_shutdown(s->shutdown_cq);
     while (grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
                                        NULL)

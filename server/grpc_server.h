@@ -1,4 +1,4 @@
-/* The gRPC plumbing: listeners, worker threads with one completion queue each, the
+/* The gRPC plumbing: listeners, worker threads sharing one completion queue, the
  * per-call state machine, and graceful shutdown. Knows nothing about the services
  * beyond service.h. */
 #ifndef FRUGAL_GRPC_SERVER_H

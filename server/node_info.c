@@ -147,7 +147,8 @@ static int node_info__resource(const char *key, const k8s_quantity_t *quantity, 
     } else if (strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(key, K8S_RESOURCE_AMD_GPU) == 0) {
         if (quantity_parse_value(q, &v, &qerr) != 0)
             return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key, qerr.msg);
-        out->gpu += v;
+        if (__builtin_add_overflow(out->gpu, v, &out->gpu))
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity: GPU count overflows");
     }
     return 0;
 }

@@ -148,7 +148,8 @@ static int period_hours(int have_start, int64_t start_s, int32_t start_ns, int h
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "pricing period missing: set startTimestamp and endTimestamp "
                               "(or the legacy startTime and endTime)");
-    double seconds = (double)(end_s - start_s) + (end_ns - start_ns) / 1e9;
+    /* In double: int64 seconds at the extremes would overflow a subtraction. */
+    double seconds = ((double)end_s - (double)start_s) + ((double)end_ns - (double)start_ns) / 1e9;
     if (seconds < 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "pricing period inverted: end is %.3f s before start",
                               -seconds);
@@ -549,9 +550,14 @@ static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
  * fallback when it sent none. */
 static int64_t default_duration_ns(const Google__Protobuf__Duration *current,
                                    const meta_duration_t *legacy, int64_t fallback) {
-    if (current != NULL && (current->seconds != 0 || current->nanos != 0))
-        return current->seconds * 1000000000LL + current->nanos;
-    if (legacy != NULL && legacy->has_duration && legacy->duration != 0)
+    /* Only a positive duration that fits in int64 nanoseconds is a usable default; CA
+     * reads zero (or garbage) as "every new node failed". */
+    int64_t ns;
+    if (current != NULL && current->seconds >= 0 &&
+        !__builtin_mul_overflow(current->seconds, 1000000000LL, &ns) &&
+        !__builtin_add_overflow(ns, (int64_t)current->nanos, &ns) && ns > 0)
+        return ns;
+    if (legacy != NULL && legacy->has_duration && legacy->duration > 0)
         return legacy->duration;
     return fallback;
 }

@@ -270,6 +270,15 @@ static grpc_byte_buffer *expander__response_buffer(const expander_request_t *req
     return buf;
 }
 
+/* A caller gone past its deadline no longer wants the answer: stop between phases
+ * rather than keep a worker busy for nothing. */
+static int expander__check_deadline(gpr_timespec deadline, const char *phase, frugal_err_t *err)
+{
+    if (gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) <= 0)
+        return 0;
+    return frugal_err_set(err, FRUGAL_EDEADLINE, "BestOptions: deadline passed after %s", phase);
+}
+
 static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
                                  gpr_timespec deadline, grpc_byte_buffer **response,
                                  frugal_err_t *err)
@@ -282,9 +291,15 @@ static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
     expander_request_t *req = NULL;
     if ((rc = expander_decode(slices.segs, slices.count, &req, err)) != 0)
         goto fail_decode;
+    if ((rc = expander__check_deadline(deadline, "decoding", err)) != 0)
+        goto fail_answer;
     expander_response_t resp;
     if ((rc = expander__answer(ctx->cfg, ctx->cluster, req, &resp, err)) != 0)
         goto fail_answer;
+    if ((rc = expander__check_deadline(deadline, "ranking", err)) != 0) {
+        expander_response_free(&resp);
+        goto fail_answer;
+    }
     *response = expander__response_buffer(req, &slices, &resp);
     if (!*response)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory answering BestOptions");

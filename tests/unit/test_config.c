@@ -666,6 +666,10 @@ static void test_err_durations(void **state) {
                  "t.yaml:2:85: node_groups[0].options.max_node_provision: must not be negative, "
                  "got -5m");
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3,"
+                 " options: {max_node_provision: 0s}}\n",
+                 "t.yaml:2:85: node_groups[0].options.max_node_provision: must be greater than 0, "
+                 "got 0s");
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3,"
                  " options: {scale_down_utilization_threshold: 1.5}}\n",
                  "t.yaml:2:99: node_groups[0].options.scale_down_utilization_threshold: must be "
                  "at most 1, got 1.5");

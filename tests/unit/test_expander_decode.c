@@ -716,6 +716,31 @@ static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const
     return br;
 }
 
+/* A call whose deadline has passed is answered DEADLINE_EXCEEDED, and a live one OK. */
+static void test_handler_deadline(void **state)
+{
+    (void)state;
+    frugal_config_t *cfg = load_config("");
+    service_ctx_t ctx = {.cfg = cfg, .cluster = NULL};
+    fixture_t fx = request_make(3, 4, 2, false, 3);
+    grpc_slice slice = grpc_slice_from_copied_buffer((const char *)fx.bytes, fx.len);
+    grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
+    grpc_slice_unref(slice);
+    grpc_byte_buffer *response = NULL;
+    frugal_err_t err = {0};
+    gpr_timespec past = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(1, GPR_TIMESPAN));
+    assert_int_equal(expander_best_options(&ctx, request, past, &response, &err), FRUGAL_EDEADLINE);
+    assert_null(response);
+    assert_int_equal(frugal_err_status(FRUGAL_EDEADLINE), GRPC_STATUS_DEADLINE_EXCEEDED);
+    gpr_timespec future = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    assert_int_equal(expander_best_options(&ctx, request, future, &response, &err), 0);
+    assert_non_null(response);
+    grpc_byte_buffer_destroy(response);
+    grpc_byte_buffer_destroy(request);
+    free(fx.bytes);
+    config_free(cfg);
+}
+
 /* The design's case: n1-standard-2, -8 and -32 against a preferred 8-cpu node; the
  * 8-cpu node wins for a 0.1-cpu pod and for a 1.5-cpu pod. */
 static void test_answer_design_case(void **state)
@@ -800,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_unknown_fields_and_bad_pod),
         cmocka_unit_test(test_response_round_trip),
         cmocka_unit_test(test_answer_design_case),
+        cmocka_unit_test(test_handler_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

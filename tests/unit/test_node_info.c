@@ -163,6 +163,19 @@ static void test_gpu_detection(void **state)
     assert_false(info.has_gpu);
     node_info_free(&info);
 
+    /* GPU counts whose sum overflows make the template undecodable, not negative. */
+    static const char *const overflow[] = {"cpu", "4", K8S_RESOURCE_NVIDIA_GPU,
+                                           "9223372036854775807", K8S_RESOURCE_AMD_GPU, "1", NULL};
+    d.capacity = overflow;
+    size_t len;
+    uint8_t *bytes = node_pack(&d, &len);
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(node_info_decode(bytes, len, &info, &err), FRUGAL_EINVAL);
+    assert_non_null(strstr(err.msg, "overflow"));
+    free(bytes);
+    d.capacity = zero;
+
     /* The GPU label alone (a template whose GPUs are not in capacity yet). */
     d.labels = gpu_label;
     decode_ok(&d, &info);

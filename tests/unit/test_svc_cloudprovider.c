@@ -265,6 +265,37 @@ static void test_options_fill_both_generations(void **state) {
     protobuf_c_message_free_unpacked(&resp->base, NULL);
 }
 
+/* Defaults CA could never mean (zero, negative, overflowing) fall back to CA's own. */
+static void test_options_never_zero(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err;
+    Google__Protobuf__Duration huge = GOOGLE__PROTOBUF__DURATION__INIT;
+    huge.seconds = (int64_t)1 << 55; /* x 1e9 wraps to exactly 0 in int64 */
+    Google__Protobuf__Duration zero = GOOGLE__PROTOBUF__DURATION__INIT;
+    K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration negative =
+        K8S__IO__APIMACHINERY__PKG__APIS__META__V1__DURATION__INIT;
+    negative.has_duration = 1;
+    negative.duration = -5;
+    EG(NodeGroupAutoscalingOptions) defaults = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
+    defaults.scaledownunneededduration = &huge;
+    defaults.scaledownunreadyduration = &zero;
+    defaults.scaledownunreadytime = &negative;
+    EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
+    req.id = "spot-8";
+    req.defaults = &defaults;
+    EG(NodeGroupAutoscalingOptionsResponse) *resp;
+    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
+                          &EG_DESC(node_group_autoscaling_options_response),
+                          (ProtobufCMessage **)&resp, &err),
+                     0);
+    const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
+    assert_int_equal(o->scaledownunneededduration->seconds, 600);
+    assert_int_equal(o->scaledownunreadyduration->seconds, 1200);
+    assert_int_equal(o->maxnodeprovisionduration->seconds, 900);
+    assert_int_equal(o->maxnodeprovisiontime->duration, 900LL * 1000000000);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+
 static double node_price(fx_t *f, EG(ExternalGrpcNode) *node, bool legacy, int64_t hours,
                          int *rc) {
     Google__Protobuf__Timestamp start = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
@@ -310,6 +341,24 @@ static void test_node_price_resolution(void **state) {
     /* Inverted period. */
     assert_float_equal(node_price(f, &node, false, -1, &rc), -1, 0);
     assert_int_equal(frugal_err_status(rc), GRPC_STATUS_INVALID_ARGUMENT);
+    /* Extreme timestamps do not overflow: a huge but valid period. */
+    {
+        Google__Protobuf__Timestamp start = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+        Google__Protobuf__Timestamp end = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+        start.seconds = INT64_MIN;
+        end.seconds = INT64_MAX;
+        EG(PricingNodePriceRequest) req = EG_INIT(PRICING_NODE_PRICE_REQUEST);
+        req.node = &node;
+        req.starttimestamp = &start;
+        req.endtimestamp = &end;
+        EG(PricingNodePriceResponse) *resp;
+        frugal_err_t err;
+        assert_int_equal(call(f, "PricingNodePrice", &req.base, &EG_DESC(pricing_node_price_response),
+                              (ProtobufCMessage **)&resp, &err),
+                         0);
+        assert_true(resp->price > 0);
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
     /* Unknown everything: NOT_FOUND. */
     node.name = "some-node";
     node_price(f, &node, false, 1, &rc);
@@ -342,6 +391,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_nodes_and_delete, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_template_both_generations, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup, fx_teardown),
     };
