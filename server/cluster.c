@@ -272,6 +272,27 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
     return rc;
 }
 
+/* A backstop against a provider bug: two instances of one group with the same id would
+ * corrupt the index and make the state file unreadable at the next start. */
+static int cluster__check_unique_ids(const group_t *g, frugal_err_t *err) {
+    strmap_t *seen = NULL;
+    if (strmap_create(g->instances_count, &seen) != 0)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < g->instances_count && rc == 0; i++) {
+        void *old = NULL;
+        if (strmap_put(seen, g->instances[i].id, (void *)&g->instances[i], &old) != 0)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        else if (old != NULL)
+            rc = frugal_err_set(err, FRUGAL_EINTERNAL,
+                                "node group %s: the provider gave two instances the id %s; "
+                                "change refused",
+                                g->spec.id, g->instances[i].id);
+    }
+    strmap_destroy(seen);
+    return rc;
+}
+
 /* Apply changes; consumes every changes[].next whatever the outcome. Call with
  * write_mu held (or before the cluster is shared). */
 static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
@@ -288,6 +309,8 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
     for (size_t j = 0; j < n; j++) {
         if (changes[j].next == NULL)
             continue;
+        if ((rc = cluster__check_unique_ids(changes[j].next, err)) != 0)
+            goto fail;
         instances += changes[j].next->instances_count;
         changes[j].refs = cluster__refs_build(changes[j].next);
         if (changes[j].refs == NULL) {

@@ -1,5 +1,7 @@
 #include "state.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -754,8 +756,14 @@ int state_write_file(const char *path, const char *data, size_t len, frugal_err_
         goto fail_write;
     }
     free(tmp);
-    /* The rename is only durable once the directory entry is on disk. */
-    return state__fsync_dir(path, err);
+    /* The rename is the commit point: the file now holds the change, so a failing sync of
+     * the directory must not report the change as refused (memory and file would then
+     * disagree). It is retried once and logged; the data itself is already synced. */
+    frugal_err_t sync_err;
+    frugal_err_clear(&sync_err);
+    if (state__fsync_dir(path, &sync_err) != 0 && state__fsync_dir(path, &sync_err) != 0)
+        log_error("%s (the change is written; a power loss now could lose it)", sync_err.msg);
+    return 0;
 
 fail_write:
     if (fd >= 0)

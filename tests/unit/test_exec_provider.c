@@ -200,6 +200,23 @@ static void test_create_without_provider_id(void **state) {
     fixture_free(f);
 }
 
+/* Long group ids (autoprovisioned ones can be) still give every instance its own id. */
+static void test_long_group_id_unique_ids(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new(hook_main, 10000, 4);
+    free(f->g.spec.id);
+    f->g.spec.id = strdup("nap-n1-highmem-4-us-central1-a-0123456789abcdef-0123456789abcd");
+    f->g.next_seq = 9;
+    increase(f, 3);
+    assert_int_equal(f->g.instances_count, 3);
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            assert_string_not_equal(f->g.instances[i].id, f->g.instances[j].id);
+    assert_non_null(strstr(f->g.instances[2].id, "-0123456789abcd-11"));
+    assert_true(refresh_until(f, all_running, 0, 5000));
+    fixture_free(f);
+}
+
 static void test_out_of_resources(void **state) {
     (void)state;
     fixture_t *f =
@@ -509,6 +526,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_with_provider_id),
         cmocka_unit_test(test_create_without_provider_id),
+        cmocka_unit_test(test_long_group_id_unique_ids),
         cmocka_unit_test(test_out_of_resources),
         cmocka_unit_test(test_create_failed),
         cmocka_unit_test(test_timeout_kills_the_tree),
