@@ -133,7 +133,9 @@ void rpc_client_close(rpc_client_t *client) {
     }
     grpc_channel_destroy(client->channel);
     free(client);
-    grpc_shutdown();
+    /* Blocking: a CLI exits right after this, and gRPC's asynchronous shutdown would
+     * still be tearing down TLS sessions on its own threads. */
+    grpc_shutdown_blocking();
 }
 
 /* Copy a received message into one malloc'ed block; NULL/0 for no or empty message. */

@@ -132,7 +132,7 @@ fail_cluster:
 fail_provider:
     if (status != 0 && err.msg[0] != '\0')
         log_error("%s", err.msg);
-    grpc_shutdown();
+    grpc_shutdown_blocking(); /* everything torn down before exit, for leak checkers too */
     config_free(cfg);
     return status;
 }
