@@ -6,8 +6,10 @@
  *
  * with FRUGAL_* environment variables describing the group and the instance.
  *
- * Slots never wait for a hook: increase and delete_instances change the group and queue
- * jobs; `parallelism` worker threads run them (posix_spawn into a process group of their
+ * Slots never wait for a hook: increase and delete_instances change the group and stage
+ * jobs, which commit_staged queues once the cluster has written the state file (and
+ * abort_staged drops when it could not: no hook may act on a change that was not
+ * published); `parallelism` worker threads run them (posix_spawn into a process group of their
  * own, stdout/stderr captured up to EXEC_OUTPUT_MAX, the whole group killed at the
  * timeout) and queue the results, which the refresh slot applies to the group it is
  * given. Refresh also re-queues the work of every creating (without error) or deleting
@@ -16,10 +18,12 @@
  * therefore be idempotent per INSTANCE name and per PROVIDER_ID.
  *
  * create-group and delete-group are the exception: they run synchronously, capped at
- * min(timeout, EXEC_GROUP_TIMEOUT_MS), because the cluster needs their answer.
+ * min(timeout, EXEC_GROUP_TIMEOUT_MS) (within CA's 5 s call timeout), because the
+ * cluster needs their answer.
  *
- * Locking: the cluster serialises every slot; mu guards the job queues, the busy map
- * and the backoff list, which the workers share with the slots. */
+ * Locking: the cluster serialises every slot and the commit/abort of the staged jobs;
+ * mu guards the job queues, the busy map and the backoff list, which the workers share
+ * with the slots. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
 #endif
@@ -48,7 +52,7 @@ extern char **environ;
 
 #define EXEC_OUTPUT_MAX (64 * 1024) /* bytes kept of each of stdout and stderr */
 #define EXEC_RETRY_MS 30000         /* earliest re-run after a result was applied */
-#define EXEC_GROUP_TIMEOUT_MS 30000 /* cap of the synchronous group hooks */
+#define EXEC_GROUP_TIMEOUT_MS 3000  /* cap of the synchronous group hooks: < CA's 5 s */
 #define EXEC_STOP_GRACE_MS 5000     /* destroy: how long running hooks may finish */
 #define EXEC_EXIT_NO_RESOURCES 3
 
@@ -66,9 +70,17 @@ typedef enum exec_outcome {
     EXEC_TIMEOUT,
 } exec_outcome_t;
 
+/* What commit_staged does with a staged job. */
+typedef enum exec_stage {
+    EXEC_STAGE_ENQUEUE, /* queue it */
+    EXEC_STAGE_CANCEL,  /* cancel key's queued job (the job only carries the key) */
+    EXEC_STAGE_REPLACE, /* cancel key's queued job, then queue this one unless key is busy */
+} exec_stage_t;
+
 typedef struct exec_job {
     struct exec_job *next;
     exec_verb_t verb;
+    exec_stage_t stage;
     bool orphan; /* delete of a machine whose instance is gone: not in busy */
     bool queued; /* in pending (else running or in results) */
     char *group;
@@ -96,6 +108,16 @@ typedef struct exec_provider {
     pthread_cond_t idle_cv; /* a worker finished a job */
     exec_job_t *pending, *pending_tail;
     exec_job_t *results, *results_tail;
+    exec_job_t *active; /* the jobs the workers run now */
+    /* Staged by the slots, queued by commit_staged, dropped by abort_staged; only the
+     * cluster's (serialised) thread touches them, under mu for busy(). */
+    exec_job_t *staged, *staged_tail;
+    size_t staged_busy; /* staged jobs that will enter busy */
+    /* The groups refreshed since the last commit/abort: after a refresh round,
+     * commit_staged orphan-deletes the results of every other group (it is gone). */
+    char **seen;
+    size_t seen_count, seen_cap;
+    bool refreshed, seen_oom;
     strmap_t *busy; /* provider id -> its job, from enqueue until applied */
     exec_backoff_t *backoff;
     size_t running;
@@ -285,6 +307,100 @@ static bool exec__cancel_locked(exec_provider_t *p, const char *id) {
         return true;
     }
     return false;
+}
+
+/* Stage j for commit_staged; with mu held. Cannot fail: the caller reserved busy for
+ * strmap_count(busy) + staged_busy + its jobs. */
+static void exec__stage_locked(exec_provider_t *p, exec_job_t *j, exec_stage_t stage) {
+    j->stage = stage;
+    j->next = NULL;
+    if (p->staged_tail != NULL)
+        p->staged_tail->next = j;
+    else
+        p->staged = j;
+    p->staged_tail = j;
+    if (stage != EXEC_STAGE_CANCEL && !j->orphan)
+        p->staged_busy++;
+}
+
+/* Reserve busy for n more staged jobs; with mu held. */
+static int exec__reserve_locked(exec_provider_t *p, size_t n) {
+    return strmap_reserve(p->busy, strmap_count(p->busy) + p->staged_busy + n);
+}
+
+static void exec__seen_clear(exec_provider_t *p) {
+    for (size_t i = 0; i < p->seen_count; i++)
+        free(p->seen[i]);
+    p->seen_count = 0;
+    p->refreshed = false;
+    p->seen_oom = false;
+}
+
+/* Remember that group was refreshed this round; with mu held. */
+static void exec__seen_add(exec_provider_t *p, const char *group) {
+    p->refreshed = true;
+    for (size_t i = 0; i < p->seen_count; i++) {
+        if (strcmp(p->seen[i], group) == 0)
+            return;
+    }
+    if (p->seen_count == p->seen_cap) {
+        size_t cap = p->seen_cap > 0 ? p->seen_cap * 2 : 16;
+        char **seen = realloc(p->seen, cap * sizeof(*seen));
+        if (seen == NULL) {
+            p->seen_oom = true; /* no sweep this round: never delete a live group's work */
+            return;
+        }
+        p->seen = seen;
+        p->seen_cap = cap;
+    }
+    if ((p->seen[p->seen_count] = strdup(group)) == NULL)
+        p->seen_oom = true;
+    else
+        p->seen_count++;
+}
+
+static bool exec__seen_has(const exec_provider_t *p, const char *group) {
+    for (size_t i = 0; i < p->seen_count; i++) {
+        if (strcmp(p->seen[i], group) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* An orphan delete of the machine made by the finished create j, whose instance no
+ * group lists any more (j's own environment, FRUGAL_PROVIDER_ID set to the machine's
+ * id); NULL when out of memory. */
+static exec_job_t *exec__orphan_of(const exec_job_t *j) {
+    const char *id = j->first_line != NULL ? j->first_line : j->key;
+    exec_job_t *o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return NULL;
+    o->verb = EXEC_DELETE;
+    o->orphan = true;
+    o->group = strdup(j->group);
+    o->key = strdup(id);
+    o->arg = strdup(id);
+    size_t n = 0;
+    while (j->envp[n] != NULL)
+        n++;
+    o->envp = calloc(n + 1, sizeof(*o->envp));
+    bool ok = o->group != NULL && o->key != NULL && o->arg != NULL && o->envp != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        static const char pid[] = "FRUGAL_PROVIDER_ID=";
+        if (strncmp(j->envp[i], pid, sizeof(pid) - 1) == 0) {
+            size_t len = sizeof(pid) + strlen(id);
+            if ((o->envp[i] = malloc(len)) != NULL)
+                snprintf(o->envp[i], len, "%s%s", pid, id);
+        } else {
+            o->envp[i] = strdup(j->envp[i]);
+        }
+        ok = o->envp[i] != NULL;
+    }
+    if (!ok) {
+        exec__job_free(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -528,8 +644,9 @@ static void *exec__worker(void *arg) {
         p->pending = j->next;
         if (p->pending == NULL)
             p->pending_tail = NULL;
-        j->next = NULL;
         j->queued = false;
+        j->next = p->active;
+        p->active = j;
         p->running++;
         pthread_mutex_unlock(&p->mu);
 
@@ -542,6 +659,13 @@ static void *exec__worker(void *arg) {
 
         pthread_mutex_lock(&p->mu);
         p->running--;
+        for (exec_job_t **a = &p->active; *a != NULL; a = &(*a)->next) {
+            if (*a == j) {
+                *a = j->next;
+                break;
+            }
+        }
+        j->next = NULL;
         if (j->orphan) {
             exec__job_free(j);
         } else {
@@ -655,6 +779,9 @@ static void exec_destroy(provider_t *base) {
     /* Queued work is not lost: refresh re-queues it from the state file after a restart. */
     exec__list_free(p->pending);
     exec__list_free(p->results);
+    exec__list_free(p->staged);
+    exec__seen_clear(p);
+    free(p->seen);
     while (p->backoff != NULL) {
         exec_backoff_t *b = p->backoff;
         p->backoff = b->next;
@@ -702,12 +829,12 @@ static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t no
         goto fail;
     g->instances = grown;
     pthread_mutex_lock(&p->mu);
-    if (strmap_reserve(p->busy, strmap_count(p->busy) + n) != 0) {
+    if (exec__reserve_locked(p, n) != 0) {
         pthread_mutex_unlock(&p->mu);
         goto fail;
     }
     for (size_t i = 0; i < n; i++)
-        exec__enqueue_locked(p, jobs[i]);
+        exec__stage_locked(p, jobs[i], EXEC_STAGE_ENQUEUE);
     pthread_mutex_unlock(&p->mu);
     memcpy(&g->instances[g->instances_count], added, n * sizeof(*added));
     g->instances_count += n;
@@ -752,7 +879,7 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
         }
     }
     pthread_mutex_lock(&p->mu);
-    if (strmap_reserve(p->busy, strmap_count(p->busy) + n) != 0) {
+    if (exec__reserve_locked(p, n) != 0) {
         pthread_mutex_unlock(&p->mu);
         for (size_t k = 0; k < n; k++)
             exec__job_free(jobs[k]);
@@ -763,13 +890,9 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
         instance_t *in = &g->instances[indexes[i]];
         in->state = INSTANCE_DELETING;
         in->state_since_ms = now_ms;
-        /* A create still queued is dropped; one running finishes first, then refresh
-         * queues the delete (with the id the create reported). */
-        exec__cancel_locked(p, in->id);
-        if (strmap_get(p->busy, in->id) == NULL)
-            exec__enqueue_locked(p, jobs[i]);
-        else
-            exec__job_free(jobs[i]);
+        /* At commit, a create still queued is dropped; one running finishes first,
+         * then refresh queues the delete (with the id the create reported). */
+        exec__stage_locked(p, jobs[i], EXEC_STAGE_REPLACE);
     }
     pthread_mutex_unlock(&p->mu);
     free(jobs);
@@ -789,14 +912,33 @@ static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, fru
         return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
                               creating, g->spec.id);
     /* Newest first, compacting the survivors in place. A dropped instance's queued
-     * create is cancelled; a running one that then succeeds is deleted as an orphan. */
+     * create is cancelled at commit; a running one that then succeeds is deleted as an
+     * orphan. The cancels are allocated first: a failure leaves g as it was. */
+    exec_job_t **cancels = calloc(drop > 0 ? drop : 1, sizeof(*cancels));
+    if (cancels == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t c = 0;
+    for (size_t r = g->instances_count; r-- > 0 && c < drop;) {
+        if (g->instances[r].state != INSTANCE_CREATING)
+            continue;
+        if ((cancels[c] = calloc(1, sizeof(exec_job_t))) == NULL ||
+            (cancels[c]->key = strdup(g->instances[r].id)) == NULL) {
+            for (size_t k = 0; k <= c; k++)
+                exec__job_free(cancels[k]);
+            free(cancels);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        }
+        c++;
+    }
     pthread_mutex_lock(&p->mu);
+    for (size_t k = 0; k < c; k++)
+        exec__stage_locked(p, cancels[k], EXEC_STAGE_CANCEL);
+    free(cancels);
     size_t w = g->instances_count;
     size_t left = drop;
     for (size_t r = g->instances_count; r-- > 0;) {
         instance_t *in = &g->instances[r];
         if (left > 0 && in->state == INSTANCE_CREATING) {
-            exec__cancel_locked(p, in->id);
             cluster_instance_clear(in);
             left--;
             continue;
@@ -964,6 +1106,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
                         frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
     pthread_mutex_lock(&p->mu);
+    exec__seen_add(p, g->spec.id);
     /* 1. Apply this group's finished jobs. */
     exec_job_t *prev = NULL;
     for (exec_job_t *j = p->results; j != NULL;) {
@@ -996,7 +1139,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         const char *name = exec__name_of(g->spec.id, in->id);
         exec_job_t *j = exec__job_new(p, in->state == INSTANCE_CREATING ? EXEC_CREATE : EXEC_DELETE,
                                       g, in->id, name);
-        if (j == NULL || strmap_reserve(p->busy, strmap_count(p->busy) + 1) != 0) {
+        if (j == NULL || exec__reserve_locked(p, 1) != 0) {
             exec__job_free(j);
             pthread_mutex_unlock(&p->mu);
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory queueing hooks");
@@ -1004,7 +1147,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         log_info("exec: %s of instance %s of %s has no job: running the %s hook",
                  in->state == INSTANCE_CREATING ? "creation" : "deletion", in->id, g->spec.id,
                  exec__verb_name(j->verb));
-        exec__enqueue_locked(p, j);
+        exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
     }
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -1042,6 +1185,105 @@ static int exec_delete_group(provider_t *base, group_t *g, frugal_err_t *err) {
     return rc;
 }
 
+/* Drop the results of groups no refresh of this round saw (deleted, or theoretical
+ * again): a create that made a machine is orphan-deleted, nothing waits for the rest.
+ * With mu held. */
+static void exec__sweep_locked(exec_provider_t *p) {
+    exec_job_t *prev = NULL;
+    for (exec_job_t *j = p->results; j != NULL;) {
+        exec_job_t *next = j->next;
+        if (exec__seen_has(p, j->group)) {
+            prev = j;
+            j = next;
+            continue;
+        }
+        if (prev != NULL)
+            prev->next = next;
+        else
+            p->results = next;
+        if (p->results_tail == j)
+            p->results_tail = prev;
+        if (strmap_get(p->busy, j->key) == j)
+            strmap_remove(p->busy, j->key);
+        if (j->verb == EXEC_CREATE && j->outcome == EXEC_OK) {
+            exec_job_t *orphan = exec__orphan_of(j);
+            log_warn("exec: instance %s was created in node group %s, which no longer exists: "
+                     "deleting %s",
+                     j->arg, j->group, j->first_line != NULL ? j->first_line : j->key);
+            if (orphan != NULL)
+                exec__enqueue_locked(p, orphan);
+            else
+                log_error("exec: out of memory: machine %s of %s is not deleted",
+                          j->first_line != NULL ? j->first_line : j->key, j->group);
+        } else {
+            log_info("exec: hook %s %s %s finished after its node group was removed: dropped",
+                     exec__verb_name(j->verb), j->group, j->arg);
+        }
+        exec__job_free(j);
+        j = next;
+    }
+}
+
+static void exec_commit_staged(provider_t *base) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    exec_job_t *j = p->staged;
+    p->staged = p->staged_tail = NULL;
+    p->staged_busy = 0;
+    while (j != NULL) {
+        exec_job_t *next = j->next;
+        switch (j->stage) {
+        case EXEC_STAGE_CANCEL:
+            exec__cancel_locked(p, j->key);
+            exec__job_free(j);
+            break;
+        case EXEC_STAGE_REPLACE:
+            exec__cancel_locked(p, j->key);
+            /* fall through */
+        case EXEC_STAGE_ENQUEUE:
+            if (!j->orphan && strmap_get(p->busy, j->key) != NULL)
+                exec__job_free(j); /* its running job goes first (see delete_instances) */
+            else
+                exec__enqueue_locked(p, j);
+            break;
+        }
+        j = next;
+    }
+    if (p->refreshed && !p->seen_oom)
+        exec__sweep_locked(p);
+    exec__seen_clear(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void exec_abort_staged(provider_t *base) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    exec__list_free(p->staged);
+    p->staged = p->staged_tail = NULL;
+    p->staged_busy = 0;
+    exec__seen_clear(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static bool exec__list_has_group(const exec_job_t *j, const char *group) {
+    for (; j != NULL; j = j->next) {
+        if (j->group != NULL && strcmp(j->group, group) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool exec_busy(provider_t *base, const group_t *g) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    bool busy = exec__list_has_group(p->pending, g->spec.id) ||
+                exec__list_has_group(p->active, g->spec.id) ||
+                exec__list_has_group(p->results, g->spec.id) ||
+                exec__list_has_group(p->staged, g->spec.id);
+    pthread_mutex_unlock(&p->mu);
+    return busy;
+}
+
 const provider_ops_t provider_exec_ops = {
     .kind = "exec",
     .create = exec_create,
@@ -1052,4 +1294,7 @@ const provider_ops_t provider_exec_ops = {
     .refresh = exec_refresh,
     .create_group = exec_create_group,
     .delete_group = exec_delete_group,
+    .commit_staged = exec_commit_staged,
+    .abort_staged = exec_abort_staged,
+    .busy = exec_busy,
 };

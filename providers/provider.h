@@ -4,7 +4,13 @@
  * provider.kind. Concrete providers embed provider_t first. The cluster module calls
  * every slot with its write lock held, on a private copy of the group: a slot that
  * fails must leave the group as it found it, and no slot may block for long (CA's call
- * timeout is 5 s): slow machine work happens later, reported through refresh. */
+ * timeout is 5 s): slow machine work happens later, reported through refresh.
+ *
+ * Two phases: increase, delete_instances, decrease_target and refresh only stage the
+ * machine work they imply. The cluster then writes the state file and calls exactly one
+ * of commit_staged (the write succeeded: start the staged work) or abort_staged (the
+ * write failed, or the change was refused after the slots ran: forget it), so no
+ * machine is made or destroyed for a change that was never published. */
 #ifndef FRUGAL_PROVIDER_H
 #define FRUGAL_PROVIDER_H
 
@@ -44,9 +50,23 @@ typedef struct provider_ops {
     int (*refresh)(provider_t *p, group_t *g, int64_t now_ms, bool *changed, frugal_err_t *err);
 
     /* Node auto-provisioning: make the theoretical group g real / remove the empty g.
-     * These may block briefly (the exec provider runs its hook, capped at 30 s). */
+     * These may block briefly (the exec provider runs its hook, capped at 3 s so the
+     * call fails within CA's 5 s timeout). They act at once, before the commit. */
     int (*create_group)(provider_t *p, group_t *g, frugal_err_t *err);
     int (*delete_group)(provider_t *p, group_t *g, frugal_err_t *err);
+
+    /* Called by the cluster after the durable write succeeded (commit_staged: start
+     * what the slots staged since the last commit or abort) / after it failed or was
+     * refused (abort_staged: drop it). Cannot fail. After a refresh of every existing
+     * group, commit_staged may also clean up the work of groups that no longer exist.
+     * The simulated provider has none (NULL). */
+    void (*commit_staged)(provider_t *p);
+    void (*abort_staged)(provider_t *p);
+
+    /* Whether machine work (queued, running, or finished but not yet applied by
+     * refresh) remains for group g: such a group is not empty for deletion. NULL: never
+     * busy. */
+    bool (*busy)(provider_t *p, const group_t *g);
 } provider_ops_t;
 
 struct provider {

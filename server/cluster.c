@@ -245,6 +245,24 @@ static iref_t *cluster__refs_build(const group_t *g) {
     return refs;
 }
 
+/* The provider's second phase: start the machine work its slots staged once the state
+ * that implies it is durable, or drop it. Every path that called a slot ends in exactly
+ * one of the two (cluster__commit calls them itself). */
+static void cluster__staged_commit(cluster_t *c) {
+    if (c->provider->ops->commit_staged != NULL)
+        c->provider->ops->commit_staged(c->provider);
+}
+
+static void cluster__staged_abort(cluster_t *c) {
+    if (c->provider->ops->abort_staged != NULL)
+        c->provider->ops->abort_staged(c->provider);
+}
+
+/* Whether the provider still has machine work for g: it is then not empty. */
+static bool cluster__provider_busy(cluster_t *c, const group_t *g) {
+    return c->provider->ops->busy != NULL && c->provider->ops->busy(c->provider, g);
+}
+
 /* Write the state file as it will be once changes are applied. */
 static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n,
                                  frugal_err_t *err) {
@@ -293,8 +311,9 @@ static int cluster__check_unique_ids(const group_t *g, frugal_err_t *err) {
     return rc;
 }
 
-/* Apply changes; consumes every changes[].next whatever the outcome. Call with
- * write_mu held (or before the cluster is shared). */
+/* Apply changes; consumes every changes[].next whatever the outcome, and ends the
+ * provider's staged work: committed right after the write, aborted on failure. Call
+ * with write_mu held (or before the cluster is shared). */
 static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
     size_t appends = 0;
     size_t instances = strmap_count(c->by_instance);
@@ -346,6 +365,7 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
     }
     if ((rc = cluster__persist_view(c, changes, n, err)) != 0)
         goto fail;
+    cluster__staged_commit(c);
 
     /* Publish: nothing below can fail. */
     pthread_rwlock_wrlock(&c->lock);
@@ -394,6 +414,7 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
     return 0;
 
 fail:
+    cluster__staged_abort(c);
     free(old_groups);
     free(old_refs);
     for (size_t j = 0; j < n; j++) {
@@ -408,6 +429,7 @@ fail:
 static int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err) {
     change_t ch = {cluster__index_of(c, old), next, NULL};
     if (ch.index == CLUSTER_APPEND) {
+        cluster__staged_abort(c);
         cluster__group_free(next);
         return frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s is not published",
                               old->spec.id);
@@ -480,6 +502,7 @@ static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
     cluster__update_empty(next, now);
     return cluster__replace(c, g, next, err);
 fail:
+    cluster__staged_abort(c);
     cluster__group_free(next);
     return rc;
 }
@@ -538,6 +561,7 @@ static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
     if (next == NULL)
         return FRUGAL_ENOMEM;
     if ((rc = c->provider->ops->decrease_target(c->provider, next, delta, err)) != 0) {
+        cluster__staged_abort(c);
         cluster__group_free(next);
         return rc;
     }
@@ -612,6 +636,7 @@ static int cluster__delete_locked(cluster_t *c, const char *id, const char *cons
         goto out;
     }
     if ((rc = c->provider->ops->delete_instances(c->provider, next, indexes, k, now, err)) != 0) {
+        cluster__staged_abort(c);
         cluster__group_free(next);
         goto out;
     }
@@ -718,10 +743,13 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
     }
     if (n > 0)
         rc = cluster__commit(c, changes, n, err);
+    else
+        cluster__staged_commit(c); /* nothing to write: the state file holds it already */
     strmap_destroy(fresh);
     free(changes);
     return rc;
 fail:
+    cluster__staged_abort(c);
     strmap_destroy(fresh);
     for (size_t j = 0; j < n; j++)
         cluster__group_free(changes[j].next);
@@ -965,6 +993,12 @@ static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *ch
     bool configured = cluster_nap_configured_shape(c->cfg, &next->spec);
     if (!next->exists && configured)
         return;
+    if (cluster__provider_busy(c, next)) {
+        log_debug("autoprovisioned node group %s is empty but its machine hooks still run: "
+                  "not deleted yet",
+                  next->spec.id);
+        return;
+    }
     if (next->exists) {
         frugal_err_t perr = {0};
         if (c->provider->ops->delete_group(c->provider, next, &perr) != 0) {
@@ -1076,6 +1110,9 @@ static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "node group %s is not empty (target %d, %zu instances)", id,
                               (int)g->target_size, g->instances_count);
+    if (cluster__provider_busy(c, g))
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is not empty: machine hooks of it still run", id);
     group_t *next = cluster__group_dup(g, err);
     if (next == NULL)
         return FRUGAL_ENOMEM;
@@ -1311,6 +1348,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
     return 0;
 
 fail_build:
+    cluster__staged_abort(c);
     gvec_free(&v);
     strmap_destroy(c->by_id);
     strmap_destroy(c->by_instance);

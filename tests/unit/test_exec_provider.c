@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_nap.h"
 #include "provider.h"
 
 typedef struct fixture {
@@ -113,6 +114,11 @@ static void fixture_free(fixture_t *f) {
     free(f);
 }
 
+/* The cluster's second phase after a slot: its state was written, start the hooks. */
+static void commit(fixture_t *f) {
+    f->p->ops->commit_staged(f->p);
+}
+
 typedef bool (*pred_t)(const group_t *g);
 
 /* Refresh (at now + skew_ms) every 20 ms until pred holds; false after limit_ms. */
@@ -123,6 +129,7 @@ static bool refresh_until(fixture_t *f, pred_t pred, int64_t skew_ms, int limit_
         frugal_err_t err = {0};
         assert_int_equal(
             f->p->ops->refresh(f->p, &f->g, cluster_now_ms() + skew_ms, &changed, &err), 0);
+        commit(f);
         if (pred(&f->g))
             return true;
         sleep_ms(20);
@@ -148,6 +155,7 @@ static bool empty(const group_t *g) {
 static void increase(fixture_t *f, int32_t n) {
     frugal_err_t err = {0};
     assert_int_equal(f->p->ops->increase(f->p, &f->g, n, cluster_now_ms(), &err), 0);
+    commit(f);
 }
 
 static const char hook_main[] =
@@ -233,6 +241,7 @@ static void test_out_of_resources(void **state) {
     assert_false(refresh_until(f, empty, 60000, 100));
     frugal_err_t err = {0};
     assert_int_equal(f->p->ops->decrease_target(f->p, &f->g, -1, &err), 0);
+    commit(f);
     assert_int_equal(f->g.instances_count, 0);
     assert_int_equal(f->g.target_size, 0);
     fixture_free(f);
@@ -290,6 +299,7 @@ static void test_delete_success_and_retry(void **state) {
     size_t idx = 0;
     frugal_err_t err = {0};
     assert_int_equal(f->p->ops->delete_instances(f->p, &f->g, &idx, 1, cluster_now_ms(), &err), 0);
+    commit(f);
     assert_int_equal(f->g.target_size, 1);
     assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
     /* The failed attempt keeps it deleting... */
@@ -309,6 +319,7 @@ static void test_delete_success_and_retry(void **state) {
     while (!one_left && mono_ms() < end) {
         bool changed = false;
         f->p->ops->refresh(f->p, &f->g, cluster_now_ms() + 31000, &changed, &err);
+        commit(f);
         one_left = f->g.instances_count == 1;
         sleep_ms(20);
     }
@@ -347,6 +358,7 @@ static void test_restart_reruns_pending_work(void **state) {
         bool changed = false;
         frugal_err_t err = {0};
         assert_int_equal(f->p->ops->refresh(f->p, g, cluster_now_ms(), &changed, &err), 0);
+        commit(f);
         sleep_ms(20);
     }
     assert_int_equal(g->instances_count, 2);
@@ -399,12 +411,14 @@ static void test_decrease_cancels_and_cleans_orphans(void **state) {
         sleep_ms(10);
     frugal_err_t err = {0};
     assert_int_equal(f->p->ops->decrease_target(f->p, &f->g, -2, &err), 0);
+    commit(f);
     assert_int_equal(f->g.instances_count, 0);
     /* g-1 was being created: once made, it is deleted; g-2 never starts. */
     end = mono_ms() + 5000;
     while (count_lines(f, "deleted") < 1 && mono_ms() < end) {
         bool changed = false;
         f->p->ops->refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
+        commit(f);
         sleep_ms(20);
     }
     char *deleted = read_all(f, "deleted");
@@ -509,6 +523,236 @@ static void test_cluster_indexes_real_ids(void **state) {
     fixture_free(f);
 }
 
+/* A cluster over the fixture's hook with text as its config; the caller frees all. */
+static void open_cluster(const char *text, frugal_config_t **cfg, provider_t **p, cluster_t **c) {
+    char *errors = NULL;
+    if (config_load_string("t.yaml", text, strlen(text), cfg, &errors) != 0)
+        fail_msg("config: %s", errors != NULL ? errors : "?");
+    frugal_err_t err = {0};
+    assert_int_equal(provider_create(*cfg, p, &err), 0);
+    if (cluster_open(*cfg, *p, c, &err) != 0)
+        fail_msg("open: %s", err.msg);
+}
+
+static void close_cluster(frugal_config_t *cfg, provider_t *p, cluster_t *c) {
+    cluster_close(c);
+    provider_destroy(p);
+    config_free(cfg);
+}
+
+static bool log_has(fixture_t *f, const char *what) {
+    char *log = read_all(f, "log");
+    bool has = strstr(log, what) != NULL;
+    free(log);
+    return has;
+}
+
+/* Refresh c every 20 ms until the hook log holds what; false after limit_ms. */
+static bool cluster_refresh_until_logged(fixture_t *f, cluster_t *c, const char *what,
+                                         int limit_ms) {
+    int64_t end = mono_ms() + limit_ms;
+    do {
+        frugal_err_t err = {0};
+        cluster_refresh(c, &err);
+        if (log_has(f, what))
+            return true;
+        sleep_ms(20);
+    } while (mono_ms() < end);
+    return false;
+}
+
+/* A state file that cannot be written fails the call, and no hook acts on the change
+ * that was not published: neither the create of an increase nor the delete of
+ * DeleteNodes. The failed increase's instance name is used by the next one. */
+static void test_failed_write_runs_no_hook(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo \"$1 $2 $3\" >> $D/log", 10000, 2);
+    char sdir[128], spath[160], text[1024];
+    snprintf(sdir, sizeof(sdir), "%s/st", f->dir);
+    snprintf(spath, sizeof(spath), "%s/state", sdir);
+    assert_int_equal(mkdir(sdir, 0755), 0);
+    snprintf(text, sizeof(text),
+             "provider: {kind: exec, command: %s, timeout: 10s}\n"
+             "state_file: %s\n"
+             "node_groups:\n"
+             "  - {id: a, machine_type: n1-standard-2, max_size: 3}\n",
+             f->hook, spath);
+    frugal_config_t *cfg = NULL;
+    provider_t *p = NULL;
+    cluster_t *c = NULL;
+    open_cluster(text, &cfg, &p, &c);
+    frugal_err_t err = {0};
+    assert_int_equal(cluster_increase_size(c, "a", 1, &err), 0);
+    assert_true(cluster_refresh_until_logged(f, c, "create a a-1\n", 5000));
+    /* Until its result is applied, so that nothing is left to write. */
+    const instance_t *in = NULL;
+    int64_t end = mono_ms() + 5000;
+    for (;;) {
+        assert_int_equal(cluster_refresh(c, &err), 0);
+        cluster_read_lock(c);
+        assert_non_null(cluster_find_instance(c, "frugal://a/a-1", &in));
+        bool running = in->state == INSTANCE_RUNNING;
+        cluster_read_unlock(c);
+        if (running || mono_ms() > end)
+            break;
+        sleep_ms(20);
+    }
+
+    /* Take the state file's directory away: every write fails. */
+    assert_int_equal(unlink(spath), 0);
+    assert_int_equal(rmdir(sdir), 0);
+    assert_int_equal(cluster_increase_size(c, "a", 1, &err), FRUGAL_EIO);
+    const char *ids[] = {"frugal://a/a-1"};
+    assert_int_equal(cluster_delete_nodes(c, "a", ids, 1, &err), FRUGAL_EIO);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(cluster_refresh(c, &err), 0); /* nothing to write */
+        sleep_ms(20);
+    }
+    char *log = read_all(f, "log");
+    assert_string_equal(log, "create a a-1\n");
+    free(log);
+
+    /* Writable again: the next increase makes a-2, never made before. */
+    assert_int_equal(mkdir(sdir, 0755), 0);
+    assert_int_equal(cluster_increase_size(c, "a", 1, &err), 0);
+    assert_true(cluster_refresh_until_logged(f, c, "create a a-2\n", 5000));
+    log = read_all(f, "log");
+    assert_string_equal(log, "create a a-1\ncreate a a-2\n");
+    free(log);
+    close_cluster(cfg, p, c);
+    fixture_free(f);
+}
+
+/* The results of a group that no longer exists (no refresh of a round sees it) are not
+ * kept: a machine its create made is deleted. */
+static void test_results_of_vanished_group_are_orphan_deleted(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("case $1 in\n"
+                               "create) sleep 0.3; echo real-$3;;\n"
+                               "delete) echo \"$3 $FRUGAL_PROVIDER_ID\" >> $D/deleted;;\n"
+                               "esac",
+                               10000, 2);
+    group_t h;
+    memset(&h, 0, sizeof(h));
+    h.spec.id = strdup("h");
+    h.spec.machine_type = strdup("n1-standard-2");
+    h.managed = true;
+    h.exists = true;
+    h.max_size = 10;
+    h.next_seq = 1;
+    assert_false(f->p->ops->busy(f->p, &f->g));
+    increase(f, 1);
+    assert_true(f->p->ops->busy(f->p, &f->g));
+    assert_false(f->p->ops->busy(f->p, &h));
+    /* Rounds that refresh h alone: g is gone. */
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "deleted") < 1 && mono_ms() < end) {
+        bool changed = false;
+        frugal_err_t err = {0};
+        assert_int_equal(f->p->ops->refresh(f->p, &h, cluster_now_ms(), &changed, &err), 0);
+        commit(f);
+        sleep_ms(20);
+    }
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "real-g-1 real-g-1\n");
+    free(deleted);
+    /* Nothing of g is kept. */
+    end = mono_ms() + 5000;
+    while (f->p->ops->busy(f->p, &f->g) && mono_ms() < end)
+        sleep_ms(10);
+    assert_false(f->p->ops->busy(f->p, &f->g));
+    cluster_group_clear(&h);
+    fixture_free(f);
+}
+
+static int64_t fake_now_ms = 1700000000000LL;
+
+static int64_t fake_clock(void) {
+    return fake_now_ms;
+}
+
+/* An autoprovisioned group emptied by DecreaseTargetSize while a create runs in it is
+ * not deleted (TTL or NodeGroupDelete) until the create finished and the machine it
+ * made was deleted. */
+static void test_busy_group_is_not_deleted(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo \"$1 $2 $3\" >> $D/log\n"
+                               "case $1 in create) sleep 1;; esac",
+                               10000, 2);
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "provider: {kind: exec, command: %s, timeout: 10s}\n"
+             "node_groups:\n"
+             "  - {id: a, machine_type: n1-standard-2, max_size: 3}\n"
+             "autoprovisioning:\n"
+             "  enabled: true\n"
+             "  machine_types: [n1-standard-2]\n"
+             "  empty_group_ttl: 1m\n",
+             f->hook);
+    cluster_set_clock_for_testing(fake_clock);
+    frugal_config_t *cfg = NULL;
+    provider_t *p = NULL;
+    cluster_t *c = NULL;
+    open_cluster(text, &cfg, &p, &c);
+    char id[100] = "";
+    cluster_read_lock(c);
+    for (size_t i = 0; i < cluster_groups_count(c); i++) {
+        if (cluster_group_at(c, i)->autoprovisioned)
+            snprintf(id, sizeof(id), "%s", cluster_group_at(c, i)->spec.id);
+    }
+    cluster_read_unlock(c);
+    assert_true(id[0] != '\0');
+    char create[512], orphan[512], delete_group[512];
+    snprintf(create, sizeof(create), "create %s %s-1\n", id, id);
+    snprintf(orphan, sizeof(orphan), "delete %s frugal://%s/%s-1\n", id, id, id);
+    snprintf(delete_group, sizeof(delete_group), "delete-group %s \n", id);
+
+    frugal_err_t err = {0};
+    assert_int_equal(cluster_increase_size(c, id, 1, &err), 0);
+    int64_t end = mono_ms() + 5000;
+    while (!log_has(f, create) && mono_ms() < end)
+        sleep_ms(10);
+    assert_true(log_has(f, create));
+    /* The create runs: dropping the instance empties the group... */
+    assert_int_equal(cluster_decrease_target_size(c, id, -1, &err), 0);
+    fake_now_ms += 120000;
+    /* ...but it is busy: neither the TTL nor NodeGroupDelete deletes it. */
+    assert_int_equal(cluster_refresh(c, &err), 0);
+    assert_int_equal(cluster_nap_delete_group(c, id, &err), FRUGAL_EPRECOND);
+    assert_false(log_has(f, "delete-group"));
+    /* Once the create finished, its machine is deleted, then the group. */
+    assert_true(cluster_refresh_until_logged(f, c, delete_group, 5000));
+    char *log = read_all(f, "log");
+    char *o = strstr(log, orphan);
+    char *dg = strstr(log, delete_group);
+    assert_non_null(o);
+    assert_true(o < dg);
+    free(log);
+    close_cluster(cfg, p, c);
+    cluster_set_clock_for_testing(NULL);
+    fixture_free(f);
+}
+
+/* A group hook that does not answer is killed at 3 s, within CA's 5 s call timeout,
+ * and the call fails. */
+static void test_group_hook_capped(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("case $1 in create-group) sleep 10;; esac", 60000, 1);
+    f->g.exists = false;
+    frugal_err_t err = {0};
+    int64_t t0 = mono_ms();
+    assert_int_equal(f->p->ops->create_group(f->p, &f->g, &err), FRUGAL_EUNAVAIL);
+    int64_t took = mono_ms() - t0;
+    assert_true(took >= 2500);
+    assert_true(took < 4500);
+    assert_false(f->g.exists);
+    assert_non_null(strstr(err.msg, "timed out after 3000 ms"));
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    fixture_free(f);
+}
+
 static void test_bad_command(void **state) {
     (void)state;
     frugal_config_t cfg;
@@ -538,6 +782,10 @@ int main(void) {
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_cluster_indexes_real_ids),
         cmocka_unit_test(test_bad_command),
+        cmocka_unit_test(test_failed_write_runs_no_hook),
+        cmocka_unit_test(test_results_of_vanished_group_are_orphan_deleted),
+        cmocka_unit_test(test_busy_group_is_not_deleted),
+        cmocka_unit_test(test_group_hook_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
