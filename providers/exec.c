@@ -934,20 +934,8 @@ static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, fru
     for (size_t k = 0; k < c; k++)
         exec__stage_locked(p, cancels[k], EXEC_STAGE_CANCEL);
     free(cancels);
-    size_t w = g->instances_count;
-    size_t left = drop;
-    for (size_t r = g->instances_count; r-- > 0;) {
-        instance_t *in = &g->instances[r];
-        if (left > 0 && in->state == INSTANCE_CREATING) {
-            cluster_instance_clear(in);
-            left--;
-            continue;
-        }
-        g->instances[--w] = *in;
-    }
     pthread_mutex_unlock(&p->mu);
-    memmove(g->instances, &g->instances[w], (g->instances_count - w) * sizeof(instance_t));
-    g->instances_count -= drop;
+    cluster_group_drop_creating(g, drop);
     g->target_size += delta;
     return 0;
 }
@@ -1102,6 +1090,16 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
     *changed = true;
 }
 
+/* Take j (preceded by prev, NULL when first) out of the results list. Lock held. */
+static void exec__results_unlink(exec_provider_t *p, exec_job_t *prev, exec_job_t *j) {
+    if (prev != NULL)
+        prev->next = j->next;
+    else
+        p->results = j->next;
+    if (p->results_tail == j)
+        p->results_tail = prev;
+}
+
 static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *changed,
                         frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
@@ -1116,12 +1114,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
             j = next;
             continue;
         }
-        if (prev != NULL)
-            prev->next = next;
-        else
-            p->results = next;
-        if (p->results_tail == j)
-            p->results_tail = prev;
+        exec__results_unlink(p, prev, j);
         strmap_remove(p->busy, j->key);
         exec__apply_locked(p, g, j, now_ms, changed);
         exec__job_free(j);
@@ -1197,12 +1190,7 @@ static void exec__sweep_locked(exec_provider_t *p) {
             j = next;
             continue;
         }
-        if (prev != NULL)
-            prev->next = next;
-        else
-            p->results = next;
-        if (p->results_tail == j)
-            p->results_tail = prev;
+        exec__results_unlink(p, prev, j);
         if (strmap_get(p->busy, j->key) == j)
             strmap_remove(p->busy, j->key);
         if (j->verb == EXEC_CREATE && j->outcome == EXEC_OK) {

@@ -100,20 +100,7 @@ static int simulated_decrease_target(provider_t *p, group_t *g, int32_t delta, f
     if (creating < drop)
         return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
                               creating, g->spec.id);
-    /* Newest first: walk from the end, compacting the survivors in place. */
-    size_t w = g->instances_count;
-    size_t left = drop;
-    for (size_t r = g->instances_count; r-- > 0;) {
-        instance_t *in = &g->instances[r];
-        if (left > 0 && in->state == INSTANCE_CREATING) {
-            cluster_instance_clear(in);
-            left--;
-            continue;
-        }
-        g->instances[--w] = *in;
-    }
-    memmove(g->instances, &g->instances[w], (g->instances_count - w) * sizeof(instance_t));
-    g->instances_count -= drop;
+    cluster_group_drop_creating(g, drop);
     g->target_size += delta;
     return 0;
 }

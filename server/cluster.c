@@ -135,6 +135,23 @@ int cluster_instance_copy(instance_t *dst, const instance_t *src) {
     return 0;
 }
 
+void cluster_group_drop_creating(group_t *g, size_t drop) {
+    /* Newest first: walk from the end, compacting the survivors towards the end. */
+    size_t w = g->instances_count;
+    size_t left = drop;
+    for (size_t r = g->instances_count; r-- > 0;) {
+        instance_t *in = &g->instances[r];
+        if (left > 0 && in->state == INSTANCE_CREATING) {
+            cluster_instance_clear(in);
+            left--;
+            continue;
+        }
+        g->instances[--w] = *in;
+    }
+    memmove(g->instances, &g->instances[w], (g->instances_count - w) * sizeof(instance_t));
+    g->instances_count -= drop - left;
+}
+
 void cluster_group_clear(group_t *g) {
     cluster_spec_clear(&g->spec);
     for (size_t i = 0; i < g->instances_count; i++)

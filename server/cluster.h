@@ -118,6 +118,10 @@ void cluster_instance_clear(instance_t *inst);
 int cluster_group_copy(group_t *dst, const group_t *src);
 void cluster_group_clear(group_t *g);
 
+/* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
+ * the others in order. The caller has checked there are at least that many. */
+void cluster_group_drop_creating(group_t *g, size_t drop);
+
 /* Wall clock in ms since the epoch, as every cluster and provider timestamp uses it.
  * Tests replace it with cluster_set_clock_for_testing (NULL restores the wall clock);
  * set it before any thread uses the cluster. */
