@@ -810,17 +810,9 @@ static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t no
     if (added == NULL || jobs == NULL)
         goto fail;
     for (size_t i = 0; i < n; i++) {
-        uint64_t seq = g->next_seq + i;
-        /* Sized to fit: a truncated name would give two instances one id. */
-        int len = snprintf(NULL, 0, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
-        added[i].id = malloc((size_t)len + 1);
-        if (added[i].id == NULL)
+        if (cluster_instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
             goto fail;
-        snprintf(added[i].id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id,
-                 seq);
         const char *name = strrchr(added[i].id, '/') + 1;
-        added[i].state = INSTANCE_CREATING;
-        added[i].state_since_ms = now_ms;
         if ((jobs[i] = exec__job_new(p, EXEC_CREATE, g, added[i].id, name)) == NULL)
             goto fail;
     }

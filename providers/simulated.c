@@ -41,15 +41,8 @@ static int simulated_increase(provider_t *p, group_t *g, int32_t delta, int64_t 
     if (added == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        uint64_t seq = g->next_seq + i;
-        int len = snprintf(NULL, 0, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
-        added[i].id = malloc((size_t)len + 1);
-        if (added[i].id == NULL)
+        if (cluster_instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
             goto fail;
-        snprintf(added[i].id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id,
-                 seq);
-        added[i].state = INSTANCE_CREATING;
-        added[i].state_since_ms = now_ms;
     }
     instance_t *grown = realloc(g->instances, count * sizeof(*grown));
     if (grown == NULL)

@@ -135,6 +135,19 @@ int cluster_instance_copy(instance_t *dst, const instance_t *src) {
     return 0;
 }
 
+int cluster_instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t now_ms) {
+    /* Sized to fit: a truncated name would give two instances one id. */
+    int len = snprintf(NULL, 0, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
+    char *id = malloc((size_t)len + 1);
+    if (id == NULL)
+        return FRUGAL_ENOMEM;
+    snprintf(id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
+    inst->id = id;
+    inst->state = INSTANCE_CREATING;
+    inst->state_since_ms = now_ms;
+    return 0;
+}
+
 void cluster_group_drop_creating(group_t *g, size_t drop) {
     /* Newest first: walk from the end, compacting the survivors towards the end. */
     size_t w = g->instances_count;

@@ -118,6 +118,10 @@ void cluster_instance_clear(instance_t *inst);
 int cluster_group_copy(group_t *dst, const group_t *src);
 void cluster_group_clear(group_t *g);
 
+/* Fill *inst as g's new instance number seq: id frugal://<group>/<group>-<seq>, state
+ * creating since now_ms. 0, or FRUGAL_ENOMEM (inst untouched). */
+int cluster_instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t now_ms);
+
 /* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
  * the others in order. The caller has checked there are at least that many. */
 void cluster_group_drop_creating(group_t *g, size_t drop);
