@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../server/svc_expander.c"
+#include "../../../server/rpc/svc_expander.c"
 #include "config.h"
 #include "expander.pb-c.h"
 #include "k8s.h"

@@ -12,7 +12,7 @@
 #include <grpc/grpc.h>
 
 #include "cluster.h"
-#include "commands.h"
+#include "serve.h"
 #include "config.h"
 #include "grpc_server.h"
 #include "log.h"

@@ -12,6 +12,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "errors.h"
+#include "status.h"
 
 typedef struct service_ctx {
     const frugal_config_t *cfg;

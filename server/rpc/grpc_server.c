@@ -14,7 +14,7 @@
 #include <grpc/support/time.h>
 
 #include "log.h"
-#include "rpc_client.h"
+#include "status.h"
 #include "tls_reload.h"
 
 /* A registered method: the service's entry plus grpc's handle for it. */

@@ -9,6 +9,7 @@
 #include <grpc/grpc.h>
 
 #include "errors.h"
+#include "status.h"
 
 typedef struct rpc_client_options {
     const char *address;        /* host:port or unix:PATH */
@@ -34,8 +35,5 @@ void rpc_client_close(rpc_client_t *client);
 int rpc_client_call(rpc_client_t *client, const char *method, const uint8_t *request,
                     size_t request_len, uint8_t **response, size_t *response_len,
                     grpc_status_code *status, char **details);
-
-/* Name of a status code ("NOT_FOUND"). */
-const char *rpc_status_name(grpc_status_code status);
 
 #endif

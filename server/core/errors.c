@@ -29,19 +29,6 @@ const char *frugal_err_describe(int code) {
     return "unknown error";
 }
 
-grpc_status_code frugal_err_status(int code) {
-    switch (code) {
-    case 0:
-        return GRPC_STATUS_OK;
-#define FRUGAL__ERR_STATUS(name, value, status, desc) \
-    case value:                                       \
-        return status;
-        FRUGAL_ERRNO_MAP(FRUGAL__ERR_STATUS)
-#undef FRUGAL__ERR_STATUS
-    }
-    return GRPC_STATUS_UNKNOWN;
-}
-
 int frugal_err_set(frugal_err_t *err, int code, const char *fmt, ...) {
     if (err != NULL) {
         va_list ap;
