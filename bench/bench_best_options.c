@@ -33,8 +33,7 @@ typedef struct pb {
     size_t len, cap;
 } pb_t;
 
-static void pb_reserve(pb_t *b, size_t n)
-{
+static void pb_reserve(pb_t *b, size_t n) {
     if (b->len + n <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 256;
@@ -48,8 +47,7 @@ static void pb_reserve(pb_t *b, size_t n)
     b->cap = cap;
 }
 
-static void pb_raw_varint(pb_t *b, uint64_t v)
-{
+static void pb_raw_varint(pb_t *b, uint64_t v) {
     pb_reserve(b, 10);
     while (v >= 0x80) {
         b->data[b->len++] = (uint8_t)(v | 0x80);
@@ -58,8 +56,7 @@ static void pb_raw_varint(pb_t *b, uint64_t v)
     b->data[b->len++] = (uint8_t)v;
 }
 
-static void pb_bytes(pb_t *b, uint32_t field, const void *data, size_t len)
-{
+static void pb_bytes(pb_t *b, uint32_t field, const void *data, size_t len) {
     pb_raw_varint(b, (uint64_t)field << 3 | 2);
     pb_raw_varint(b, len);
     pb_reserve(b, len);
@@ -67,33 +64,28 @@ static void pb_bytes(pb_t *b, uint32_t field, const void *data, size_t len)
     b->len += len;
 }
 
-static void pb_str(pb_t *b, uint32_t field, const char *s)
-{
+static void pb_str(pb_t *b, uint32_t field, const char *s) {
     pb_bytes(b, field, s, strlen(s));
 }
 
-static void pb_varint(pb_t *b, uint32_t field, uint64_t v)
-{
+static void pb_varint(pb_t *b, uint32_t field, uint64_t v) {
     pb_raw_varint(b, (uint64_t)field << 3);
     pb_raw_varint(b, v);
 }
 
 /* Append sub as an embedded message and reset it. */
-static void pb_msg(pb_t *b, uint32_t field, pb_t *sub)
-{
+static void pb_msg(pb_t *b, uint32_t field, pb_t *sub) {
     pb_bytes(b, field, sub->data, sub->len);
     sub->len = 0;
 }
 
-static void pb_free(pb_t *b)
-{
+static void pb_free(pb_t *b) {
     free(b->data);
     memset(b, 0, sizeof(*b));
 }
 
 /* map<string,string> entry */
-static void pb_map_str(pb_t *b, uint32_t field, const char *k, const char *v)
-{
+static void pb_map_str(pb_t *b, uint32_t field, const char *k, const char *v) {
     pb_t e = {0};
     pb_str(&e, 1, k);
     pb_str(&e, 2, v);
@@ -102,8 +94,7 @@ static void pb_map_str(pb_t *b, uint32_t field, const char *k, const char *v)
 }
 
 /* map<string,Quantity> entry */
-static void pb_map_quantity(pb_t *b, uint32_t field, const char *k, const char *v)
-{
+static void pb_map_quantity(pb_t *b, uint32_t field, const char *k, const char *v) {
     pb_t q = {0}, e = {0};
     pb_str(&q, 1, v);
     pb_str(&e, 1, k);
@@ -115,8 +106,7 @@ static void pb_map_quantity(pb_t *b, uint32_t field, const char *k, const char *
 
 /* --- realistic objects --- */
 
-static void uuid_of(uint64_t seed, char out[37])
-{
+static void uuid_of(uint64_t seed, char out[37]) {
     uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 0x1234567;
     static const char hex[] = "0123456789abcdef";
     for (int i = 0, k = 0; i < 36; i++) {
@@ -132,8 +122,7 @@ static void uuid_of(uint64_t seed, char out[37])
 }
 
 /* A pending pod of a Deployment, serialized as Kubernetes would (about 1.6 KB). */
-static void pod_build(pb_t *out, size_t index)
-{
+static void pod_build(pb_t *out, size_t index) {
     char name[64], uid[37], owner_uid[37], buf[128];
     uuid_of(index + 1, uid);
     uuid_of(index % 7 + 1000, owner_uid);
@@ -189,7 +178,8 @@ static void pod_build(pb_t *out, size_t index)
         pb_str(&sub, 4, "TCP");
         pb_msg(&c, 6, &sub);
         static const char *const env[2][2] = {
-            {"GOMAXPROCS", "2"}, {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel-collector:4317"},
+            {"GOMAXPROCS", "2"},
+            {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel-collector:4317"},
         };
         for (size_t e = 0; e < (k == 0 ? 2u : 0u); e++) {
             pb_str(&sub, 1, env[e][0]);
@@ -255,13 +245,12 @@ static void pod_build(pb_t *out, size_t index)
 }
 
 /* The template node of group i. */
-static void node_build(pb_t *out, size_t i, const char *id)
-{
+static void node_build(pb_t *out, size_t i, const char *id) {
     static const struct {
         const char *type, *cpu, *memory;
     } types[] = {
-        {"n1-standard-2", "2", "7680Mi"},  {"n1-standard-4", "4", "15Gi"},
-        {"n1-standard-8", "8", "30Gi"},    {"n1-highmem-4", "4", "26Gi"},
+        {"n1-standard-2", "2", "7680Mi"},   {"n1-standard-4", "4", "15Gi"},
+        {"n1-standard-8", "8", "30Gi"},     {"n1-highmem-4", "4", "26Gi"},
         {"n1-highcpu-16", "16", "14745Mi"}, {"n1-standard-16", "16", "60Gi"},
     };
     static const char *const zones[3] = {"us-central1-a", "us-central1-b", "us-central1-c"};
@@ -288,8 +277,7 @@ static void node_build(pb_t *out, size_t i, const char *id)
 }
 
 /* The whole BestOptionsRequest: options x pods, the pods repeated in every option. */
-static void request_build(pb_t *out, size_t options, size_t pods, bool legacy, size_t *pod_bytes)
-{
+static void request_build(pb_t *out, size_t options, size_t pods, bool legacy, size_t *pod_bytes) {
     pb_t *pod = calloc(pods, sizeof(*pod));
     size_t pod_total = 0;
     for (size_t k = 0; k < pods; k++) {
@@ -326,15 +314,13 @@ static void request_build(pb_t *out, size_t options, size_t pods, bool legacy, s
 
 /* --- measuring --- */
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static long proc_status_kb(long pid, const char *key)
-{
+static long proc_status_kb(long pid, const char *key) {
     char path[64], line[256];
     snprintf(path, sizeof(path), "/proc/%ld/status", pid);
     FILE *f = fopen(path, "r");
@@ -350,8 +336,7 @@ static long proc_status_kb(long pid, const char *key)
 }
 
 /* Reset the server's VmHWM to its current RSS; false when not permitted. */
-static bool proc_reset_hwm(long pid)
-{
+static bool proc_reset_hwm(long pid) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%ld/clear_refs", pid);
     FILE *f = fopen(path, "w");
@@ -361,23 +346,23 @@ static bool proc_reset_hwm(long pid)
     return fclose(f) == 0 && ok;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-static double percentile(const double *sorted, size_t n, double p)
-{
+static double percentile(const double *sorted, size_t n, double p) {
     size_t i = (size_t)(p * (double)(n - 1) + 0.5);
     return sorted[i < n ? i : n - 1];
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s ADDR SERVER_PID [--tls-ca F] [--legacy] [--sizes 10x10,100x200,200x1000] "
-                        "[--calls N]\n", argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s ADDR SERVER_PID [--tls-ca F] [--legacy] [--sizes 10x10,100x200,200x1000] "
+            "[--calls N]\n",
+            argv[0]);
         return 2;
     }
     const char *addr = argv[1];
@@ -414,7 +399,8 @@ int main(int argc, char **argv)
            "MiB", "p50_ms", "p99_ms", "calls/s", "peak_RSS_MiB", "RSS/req");
     int status = 0;
     char *list = strdup(sizes);
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         size_t options = 0, pods = 0;
         if (sscanf(tok, "%zux%zu", &options, &pods) != 2 || options == 0) {
             fprintf(stderr, "bad size %s\n", tok);
@@ -425,15 +411,18 @@ int main(int argc, char **argv)
         size_t pod_bytes = 0;
         request_build(&req, options, pods, legacy, &pod_bytes);
         double mib = (double)req.len / (1024.0 * 1024.0);
-        size_t calls = calls_override > 0 ? (size_t)calls_override
-                       : req.len > (100u << 20) ? 10 : req.len > (10u << 20) ? 30 : 300;
+        size_t calls = calls_override > 0       ? (size_t)calls_override
+                       : req.len > (100u << 20) ? 10
+                       : req.len > (10u << 20)  ? 30
+                                                : 300;
         /* One warm-up call, then reset the high-water mark and measure. */
         uint8_t *resp = NULL;
         size_t resp_len = 0;
         grpc_status_code st;
         char *details = NULL;
         if (rpc_client_call(client, "/grpcplugin.Expander/BestOptions", req.data, req.len, &resp,
-                            &resp_len, &st, &details) != 0 || st != GRPC_STATUS_OK) {
+                            &resp_len, &st, &details) != 0 ||
+            st != GRPC_STATUS_OK) {
             fprintf(stderr, "%s: call failed: %s\n", tok, details ? details : "local failure");
             free(details);
             free(resp);
@@ -441,7 +430,8 @@ int main(int argc, char **argv)
             status = 1;
             break;
         }
-        Grpcplugin__BestOptionsResponse *r = grpcplugin__best_options_response__unpack(NULL, resp_len, resp);
+        Grpcplugin__BestOptionsResponse *r =
+            grpcplugin__best_options_response__unpack(NULL, resp_len, resp);
         if (!r || r->n_options == 0) {
             fprintf(stderr, "%s: empty or invalid answer\n", tok);
             status = 1;
@@ -457,9 +447,11 @@ int main(int argc, char **argv)
             double t0 = now_ms();
             details = NULL;
             resp = NULL;
-            if (rpc_client_call(client, "/grpcplugin.Expander/BestOptions", req.data, req.len, &resp,
-                                &resp_len, &st, &details) != 0 || st != GRPC_STATUS_OK) {
-                fprintf(stderr, "%s: call %zu failed: %s\n", tok, i, details ? details : "local failure");
+            if (rpc_client_call(client, "/grpcplugin.Expander/BestOptions", req.data, req.len,
+                                &resp, &resp_len, &st, &details) != 0 ||
+                st != GRPC_STATUS_OK) {
+                fprintf(stderr, "%s: call %zu failed: %s\n", tok, i,
+                        details ? details : "local failure");
                 status = 1;
             }
             lat[i] = now_ms() - t0;

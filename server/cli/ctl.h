@@ -19,7 +19,7 @@ typedef int (*ctl_verb_fn)(rpc_client_t *client, ctl_format_t format, int argc, 
 
 typedef struct ctl_verb {
     const char *name;
-    const char *usage;          /* arguments, e.g. "ID DELTA" */
+    const char *usage; /* arguments, e.g. "ID DELTA" */
     ctl_verb_fn run;
 } ctl_verb_t;
 

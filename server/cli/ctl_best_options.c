@@ -64,14 +64,12 @@ typedef struct bo_arena {
     bo_block_t *head;
 } bo_arena_t;
 
-static void bo_die_nomem(void)
-{
+static void bo_die_nomem(void) {
     fprintf(stderr, "frugal ctl: out of memory\n");
     exit(1);
 }
 
-static void *bo_alloc(bo_arena_t *a, size_t n)
-{
+static void *bo_alloc(bo_arena_t *a, size_t n) {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     if (!a->head || a->head->cap - a->head->used < n) {
         size_t cap = n > 16384 ? n : 16384;
@@ -89,16 +87,14 @@ static void *bo_alloc(bo_arena_t *a, size_t n)
     return p;
 }
 
-static char *bo_strdup(bo_arena_t *a, const char *s)
-{
+static char *bo_strdup(bo_arena_t *a, const char *s) {
     size_t n = strlen(s) + 1;
     char *p = bo_alloc(a, n);
     memcpy(p, s, n);
     return p;
 }
 
-static void bo_arena_free(bo_arena_t *a)
-{
+static void bo_arena_free(bo_arena_t *a) {
     for (bo_block_t *b = a->head, *next; b; b = next) {
         next = b->next;
         free(b);
@@ -118,8 +114,7 @@ static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, 
     __attribute__((format(printf, 3, 4)));
 
 /* Report FILE:LINE:COL: message and mark the file failed. */
-static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...)
-{
+static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "%s:%d:%d: ", f->path, at ? at->line : 0, at ? at->column : 0);
     va_start(ap, fmt);
@@ -130,8 +125,7 @@ static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, 
 }
 
 static const char *bo_scalar(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
-                             bool required)
-{
+                             bool required) {
     const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
     if (!v) {
         if (required)
@@ -146,8 +140,7 @@ static const char *bo_scalar(bo_file_t *f, const yaml_tree_node_t *map, const ch
 }
 
 static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, long long min,
-                   long long *out)
-{
+                   long long *out) {
     const char *s = bo_scalar(f, map, key, false);
     if (!s)
         return true;
@@ -163,8 +156,7 @@ static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, l
 }
 
 /* Check every key of map is one of keys (NULL-terminated). */
-static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const *keys)
-{
+static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const *keys) {
     if (map->type != YAML_TREE_MAPPING) {
         bo_error(f, map, "expected a mapping");
         return;
@@ -182,8 +174,7 @@ static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const
 /* A scalar-to-scalar mapping as generated label entries (labels and node selectors
  * share the layout). */
 static size_t bo_string_map(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
-                            char ***keys, char ***values)
-{
+                            char ***keys, char ***values) {
     const yaml_tree_node_t *m = yaml_tree_mapping_get(map, key);
     *keys = *values = NULL;
     if (!m || yaml_tree_is_null(m))
@@ -207,8 +198,8 @@ static size_t bo_string_map(bo_file_t *f, const yaml_tree_node_t *map, const cha
     return n;
 }
 
-static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t *map, const char *key)
-{
+static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t *map,
+                                           const char *key) {
     const yaml_tree_node_t *s = yaml_tree_mapping_get(map, key);
     if (!s || yaml_tree_is_null(s))
         return NULL;
@@ -219,24 +210,23 @@ static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t 
     return s;
 }
 
-static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *key, bool milli)
-{
+static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *key, bool milli) {
     const char *s = bo_scalar(f, map, key, false);
     int64_t v;
     frugal_err_t err = {0};
     if (!s)
         return true;
-    if ((milli ? quantity_parse_milli(s, &v, &err) : quantity_parse_value(s, &v, &err)) != 0 || v < 0) {
+    if ((milli ? quantity_parse_milli(s, &v, &err) : quantity_parse_value(s, &v, &err)) != 0 ||
+        v < 0) {
         bo_error(f, yaml_tree_mapping_get(map, key), "invalid quantity %s", s);
         return false;
     }
     return true;
 }
 
-static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, const char *name)
-{
-    static const char *const keys[] = {"cpu", "memory", "gpu", "node_selector", "tolerations",
-                                       "count", "name", NULL};
+static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, const char *name) {
+    static const char *const keys[] = {"cpu",         "memory", "gpu",  "node_selector",
+                                       "tolerations", "count",  "name", NULL};
     ProtobufCBinaryData out = {0, NULL};
     bo_keys(f, p, keys);
     if (f->failed || !bo_quantity(f, p, "cpu", true) || !bo_quantity(f, p, "memory", false) ||
@@ -287,10 +277,10 @@ static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, 
 }
 
 /* A template node like the server's (template.h): name, labels, taints, capacity. */
-static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group, ProtobufCBinaryData *out)
-{
+static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group,
+                         ProtobufCBinaryData *out) {
     static const char *const keys[] = {"group", "machine_type", "zone", "labels", "taints",
-                                       "cpu", "memory", "gpu", NULL};
+                                       "cpu",   "memory",       "gpu",  NULL};
     bo_keys(f, n, keys);
     const char *id = bo_scalar(f, n, "group", true);
     const char *type = bo_scalar(f, n, "machine_type", false);
@@ -332,7 +322,8 @@ static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group, 
         {K8S_LABEL_HOSTNAME, name},
         {type ? K8S_LABEL_INSTANCE_TYPE : NULL, type},
         {zone ? K8S_LABEL_ZONE : NULL, zone},
-        {zone ? K8S_LABEL_REGION : NULL, zone ? template_region_of_zone(zone, region, sizeof(region)) : NULL},
+        {zone ? K8S_LABEL_REGION : NULL,
+         zone ? template_region_of_zone(zone, region, sizeof(region)) : NULL},
         {NULL, NULL},
     };
     for (size_t i = 0; i < 7 + nu; i++) {
@@ -365,8 +356,10 @@ static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group, 
         taintp[i] = &taints[i];
     }
 
-    const char *res[4][2] = {{K8S_RESOURCE_CPU, cpu}, {K8S_RESOURCE_MEMORY, memory},
-                             {K8S_RESOURCE_PODS, "110"}, {K8S_RESOURCE_NVIDIA_GPU, gpu}};
+    const char *res[4][2] = {{K8S_RESOURCE_CPU, cpu},
+                             {K8S_RESOURCE_MEMORY, memory},
+                             {K8S_RESOURCE_PODS, "110"},
+                             {K8S_RESOURCE_NVIDIA_GPU, gpu}};
     size_t nr = gpu && strcmp(gpu, "0") != 0 ? 4 : 3;
     k8s_quantity_t q[4];
     bo_capacity_t cap[4], *capp[4];
@@ -415,8 +408,7 @@ static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group, 
 }
 
 /* Build the request described by root; false (errors printed) when it is invalid. */
-static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo_request_t *req)
-{
+static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo_request_t *req) {
     static const char *const keys[] = {"options", "nodes", NULL};
     bo_keys(f, root, keys);
     const yaml_tree_node_t *opts = bo_sequence(f, root, "options");
@@ -487,15 +479,19 @@ static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo
     size_t nn = nodes ? nodes->u.sequence.count : 0;
     Grpcplugin__BestOptionsRequest__NodeMapEntry *m = bo_alloc(f->arena, (nn + 1) * sizeof(*m));
     Grpcplugin__BestOptionsRequest__NodeMapEntry **mp = bo_alloc(f->arena, (nn + 1) * sizeof(*mp));
-    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry *b = bo_alloc(f->arena, (nn + 1) * sizeof(*b));
-    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry **bp = bo_alloc(f->arena, (nn + 1) * sizeof(*bp));
+    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry *b =
+        bo_alloc(f->arena, (nn + 1) * sizeof(*b));
+    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry **bp =
+        bo_alloc(f->arena, (nn + 1) * sizeof(*bp));
     for (size_t i = 0; i < nn; i++) {
         char *group;
         ProtobufCBinaryData data;
         if (!bo_pack_node(f, nodes->u.sequence.items[i], &group, &data))
             return false;
-        Grpcplugin__BestOptionsRequest__NodeMapEntry me = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
-        Grpcplugin__BestOptionsRequest__NodeBytesMapEntry be = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
+        Grpcplugin__BestOptionsRequest__NodeMapEntry me =
+            GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
+        Grpcplugin__BestOptionsRequest__NodeBytesMapEntry be =
+            GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
         me.key = be.key = group;
         me.value = be.value = data;
         m[i] = me;
@@ -517,14 +513,13 @@ static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo
 
 typedef struct bo_row {
     const bo_option_t *option;
-    size_t index;               /* in the request */
+    size_t index; /* in the request */
     bool scored;
     bool winner;
     ranking_figures_t figures;
 } bo_row_t;
 
-static int bo_row_cmp(const void *a, const void *b)
-{
+static int bo_row_cmp(const void *a, const void *b) {
     const bo_row_t *x = a, *y = b;
     if (x->scored != y->scored)
         return x->scored ? -1 : 1;
@@ -533,14 +528,12 @@ static int bo_row_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
 }
 
-static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp)
-{
+static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp) {
     return ctl_call(client, BO_METHOD, &req->base, &grpcplugin__best_options_response__descriptor,
                     (ProtobufCMessage **)resp);
 }
 
-static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
-{
+static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
     if (format == CTL_FORMAT_YAML) {
         printf("options:\n");
         for (size_t i = 0; i < n; i++) {
@@ -559,10 +552,11 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
         }
         return;
     }
-    static const char *const head[] = {"RANK", "GROUP", "NODES", "NODE_PRICE", "PODS_PRICE",
-                                       "RATIO", "UNFITNESS", "SUPPRESSED", "SCORE", "WINNER"};
+    static const char *const head[] = {"RANK",       "GROUP", "NODES",     "NODE_PRICE",
+                                       "PODS_PRICE", "RATIO", "UNFITNESS", "SUPPRESSED",
+                                       "SCORE",      "WINNER"};
     enum { COLS = 10 };
-    char (*cells)[COLS][64] = calloc(n + 1, sizeof(*cells));
+    char(*cells)[COLS][64] = calloc(n + 1, sizeof(*cells));
     if (!cells) {
         fprintf(stderr, "frugal ctl: out of memory\n");
         return;
@@ -572,7 +566,7 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
         snprintf(cells[0][c], sizeof(cells[0][c]), "%s", head[c]);
     for (size_t i = 0; i < n; i++) {
         const bo_row_t *r = &rows[i];
-        char (*row)[64] = cells[i + 1];
+        char(*row)[64] = cells[i + 1];
         const ranking_figures_t *f = &r->figures;
         if (r->scored)
             snprintf(row[0], 64, "%zu", i + 1);
@@ -608,8 +602,7 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n)
     free(cells);
 }
 
-static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv)
-{
+static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
     const char *path = NULL;
     bool legacy = false;
     for (int i = 1; i < argc; i++) {
@@ -679,7 +672,8 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         one.options = &req.options[i];
         if (bo_call(client, &one, &resp) != 0)
             goto done;
-        if (resp->n_options == 1 && ranking_parse_figures(resp->options[0]->debug, &rows[i].figures) == 0)
+        if (resp->n_options == 1 &&
+            ranking_parse_figures(resp->options[0]->debug, &rows[i].figures) == 0)
             rows[i].scored = true;
         grpcplugin__best_options_response__free_unpacked(resp, NULL);
     }
@@ -697,4 +691,5 @@ done:
 const ctl_verb_t ctl_verbs_best_options[] = {
     {"best-options", "FILE [--legacy]", ctl_verb_best_options},
 };
-const size_t ctl_verbs_best_options_count = sizeof(ctl_verbs_best_options) / sizeof(*ctl_verbs_best_options);
+const size_t ctl_verbs_best_options_count =
+    sizeof(ctl_verbs_best_options) / sizeof(*ctl_verbs_best_options);

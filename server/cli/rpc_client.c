@@ -24,7 +24,6 @@ struct rpc_client {
     int64_t timeout_ms;
 };
 
-
 /* Channel credentials for opts: insecure without a CA, else TLS, mutual with a cert. */
 static int rpc_client__credentials(const rpc_client_options_t *opts,
                                    grpc_channel_credentials **creds, frugal_err_t *err) {

@@ -12,13 +12,13 @@
 #include "status.h"
 
 typedef struct rpc_client_options {
-    const char *address;        /* host:port or unix:PATH */
-    const char *tls_ca;         /* PEM file; NULL: plaintext */
-    const char *tls_cert;       /* client certificate for mutual TLS, or NULL */
+    const char *address;  /* host:port or unix:PATH */
+    const char *tls_ca;   /* PEM file; NULL: plaintext */
+    const char *tls_cert; /* client certificate for mutual TLS, or NULL */
     const char *tls_key;
-    const char *tls_server_name;/* override of the name checked in the server cert, or NULL */
-    int64_t timeout_ms;         /* per call; default 5000 when 0 */
-    int64_t max_receive_bytes;  /* default 512 MiB when 0 */
+    const char *tls_server_name; /* override of the name checked in the server cert, or NULL */
+    int64_t timeout_ms;          /* per call; default 5000 when 0 */
+    int64_t max_receive_bytes;   /* default 512 MiB when 0 */
 } rpc_client_options_t;
 
 typedef struct rpc_client rpc_client_t;

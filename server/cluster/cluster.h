@@ -28,26 +28,26 @@ typedef enum instance_state {
 } instance_state_t;
 
 typedef struct instance {
-    char *id;                   /* provider id: frugal://<group>/<name> for the simulated provider */
+    char *id; /* provider id: frugal://<group>/<name> for the simulated provider */
     instance_state_t state;
-    int64_t state_since_ms;     /* wall clock (ms since the epoch) when it entered state */
-    char *error_code;           /* NULL when no error; with CREATING: the scale-up failed */
+    int64_t state_since_ms; /* wall clock (ms since the epoch) when it entered state */
+    char *error_code;       /* NULL when no error; with CREATING: the scale-up failed */
     char *error_message;
-    int32_t error_class;        /* CA: 1 = out of resources, 99 = other */
+    int32_t error_class; /* CA: 1 = out of resources, 99 = other */
 } instance_t;
 
 typedef struct group {
-    group_spec_t spec;          /* owned deep copy */
+    group_spec_t spec; /* owned deep copy */
     int32_t min_size;
     int32_t max_size;
-    bool managed;               /* false: counted, never scaled, not listed to CA */
+    bool managed; /* false: counted, never scaled, not listed to CA */
     bool autoprovisioned;
-    bool exists;                /* false: a theoretical NAP group, created by its first increase */
+    bool exists; /* false: a theoretical NAP group, created by its first increase */
     int32_t target_size;
     instance_t *instances;
     size_t instances_count;
-    uint64_t next_seq;          /* number of the next instance name */
-    int64_t empty_since_ms;     /* NAP: when the group last became empty, 0 when not empty */
+    uint64_t next_seq;      /* number of the next instance name */
+    int64_t empty_since_ms; /* NAP: when the group last became empty, 0 when not empty */
     group_options_t options;
 } group_t;
 

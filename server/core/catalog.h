@@ -16,8 +16,8 @@ typedef struct catalog_machine {
 } catalog_machine_t;
 
 typedef struct catalog_gpu {
-    const char *name;         /* e.g. nvidia-tesla-t4 */
-    double price;             /* per GPU per hour, added to the machine price */
+    const char *name; /* e.g. nvidia-tesla-t4 */
+    double price;     /* per GPU per hour, added to the machine price */
     double preemptible_price;
 } catalog_gpu_t;
 

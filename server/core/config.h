@@ -18,14 +18,14 @@ typedef struct kv {
 } kv_t;
 
 typedef struct kv_list {
-    kv_t *items;        /* sorted by key, keys unique */
+    kv_t *items; /* sorted by key, keys unique */
     size_t count;
 } kv_list_t;
 
 typedef struct taint {
     char *key;
-    char *value;        /* "" when absent */
-    char *effect;       /* NoSchedule | PreferNoSchedule | NoExecute */
+    char *value;  /* "" when absent */
+    char *effect; /* NoSchedule | PreferNoSchedule | NoExecute */
 } taint_t;
 
 typedef struct taint_list {
@@ -71,17 +71,17 @@ typedef struct machine_type {
     char *name;
     int64_t cpu_milli;
     int64_t memory_bytes;
-    int32_t gpu;                /* GPUs per machine, 0 when none */
-    char *gpu_type;             /* e.g. "nvidia-tesla-t4", NULL when none */
-    double price;               /* per hour; < 0 when not given: linear from pricing */
-    double spot_price;          /* per hour; < 0 when not given (catalog preemptible price) */
+    int32_t gpu;       /* GPUs per machine, 0 when none */
+    char *gpu_type;    /* e.g. "nvidia-tesla-t4", NULL when none */
+    double price;      /* per hour; < 0 when not given: linear from pricing */
+    double spot_price; /* per hour; < 0 when not given (catalog preemptible price) */
 } machine_type_t;
 
 typedef struct listener_config {
-    char *address;              /* host:port or unix:PATH */
-    char *tls_cert;             /* NULL: plaintext */
+    char *address;  /* host:port or unix:PATH */
+    char *tls_cert; /* NULL: plaintext */
     char *tls_key;
-    char *tls_client_ca;        /* NULL: no client certificate required */
+    char *tls_client_ca; /* NULL: no client certificate required */
 } listener_config_t;
 
 /* Per-group overrides of CA's autoscaling options; has_* false means "echo CA's default". */
@@ -106,41 +106,41 @@ typedef struct group_options {
  * and all a template node is built from. */
 typedef struct group_spec {
     char *id;
-    char *machine_type;         /* name in the effective catalog */
-    char *zone;                 /* NULL when not set */
-    bool spot;                  /* priced at the spot price */
-    double spot_price;          /* per hour; < 0 when not given */
+    char *machine_type; /* name in the effective catalog */
+    char *zone;         /* NULL when not set */
+    bool spot;          /* priced at the spot price */
+    double spot_price;  /* per hour; < 0 when not given */
     kv_list_t labels;
     taint_list_t taints;
-    kv_list_t extra_resources;  /* resource name -> quantity string (NAP NewNodeGroup) */
+    kv_list_t extra_resources; /* resource name -> quantity string (NAP NewNodeGroup) */
 } group_spec_t;
 
 typedef struct node_group_config {
     group_spec_t spec;
     int32_t min_size;
     int32_t max_size;
-    int32_t size;               /* initial size; -1 when not given (start at min_size) */
-    bool managed;               /* false: counted toward cluster size and limits, never scaled */
+    int32_t size; /* initial size; -1 when not given (start at min_size) */
+    bool managed; /* false: counted toward cluster size and limits, never scaled */
     group_options_t options;
 } node_group_config_t;
 
 typedef struct pricing_config {
-    double cpu;                 /* per core per hour */
-    double memory_gib;          /* per GiB per hour */
-    double gpu;                 /* per GPU per hour */
-    bool builtin_catalog;       /* catalog: builtin (true) | none (false) */
+    double cpu;           /* per core per hour */
+    double memory_gib;    /* per GiB per hour */
+    double gpu;           /* per GPU per hour */
+    bool builtin_catalog; /* catalog: builtin (true) | none (false) */
 } pricing_config_t;
 
 typedef struct autoprov_config {
     bool enabled;
-    char *prefix;               /* default "nap" */
-    char **machine_types;       /* allowed types; default: the whole effective catalog */
+    char *prefix;         /* default "nap" */
+    char **machine_types; /* allowed types; default: the whole effective catalog */
     size_t machine_types_count;
-    char **zones;               /* default: the distinct zones of the node groups (may be none) */
+    char **zones; /* default: the distinct zones of the node groups (may be none) */
     size_t zones_count;
-    kv_list_t *label_sets;      /* default: one empty set */
+    kv_list_t *label_sets; /* default: one empty set */
     size_t label_sets_count;
-    int64_t min_cpu_milli;      /* cluster-wide limits; max default: INT64_MAX (unlimited) */
+    int64_t min_cpu_milli; /* cluster-wide limits; max default: INT64_MAX (unlimited) */
     int64_t max_cpu_milli;
     int64_t min_memory_bytes;
     int64_t max_memory_bytes;
@@ -149,31 +149,31 @@ typedef struct autoprov_config {
 } autoprov_config_t;
 
 typedef struct preferred_node {
-    int32_t max_nodes;          /* upper bound of cluster size, inclusive; -1 = no bound */
+    int32_t max_nodes; /* upper bound of cluster size, inclusive; -1 = no bound */
     int64_t cpu_milli;
 } preferred_node_t;
 
 typedef struct ranking_config {
-    resources_t damper;         /* default cpu 500m, memory 500Mi */
-    preferred_node_t *preferred_nodes;  /* ascending max_nodes, last one unbounded */
+    resources_t damper;                /* default cpu 500m, memory 500Mi */
+    preferred_node_t *preferred_nodes; /* ascending max_nodes, last one unbounded */
     size_t preferred_nodes_count;
-    double suppress_scale;      /* default 15 */
-    double gpu_unfitness;       /* default 1000 */
-    double not_exist_penalty;   /* default 2.0 */
+    double suppress_scale;    /* default 15 */
+    double gpu_unfitness;     /* default 1000 */
+    double not_exist_penalty; /* default 2.0 */
 } ranking_config_t;
 
 typedef struct frugal_config {
-    char *path;                 /* the file it was loaded from */
+    char *path; /* the file it was loaded from */
     listener_config_t *listeners;
-    size_t listeners_count;     /* default: one plaintext listener 127.0.0.1:8086 */
+    size_t listeners_count; /* default: one plaintext listener 127.0.0.1:8086 */
     bool allow_insecure;
-    int64_t max_message_bytes;  /* default 536870912 */
-    char *state_file;           /* NULL: in-memory only */
-    char *provider_kind;        /* "simulated" (default) */
-    int64_t boot_seconds;       /* simulated: creating -> running after this; default 0 */
-    char *exec_command;         /* exec: the hook program (absolute path); required with exec */
-    int64_t exec_timeout_ms;    /* exec: per hook invocation; default 10m */
-    int32_t exec_parallelism;   /* exec: hook invocations at once; default 4 */
+    int64_t max_message_bytes; /* default 536870912 */
+    char *state_file;          /* NULL: in-memory only */
+    char *provider_kind;       /* "simulated" (default) */
+    int64_t boot_seconds;      /* simulated: creating -> running after this; default 0 */
+    char *exec_command;        /* exec: the hook program (absolute path); required with exec */
+    int64_t exec_timeout_ms;   /* exec: per hook invocation; default 10m */
+    int32_t exec_parallelism;  /* exec: hook invocations at once; default 4 */
     pricing_config_t pricing;
     machine_type_t *machine_types;
     size_t machine_types_count;

@@ -7,8 +7,8 @@ const char *frugal_err_name(int code) {
     switch (code) {
     case 0:
         return "OK";
-#define FRUGAL__ERR_NAME(name, value, status, desc) \
-    case value:                                     \
+#define FRUGAL__ERR_NAME(name, value, status, desc)                                                \
+    case value:                                                                                    \
         return #name;
         FRUGAL_ERRNO_MAP(FRUGAL__ERR_NAME)
 #undef FRUGAL__ERR_NAME
@@ -20,8 +20,8 @@ const char *frugal_err_describe(int code) {
     switch (code) {
     case 0:
         return "success";
-#define FRUGAL__ERR_DESC(name, value, status, desc) \
-    case value:                                     \
+#define FRUGAL__ERR_DESC(name, value, status, desc)                                                \
+    case value:                                                                                    \
         return desc;
         FRUGAL_ERRNO_MAP(FRUGAL__ERR_DESC)
 #undef FRUGAL__ERR_DESC

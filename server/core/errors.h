@@ -10,17 +10,17 @@
 #include <stdarg.h>
 
 /* X(name, value, gRPC status name without , short description) */
-#define FRUGAL_ERRNO_MAP(X)                                                              \
-    X(INVAL, -1, INVALID_ARGUMENT, "invalid argument")                       \
-    X(NOTFOUND, -2, NOT_FOUND, "not found")                                  \
-    X(PRECOND, -3, FAILED_PRECONDITION, "failed precondition")               \
-    X(EXHAUSTED, -4, RESOURCE_EXHAUSTED, "resource exhausted")               \
-    X(NOMEM, -5, RESOURCE_EXHAUSTED, "out of memory")                        \
-    X(IO, -6, INTERNAL, "I/O error")                                         \
-    X(INTERNAL, -7, INTERNAL, "internal error")                              \
-    X(UNIMPL, -8, UNIMPLEMENTED, "not implemented")                          \
-    X(EXISTS, -9, ALREADY_EXISTS, "already exists")                          \
-    X(UNAVAIL, -10, UNAVAILABLE, "unavailable")                              \
+#define FRUGAL_ERRNO_MAP(X)                                                                        \
+    X(INVAL, -1, INVALID_ARGUMENT, "invalid argument")                                             \
+    X(NOTFOUND, -2, NOT_FOUND, "not found")                                                        \
+    X(PRECOND, -3, FAILED_PRECONDITION, "failed precondition")                                     \
+    X(EXHAUSTED, -4, RESOURCE_EXHAUSTED, "resource exhausted")                                     \
+    X(NOMEM, -5, RESOURCE_EXHAUSTED, "out of memory")                                              \
+    X(IO, -6, INTERNAL, "I/O error")                                                               \
+    X(INTERNAL, -7, INTERNAL, "internal error")                                                    \
+    X(UNIMPL, -8, UNIMPLEMENTED, "not implemented")                                                \
+    X(EXISTS, -9, ALREADY_EXISTS, "already exists")                                                \
+    X(UNAVAIL, -10, UNAVAILABLE, "unavailable")                                                    \
     X(DEADLINE, -11, DEADLINE_EXCEEDED, "deadline exceeded")
 
 enum {
@@ -32,8 +32,8 @@ enum {
 #define FRUGAL_ERR_MSG_MAX 512
 
 typedef struct frugal_err {
-    int code;                       /* FRUGAL_E*, 0 when no error */
-    char msg[FRUGAL_ERR_MSG_MAX];   /* human-readable, names the problem */
+    int code;                     /* FRUGAL_E*, 0 when no error */
+    char msg[FRUGAL_ERR_MSG_MAX]; /* human-readable, names the problem */
 } frugal_err_t;
 
 /* Name of a code ("INVAL"), "OK" for 0, "UNKNOWN" otherwise. */

@@ -19,16 +19,15 @@ static const char *const node_info_ignored_labels[] = {
     "topology.gke.io/zone",
 };
 
-static bool node_info__ignored(const char *key)
-{
-    for (size_t i = 0; i < sizeof(node_info_ignored_labels) / sizeof(*node_info_ignored_labels); i++)
+static bool node_info__ignored(const char *key) {
+    for (size_t i = 0; i < sizeof(node_info_ignored_labels) / sizeof(*node_info_ignored_labels);
+         i++)
         if (strcmp(key, node_info_ignored_labels[i]) == 0)
             return true;
     return false;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
+static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
@@ -39,8 +38,7 @@ typedef struct sbuf {
     bool failed;
 } sbuf_t;
 
-static void sbuf_add(sbuf_t *s, const char *a, const char *b, const char *c)
-{
+static void sbuf_add(sbuf_t *s, const char *a, const char *b, const char *c) {
     const char *parts[3] = {a, b, c};
     for (size_t i = 0; i < 3 && !s->failed; i++) {
         if (!parts[i])
@@ -67,8 +65,7 @@ static void sbuf_add(sbuf_t *s, const char *a, const char *b, const char *c)
 /* "\x1f"-separated so that no label text can forge another set. */
 #define SEP "\x1f"
 
-static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t *info)
-{
+static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t *info) {
     sbuf_t s = {0};
     char num[96];
     if (info->instance_type) {
@@ -130,8 +127,7 @@ fail:
 
 /* Add one resource of a capacity or allocatable map to out. */
 static int node_info__resource(const char *key, const k8s_quantity_t *quantity, resources_t *out,
-                               frugal_err_t *err)
-{
+                               frugal_err_t *err) {
     const char *q = quantity && quantity->string ? quantity->string : "0";
     frugal_err_t qerr = {0};
     int64_t v;
@@ -142,28 +138,31 @@ static int node_info__resource(const char *key, const k8s_quantity_t *quantity, 
         out->cpu_milli = v;
     } else if (strcmp(key, K8S_RESOURCE_MEMORY) == 0) {
         if (quantity_parse_value(q, &v, &qerr) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity memory: %s", qerr.msg);
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity memory: %s",
+                                  qerr.msg);
         out->memory_bytes = v;
-    } else if (strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(key, K8S_RESOURCE_AMD_GPU) == 0) {
+    } else if (strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 ||
+               strcmp(key, K8S_RESOURCE_AMD_GPU) == 0) {
         if (quantity_parse_value(q, &v, &qerr) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key, qerr.msg);
+            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key,
+                                  qerr.msg);
         if (__builtin_add_overflow(out->gpu, v, &out->gpu))
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity: GPU count overflows");
+            return frugal_err_set(err, FRUGAL_EINVAL,
+                                  "template node capacity: GPU count overflows");
     }
     return 0;
 }
 
-static char *dup_or_null(const char *s)
-{
+static char *dup_or_null(const char *s) {
     return s ? strdup(s) : NULL;
 }
 
-int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_err_t *err)
-{
+int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
     k8s_node_t *node = k8s__io__api__core__v1__node__unpack(NULL, len, data);
     if (!node)
-        return frugal_err_set(err, FRUGAL_EINVAL, "template node: not a valid v1.Node (%zu bytes)", len);
+        return frugal_err_set(err, FRUGAL_EINVAL, "template node: not a valid v1.Node (%zu bytes)",
+                              len);
 
     node_info_t info = {0};
     int rc = 0;
@@ -197,7 +196,8 @@ int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_e
     info.instance_type = dup_or_null(type);
     info.zone = dup_or_null(zone);
     info.similarity_key = node_info__similarity_key(node, &info);
-    if (!info.name || (type && !info.instance_type) || (zone && !info.zone) || !info.similarity_key) {
+    if (!info.name || (type && !info.instance_type) || (zone && !info.zone) ||
+        !info.similarity_key) {
         node_info_free(&info);
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory decoding a template node");
         goto done;
@@ -208,8 +208,7 @@ done:
     return rc;
 }
 
-void node_info_free(node_info_t *info)
-{
+void node_info_free(node_info_t *info) {
     if (!info)
         return;
     free(info->name);

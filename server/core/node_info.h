@@ -12,11 +12,11 @@
 #include "quantity.h"
 
 typedef struct node_info {
-    char *name;                 /* metadata.name, "" when absent */
-    char *instance_type;        /* node.kubernetes.io/instance-type, NULL when absent */
-    char *zone;                 /* topology.kubernetes.io/zone, NULL when absent */
-    resources_t capacity;       /* status.capacity (allocatable when capacity is empty) */
-    bool has_gpu;               /* GPU capacity (nvidia.com/gpu, amd.com/gpu) or the GPU label */
+    char *name;           /* metadata.name, "" when absent */
+    char *instance_type;  /* node.kubernetes.io/instance-type, NULL when absent */
+    char *zone;           /* topology.kubernetes.io/zone, NULL when absent */
+    resources_t capacity; /* status.capacity (allocatable when capacity is empty) */
+    bool has_gpu;         /* GPU capacity (nvidia.com/gpu, amd.com/gpu) or the GPU label */
     /* Equal for similar groups: the instance type (the capacity when it has none), the
      * labels except hostname, zone and region, and the taints, all sorted. */
     char *similarity_key;

@@ -8,8 +8,8 @@
 /* Where a quantity came from, for error messages. */
 typedef struct pod__ctx {
     const k8s_pod_t *pod;
-    const char *what;       /* "container", "init container", "sidecar container", "overhead", ... */
-    const char *name;       /* container name or NULL */
+    const char *what; /* "container", "init container", "sidecar container", "overhead", ... */
+    const char *name; /* container name or NULL */
 } pod__ctx_t;
 
 /* The resources frugal reads from one map, found by scanning its entries. */
@@ -35,11 +35,11 @@ static void pod__slot_set(pod__slots_t *s, const char *key, const k8s_quantity_t
 }
 
 /* Fill slots from a generated map field (entries with key and Quantity value). */
-#define POD__SCAN(slots, entries, n)                                   \
-    do {                                                               \
-        memset(&(slots), 0, sizeof(slots));                            \
-        for (size_t i_ = 0; i_ < (n); i_++)                            \
-            pod__slot_set(&(slots), (entries)[i_]->key, (entries)[i_]->value); \
+#define POD__SCAN(slots, entries, n)                                                               \
+    do {                                                                                           \
+        memset(&(slots), 0, sizeof(slots));                                                        \
+        for (size_t i_ = 0; i_ < (n); i_++)                                                        \
+            pod__slot_set(&(slots), (entries)[i_]->key, (entries)[i_]->value);                     \
     } while (0)
 
 static int pod__fail(const pod__ctx_t *c, const char *resource, const char *text, const char *why,
@@ -47,10 +47,10 @@ static int pod__fail(const pod__ctx_t *c, const char *resource, const char *text
     char name[256];
     pod_format_name(c->pod, name, sizeof(name));
     if (c->name != NULL)
-        return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s %s: resource %s: quantity \"%s\": %s", name,
-                              c->what, c->name, resource, text != NULL ? text : "", why);
-    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s: resource %s: quantity \"%s\": %s", name, c->what,
-                          resource, text != NULL ? text : "", why);
+        return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s %s: resource %s: quantity \"%s\": %s",
+                              name, c->what, c->name, resource, text != NULL ? text : "", why);
+    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s: resource %s: quantity \"%s\": %s", name,
+                          c->what, resource, text != NULL ? text : "", why);
 }
 
 static int pod__add(int64_t *acc, int64_t v) {
@@ -59,8 +59,8 @@ static int pod__add(int64_t *acc, int64_t v) {
 
 /* Read resource r from requests, falling back to limits (the API server defaults a
  * missing request to its limit). *present says whether either had it. */
-static int pod__read_one(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim, int r,
-                         int scale, int64_t *out, bool *present, frugal_err_t *err) {
+static int pod__read_one(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim,
+                         int r, int scale, int64_t *out, bool *present, frugal_err_t *err) {
     const char *resource = pod__names[r];
     const k8s_quantity_t *q = req->q[r];
     bool found = req->found[r];
@@ -134,8 +134,8 @@ static int pod__read_container(const k8s_pod_t *pod, const char *what, const k8s
 }
 
 static int pod__sum(resources_t *acc, const resources_t *r) {
-    if (pod__add(&acc->cpu_milli, r->cpu_milli) != 0 || pod__add(&acc->memory_bytes, r->memory_bytes) != 0 ||
-        pod__add(&acc->gpu, r->gpu) != 0)
+    if (pod__add(&acc->cpu_milli, r->cpu_milli) != 0 ||
+        pod__add(&acc->memory_bytes, r->memory_bytes) != 0 || pod__add(&acc->gpu, r->gpu) != 0)
         return -1;
     return 0;
 }
@@ -176,7 +176,8 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     for (size_t i = 0; i < spec->n_initcontainers; i++) {
         const k8s_container_t *ct = spec->initcontainers[i];
         bool sidecar = ct->restartpolicy != NULL && strcmp(ct->restartpolicy, "Always") == 0;
-        rc = pod__read_container(pod, sidecar ? "sidecar container" : "init container", ct, &r, err);
+        rc =
+            pod__read_container(pod, sidecar ? "sidecar container" : "init container", ct, &r, err);
         if (rc != 0)
             return rc;
         if (sidecar) {
@@ -230,7 +231,8 @@ int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal
 
 char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size) {
     const k8s_object_meta_t *m = pod != NULL ? pod->metadata : NULL;
-    const char *ns = m != NULL && m->namespace_ != NULL && m->namespace_[0] != '\0' ? m->namespace_ : "default";
+    const char *ns =
+        m != NULL && m->namespace_ != NULL && m->namespace_[0] != '\0' ? m->namespace_ : "default";
     const char *name = "";
     if (m != NULL && m->name != NULL && m->name[0] != '\0')
         name = m->name;

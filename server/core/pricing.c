@@ -10,7 +10,8 @@
 
 double pricing_linear(const pricing_config_t *pricing, const resources_t *r) {
     return (double)r->cpu_milli / 1000.0 * pricing->cpu +
-           (double)r->memory_bytes / PRICING_GIB * pricing->memory_gib + (double)r->gpu * pricing->gpu;
+           (double)r->memory_bytes / PRICING_GIB * pricing->memory_gib +
+           (double)r->gpu * pricing->gpu;
 }
 
 /* On-demand price: configured/catalog, else linear with GPUs at their catalog price. */
@@ -20,7 +21,8 @@ static double pricing__on_demand(const frugal_config_t *cfg, const machine_type_
     resources_t r = {mt->cpu_milli, mt->memory_bytes, 0};
     double price = pricing_linear(&cfg->pricing, &r);
     if (mt->gpu > 0) {
-        const catalog_gpu_t *g = cfg->pricing.builtin_catalog ? catalog_find_gpu(mt->gpu_type) : NULL;
+        const catalog_gpu_t *g =
+            cfg->pricing.builtin_catalog ? catalog_find_gpu(mt->gpu_type) : NULL;
         price += (double)mt->gpu * (g != NULL ? g->price : cfg->pricing.gpu);
     }
     return price;
@@ -73,11 +75,13 @@ int pricing_machine_capacity(const machine_type_t *mt, const group_spec_t *spec,
                 continue;
             }
             if (rc != 0)
-                return frugal_err_set(err, FRUGAL_EINVAL, "extra resource %s: invalid quantity \"%s\"",
-                                      kv->key, kv->value != NULL ? kv->value : "");
+                return frugal_err_set(err, FRUGAL_EINVAL,
+                                      "extra resource %s: invalid quantity \"%s\"", kv->key,
+                                      kv->value != NULL ? kv->value : "");
             if (v < 0 || pricing__add(acc, v) != 0)
-                return frugal_err_set(err, FRUGAL_EINVAL, "extra resource %s: quantity \"%s\" out of range",
-                                      kv->key, kv->value);
+                return frugal_err_set(err, FRUGAL_EINVAL,
+                                      "extra resource %s: quantity \"%s\" out of range", kv->key,
+                                      kv->value);
         }
     }
     *out = r;

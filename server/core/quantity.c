@@ -20,11 +20,11 @@
 
 typedef struct quantity_parts {
     bool negative;
-    const char *digits;     /* s[int_start..int_end) and s[frac_start..frac_end) */
+    const char *digits; /* s[int_start..int_end) and s[frac_start..frac_end) */
     size_t int_start, int_end;
     size_t frac_start, frac_end;
-    int64_t exp10;          /* decimal exponent from suffix or e<int> */
-    int binary;             /* power of two from Ki..Ei */
+    int64_t exp10; /* decimal exponent from suffix or e<int> */
+    int binary;    /* power of two from Ki..Ei */
 } quantity_parts_t;
 
 static bool quantity__is_digit(char c) {
@@ -65,9 +65,9 @@ static int quantity__split(const char *s, size_t len, quantity_parts_t *q, fruga
         int exp10;
         int binary;
     } suffixes[] = {
-        {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-        {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},   {"G", 9, 0},
-        {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
+        {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
+        {"Ei", 0, 60}, {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
+        {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
     };
     if (sl == 0)
         return 0;
@@ -110,7 +110,8 @@ static int quantity__digit_at(const quantity_parts_t *q, size_t k) {
     return q->digits[q->frac_start + (k - ni)] - '0';
 }
 
-int quantity_parse_scaled(const char *s, size_t len, int scale_exp, int64_t *out, frugal_err_t *err) {
+int quantity_parse_scaled(const char *s, size_t len, int scale_exp, int64_t *out,
+                          frugal_err_t *err) {
     quantity_parts_t q;
     int rc;
 

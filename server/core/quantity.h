@@ -14,16 +14,17 @@
 
 /* Resources of a pod or a node, in the units frugal computes with. */
 typedef struct resources {
-    int64_t cpu_milli;      /* milli-cores */
-    int64_t memory_bytes;   /* bytes */
-    int64_t gpu;            /* whole GPUs (nvidia.com/gpu + amd.com/gpu) */
+    int64_t cpu_milli;    /* milli-cores */
+    int64_t memory_bytes; /* bytes */
+    int64_t gpu;          /* whole GPUs (nvidia.com/gpu + amd.com/gpu) */
 } resources_t;
 
 /* Parse s[0..len) scaled by 10^scale_exp and rounded up to an integer:
  * scale_exp 0 yields the value itself (bytes, GPUs), 3 yields thousandths (milli-cores).
  * Returns 0, or FRUGAL_EINVAL with err naming the problem for text outside the grammar,
  * or FRUGAL_EINVAL for values that overflow int64. */
-int quantity_parse_scaled(const char *s, size_t len, int scale_exp, int64_t *out, frugal_err_t *err);
+int quantity_parse_scaled(const char *s, size_t len, int scale_exp, int64_t *out,
+                          frugal_err_t *err);
 
 /* Milli-units of a NUL-terminated quantity: "500m" -> 500, "1.5" -> 1500, "2" -> 2000. */
 int quantity_parse_milli(const char *s, int64_t *out, frugal_err_t *err);

@@ -8,13 +8,11 @@
 
 #include "errors.h"
 
-double ranking_suppress(double unfitness, int32_t node_count, double scale)
-{
+double ranking_suppress(double unfitness, int32_t node_count, double scale) {
     return (unfitness - 1.0) * (1.0 - tanh((double)(node_count - 1) / scale)) + 1.0;
 }
 
-int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster_size)
-{
+int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster_size) {
     if (cfg->preferred_nodes_count == 0)
         return 0;
     for (size_t i = 0; i < cfg->preferred_nodes_count; i++) {
@@ -26,8 +24,7 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
 }
 
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
-                   const ranking_input_t *in, ranking_figures_t *out)
-{
+                   const ranking_input_t *in, ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
     if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0 || pref_cpu_milli <= 0)
         return;
@@ -38,8 +35,9 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     double ratio = (c + damper_price) / denom;
     double pref = (double)pref_cpu_milli, node = (double)in->node_cpu_milli;
     double unfitness = fmax(pref / node, node / pref);
-    double suppressed = in->has_gpu ? cfg->gpu_unfitness
-                                    : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
+    double suppressed = in->has_gpu
+                            ? cfg->gpu_unfitness
+                            : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
     double score = suppressed * ratio;
     if (!in->exists)
         score *= cfg->not_exist_penalty;
@@ -54,16 +52,14 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     out->score = score;
 }
 
-bool ranking_scores_tie(double a, double b)
-{
+bool ranking_scores_tie(double a, double b) {
     double m = fmax(fabs(a), fabs(b));
     return fabs(a - b) <= RANKING_TIE_RELATIVE * m;
 }
 
 /* Whether option a goes before option b in the zone balance: the group with fewer
  * nodes now, then the option buying fewer nodes, then request order. */
-static bool ranking__balance_before(const ranking_input_t *in, size_t a, size_t b)
-{
+static bool ranking__balance_before(const ranking_input_t *in, size_t a, size_t b) {
     if (in[a].group_nodes != in[b].group_nodes)
         return in[a].group_nodes < in[b].group_nodes;
     if (in[a].node_count != in[b].node_count)
@@ -72,8 +68,7 @@ static bool ranking__balance_before(const ranking_input_t *in, size_t a, size_t 
 }
 
 /* Whether tied option i loses the zone balance to another tied, similar option. */
-static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, size_t n, size_t i)
-{
+static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, size_t n, size_t i) {
     const char *key = in[i].similarity_key;
     if (!key)
         return false;
@@ -88,8 +83,7 @@ static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, s
 
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,
-                      size_t *selected)
-{
+                      size_t *selected) {
     int64_t pref = ranking_preferred_cpu_milli(cfg, cluster_size);
     size_t best = n;
     for (size_t i = 0; i < n; i++) {
@@ -121,15 +115,13 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     return count;
 }
 
-int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size)
-{
+int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
     return snprintf(buf, size,
                     "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
                     f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
 }
 
-int ranking_parse_figures(const char *debug, ranking_figures_t *out)
-{
+int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     const char *p = NULL, *q = debug;
     while ((q = strstr(q, RANKING_DEBUG_SEPARATOR)) != NULL) {
         p = q + strlen(RANKING_DEBUG_SEPARATOR);

@@ -31,13 +31,13 @@ typedef struct ranking_input {
 
 /* Every figure of one option's score, as printed in its debug string. */
 typedef struct ranking_figures {
-    bool scored;                /* false when the input was not scorable */
-    double node_price;          /* P */
-    double pods_price;          /* T */
-    double ratio;               /* (C + X) / (T + X), C = P x nodeCount */
-    double unfitness;           /* max(pref/node, node/pref) in cpu */
-    double suppressed;          /* unfitness suppressed by node count, or gpu_unfitness */
-    double score;               /* suppressed x ratio (x not_exist_penalty) */
+    bool scored;       /* false when the input was not scorable */
+    double node_price; /* P */
+    double pods_price; /* T */
+    double ratio;      /* (C + X) / (T + X), C = P x nodeCount */
+    double unfitness;  /* max(pref/node, node/pref) in cpu */
+    double suppressed; /* unfitness suppressed by node count, or gpu_unfitness */
+    double score;      /* suppressed x ratio (x not_exist_penalty) */
 } ranking_figures_t;
 
 /* (unfitness - 1) x (1 - tanh((node_count - 1) / scale)) + 1. */

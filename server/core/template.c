@@ -27,14 +27,16 @@ char *template_region_of_zone(const char *zone, char *buf, size_t size) {
 }
 
 /* Set key=value in the label list, replacing an earlier value of the same key. */
-static void template__label_put(template_label_t *labels, size_t *n, const char *key, const char *value) {
+static void template__label_put(template_label_t *labels, size_t *n, const char *key,
+                                const char *value) {
     for (size_t i = 0; i < *n; i++) {
         if (strcmp(labels[i].key, key) == 0) {
             labels[i].value = (char *)value;
             return;
         }
     }
-    template_label_t init = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
+    template_label_t init =
+        K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
     labels[*n] = init;
     labels[*n].key = (char *)key;
     labels[*n].value = (char *)value;
@@ -42,8 +44,8 @@ static void template__label_put(template_label_t *labels, size_t *n, const char 
 }
 
 /* Set a capacity quantity, replacing an earlier one of the same resource. */
-static void template__resource_put(const char **keys, const char **values, size_t *n, const char *key,
-                                   const char *value) {
+static void template__resource_put(const char **keys, const char **values, size_t *n,
+                                   const char *key, const char *value) {
     for (size_t i = 0; i < *n; i++) {
         if (strcmp(keys[i], key) == 0) {
             values[i] = value;
@@ -59,8 +61,9 @@ int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t
                    frugal_err_t *err) {
     const machine_type_t *mt = config_find_machine_type(cfg, spec->machine_type);
     if (mt == NULL)
-        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group %s: machine type %s is not in the catalog",
-                              spec->id, spec->machine_type != NULL ? spec->machine_type : "(none)");
+        return frugal_err_set(err, FRUGAL_ENOTFOUND,
+                              "node group %s: machine type %s is not in the catalog", spec->id,
+                              spec->machine_type != NULL ? spec->machine_type : "(none)");
 
     resources_t cap;
     int rc = pricing_machine_capacity(mt, spec, &cap, err);
@@ -101,9 +104,9 @@ int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t
     alloc_ptrs = calloc(max_res, sizeof(*alloc_ptrs));
     taints = calloc(ntaints + 1, sizeof(*taints));
     taint_ptrs = calloc(ntaints + 1, sizeof(*taint_ptrs));
-    if (name == NULL || labels == NULL || label_ptrs == NULL || res_keys == NULL || res_values == NULL ||
-        quantities == NULL || caps == NULL || cap_ptrs == NULL || allocs == NULL || alloc_ptrs == NULL ||
-        taints == NULL || taint_ptrs == NULL) {
+    if (name == NULL || labels == NULL || label_ptrs == NULL || res_keys == NULL ||
+        res_values == NULL || quantities == NULL || caps == NULL || cap_ptrs == NULL ||
+        allocs == NULL || alloc_ptrs == NULL || taints == NULL || taint_ptrs == NULL) {
         frugal_err_set(err, FRUGAL_ENOMEM, "template %s: out of memory", spec->id);
         goto done;
     }
@@ -124,7 +127,8 @@ int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t
     if (mt->gpu > 0 && mt->gpu_type != NULL)
         template__label_put(labels, &nlabels, FRUGAL_GPU_LABEL, mt->gpu_type);
     for (size_t i = 0; i < spec->labels.count; i++)
-        template__label_put(labels, &nlabels, spec->labels.items[i].key, spec->labels.items[i].value);
+        template__label_put(labels, &nlabels, spec->labels.items[i].key,
+                            spec->labels.items[i].value);
     for (size_t i = 0; i < nlabels; i++)
         label_ptrs[i] = &labels[i];
 

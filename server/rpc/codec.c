@@ -14,7 +14,8 @@ int codec_read_all(grpc_byte_buffer *buf, uint8_t **data, size_t *len, frugal_er
         return 0;
     uint8_t *out = malloc(total);
     if (out == NULL)
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory reading a %zu-byte message", total);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory reading a %zu-byte message",
+                              total);
     grpc_byte_buffer_reader reader;
     if (!grpc_byte_buffer_reader_init(&reader, buf)) {
         free(out);

@@ -21,8 +21,7 @@ struct expander_arena {
 
 #define ARENA_BLOCK_MIN (64 * 1024)
 
-static void *arena_alloc(struct expander_arena *a, size_t n)
-{
+static void *arena_alloc(struct expander_arena *a, size_t n) {
     n = (n + 7) & ~(size_t)7;
     arena_block_t *b = a->head;
     if (!b || b->cap - b->used < n) {
@@ -40,8 +39,7 @@ static void *arena_alloc(struct expander_arena *a, size_t n)
     return p;
 }
 
-static void arena_free(struct expander_arena *a)
-{
+static void arena_free(struct expander_arena *a) {
     if (!a)
         return;
     for (arena_block_t *b = a->head, *next; b; b = next) {
@@ -51,8 +49,7 @@ static void arena_free(struct expander_arena *a)
     free(a);
 }
 
-static char *arena_strndup(struct expander_arena *a, const uint8_t *s, size_t n)
-{
+static char *arena_strndup(struct expander_arena *a, const uint8_t *s, size_t n) {
     char *p = arena_alloc(a, n + 1);
     if (!p)
         return NULL;
@@ -63,8 +60,7 @@ static char *arena_strndup(struct expander_arena *a, const uint8_t *s, size_t n)
 }
 
 /* Grow *items (of size elem) so that it holds at least need elements. */
-static int grow(void **items, size_t *cap, size_t need, size_t elem)
-{
+static int grow(void **items, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap)
         return 0;
     size_t ncap = *cap ? *cap * 2 : 16;
@@ -83,24 +79,22 @@ static int grow(void **items, size_t *cap, size_t need, size_t elem)
 typedef struct rd {
     const expander_segment_t *segs;
     size_t nsegs;
-    size_t seg;         /* current segment; off < segs[seg].len unless seg == nsegs */
+    size_t seg; /* current segment; off < segs[seg].len unless seg == nsegs */
     size_t off;
-    uint64_t pos;       /* absolute offset */
-    uint64_t end;       /* limit of this (sub)message */
+    uint64_t pos; /* absolute offset */
+    uint64_t end; /* limit of this (sub)message */
 } rd_t;
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
-static inline void rd_normalize(rd_t *r)
-{
+static inline void rd_normalize(rd_t *r) {
     while (r->seg < r->nsegs && r->off >= r->segs[r->seg].len) {
         r->seg++;
         r->off = 0;
     }
 }
 
-static int rd_byte(rd_t *r, uint8_t *b)
-{
+static int rd_byte(rd_t *r, uint8_t *b) {
     if (r->pos >= r->end || r->seg >= r->nsegs)
         return -1;
     *b = r->segs[r->seg].data[r->off++];
@@ -109,8 +103,7 @@ static int rd_byte(rd_t *r, uint8_t *b)
     return 0;
 }
 
-static int rd_varint(rd_t *r, uint64_t *out)
-{
+static int rd_varint(rd_t *r, uint64_t *out) {
     if (r->seg < r->nsegs && r->segs[r->seg].len - r->off >= 10 && r->end - r->pos >= 10) {
         const uint8_t *p = r->segs[r->seg].data + r->off;
         uint64_t v = 0;
@@ -144,8 +137,7 @@ static int rd_varint(rd_t *r, uint64_t *out)
     return -1;
 }
 
-static int rd_skip(rd_t *r, uint64_t n)
-{
+static int rd_skip(rd_t *r, uint64_t n) {
     if (n > r->end - r->pos)
         return -1;
     r->pos += n;
@@ -173,8 +165,7 @@ typedef struct scratch {
 
 /* A contiguous view of the next n bytes, then skip them: a pointer into the segment,
  * or a copy in scratch when they cross a boundary (*copied true). */
-static int rd_view(rd_t *r, uint64_t n, scratch_t *s, const uint8_t **out, bool *copied)
-{
+static int rd_view(rd_t *r, uint64_t n, scratch_t *s, const uint8_t **out, bool *copied) {
     static const uint8_t empty[1];
     if (n > r->end - r->pos)
         return -1;
@@ -214,8 +205,7 @@ static int rd_view(rd_t *r, uint64_t n, scratch_t *s, const uint8_t **out, bool 
     return 0;
 }
 
-static int rd_tag(rd_t *r, uint32_t *field, uint32_t *wt)
-{
+static int rd_tag(rd_t *r, uint32_t *field, uint32_t *wt) {
     uint64_t t;
     if (rd_varint(r, &t) != 0 || (t >> 3) == 0 || (t >> 3) > 0x1fffffff)
         return -1;
@@ -224,8 +214,7 @@ static int rd_tag(rd_t *r, uint32_t *field, uint32_t *wt)
     return 0;
 }
 
-static int rd_skip_field(rd_t *r, uint32_t wt)
-{
+static int rd_skip_field(rd_t *r, uint32_t wt) {
     uint64_t v;
     switch (wt) {
     case WT_VARINT:
@@ -239,13 +228,12 @@ static int rd_skip_field(rd_t *r, uint32_t wt)
     case WT_I32:
         return rd_skip(r, 4);
     default:
-        return -1;  /* groups are not part of proto3 messages */
+        return -1; /* groups are not part of proto3 messages */
     }
 }
 
 /* A reader limited to the next len bytes of r. */
-static int rd_sub(const rd_t *r, uint64_t len, rd_t *sub)
-{
+static int rd_sub(const rd_t *r, uint64_t len, rd_t *sub) {
     if (len > r->end - r->pos)
         return -1;
     *sub = *r;
@@ -268,25 +256,23 @@ typedef struct decoder {
     size_t options_cap, pods_cap, refs_cap, keep_cap, nodes_cap;
     node_tmp_t *nodes;
     size_t nodes_count;
-    uint32_t *table;    /* open addressing: index + 1 into req->pods, 0 = empty */
-    size_t table_cap;   /* power of two */
+    uint32_t *table;  /* open addressing: index + 1 into req->pods, 0 = empty */
+    size_t table_cap; /* power of two */
     scratch_t scratch;
-    size_t prev_first;  /* the pods of the last option with pods: req->pod_refs[first..+count) */
+    size_t prev_first; /* the pods of the last option with pods: req->pod_refs[first..+count) */
     size_t prev_count;
-    rd_t *legacy;       /* readers at the legacy pods of the current option */
+    rd_t *legacy; /* readers at the legacy pods of the current option */
     size_t legacy_cap;
     frugal_err_t *err;
 } decoder_t;
 
-static inline uint64_t hash_mix(uint64_t h, uint64_t v)
-{
+static inline uint64_t hash_mix(uint64_t h, uint64_t v) {
     h ^= v;
     h *= 0x9e3779b97f4a7c15ULL;
     return h ^ (h >> 29);
 }
 
-static inline uint64_t load64(const uint8_t *p)
-{
+static inline uint64_t load64(const uint8_t *p) {
     uint64_t w;
     memcpy(&w, p, sizeof(w));
     return w;
@@ -294,8 +280,7 @@ static inline uint64_t load64(const uint8_t *p)
 
 /* A cheap hash: the length, the first 256 bytes (the pod's metadata: name, namespace,
  * uid), 16 words spread over the rest and the last word. Equality is decided by memcmp. */
-static uint64_t pod_hash(const uint8_t *p, size_t n)
-{
+static uint64_t pod_hash(const uint8_t *p, size_t n) {
     uint64_t h = hash_mix(0x6a09e667f3bcc908ULL, n);
     size_t head = n < 256 ? n : 256, i = 0;
     for (; i + 8 <= head; i += 8)
@@ -311,8 +296,7 @@ static uint64_t pod_hash(const uint8_t *p, size_t n)
     return h;
 }
 
-static int table_grow(decoder_t *d)
-{
+static int table_grow(decoder_t *d) {
     size_t cap = d->table_cap ? d->table_cap * 2 : 1024;
     uint32_t *t = calloc(cap, sizeof(*t));
     if (!t)
@@ -333,8 +317,7 @@ static int table_grow(decoder_t *d)
  * the same pods in the same order in every option, so the pod at the same position of
  * the previous option is tried first: one memcmp, no hashing. */
 static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, bool copied,
-                              size_t position, uint32_t *index)
-{
+                              size_t position, uint32_t *index) {
     expander_request_t *req = d->req;
     if (position < d->prev_count) {
         uint32_t guess = req->pod_refs[d->prev_first + position];
@@ -383,24 +366,22 @@ static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, boo
     return 0;
 }
 
-static int decoder_fail(decoder_t *d, const rd_t *r, const char *what)
-{
+static int decoder_fail(decoder_t *d, const rd_t *r, const char *what) {
     return frugal_err_set(d->err, FRUGAL_EINVAL,
                           "BestOptionsRequest is not a valid message: %s at byte %llu", what,
                           (unsigned long long)r->pos);
 }
 
-#define CHECK(expr, what)                                                                         \
-    do {                                                                                          \
-        int rc_ = (expr);                                                                         \
-        if (rc_ == FRUGAL_ENOMEM)                                                                 \
-            return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");   \
-        if (rc_ != 0)                                                                             \
-            return decoder_fail(d, r, what);                                                      \
+#define CHECK(expr, what)                                                                          \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ == FRUGAL_ENOMEM)                                                                  \
+            return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");    \
+        if (rc_ != 0)                                                                              \
+            return decoder_fail(d, r, what);                                                       \
     } while (0)
 
-static int decoder_string(decoder_t *d, rd_t *r, const char **out)
-{
+static int decoder_string(decoder_t *d, rd_t *r, const char **out) {
     uint64_t len;
     const uint8_t *p;
     bool copied;
@@ -411,8 +392,7 @@ static int decoder_string(decoder_t *d, rd_t *r, const char **out)
     return 0;
 }
 
-static int decoder_keep(decoder_t *d, expander_option_t *o, uint64_t start, uint64_t end)
-{
+static int decoder_keep(decoder_t *d, expander_option_t *o, uint64_t start, uint64_t end) {
     expander_request_t *req = d->req;
     if (o->keep_count > 0) {
         expander_range_t *last = &req->keep[req->keep_count - 1];
@@ -429,8 +409,7 @@ static int decoder_keep(decoder_t *d, expander_option_t *o, uint64_t start, uint
 }
 
 /* Read the pod whose length prefix r is at and append it to option o. */
-static int decoder_option_pod(decoder_t *d, rd_t *r, expander_option_t *o)
-{
+static int decoder_option_pod(decoder_t *d, rd_t *r, expander_option_t *o) {
     expander_request_t *req = d->req;
     uint64_t len;
     const uint8_t *p;
@@ -439,7 +418,8 @@ static int decoder_option_pod(decoder_t *d, rd_t *r, expander_option_t *o)
     int rc;
     CHECK(rd_varint(r, &len), "truncated length");
     CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated pod");
-    if (grow((void **)&req->pod_refs, &d->refs_cap, req->pod_refs_count + 1, sizeof(*req->pod_refs)) != 0 ||
+    if (grow((void **)&req->pod_refs, &d->refs_cap, req->pod_refs_count + 1,
+             sizeof(*req->pod_refs)) != 0 ||
         (rc = decoder_intern_pod(d, p, (size_t)len, copied, o->pods_count, &index)) != 0)
         return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
     if (req->pods[index].rc != 0 && o->bad_pod < 0)
@@ -452,8 +432,7 @@ static int decoder_option_pod(decoder_t *d, rd_t *r, expander_option_t *o)
 /* Option body in *sub, in one pass: current pods (podBytes = 5) are interned as they
  * come; legacy ones (pod = 4) are only remembered, and interned at the end when the
  * option has no current ones. */
-static int decoder_option(decoder_t *d, rd_t *sub)
-{
+static int decoder_option(decoder_t *d, rd_t *sub) {
     expander_request_t *req = d->req;
     int rc;
     if (grow((void **)&req->options, &d->options_cap, req->options_count + 1,
@@ -478,8 +457,8 @@ static int decoder_option(decoder_t *d, rd_t *sub)
         case EXPANDER_OPTION_DEBUG:
             if (wt != WT_LEN)
                 return decoder_fail(d, r, "wrong wire type in Option");
-            if ((rc = decoder_string(d, r, field == EXPANDER_OPTION_GROUP_ID ? &o->group_id
-                                                                             : &o->debug)) != 0)
+            if ((rc = decoder_string(
+                     d, r, field == EXPANDER_OPTION_GROUP_ID ? &o->group_id : &o->debug)) != 0)
                 return rc;
             break;
         case EXPANDER_OPTION_NODE_COUNT:
@@ -498,7 +477,8 @@ static int decoder_option(decoder_t *d, rd_t *sub)
                     return rc;
             } else {
                 if (grow((void **)&d->legacy, &d->legacy_cap, n4 + 1, sizeof(*d->legacy)) != 0)
-                    return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
+                    return frugal_err_set(d->err, FRUGAL_ENOMEM,
+                                          "out of memory decoding BestOptions");
                 d->legacy[n4++] = *r;
                 CHECK(rd_skip_field(r, wt), "truncated pod");
             }
@@ -528,8 +508,7 @@ static int decoder_option(decoder_t *d, rd_t *sub)
     return 0;
 }
 
-static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field)
-{
+static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field) {
     expander_request_t *req = d->req;
     rd_t *r = sub;
     const char *key = "";
@@ -553,7 +532,8 @@ static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field)
                 CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated node");
                 uint8_t *c = arena_alloc(req->arena, (size_t)len ? (size_t)len : 1);
                 if (!c)
-                    return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
+                    return frugal_err_set(d->err, FRUGAL_ENOMEM,
+                                          "out of memory decoding BestOptions");
                 memcpy(c, p, (size_t)len);
                 value = c;
                 value_len = (size_t)len;
@@ -565,15 +545,14 @@ static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field)
     if (grow((void **)&d->nodes, &d->nodes_cap, d->nodes_count + 1, sizeof(*d->nodes)) != 0)
         return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
     static const uint8_t empty[1];
-    d->nodes[d->nodes_count] = (node_tmp_t){key, value ? value : empty, value_len, map_field,
-                                            d->nodes_count};
+    d->nodes[d->nodes_count] =
+        (node_tmp_t){key, value ? value : empty, value_len, map_field, d->nodes_count};
     d->nodes_count++;
     return 0;
 }
 
 /* By key; within a key the current field first, then the last received first. */
-static int node_tmp_cmp(const void *a, const void *b)
-{
+static int node_tmp_cmp(const void *a, const void *b) {
     const node_tmp_t *x = a, *y = b;
     int c = strcmp(x->key, y->key);
     if (c)
@@ -583,8 +562,7 @@ static int node_tmp_cmp(const void *a, const void *b)
     return x->seq > y->seq ? -1 : x->seq < y->seq ? 1 : 0;
 }
 
-static int decoder_finish_nodes(decoder_t *d)
-{
+static int decoder_finish_nodes(decoder_t *d) {
     expander_request_t *req = d->req;
     if (d->nodes_count == 0)
         return 0;
@@ -601,8 +579,7 @@ static int decoder_finish_nodes(decoder_t *d)
     return 0;
 }
 
-static int decoder_run(decoder_t *d, rd_t *r)
-{
+static int decoder_run(decoder_t *d, rd_t *r) {
     int rc;
     while (r->pos < r->end) {
         uint32_t field, wt;
@@ -630,8 +607,7 @@ static int decoder_run(decoder_t *d, rd_t *r)
 }
 
 int expander_decode(const expander_segment_t *segs, size_t nsegs, expander_request_t **out,
-                    frugal_err_t *err)
-{
+                    frugal_err_t *err) {
     *out = NULL;
     expander_request_t *req = calloc(1, sizeof(*req));
     if (!req)
@@ -665,8 +641,7 @@ int expander_decode(const expander_segment_t *segs, size_t nsegs, expander_reque
     return 0;
 }
 
-void expander_request_free(expander_request_t *req)
-{
+void expander_request_free(expander_request_t *req) {
     if (!req)
         return;
     free(req->options);
@@ -679,8 +654,7 @@ void expander_request_free(expander_request_t *req)
     free(req);
 }
 
-const expander_node_t *expander_request_find_node(const expander_request_t *req, const char *id)
-{
+const expander_node_t *expander_request_find_node(const expander_request_t *req, const char *id) {
     size_t lo = 0, hi = req->nodes_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -695,8 +669,8 @@ const expander_node_t *expander_request_find_node(const expander_request_t *req,
     return NULL;
 }
 
-void expander_request_locate(const expander_request_t *req, uint64_t pos, size_t *seg, size_t *off)
-{
+void expander_request_locate(const expander_request_t *req, uint64_t pos, size_t *seg,
+                             size_t *off) {
     /* The last non-empty segment starting at or before pos. */
     size_t lo = 0, hi = req->segs_count;
     while (hi - lo > 1) {
@@ -714,8 +688,7 @@ void expander_request_locate(const expander_request_t *req, uint64_t pos, size_t
 
 /* --- the response --- */
 
-static size_t varint_size(uint64_t v)
-{
+static size_t varint_size(uint64_t v) {
     size_t n = 1;
     while (v >= 0x80) {
         v >>= 7;
@@ -724,8 +697,7 @@ static size_t varint_size(uint64_t v)
     return n;
 }
 
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
+static uint8_t *varint_put(uint8_t *p, uint64_t v) {
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -734,22 +706,20 @@ static uint8_t *varint_put(uint8_t *p, uint64_t v)
     return p;
 }
 
-static uint8_t *bytes_field_put(uint8_t *p, uint32_t field, const char *s, size_t len)
-{
+static uint8_t *bytes_field_put(uint8_t *p, uint32_t field, const char *s, size_t len) {
     *p++ = (uint8_t)(field << 3 | WT_LEN);
     p = varint_put(p, len);
     memcpy(p, s, len);
     return p + len;
 }
 
-static size_t bytes_field_size(size_t len)
-{
+static size_t bytes_field_size(size_t len) {
     return len ? 1 + varint_size(len) + len : 0;
 }
 
 int expander_response_build(const expander_request_t *req, const size_t *selected, size_t n,
-                            const char *const *debugs, expander_response_t *out, frugal_err_t *err)
-{
+                            const char *const *debugs, expander_response_t *out,
+                            frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
     size_t literal_size = 0, pieces = 0;
     for (size_t i = 0; i < n; i++) {
@@ -801,8 +771,7 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
 }
 
 int expander_response_flatten(const expander_request_t *req, const expander_response_t *resp,
-                              uint8_t **data, size_t *len, frugal_err_t *err)
-{
+                              uint8_t **data, size_t *len, frugal_err_t *err) {
     *data = NULL;
     *len = 0;
     if (resp->total_bytes == 0)
@@ -838,8 +807,7 @@ int expander_response_flatten(const expander_request_t *req, const expander_resp
     return 0;
 }
 
-void expander_response_free(expander_response_t *resp)
-{
+void expander_response_free(expander_response_t *resp) {
     if (!resp)
         return;
     free(resp->pieces);

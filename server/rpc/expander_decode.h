@@ -28,8 +28,8 @@ enum {
     EXPANDER_OPTION_GROUP_ID = 1,
     EXPANDER_OPTION_NODE_COUNT = 2,
     EXPANDER_OPTION_DEBUG = 3,
-    EXPANDER_OPTION_POD = 4,             /* legacy repeated v1.Pod */
-    EXPANDER_OPTION_POD_BYTES = 5,       /* current repeated bytes */
+    EXPANDER_OPTION_POD = 4,       /* legacy repeated v1.Pod */
+    EXPANDER_OPTION_POD_BYTES = 5, /* current repeated bytes */
 };
 
 /* One contiguous piece of the serialized request, in order. */
@@ -40,12 +40,12 @@ typedef struct expander_segment {
 
 /* A distinct pod of the request (equal bytes share one). */
 typedef struct expander_pod {
-    const uint8_t *data;        /* the serialized v1.Pod, contiguous */
+    const uint8_t *data; /* the serialized v1.Pod, contiguous */
     size_t len;
     uint64_t hash;
-    int rc;                     /* pod_decode_request's result: 0 or FRUGAL_E* */
-    resources_t request;        /* effective request when rc == 0 */
-    const char *error;          /* why it could not be decoded when rc != 0 */
+    int rc;              /* pod_decode_request's result: 0 or FRUGAL_E* */
+    resources_t request; /* effective request when rc == 0 */
+    const char *error;   /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 
 /* A byte range [start, start + len) of the request, in absolute stream offsets. */
@@ -55,38 +55,38 @@ typedef struct expander_range {
 } expander_range_t;
 
 typedef struct expander_option {
-    const char *group_id;       /* NUL-terminated ("" when absent) */
+    const char *group_id; /* NUL-terminated ("" when absent) */
     int32_t node_count;
-    const char *debug;          /* NUL-terminated ("" when absent) */
-    uint32_t pod_field;         /* the field the pods were read from: 5, 4, or 0 (none) */
-    size_t pods_first;          /* this option's pods: req->pod_refs[first .. first+count) */
+    const char *debug;  /* NUL-terminated ("" when absent) */
+    uint32_t pod_field; /* the field the pods were read from: 5, 4, or 0 (none) */
+    size_t pods_first;  /* this option's pods: req->pod_refs[first .. first+count) */
     size_t pods_count;
-    size_t keep_first;          /* bytes echoed in the response: every field but 1, 2, 3 */
-    size_t keep_count;          /* req->keep[first .. first+count) */
-    int bad_pod;                /* index (within the option) of the first undecodable pod, or -1 */
+    size_t keep_first; /* bytes echoed in the response: every field but 1, 2, 3 */
+    size_t keep_count; /* req->keep[first .. first+count) */
+    int bad_pod;       /* index (within the option) of the first undecodable pod, or -1 */
 } expander_option_t;
 
 /* A template node of the node maps, by group id. */
 typedef struct expander_node {
     const char *key;
-    const uint8_t *data;        /* serialized v1.Node (the current field's when both) */
+    const uint8_t *data; /* serialized v1.Node (the current field's when both) */
     size_t len;
-    uint32_t field;             /* 3 or 2 */
+    uint32_t field; /* 3 or 2 */
 } expander_node_t;
 
 typedef struct expander_request {
     expander_option_t *options;
     size_t options_count;
-    expander_node_t *nodes;     /* sorted by key, keys unique */
+    expander_node_t *nodes; /* sorted by key, keys unique */
     size_t nodes_count;
-    expander_pod_t *pods;       /* distinct pods */
+    expander_pod_t *pods; /* distinct pods */
     size_t pods_count;
-    uint32_t *pod_refs;         /* per option pod: index into pods */
+    uint32_t *pod_refs; /* per option pod: index into pods */
     size_t pod_refs_count;
     expander_range_t *keep;
     size_t keep_count;
-    uint64_t total_bytes;       /* size of the serialized request */
-    size_t pods_decoded;        /* how many times pod_decode_request ran */
+    uint64_t total_bytes; /* size of the serialized request */
+    size_t pods_decoded;  /* how many times pod_decode_request ran */
     /* private */
     const expander_segment_t *segs;
     size_t segs_count;
@@ -107,12 +107,11 @@ void expander_request_free(expander_request_t *req);
 const expander_node_t *expander_request_find_node(const expander_request_t *req, const char *id);
 
 /* Segment index and offset within it of absolute offset pos (< total_bytes). */
-void expander_request_locate(const expander_request_t *req, uint64_t pos, size_t *seg,
-                             size_t *off);
+void expander_request_locate(const expander_request_t *req, uint64_t pos, size_t *seg, size_t *off);
 
 /* A response as a sequence of pieces: literal bytes, or ranges of the request. */
 typedef struct expander_piece {
-    const uint8_t *literal;     /* NULL: the piece is the request range [start, start+len) */
+    const uint8_t *literal; /* NULL: the piece is the request range [start, start+len) */
     uint64_t start;
     size_t len;
 } expander_piece_t;
@@ -121,7 +120,7 @@ typedef struct expander_response {
     expander_piece_t *pieces;
     size_t pieces_count;
     uint64_t total_bytes;
-    uint8_t *literals;          /* owns every literal piece */
+    uint8_t *literals; /* owns every literal piece */
 } expander_response_t;
 
 /* The BestOptionsResponse holding options selected[0..n) of req, in that order, each

@@ -32,12 +32,12 @@ typedef enum call_phase { CALL_REQUESTED, CALL_REPLYING } call_phase_t;
 typedef struct call_state {
     call_phase_t phase;
     worker_t *worker;
-    const method_entry_t *entry;   /* NULL: the generic request for unknown methods */
+    const method_entry_t *entry; /* NULL: the generic request for unknown methods */
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array request_metadata;
     grpc_byte_buffer *payload;
-    grpc_call_details details;     /* generic requests only */
+    grpc_call_details details; /* generic requests only */
     grpc_byte_buffer *response;
     grpc_slice status_details;
     int cancelled;
@@ -51,7 +51,7 @@ typedef struct call_state {
 
 struct worker {
     struct frugal_server *server;
-    grpc_completion_queue *cq;     /* the server's shared queue */
+    grpc_completion_queue *cq; /* the server's shared queue */
     pthread_t thread;
     bool thread_started;
 };
@@ -68,13 +68,15 @@ struct frugal_server {
      * of hundreds of MiB) while other workers idle. Shared, any idle worker takes it. */
     grpc_completion_queue *cq;
     grpc_completion_queue *shutdown_cq;
-    tls_reloader_t **reloaders;    /* one per listener, NULL for plaintext ones */
+    tls_reloader_t **reloaders; /* one per listener, NULL for plaintext ones */
     size_t listeners_count;
 };
 
 static atomic_bool server_stopping;
 
-bool frugal_server_is_stopping(void) { return atomic_load(&server_stopping); }
+bool frugal_server_is_stopping(void) {
+    return atomic_load(&server_stopping);
+}
 
 static void server__request(worker_t *w, const method_entry_t *entry);
 
@@ -204,8 +206,8 @@ static void server__request(worker_t *w, const method_entry_t *entry) {
     grpc_call_error rc;
     if (entry != NULL) {
         rc = grpc_server_request_registered_call(w->server->server, entry->handle, &cs->call,
-                                                 &cs->deadline, &cs->request_metadata,
-                                                 &cs->payload, w->cq, w->cq, cs);
+                                                 &cs->deadline, &cs->request_metadata, &cs->payload,
+                                                 w->cq, w->cq, cs);
     } else {
         grpc_call_details_init(&cs->details);
         rc = grpc_server_request_call(w->server->server, &cs->call, &cs->details,
@@ -364,8 +366,8 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     atomic_store(&server_stopping, true);
     int shutdown_tag;
     grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, &shutdown_tag);
-    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                         gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+    gpr_timespec deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
     grpc_event ev = grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag, deadline, NULL);
     if (ev.type == GRPC_QUEUE_TIMEOUT) {
         log_warn("in-flight calls did not finish within %lld ms; cancelling them",
@@ -387,9 +389,9 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
     grpc_completion_queue_shutdown(s->shutdown_cq);
-    while (grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                       NULL)
-               .type != GRPC_QUEUE_SHUTDOWN)
+    while (
+        grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
+            .type != GRPC_QUEUE_SHUTDOWN)
         ;
     grpc_completion_queue_destroy(s->shutdown_cq);
     server__free(s);

@@ -27,12 +27,12 @@ typedef int (*service_handler_fn)(service_ctx_t *ctx, grpc_byte_buffer *request,
                                   frugal_err_t *err);
 
 typedef struct service_method {
-    const char *path;           /* "/package.Service/Method" */
+    const char *path; /* "/package.Service/Method" */
     service_handler_fn handler;
 } service_method_t;
 
 typedef struct service_def {
-    const char *name;           /* full service name, for the health service */
+    const char *name; /* full service name, for the health service */
     const service_method_t *methods;
     size_t methods_count;
 } service_def_t;

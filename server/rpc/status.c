@@ -6,8 +6,8 @@ grpc_status_code frugal_err_status(int code) {
     switch (code) {
     case 0:
         return GRPC_STATUS_OK;
-#define FRUGAL__ERR_STATUS(name, value, status, desc) \
-    case value:                                       \
+#define FRUGAL__ERR_STATUS(name, value, status, desc)                                              \
+    case value:                                                                                    \
         return GRPC_STATUS_##status;
         FRUGAL_ERRNO_MAP(FRUGAL__ERR_STATUS)
 #undef FRUGAL__ERR_STATUS

@@ -21,10 +21,8 @@
 #define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
 #define AP_DESC(name) frugal__v1__##name##__descriptor
 
-
 #define UNPACK(desc, request, out, err)                                                            \
     codec_unpack(&AP_DESC(desc), request, (ProtobufCMessage **)(out), err)
-
 
 static int require_enabled(const service_ctx_t *ctx, const char *what, frugal_err_t *err) {
     if (!ctx->cfg->autoprovisioning.enabled)

@@ -33,10 +33,8 @@ typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration meta_duration_t;
 #define CA_DEFAULT_MAX_NODE_PROVISION_NS (15LL * 60 * 1000000000)
 #define CA_DEFAULT_UTILIZATION_THRESHOLD 0.5
 
-
-#define UNPACK(type, desc, request, out, err) \
+#define UNPACK(type, desc, request, out, err)                                                      \
     codec_unpack(&EG_DESC(desc), request, (ProtobufCMessage **)(out), err)
-
 
 /* Groups CA may see: managed ones. Unmanaged groups are only counted; TargetSize still
  * answers for them (the size frugal counts), for operators. */
@@ -45,7 +43,7 @@ static const group_t *find_visible_group(cluster_t *c, const char *id) {
     return g != NULL && g->managed ? g : NULL;
 }
 
-static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) *out, char *debug,
+static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out, char *debug,
                             size_t size) {
     snprintf(debug, size, "machine_type=%s%s%s target=%d%s%s", g->spec.machine_type,
              g->spec.zone != NULL ? " zone=" : "", g->spec.zone != NULL ? g->spec.zone : "",
@@ -59,7 +57,7 @@ static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) *out, 
 
 static int cp_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                           grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupsRequest) *req;
+    EG(NodeGroupsRequest) * req;
     int rc = UNPACK(NodeGroupsRequest, node_groups_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -96,7 +94,7 @@ out:
     return rc;
 }
 
-static const char *node_label(const EG(ExternalGrpcNode) *node, const char *key) {
+static const char *node_label(const EG(ExternalGrpcNode) * node, const char *key) {
     for (size_t i = 0; i < node->n_labels; i++)
         if (strcmp(node->labels[i]->key, key) == 0)
             return node->labels[i]->value;
@@ -104,7 +102,7 @@ static const char *node_label(const EG(ExternalGrpcNode) *node, const char *key)
 }
 
 /* The group a node belongs to: by provider id, then by the frugal.io/node-group label. */
-static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode) *node) {
+static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode) * node) {
     const group_t *g = NULL;
     if (node->providerid[0] != '\0')
         g = cluster_find_instance(c, node->providerid, NULL);
@@ -119,7 +117,7 @@ static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode
 static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
                                   gpr_timespec deadline, grpc_byte_buffer **response,
                                   frugal_err_t *err) {
-    EG(NodeGroupForNodeRequest) *req;
+    EG(NodeGroupForNodeRequest) * req;
     int rc = UNPACK(NodeGroupForNodeRequest, node_group_for_node_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -151,17 +149,17 @@ static int period_hours(int have_start, int64_t start_s, int32_t start_ns, int h
     /* In double: int64 seconds at the extremes would overflow a subtraction. */
     double seconds = ((double)end_s - (double)start_s) + ((double)end_ns - (double)start_ns) / 1e9;
     if (seconds < 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "pricing period inverted: end is %.3f s before start",
-                              -seconds);
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "pricing period inverted: end is %.3f s before start", -seconds);
     *hours = seconds / 3600.0;
     return 0;
 }
 
 /* The period of a pricing request: the current Timestamp fields when either is set,
  * else the legacy meta.v1.Time ones. */
-static int request_hours(const Google__Protobuf__Timestamp *start, const Google__Protobuf__Timestamp *end,
-                         const meta_time_t *legacy_start, const meta_time_t *legacy_end,
-                         double *hours, frugal_err_t *err) {
+static int request_hours(const Google__Protobuf__Timestamp *start,
+                         const Google__Protobuf__Timestamp *end, const meta_time_t *legacy_start,
+                         const meta_time_t *legacy_end, double *hours, frugal_err_t *err) {
     if (start != NULL || end != NULL)
         return period_hours(start != NULL, start ? start->seconds : 0, start ? start->nanos : 0,
                             end != NULL, end ? end->seconds : 0, end ? end->nanos : 0, hours, err);
@@ -196,7 +194,7 @@ static const group_t *group_from_template_name(cluster_t *c, const char *name) {
     return NULL;
 }
 
-static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) *node, double *price,
+static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) * node, double *price,
                              frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
     cluster_read_lock(ctx->cluster);
@@ -232,7 +230,7 @@ static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) *nod
 static int cp_pricing_node_price(service_ctx_t *ctx, grpc_byte_buffer *request,
                                  gpr_timespec deadline, grpc_byte_buffer **response,
                                  frugal_err_t *err) {
-    EG(PricingNodePriceRequest) *req;
+    EG(PricingNodePriceRequest) * req;
     int rc = UNPACK(PricingNodePriceRequest, pricing_node_price_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -256,7 +254,7 @@ static int cp_pricing_node_price(service_ctx_t *ctx, grpc_byte_buffer *request,
 static int cp_pricing_pod_price(service_ctx_t *ctx, grpc_byte_buffer *request,
                                 gpr_timespec deadline, grpc_byte_buffer **response,
                                 frugal_err_t *err) {
-    EG(PricingPodPriceRequest) *req;
+    EG(PricingPodPriceRequest) * req;
     int rc = UNPACK(PricingPodPriceRequest, pricing_pod_price_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -282,7 +280,7 @@ static int cp_pricing_pod_price(service_ctx_t *ctx, grpc_byte_buffer *request,
 
 static int cp_gpu_label(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                         grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(GPULabelRequest) *req;
+    EG(GPULabelRequest) * req;
     int rc = UNPACK(GPULabelRequest, gpulabel_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -303,8 +301,9 @@ static bool name_listed(char **names, size_t n, const char *name) {
 static int cp_get_available_gpu_types(service_ctx_t *ctx, grpc_byte_buffer *request,
                                       gpr_timespec deadline, grpc_byte_buffer **response,
                                       frugal_err_t *err) {
-    EG(GetAvailableGPUTypesRequest) *req;
-    int rc = UNPACK(GetAvailableGPUTypesRequest, get_available_gputypes_request, request, &req, err);
+    EG(GetAvailableGPUTypesRequest) * req;
+    int rc =
+        UNPACK(GetAvailableGPUTypesRequest, get_available_gputypes_request, request, &req, err);
     if (rc != 0)
         return rc;
     codec_free(req);
@@ -350,7 +349,7 @@ out:
 
 static int cp_cleanup(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                       grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(CleanupRequest) *req;
+    EG(CleanupRequest) * req;
     int rc = UNPACK(CleanupRequest, cleanup_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -364,7 +363,7 @@ static int cp_cleanup(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespe
 
 static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                       grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(RefreshRequest) *req;
+    EG(RefreshRequest) * req;
     int rc = UNPACK(RefreshRequest, refresh_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -378,7 +377,7 @@ static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespe
 
 static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                           grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupTargetSizeRequest) *req;
+    EG(NodeGroupTargetSizeRequest) * req;
     int rc = UNPACK(NodeGroupTargetSizeRequest, node_group_target_size_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -398,9 +397,9 @@ static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
 
 static int cp_increase_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                             grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupIncreaseSizeRequest) *req;
-    int rc = UNPACK(NodeGroupIncreaseSizeRequest, node_group_increase_size_request, request, &req,
-                    err);
+    EG(NodeGroupIncreaseSizeRequest) * req;
+    int rc =
+        UNPACK(NodeGroupIncreaseSizeRequest, node_group_increase_size_request, request, &req, err);
     if (rc != 0)
         return rc;
     rc = cluster_increase_size(ctx->cluster, req->id, req->delta, err);
@@ -414,7 +413,7 @@ static int cp_increase_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_t
 static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request,
                                    gpr_timespec deadline, grpc_byte_buffer **response,
                                    frugal_err_t *err) {
-    EG(NodeGroupDecreaseTargetSizeRequest) *req;
+    EG(NodeGroupDecreaseTargetSizeRequest) * req;
     int rc = UNPACK(NodeGroupDecreaseTargetSizeRequest, node_group_decrease_target_size_request,
                     request, &req, err);
     if (rc != 0)
@@ -423,14 +422,16 @@ static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request
     codec_free(req);
     if (rc != 0)
         return rc;
-    EG(NodeGroupDecreaseTargetSizeResponse) resp = EG_INIT(NODE_GROUP_DECREASE_TARGET_SIZE_RESPONSE);
+    EG(NodeGroupDecreaseTargetSizeResponse)
+    resp = EG_INIT(NODE_GROUP_DECREASE_TARGET_SIZE_RESPONSE);
     return codec_reply(&resp.base, response, err);
 }
 
 static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                            grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupDeleteNodesRequest) *req;
-    int rc = UNPACK(NodeGroupDeleteNodesRequest, node_group_delete_nodes_request, request, &req, err);
+    EG(NodeGroupDeleteNodesRequest) * req;
+    int rc =
+        UNPACK(NodeGroupDeleteNodesRequest, node_group_delete_nodes_request, request, &req, err);
     if (rc != 0)
         return rc;
     const char **ids = calloc(req->n_nodes ? req->n_nodes : 1, sizeof(*ids));
@@ -456,7 +457,7 @@ static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_ti
 
 static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                     grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupNodesRequest) *req;
+    EG(NodeGroupNodesRequest) * req;
     int rc = UNPACK(NodeGroupNodesRequest, node_group_nodes_request, request, &req, err);
     if (rc != 0)
         return rc;
@@ -518,9 +519,9 @@ out:
 static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
                                  gpr_timespec deadline, grpc_byte_buffer **response,
                                  frugal_err_t *err) {
-    EG(NodeGroupTemplateNodeInfoRequest) *req;
-    int rc = UNPACK(NodeGroupTemplateNodeInfoRequest, node_group_template_node_info_request, request,
-                    &req, err);
+    EG(NodeGroupTemplateNodeInfoRequest) * req;
+    int rc = UNPACK(NodeGroupTemplateNodeInfoRequest, node_group_template_node_info_request,
+                    request, &req, err);
     if (rc != 0)
         return rc;
     uint8_t *node = NULL;
@@ -534,7 +535,8 @@ static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
     cluster_read_unlock(ctx->cluster);
     if (rc == 0) {
         /* Both generations: the legacy embedded message and the current bytes. */
-        EG(NodeGroupTemplateNodeInfoResponse) resp = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_RESPONSE);
+        EG(NodeGroupTemplateNodeInfoResponse)
+        resp = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_RESPONSE);
         resp.nodeinfo.data = node;
         resp.nodeinfo.len = len;
         resp.nodebytes.data = node;
@@ -584,7 +586,7 @@ static void set_duration(duration_pair_t *pair, int64_t ns, Google__Protobuf__Du
 
 static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
                           grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupAutoscalingOptionsRequest) *req;
+    EG(NodeGroupAutoscalingOptionsRequest) * req;
     int rc = UNPACK(NodeGroupAutoscalingOptionsRequest, node_group_autoscaling_options_request,
                     request, &req, err);
     if (rc != 0)
@@ -604,21 +606,21 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
 
     const EG(NodeGroupAutoscalingOptions) *d = req->defaults;
     EG(NodeGroupAutoscalingOptions) opts = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
-    opts.scaledownutilizationthreshold =
-        o.has_scale_down_utilization_threshold ? o.scale_down_utilization_threshold
-        : d != NULL                            ? d->scaledownutilizationthreshold
-                                               : CA_DEFAULT_UTILIZATION_THRESHOLD;
-    opts.scaledowngpuutilizationthreshold =
-        o.has_scale_down_gpu_utilization_threshold ? o.scale_down_gpu_utilization_threshold
-        : d != NULL                                ? d->scaledowngpuutilizationthreshold
-                                                   : CA_DEFAULT_UTILIZATION_THRESHOLD;
+    opts.scaledownutilizationthreshold = o.has_scale_down_utilization_threshold
+                                             ? o.scale_down_utilization_threshold
+                                         : d != NULL ? d->scaledownutilizationthreshold
+                                                     : CA_DEFAULT_UTILIZATION_THRESHOLD;
+    opts.scaledowngpuutilizationthreshold = o.has_scale_down_gpu_utilization_threshold
+                                                ? o.scale_down_gpu_utilization_threshold
+                                            : d != NULL ? d->scaledowngpuutilizationthreshold
+                                                        : CA_DEFAULT_UTILIZATION_THRESHOLD;
     opts.zeroormaxnodescaling = o.has_zero_or_max_node_scaling ? o.zero_or_max_node_scaling
                                 : d != NULL                    ? d->zeroormaxnodescaling
                                                                : 0;
-    opts.ignoredaemonsetsutilization =
-        o.has_ignore_daemonsets_utilization ? o.ignore_daemonsets_utilization
-        : d != NULL                         ? d->ignoredaemonsetsutilization
-                                            : 0;
+    opts.ignoredaemonsetsutilization = o.has_ignore_daemonsets_utilization
+                                           ? o.ignore_daemonsets_utilization
+                                       : d != NULL ? d->ignoredaemonsetsutilization
+                                                   : 0;
     int64_t unneeded = o.has_scale_down_unneeded
                            ? o.scale_down_unneeded_ns
                            : default_duration_ns(d ? d->scaledownunneededduration : NULL,

@@ -23,7 +23,7 @@
 
 /* Per template node of the request, decoded on first use. */
 typedef struct expander__node_cache {
-    int state;              /* 0 not yet, 1 decoded, -1 undecodable */
+    int state; /* 0 not yet, 1 decoded, -1 undecodable */
     node_info_t info;
 } expander__node_cache_t;
 
@@ -34,8 +34,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
                      expander_response_t *out, frugal_err_t *err);
 
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
-                     expander_response_t *out, frugal_err_t *err)
-{
+                     expander_response_t *out, frugal_err_t *err) {
     size_t n = req->options_count;
     int rc = FRUGAL_ENOMEM;
     if (n == 0) {
@@ -71,19 +70,22 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         r->node_count = o->node_count;
         r->exists = true;
         if (o->node_count <= 0) {
-            log_warn("BestOptions: option %zu (group \"%s\"): node count %d is not positive, left out",
-                     i, o->group_id, o->node_count);
+            log_warn(
+                "BestOptions: option %zu (group \"%s\"): node count %d is not positive, left out",
+                i, o->group_id, o->node_count);
             continue;
         }
         if (o->bad_pod >= 0) {
             const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + (size_t)o->bad_pod]];
-            log_warn("BestOptions: option %zu (group \"%s\"): pod %d cannot be decoded (%s), left out",
-                     i, o->group_id, o->bad_pod, p->error ? p->error : "invalid");
+            log_warn(
+                "BestOptions: option %zu (group \"%s\"): pod %d cannot be decoded (%s), left out",
+                i, o->group_id, o->bad_pod, p->error ? p->error : "invalid");
             continue;
         }
         const expander_node_t *node = expander_request_find_node(req, o->group_id);
         if (!node) {
-            log_warn("BestOptions: option %zu: group \"%s\" has no template node in the request, left out",
+            log_warn("BestOptions: option %zu: group \"%s\" has no template node in the request, "
+                     "left out",
                      i, o->group_id);
             continue;
         }
@@ -109,7 +111,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         }
         const node_info_t *ni = &nc->info;
         if (ni->capacity.cpu_milli <= 0) {
-            log_warn("BestOptions: option %zu (group \"%s\"): template node has no cpu capacity, left out",
+            log_warn("BestOptions: option %zu (group \"%s\"): template node has no cpu capacity, "
+                     "left out",
                      i, o->group_id);
             continue;
         }
@@ -117,8 +120,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         const group_t *g = cluster ? cluster_find_group(cluster, o->group_id) : NULL;
         bool spot = g && g->spec.spot;
         double spot_price = g ? g->spec.spot_price : -1.0;
-        const machine_type_t *mt = ni->instance_type ? config_find_machine_type(cfg, ni->instance_type)
-                                                     : NULL;
+        const machine_type_t *mt =
+            ni->instance_type ? config_find_machine_type(cfg, ni->instance_type) : NULL;
         if (mt)
             r->node_price = pricing_machine_price(cfg, mt, spot, spot_price);
         else if (spot && spot_price >= 0)
@@ -147,7 +150,9 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     for (size_t i = 0; i < n; i++)
         any = any || figs[i].scored;
     if (!any) {
-        log_warn("BestOptions: none of the %zu options can be scored, answering all of them unchanged", n);
+        log_warn(
+            "BestOptions: none of the %zu options can be scored, answering all of them unchanged",
+            n);
     } else {
         for (size_t k = 0; k < count; k++) {
             const expander_option_t *o = &req->options[selected[k]];
@@ -186,16 +191,14 @@ typedef struct expander__slices {
     size_t count;
 } expander__slices_t;
 
-static void expander__slices_release(expander__slices_t *s)
-{
+static void expander__slices_release(expander__slices_t *s) {
     for (size_t i = 0; i < s->count; i++)
         grpc_slice_unref(s->slices[i]);
     free(s->slices);
     free(s->segs);
 }
 
-static int expander__slices_take(grpc_byte_buffer *buf, expander__slices_t *s, frugal_err_t *err)
-{
+static int expander__slices_take(grpc_byte_buffer *buf, expander__slices_t *s, frugal_err_t *err) {
     memset(s, 0, sizeof(*s));
     grpc_byte_buffer_reader reader;
     if (!grpc_byte_buffer_reader_init(&reader, buf))
@@ -234,8 +237,7 @@ static int expander__slices_take(grpc_byte_buffer *buf, expander__slices_t *s, f
  * sub-slices (references) of the request's slices. */
 static grpc_byte_buffer *expander__response_buffer(const expander_request_t *req,
                                                    const expander__slices_t *in,
-                                                   const expander_response_t *resp)
-{
+                                                   const expander_response_t *resp) {
     size_t literal_size = 0;
     for (size_t i = 0; i < resp->pieces_count; i++)
         if (resp->pieces[i].literal)
@@ -272,8 +274,7 @@ static grpc_byte_buffer *expander__response_buffer(const expander_request_t *req
 
 /* A caller gone past its deadline no longer wants the answer: stop between phases
  * rather than keep a worker busy for nothing. */
-static int expander__check_deadline(gpr_timespec deadline, const char *phase, frugal_err_t *err)
-{
+static int expander__check_deadline(gpr_timespec deadline, const char *phase, frugal_err_t *err) {
     if (gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) <= 0)
         return 0;
     return frugal_err_set(err, FRUGAL_EDEADLINE, "BestOptions: deadline passed after %s", phase);
@@ -281,8 +282,7 @@ static int expander__check_deadline(gpr_timespec deadline, const char *phase, fr
 
 static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
                                  gpr_timespec deadline, grpc_byte_buffer **response,
-                                 frugal_err_t *err)
-{
+                                 frugal_err_t *err) {
     gpr_timespec t0 = gpr_now(GPR_CLOCK_MONOTONIC);
     expander__slices_t slices;
     int rc = expander__slices_take(request, &slices, err);

@@ -24,7 +24,7 @@ struct tls_reloader {
     const char *paths[TLS_FILES]; /* borrowed from the config; TLS_CA may be NULL */
     file_version_t loaded[TLS_FILES];
     bool have_loaded;
-    pthread_mutex_t mu;           /* handshakes may run on several threads */
+    pthread_mutex_t mu; /* handshakes may run on several threads */
 };
 
 static int file_version_of(const char *path, file_version_t *v) {
@@ -58,7 +58,8 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
             rc = pem_read_file(r->paths[i], &pem[i], err);
     }
     if (rc == 0) {
-        grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY], .cert_chain = pem[TLS_CERT]};
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
+                                           .cert_chain = pem[TLS_CERT]};
         /* gRPC 1.51 insists on root certificates in a fetched config even when it asks
          * clients for none; without a client CA they are never used, so the server's
          * own chain stands in. */
@@ -71,8 +72,8 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
 }
 
 /* gRPC's certificate config fetcher, called at each new handshake. */
-static grpc_ssl_certificate_config_reload_status tls_reloader_fetch(
-    void *user_data, grpc_ssl_server_certificate_config **config) {
+static grpc_ssl_certificate_config_reload_status
+tls_reloader_fetch(void *user_data, grpc_ssl_server_certificate_config **config) {
     tls_reloader_t *r = user_data;
     grpc_ssl_certificate_config_reload_status status = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
     pthread_mutex_lock(&r->mu);

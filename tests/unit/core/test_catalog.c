@@ -76,7 +76,8 @@ static void test_table_sane(void **state) {
 
 static const char *yaml_scalar(yaml_document_t *doc, yaml_node_t *map, const char *key) {
     assert_int_equal(map->type, YAML_MAPPING_NODE);
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *k = yaml_document_get_node(doc, p->key);
         yaml_node_t *v = yaml_document_get_node(doc, p->value);
         if (k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0) {
@@ -89,7 +90,8 @@ static const char *yaml_scalar(yaml_document_t *doc, yaml_node_t *map, const cha
 }
 
 static yaml_node_t *yaml_child(yaml_document_t *doc, yaml_node_t *map, const char *key) {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *k = yaml_document_get_node(doc, p->key);
         if (k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
             return yaml_document_get_node(doc, p->value);
@@ -129,8 +131,8 @@ static void test_matches_yaml(void **state) {
     yaml_node_t *machines = yaml_child(&doc, root, "machine_types");
     assert_int_equal(machines->type, YAML_SEQUENCE_NODE);
     size_t n = 0;
-    for (yaml_node_item_t *it = machines->data.sequence.items.start; it < machines->data.sequence.items.top;
-         it++, n++) {
+    for (yaml_node_item_t *it = machines->data.sequence.items.start;
+         it < machines->data.sequence.items.top; it++, n++) {
         yaml_node_t *m = yaml_document_get_node(&doc, *it);
         const char *name = yaml_scalar(&doc, m, "name");
         const catalog_machine_t *c = catalog_find_machine(name);
@@ -147,7 +149,8 @@ static void test_matches_yaml(void **state) {
     yaml_node_t *gpus = yaml_child(&doc, root, "gpu_types");
     assert_int_equal(gpus->type, YAML_SEQUENCE_NODE);
     n = 0;
-    for (yaml_node_item_t *it = gpus->data.sequence.items.start; it < gpus->data.sequence.items.top; it++, n++) {
+    for (yaml_node_item_t *it = gpus->data.sequence.items.start; it < gpus->data.sequence.items.top;
+         it++, n++) {
         yaml_node_t *g = yaml_document_get_node(&doc, *it);
         const char *name = yaml_scalar(&doc, g, "name");
         const catalog_gpu_t *c = catalog_find_gpu(name);

@@ -24,8 +24,7 @@ typedef struct node_desc {
     const char *const *taints;      /* key, value, effect, ..., NULL */
 } node_desc_t;
 
-static size_t count_items(const char *const *v, size_t per)
-{
+static size_t count_items(const char *const *v, size_t per) {
     size_t n = 0;
     while (v && v[n * per])
         n++;
@@ -33,8 +32,7 @@ static size_t count_items(const char *const *v, size_t per)
 }
 
 /* Serialize the described v1.Node (malloc'ed). */
-static uint8_t *node_pack(const node_desc_t *d, size_t *len)
-{
+static uint8_t *node_pack(const node_desc_t *d, size_t *len) {
     k8s_node_t node = K8S__IO__API__CORE__V1__NODE__INIT;
     k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
     k8s_node_spec_t spec = K8S__IO__API__CORE__V1__NODE_SPEC__INIT;
@@ -52,7 +50,8 @@ static uint8_t *node_pack(const node_desc_t *d, size_t *len)
     k8s_quantity_t qc[16], qa[16];
     k8s_taint_t taints[16], *tp[16];
     for (size_t i = 0; i < nl; i++) {
-        label_entry_t e = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
+        label_entry_t e =
+            K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
         e.key = (char *)d->labels[2 * i];
         e.value = (char *)d->labels[2 * i + 1];
         labels[i] = e;
@@ -101,8 +100,7 @@ static uint8_t *node_pack(const node_desc_t *d, size_t *len)
     return buf;
 }
 
-static void decode_ok(const node_desc_t *d, node_info_t *info)
-{
+static void decode_ok(const node_desc_t *d, node_info_t *info) {
     size_t len;
     uint8_t *buf = node_pack(d, &len);
     frugal_err_t err = {0};
@@ -112,12 +110,20 @@ static void decode_ok(const node_desc_t *d, node_info_t *info)
 
 static const char *const std8_cap[] = {"cpu", "8", "memory", "30Gi", "pods", "110", NULL};
 
-static void test_basic(void **state)
-{
+static void test_basic(void **state) {
     (void)state;
     static const char *const labels[] = {
-        K8S_LABEL_INSTANCE_TYPE, "n1-standard-8", K8S_LABEL_ZONE, "us-central1-a",
-        K8S_LABEL_REGION, "us-central1", K8S_LABEL_HOSTNAME, "template-pool-a", "team", "web", NULL,
+        K8S_LABEL_INSTANCE_TYPE,
+        "n1-standard-8",
+        K8S_LABEL_ZONE,
+        "us-central1-a",
+        K8S_LABEL_REGION,
+        "us-central1",
+        K8S_LABEL_HOSTNAME,
+        "template-pool-a",
+        "team",
+        "web",
+        NULL,
     };
     node_desc_t d = {"template-pool-a", labels, std8_cap, NULL, NULL};
     node_info_t info;
@@ -137,12 +143,14 @@ static void test_basic(void **state)
     node_info_free(&info);
 }
 
-static void test_gpu_detection(void **state)
-{
+static void test_gpu_detection(void **state) {
     (void)state;
-    static const char *const nvidia[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_NVIDIA_GPU, "2", NULL};
-    static const char *const amd[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_AMD_GPU, "1", NULL};
-    static const char *const zero[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_NVIDIA_GPU, "0", NULL};
+    static const char *const nvidia[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_NVIDIA_GPU,
+                                         "2",   NULL};
+    static const char *const amd[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_AMD_GPU,
+                                      "1",   NULL};
+    static const char *const zero[] = {"cpu", "4", "memory", "15Gi", K8S_RESOURCE_NVIDIA_GPU,
+                                       "0",   NULL};
     static const char *const gpu_label[] = {FRUGAL_GPU_LABEL, "nvidia-tesla-t4", NULL};
     node_info_t info;
 
@@ -164,8 +172,9 @@ static void test_gpu_detection(void **state)
     node_info_free(&info);
 
     /* GPU counts whose sum overflows make the template undecodable, not negative. */
-    static const char *const overflow[] = {"cpu", "4", K8S_RESOURCE_NVIDIA_GPU,
-                                           "9223372036854775807", K8S_RESOURCE_AMD_GPU, "1", NULL};
+    static const char *const overflow[] = {
+        "cpu", "4", K8S_RESOURCE_NVIDIA_GPU, "9223372036854775807", K8S_RESOURCE_AMD_GPU,
+        "1",   NULL};
     d.capacity = overflow;
     size_t len;
     uint8_t *bytes = node_pack(&d, &len);
@@ -184,8 +193,7 @@ static void test_gpu_detection(void **state)
     node_info_free(&info);
 }
 
-static void test_allocatable_fallback(void **state)
-{
+static void test_allocatable_fallback(void **state) {
     (void)state;
     static const char *const alloc[] = {"cpu", "3500m", "memory", "12Gi", NULL};
     node_desc_t d = {"n", NULL, NULL, alloc, NULL};
@@ -202,18 +210,29 @@ static void test_allocatable_fallback(void **state)
     node_info_free(&info);
 }
 
-static void test_similarity(void **state)
-{
+static void test_similarity(void **state) {
     (void)state;
     static const char *const a[] = {
-        K8S_LABEL_INSTANCE_TYPE, "n1-standard-8", K8S_LABEL_ZONE, "us-central1-a",
-        K8S_LABEL_REGION, "us-central1", K8S_LABEL_HOSTNAME, "template-a", "team", "web",
-        "failure-domain.beta.kubernetes.io/zone", "us-central1-a", NULL,
+        K8S_LABEL_INSTANCE_TYPE,
+        "n1-standard-8",
+        K8S_LABEL_ZONE,
+        "us-central1-a",
+        K8S_LABEL_REGION,
+        "us-central1",
+        K8S_LABEL_HOSTNAME,
+        "template-a",
+        "team",
+        "web",
+        "failure-domain.beta.kubernetes.io/zone",
+        "us-central1-a",
+        NULL,
     };
     /* Same but another zone/region/hostname, labels in another order. */
     static const char *const b[] = {
-        "team", "web", K8S_LABEL_HOSTNAME, "template-b", K8S_LABEL_ZONE, "europe-west1-b",
-        K8S_LABEL_REGION, "europe-west1", K8S_LABEL_INSTANCE_TYPE, "n1-standard-8", NULL,
+        "team",           "web",          K8S_LABEL_HOSTNAME,
+        "template-b",     K8S_LABEL_ZONE, "europe-west1-b",
+        K8S_LABEL_REGION, "europe-west1", K8S_LABEL_INSTANCE_TYPE,
+        "n1-standard-8",  NULL,
     };
     static const char *const c[] = {
         K8S_LABEL_INSTANCE_TYPE, "n1-standard-8", "team", "db", NULL,
@@ -221,8 +240,10 @@ static void test_similarity(void **state)
     static const char *const d_type[] = {
         K8S_LABEL_INSTANCE_TYPE, "n1-highmem-8", "team", "web", NULL,
     };
-    static const char *const taint1[] = {"dedicated", "web", "NoSchedule", "x", "", "NoExecute", NULL};
-    static const char *const taint2[] = {"x", "", "NoExecute", "dedicated", "web", "NoSchedule", NULL};
+    static const char *const taint1[] = {"dedicated", "web",       "NoSchedule", "x",
+                                         "",          "NoExecute", NULL};
+    static const char *const taint2[] = {"x",   "",           "NoExecute", "dedicated",
+                                         "web", "NoSchedule", NULL};
     static const char *const taint3[] = {"dedicated", "web", "PreferNoSchedule", NULL};
 
     node_info_t ia, ib, ic, id;
@@ -262,8 +283,7 @@ static void test_similarity(void **state)
     node_info_free(&ib);
 }
 
-static void test_invalid(void **state)
-{
+static void test_invalid(void **state) {
     (void)state;
     frugal_err_t err = {0};
     node_info_t info;
@@ -286,8 +306,7 @@ static void test_invalid(void **state)
     node_info_free(&info);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),
         cmocka_unit_test(test_gpu_detection),

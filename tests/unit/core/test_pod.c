@@ -140,7 +140,8 @@ static k8s_pod_t *new_pod(const char *ns, const char *name) {
     return &b->pod;
 }
 
-static void add_container(k8s_pod_t *pod, const char *name, const char *requests, const char *limits) {
+static void add_container(k8s_pod_t *pod, const char *name, const char *requests,
+                          const char *limits) {
     assert_true(pod->spec->n_containers < MAX_CT);
     pod->spec->containers[pod->spec->n_containers++] = container(name, requests, limits, NULL);
 }
@@ -187,7 +188,8 @@ static void assert_request(const k8s_pod_t *pod, int64_t cpu, int64_t mem, int64
     resources_t r = request(pod);
     if (r.cpu_milli != cpu || r.memory_bytes != mem || r.gpu != gpu)
         fail_msg("got cpu %lld memory %lld gpu %lld, want %lld %lld %lld", (long long)r.cpu_milli,
-                 (long long)r.memory_bytes, (long long)r.gpu, (long long)cpu, (long long)mem, (long long)gpu);
+                 (long long)r.memory_bytes, (long long)r.gpu, (long long)cpu, (long long)mem,
+                 (long long)gpu);
 }
 
 /* Expect FRUGAL_EINVAL with every needle in the message, both directly and decoded. */

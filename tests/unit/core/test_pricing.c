@@ -76,14 +76,17 @@ static void test_machine_price(void **state) {
     /* No price: linear from capacity. */
     assert_price(pricing_machine_price(&cfg, &types[1], false, -1), 4 * 0.033174 + 16 * 0.004446);
     /* GPUs at their catalog price. */
-    assert_price(pricing_machine_price(&cfg, &types[2], false, -1), 4 * 0.033174 + 16 * 0.004446 + 2 * 0.35);
+    assert_price(pricing_machine_price(&cfg, &types[2], false, -1),
+                 4 * 0.033174 + 16 * 0.004446 + 2 * 0.35);
     /* Unknown GPU type: pricing.gpu. */
-    assert_price(pricing_machine_price(&cfg, &types[3], false, -1), 4 * 0.033174 + 16 * 0.004446 + 0.7);
+    assert_price(pricing_machine_price(&cfg, &types[3], false, -1),
+                 4 * 0.033174 + 16 * 0.004446 + 0.7);
     /* A configured price includes everything. */
     assert_price(pricing_machine_price(&cfg, &types[4], false, -1), 3.0);
     /* catalog: none -> GPUs at pricing.gpu. */
     cfg.pricing.builtin_catalog = false;
-    assert_price(pricing_machine_price(&cfg, &types[2], false, -1), 4 * 0.033174 + 16 * 0.004446 + 2 * 0.7);
+    assert_price(pricing_machine_price(&cfg, &types[2], false, -1),
+                 4 * 0.033174 + 16 * 0.004446 + 2 * 0.7);
     /* Custom linear prices are honoured. */
     cfg.pricing.cpu = 1;
     cfg.pricing.memory_gib = 0.5;
@@ -139,11 +142,8 @@ static void test_machine_capacity(void **state) {
     assert_int_equal(r.gpu, 2);
 
     kv_t extras[] = {
-        {"amd.com/gpu", "1"},
-        {"cpu", "500m"},
-        {"example.com/dongle", "3"},
-        {"memory", "1Gi"},
-        {"nvidia.com/gpu", "2"},
+        {"amd.com/gpu", "1"}, {"cpu", "500m"},         {"example.com/dongle", "3"},
+        {"memory", "1Gi"},    {"nvidia.com/gpu", "2"},
     };
     group_spec_t spec = make_spec("gpu-t4");
     spec.extra_resources.items = extras;

@@ -84,7 +84,8 @@ static void test_round_up(void **state) {
     assert_int_equal(milli("-0.1m"), 0);
     /* Tiny values still round up to one unit. */
     assert_int_equal(value("1e-30"), 1);
-    assert_int_equal(value("0.000000000000000000000000000000000000000000000000000000000000000000000001"), 1);
+    assert_int_equal(
+        value("0.000000000000000000000000000000000000000000000000000000000000000000000001"), 1);
     assert_int_equal(value("1e-99999999999999999999"), 1);
 }
 
@@ -118,8 +119,8 @@ static void test_binary_suffixes(void **state) {
     assert_int_equal(value("0.5Ki"), 512);
     assert_int_equal(value("1.5Mi"), 1572864);
     assert_int_equal(value("123Mi"), 128974848);
-    assert_int_equal(value("0.1Ki"), 103);     /* 102.4 rounds up */
-    assert_int_equal(value("0.001Ki"), 2);     /* 1.024 rounds up */
+    assert_int_equal(value("0.1Ki"), 103); /* 102.4 rounds up */
+    assert_int_equal(value("0.001Ki"), 2); /* 1.024 rounds up */
     assert_int_equal(value("7.99999999Ei"), 9223372025325560762LL);
     assert_int_equal(milli("1Ki"), 1024000);
     assert_int_equal(milli("0.5Mi"), 524288000);
@@ -169,9 +170,9 @@ static void test_overflow(void **state) {
 static void test_rejects(void **state) {
     (void)state;
     static const char *const bad[] = {
-        "", "1.2.3", "1Ki2", "Ki", "1 m", " 1", "1 ", "1KiB", "--1", "+-1", "1e", "1E+", "1e-",
-        "1e1.5", ".", "-", "+", "m", "1K", "1kb", "1mi", "1ki", "abc", "1,5", "0x10", "1i", "1b",
-        "1e3m", "1mm", "1.5.", "e3", "1ee3", "1\t", "NaN", "inf", "1Gi ",
+        "",     "1.2.3", "1Ki2", "Ki",   "1 m", " 1",   "1 ", "1KiB", "--1", "+-1", "1e",  "1E+",
+        "1e-",  "1e1.5", ".",    "-",    "+",   "m",    "1K", "1kb",  "1mi", "1ki", "abc", "1,5",
+        "0x10", "1i",    "1b",   "1e3m", "1mm", "1.5.", "e3", "1ee3", "1\t", "NaN", "inf", "1Gi ",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_rejected(bad[i]);
@@ -233,11 +234,11 @@ static void test_format_milli(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_numbers),   cmocka_unit_test(test_round_up),
+        cmocka_unit_test(test_plain_numbers),    cmocka_unit_test(test_round_up),
         cmocka_unit_test(test_decimal_suffixes), cmocka_unit_test(test_binary_suffixes),
-        cmocka_unit_test(test_exponents),       cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_overflow),        cmocka_unit_test(test_rejects),
-        cmocka_unit_test(test_scaled_length),   cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_exponents),        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_overflow),         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_scaled_length),    cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_format_milli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

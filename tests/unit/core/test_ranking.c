@@ -14,8 +14,7 @@ static preferred_node_t default_table[] = {
     {2, 1000}, {6, 2000}, {20, 4000}, {80, 8000}, {300, 16000}, {-1, 32000},
 };
 
-static ranking_config_t default_config(void)
-{
+static ranking_config_t default_config(void) {
     ranking_config_t cfg = {
         .damper = {500, 500 * 1024 * 1024, 0},
         .preferred_nodes = default_table,
@@ -30,8 +29,8 @@ static ranking_config_t default_config(void)
 /* A cluster size whose preferred node is n1-standard-8 (8 cpu). */
 #define CLUSTER_PREF_8 50
 
-static ranking_input_t option(const char *id, int32_t count, double p, double t, int64_t cpu_milli)
-{
+static ranking_input_t option(const char *id, int32_t count, double p, double t,
+                              int64_t cpu_milli) {
     ranking_input_t in = {
         .group_id = id,
         .scorable = true,
@@ -46,8 +45,7 @@ static ranking_input_t option(const char *id, int32_t count, double p, double t,
 
 #define assert_near(a, b, eps) assert_true(fabs((a) - (b)) < (eps))
 
-static void test_suppress_values(void **state)
-{
+static void test_suppress_values(void **state) {
     (void)state;
     static const struct {
         int32_t n;
@@ -66,15 +64,14 @@ static void test_suppress_values(void **state)
     assert_near(ranking_suppress(1, 7, 15), 1.0, 1e-12);
 }
 
-static void test_preferred_table(void **state)
-{
+static void test_preferred_table(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     static const struct {
         int64_t size, cpu;
     } cases[] = {
-        {0, 1000},  {2, 1000},   {3, 2000},   {6, 2000},    {7, 4000},    {20, 4000},
-        {21, 8000}, {80, 8000},  {81, 16000}, {300, 16000}, {301, 32000}, {100000, 32000},
+        {0, 1000},  {2, 1000},  {3, 2000},   {6, 2000},    {7, 4000},    {20, 4000},
+        {21, 8000}, {80, 8000}, {81, 16000}, {300, 16000}, {301, 32000}, {100000, 32000},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
         assert_int_equal(ranking_preferred_cpu_milli(&cfg, cases[i].size), cases[i].cpu);
@@ -85,8 +82,7 @@ static void test_preferred_table(void **state)
 
 /* The pricing design's table: n1-standard-2 (0.095), -8 (0.380) and a 32-cpu node
  * (0.795), X = 0.016, T = 0.003 per 0.1 cpu, preferred node n1-standard-8. */
-static void check_design_table(double t, const double ratios[3], const double scores[3])
-{
+static void check_design_table(double t, const double ratios[3], const double scores[3]) {
     ranking_config_t cfg = default_config();
     ranking_input_t in[3] = {
         option("n1-standard-2", 1, 0.095, t, 2000),
@@ -114,16 +110,14 @@ static void check_design_table(double t, const double ratios[3], const double sc
     assert_int_equal(selected[0], 1);
 }
 
-static void test_design_table_small_pod(void **state)
-{
+static void test_design_table_small_pod(void **state) {
     (void)state;
     static const double ratios[3] = {5.8421, 20.8421, 42.6842};
     static const double scores[3] = {23.3684, 20.8421, 170.7368};
     check_design_table(0.003, ratios, scores);
 }
 
-static void test_design_table_large_pod(void **state)
-{
+static void test_design_table_large_pod(void **state) {
     (void)state;
     static const double ratios[3] = {1.8197, 6.4918, 13.2951};
     static const double scores[3] = {7.2787, 6.4918, 53.1803};
@@ -131,8 +125,7 @@ static void test_design_table_large_pod(void **state)
 }
 
 /* Score composition with node count: C = P x n and the suppressed unfitness. */
-static void test_score_formula(void **state)
-{
+static void test_score_formula(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     ranking_input_t in = option("a", 3, 0.095, 0.2, 2000);
@@ -149,8 +142,7 @@ static void test_score_formula(void **state)
     assert_near(f.pods_price, 0.2, 1e-15);
 }
 
-static void test_gpu_override(void **state)
-{
+static void test_gpu_override(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     /* The GPU node fits perfectly and costs the same, yet its suppressed unfitness is
@@ -175,8 +167,7 @@ static void test_gpu_override(void **state)
     assert_int_equal(selected[0], 0);
 }
 
-static void test_not_exist_penalty(void **state)
-{
+static void test_not_exist_penalty(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     ranking_input_t in[2] = {
@@ -205,8 +196,7 @@ static void test_not_exist_penalty(void **state)
     assert_int_equal(selected[0], 1);
 }
 
-static void test_ties_in_request_order(void **state)
-{
+static void test_ties_in_request_order(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     ranking_input_t in[4] = {
@@ -243,18 +233,17 @@ static void test_ties_in_request_order(void **state)
     assert_false(ranking_scores_tie(1.0, 1.0 + 2e-9));
 }
 
-static void test_zone_balance(void **state)
-{
+static void test_zone_balance(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     /* With a perfect fit (suppressed 1) and X = 0.1: 2 nodes at 0.1 with T = 0.1 score
      * 0.3 / 0.2 = 1.5; 1 node at 0.1 with T = 1/30 scores 0.2 / (0.4/3) = 1.5. */
     ranking_input_t in[5] = {
-        option("pool-a", 2, 0.1, 0.1, 8000),          /* similar, 2 nodes */
-        option("pool-b", 1, 0.1, 1.0 / 30.0, 8000),   /* similar, 1 node: wins the set */
-        option("other", 2, 0.1, 0.1, 8000),           /* tied, not similar: stays */
-        option("pool-c", 1, 0.1, 1.0 / 30.0, 8000),   /* similar, 1 node, later: out */
-        option("pool-d", 1, 0.3, 0.1, 8000),          /* similar but not tied */
+        option("pool-a", 2, 0.1, 0.1, 8000),        /* similar, 2 nodes */
+        option("pool-b", 1, 0.1, 1.0 / 30.0, 8000), /* similar, 1 node: wins the set */
+        option("other", 2, 0.1, 0.1, 8000),         /* tied, not similar: stays */
+        option("pool-c", 1, 0.1, 1.0 / 30.0, 8000), /* similar, 1 node, later: out */
+        option("pool-d", 1, 0.3, 0.1, 8000),        /* similar but not tied */
     };
     in[0].similarity_key = "n1-standard-8|team=web";
     in[1].similarity_key = "n1-standard-8|team=web";
@@ -295,8 +284,7 @@ static void test_zone_balance(void **state)
     assert_int_equal(n, 4);
 }
 
-static void test_unscorable_left_out(void **state)
-{
+static void test_unscorable_left_out(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     ranking_input_t in[4] = {
@@ -317,8 +305,7 @@ static void test_unscorable_left_out(void **state)
     assert_int_equal(selected[0], 2);
 }
 
-static void test_never_empty(void **state)
-{
+static void test_never_empty(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     ranking_input_t in[3] = {
@@ -345,8 +332,7 @@ static void test_never_empty(void **state)
     assert_false(figs[0].scored);
 }
 
-static void test_many_options(void **state)
-{
+static void test_many_options(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     enum { N = 200 };
@@ -363,8 +349,7 @@ static void test_many_options(void **state)
     assert_int_equal(selected[1], 1);
 }
 
-static void test_figures_round_trip(void **state)
-{
+static void test_figures_round_trip(void **state) {
     (void)state;
     ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105}, g;
     char buf[512];
@@ -383,8 +368,7 @@ static void test_figures_round_trip(void **state)
     assert_int_equal(ranking_parse_figures(" | frugal: node_price=1", &g), FRUGAL_EINVAL);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suppress_values),
         cmocka_unit_test(test_preferred_table),

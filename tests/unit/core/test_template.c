@@ -261,7 +261,8 @@ static void test_region_of_zone(void **state) {
     (void)state;
     char buf[64];
     assert_string_equal(template_region_of_zone("us-central1-a", buf, sizeof(buf)), "us-central1");
-    assert_string_equal(template_region_of_zone("europe-west4-b", buf, sizeof(buf)), "europe-west4");
+    assert_string_equal(template_region_of_zone("europe-west4-b", buf, sizeof(buf)),
+                        "europe-west4");
     assert_string_equal(template_region_of_zone("local", buf, sizeof(buf)), "local");
     assert_string_equal(template_region_of_zone("", buf, sizeof(buf)), "");
     char small[4];

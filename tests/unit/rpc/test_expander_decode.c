@@ -26,8 +26,7 @@ typedef Grpcplugin__Option option_t;
 
 /* A serialized v1.Pod with one container requesting cpu and memory (and GPUs). */
 static ProtobufCBinaryData pod_make(const char *name, const char *cpu, const char *memory,
-                                    const char *gpu)
-{
+                                    const char *gpu) {
     k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
     k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
     k8s_pod_spec_t spec = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
@@ -72,13 +71,13 @@ static ProtobufCBinaryData pod_make(const char *name, const char *cpu, const cha
 }
 
 /* A serialized template v1.Node. */
-static ProtobufCBinaryData node_make(const char *type, const char *zone, const char *cpu)
-{
+static ProtobufCBinaryData node_make(const char *type, const char *zone, const char *cpu) {
     k8s_node_t node = K8S__IO__API__CORE__V1__NODE__INIT;
     k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
     k8s_node_status_t status = K8S__IO__API__CORE__V1__NODE_STATUS__INIT;
-    label_entry_t l[2] = {K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT,
-                          K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT};
+    label_entry_t l[2] = {
+        K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT,
+        K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT};
     label_entry_t *lp[2] = {&l[0], &l[1]};
     l[0].key = K8S_LABEL_INSTANCE_TYPE;
     l[0].value = (char *)type;
@@ -112,8 +111,7 @@ typedef struct fixture {
 } fixture_t;
 
 static fixture_t request_make(size_t n_opts, size_t n_pods, size_t n_distinct, bool legacy,
-                              size_t n_nodes)
-{
+                              size_t n_nodes) {
     ProtobufCBinaryData *distinct = calloc(n_distinct, sizeof(*distinct));
     for (size_t i = 0; i < n_distinct; i++) {
         char name[32], cpu[16];
@@ -126,8 +124,8 @@ static fixture_t request_make(size_t n_opts, size_t n_pods, size_t n_distinct, b
         pods[i] = distinct[i % n_distinct];
     option_t *opts = calloc(n_opts, sizeof(*opts));
     option_t **optp = calloc(n_opts, sizeof(*optp));
-    char (*ids)[32] = calloc(n_opts, sizeof(*ids));
-    char (*dbg)[32] = calloc(n_opts, sizeof(*dbg));
+    char(*ids)[32] = calloc(n_opts, sizeof(*ids));
+    char(*dbg)[32] = calloc(n_opts, sizeof(*dbg));
     for (size_t i = 0; i < n_opts; i++) {
         option_t o = GRPCPLUGIN__OPTION__INIT;
         snprintf(ids[i], sizeof(ids[i]), "group-%zu", i);
@@ -153,8 +151,10 @@ static fixture_t request_make(size_t n_opts, size_t n_pods, size_t n_distinct, b
     for (size_t i = 0; i < n_nodes; i++) {
         nodes[i] = node_make(i % 2 ? "n1-standard-8" : "n1-standard-2", "us-central1-a",
                              i % 2 ? "8" : "2");
-        Grpcplugin__BestOptionsRequest__NodeMapEntry e = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
-        Grpcplugin__BestOptionsRequest__NodeBytesMapEntry f = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
+        Grpcplugin__BestOptionsRequest__NodeMapEntry e =
+            GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
+        Grpcplugin__BestOptionsRequest__NodeBytesMapEntry f =
+            GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
         e.key = ids[i];
         e.value = nodes[i];
         f.key = ids[i];
@@ -198,8 +198,7 @@ static fixture_t request_make(size_t n_opts, size_t n_pods, size_t n_distinct, b
 
 /* Decode bytes as one segment; release with decode_free (the segment must outlive
  * the request, so it is allocated with it). */
-static expander_request_t *decode_one(const uint8_t *bytes, size_t len)
-{
+static expander_request_t *decode_one(const uint8_t *bytes, size_t len) {
     expander_segment_t *seg = malloc(sizeof(*seg));
     assert_non_null(seg);
     *seg = (expander_segment_t){bytes, len};
@@ -212,16 +211,14 @@ static expander_request_t *decode_one(const uint8_t *bytes, size_t len)
     return req;
 }
 
-static void decode_free(expander_request_t *req)
-{
+static void decode_free(expander_request_t *req) {
     free((void *)req->segs);
     expander_request_free(req);
 }
 
 /* --- decoding --- */
 
-static void check_generation(bool legacy)
-{
+static void check_generation(bool legacy) {
     fixture_t f = request_make(3, 4, 4, legacy, 2);
     expander_request_t *req = decode_one(f.bytes, f.len);
     assert_int_equal(req->options_count, 3);
@@ -252,7 +249,8 @@ static void check_generation(bool legacy)
     assert_non_null(n0);
     assert_non_null(n1);
     assert_null(expander_request_find_node(req, "group-2"));
-    assert_int_equal(n0->field, legacy ? EXPANDER_REQUEST_NODE_MAP : EXPANDER_REQUEST_NODE_BYTES_MAP);
+    assert_int_equal(n0->field,
+                     legacy ? EXPANDER_REQUEST_NODE_MAP : EXPANDER_REQUEST_NODE_BYTES_MAP);
     node_info_t ni;
     frugal_err_t err = {0};
     assert_int_equal(node_info_decode(n1->data, n1->len, &ni, &err), 0);
@@ -263,20 +261,17 @@ static void check_generation(bool legacy)
     free(f.bytes);
 }
 
-static void test_current_fields(void **state)
-{
+static void test_current_fields(void **state) {
     (void)state;
     check_generation(false);
 }
 
-static void test_legacy_fields(void **state)
-{
+static void test_legacy_fields(void **state) {
     (void)state;
     check_generation(true);
 }
 
-static void test_prefer_current(void **state)
-{
+static void test_prefer_current(void **state) {
     (void)state;
     ProtobufCBinaryData legacy_pods[2] = {pod_make("old-a", "1", "1Gi", NULL),
                                           pod_make("old-b", "2", "1Gi", NULL)};
@@ -291,9 +286,12 @@ static void test_prefer_current(void **state)
     ProtobufCBinaryData node_old = node_make("n1-standard-2", "z", "2");
     ProtobufCBinaryData node_new = node_make("n1-standard-8", "z", "8");
     ProtobufCBinaryData node_only_legacy = node_make("n1-standard-4", "z", "4");
-    Grpcplugin__BestOptionsRequest__NodeMapEntry m1 = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
-    Grpcplugin__BestOptionsRequest__NodeMapEntry m2 = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
-    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry b1 = GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
+    Grpcplugin__BestOptionsRequest__NodeMapEntry m1 =
+        GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
+    Grpcplugin__BestOptionsRequest__NodeMapEntry m2 =
+        GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_MAP_ENTRY__INIT;
+    Grpcplugin__BestOptionsRequest__NodeBytesMapEntry b1 =
+        GRPCPLUGIN__BEST_OPTIONS_REQUEST__NODE_BYTES_MAP_ENTRY__INIT;
     m1.key = "g";
     m1.value = node_old;
     m2.key = "h";
@@ -356,8 +354,7 @@ static void test_prefer_current(void **state)
     free(node_only_legacy.data);
 }
 
-static void test_duplicates_decoded_once(void **state)
-{
+static void test_duplicates_decoded_once(void **state) {
     (void)state;
     fixture_t f = request_make(20, 50, 10, false, 20);
     expander_request_t *req = decode_one(f.bytes, f.len);
@@ -383,10 +380,10 @@ static void test_duplicates_decoded_once(void **state)
 
 /* Pods in another order in each option (and one option with fewer pods): the guess by
  * position misses and the hash finds them, still decoded once. */
-static void test_duplicates_any_order(void **state)
-{
+static void test_duplicates_any_order(void **state) {
     (void)state;
-    ProtobufCBinaryData p[3] = {pod_make("a", "100m", NULL, NULL), pod_make("b", "200m", NULL, NULL),
+    ProtobufCBinaryData p[3] = {pod_make("a", "100m", NULL, NULL),
+                                pod_make("b", "200m", NULL, NULL),
                                 pod_make("c", "300m", NULL, NULL)};
     ProtobufCBinaryData order[3][3] = {{p[0], p[1], p[2]}, {p[2], p[0], p[1]}, {p[1], p[1], p[0]}};
     option_t o[3], *op[3];
@@ -419,8 +416,7 @@ static void test_duplicates_any_order(void **state)
 }
 
 /* Everything observable of a decoded request, as text, to compare decodings. */
-static char *request_describe(const expander_request_t *req)
-{
+static char *request_describe(const expander_request_t *req) {
     size_t cap = 1 << 16, len = 0;
     char *s = malloc(cap);
     len += (size_t)snprintf(s + len, cap - len, "total=%llu options=%zu pods=%zu decoded=%zu\n",
@@ -432,7 +428,8 @@ static char *request_describe(const expander_request_t *req)
                                 o->node_count, o->debug, o->pod_field, o->bad_pod);
         for (size_t k = 0; k < o->pods_count; k++) {
             const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + k]];
-            len += (size_t)snprintf(s + len, cap - len, " %u/%lld/%zu", req->pod_refs[o->pods_first + k],
+            len += (size_t)snprintf(s + len, cap - len, " %u/%lld/%zu",
+                                    req->pod_refs[o->pods_first + k],
                                     (long long)p->request.cpu_milli, p->len);
         }
         for (size_t k = 0; k < o->keep_count; k++)
@@ -453,8 +450,7 @@ static char *request_describe(const expander_request_t *req)
     return s;
 }
 
-static uint8_t *response_of(const expander_request_t *req, size_t *len)
-{
+static uint8_t *response_of(const expander_request_t *req, size_t *len) {
     size_t sel[2] = {1, 0};
     const char *debugs[2] = {"changed", NULL};
     expander_response_t resp;
@@ -467,8 +463,7 @@ static uint8_t *response_of(const expander_request_t *req, size_t *len)
 }
 
 static void check_segments(const expander_segment_t *segs, size_t n, const char *want,
-                           const uint8_t *want_resp, size_t want_resp_len)
-{
+                           const uint8_t *want_resp, size_t want_resp_len) {
     expander_request_t *req = NULL;
     frugal_err_t err = {0};
     assert_int_equal(expander_decode(segs, n, &req, &err), 0);
@@ -483,8 +478,7 @@ static void check_segments(const expander_segment_t *segs, size_t n, const char 
     expander_request_free(req);
 }
 
-static void test_slice_boundaries(void **state)
-{
+static void test_slice_boundaries(void **state) {
     (void)state;
     for (int legacy = 0; legacy < 2; legacy++) {
         fixture_t f = request_make(2, 3, 2, legacy, 2);
@@ -501,7 +495,8 @@ static void test_slice_boundaries(void **state)
         }
         /* Every cut into three segments, the middle one short. */
         for (size_t c = 0; c + 5 <= f.len; c++) {
-            expander_segment_t segs[3] = {{f.bytes, c}, {f.bytes + c, 5}, {f.bytes + c + 5, f.len - c - 5}};
+            expander_segment_t segs[3] = {
+                {f.bytes, c}, {f.bytes + c, 5}, {f.bytes + c + 5, f.len - c - 5}};
             check_segments(segs, 3, want, want_resp, want_len);
         }
         /* One byte per segment, with empty segments in between. */
@@ -519,8 +514,7 @@ static void test_slice_boundaries(void **state)
     }
 }
 
-static void test_invalid(void **state)
-{
+static void test_invalid(void **state) {
     (void)state;
     expander_request_t *req = NULL;
     frugal_err_t err = {0};
@@ -565,19 +559,18 @@ static void test_invalid(void **state)
     expander_request_free(req);
 }
 
-static void test_unknown_fields_and_bad_pod(void **state)
-{
+static void test_unknown_fields_and_bad_pod(void **state) {
     (void)state;
     /* option { id "g" (1), count 2, unknown 7: "xyz", podBytes: 0xff (invalid pod),
      * podBytes: "" (empty pod) }, unknown top-level varint 9, node entry for "g". */
     static const uint8_t bytes[] = {
-        0x48, 0x05,                                     /* field 9 varint 5 */
-        0x0a, 0x0f,                                     /* option, 15 bytes */
-        0x0a, 0x01, 'g', 0x10, 0x02,                    /* id, count */
-        0x3a, 0x03, 'x', 'y', 'z',                      /* unknown field 7 */
-        0x2a, 0x01, 0xff,                               /* podBytes: invalid */
-        0x2a, 0x00,                                     /* podBytes: empty pod */
-        0x1a, 0x05, 0x0a, 0x01, 'g', 0x12, 0x00,        /* nodeBytesMap g -> empty node */
+        0x48, 0x05,                               /* field 9 varint 5 */
+        0x0a, 0x0f,                               /* option, 15 bytes */
+        0x0a, 0x01, 'g',  0x10, 0x02,             /* id, count */
+        0x3a, 0x03, 'x',  'y',  'z',              /* unknown field 7 */
+        0x2a, 0x01, 0xff,                         /* podBytes: invalid */
+        0x2a, 0x00,                               /* podBytes: empty pod */
+        0x1a, 0x05, 0x0a, 0x01, 'g',  0x12, 0x00, /* nodeBytesMap g -> empty node */
     };
     expander_request_t *req = decode_one(bytes, sizeof(bytes));
     assert_int_equal(req->options_count, 1);
@@ -608,7 +601,7 @@ static void test_unknown_fields_and_bad_pod(void **state)
     assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
     static const uint8_t want[] = {
         0x0a, 0x12, 0x0a, 0x01, 'g', 0x10, 0x02, 0x1a, 0x01, 'd',
-        0x3a, 0x03, 'x', 'y', 'z', 0x2a, 0x01, 0xff, 0x2a, 0x00,
+        0x3a, 0x03, 'x',  'y',  'z', 0x2a, 0x01, 0xff, 0x2a, 0x00,
     };
     assert_int_equal(len, sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
@@ -617,8 +610,7 @@ static void test_unknown_fields_and_bad_pod(void **state)
     decode_free(req);
 }
 
-static void test_response_round_trip(void **state)
-{
+static void test_response_round_trip(void **state) {
     (void)state;
     fixture_t f = request_make(3, 4, 2, false, 3);
     expander_request_t *req = decode_one(f.bytes, f.len);
@@ -665,8 +657,8 @@ static void test_response_round_trip(void **state)
     free(f.bytes);
 
     /* A negative node count is echoed as the ten-byte varint proto3 writes. */
-    static const uint8_t neg[] = {0x0a, 0x0e, 0x0a, 0x01, 'n', 0x10, 0xff, 0xff, 0xff, 0xff,
-                                  0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    static const uint8_t neg[] = {0x0a, 0x0e, 0x0a, 0x01, 'n',  0x10, 0xff, 0xff,
+                                  0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     req = decode_one(neg, sizeof(neg));
     assert_int_equal(req->options[0].node_count, -1);
     size_t zero = 0;
@@ -681,8 +673,7 @@ static void test_response_round_trip(void **state)
 
 /* --- the service's ranking glue, without gRPC --- */
 
-static frugal_config_t *load_config(const char *yaml)
-{
+static frugal_config_t *load_config(const char *yaml) {
     frugal_config_t *cfg = NULL;
     char *errors = NULL;
     int rc = config_load_string("test.yaml", yaml, strlen(yaml), &cfg, &errors);
@@ -693,8 +684,7 @@ static frugal_config_t *load_config(const char *yaml)
 }
 
 /* Answer a request through expander__answer; returns the unpacked response. */
-static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const request_t *r)
-{
+static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const request_t *r) {
     size_t len = grpcplugin__best_options_request__get_packed_size(r);
     uint8_t *bytes = malloc(len ? len : 1);
     grpcplugin__best_options_request__pack(r, bytes);
@@ -717,8 +707,7 @@ static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const
 }
 
 /* A call whose deadline has passed is answered DEADLINE_EXCEEDED, and a live one OK. */
-static void test_handler_deadline(void **state)
-{
+static void test_handler_deadline(void **state) {
     (void)state;
     frugal_config_t *cfg = load_config("");
     service_ctx_t ctx = {.cfg = cfg, .cluster = NULL};
@@ -728,7 +717,8 @@ static void test_handler_deadline(void **state)
     grpc_slice_unref(slice);
     grpc_byte_buffer *response = NULL;
     frugal_err_t err = {0};
-    gpr_timespec past = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(1, GPR_TIMESPAN));
+    gpr_timespec past =
+        gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(1, GPR_TIMESPAN));
     assert_int_equal(expander_best_options(&ctx, request, past, &response, &err), FRUGAL_EDEADLINE);
     assert_null(response);
     assert_int_equal(frugal_err_status(FRUGAL_EDEADLINE), GRPC_STATUS_DEADLINE_EXCEEDED);
@@ -743,8 +733,7 @@ static void test_handler_deadline(void **state)
 
 /* The design's case: n1-standard-2, -8 and -32 against a preferred 8-cpu node; the
  * 8-cpu node wins for a 0.1-cpu pod and for a 1.5-cpu pod. */
-static void test_answer_design_case(void **state)
-{
+static void test_answer_design_case(void **state) {
     (void)state;
     frugal_config_t *cfg = load_config("ranking:\n  preferred_nodes:\n    - {cpu: 8}\n");
     for (int big = 0; big < 2; big++) {
@@ -812,8 +801,7 @@ static void test_answer_design_case(void **state)
     config_free(cfg);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_current_fields),
         cmocka_unit_test(test_legacy_fields),

@@ -50,9 +50,8 @@ typedef struct fx {
 static int fx_setup(void **state) {
     fx_t *f = calloc(1, sizeof(*f));
     char *errors = NULL;
-    assert_int_equal(config_load_string("test.yaml", config_text, strlen(config_text), &f->cfg,
-                                        &errors),
-                     0);
+    assert_int_equal(
+        config_load_string("test.yaml", config_text, strlen(config_text), &f->cfg, &errors), 0);
     assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
     assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
     f->ctx.cfg = f->cfg;
@@ -101,7 +100,7 @@ static int call(fx_t *f, const char *method, const ProtobufCMessage *req,
 static int32_t target_size(fx_t *f, const char *id) {
     EG(NodeGroupTargetSizeRequest) req = EG_INIT(NODE_GROUP_TARGET_SIZE_REQUEST);
     req.id = (char *)id;
-    EG(NodeGroupTargetSizeResponse) *resp;
+    EG(NodeGroupTargetSizeResponse) * resp;
     frugal_err_t err;
     assert_int_equal(call(f, "NodeGroupTargetSize", &req.base,
                           &EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp,
@@ -122,7 +121,7 @@ static int increase(fx_t *f, const char *id, int32_t delta, frugal_err_t *err) {
 static void test_node_groups_lists_managed_only(void **state) {
     fx_t *f = *state;
     EG(NodeGroupsRequest) req = EG_INIT(NODE_GROUPS_REQUEST);
-    EG(NodeGroupsResponse) *resp;
+    EG(NodeGroupsResponse) * resp;
     frugal_err_t err;
     assert_int_equal(call(f, "NodeGroups", &req.base, &EG_DESC(node_groups_response),
                           (ProtobufCMessage **)&resp, &err),
@@ -156,9 +155,9 @@ static void test_increase_and_refusals(void **state) {
     EG(NodeGroupDecreaseTargetSizeRequest) dec = EG_INIT(NODE_GROUP_DECREASE_TARGET_SIZE_REQUEST);
     dec.id = "pool-a";
     dec.delta = 1;
-    assert_int_equal(frugal_err_status(call(f, "NodeGroupDecreaseTargetSize", &dec.base, NULL, NULL,
-                                            &err)),
-                     GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        frugal_err_status(call(f, "NodeGroupDecreaseTargetSize", &dec.base, NULL, NULL, &err)),
+        GRPC_STATUS_INVALID_ARGUMENT);
     assert_int_equal(target_size(f, "pool-a"), 3);
 }
 
@@ -168,7 +167,7 @@ static void test_nodes_and_delete(void **state) {
     assert_int_equal(increase(f, "pool-a", 2, &err), 0);
     EG(NodeGroupNodesRequest) req = EG_INIT(NODE_GROUP_NODES_REQUEST);
     req.id = "pool-a";
-    EG(NodeGroupNodesResponse) *resp;
+    EG(NodeGroupNodesResponse) * resp;
     assert_int_equal(call(f, "NodeGroupNodes", &req.base, &EG_DESC(node_group_nodes_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
@@ -178,14 +177,15 @@ static void test_nodes_and_delete(void **state) {
                 resp->instances[0]->status->instancestate == 2);
 
     EG(ExternalGrpcNode) node = EG_INIT(EXTERNAL_GRPC_NODE);
-    EG(ExternalGrpcNode) *nodes[] = {&node};
+    EG(ExternalGrpcNode) * nodes[] = {&node};
     EG(NodeGroupDeleteNodesRequest) del = EG_INIT(NODE_GROUP_DELETE_NODES_REQUEST);
     del.id = "pool-a";
     del.n_nodes = 1;
     del.nodes = nodes;
     node.providerid = "frugal://spot-8/spot-8-1";
-    assert_int_equal(frugal_err_status(call(f, "NodeGroupDeleteNodes", &del.base, NULL, NULL, &err)),
-                     GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        frugal_err_status(call(f, "NodeGroupDeleteNodes", &del.base, NULL, NULL, &err)),
+        GRPC_STATUS_INVALID_ARGUMENT);
     node.providerid = resp->instances[2]->id;
     assert_int_equal(call(f, "NodeGroupDeleteNodes", &del.base, NULL, NULL, &err), 0);
     assert_int_equal(target_size(f, "pool-a"), 2);
@@ -193,17 +193,17 @@ static void test_nodes_and_delete(void **state) {
 
     /* NodeGroupForNode: by provider id; an unknown node is id "" and OK. */
     EG(NodeGroupForNodeRequest) ngfn = EG_INIT(NODE_GROUP_FOR_NODE_REQUEST);
-    EG(NodeGroupForNodeResponse) *owner;
+    EG(NodeGroupForNodeResponse) * owner;
     node.providerid = "frugal://pool-a/pool-a-1";
     ngfn.node = &node;
-    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base,
-                          &EG_DESC(node_group_for_node_response), (ProtobufCMessage **)&owner, &err),
+    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, &EG_DESC(node_group_for_node_response),
+                          (ProtobufCMessage **)&owner, &err),
                      0);
     assert_string_equal(owner->nodegroup->id, "pool-a");
     protobuf_c_message_free_unpacked(&owner->base, NULL);
     node.providerid = "aws:///us-east-1a/i-123";
-    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base,
-                          &EG_DESC(node_group_for_node_response), (ProtobufCMessage **)&owner, &err),
+    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, &EG_DESC(node_group_for_node_response),
+                          (ProtobufCMessage **)&owner, &err),
                      0);
     assert_true(owner->nodegroup == NULL || owner->nodegroup->id[0] == '\0');
     protobuf_c_message_free_unpacked(&owner->base, NULL);
@@ -214,7 +214,7 @@ static void test_template_both_generations(void **state) {
     frugal_err_t err;
     EG(NodeGroupTemplateNodeInfoRequest) req = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_REQUEST);
     req.id = "pool-a";
-    EG(NodeGroupTemplateNodeInfoResponse) *resp;
+    EG(NodeGroupTemplateNodeInfoResponse) * resp;
     assert_int_equal(call(f, "NodeGroupTemplateNodeInfo", &req.base,
                           &EG_DESC(node_group_template_node_info_response),
                           (ProtobufCMessage **)&resp, &err),
@@ -222,8 +222,8 @@ static void test_template_both_generations(void **state) {
     assert_true(resp->nodebytes.len > 0);
     assert_int_equal(resp->nodeinfo.len, resp->nodebytes.len);
     assert_memory_equal(resp->nodeinfo.data, resp->nodebytes.data, resp->nodebytes.len);
-    k8s_node_t *node = k8s__io__api__core__v1__node__unpack(NULL, resp->nodebytes.len,
-                                                            resp->nodebytes.data);
+    k8s_node_t *node =
+        k8s__io__api__core__v1__node__unpack(NULL, resp->nodebytes.len, resp->nodebytes.data);
     assert_non_null(node);
     assert_string_equal(node->metadata->name, "template-pool-a");
     assert_int_equal(node->spec->n_taints, 1);
@@ -232,9 +232,9 @@ static void test_template_both_generations(void **state) {
     protobuf_c_message_free_unpacked(&resp->base, NULL);
 
     req.id = "main"; /* unmanaged groups are not offered to CA */
-    assert_int_equal(frugal_err_status(call(f, "NodeGroupTemplateNodeInfo", &req.base, NULL, NULL,
-                                            &err)),
-                     GRPC_STATUS_NOT_FOUND);
+    assert_int_equal(
+        frugal_err_status(call(f, "NodeGroupTemplateNodeInfo", &req.base, NULL, NULL, &err)),
+        GRPC_STATUS_NOT_FOUND);
 }
 
 static void test_options_fill_both_generations(void **state) {
@@ -248,7 +248,7 @@ static void test_options_fill_both_generations(void **state) {
     EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
     req.id = "pool-a";
     req.defaults = &defaults;
-    EG(NodeGroupAutoscalingOptionsResponse) *resp;
+    EG(NodeGroupAutoscalingOptionsResponse) * resp;
     assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
                           &EG_DESC(node_group_autoscaling_options_response),
                           (ProtobufCMessage **)&resp, &err),
@@ -283,7 +283,7 @@ static void test_options_never_zero(void **state) {
     EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
     req.id = "spot-8";
     req.defaults = &defaults;
-    EG(NodeGroupAutoscalingOptionsResponse) *resp;
+    EG(NodeGroupAutoscalingOptionsResponse) * resp;
     assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
                           &EG_DESC(node_group_autoscaling_options_response),
                           (ProtobufCMessage **)&resp, &err),
@@ -296,7 +296,7 @@ static void test_options_never_zero(void **state) {
     protobuf_c_message_free_unpacked(&resp->base, NULL);
 }
 
-static double node_price(fx_t *f, EG(ExternalGrpcNode) *node, bool legacy, int64_t hours,
+static double node_price(fx_t *f, EG(ExternalGrpcNode) * node, bool legacy, int64_t hours,
                          int *rc) {
     Google__Protobuf__Timestamp start = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
     Google__Protobuf__Timestamp end = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
@@ -316,7 +316,7 @@ static double node_price(fx_t *f, EG(ExternalGrpcNode) *node, bool legacy, int64
         req.starttimestamp = &start;
         req.endtimestamp = &end;
     }
-    EG(PricingNodePriceResponse) *resp;
+    EG(PricingNodePriceResponse) * resp;
     frugal_err_t err;
     *rc = call(f, "PricingNodePrice", &req.base, &EG_DESC(pricing_node_price_response),
                (ProtobufCMessage **)&resp, &err);
@@ -351,10 +351,11 @@ static void test_node_price_resolution(void **state) {
         req.node = &node;
         req.starttimestamp = &start;
         req.endtimestamp = &end;
-        EG(PricingNodePriceResponse) *resp;
+        EG(PricingNodePriceResponse) * resp;
         frugal_err_t err;
-        assert_int_equal(call(f, "PricingNodePrice", &req.base, &EG_DESC(pricing_node_price_response),
-                              (ProtobufCMessage **)&resp, &err),
+        assert_int_equal(call(f, "PricingNodePrice", &req.base,
+                              &EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp,
+                              &err),
                          0);
         assert_true(resp->price > 0);
         protobuf_c_message_free_unpacked(&resp->base, NULL);
