@@ -20,7 +20,7 @@
 #include "errors.h"
 #include "quantity.h"
 
-/* Values equal CONTRACT.md's InstanceState enum. */
+/* Values equal the wire's InstanceState enum (proto/externalgrpc.proto). */
 typedef enum instance_state {
     INSTANCE_RUNNING = 1,
     INSTANCE_CREATING = 2,

@@ -1,4 +1,4 @@
-/* Node auto-provisioning on the cluster (PRODUCT.md "Node auto-provisioning"): the
+/* Node auto-provisioning on the cluster (docs/autoprovisioning.md): the
  * cluster-wide limits as they apply to the live groups, and the lifecycle of
  * autoprovisioned groups (theoretical -> created -> empty for empty_group_ttl ->
  * deleted).

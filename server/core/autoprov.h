@@ -1,4 +1,4 @@
-/* Node auto-provisioning, the pure part (PRODUCT.md "Node auto-provisioning"): the ids
+/* Node auto-provisioning, the pure part (docs/autoprovisioning.md): the ids
  * of autoprovisioned groups and the arithmetic of the cluster-wide cpu/memory limits.
  * No gRPC, no locks: the cluster computes the totals under its lock and asks here.
  *

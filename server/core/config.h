@@ -1,4 +1,4 @@
-/* frugal's configuration (PRODUCT.md "Configuration"): one YAML file parsed with
+/* frugal's configuration (README.md, "Configuration"): one YAML file parsed with
  * libyaml into plain structs, every default applied, every error reported as
  * `FILE:LINE:COL: key: reason`. A loaded config is immutable and shared read-only by
  * every thread. */
