@@ -1,8 +1,8 @@
 /* The configuration loader: a YAML tree (yaml_tree.h) walked with one key table per
  * section, after h2o's configurator. A table entry names a key, the node type it
  * expects, the parser that stores it, and its default written as YAML text exactly as
- * examples/frugal-full.yaml shows it, so that a default goes through the same parser and checks as a
- * configured value. Tables are walked in their own order, not the document's, so a
+ * examples/frugal-full.yaml shows it, so that a default goes through the same parser
+ * and checks as a configured value. Tables are walked in their own order, not the document's, so a
  * section may rely on the ones listed before it (node groups on the catalog,
  * autoprovisioning on the node groups). Every problem is collected; loading fails at
  * the end when there was any.
