@@ -20,6 +20,7 @@
 #include "k8s_name.h"
 #include "provider.h"
 #include "service.h"
+#include "svc_harness.h"
 
 #define AP(name) Frugal__V1__##name
 #define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
@@ -56,70 +57,22 @@ static const char config_disabled[] = "node_groups:\n"
                                       "    machine_type: n1-standard-2\n"
                                       "    max_size: 5\n";
 
-typedef struct fx {
-    frugal_config_t *cfg;
-    provider_t *provider;
-    cluster_t *cluster;
-    service_ctx_t ctx;
-} fx_t;
-
-static int fx_open(void **state, const char *text) {
-    fx_t *f = calloc(1, sizeof(*f));
-    char *errors = NULL;
-    if (config_load_string("test.yaml", text, strlen(text), &f->cfg, &errors) != 0)
-        fail_msg("config: %s", errors != NULL ? errors : "?");
-    assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
-    f->ctx.cfg = f->cfg;
-    f->ctx.cluster = f->cluster;
-    *state = f;
-    return 0;
-}
+typedef svc_fx_t fx_t;
 
 static int fx_setup(void **state) {
-    return fx_open(state, config_enabled);
+    *state = svc_fx_open(config_enabled);
+    return 0;
 }
 
 static int fx_setup_disabled(void **state) {
-    return fx_open(state, config_disabled);
-}
-
-static int fx_teardown(void **state) {
-    fx_t *f = *state;
-    cluster_close(f->cluster);
-    provider_destroy(f->provider);
-    config_free(f->cfg);
-    free(f);
+    *state = svc_fx_open(config_disabled);
     return 0;
 }
 
-/* Call the handler of method with req; on OK unpack the answer as resp_desc (when resp
- * is not NULL). Returns the handler's code; err gets its message. */
 static int call(fx_t *f, const char *method, const ProtobufCMessage *req,
                 const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                 frugal_err_t *err) {
-    const service_method_t *m = NULL;
-    char path[160];
-    snprintf(path, sizeof(path), "/%s/%s", service_autoprovisioning.name, method);
-    for (size_t i = 0; i < service_autoprovisioning.methods_count; i++)
-        if (strcmp(service_autoprovisioning.methods[i].path, path) == 0)
-            m = &service_autoprovisioning.methods[i];
-    assert_non_null(m);
-    grpc_byte_buffer *in = codec_pack(req);
-    grpc_byte_buffer *out = NULL;
-    frugal_err_clear(err);
-    int rc = m->handler(&f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, err);
-    grpc_byte_buffer_destroy(in);
-    if (rc == 0) {
-        assert_non_null(out);
-        if (resp != NULL)
-            assert_int_equal(codec_unpack(resp_desc, out, resp, NULL), 0);
-        grpc_byte_buffer_destroy(out);
-    } else {
-        assert_null(out);
-        assert_true(err->msg[0] != '\0');
-    }
-    return rc;
+    return svc_call(f, &service_autoprovisioning, method, req, resp_desc, resp, err);
 }
 
 /* The gRPC status of a call answered with no response kept. */
@@ -677,20 +630,8 @@ static void test_propose(void **state) {
 
 static void test_garbage_is_invalid_argument(void **state) {
     fx_t *f = *state;
-    static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff};
     size_t before = groups_count(f);
-    for (size_t i = 0; i < service_autoprovisioning.methods_count; i++) {
-        grpc_byte_buffer *in = codec_from_bytes(garbage, sizeof(garbage));
-        grpc_byte_buffer *out = NULL;
-        frugal_err_t err;
-        frugal_err_clear(&err);
-        int rc = service_autoprovisioning.methods[i].handler(
-            &f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, &err);
-        grpc_byte_buffer_destroy(in);
-        assert_int_equal(frugal_err_status(rc), GRPC_STATUS_INVALID_ARGUMENT);
-        assert_null(out);
-        assert_true(err.msg[0] != '\0');
-    }
+    svc_expect_garbage_refused(f, &service_autoprovisioning);
     assert_int_equal(groups_count(f), before);
 }
 
@@ -724,15 +665,16 @@ static void test_disabled(void **state) {
 int main(void) {
     grpc_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_machine_types, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_resource_limiter, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_new_node_group, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_new_node_group_refusals, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_create_and_delete, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_node_group_info, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_propose, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_disabled, fx_setup_disabled, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_machine_types, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_resource_limiter, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_new_node_group, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_new_node_group_refusals, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_create_and_delete, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_node_group_info, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_propose, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup,
+                                        svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_disabled, fx_setup_disabled, svc_fx_teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     grpc_shutdown();
