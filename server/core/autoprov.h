@@ -66,16 +66,4 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
 int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t max_size);
 
-/* Whether a resource name, label key or taint key is a Kubernetes qualified name:
- * an optional DNS-subdomain prefix and '/', then 1-63 of [A-Za-z0-9-_.] starting and
- * ending alphanumeric. */
-bool autoprov_valid_key(const char *key);
-
-/* Whether a label (or taint) value is valid: empty, or up to 63 of [A-Za-z0-9-_.]
- * starting and ending alphanumeric. */
-bool autoprov_valid_value(const char *value);
-
-/* Whether effect is NoSchedule, PreferNoSchedule or NoExecute. */
-bool autoprov_valid_effect(const char *effect);
-
 #endif
