@@ -24,13 +24,7 @@
 #include "health.pb-c.h"
 #include "k8s.h"
 #include "pod_spec.h"
-
-/* Short names for the generated CloudProvider types. */
-#define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
-#define EG_INIT(NAME) CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__##NAME##__INIT
-#define EG_DESC(name) (&clusterautoscaler__cloudprovider__v1__externalgrpc__##name##__descriptor)
-#define EG_PATH(method) "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/" method
-#define HEALTH_PATH "/grpc.health.v1.Health/Check"
+#include "wire_names.h"
 
 typedef EG(ExternalGrpcNode__LabelsEntry) ctl_label_entry_t;
 typedef EG(NodeGroupAutoscalingOptions) ctl_options_t;
@@ -325,7 +319,7 @@ static int ctl_verb_health(rpc_client_t *client, ctl_format_t format, int argc, 
     req.service = argc == 2 ? argv[1] : "";
     Grpc__Health__V1__HealthCheckResponse *resp = NULL;
     int rc =
-        ctl_call(client, HEALTH_PATH, &req.base,
+        ctl_call(client, WIRE_HEALTH_CHECK, &req.base,
                  &grpc__health__v1__health_check_response__descriptor, (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -374,7 +368,7 @@ static int ctl_verb_node_groups(rpc_client_t *client, ctl_format_t format, int a
     }
     EG(NodeGroupsRequest) req = EG_INIT(NODE_GROUPS_REQUEST);
     EG(NodeGroupsResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroups"), &req.base, EG_DESC(node_groups_response),
+    int rc = ctl_call(client, WIRE_CP_NODE_GROUPS, &req.base, EG_DESC(node_groups_response),
                       (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -435,7 +429,7 @@ static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t forma
     EG(NodeGroupForNodeRequest) req = EG_INIT(NODE_GROUP_FOR_NODE_REQUEST);
     req.node = &a.node;
     EG(NodeGroupForNodeResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupForNode"), &req.base,
+    rc = ctl_call(client, WIRE_CP_NODE_GROUP_FOR_NODE, &req.base,
                   EG_DESC(node_group_for_node_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         goto done;
@@ -464,7 +458,7 @@ static int ctl_verb_target_size(rpc_client_t *client, ctl_format_t format, int a
     EG(NodeGroupTargetSizeRequest) req = EG_INIT(NODE_GROUP_TARGET_SIZE_REQUEST);
     req.id = argv[1];
     EG(NodeGroupTargetSizeResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupTargetSize"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_TARGET_SIZE, &req.base,
                       EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -497,7 +491,7 @@ static int ctl_verb_increase(rpc_client_t *client, ctl_format_t format, int argc
         return ctl__usage_verb(argv[0]);
     }
     req.id = argv[1];
-    return ctl__call_empty(client, EG_PATH("NodeGroupIncreaseSize"), &req.base,
+    return ctl__call_empty(client, WIRE_CP_INCREASE_SIZE, &req.base,
                            EG_DESC(node_group_increase_size_response));
 }
 
@@ -507,7 +501,7 @@ static int ctl_verb_decrease(rpc_client_t *client, ctl_format_t format, int argc
         return ctl__usage_verb(argv[0]);
     }
     req.id = argv[1];
-    return ctl__call_empty(client, EG_PATH("NodeGroupDecreaseTargetSize"), &req.base,
+    return ctl__call_empty(client, WIRE_CP_DECREASE_TARGET_SIZE, &req.base,
                            EG_DESC(node_group_decrease_target_size_response));
 }
 
@@ -535,7 +529,7 @@ static int ctl_verb_delete_nodes(rpc_client_t *client, ctl_format_t format, int 
     req.id = argv[1];
     req.n_nodes = n;
     req.nodes = ptrs;
-    int rc = ctl__call_empty(client, EG_PATH("NodeGroupDeleteNodes"), &req.base,
+    int rc = ctl__call_empty(client, WIRE_CP_DELETE_NODES, &req.base,
                              EG_DESC(node_group_delete_nodes_response));
     free(ptrs);
     free(nodes);
@@ -562,8 +556,8 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
     EG(NodeGroupNodesRequest) req = EG_INIT(NODE_GROUP_NODES_REQUEST);
     req.id = argv[1];
     EG(NodeGroupNodesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupNodes"), &req.base,
-                      EG_DESC(node_group_nodes_response), (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, WIRE_CP_NODES, &req.base, EG_DESC(node_group_nodes_response),
+                      (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -707,7 +701,7 @@ static int ctl_verb_template(rpc_client_t *client, ctl_format_t format, int argc
     EG(NodeGroupTemplateNodeInfoRequest) req = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_REQUEST);
     req.id = argv[1];
     EG(NodeGroupTemplateNodeInfoResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupTemplateNodeInfo"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_TEMPLATE_NODE_INFO, &req.base,
                       EG_DESC(node_group_template_node_info_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -842,7 +836,7 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
     req.id = (char *)id;
     req.defaults = d.none ? NULL : &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupGetOptions"), &req.base,
+    rc = ctl_call(client, WIRE_CP_GET_OPTIONS, &req.base,
                   EG_DESC(node_group_autoscaling_options_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -960,7 +954,7 @@ static int ctl_verb_node_price(rpc_client_t *client, ctl_format_t format, int ar
         req.endtimestamp = &p.c_end;
     }
     EG(PricingNodePriceResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("PricingNodePrice"), &req.base,
+    rc = ctl_call(client, WIRE_CP_PRICING_NODE_PRICE, &req.base,
                   EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp);
     if (rc == 0) {
         ctl__print_price(format, resp->price);
@@ -1039,7 +1033,7 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
         }
     }
     EG(PricingPodPriceResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("PricingPodPrice"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_PRICING_POD_PRICE, &req.base,
                       EG_DESC(pricing_pod_price_response), (ProtobufCMessage **)&resp);
     free(pod_buf);
     if (rc == 0) {
@@ -1055,7 +1049,7 @@ static int ctl_verb_gpu_label(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GPULabelRequest) req = EG_INIT(GPULABEL_REQUEST);
     EG(GPULabelResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GPULabel"), &req.base, EG_DESC(gpulabel_response),
+    int rc = ctl_call(client, WIRE_CP_GPU_LABEL, &req.base, EG_DESC(gpulabel_response),
                       (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -1075,7 +1069,7 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GetAvailableGPUTypesRequest) req = EG_INIT(GET_AVAILABLE_GPUTYPES_REQUEST);
     EG(GetAvailableGPUTypesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GetAvailableGPUTypes"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_GET_AVAILABLE_GPU_TYPES, &req.base,
                       EG_DESC(get_available_gputypes_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -1109,7 +1103,7 @@ static int ctl_verb_refresh(rpc_client_t *client, ctl_format_t format, int argc,
         return ctl__usage_verb(argv[0]);
     }
     EG(RefreshRequest) req = EG_INIT(REFRESH_REQUEST);
-    return ctl__call_empty(client, EG_PATH("Refresh"), &req.base, EG_DESC(refresh_response));
+    return ctl__call_empty(client, WIRE_CP_REFRESH, &req.base, EG_DESC(refresh_response));
 }
 
 static int ctl_verb_cleanup(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
@@ -1117,7 +1111,7 @@ static int ctl_verb_cleanup(rpc_client_t *client, ctl_format_t format, int argc,
         return ctl__usage_verb(argv[0]);
     }
     EG(CleanupRequest) req = EG_INIT(CLEANUP_REQUEST);
-    return ctl__call_empty(client, EG_PATH("Cleanup"), &req.base, EG_DESC(cleanup_response));
+    return ctl__call_empty(client, WIRE_CP_CLEANUP, &req.base, EG_DESC(cleanup_response));
 }
 
 /* Read all of a file ("-" = stdin) into a malloc'ed buffer; 0, or -1 after saying why. */

@@ -13,13 +13,9 @@
 #include "frugal.pb-c.h"
 #include "k8s.h"
 #include "pod_spec.h"
+#include "wire_names.h"
 #include "quantity.h"
 #include "yaml_tree.h"
-
-#define AP(name) Frugal__V1__##name
-#define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
-#define AP_DESC(name) (&frugal__v1__##name##__descriptor)
-#define AP_PATH(method) "/frugal.v1.Autoprovisioning/" method
 
 /* ------------------------------------------------------------------------------------
  * Output helpers
@@ -99,7 +95,7 @@ static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int a
         return ctl_ap__usage(argv[0], "");
     AP(GetAvailableMachineTypesRequest) req = AP_INIT(GET_AVAILABLE_MACHINE_TYPES_REQUEST);
     AP(GetAvailableMachineTypesResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("GetAvailableMachineTypes"), &req.base,
+    if (ctl_call(client, WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, &req.base,
                  AP_DESC(get_available_machine_types_response), (ProtobufCMessage **)&resp) != 0)
         return 1;
     char cpu[32], mem[32], gpu[32], price[32];
@@ -137,7 +133,7 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
         return ctl_ap__usage(argv[0], "");
     AP(GetResourceLimiterRequest) req = AP_INIT(GET_RESOURCE_LIMITER_REQUEST);
     AP(GetResourceLimiterResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("GetResourceLimiter"), &req.base,
+    if (ctl_call(client, WIRE_AP_GET_RESOURCE_LIMITER, &req.base,
                  AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&resp) != 0)
         return 1;
     char min[32], max[32];
@@ -333,7 +329,7 @@ static int ctl_ap_new_node_group(rpc_client_t *client, ctl_format_t format, int 
     req.n_taints = ntaints;
     req.taints = taint_ptrs;
     AP(NewNodeGroupResponse) *resp = NULL;
-    rc = ctl_call(client, AP_PATH("NewNodeGroup"), &req.base, AP_DESC(new_node_group_response),
+    rc = ctl_call(client, WIRE_AP_NEW_NODE_GROUP, &req.base, AP_DESC(new_node_group_response),
                   (ProtobufCMessage **)&resp);
     if (rc == 0) {
         ctl_ap__print_group(format, resp->group);
@@ -357,7 +353,7 @@ static int ctl_ap_create(rpc_client_t *client, ctl_format_t format, int argc, ch
     AP(NodeGroupCreateRequest) req = AP_INIT(NODE_GROUP_CREATE_REQUEST);
     req.id = argv[1];
     AP(NodeGroupCreateResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupCreate"), &req.base, AP_DESC(node_group_create_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_CREATE, &req.base, AP_DESC(node_group_create_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     ctl_ap__print_group(format, resp->group);
@@ -371,7 +367,7 @@ static int ctl_ap_delete(rpc_client_t *client, ctl_format_t format, int argc, ch
     AP(NodeGroupDeleteRequest) req = AP_INIT(NODE_GROUP_DELETE_REQUEST);
     req.id = argv[1];
     AP(NodeGroupDeleteResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupDelete"), &req.base, AP_DESC(node_group_delete_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_DELETE, &req.base, AP_DESC(node_group_delete_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -388,7 +384,7 @@ static int ctl_ap_group_info(rpc_client_t *client, ctl_format_t format, int argc
     AP(NodeGroupInfoRequest) req = AP_INIT(NODE_GROUP_INFO_REQUEST);
     req.id = argv[1];
     AP(NodeGroupInfoResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupInfo"), &req.base, AP_DESC(node_group_info_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_INFO, &req.base, AP_DESC(node_group_info_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     ctl_ap__print_group(format, resp->group);
@@ -586,7 +582,7 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
     req.n_pods = f.count;
     req.pods = f.pods;
     AP(ProposeNodeGroupsResponse) *resp = NULL;
-    rc = ctl_call(client, AP_PATH("ProposeNodeGroups"), &req.base,
+    rc = ctl_call(client, WIRE_AP_PROPOSE_NODE_GROUPS, &req.base,
                   AP_DESC(propose_node_groups_response), (ProtobufCMessage **)&resp);
     if (rc != 0)
         goto out;

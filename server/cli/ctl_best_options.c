@@ -40,9 +40,8 @@
 #include "quantity.h"
 #include "ranking.h"
 #include "template.h"
+#include "wire_names.h"
 #include "yaml_tree.h"
-
-#define BO_METHOD "/grpcplugin.Expander/BestOptions"
 
 typedef Grpcplugin__BestOptionsRequest bo_request_t;
 typedef Grpcplugin__BestOptionsResponse bo_response_t;
@@ -529,8 +528,8 @@ static int bo_row_cmp(const void *a, const void *b) {
 }
 
 static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp) {
-    return ctl_call(client, BO_METHOD, &req->base, &grpcplugin__best_options_response__descriptor,
-                    (ProtobufCMessage **)resp);
+    return ctl_call(client, WIRE_EXPANDER_BEST_OPTIONS, &req->base,
+                    &grpcplugin__best_options_response__descriptor, (ProtobufCMessage **)resp);
 }
 
 static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
