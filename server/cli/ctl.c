@@ -137,68 +137,6 @@ static void ctl__format_duration(int64_t ns, char *buf, size_t size) {
     }
 }
 
-/* Whether s can be written as a plain YAML scalar that reads back as the same string. */
-static bool ctl__yaml_plain(const char *s) {
-    static const char *const reserved[] = {"true", "false", "yes", "no", "on",
-                                           "off",  "null",  "y",   "n"};
-    if (!isalpha((unsigned char)s[0])) {
-        return false;
-    }
-    for (const char *p = s; *p != '\0'; p++) {
-        if (!isalnum((unsigned char)*p) && strchr("._/-", *p) == NULL) {
-            return false;
-        }
-    }
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-        if (strcasecmp(s, reserved[i]) == 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Write s as a YAML scalar, double-quoted unless plain is safe. */
-static void ctl__yaml_str(const char *s) {
-    s = ctl__str(s);
-    if (ctl__yaml_plain(s)) {
-        fputs(s, stdout);
-        return;
-    }
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", stdout);
-            break;
-        case '\\':
-            fputs("\\\\", stdout);
-            break;
-        case '\n':
-            fputs("\\n", stdout);
-            break;
-        case '\t':
-            fputs("\\t", stdout);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                printf("\\x%02x", *p);
-            } else {
-                putchar(*p);
-            }
-        }
-    }
-    putchar('"');
-}
-
-/* "<indent>key: value\n" with value quoted as needed. */
-static void ctl__yaml_kv(int indent, const char *key, const char *value) {
-    printf("%*s", indent, "");
-    ctl__yaml_str(key);
-    fputs(": ", stdout);
-    ctl__yaml_str(value);
-    putchar('\n');
-}
-
 /* Print the usage of a verb; returns 2, the exit status of a usage error. */
 static int ctl__usage_verb(const char *verb) {
     const ctl_verb_t *v = ctl__find_verb(verb);
@@ -326,7 +264,7 @@ static int ctl_verb_health(rpc_client_t *client, ctl_format_t format, int argc, 
     }
     const char *name = ctl__serving_name(resp->status);
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "status", name);
+        cli_yaml_kv(0, "status", name);
     } else {
         printf("%s\n", name);
     }
@@ -344,10 +282,9 @@ static void ctl__print_groups(ctl_format_t format, EG(NodeGroup) *const *groups,
             puts("[]");
         }
         for (size_t i = 0; i < n; i++) {
-            printf("- id: ");
-            ctl__yaml_str(groups[i]->id);
-            printf("\n  minSize: %d\n  maxSize: %d\n", groups[i]->minsize, groups[i]->maxsize);
-            ctl__yaml_kv(2, "debug", groups[i]->debug);
+            cli_yaml_item_kv(0, "id", groups[i]->id);
+            printf("  minSize: %d\n  maxSize: %d\n", groups[i]->minsize, groups[i]->maxsize);
+            cli_yaml_kv(2, "debug", groups[i]->debug);
         }
         return;
     }
@@ -437,9 +374,9 @@ static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t forma
     EG(NodeGroup) none = EG_INIT(NODE_GROUP);
     EG(NodeGroup) *g = resp->nodegroup != NULL ? resp->nodegroup : &none;
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "id", g->id);
+        cli_yaml_kv(0, "id", g->id);
         printf("minSize: %d\nmaxSize: %d\n", g->minsize, g->maxsize);
-        ctl__yaml_kv(0, "debug", g->debug);
+        cli_yaml_kv(0, "debug", g->debug);
     } else if (g->id[0] == '\0') {
         printf("(no node group)\n");
     } else {
@@ -574,13 +511,12 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
             ctl__instance_state_name(in->status != NULL ? (int)in->status->instancestate : 0);
         EG(InstanceErrorInfo) *ei = in->status != NULL ? in->status->errorinfo : NULL;
         if (format == CTL_FORMAT_YAML) {
-            printf("- id: ");
-            ctl__yaml_str(in->id);
-            printf("\n  state: %s\n", state);
+            cli_yaml_item_kv(0, "id", in->id);
+            printf("  state: %s\n", state);
             if (ei != NULL) {
                 printf("  error:\n");
-                ctl__yaml_kv(4, "code", ei->errorcode);
-                ctl__yaml_kv(4, "message", ei->errormessage);
+                cli_yaml_kv(4, "code", ei->errorcode);
+                cli_yaml_kv(4, "message", ei->errormessage);
                 printf("    class: %d\n", ei->instanceerrorclass);
             }
         } else {
@@ -607,40 +543,36 @@ static void ctl__print_node_yaml(const k8s_node_t *node, size_t info_len, size_t
     const k8s_object_meta_t *meta = node->metadata;
     const k8s_node_spec_t *spec = node->spec;
     const k8s_node_status_t *st = node->status;
-    ctl__yaml_kv(0, "name", meta != NULL ? meta->name : "");
+    cli_yaml_kv(0, "name", meta != NULL ? meta->name : "");
     printf("wire:\n  nodeInfo: %zu\n  nodeBytes: %zu\n", info_len, bytes_len);
     if (spec != NULL && spec->providerid != NULL) {
-        ctl__yaml_kv(0, "providerID", spec->providerid);
+        cli_yaml_kv(0, "providerID", spec->providerid);
     }
     printf("labels:%s\n", meta == NULL || meta->n_labels == 0 ? " {}" : "");
     for (size_t i = 0; meta != NULL && i < meta->n_labels; i++) {
-        ctl__yaml_kv(2, meta->labels[i]->key, meta->labels[i]->value);
+        cli_yaml_pair(2, meta->labels[i]->key, meta->labels[i]->value);
     }
     printf("taints:%s\n", spec == NULL || spec->n_taints == 0 ? " []" : "");
     for (size_t i = 0; spec != NULL && i < spec->n_taints; i++) {
-        printf("  - key: ");
-        ctl__yaml_str(spec->taints[i]->key);
-        printf("\n");
-        ctl__yaml_kv(4, "value", spec->taints[i]->value);
-        ctl__yaml_kv(4, "effect", spec->taints[i]->effect);
+        cli_yaml_item_kv(2, "key", spec->taints[i]->key);
+        cli_yaml_kv(4, "value", spec->taints[i]->value);
+        cli_yaml_kv(4, "effect", spec->taints[i]->effect);
     }
     printf("capacity:%s\n", st == NULL || st->n_capacity == 0 ? " {}" : "");
     for (size_t i = 0; st != NULL && i < st->n_capacity; i++) {
-        ctl__yaml_kv(2, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value));
+        cli_yaml_pair(2, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value));
     }
     printf("allocatable:%s\n", st == NULL || st->n_allocatable == 0 ? " {}" : "");
     for (size_t i = 0; st != NULL && i < st->n_allocatable; i++) {
-        ctl__yaml_kv(2, st->allocatable[i]->key, ctl__quantity(st->allocatable[i]->value));
+        cli_yaml_pair(2, st->allocatable[i]->key, ctl__quantity(st->allocatable[i]->value));
     }
     printf("conditions:%s\n", st == NULL || st->n_conditions == 0 ? " []" : "");
     for (size_t i = 0; st != NULL && i < st->n_conditions; i++) {
         const k8s_node_condition_t *c = st->conditions[i];
-        printf("  - type: ");
-        ctl__yaml_str(c->type);
-        printf("\n");
-        ctl__yaml_kv(4, "status", c->status);
-        ctl__yaml_kv(4, "reason", c->reason);
-        ctl__yaml_kv(4, "message", c->message);
+        cli_yaml_item_kv(2, "type", c->type);
+        cli_yaml_kv(4, "status", c->status);
+        cli_yaml_kv(4, "reason", c->reason);
+        cli_yaml_kv(4, "message", c->message);
     }
 }
 
@@ -876,7 +808,7 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
             if (i < 4) {
                 fputs(rows[i][1], stdout);
             } else {
-                ctl__yaml_str(rows[i][1]);
+                cli_yaml_str(rows[i][1]);
             }
             putchar('\n');
         } else {
@@ -1055,7 +987,7 @@ static int ctl_verb_gpu_label(rpc_client_t *client, ctl_format_t format, int arg
         return rc;
     }
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "label", resp->label);
+        cli_yaml_kv(0, "label", resp->label);
     } else {
         printf("%s\n", resp->label);
     }
@@ -1084,9 +1016,9 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
         const char *url =
             resp->gputypes[i]->value != NULL ? resp->gputypes[i]->value->type_url : "";
         if (format == CTL_FORMAT_YAML) {
-            ctl__yaml_str(resp->gputypes[i]->key);
-            printf(":\n");
-            ctl__yaml_kv(2, "typeUrl", url);
+            cli_yaml_str(resp->gputypes[i]->key);
+            fputs(":\n", stdout);
+            cli_yaml_kv(2, "typeUrl", url);
         } else {
             cli_table_row(&t, resp->gputypes[i]->key, url);
         }
@@ -1162,7 +1094,7 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
     }
     if (format == CTL_FORMAT_YAML) {
         printf("status: %s\n", rpc_status_name(status));
-        ctl__yaml_kv(0, "message", details);
+        cli_yaml_kv(0, "message", details);
         printf("responseBytes: %zu\n", reply_len);
     } else {
         printf("%s\n", rpc_status_name(status));

@@ -76,13 +76,9 @@ static void ctl_ap__yaml_taints(int indent, size_t n, AP(Taint) *const *taints) 
     }
     printf("%*staints:\n", indent, "");
     for (size_t i = 0; i < n; i++) {
-        printf("%*s- key: ", indent, "");
-        cli_yaml_str(taints[i]->key);
-        printf("\n%*s  value: ", indent, "");
-        cli_yaml_str(taints[i]->value);
-        printf("\n%*s  effect: ", indent, "");
-        cli_yaml_str(taints[i]->effect);
-        putchar('\n');
+        cli_yaml_item_kv(indent, "key", taints[i]->key);
+        cli_yaml_kv(indent + 2, "value", taints[i]->value);
+        cli_yaml_kv(indent + 2, "effect", taints[i]->effect);
     }
 }
 
@@ -103,9 +99,8 @@ static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int a
         printf("machine_types:%s\n", resp->n_machine_types == 0 ? " []" : "");
         for (size_t i = 0; i < resp->n_machine_types; i++) {
             const AP(MachineType) *t = resp->machine_types[i];
-            printf("- name: ");
-            cli_yaml_str(t->name);
-            printf("\n  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
+            cli_yaml_item_kv(0, "name", t->name);
+            printf("  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
                    t->cpu_milli, t->memory_bytes, (int)t->gpu);
             if (t->gpu_type[0] != '\0')
                 cli_yaml_kv(2, "gpu_type", t->gpu_type);
@@ -141,9 +136,8 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
         printf("limits:\n");
         for (size_t i = 0; i < resp->n_limits; i++) {
             const AP(ResourceLimit) *l = resp->limits[i];
-            printf("- resource: ");
-            cli_yaml_str(l->resource);
-            printf("\n  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
+            cli_yaml_item_kv(0, "resource", l->resource);
+            printf("  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
         }
     } else {
         cli_table_t t = {3, 0, 0, NULL};
@@ -189,13 +183,8 @@ static void ctl_ap__print_group(ctl_format_t format, const AP(GroupInfo) * g) {
         cli_yaml_kv(0, "machine_type", g->machine_type);
         cli_yaml_kv(0, "zone", g->zone);
         printf("labels:%s\n", g->n_labels == 0 ? " {}" : "");
-        for (size_t i = 0; i < g->n_labels; i++) {
-            printf("  ");
-            cli_yaml_str(keys[i]);
-            printf(": ");
-            cli_yaml_str(values[i]);
-            putchar('\n');
-        }
+        for (size_t i = 0; i < g->n_labels; i++)
+            cli_yaml_pair(2, keys[i], values[i]);
         ctl_ap__yaml_taints(0, g->n_taints, g->taints);
         printf("min_size: %d\nmax_size: %d\ntarget_size: %d\n", (int)g->min_size, (int)g->max_size,
                (int)g->target_size);
@@ -590,19 +579,12 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
         printf("proposals:%s\n", resp->n_proposals == 0 ? " []" : "");
         for (size_t i = 0; i < resp->n_proposals; i++) {
             const AP(Proposal) *p = resp->proposals[i];
-            printf("- group_id: ");
-            cli_yaml_str(p->group_id);
-            putchar('\n');
+            cli_yaml_item_kv(0, "group_id", p->group_id);
             cli_yaml_kv(2, "machine_type", p->machine_type);
             cli_yaml_kv(2, "zone", p->zone);
             printf("  labels:%s\n", p->n_labels == 0 ? " {}" : "");
-            for (size_t j = 0; j < p->n_labels; j++) {
-                printf("    ");
-                cli_yaml_str(p->labels[j]->key);
-                printf(": ");
-                cli_yaml_str(p->labels[j]->value);
-                putchar('\n');
-            }
+            for (size_t j = 0; j < p->n_labels; j++)
+                cli_yaml_pair(4, p->labels[j]->key, p->labels[j]->value);
             ctl_ap__yaml_taints(2, p->n_taints, p->taints);
             printf("  node_count: %d\n  score: %.9g\n  exists: %s\n", (int)p->node_count, p->score,
                    p->exists ? "true" : "false");

@@ -537,9 +537,8 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
         printf("options:\n");
         for (size_t i = 0; i < n; i++) {
             const bo_row_t *r = &rows[i];
-            printf("  - group: ");
-            cli_yaml_str(r->option->nodegroupid);
-            printf("\n    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
+            cli_yaml_item_kv(2, "group", r->option->nodegroupid);
+            printf("    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
                    r->winner ? "true" : "false", r->scored ? "true" : "false");
             if (r->scored) {
                 const ranking_figures_t *f = &r->figures;
@@ -551,54 +550,30 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
         }
         return;
     }
-    static const char *const head[] = {"RANK",       "GROUP", "NODES",     "NODE_PRICE",
-                                       "PODS_PRICE", "RATIO", "UNFITNESS", "SUPPRESSED",
-                                       "SCORE",      "WINNER"};
-    enum { COLS = 10 };
-    char(*cells)[COLS][64] = calloc(n + 1, sizeof(*cells));
-    if (!cells) {
-        fprintf(stderr, "frugal ctl: out of memory\n");
-        return;
-    }
-    size_t width[COLS] = {0};
-    for (size_t c = 0; c < COLS; c++)
-        snprintf(cells[0][c], sizeof(cells[0][c]), "%s", head[c]);
+    cli_table_t t = {.ncols = 10};
+    cli_table_row(&t, "RANK", "GROUP", "NODES", "NODE_PRICE", "PODS_PRICE", "RATIO", "UNFITNESS",
+                  "SUPPRESSED", "SCORE", "WINNER");
     for (size_t i = 0; i < n; i++) {
         const bo_row_t *r = &rows[i];
-        char(*row)[64] = cells[i + 1];
         const ranking_figures_t *f = &r->figures;
-        if (r->scored)
-            snprintf(row[0], 64, "%zu", i + 1);
-        else
-            snprintf(row[0], 64, "-");
-        snprintf(row[1], 64, "%s", r->option->nodegroupid);
-        snprintf(row[2], 64, "%d", r->option->nodecount);
+        char cell[9][64];
+        for (size_t c = 0; c < 9; c++)
+            snprintf(cell[c], sizeof(cell[c]), "-");
         if (r->scored) {
-            snprintf(row[3], 64, "%f", f->node_price);
-            snprintf(row[4], 64, "%f", f->pods_price);
-            snprintf(row[5], 64, "%f", f->ratio);
-            snprintf(row[6], 64, "%f", f->unfitness);
-            snprintf(row[7], 64, "%f", f->suppressed);
-            snprintf(row[8], 64, "%f", f->score);
-        } else {
-            for (size_t c = 3; c < 9; c++)
-                snprintf(row[c], 64, "-");
+            snprintf(cell[0], sizeof(cell[0]), "%zu", i + 1);
+            const double figure[6] = {f->node_price, f->pods_price, f->ratio,
+                                      f->unfitness,  f->suppressed, f->score};
+            for (size_t c = 0; c < 6; c++)
+                snprintf(cell[3 + c], sizeof(cell[3 + c]), "%f", figure[c]);
         }
-        snprintf(row[9], 64, "%s", r->winner ? "*" : r->scored ? "" : "not scored");
+        snprintf(cell[2], sizeof(cell[2]), "%d", r->option->nodecount);
+        cli_table_row(&t, cell[0], r->option->nodegroupid, cell[2], cell[3], cell[4], cell[5],
+                      cell[6], cell[7], cell[8],
+                      r->winner   ? "*"
+                      : r->scored ? ""
+                                  : "not scored");
     }
-    for (size_t i = 0; i <= n; i++)
-        for (size_t c = 0; c < COLS; c++)
-            if (strlen(cells[i][c]) > width[c])
-                width[c] = strlen(cells[i][c]);
-    for (size_t i = 0; i <= n; i++) {
-        for (size_t c = 0; c < COLS; c++) {
-            if (c == COLS - 1)
-                printf("%s\n", cells[i][c]);
-            else
-                printf("%-*s  ", (int)width[c], cells[i][c]);
-        }
-    }
-    free(cells);
+    cli_table_flush(&t, 0);
 }
 
 static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
