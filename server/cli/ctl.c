@@ -4,7 +4,6 @@
  * usage error. */
 #include "ctl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -13,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <grpc/support/log.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "externalgrpc.pb-c.h"
 #include "health.pb-c.h"
 #include "k8s.h"
@@ -30,8 +29,6 @@ typedef EG(ExternalGrpcNode__LabelsEntry) ctl_label_entry_t;
 typedef EG(NodeGroupAutoscalingOptions) ctl_options_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration ctl_legacy_duration_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Time ctl_legacy_time_t;
-
-#define CTL_NS_PER_SEC 1000000000LL
 
 static const ctl_verb_t *ctl__find_verb(const char *name);
 
@@ -64,77 +61,9 @@ static bool ctl__parse_double(const char *s, double *out) {
     return true;
 }
 
-/* A Go-style duration ("15m", "1h30m", "90s", "250ms", "0") in nanoseconds. */
+/* A duration option (duration.h's grammar) in nanoseconds. */
 static bool ctl__parse_duration(const char *s, int64_t *out) {
-    static const struct {
-        const char *unit;
-        double ns;
-    } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
-    if (strcmp(s, "0") == 0) {
-        *out = 0;
-        return true;
-    }
-    double total = 0;
-    const char *p = s;
-    if (*p == '\0') {
-        return false;
-    }
-    while (*p != '\0') {
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || v < 0 || !isfinite(v)) {
-            return false;
-        }
-        p = end;
-        size_t best = 0;
-        double scale = 0;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-            size_t n = strlen(units[i].unit);
-            if (strncmp(p, units[i].unit, n) == 0 && n > best) {
-                best = n;
-                scale = units[i].ns;
-            }
-        }
-        if (best == 0) {
-            return false;
-        }
-        p += best;
-        total += v * scale;
-    }
-    if (total > 9.2e18) {
-        return false;
-    }
-    *out = (int64_t)llround(total);
-    return true;
-}
-
-/* Go's rendering of a duration: "1h0m0s", "15m0s", "1.5s", "0s". */
-static void ctl__format_duration(int64_t ns, char *buf, size_t size) {
-    const char *sign = "";
-    if (ns < 0) {
-        sign = "-";
-        ns = -ns;
-    }
-    int64_t secs = ns / CTL_NS_PER_SEC, frac = ns % CTL_NS_PER_SEC;
-    int64_t h = secs / 3600, m = (secs % 3600) / 60, s = secs % 60;
-    char sec[48];
-    if (frac == 0) {
-        snprintf(sec, sizeof(sec), "%llds", (long long)s);
-    } else {
-        snprintf(sec, sizeof(sec), "%lld.%09lld", (long long)s, (long long)frac);
-        size_t n = strlen(sec);
-        while (sec[n - 1] == '0') {
-            sec[--n] = '\0';
-        }
-        strcat(sec, "s");
-    }
-    if (h > 0) {
-        snprintf(buf, size, "%s%lldh%lldm%s", sign, (long long)h, (long long)m, sec);
-    } else if (m > 0) {
-        snprintf(buf, size, "%s%lldm%s", sign, (long long)m, sec);
-    } else {
-        snprintf(buf, size, "%s%s", sign, sec);
-    }
+    return duration_parse(s, out, NULL) == 0;
 }
 
 /* Print the usage of a verb; returns 2, the exit status of a usage error. */
@@ -668,9 +597,9 @@ typedef struct ctl_defaults {
 static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const char **id) {
     *d = (ctl_defaults_t){.util = 0.5,
                           .gpu_util = 0.5,
-                          .unneeded_ns = 600 * CTL_NS_PER_SEC,
-                          .unready_ns = 1200 * CTL_NS_PER_SEC,
-                          .provision_ns = 900 * CTL_NS_PER_SEC};
+                          .unneeded_ns = 600 * DURATION_NS_PER_SEC,
+                          .unready_ns = 1200 * DURATION_NS_PER_SEC,
+                          .provision_ns = 900 * DURATION_NS_PER_SEC};
     *id = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
@@ -717,15 +646,15 @@ static void ctl__set_durations(ctl_legacy_duration_t *legacy, Google__Protobuf__
     legacy->has_duration = true;
     legacy->duration = ns;
     *current = c;
-    current->seconds = ns / CTL_NS_PER_SEC;
-    current->nanos = (int32_t)(ns % CTL_NS_PER_SEC);
+    current->seconds = ns / DURATION_NS_PER_SEC;
+    current->nanos = (int32_t)(ns % DURATION_NS_PER_SEC);
 }
 
 static void ctl__legacy_text(const ctl_legacy_duration_t *d, char *buf, size_t size) {
     if (d == NULL || !d->has_duration) {
         snprintf(buf, size, "unset");
     } else {
-        ctl__format_duration(d->duration, buf, size);
+        duration_format(d->duration, buf, size);
     }
 }
 
@@ -733,7 +662,7 @@ static void ctl__current_text(const Google__Protobuf__Duration *d, char *buf, si
     if (d == NULL) {
         snprintf(buf, size, "unset");
     } else {
-        ctl__format_duration(d->seconds * CTL_NS_PER_SEC + d->nanos, buf, size);
+        duration_format(d->seconds * DURATION_NS_PER_SEC + d->nanos, buf, size);
     }
 }
 
@@ -832,11 +761,11 @@ static void ctl__period_init(ctl_period_t *p, double hours) {
     ctl_legacy_time_t l = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__TIME__INIT;
     Google__Protobuf__Timestamp c = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
     int64_t start = (int64_t)time(NULL);
-    int64_t end_ns = start * CTL_NS_PER_SEC + (int64_t)llround(hours * 3600.0 * 1e9);
-    int64_t end_s = end_ns / CTL_NS_PER_SEC;
-    int32_t end_nanos = (int32_t)(end_ns % CTL_NS_PER_SEC);
+    int64_t end_ns = start * DURATION_NS_PER_SEC + (int64_t)llround(hours * 3600.0 * 1e9);
+    int64_t end_s = end_ns / DURATION_NS_PER_SEC;
+    int32_t end_nanos = (int32_t)(end_ns % DURATION_NS_PER_SEC);
     if (end_nanos < 0) {
-        end_nanos += (int32_t)CTL_NS_PER_SEC;
+        end_nanos += (int32_t)DURATION_NS_PER_SEC;
         end_s -= 1;
     }
     p->l_start = l;
