@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "catalog.h"
 #include "cli.h"
 #include "ctl.h"
@@ -51,61 +52,28 @@ typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry bo_capacity_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry bo_allocatable_t;
 typedef K8s__Io__Api__Core__V1__NodeCondition bo_condition_t;
 
-/* --- a bump allocator: everything built for one run is freed at once --- */
+/* --- everything built for one run comes from one arena (a CLI exits on out-of-memory) --- */
 
-typedef struct bo_block {
-    struct bo_block *next;
-    size_t used, cap;
-    max_align_t data[];
-} bo_block_t;
-
-typedef struct bo_arena {
-    bo_block_t *head;
-} bo_arena_t;
-
-static void bo_die_nomem(void) {
-    fprintf(stderr, "frugal ctl: out of memory\n");
-    exit(1);
-}
-
-static void *bo_alloc(bo_arena_t *a, size_t n) {
-    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    if (!a->head || a->head->cap - a->head->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
-        bo_block_t *b = malloc(sizeof(*b) + cap);
-        if (!b)
-            bo_die_nomem();
-        b->next = a->head;
-        b->used = 0;
-        b->cap = cap;
-        a->head = b;
-    }
-    void *p = (char *)a->head->data + a->head->used;
-    a->head->used += n;
-    memset(p, 0, n);
+/* n zeroed bytes of the run's arena. */
+static void *bo_alloc(arena_t *a, size_t n) {
+    void *p = arena_calloc(a, n, 1);
+    if (!p)
+        cli_die_nomem();
     return p;
 }
 
-static char *bo_strdup(bo_arena_t *a, const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = bo_alloc(a, n);
-    memcpy(p, s, n);
+static char *bo_strdup(arena_t *a, const char *s) {
+    char *p = arena_strdup(a, s);
+    if (!p)
+        cli_die_nomem();
     return p;
-}
-
-static void bo_arena_free(bo_arena_t *a) {
-    for (bo_block_t *b = a->head, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-    a->head = NULL;
 }
 
 /* --- reading FILE --- */
 
 typedef struct bo_file {
     const char *path;
-    bo_arena_t *arena;
+    arena_t *arena;
     bool failed;
 } bo_file_t;
 
@@ -240,7 +208,7 @@ static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, 
     size_t ns = bo_string_map(f, p, "node_selector", &sk, &sv);
     for (size_t i = 0; i < ns; i++)
         if (kv_list_put(&spec.node_selector, sk[i], sv[i]) == FRUGAL_ENOMEM)
-            bo_die_nomem();
+            cli_die_nomem();
 
     const yaml_tree_node_t *tols = bo_sequence(f, p, "tolerations");
     size_t nt = tols ? tols->u.sequence.count : 0;
@@ -265,7 +233,7 @@ static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, 
     if (!f->failed) {
         /* The quantities were checked above: only memory can run out. */
         if (pod_spec_pack(&spec, &bytes, &len, &err) != 0)
-            bo_die_nomem();
+            cli_die_nomem();
         out.len = len;
         out.data = bo_alloc(f->arena, len + 1);
         memcpy(out.data, bytes, len);
@@ -613,7 +581,7 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         return 2;
     }
 
-    bo_arena_t arena = {0};
+    arena_t arena = ARENA_INIT;
     bo_file_t f = {path, &arena, false};
     bo_request_t req = GRPCPLUGIN__BEST_OPTIONS_REQUEST__INIT;
     bo_row_t *rows = NULL;
@@ -657,7 +625,7 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
 
 done:
     free(rows);
-    bo_arena_free(&arena);
+    arena_free(&arena);
     yaml_tree_free(root);
     return status;
 }
