@@ -7,7 +7,8 @@
  *     - group: pool-a            # nodeGroupId
  *       node_count: 2
  *       debug: "from CA"         # optional
- *       pods:                    # each entry is `count` identical pods
+ *       pods:                    # pod entries as pod_file.h reads them, each
+ *                                # `count` identical pods
  *         - {cpu: 100m, memory: 64Mi, gpu: 0, count: 3,
  *            node_selector: {team: web},
  *            tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule}]}
@@ -37,6 +38,7 @@
 #include "ctl.h"
 #include "expander.pb-c.h"
 #include "k8s.h"
+#include "pod_file.h"
 #include "pod_spec.h"
 #include "quantity.h"
 #include "ranking.h"
@@ -77,40 +79,45 @@ typedef struct bo_file {
     bool failed;
 } bo_file_t;
 
+/* Print err's "FILE:LINE:COL: message" and mark the file failed. */
+static void bo_report(bo_file_t *f, const frugal_err_t *err) {
+    if (err->code == FRUGAL_ENOMEM)
+        cli_die_nomem();
+    fprintf(stderr, "%s\n", err->msg);
+    f->failed = true;
+}
+
 static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Report FILE:LINE:COL: message and mark the file failed. */
 static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...) {
+    char msg[FRUGAL_ERR_MSG_MAX];
     va_list ap;
-    fprintf(stderr, "%s:%d:%d: ", f->path, at ? at->line : 0, at ? at->column : 0);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    f->failed = true;
+    frugal_err_t err;
+    pod_file_error(&err, f->path, at, "%s", msg);
+    bo_report(f, &err);
 }
 
 static const char *bo_scalar(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
                              bool required) {
-    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
-    if (!v) {
-        if (required)
-            bo_error(f, map, "missing key %s", key);
-        return NULL;
-    }
-    if (v->type != YAML_TREE_SCALAR) {
-        bo_error(f, v, "%s: expected a scalar", key);
-        return NULL;
-    }
-    return v->u.scalar.text;
+    const char *s = NULL;
+    frugal_err_t err;
+    if (pod_file_scalar(f->path, map, key, &s, &err) != 0)
+        bo_report(f, &err);
+    else if (!s && required)
+        bo_error(f, map, "missing key %s", key);
+    return s;
 }
 
 static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, long long min,
                    long long *out) {
     const char *s = bo_scalar(f, map, key, false);
     if (!s)
-        return true;
+        return !f->failed;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -124,18 +131,9 @@ static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, l
 
 /* Check every key of map is one of keys (NULL-terminated). */
 static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const *keys) {
-    if (map->type != YAML_TREE_MAPPING) {
-        bo_error(f, map, "expected a mapping");
-        return;
-    }
-    for (size_t i = 0; i < map->u.mapping.count; i++) {
-        const yaml_tree_node_t *k = map->u.mapping.items[i].key;
-        bool known = false;
-        for (size_t j = 0; keys[j] && k->type == YAML_TREE_SCALAR; j++)
-            known = known || strcmp(k->u.scalar.text, keys[j]) == 0;
-        if (!known)
-            bo_error(f, k, "unknown key %s", k->type == YAML_TREE_SCALAR ? k->u.scalar.text : "?");
-    }
+    frugal_err_t err;
+    if (pod_file_check_keys(f->path, map, keys, &err) != 0)
+        bo_report(f, &err);
 }
 
 /* A scalar-to-scalar mapping as generated label entries (labels and node selectors
@@ -178,69 +176,52 @@ static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t 
 }
 
 static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *key, bool milli) {
-    const char *s = bo_scalar(f, map, key, false);
-    int64_t v;
-    frugal_err_t err = {0};
-    if (!s)
-        return true;
-    if ((milli ? quantity_parse_milli(s, &v, &err) : quantity_parse_value(s, &v, &err)) != 0 ||
-        v < 0) {
-        bo_error(f, yaml_tree_mapping_get(map, key), "invalid quantity %s", s);
+    const char *s;
+    frugal_err_t err;
+    if (pod_file_quantity(f->path, map, key, milli, &s, &err) != 0) {
+        bo_report(f, &err);
         return false;
     }
     return true;
 }
 
-static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, const char *name) {
-    static const char *const keys[] = {"cpu",         "memory", "gpu",  "node_selector",
-                                       "tolerations", "count",  "name", NULL};
-    ProtobufCBinaryData out = {0, NULL};
-    bo_keys(f, p, keys);
-    if (f->failed || !bo_quantity(f, p, "cpu", true) || !bo_quantity(f, p, "memory", false) ||
-        !bo_quantity(f, p, "gpu", false))
-        return out;
-
-    pod_spec_t spec = {.name = name};
-    spec.cpu = bo_scalar(f, p, "cpu", false);
-    spec.memory = bo_scalar(f, p, "memory", false);
-    spec.gpu = bo_scalar(f, p, "gpu", false);
-    char **sk, **sv;
-    size_t ns = bo_string_map(f, p, "node_selector", &sk, &sv);
-    for (size_t i = 0; i < ns; i++)
-        if (kv_list_put(&spec.node_selector, sk[i], sv[i]) == FRUGAL_ENOMEM)
-            cli_die_nomem();
-
-    const yaml_tree_node_t *tols = bo_sequence(f, p, "tolerations");
-    size_t nt = tols ? tols->u.sequence.count : 0;
-    pod_toleration_t *tol = bo_alloc(f->arena, (nt + 1) * sizeof(*tol));
-    for (size_t i = 0; i < nt; i++) {
-        static const char *const tkeys[] = {"key", "operator", "value", "effect", NULL};
-        const yaml_tree_node_t *t = tols->u.sequence.items[i];
-        bo_keys(f, t, tkeys);
-        if (f->failed)
-            break;
-        tol[i].key = bo_scalar(f, t, "key", false);
-        tol[i].operator_ = bo_scalar(f, t, "operator", false);
-        tol[i].value = bo_scalar(f, t, "value", false);
-        tol[i].effect = bo_scalar(f, t, "effect", false);
-    }
-    spec.tolerations = tol;
-    spec.n_tolerations = nt;
-
-    uint8_t *bytes;
-    size_t len;
+/* The pods of one option (pod_file.h), packed into the arena: each entry packed once
+ * and repeated count times; an unnamed entry k of option i is named pod-i-k. */
+static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
+                         ProtobufCBinaryData **out, size_t *n_out) {
+    pod_file_pods_t entries;
     frugal_err_t err;
-    if (!f->failed) {
-        /* The quantities were checked above: only memory can run out. */
-        if (pod_spec_pack(&spec, &bytes, &len, &err) != 0)
-            cli_die_nomem();
-        out.len = len;
-        out.data = bo_alloc(f->arena, len + 1);
-        memcpy(out.data, bytes, len);
-        free(bytes);
+    if (pod_file_read_pods(f->path, yaml_tree_mapping_get(option, "pods"), &entries, &err) != 0) {
+        bo_report(f, &err);
+        return false;
     }
-    kv_list_clear(&spec.node_selector);
-    return out;
+    size_t total = 0;
+    for (size_t k = 0; k < entries.count; k++)
+        total += (size_t)entries.items[k].count;
+    ProtobufCBinaryData *bytes = bo_alloc(f->arena, (total + 1) * sizeof(*bytes));
+    size_t at = 0;
+    for (size_t k = 0; k < entries.count; k++) {
+        pod_file_pod_t *e = &entries.items[k];
+        char name[64];
+        if (!e->spec.name) {
+            snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
+            e->spec.name = name;
+        }
+        uint8_t *packed;
+        size_t len;
+        /* The quantities were checked by the reader: only memory can run out. */
+        if (pod_spec_pack(&e->spec, &packed, &len, &err) != 0)
+            cli_die_nomem();
+        ProtobufCBinaryData b = {len, bo_alloc(f->arena, len + 1)};
+        memcpy(b.data, packed, len);
+        free(packed);
+        for (long c = 0; c < e->count; c++)
+            bytes[at++] = b;
+    }
+    pod_file_pods_free(&entries);
+    *out = bytes;
+    *n_out = total;
+    return true;
 }
 
 /* A template node like the server's (template.h): name, labels, taints, capacity. */
@@ -408,30 +389,10 @@ static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo
         o[i].nodecount = (int32_t)count;
         o[i].debug = bo_strdup(f->arena, debug ? debug : "");
 
-        const yaml_tree_node_t *pods = bo_sequence(f, y, "pods");
-        size_t total = 0, np = pods ? pods->u.sequence.count : 0;
-        long long *counts = bo_alloc(f->arena, (np + 1) * sizeof(*counts));
-        for (size_t k = 0; k < np; k++) {
-            counts[k] = 1;
-            if (!bo_int(f, pods->u.sequence.items[k], "count", 0, &counts[k]))
-                return false;
-            total += (size_t)counts[k];
-        }
-        ProtobufCBinaryData *bytes = bo_alloc(f->arena, (total + 1) * sizeof(*bytes));
-        size_t at = 0;
-        for (size_t k = 0; k < np; k++) {
-            const yaml_tree_node_t *p = pods->u.sequence.items[k];
-            const char *pname = bo_scalar(f, p, "name", false);
-            char name[256];
-            snprintf(name, sizeof(name), "%s", pname ? pname : "");
-            if (!pname)
-                snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
-            ProtobufCBinaryData b = bo_pack_pod(f, p, bo_strdup(f->arena, name));
-            if (f->failed)
-                return false;
-            for (long long c = 0; c < counts[k]; c++)
-                bytes[at++] = b;
-        }
+        ProtobufCBinaryData *bytes;
+        size_t total;
+        if (!bo_pack_pods(f, y, i, &bytes, &total))
+            return false;
         if (legacy) {
             o[i].n_pod = total;
             o[i].pod = bytes;
@@ -561,19 +522,13 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         fprintf(stderr, "usage: frugal ctl best-options FILE [--legacy]\n");
         return 2;
     }
-    size_t len = 0;
-    char *text = NULL;
-    int err = cli_read_file(path, &text, &len);
-    if (err != 0) {
-        fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(err));
-        return 2;
-    }
     yaml_tree_node_t *root = NULL;
-    yaml_tree_error_t yerr;
-    int rc = yaml_tree_load(text, len, &root, &yerr);
-    free(text);
+    frugal_err_t err;
+    int rc = pod_file_load(path, &root, &err);
+    if (rc == FRUGAL_ENOMEM)
+        cli_die_nomem();
     if (rc != 0) {
-        fprintf(stderr, "%s:%d:%d: %s\n", path, yerr.line, yerr.column, yerr.message);
+        fprintf(stderr, "%s%s\n", rc == FRUGAL_EIO ? "frugal ctl: " : "", err.msg);
         return 2;
     }
     if (!root) {

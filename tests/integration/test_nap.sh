@@ -292,6 +292,9 @@ propose <<EOF
 EOF
 assert_eq 3 "$(count_proposals)" "small pods: every allowed type proposes"
 assert_match '^  - "default/small-2"' "$OUT" "count expands to pods"
+printf -- '- {name: a, cpus: 1}\n' >"$TMP/typo.yaml"
+assert_exit 2 "propose with an unknown key" ctl propose "$TMP/typo.yaml"
+assert_match "typo.yaml:1:13: unknown key cpus" "$ERR" "an unknown key is an error at its position"
 SCORES=$(echo "$OUT" | sed -n 's/^  score: //p' | tr '\n' ' ')
 assert_eq "$(echo "$SCORES" | tr ' ' '\n' | grep . | sort -g | tr '\n' ' ')" "$SCORES" "cheapest first"
 
