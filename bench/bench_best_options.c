@@ -25,6 +25,7 @@
 
 #include "expander.pb-c.h"
 #include "rpc_client.h"
+#include "wire_names.h"
 
 /* --- a tiny protobuf writer --- */
 
@@ -420,8 +421,8 @@ int main(int argc, char **argv) {
         size_t resp_len = 0;
         grpc_status_code st;
         char *details = NULL;
-        if (rpc_client_call(client, "/grpcplugin.Expander/BestOptions", req.data, req.len, &resp,
-                            &resp_len, &st, &details) != 0 ||
+        if (rpc_client_call(client, WIRE_EXPANDER_BEST_OPTIONS, req.data, req.len, &resp, &resp_len,
+                            &st, &details) != 0 ||
             st != GRPC_STATUS_OK) {
             fprintf(stderr, "%s: call failed: %s\n", tok, details ? details : "local failure");
             free(details);
@@ -447,8 +448,8 @@ int main(int argc, char **argv) {
             double t0 = now_ms();
             details = NULL;
             resp = NULL;
-            if (rpc_client_call(client, "/grpcplugin.Expander/BestOptions", req.data, req.len,
-                                &resp, &resp_len, &st, &details) != 0 ||
+            if (rpc_client_call(client, WIRE_EXPANDER_BEST_OPTIONS, req.data, req.len, &resp,
+                                &resp_len, &st, &details) != 0 ||
                 st != GRPC_STATUS_OK) {
                 fprintf(stderr, "%s: call %zu failed: %s\n", tok, i,
                         details ? details : "local failure");

@@ -27,9 +27,10 @@
 #include "provider.h"
 #include "rpc_client.h"
 #include "service.h"
+#include "wire_names.h"
 
 #define BENCH_SELECTORS 20
-#define BENCH_METHOD "/frugal.v1.Autoprovisioning/ProposeNodeGroups"
+#define BENCH_METHOD WIRE_AP_PROPOSE_NODE_GROUPS
 
 static void print_config(FILE *f, const char *port) {
     fprintf(f,

@@ -90,6 +90,20 @@ void cli_yaml_kv(int indent, const char *key, const char *value) {
     putchar('\n');
 }
 
+void cli_yaml_item_kv(int indent, const char *key, const char *value) {
+    printf("%*s- %s: ", indent, "", key);
+    cli_yaml_str(value);
+    putchar('\n');
+}
+
+void cli_yaml_pair(int indent, const char *key, const char *value) {
+    printf("%*s", indent, "");
+    cli_yaml_str(key);
+    fputs(": ", stdout);
+    cli_yaml_str(value);
+    putchar('\n');
+}
+
 void cli_table_row(cli_table_t *t, ...) {
     if (t->nrows == t->cap) {
         t->cap = t->cap == 0 ? 8 : t->cap * 2;

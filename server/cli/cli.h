@@ -29,12 +29,27 @@ int cli_read_file(const char *path, char **data, size_t *len);
  * an empty key; *key_len gets the key's length. */
 const char *cli_split_kv(const char *arg, size_t *key_len);
 
+/* The one YAML writer of every command's `-o yaml`, so that all of them quote alike:
+ * keys the program names (field names) are written plain, and every string that comes
+ * from data (ids, names, label keys and values, quantities, messages) is written
+ * double-quoted, whatever its text. Numbers and booleans are printed plain by the
+ * callers. */
+
 /* Write s (NULL reads as "") to stdout as a double-quoted YAML scalar: '"' and '\'
  * backslash-escaped, control characters as \xHH. Safe whatever the text. */
 void cli_yaml_str(const char *s);
 
-/* "<indent spaces>key: value\n" with key written as is and value by cli_yaml_str. */
+/* "<indent spaces>key: value\n" with key written as is (a field name) and value by
+ * cli_yaml_str. */
 void cli_yaml_kv(int indent, const char *key, const char *value);
+
+/* "<indent spaces>- key: value\n": the first field of a sequence item, key as is and
+ * value by cli_yaml_str. */
+void cli_yaml_item_kv(int indent, const char *key, const char *value);
+
+/* "<indent spaces>key: value\n" of a map whose keys are data (labels, resources): key
+ * and value both by cli_yaml_str. */
+void cli_yaml_pair(int indent, const char *key, const char *value);
 
 /* A column-aligned table of copied cells; zero-initialise with ncols set. */
 typedef struct cli_table {

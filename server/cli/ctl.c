@@ -4,7 +4,6 @@
  * usage error. */
 #include "ctl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -13,31 +12,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <grpc/support/log.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "externalgrpc.pb-c.h"
 #include "health.pb-c.h"
 #include "k8s.h"
 #include "pod_spec.h"
-
-/* Short names for the generated CloudProvider types. */
-#define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
-#define EG_INIT(NAME) CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__##NAME##__INIT
-#define EG_DESC(name) (&clusterautoscaler__cloudprovider__v1__externalgrpc__##name##__descriptor)
-#define EG_PATH(method) "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/" method
-#define HEALTH_PATH "/grpc.health.v1.Health/Check"
+#include "wire_names.h"
 
 typedef EG(ExternalGrpcNode__LabelsEntry) ctl_label_entry_t;
 typedef EG(NodeGroupAutoscalingOptions) ctl_options_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration ctl_legacy_duration_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Time ctl_legacy_time_t;
-
-#define CTL_NS_PER_SEC 1000000000LL
 
 static const ctl_verb_t *ctl__find_verb(const char *name);
 
@@ -70,139 +61,9 @@ static bool ctl__parse_double(const char *s, double *out) {
     return true;
 }
 
-/* A Go-style duration ("15m", "1h30m", "90s", "250ms", "0") in nanoseconds. */
+/* A duration option (duration.h's grammar) in nanoseconds. */
 static bool ctl__parse_duration(const char *s, int64_t *out) {
-    static const struct {
-        const char *unit;
-        double ns;
-    } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
-    if (strcmp(s, "0") == 0) {
-        *out = 0;
-        return true;
-    }
-    double total = 0;
-    const char *p = s;
-    if (*p == '\0') {
-        return false;
-    }
-    while (*p != '\0') {
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || v < 0 || !isfinite(v)) {
-            return false;
-        }
-        p = end;
-        size_t best = 0;
-        double scale = 0;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-            size_t n = strlen(units[i].unit);
-            if (strncmp(p, units[i].unit, n) == 0 && n > best) {
-                best = n;
-                scale = units[i].ns;
-            }
-        }
-        if (best == 0) {
-            return false;
-        }
-        p += best;
-        total += v * scale;
-    }
-    if (total > 9.2e18) {
-        return false;
-    }
-    *out = (int64_t)llround(total);
-    return true;
-}
-
-/* Go's rendering of a duration: "1h0m0s", "15m0s", "1.5s", "0s". */
-static void ctl__format_duration(int64_t ns, char *buf, size_t size) {
-    const char *sign = "";
-    if (ns < 0) {
-        sign = "-";
-        ns = -ns;
-    }
-    int64_t secs = ns / CTL_NS_PER_SEC, frac = ns % CTL_NS_PER_SEC;
-    int64_t h = secs / 3600, m = (secs % 3600) / 60, s = secs % 60;
-    char sec[48];
-    if (frac == 0) {
-        snprintf(sec, sizeof(sec), "%llds", (long long)s);
-    } else {
-        snprintf(sec, sizeof(sec), "%lld.%09lld", (long long)s, (long long)frac);
-        size_t n = strlen(sec);
-        while (sec[n - 1] == '0') {
-            sec[--n] = '\0';
-        }
-        strcat(sec, "s");
-    }
-    if (h > 0) {
-        snprintf(buf, size, "%s%lldh%lldm%s", sign, (long long)h, (long long)m, sec);
-    } else if (m > 0) {
-        snprintf(buf, size, "%s%lldm%s", sign, (long long)m, sec);
-    } else {
-        snprintf(buf, size, "%s%s", sign, sec);
-    }
-}
-
-/* Whether s can be written as a plain YAML scalar that reads back as the same string. */
-static bool ctl__yaml_plain(const char *s) {
-    static const char *const reserved[] = {"true", "false", "yes", "no", "on",
-                                           "off",  "null",  "y",   "n"};
-    if (!isalpha((unsigned char)s[0])) {
-        return false;
-    }
-    for (const char *p = s; *p != '\0'; p++) {
-        if (!isalnum((unsigned char)*p) && strchr("._/-", *p) == NULL) {
-            return false;
-        }
-    }
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-        if (strcasecmp(s, reserved[i]) == 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Write s as a YAML scalar, double-quoted unless plain is safe. */
-static void ctl__yaml_str(const char *s) {
-    s = ctl__str(s);
-    if (ctl__yaml_plain(s)) {
-        fputs(s, stdout);
-        return;
-    }
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", stdout);
-            break;
-        case '\\':
-            fputs("\\\\", stdout);
-            break;
-        case '\n':
-            fputs("\\n", stdout);
-            break;
-        case '\t':
-            fputs("\\t", stdout);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                printf("\\x%02x", *p);
-            } else {
-                putchar(*p);
-            }
-        }
-    }
-    putchar('"');
-}
-
-/* "<indent>key: value\n" with value quoted as needed. */
-static void ctl__yaml_kv(int indent, const char *key, const char *value) {
-    printf("%*s", indent, "");
-    ctl__yaml_str(key);
-    fputs(": ", stdout);
-    ctl__yaml_str(value);
-    putchar('\n');
+    return duration_parse(s, out, NULL) == 0;
 }
 
 /* Print the usage of a verb; returns 2, the exit status of a usage error. */
@@ -325,14 +186,14 @@ static int ctl_verb_health(rpc_client_t *client, ctl_format_t format, int argc, 
     req.service = argc == 2 ? argv[1] : "";
     Grpc__Health__V1__HealthCheckResponse *resp = NULL;
     int rc =
-        ctl_call(client, HEALTH_PATH, &req.base,
+        ctl_call(client, WIRE_HEALTH_CHECK, &req.base,
                  &grpc__health__v1__health_check_response__descriptor, (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
     const char *name = ctl__serving_name(resp->status);
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "status", name);
+        cli_yaml_kv(0, "status", name);
     } else {
         printf("%s\n", name);
     }
@@ -350,10 +211,9 @@ static void ctl__print_groups(ctl_format_t format, EG(NodeGroup) *const *groups,
             puts("[]");
         }
         for (size_t i = 0; i < n; i++) {
-            printf("- id: ");
-            ctl__yaml_str(groups[i]->id);
-            printf("\n  minSize: %d\n  maxSize: %d\n", groups[i]->minsize, groups[i]->maxsize);
-            ctl__yaml_kv(2, "debug", groups[i]->debug);
+            cli_yaml_item_kv(0, "id", groups[i]->id);
+            printf("  minSize: %d\n  maxSize: %d\n", groups[i]->minsize, groups[i]->maxsize);
+            cli_yaml_kv(2, "debug", groups[i]->debug);
         }
         return;
     }
@@ -374,7 +234,7 @@ static int ctl_verb_node_groups(rpc_client_t *client, ctl_format_t format, int a
     }
     EG(NodeGroupsRequest) req = EG_INIT(NODE_GROUPS_REQUEST);
     EG(NodeGroupsResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroups"), &req.base, EG_DESC(node_groups_response),
+    int rc = ctl_call(client, WIRE_CP_NODE_GROUPS, &req.base, EG_DESC(node_groups_response),
                       (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -435,7 +295,7 @@ static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t forma
     EG(NodeGroupForNodeRequest) req = EG_INIT(NODE_GROUP_FOR_NODE_REQUEST);
     req.node = &a.node;
     EG(NodeGroupForNodeResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupForNode"), &req.base,
+    rc = ctl_call(client, WIRE_CP_NODE_GROUP_FOR_NODE, &req.base,
                   EG_DESC(node_group_for_node_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         goto done;
@@ -443,9 +303,9 @@ static int ctl_verb_node_group_for_node(rpc_client_t *client, ctl_format_t forma
     EG(NodeGroup) none = EG_INIT(NODE_GROUP);
     EG(NodeGroup) *g = resp->nodegroup != NULL ? resp->nodegroup : &none;
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "id", g->id);
+        cli_yaml_kv(0, "id", g->id);
         printf("minSize: %d\nmaxSize: %d\n", g->minsize, g->maxsize);
-        ctl__yaml_kv(0, "debug", g->debug);
+        cli_yaml_kv(0, "debug", g->debug);
     } else if (g->id[0] == '\0') {
         printf("(no node group)\n");
     } else {
@@ -464,7 +324,7 @@ static int ctl_verb_target_size(rpc_client_t *client, ctl_format_t format, int a
     EG(NodeGroupTargetSizeRequest) req = EG_INIT(NODE_GROUP_TARGET_SIZE_REQUEST);
     req.id = argv[1];
     EG(NodeGroupTargetSizeResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupTargetSize"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_TARGET_SIZE, &req.base,
                       EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -497,7 +357,7 @@ static int ctl_verb_increase(rpc_client_t *client, ctl_format_t format, int argc
         return ctl__usage_verb(argv[0]);
     }
     req.id = argv[1];
-    return ctl__call_empty(client, EG_PATH("NodeGroupIncreaseSize"), &req.base,
+    return ctl__call_empty(client, WIRE_CP_INCREASE_SIZE, &req.base,
                            EG_DESC(node_group_increase_size_response));
 }
 
@@ -507,7 +367,7 @@ static int ctl_verb_decrease(rpc_client_t *client, ctl_format_t format, int argc
         return ctl__usage_verb(argv[0]);
     }
     req.id = argv[1];
-    return ctl__call_empty(client, EG_PATH("NodeGroupDecreaseTargetSize"), &req.base,
+    return ctl__call_empty(client, WIRE_CP_DECREASE_TARGET_SIZE, &req.base,
                            EG_DESC(node_group_decrease_target_size_response));
 }
 
@@ -535,7 +395,7 @@ static int ctl_verb_delete_nodes(rpc_client_t *client, ctl_format_t format, int 
     req.id = argv[1];
     req.n_nodes = n;
     req.nodes = ptrs;
-    int rc = ctl__call_empty(client, EG_PATH("NodeGroupDeleteNodes"), &req.base,
+    int rc = ctl__call_empty(client, WIRE_CP_DELETE_NODES, &req.base,
                              EG_DESC(node_group_delete_nodes_response));
     free(ptrs);
     free(nodes);
@@ -562,8 +422,8 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
     EG(NodeGroupNodesRequest) req = EG_INIT(NODE_GROUP_NODES_REQUEST);
     req.id = argv[1];
     EG(NodeGroupNodesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupNodes"), &req.base,
-                      EG_DESC(node_group_nodes_response), (ProtobufCMessage **)&resp);
+    int rc = ctl_call(client, WIRE_CP_NODES, &req.base, EG_DESC(node_group_nodes_response),
+                      (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
@@ -580,13 +440,12 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
             ctl__instance_state_name(in->status != NULL ? (int)in->status->instancestate : 0);
         EG(InstanceErrorInfo) *ei = in->status != NULL ? in->status->errorinfo : NULL;
         if (format == CTL_FORMAT_YAML) {
-            printf("- id: ");
-            ctl__yaml_str(in->id);
-            printf("\n  state: %s\n", state);
+            cli_yaml_item_kv(0, "id", in->id);
+            printf("  state: %s\n", state);
             if (ei != NULL) {
                 printf("  error:\n");
-                ctl__yaml_kv(4, "code", ei->errorcode);
-                ctl__yaml_kv(4, "message", ei->errormessage);
+                cli_yaml_kv(4, "code", ei->errorcode);
+                cli_yaml_kv(4, "message", ei->errormessage);
                 printf("    class: %d\n", ei->instanceerrorclass);
             }
         } else {
@@ -613,40 +472,36 @@ static void ctl__print_node_yaml(const k8s_node_t *node, size_t info_len, size_t
     const k8s_object_meta_t *meta = node->metadata;
     const k8s_node_spec_t *spec = node->spec;
     const k8s_node_status_t *st = node->status;
-    ctl__yaml_kv(0, "name", meta != NULL ? meta->name : "");
+    cli_yaml_kv(0, "name", meta != NULL ? meta->name : "");
     printf("wire:\n  nodeInfo: %zu\n  nodeBytes: %zu\n", info_len, bytes_len);
     if (spec != NULL && spec->providerid != NULL) {
-        ctl__yaml_kv(0, "providerID", spec->providerid);
+        cli_yaml_kv(0, "providerID", spec->providerid);
     }
     printf("labels:%s\n", meta == NULL || meta->n_labels == 0 ? " {}" : "");
     for (size_t i = 0; meta != NULL && i < meta->n_labels; i++) {
-        ctl__yaml_kv(2, meta->labels[i]->key, meta->labels[i]->value);
+        cli_yaml_pair(2, meta->labels[i]->key, meta->labels[i]->value);
     }
     printf("taints:%s\n", spec == NULL || spec->n_taints == 0 ? " []" : "");
     for (size_t i = 0; spec != NULL && i < spec->n_taints; i++) {
-        printf("  - key: ");
-        ctl__yaml_str(spec->taints[i]->key);
-        printf("\n");
-        ctl__yaml_kv(4, "value", spec->taints[i]->value);
-        ctl__yaml_kv(4, "effect", spec->taints[i]->effect);
+        cli_yaml_item_kv(2, "key", spec->taints[i]->key);
+        cli_yaml_kv(4, "value", spec->taints[i]->value);
+        cli_yaml_kv(4, "effect", spec->taints[i]->effect);
     }
     printf("capacity:%s\n", st == NULL || st->n_capacity == 0 ? " {}" : "");
     for (size_t i = 0; st != NULL && i < st->n_capacity; i++) {
-        ctl__yaml_kv(2, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value));
+        cli_yaml_pair(2, st->capacity[i]->key, ctl__quantity(st->capacity[i]->value));
     }
     printf("allocatable:%s\n", st == NULL || st->n_allocatable == 0 ? " {}" : "");
     for (size_t i = 0; st != NULL && i < st->n_allocatable; i++) {
-        ctl__yaml_kv(2, st->allocatable[i]->key, ctl__quantity(st->allocatable[i]->value));
+        cli_yaml_pair(2, st->allocatable[i]->key, ctl__quantity(st->allocatable[i]->value));
     }
     printf("conditions:%s\n", st == NULL || st->n_conditions == 0 ? " []" : "");
     for (size_t i = 0; st != NULL && i < st->n_conditions; i++) {
         const k8s_node_condition_t *c = st->conditions[i];
-        printf("  - type: ");
-        ctl__yaml_str(c->type);
-        printf("\n");
-        ctl__yaml_kv(4, "status", c->status);
-        ctl__yaml_kv(4, "reason", c->reason);
-        ctl__yaml_kv(4, "message", c->message);
+        cli_yaml_item_kv(2, "type", c->type);
+        cli_yaml_kv(4, "status", c->status);
+        cli_yaml_kv(4, "reason", c->reason);
+        cli_yaml_kv(4, "message", c->message);
     }
 }
 
@@ -707,7 +562,7 @@ static int ctl_verb_template(rpc_client_t *client, ctl_format_t format, int argc
     EG(NodeGroupTemplateNodeInfoRequest) req = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_REQUEST);
     req.id = argv[1];
     EG(NodeGroupTemplateNodeInfoResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("NodeGroupTemplateNodeInfo"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_TEMPLATE_NODE_INFO, &req.base,
                       EG_DESC(node_group_template_node_info_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -742,9 +597,9 @@ typedef struct ctl_defaults {
 static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const char **id) {
     *d = (ctl_defaults_t){.util = 0.5,
                           .gpu_util = 0.5,
-                          .unneeded_ns = 600 * CTL_NS_PER_SEC,
-                          .unready_ns = 1200 * CTL_NS_PER_SEC,
-                          .provision_ns = 900 * CTL_NS_PER_SEC};
+                          .unneeded_ns = 600 * DURATION_NS_PER_SEC,
+                          .unready_ns = 1200 * DURATION_NS_PER_SEC,
+                          .provision_ns = 900 * DURATION_NS_PER_SEC};
     *id = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
@@ -791,15 +646,15 @@ static void ctl__set_durations(ctl_legacy_duration_t *legacy, Google__Protobuf__
     legacy->has_duration = true;
     legacy->duration = ns;
     *current = c;
-    current->seconds = ns / CTL_NS_PER_SEC;
-    current->nanos = (int32_t)(ns % CTL_NS_PER_SEC);
+    current->seconds = ns / DURATION_NS_PER_SEC;
+    current->nanos = (int32_t)(ns % DURATION_NS_PER_SEC);
 }
 
 static void ctl__legacy_text(const ctl_legacy_duration_t *d, char *buf, size_t size) {
     if (d == NULL || !d->has_duration) {
         snprintf(buf, size, "unset");
     } else {
-        ctl__format_duration(d->duration, buf, size);
+        duration_format(d->duration, buf, size);
     }
 }
 
@@ -807,7 +662,7 @@ static void ctl__current_text(const Google__Protobuf__Duration *d, char *buf, si
     if (d == NULL) {
         snprintf(buf, size, "unset");
     } else {
-        ctl__format_duration(d->seconds * CTL_NS_PER_SEC + d->nanos, buf, size);
+        duration_format(d->seconds * DURATION_NS_PER_SEC + d->nanos, buf, size);
     }
 }
 
@@ -842,7 +697,7 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
     req.id = (char *)id;
     req.defaults = d.none ? NULL : &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("NodeGroupGetOptions"), &req.base,
+    rc = ctl_call(client, WIRE_CP_GET_OPTIONS, &req.base,
                   EG_DESC(node_group_autoscaling_options_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -882,7 +737,7 @@ static int ctl_verb_options(rpc_client_t *client, ctl_format_t format, int argc,
             if (i < 4) {
                 fputs(rows[i][1], stdout);
             } else {
-                ctl__yaml_str(rows[i][1]);
+                cli_yaml_str(rows[i][1]);
             }
             putchar('\n');
         } else {
@@ -906,11 +761,11 @@ static void ctl__period_init(ctl_period_t *p, double hours) {
     ctl_legacy_time_t l = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__TIME__INIT;
     Google__Protobuf__Timestamp c = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
     int64_t start = (int64_t)time(NULL);
-    int64_t end_ns = start * CTL_NS_PER_SEC + (int64_t)llround(hours * 3600.0 * 1e9);
-    int64_t end_s = end_ns / CTL_NS_PER_SEC;
-    int32_t end_nanos = (int32_t)(end_ns % CTL_NS_PER_SEC);
+    int64_t end_ns = start * DURATION_NS_PER_SEC + (int64_t)llround(hours * 3600.0 * 1e9);
+    int64_t end_s = end_ns / DURATION_NS_PER_SEC;
+    int32_t end_nanos = (int32_t)(end_ns % DURATION_NS_PER_SEC);
     if (end_nanos < 0) {
-        end_nanos += (int32_t)CTL_NS_PER_SEC;
+        end_nanos += (int32_t)DURATION_NS_PER_SEC;
         end_s -= 1;
     }
     p->l_start = l;
@@ -960,7 +815,7 @@ static int ctl_verb_node_price(rpc_client_t *client, ctl_format_t format, int ar
         req.endtimestamp = &p.c_end;
     }
     EG(PricingNodePriceResponse) *resp = NULL;
-    rc = ctl_call(client, EG_PATH("PricingNodePrice"), &req.base,
+    rc = ctl_call(client, WIRE_CP_PRICING_NODE_PRICE, &req.base,
                   EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp);
     if (rc == 0) {
         ctl__print_price(format, resp->price);
@@ -1039,7 +894,7 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
         }
     }
     EG(PricingPodPriceResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("PricingPodPrice"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_PRICING_POD_PRICE, &req.base,
                       EG_DESC(pricing_pod_price_response), (ProtobufCMessage **)&resp);
     free(pod_buf);
     if (rc == 0) {
@@ -1055,13 +910,13 @@ static int ctl_verb_gpu_label(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GPULabelRequest) req = EG_INIT(GPULABEL_REQUEST);
     EG(GPULabelResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GPULabel"), &req.base, EG_DESC(gpulabel_response),
+    int rc = ctl_call(client, WIRE_CP_GPU_LABEL, &req.base, EG_DESC(gpulabel_response),
                       (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
     }
     if (format == CTL_FORMAT_YAML) {
-        ctl__yaml_kv(0, "label", resp->label);
+        cli_yaml_kv(0, "label", resp->label);
     } else {
         printf("%s\n", resp->label);
     }
@@ -1075,7 +930,7 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
     }
     EG(GetAvailableGPUTypesRequest) req = EG_INIT(GET_AVAILABLE_GPUTYPES_REQUEST);
     EG(GetAvailableGPUTypesResponse) *resp = NULL;
-    int rc = ctl_call(client, EG_PATH("GetAvailableGPUTypes"), &req.base,
+    int rc = ctl_call(client, WIRE_CP_GET_AVAILABLE_GPU_TYPES, &req.base,
                       EG_DESC(get_available_gputypes_response), (ProtobufCMessage **)&resp);
     if (rc != 0) {
         return rc;
@@ -1090,9 +945,9 @@ static int ctl_verb_gpu_types(rpc_client_t *client, ctl_format_t format, int arg
         const char *url =
             resp->gputypes[i]->value != NULL ? resp->gputypes[i]->value->type_url : "";
         if (format == CTL_FORMAT_YAML) {
-            ctl__yaml_str(resp->gputypes[i]->key);
-            printf(":\n");
-            ctl__yaml_kv(2, "typeUrl", url);
+            cli_yaml_str(resp->gputypes[i]->key);
+            fputs(":\n", stdout);
+            cli_yaml_kv(2, "typeUrl", url);
         } else {
             cli_table_row(&t, resp->gputypes[i]->key, url);
         }
@@ -1109,7 +964,7 @@ static int ctl_verb_refresh(rpc_client_t *client, ctl_format_t format, int argc,
         return ctl__usage_verb(argv[0]);
     }
     EG(RefreshRequest) req = EG_INIT(REFRESH_REQUEST);
-    return ctl__call_empty(client, EG_PATH("Refresh"), &req.base, EG_DESC(refresh_response));
+    return ctl__call_empty(client, WIRE_CP_REFRESH, &req.base, EG_DESC(refresh_response));
 }
 
 static int ctl_verb_cleanup(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
@@ -1117,7 +972,7 @@ static int ctl_verb_cleanup(rpc_client_t *client, ctl_format_t format, int argc,
         return ctl__usage_verb(argv[0]);
     }
     EG(CleanupRequest) req = EG_INIT(CLEANUP_REQUEST);
-    return ctl__call_empty(client, EG_PATH("Cleanup"), &req.base, EG_DESC(cleanup_response));
+    return ctl__call_empty(client, WIRE_CP_CLEANUP, &req.base, EG_DESC(cleanup_response));
 }
 
 /* Read all of a file ("-" = stdin) into a malloc'ed buffer; 0, or -1 after saying why. */
@@ -1168,7 +1023,7 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
     }
     if (format == CTL_FORMAT_YAML) {
         printf("status: %s\n", rpc_status_name(status));
-        ctl__yaml_kv(0, "message", details);
+        cli_yaml_kv(0, "message", details);
         printf("responseBytes: %zu\n", reply_len);
     } else {
         printf("%s\n", rpc_status_name(status));

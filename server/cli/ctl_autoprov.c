@@ -1,9 +1,7 @@
 /* `frugal ctl` verbs of frugal.v1.Autoprovisioning (see ctl.h): machine-types,
  * new-node-group, create, delete, group-info, limits and propose. Tables by default,
  * YAML with -o yaml. */
-#include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +10,11 @@
 #include "ctl.h"
 #include "frugal.pb-c.h"
 #include "k8s.h"
+#include "pod_file.h"
 #include "pod_spec.h"
+#include "wire_names.h"
 #include "quantity.h"
 #include "yaml_tree.h"
-
-#define AP(name) Frugal__V1__##name
-#define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
-#define AP_DESC(name) (&frugal__v1__##name##__descriptor)
-#define AP_PATH(method) "/frugal.v1.Autoprovisioning/" method
 
 /* ------------------------------------------------------------------------------------
  * Output helpers
@@ -80,13 +75,9 @@ static void ctl_ap__yaml_taints(int indent, size_t n, AP(Taint) *const *taints) 
     }
     printf("%*staints:\n", indent, "");
     for (size_t i = 0; i < n; i++) {
-        printf("%*s- key: ", indent, "");
-        cli_yaml_str(taints[i]->key);
-        printf("\n%*s  value: ", indent, "");
-        cli_yaml_str(taints[i]->value);
-        printf("\n%*s  effect: ", indent, "");
-        cli_yaml_str(taints[i]->effect);
-        putchar('\n');
+        cli_yaml_item_kv(indent, "key", taints[i]->key);
+        cli_yaml_kv(indent + 2, "value", taints[i]->value);
+        cli_yaml_kv(indent + 2, "effect", taints[i]->effect);
     }
 }
 
@@ -99,7 +90,7 @@ static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int a
         return ctl_ap__usage(argv[0], "");
     AP(GetAvailableMachineTypesRequest) req = AP_INIT(GET_AVAILABLE_MACHINE_TYPES_REQUEST);
     AP(GetAvailableMachineTypesResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("GetAvailableMachineTypes"), &req.base,
+    if (ctl_call(client, WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, &req.base,
                  AP_DESC(get_available_machine_types_response), (ProtobufCMessage **)&resp) != 0)
         return 1;
     char cpu[32], mem[32], gpu[32], price[32];
@@ -107,9 +98,8 @@ static int ctl_ap_machine_types(rpc_client_t *client, ctl_format_t format, int a
         printf("machine_types:%s\n", resp->n_machine_types == 0 ? " []" : "");
         for (size_t i = 0; i < resp->n_machine_types; i++) {
             const AP(MachineType) *t = resp->machine_types[i];
-            printf("- name: ");
-            cli_yaml_str(t->name);
-            printf("\n  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
+            cli_yaml_item_kv(0, "name", t->name);
+            printf("  cpu_milli: %" PRId64 "\n  memory_bytes: %" PRId64 "\n  gpu: %d\n",
                    t->cpu_milli, t->memory_bytes, (int)t->gpu);
             if (t->gpu_type[0] != '\0')
                 cli_yaml_kv(2, "gpu_type", t->gpu_type);
@@ -137,7 +127,7 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
         return ctl_ap__usage(argv[0], "");
     AP(GetResourceLimiterRequest) req = AP_INIT(GET_RESOURCE_LIMITER_REQUEST);
     AP(GetResourceLimiterResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("GetResourceLimiter"), &req.base,
+    if (ctl_call(client, WIRE_AP_GET_RESOURCE_LIMITER, &req.base,
                  AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&resp) != 0)
         return 1;
     char min[32], max[32];
@@ -145,9 +135,8 @@ static int ctl_ap_limits(rpc_client_t *client, ctl_format_t format, int argc, ch
         printf("limits:\n");
         for (size_t i = 0; i < resp->n_limits; i++) {
             const AP(ResourceLimit) *l = resp->limits[i];
-            printf("- resource: ");
-            cli_yaml_str(l->resource);
-            printf("\n  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
+            cli_yaml_item_kv(0, "resource", l->resource);
+            printf("  min: %" PRId64 "\n  max: %" PRId64 "\n", l->min, l->max);
         }
     } else {
         cli_table_t t = {3, 0, 0, NULL};
@@ -193,13 +182,8 @@ static void ctl_ap__print_group(ctl_format_t format, const AP(GroupInfo) * g) {
         cli_yaml_kv(0, "machine_type", g->machine_type);
         cli_yaml_kv(0, "zone", g->zone);
         printf("labels:%s\n", g->n_labels == 0 ? " {}" : "");
-        for (size_t i = 0; i < g->n_labels; i++) {
-            printf("  ");
-            cli_yaml_str(keys[i]);
-            printf(": ");
-            cli_yaml_str(values[i]);
-            putchar('\n');
-        }
+        for (size_t i = 0; i < g->n_labels; i++)
+            cli_yaml_pair(2, keys[i], values[i]);
         ctl_ap__yaml_taints(0, g->n_taints, g->taints);
         printf("min_size: %d\nmax_size: %d\ntarget_size: %d\n", (int)g->min_size, (int)g->max_size,
                (int)g->target_size);
@@ -333,7 +317,7 @@ static int ctl_ap_new_node_group(rpc_client_t *client, ctl_format_t format, int 
     req.n_taints = ntaints;
     req.taints = taint_ptrs;
     AP(NewNodeGroupResponse) *resp = NULL;
-    rc = ctl_call(client, AP_PATH("NewNodeGroup"), &req.base, AP_DESC(new_node_group_response),
+    rc = ctl_call(client, WIRE_AP_NEW_NODE_GROUP, &req.base, AP_DESC(new_node_group_response),
                   (ProtobufCMessage **)&resp);
     if (rc == 0) {
         ctl_ap__print_group(format, resp->group);
@@ -357,7 +341,7 @@ static int ctl_ap_create(rpc_client_t *client, ctl_format_t format, int argc, ch
     AP(NodeGroupCreateRequest) req = AP_INIT(NODE_GROUP_CREATE_REQUEST);
     req.id = argv[1];
     AP(NodeGroupCreateResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupCreate"), &req.base, AP_DESC(node_group_create_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_CREATE, &req.base, AP_DESC(node_group_create_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     ctl_ap__print_group(format, resp->group);
@@ -371,7 +355,7 @@ static int ctl_ap_delete(rpc_client_t *client, ctl_format_t format, int argc, ch
     AP(NodeGroupDeleteRequest) req = AP_INIT(NODE_GROUP_DELETE_REQUEST);
     req.id = argv[1];
     AP(NodeGroupDeleteResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupDelete"), &req.base, AP_DESC(node_group_delete_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_DELETE, &req.base, AP_DESC(node_group_delete_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -388,7 +372,7 @@ static int ctl_ap_group_info(rpc_client_t *client, ctl_format_t format, int argc
     AP(NodeGroupInfoRequest) req = AP_INIT(NODE_GROUP_INFO_REQUEST);
     req.id = argv[1];
     AP(NodeGroupInfoResponse) *resp = NULL;
-    if (ctl_call(client, AP_PATH("NodeGroupInfo"), &req.base, AP_DESC(node_group_info_response),
+    if (ctl_call(client, WIRE_AP_NODE_GROUP_INFO, &req.base, AP_DESC(node_group_info_response),
                  (ProtobufCMessage **)&resp) != 0)
         return 1;
     ctl_ap__print_group(format, resp->group);
@@ -399,194 +383,83 @@ static int ctl_ap_group_info(rpc_client_t *client, ctl_format_t format, int argc
 /* ------------------------------------------------------------------------------------
  * propose PODS_FILE
  *
- * The file is a YAML list (or a mapping with a `pods:` list) of
- *   {name, namespace?, cpu?, memory?, gpu?, node_selector?: {k: v},
- *    tolerations?: [{key, operator?, value?, effect?}], count?}
- * each turned into `count` v1.Pods (name-0, name-1, ... when count > 1).
+ * The file is a list of pod entries (pod_file.h), or a mapping with only `pods:`;
+ * an entry with count N > 1 becomes N v1.Pods named name-0 .. name-(N-1), an unnamed
+ * entry is named pod-<index>.
  * ---------------------------------------------------------------------------------- */
 
 typedef struct ctl_ap_podfile {
-    const char *path;
     ProtobufCBinaryData *pods;
-    size_t count, cap;
+    size_t count;
 } ctl_ap_podfile_t;
 
-static int ctl_ap__file_error(const ctl_ap_podfile_t *f, const yaml_tree_node_t *n, const char *fmt,
-                              ...) __attribute__((format(printf, 3, 4)));
-
-static int ctl_ap__file_error(const ctl_ap_podfile_t *f, const yaml_tree_node_t *n, const char *fmt,
-                              ...) {
-    fprintf(stderr, "%s:%d:%d: ", f->path, n != NULL ? n->line : 0, n != NULL ? n->column : 0);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 2;
-}
-
-static const char *ctl_ap__scalar(const yaml_tree_node_t *map, const char *key) {
-    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
-    return v != NULL && v->type == YAML_TREE_SCALAR && !yaml_tree_is_null(v) ? v->u.scalar.text
-                                                                             : NULL;
-}
-
-/* Pack one v1.Pod described by the mapping item, named name, into f. */
-static int ctl_ap__pack_pod(ctl_ap_podfile_t *f, const yaml_tree_node_t *item, const char *name) {
-    static const char *const resources[3] = {"cpu", "memory", "gpu"};
-    const char *values[3];
-    for (size_t r = 0; r < 3; r++) {
-        const char *v = values[r] = ctl_ap__scalar(item, resources[r]);
-        int64_t parsed;
-        frugal_err_t err;
-        if (v != NULL && quantity_parse_milli(v, &parsed, &err) != 0)
-            return ctl_ap__file_error(f, yaml_tree_mapping_get(item, resources[r]),
-                                      "%s: invalid quantity \"%s\"", resources[r], v);
-    }
-    const yaml_tree_node_t *sel = yaml_tree_mapping_get(item, "node_selector");
-    size_t nsel = sel != NULL && sel->type == YAML_TREE_MAPPING ? sel->u.mapping.count : 0;
-    if (sel != NULL && sel->type != YAML_TREE_MAPPING && !yaml_tree_is_null(sel))
-        return ctl_ap__file_error(f, sel, "node_selector: expected a mapping");
-    const yaml_tree_node_t *tols = yaml_tree_mapping_get(item, "tolerations");
-    size_t ntol = tols != NULL && tols->type == YAML_TREE_SEQUENCE ? tols->u.sequence.count : 0;
-    pod_toleration_t *tol = cli_xcalloc(ntol, sizeof(*tol));
-    pod_spec_t spec = {.name = name,
-                       .cpu = values[0],
-                       .memory = values[1],
-                       .gpu = values[2],
-                       .tolerations = tol,
-                       .n_tolerations = ntol};
-    spec.namespace_ = ctl_ap__scalar(item, "namespace");
-    int rc = 0;
-    if (tols != NULL && tols->type != YAML_TREE_SEQUENCE && !yaml_tree_is_null(tols))
-        rc = ctl_ap__file_error(f, tols, "tolerations: expected a list");
-    for (size_t i = 0; rc == 0 && i < nsel; i++) {
-        const yaml_tree_pair_t *p = &sel->u.mapping.items[i];
-        if (p->key->type != YAML_TREE_SCALAR || p->value->type != YAML_TREE_SCALAR) {
-            rc = ctl_ap__file_error(f, p->key, "node_selector: expected key: value strings");
-            break;
-        }
-        if (kv_list_put(&spec.node_selector, p->key->u.scalar.text, p->value->u.scalar.text) ==
-            FRUGAL_ENOMEM)
-            cli_die_nomem();
-    }
-    for (size_t i = 0; rc == 0 && i < ntol; i++) {
-        const yaml_tree_node_t *t = tols->u.sequence.items[i];
-        if (t->type != YAML_TREE_MAPPING) {
-            rc = ctl_ap__file_error(f, t, "tolerations: expected a mapping");
-            break;
-        }
-        tol[i].key = ctl_ap__scalar(t, "key");
-        tol[i].value = ctl_ap__scalar(t, "value");
-        tol[i].effect = ctl_ap__scalar(t, "effect");
-        tol[i].operator_ = ctl_ap__scalar(t, "operator");
-        if (tol[i].operator_ == NULL)
-            tol[i].operator_ = tol[i].value != NULL ? "Equal" : "Exists";
-    }
-    if (rc == 0) {
-        if (f->count == f->cap) {
-            f->cap = f->cap > 0 ? f->cap * 2 : 16;
-            ProtobufCBinaryData *pods = realloc(f->pods, f->cap * sizeof(*pods));
-            if (pods == NULL)
-                cli_die_nomem();
-            f->pods = pods;
-        }
-        frugal_err_t err;
-        ProtobufCBinaryData *b = &f->pods[f->count];
-        if (pod_spec_pack(&spec, &b->data, &b->len, &err) != 0)
-            cli_die_nomem(); /* the quantities were checked above */
-        f->count++;
-    }
-    kv_list_clear(&spec.node_selector);
-    free(tol);
-    return rc;
-}
-
-static int ctl_ap__load_pods(ctl_ap_podfile_t *f) {
-    FILE *fp = fopen(f->path, "rb");
-    if (fp == NULL) {
-        fprintf(stderr, "frugal ctl: cannot open %s: %s\n", f->path, strerror(errno));
-        return 2;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    int err = cli_read_stream(fp, &text, &len);
-    fclose(fp);
-    if (err == ENOMEM) {
-        fputs("error: out of memory\n", stderr);
-        exit(1);
-    }
-    if (err != 0) {
-        fprintf(stderr, "frugal ctl: cannot read %s: %s\n", f->path, strerror(err));
-        return 2;
-    }
+/* Read and pack the pods of path into *f; 0, or 2 after printing the error. */
+static int ctl_ap__load_pods(const char *path, ctl_ap_podfile_t *f) {
+    static const char *const root_keys[] = {"pods", NULL};
     yaml_tree_node_t *root = NULL;
-    yaml_tree_error_t yerr;
-    int rc = 0;
-    if (yaml_tree_load(text, len, &root, &yerr) != 0) {
-        fprintf(stderr, "%s:%d:%d: %s\n", f->path, yerr.line, yerr.column, yerr.message);
-        free(text);
+    pod_file_pods_t entries = {NULL, 0};
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    int rc = pod_file_load(path, &root, &err);
+    const yaml_tree_node_t *list = root;
+    if (rc == 0 && root != NULL && root->type == YAML_TREE_MAPPING) {
+        rc = pod_file_check_keys(path, root, root_keys, &err);
+        list = yaml_tree_mapping_get(root, "pods");
+    }
+    if (rc == 0 && (list == NULL || list->type != YAML_TREE_SEQUENCE))
+        rc = pod_file_error(&err, path, list != NULL ? list : root,
+                            "expected a list of pods (or a mapping with pods:)");
+    if (rc == 0)
+        rc = pod_file_read_pods(path, list, &entries, &err);
+    if (rc == FRUGAL_ENOMEM)
+        cli_die_nomem();
+    if (rc != 0) {
+        fprintf(stderr, "%s%s\n", rc == FRUGAL_EIO ? "frugal ctl: " : "", err.msg);
+        yaml_tree_free(root);
         return 2;
     }
-    free(text);
-    const yaml_tree_node_t *list = root;
-    if (list != NULL && list->type == YAML_TREE_MAPPING)
-        list = yaml_tree_mapping_get(list, "pods");
-    if (list == NULL || list->type != YAML_TREE_SEQUENCE) {
-        rc = ctl_ap__file_error(f, list != NULL ? list : root,
-                                "expected a list of pods (name, cpu, memory, gpu, node_selector, "
-                                "tolerations, count)");
-        goto out;
-    }
-    for (size_t i = 0; rc == 0 && i < list->u.sequence.count; i++) {
-        const yaml_tree_node_t *item = list->u.sequence.items[i];
-        if (item->type != YAML_TREE_MAPPING) {
-            rc = ctl_ap__file_error(f, item, "pods[%zu]: expected a mapping", i);
-            break;
+    size_t total = 0;
+    for (size_t i = 0; i < entries.count; i++)
+        total += (size_t)entries.items[i].count;
+    f->pods = cli_xcalloc(total, sizeof(*f->pods));
+    for (size_t i = 0; i < entries.count; i++) {
+        pod_file_pod_t *e = &entries.items[i];
+        char base[32];
+        if (e->spec.name == NULL) {
+            snprintf(base, sizeof(base), "pod-%zu", i);
+            e->spec.name = base;
         }
-        char fallback[32];
-        const char *name = ctl_ap__scalar(item, "name");
-        if (name == NULL) {
-            snprintf(fallback, sizeof(fallback), "pod-%zu", i);
-            name = fallback;
-        }
-        long count = 1;
-        const char *cs = ctl_ap__scalar(item, "count");
-        if (cs != NULL) {
-            char *end;
-            count = strtol(cs, &end, 10);
-            if (*end != '\0' || count < 1 || count > 100000) {
-                rc = ctl_ap__file_error(f, yaml_tree_mapping_get(item, "count"),
-                                        "count: expected an integer in 1..100000, got \"%s\"", cs);
-                break;
-            }
-        }
-        for (long k = 0; rc == 0 && k < count; k++) {
+        const char *name = e->spec.name;
+        for (long k = 0; k < e->count; k++) {
             char full[300];
-            if (count > 1)
+            if (e->count > 1) {
                 snprintf(full, sizeof(full), "%s-%ld", name, k);
-            else
-                snprintf(full, sizeof(full), "%s", name);
-            rc = ctl_ap__pack_pod(f, item, full);
+                e->spec.name = full;
+            }
+            ProtobufCBinaryData *b = &f->pods[f->count];
+            /* The quantities were checked by the reader: only memory can run out. */
+            if (pod_spec_pack(&e->spec, &b->data, &b->len, &err) != 0)
+                cli_die_nomem();
+            f->count++;
         }
     }
-out:
+    pod_file_pods_free(&entries);
     yaml_tree_free(root);
-    return rc;
+    return 0;
 }
 
 static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
     if (argc != 2)
         return ctl_ap__usage(argv[0], "PODS_FILE");
-    ctl_ap_podfile_t f = {argv[1], NULL, 0, 0};
-    int rc = ctl_ap__load_pods(&f);
+    ctl_ap_podfile_t f = {NULL, 0};
+    int rc = ctl_ap__load_pods(argv[1], &f);
     if (rc != 0)
         goto out;
     AP(ProposeNodeGroupsRequest) req = AP_INIT(PROPOSE_NODE_GROUPS_REQUEST);
     req.n_pods = f.count;
     req.pods = f.pods;
     AP(ProposeNodeGroupsResponse) *resp = NULL;
-    rc = ctl_call(client, AP_PATH("ProposeNodeGroups"), &req.base,
+    rc = ctl_call(client, WIRE_AP_PROPOSE_NODE_GROUPS, &req.base,
                   AP_DESC(propose_node_groups_response), (ProtobufCMessage **)&resp);
     if (rc != 0)
         goto out;
@@ -594,19 +467,12 @@ static int ctl_ap_propose(rpc_client_t *client, ctl_format_t format, int argc, c
         printf("proposals:%s\n", resp->n_proposals == 0 ? " []" : "");
         for (size_t i = 0; i < resp->n_proposals; i++) {
             const AP(Proposal) *p = resp->proposals[i];
-            printf("- group_id: ");
-            cli_yaml_str(p->group_id);
-            putchar('\n');
+            cli_yaml_item_kv(0, "group_id", p->group_id);
             cli_yaml_kv(2, "machine_type", p->machine_type);
             cli_yaml_kv(2, "zone", p->zone);
             printf("  labels:%s\n", p->n_labels == 0 ? " {}" : "");
-            for (size_t j = 0; j < p->n_labels; j++) {
-                printf("    ");
-                cli_yaml_str(p->labels[j]->key);
-                printf(": ");
-                cli_yaml_str(p->labels[j]->value);
-                putchar('\n');
-            }
+            for (size_t j = 0; j < p->n_labels; j++)
+                cli_yaml_pair(4, p->labels[j]->key, p->labels[j]->value);
             ctl_ap__yaml_taints(2, p->n_taints, p->taints);
             printf("  node_count: %d\n  score: %.9g\n  exists: %s\n", (int)p->node_count, p->score,
                    p->exists ? "true" : "false");

@@ -7,7 +7,8 @@
  *     - group: pool-a            # nodeGroupId
  *       node_count: 2
  *       debug: "from CA"         # optional
- *       pods:                    # each entry is `count` identical pods
+ *       pods:                    # pod entries as pod_file.h reads them, each
+ *                                # `count` identical pods
  *         - {cpu: 100m, memory: 64Mi, gpu: 0, count: 3,
  *            node_selector: {team: web},
  *            tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule}]}
@@ -31,18 +32,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "catalog.h"
 #include "cli.h"
 #include "ctl.h"
 #include "expander.pb-c.h"
 #include "k8s.h"
+#include "pod_file.h"
 #include "pod_spec.h"
 #include "quantity.h"
 #include "ranking.h"
 #include "template.h"
+#include "wire_names.h"
 #include "yaml_tree.h"
-
-#define BO_METHOD "/grpcplugin.Expander/BestOptions"
 
 typedef Grpcplugin__BestOptionsRequest bo_request_t;
 typedef Grpcplugin__BestOptionsResponse bo_response_t;
@@ -52,98 +54,70 @@ typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry bo_capacity_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry bo_allocatable_t;
 typedef K8s__Io__Api__Core__V1__NodeCondition bo_condition_t;
 
-/* --- a bump allocator: everything built for one run is freed at once --- */
+/* --- everything built for one run comes from one arena (a CLI exits on out-of-memory) --- */
 
-typedef struct bo_block {
-    struct bo_block *next;
-    size_t used, cap;
-    max_align_t data[];
-} bo_block_t;
-
-typedef struct bo_arena {
-    bo_block_t *head;
-} bo_arena_t;
-
-static void bo_die_nomem(void) {
-    fprintf(stderr, "frugal ctl: out of memory\n");
-    exit(1);
-}
-
-static void *bo_alloc(bo_arena_t *a, size_t n) {
-    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    if (!a->head || a->head->cap - a->head->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
-        bo_block_t *b = malloc(sizeof(*b) + cap);
-        if (!b)
-            bo_die_nomem();
-        b->next = a->head;
-        b->used = 0;
-        b->cap = cap;
-        a->head = b;
-    }
-    void *p = (char *)a->head->data + a->head->used;
-    a->head->used += n;
-    memset(p, 0, n);
+/* n zeroed bytes of the run's arena. */
+static void *bo_alloc(arena_t *a, size_t n) {
+    void *p = arena_calloc(a, n, 1);
+    if (!p)
+        cli_die_nomem();
     return p;
 }
 
-static char *bo_strdup(bo_arena_t *a, const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = bo_alloc(a, n);
-    memcpy(p, s, n);
+static char *bo_strdup(arena_t *a, const char *s) {
+    char *p = arena_strdup(a, s);
+    if (!p)
+        cli_die_nomem();
     return p;
-}
-
-static void bo_arena_free(bo_arena_t *a) {
-    for (bo_block_t *b = a->head, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-    a->head = NULL;
 }
 
 /* --- reading FILE --- */
 
 typedef struct bo_file {
     const char *path;
-    bo_arena_t *arena;
+    arena_t *arena;
     bool failed;
 } bo_file_t;
+
+/* Print err's "FILE:LINE:COL: message" and mark the file failed. */
+static void bo_report(bo_file_t *f, const frugal_err_t *err) {
+    if (err->code == FRUGAL_ENOMEM)
+        cli_die_nomem();
+    fprintf(stderr, "%s\n", err->msg);
+    f->failed = true;
+}
 
 static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Report FILE:LINE:COL: message and mark the file failed. */
 static void bo_error(bo_file_t *f, const yaml_tree_node_t *at, const char *fmt, ...) {
+    char msg[FRUGAL_ERR_MSG_MAX];
     va_list ap;
-    fprintf(stderr, "%s:%d:%d: ", f->path, at ? at->line : 0, at ? at->column : 0);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    f->failed = true;
+    frugal_err_t err;
+    pod_file_error(&err, f->path, at, "%s", msg);
+    bo_report(f, &err);
 }
 
 static const char *bo_scalar(bo_file_t *f, const yaml_tree_node_t *map, const char *key,
                              bool required) {
-    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
-    if (!v) {
-        if (required)
-            bo_error(f, map, "missing key %s", key);
-        return NULL;
-    }
-    if (v->type != YAML_TREE_SCALAR) {
-        bo_error(f, v, "%s: expected a scalar", key);
-        return NULL;
-    }
-    return v->u.scalar.text;
+    const char *s = NULL;
+    frugal_err_t err;
+    if (pod_file_scalar(f->path, map, key, &s, &err) != 0)
+        bo_report(f, &err);
+    else if (!s && required)
+        bo_error(f, map, "missing key %s", key);
+    return s;
 }
 
 static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, long long min,
                    long long *out) {
     const char *s = bo_scalar(f, map, key, false);
     if (!s)
-        return true;
+        return !f->failed;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -157,18 +131,9 @@ static bool bo_int(bo_file_t *f, const yaml_tree_node_t *map, const char *key, l
 
 /* Check every key of map is one of keys (NULL-terminated). */
 static void bo_keys(bo_file_t *f, const yaml_tree_node_t *map, const char *const *keys) {
-    if (map->type != YAML_TREE_MAPPING) {
-        bo_error(f, map, "expected a mapping");
-        return;
-    }
-    for (size_t i = 0; i < map->u.mapping.count; i++) {
-        const yaml_tree_node_t *k = map->u.mapping.items[i].key;
-        bool known = false;
-        for (size_t j = 0; keys[j] && k->type == YAML_TREE_SCALAR; j++)
-            known = known || strcmp(k->u.scalar.text, keys[j]) == 0;
-        if (!known)
-            bo_error(f, k, "unknown key %s", k->type == YAML_TREE_SCALAR ? k->u.scalar.text : "?");
-    }
+    frugal_err_t err;
+    if (pod_file_check_keys(f->path, map, keys, &err) != 0)
+        bo_report(f, &err);
 }
 
 /* A scalar-to-scalar mapping as generated label entries (labels and node selectors
@@ -211,69 +176,52 @@ static const yaml_tree_node_t *bo_sequence(bo_file_t *f, const yaml_tree_node_t 
 }
 
 static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *key, bool milli) {
-    const char *s = bo_scalar(f, map, key, false);
-    int64_t v;
-    frugal_err_t err = {0};
-    if (!s)
-        return true;
-    if ((milli ? quantity_parse_milli(s, &v, &err) : quantity_parse_value(s, &v, &err)) != 0 ||
-        v < 0) {
-        bo_error(f, yaml_tree_mapping_get(map, key), "invalid quantity %s", s);
+    const char *s;
+    frugal_err_t err;
+    if (pod_file_quantity(f->path, map, key, milli, &s, &err) != 0) {
+        bo_report(f, &err);
         return false;
     }
     return true;
 }
 
-static ProtobufCBinaryData bo_pack_pod(bo_file_t *f, const yaml_tree_node_t *p, const char *name) {
-    static const char *const keys[] = {"cpu",         "memory", "gpu",  "node_selector",
-                                       "tolerations", "count",  "name", NULL};
-    ProtobufCBinaryData out = {0, NULL};
-    bo_keys(f, p, keys);
-    if (f->failed || !bo_quantity(f, p, "cpu", true) || !bo_quantity(f, p, "memory", false) ||
-        !bo_quantity(f, p, "gpu", false))
-        return out;
-
-    pod_spec_t spec = {.name = name};
-    spec.cpu = bo_scalar(f, p, "cpu", false);
-    spec.memory = bo_scalar(f, p, "memory", false);
-    spec.gpu = bo_scalar(f, p, "gpu", false);
-    char **sk, **sv;
-    size_t ns = bo_string_map(f, p, "node_selector", &sk, &sv);
-    for (size_t i = 0; i < ns; i++)
-        if (kv_list_put(&spec.node_selector, sk[i], sv[i]) == FRUGAL_ENOMEM)
-            bo_die_nomem();
-
-    const yaml_tree_node_t *tols = bo_sequence(f, p, "tolerations");
-    size_t nt = tols ? tols->u.sequence.count : 0;
-    pod_toleration_t *tol = bo_alloc(f->arena, (nt + 1) * sizeof(*tol));
-    for (size_t i = 0; i < nt; i++) {
-        static const char *const tkeys[] = {"key", "operator", "value", "effect", NULL};
-        const yaml_tree_node_t *t = tols->u.sequence.items[i];
-        bo_keys(f, t, tkeys);
-        if (f->failed)
-            break;
-        tol[i].key = bo_scalar(f, t, "key", false);
-        tol[i].operator_ = bo_scalar(f, t, "operator", false);
-        tol[i].value = bo_scalar(f, t, "value", false);
-        tol[i].effect = bo_scalar(f, t, "effect", false);
-    }
-    spec.tolerations = tol;
-    spec.n_tolerations = nt;
-
-    uint8_t *bytes;
-    size_t len;
+/* The pods of one option (pod_file.h), packed into the arena: each entry packed once
+ * and repeated count times; an unnamed entry k of option i is named pod-i-k. */
+static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
+                         ProtobufCBinaryData **out, size_t *n_out) {
+    pod_file_pods_t entries;
     frugal_err_t err;
-    if (!f->failed) {
-        /* The quantities were checked above: only memory can run out. */
-        if (pod_spec_pack(&spec, &bytes, &len, &err) != 0)
-            bo_die_nomem();
-        out.len = len;
-        out.data = bo_alloc(f->arena, len + 1);
-        memcpy(out.data, bytes, len);
-        free(bytes);
+    if (pod_file_read_pods(f->path, yaml_tree_mapping_get(option, "pods"), &entries, &err) != 0) {
+        bo_report(f, &err);
+        return false;
     }
-    kv_list_clear(&spec.node_selector);
-    return out;
+    size_t total = 0;
+    for (size_t k = 0; k < entries.count; k++)
+        total += (size_t)entries.items[k].count;
+    ProtobufCBinaryData *bytes = bo_alloc(f->arena, (total + 1) * sizeof(*bytes));
+    size_t at = 0;
+    for (size_t k = 0; k < entries.count; k++) {
+        pod_file_pod_t *e = &entries.items[k];
+        char name[64];
+        if (!e->spec.name) {
+            snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
+            e->spec.name = name;
+        }
+        uint8_t *packed;
+        size_t len;
+        /* The quantities were checked by the reader: only memory can run out. */
+        if (pod_spec_pack(&e->spec, &packed, &len, &err) != 0)
+            cli_die_nomem();
+        ProtobufCBinaryData b = {len, bo_alloc(f->arena, len + 1)};
+        memcpy(b.data, packed, len);
+        free(packed);
+        for (long c = 0; c < e->count; c++)
+            bytes[at++] = b;
+    }
+    pod_file_pods_free(&entries);
+    *out = bytes;
+    *n_out = total;
+    return true;
 }
 
 /* A template node like the server's (template.h): name, labels, taints, capacity. */
@@ -441,30 +389,10 @@ static bool bo_build(bo_file_t *f, const yaml_tree_node_t *root, bool legacy, bo
         o[i].nodecount = (int32_t)count;
         o[i].debug = bo_strdup(f->arena, debug ? debug : "");
 
-        const yaml_tree_node_t *pods = bo_sequence(f, y, "pods");
-        size_t total = 0, np = pods ? pods->u.sequence.count : 0;
-        long long *counts = bo_alloc(f->arena, (np + 1) * sizeof(*counts));
-        for (size_t k = 0; k < np; k++) {
-            counts[k] = 1;
-            if (!bo_int(f, pods->u.sequence.items[k], "count", 0, &counts[k]))
-                return false;
-            total += (size_t)counts[k];
-        }
-        ProtobufCBinaryData *bytes = bo_alloc(f->arena, (total + 1) * sizeof(*bytes));
-        size_t at = 0;
-        for (size_t k = 0; k < np; k++) {
-            const yaml_tree_node_t *p = pods->u.sequence.items[k];
-            const char *pname = bo_scalar(f, p, "name", false);
-            char name[256];
-            snprintf(name, sizeof(name), "%s", pname ? pname : "");
-            if (!pname)
-                snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
-            ProtobufCBinaryData b = bo_pack_pod(f, p, bo_strdup(f->arena, name));
-            if (f->failed)
-                return false;
-            for (long long c = 0; c < counts[k]; c++)
-                bytes[at++] = b;
-        }
+        ProtobufCBinaryData *bytes;
+        size_t total;
+        if (!bo_pack_pods(f, y, i, &bytes, &total))
+            return false;
         if (legacy) {
             o[i].n_pod = total;
             o[i].pod = bytes;
@@ -529,8 +457,8 @@ static int bo_row_cmp(const void *a, const void *b) {
 }
 
 static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp) {
-    return ctl_call(client, BO_METHOD, &req->base, &grpcplugin__best_options_response__descriptor,
-                    (ProtobufCMessage **)resp);
+    return ctl_call(client, WIRE_EXPANDER_BEST_OPTIONS, &req->base,
+                    &grpcplugin__best_options_response__descriptor, (ProtobufCMessage **)resp);
 }
 
 static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
@@ -538,9 +466,8 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
         printf("options:\n");
         for (size_t i = 0; i < n; i++) {
             const bo_row_t *r = &rows[i];
-            printf("  - group: ");
-            cli_yaml_str(r->option->nodegroupid);
-            printf("\n    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
+            cli_yaml_item_kv(2, "group", r->option->nodegroupid);
+            printf("    node_count: %d\n    winner: %s\n    scored: %s\n", r->option->nodecount,
                    r->winner ? "true" : "false", r->scored ? "true" : "false");
             if (r->scored) {
                 const ranking_figures_t *f = &r->figures;
@@ -552,54 +479,30 @@ static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
         }
         return;
     }
-    static const char *const head[] = {"RANK",       "GROUP", "NODES",     "NODE_PRICE",
-                                       "PODS_PRICE", "RATIO", "UNFITNESS", "SUPPRESSED",
-                                       "SCORE",      "WINNER"};
-    enum { COLS = 10 };
-    char(*cells)[COLS][64] = calloc(n + 1, sizeof(*cells));
-    if (!cells) {
-        fprintf(stderr, "frugal ctl: out of memory\n");
-        return;
-    }
-    size_t width[COLS] = {0};
-    for (size_t c = 0; c < COLS; c++)
-        snprintf(cells[0][c], sizeof(cells[0][c]), "%s", head[c]);
+    cli_table_t t = {.ncols = 10};
+    cli_table_row(&t, "RANK", "GROUP", "NODES", "NODE_PRICE", "PODS_PRICE", "RATIO", "UNFITNESS",
+                  "SUPPRESSED", "SCORE", "WINNER");
     for (size_t i = 0; i < n; i++) {
         const bo_row_t *r = &rows[i];
-        char(*row)[64] = cells[i + 1];
         const ranking_figures_t *f = &r->figures;
-        if (r->scored)
-            snprintf(row[0], 64, "%zu", i + 1);
-        else
-            snprintf(row[0], 64, "-");
-        snprintf(row[1], 64, "%s", r->option->nodegroupid);
-        snprintf(row[2], 64, "%d", r->option->nodecount);
+        char cell[9][64];
+        for (size_t c = 0; c < 9; c++)
+            snprintf(cell[c], sizeof(cell[c]), "-");
         if (r->scored) {
-            snprintf(row[3], 64, "%f", f->node_price);
-            snprintf(row[4], 64, "%f", f->pods_price);
-            snprintf(row[5], 64, "%f", f->ratio);
-            snprintf(row[6], 64, "%f", f->unfitness);
-            snprintf(row[7], 64, "%f", f->suppressed);
-            snprintf(row[8], 64, "%f", f->score);
-        } else {
-            for (size_t c = 3; c < 9; c++)
-                snprintf(row[c], 64, "-");
+            snprintf(cell[0], sizeof(cell[0]), "%zu", i + 1);
+            const double figure[6] = {f->node_price, f->pods_price, f->ratio,
+                                      f->unfitness,  f->suppressed, f->score};
+            for (size_t c = 0; c < 6; c++)
+                snprintf(cell[3 + c], sizeof(cell[3 + c]), "%f", figure[c]);
         }
-        snprintf(row[9], 64, "%s", r->winner ? "*" : r->scored ? "" : "not scored");
+        snprintf(cell[2], sizeof(cell[2]), "%d", r->option->nodecount);
+        cli_table_row(&t, cell[0], r->option->nodegroupid, cell[2], cell[3], cell[4], cell[5],
+                      cell[6], cell[7], cell[8],
+                      r->winner   ? "*"
+                      : r->scored ? ""
+                                  : "not scored");
     }
-    for (size_t i = 0; i <= n; i++)
-        for (size_t c = 0; c < COLS; c++)
-            if (strlen(cells[i][c]) > width[c])
-                width[c] = strlen(cells[i][c]);
-    for (size_t i = 0; i <= n; i++) {
-        for (size_t c = 0; c < COLS; c++) {
-            if (c == COLS - 1)
-                printf("%s\n", cells[i][c]);
-            else
-                printf("%-*s  ", (int)width[c], cells[i][c]);
-        }
-    }
-    free(cells);
+    cli_table_flush(&t, 0);
 }
 
 static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
@@ -619,19 +522,13 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         fprintf(stderr, "usage: frugal ctl best-options FILE [--legacy]\n");
         return 2;
     }
-    size_t len = 0;
-    char *text = NULL;
-    int err = cli_read_file(path, &text, &len);
-    if (err != 0) {
-        fprintf(stderr, "frugal ctl: %s: %s\n", path, strerror(err));
-        return 2;
-    }
     yaml_tree_node_t *root = NULL;
-    yaml_tree_error_t yerr;
-    int rc = yaml_tree_load(text, len, &root, &yerr);
-    free(text);
+    frugal_err_t err;
+    int rc = pod_file_load(path, &root, &err);
+    if (rc == FRUGAL_ENOMEM)
+        cli_die_nomem();
     if (rc != 0) {
-        fprintf(stderr, "%s:%d:%d: %s\n", path, yerr.line, yerr.column, yerr.message);
+        fprintf(stderr, "%s%s\n", rc == FRUGAL_EIO ? "frugal ctl: " : "", err.msg);
         return 2;
     }
     if (!root) {
@@ -639,7 +536,7 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
         return 2;
     }
 
-    bo_arena_t arena = {0};
+    arena_t arena = ARENA_INIT;
     bo_file_t f = {path, &arena, false};
     bo_request_t req = GRPCPLUGIN__BEST_OPTIONS_REQUEST__INIT;
     bo_row_t *rows = NULL;
@@ -683,7 +580,7 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
 
 done:
     free(rows);
-    bo_arena_free(&arena);
+    arena_free(&arena);
     yaml_tree_free(root);
     return status;
 }

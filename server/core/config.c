@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "duration.h"
 #include "k8s_name.h"
 #include "yaml_tree.h"
 
@@ -408,63 +409,6 @@ static bool parse_bytes(load_ctx_t *ctx, const yaml_tree_node_t *node, const cha
     return true;
 }
 
-/* Go's duration syntax without a sign: "45s", "10m", "1h30m", "1.5h", "250ms", "0". */
-static bool duration_parse_ns(const char *s, int64_t *out) {
-    static const struct {
-        const char *unit;
-        long double ns;
-    } units[] = {{"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
-                 {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
-    if (strcmp(s, "0") == 0) {
-        *out = 0;
-        return true;
-    }
-    const char *p = s;
-    long double total = 0;
-    if (*p == '\0') {
-        return false;
-    }
-    while (*p != '\0') {
-        long double v = 0;
-        bool digits = false;
-        while (*p >= '0' && *p <= '9') {
-            v = v * 10 + (*p++ - '0');
-            digits = true;
-        }
-        if (*p == '.') {
-            long double scale = 0.1L;
-            p++;
-            while (*p >= '0' && *p <= '9') {
-                v += (*p++ - '0') * scale;
-                scale /= 10;
-                digits = true;
-            }
-        }
-        if (!digits) {
-            return false;
-        }
-        size_t best = 0;
-        long double unit = 0;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-            size_t n = strlen(units[i].unit);
-            if (n > best && strncmp(p, units[i].unit, n) == 0) {
-                best = n;
-                unit = units[i].ns;
-            }
-        }
-        if (best == 0) {
-            return false;
-        }
-        p += best;
-        total += v * unit;
-        if (total > 9.2e18L) {
-            return false;
-        }
-    }
-    *out = (int64_t)total;
-    return true;
-}
-
 static bool duration_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                            int64_t *ns) {
     const char *s = node->u.scalar.text;
@@ -472,7 +416,7 @@ static bool duration_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         ctx_error(ctx, node, path, "must not be negative, got %s", s);
         return false;
     }
-    if (!duration_parse_ns(s, ns)) {
+    if (duration_parse(s, ns, NULL) != 0) {
         ctx_error(ctx, node, path, "invalid duration \"%s\" (expected e.g. 45s, 10m, 1h30m)", s);
         return false;
     }
@@ -976,7 +920,7 @@ static void provider_check_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, c
     const yaml_tree_node_t *tn = yaml_tree_mapping_get(node, "timeout");
     int64_t ns = 0;
     if (exec && tn != NULL && tn->type == YAML_TREE_SCALAR &&
-        duration_parse_ns(tn->u.scalar.text, &ns) && ns < 1000000) {
+        duration_parse(tn->u.scalar.text, &ns, NULL) == 0 && ns < 1000000) {
         path_join(sub, path, "timeout");
         ctx_error(ctx, tn, sub, "must be at least 1ms, got %s", tn->u.scalar.text);
     }

@@ -6,59 +6,6 @@
 
 #include "pod.h"
 
-/* --- arena: copies of strings, nodes and boundary-crossing pods, freed at once --- */
-
-typedef struct arena_block {
-    struct arena_block *next;
-    size_t used;
-    size_t cap;
-    uint8_t data[];
-} arena_block_t;
-
-struct expander_arena {
-    arena_block_t *head;
-};
-
-#define ARENA_BLOCK_MIN (64 * 1024)
-
-static void *arena_alloc(struct expander_arena *a, size_t n) {
-    n = (n + 7) & ~(size_t)7;
-    arena_block_t *b = a->head;
-    if (!b || b->cap - b->used < n) {
-        size_t cap = n > ARENA_BLOCK_MIN ? n : ARENA_BLOCK_MIN;
-        b = malloc(sizeof(*b) + cap);
-        if (!b)
-            return NULL;
-        b->next = a->head;
-        b->used = 0;
-        b->cap = cap;
-        a->head = b;
-    }
-    void *p = b->data + b->used;
-    b->used += n;
-    return p;
-}
-
-static void arena_free(struct expander_arena *a) {
-    if (!a)
-        return;
-    for (arena_block_t *b = a->head, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-    free(a);
-}
-
-static char *arena_strndup(struct expander_arena *a, const uint8_t *s, size_t n) {
-    char *p = arena_alloc(a, n + 1);
-    if (!p)
-        return NULL;
-    if (n)
-        memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
 /* Grow *items (of size elem) so that it holds at least need elements. */
 static int grow(void **items, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap)
@@ -342,7 +289,7 @@ static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, boo
         grow((void **)&req->pods, &d->pods_cap, req->pods_count + 1, sizeof(*req->pods)) != 0)
         return FRUGAL_ENOMEM;
     if (copied) {
-        uint8_t *c = arena_alloc(req->arena, len);
+        uint8_t *c = arena_alloc(&req->arena, len);
         if (!c)
             return FRUGAL_ENOMEM;
         memcpy(c, data, len);
@@ -357,7 +304,7 @@ static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, boo
     req->pods_decoded++;
     p->rc = pod_decode_request(data, len, &p->request, &perr);
     if (p->rc != 0) {
-        p->error = arena_strndup(req->arena, (const uint8_t *)perr.msg, strlen(perr.msg));
+        p->error = arena_strndup(&req->arena, perr.msg, strlen(perr.msg));
         if (!p->error)
             return FRUGAL_ENOMEM;
     }
@@ -387,7 +334,7 @@ static int decoder_string(decoder_t *d, rd_t *r, const char **out) {
     bool copied;
     CHECK(rd_varint(r, &len), "truncated length");
     CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated string");
-    if (!(*out = arena_strndup(d->req->arena, p, (size_t)len)))
+    if (!(*out = arena_strndup(&d->req->arena, p, (size_t)len)))
         return frugal_err_set(d->err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
     return 0;
 }
@@ -530,7 +477,7 @@ static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field) {
                 bool copied;
                 CHECK(rd_varint(r, &len), "truncated length");
                 CHECK(rd_view(r, len, &d->scratch, &p, &copied), "truncated node");
-                uint8_t *c = arena_alloc(req->arena, (size_t)len ? (size_t)len : 1);
+                uint8_t *c = arena_alloc(&req->arena, (size_t)len);
                 if (!c)
                     return frugal_err_set(d->err, FRUGAL_ENOMEM,
                                           "out of memory decoding BestOptions");
@@ -612,9 +559,8 @@ int expander_decode(const expander_segment_t *segs, size_t nsegs, expander_reque
     expander_request_t *req = calloc(1, sizeof(*req));
     if (!req)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
-    req->arena = calloc(1, sizeof(*req->arena));
     req->seg_starts = malloc((nsegs ? nsegs : 1) * sizeof(*req->seg_starts));
-    if (!req->arena || !req->seg_starts) {
+    if (!req->seg_starts) {
         expander_request_free(req);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory decoding BestOptions");
     }
@@ -650,7 +596,7 @@ void expander_request_free(expander_request_t *req) {
     free(req->pod_refs);
     free(req->keep);
     free(req->seg_starts);
-    arena_free(req->arena);
+    arena_free(&req->arena);
     free(req);
 }
 

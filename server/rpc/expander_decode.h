@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "errors.h"
 #include "quantity.h"
 
@@ -91,7 +92,7 @@ typedef struct expander_request {
     const expander_segment_t *segs;
     size_t segs_count;
     uint64_t *seg_starts;
-    struct expander_arena *arena;
+    arena_t arena; /* copies of strings, nodes and boundary-crossing pods */
 } expander_request_t;
 
 /* Decode the request held in segs[0..nsegs) (which must outlive *out). Pods are

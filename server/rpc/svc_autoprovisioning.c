@@ -16,13 +16,10 @@
 #include "propose.h"
 #include "service.h"
 #include "template.h"
-
-#define AP(name) Frugal__V1__##name
-#define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
-#define AP_DESC(name) frugal__v1__##name##__descriptor
+#include "wire_names.h"
 
 #define UNPACK(desc, request, out, err)                                                            \
-    codec_unpack(&AP_DESC(desc), request, (ProtobufCMessage **)(out), err)
+    codec_unpack(AP_DESC(desc), request, (ProtobufCMessage **)(out), err)
 
 static int require_enabled(const service_ctx_t *ctx, const char *what, frugal_err_t *err) {
     if (!ctx->cfg->autoprovisioning.enabled)
@@ -551,18 +548,16 @@ out:
     return rc;
 }
 
-#define AP_PATH(method) "/frugal.v1.Autoprovisioning/" method
-
 static const service_method_t autoprovisioning_methods[] = {
-    {AP_PATH("GetAvailableMachineTypes"), ap_get_available_machine_types},
-    {AP_PATH("NewNodeGroup"), ap_new_node_group},
-    {AP_PATH("NodeGroupCreate"), ap_node_group_create},
-    {AP_PATH("NodeGroupDelete"), ap_node_group_delete},
-    {AP_PATH("NodeGroupInfo"), ap_node_group_info},
-    {AP_PATH("GetResourceLimiter"), ap_get_resource_limiter},
-    {AP_PATH("ProposeNodeGroups"), ap_propose_node_groups},
+    {WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, ap_get_available_machine_types},
+    {WIRE_AP_NEW_NODE_GROUP, ap_new_node_group},
+    {WIRE_AP_NODE_GROUP_CREATE, ap_node_group_create},
+    {WIRE_AP_NODE_GROUP_DELETE, ap_node_group_delete},
+    {WIRE_AP_NODE_GROUP_INFO, ap_node_group_info},
+    {WIRE_AP_GET_RESOURCE_LIMITER, ap_get_resource_limiter},
+    {WIRE_AP_PROPOSE_NODE_GROUPS, ap_propose_node_groups},
 };
 
 const service_def_t service_autoprovisioning = {
-    "frugal.v1.Autoprovisioning", autoprovisioning_methods,
+    WIRE_SERVICE_AUTOPROVISIONING, autoprovisioning_methods,
     sizeof(autoprovisioning_methods) / sizeof(autoprovisioning_methods[0])};

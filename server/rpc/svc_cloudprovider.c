@@ -17,10 +17,8 @@
 #include "pricing.h"
 #include "service.h"
 #include "template.h"
+#include "wire_names.h"
 
-#define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
-#define EG_INIT(NAME) CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__##NAME##__INIT
-#define EG_DESC(name) clusterautoscaler__cloudprovider__v1__externalgrpc__##name##__descriptor
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Time meta_time_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration meta_duration_t;
 
@@ -34,7 +32,7 @@ typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration meta_duration_t;
 #define CA_DEFAULT_UTILIZATION_THRESHOLD 0.5
 
 #define UNPACK(type, desc, request, out, err)                                                      \
-    codec_unpack(&EG_DESC(desc), request, (ProtobufCMessage **)(out), err)
+    codec_unpack(EG_DESC(desc), request, (ProtobufCMessage **)(out), err)
 
 /* Groups CA may see: managed ones. Unmanaged groups are only counted; TargetSize still
  * answers for them (the size frugal counts), for operators. */
@@ -647,26 +645,24 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     return rc;
 }
 
-#define CP_PATH(method) "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/" method
-
 static const service_method_t cloudprovider_methods[] = {
-    {CP_PATH("NodeGroups"), cp_node_groups},
-    {CP_PATH("NodeGroupForNode"), cp_node_group_for_node},
-    {CP_PATH("PricingNodePrice"), cp_pricing_node_price},
-    {CP_PATH("PricingPodPrice"), cp_pricing_pod_price},
-    {CP_PATH("GPULabel"), cp_gpu_label},
-    {CP_PATH("GetAvailableGPUTypes"), cp_get_available_gpu_types},
-    {CP_PATH("Cleanup"), cp_cleanup},
-    {CP_PATH("Refresh"), cp_refresh},
-    {CP_PATH("NodeGroupTargetSize"), cp_target_size},
-    {CP_PATH("NodeGroupIncreaseSize"), cp_increase_size},
-    {CP_PATH("NodeGroupDeleteNodes"), cp_delete_nodes},
-    {CP_PATH("NodeGroupDecreaseTargetSize"), cp_decrease_target_size},
-    {CP_PATH("NodeGroupNodes"), cp_nodes},
-    {CP_PATH("NodeGroupTemplateNodeInfo"), cp_template_node_info},
-    {CP_PATH("NodeGroupGetOptions"), cp_get_options},
+    {WIRE_CP_NODE_GROUPS, cp_node_groups},
+    {WIRE_CP_NODE_GROUP_FOR_NODE, cp_node_group_for_node},
+    {WIRE_CP_PRICING_NODE_PRICE, cp_pricing_node_price},
+    {WIRE_CP_PRICING_POD_PRICE, cp_pricing_pod_price},
+    {WIRE_CP_GPU_LABEL, cp_gpu_label},
+    {WIRE_CP_GET_AVAILABLE_GPU_TYPES, cp_get_available_gpu_types},
+    {WIRE_CP_CLEANUP, cp_cleanup},
+    {WIRE_CP_REFRESH, cp_refresh},
+    {WIRE_CP_TARGET_SIZE, cp_target_size},
+    {WIRE_CP_INCREASE_SIZE, cp_increase_size},
+    {WIRE_CP_DELETE_NODES, cp_delete_nodes},
+    {WIRE_CP_DECREASE_TARGET_SIZE, cp_decrease_target_size},
+    {WIRE_CP_NODES, cp_nodes},
+    {WIRE_CP_TEMPLATE_NODE_INFO, cp_template_node_info},
+    {WIRE_CP_GET_OPTIONS, cp_get_options},
 };
 
-const service_def_t service_cloudprovider = {
-    "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider", cloudprovider_methods,
-    sizeof(cloudprovider_methods) / sizeof(cloudprovider_methods[0])};
+const service_def_t service_cloudprovider = {WIRE_SERVICE_CLOUDPROVIDER, cloudprovider_methods,
+                                             sizeof(cloudprovider_methods) /
+                                                 sizeof(cloudprovider_methods[0])};

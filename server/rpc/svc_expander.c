@@ -19,6 +19,7 @@
 #include "pricing.h"
 #include "ranking.h"
 #include "service.h"
+#include "wire_names.h"
 
 /* Per template node of the request, decoded on first use. */
 typedef struct expander__node_cache {
@@ -316,8 +317,8 @@ fail_decode:
 }
 
 static const service_method_t expander_methods[] = {
-    {"/grpcplugin.Expander/BestOptions", expander_best_options},
+    {WIRE_EXPANDER_BEST_OPTIONS, expander_best_options},
 };
 
-const service_def_t service_expander = {"grpcplugin.Expander", expander_methods,
+const service_def_t service_expander = {WIRE_SERVICE_EXPANDER, expander_methods,
                                         sizeof(expander_methods) / sizeof(*expander_methods)};

@@ -7,6 +7,7 @@
 #include "grpc_server.h"
 #include "health.pb-c.h"
 #include "service.h"
+#include "wire_names.h"
 
 static bool health_knows(const char *name) {
     const service_def_t *known[] = {&service_cloudprovider, &service_expander,
@@ -40,8 +41,8 @@ static int health_check(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_times
 }
 
 static const service_method_t health_methods[] = {
-    {"/grpc.health.v1.Health/Check", health_check},
+    {WIRE_HEALTH_CHECK, health_check},
 };
 
-const service_def_t service_health = {"grpc.health.v1.Health", health_methods,
+const service_def_t service_health = {WIRE_SERVICE_HEALTH, health_methods,
                                       sizeof(health_methods) / sizeof(health_methods[0])};

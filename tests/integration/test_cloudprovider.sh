@@ -63,9 +63,9 @@ assert_ok "node-groups" ctl -o yaml node-groups
 groups_yaml=$OUT
 ids=$(echo "$groups_yaml" | sed -n 's/^- id: //p' | tr -d '"' | sort | tr '\n' ' ')
 assert_eq "pool-a pool-b " "$ids" "node-groups lists the managed groups only"
-assert_match '^  minSize: 1$' "$(echo "$groups_yaml" | sed -n '/^- id: pool-a$/,/^- /p')" "pool-a minSize"
-assert_match '^  maxSize: 5$' "$(echo "$groups_yaml" | sed -n '/^- id: pool-a$/,/^- /p')" "pool-a maxSize"
-assert_match '^  maxSize: 3$' "$(echo "$groups_yaml" | sed -n '/^- id: pool-b$/,$p')" "pool-b maxSize"
+assert_match '^  minSize: 1$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-a"$/,/^- /p')" "pool-a minSize"
+assert_match '^  maxSize: 5$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-a"$/,/^- /p')" "pool-a maxSize"
+assert_match '^  maxSize: 3$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-b"$/,$p')" "pool-b maxSize"
 assert_ok "node-groups table" ctl node-groups
 assert_match '^ID +MIN +MAX' "$OUT" "table header"
 assert_no_match '^main ' "$OUT" "unmanaged group hidden in the table"
@@ -168,16 +168,16 @@ assert_eq us-central1 "$(yaml_nested labels topology.kubernetes.io/region "$tpl"
 assert_eq web "$(yaml_nested labels team "$tpl")" "group label team"
 unique=$(echo "$tpl" | sed -n '/^labels:/,/^[a-z]/p' | grep -v 'kubernetes.io/hostname' | grep -c 'pool-a')
 assert_eq 0 "$unique" "no label unique to the group (besides hostname)"
-assert_match '^  - key: dedicated$' "$tpl" "taint key"
-assert_match '^    value: web$' "$tpl" "taint value"
-assert_match '^    effect: NoSchedule$' "$tpl" "taint effect"
+assert_match '^  - key: "dedicated"$' "$tpl" "taint key"
+assert_match '^    value: "web"$' "$tpl" "taint value"
+assert_match '^    effect: "NoSchedule"$' "$tpl" "taint effect"
 assert_eq 2 "$(yaml_nested capacity cpu "$tpl")" "capacity cpu"
 assert_match '^(7.5Gi|7680Mi|8053063680)$' "$(yaml_nested capacity memory "$tpl")" "capacity memory"
 assert_eq 110 "$(yaml_nested capacity pods "$tpl")" "capacity pods"
 assert_match '.' "$(yaml_nested capacity ephemeral-storage "$tpl")" "capacity ephemeral-storage"
 assert_eq "" "$(yaml_nested capacity nvidia.com/gpu "$tpl")" "no GPU capacity"
 assert_eq 2 "$(yaml_nested allocatable cpu "$tpl")" "allocatable cpu"
-assert_match '^  - type: Ready$' "$tpl" "Ready condition"
+assert_match '^  - type: "Ready"$' "$tpl" "Ready condition"
 assert_match '^    status: "?True"?$' "$tpl" "Ready is True"
 assert_ok "template table" ctl template pool-b
 assert_match '^Name: +template-pool-b$' "$OUT" "table shows the name"

@@ -181,6 +181,9 @@ assert_exit 2 "best-options without a file" ctl best-options
 printf 'options: [{group: a, pods: [{cpu: lots}]}]\n' >"$TMP/bad.yaml"
 assert_exit 2 "best-options with a bad quantity" ctl best-options "$TMP/bad.yaml"
 assert_match "bad.yaml:1:[0-9]+: " "$ERR" "the file error names the position"
+printf 'options: [{group: a, pods: [{cpu: 1, namespace: ns, colour: red}]}]\n' >"$TMP/typo.yaml"
+assert_exit 2 "best-options with an unknown pod key" ctl best-options "$TMP/typo.yaml"
+assert_match "typo.yaml:1:53: unknown key colour" "$ERR" "an unknown key is an error at its position"
 
 log "plaintext is refused on the TLS port"
 assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client" \

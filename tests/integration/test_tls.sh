@@ -68,7 +68,7 @@ start_server "$TMP/tls.yaml"
 log "server-side TLS"
 assert_ok "health over TLS" ctl health
 assert_ok "node-groups over TLS" ctl -o yaml node-groups
-assert_match '^- id: pool-a$' "$OUT" "node-groups over TLS"
+assert_match '^- id: "pool-a"$' "$OUT" "node-groups over TLS"
 assert_ok "increase over TLS" ctl increase pool-a 1
 assert_ok "TLS with the name override" ctl --tls-server-name localhost target-size pool-a
 assert_eq 1 "$OUT" "target over TLS"

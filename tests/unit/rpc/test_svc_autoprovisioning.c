@@ -21,10 +21,7 @@
 #include "provider.h"
 #include "service.h"
 #include "svc_harness.h"
-
-#define AP(name) Frugal__V1__##name
-#define AP_INIT(NAME) FRUGAL__V1__##NAME##__INIT
-#define AP_DESC(name) frugal__v1__##name##__descriptor
+#include "wire_names.h"
 
 #define ZONE_A "us-central1-a"
 #define ZONE_B "us-central1-b"
@@ -157,7 +154,7 @@ static void ngr_extra(ngr_t *r, const char *key, const char *value) {
 }
 
 static int new_node_group(fx_t *f, ngr_t *r, AP(NewNodeGroupResponse) * *resp, frugal_err_t *err) {
-    return call(f, "NewNodeGroup", &r->req.base, &AP_DESC(new_node_group_response),
+    return call(f, "NewNodeGroup", &r->req.base, AP_DESC(new_node_group_response),
                 (ProtobufCMessage **)resp, err);
 }
 
@@ -185,7 +182,7 @@ static int group_info(fx_t *f, const char *id, AP(NodeGroupInfoResponse) * *resp
                       frugal_err_t *err) {
     AP(NodeGroupInfoRequest) req = AP_INIT(NODE_GROUP_INFO_REQUEST);
     req.id = (char *)id;
-    return call(f, "NodeGroupInfo", &req.base, &AP_DESC(node_group_info_response),
+    return call(f, "NodeGroupInfo", &req.base, AP_DESC(node_group_info_response),
                 (ProtobufCMessage **)resp, err);
 }
 
@@ -199,8 +196,8 @@ static void test_machine_types(void **state) {
     AP(GetAvailableMachineTypesRequest) req = AP_INIT(GET_AVAILABLE_MACHINE_TYPES_REQUEST);
     AP(GetAvailableMachineTypesResponse) * resp;
     assert_int_equal(call(f, "GetAvailableMachineTypes", &req.base,
-                          &AP_DESC(get_available_machine_types_response),
-                          (ProtobufCMessage **)&resp, &err),
+                          AP_DESC(get_available_machine_types_response), (ProtobufCMessage **)&resp,
+                          &err),
                      0);
     /* The allowed types, in the config's order. */
     assert_int_equal(resp->n_machine_types, 3);
@@ -225,8 +222,7 @@ static void test_resource_limiter(void **state) {
     AP(GetResourceLimiterRequest) req = AP_INIT(GET_RESOURCE_LIMITER_REQUEST);
     AP(GetResourceLimiterResponse) * resp;
     assert_int_equal(call(f, "GetResourceLimiter", &req.base,
-                          &AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&resp,
-                          &err),
+                          AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&resp, &err),
                      0);
     assert_int_equal(resp->n_limits, 2);
     assert_string_equal(resp->limits[0]->resource, "cpu");
@@ -425,7 +421,7 @@ static void test_create_and_delete(void **state) {
     AP(NodeGroupCreateRequest) create = AP_INIT(NODE_GROUP_CREATE_REQUEST);
     AP(NodeGroupCreateResponse) * created;
     create.id = id;
-    assert_int_equal(call(f, "NodeGroupCreate", &create.base, &AP_DESC(node_group_create_response),
+    assert_int_equal(call(f, "NodeGroupCreate", &create.base, AP_DESC(node_group_create_response),
                           (ProtobufCMessage **)&created, &err),
                      0);
     assert_string_equal(created->group->id, id);
@@ -474,7 +470,7 @@ static void test_create_and_delete(void **state) {
     /* The empty group of NewNodeGroup's shape: deleted and forgotten. */
     del.id = id;
     AP(NodeGroupDeleteResponse) * deleted;
-    assert_int_equal(call(f, "NodeGroupDelete", &del.base, &AP_DESC(node_group_delete_response),
+    assert_int_equal(call(f, "NodeGroupDelete", &del.base, AP_DESC(node_group_delete_response),
                           (ProtobufCMessage **)&deleted, &err),
                      0);
     protobuf_c_message_free_unpacked(&deleted->base, NULL);
@@ -590,7 +586,7 @@ static void test_propose(void **state) {
     req.n_pods = 5;
     req.pods = pods;
     AP(ProposeNodeGroupsResponse) * resp;
-    assert_int_equal(call(f, "ProposeNodeGroups", &req.base, &AP_DESC(propose_node_groups_response),
+    assert_int_equal(call(f, "ProposeNodeGroups", &req.base, AP_DESC(propose_node_groups_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     const AP(Proposal) *ssd = serving(resp, "default/ssd");

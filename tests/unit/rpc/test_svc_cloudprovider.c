@@ -18,10 +18,7 @@
 #include "provider.h"
 #include "service.h"
 #include "svc_harness.h"
-
-#define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
-#define EG_INIT(NAME) CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__##NAME##__INIT
-#define EG_DESC(name) clusterautoscaler__cloudprovider__v1__externalgrpc__##name##__descriptor
+#include "wire_names.h"
 
 static const char config_text[] = "node_groups:\n"
                                   "  - id: pool-a\n"
@@ -60,7 +57,7 @@ static int32_t target_size(fx_t *f, const char *id) {
     EG(NodeGroupTargetSizeResponse) * resp;
     frugal_err_t err;
     assert_int_equal(call(f, "NodeGroupTargetSize", &req.base,
-                          &EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp,
+                          EG_DESC(node_group_target_size_response), (ProtobufCMessage **)&resp,
                           &err),
                      0);
     int32_t n = resp->targetsize;
@@ -80,7 +77,7 @@ static void test_node_groups_lists_managed_only(void **state) {
     EG(NodeGroupsRequest) req = EG_INIT(NODE_GROUPS_REQUEST);
     EG(NodeGroupsResponse) * resp;
     frugal_err_t err;
-    assert_int_equal(call(f, "NodeGroups", &req.base, &EG_DESC(node_groups_response),
+    assert_int_equal(call(f, "NodeGroups", &req.base, EG_DESC(node_groups_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     assert_int_equal(resp->n_nodegroups, 2);
@@ -125,7 +122,7 @@ static void test_nodes_and_delete(void **state) {
     EG(NodeGroupNodesRequest) req = EG_INIT(NODE_GROUP_NODES_REQUEST);
     req.id = "pool-a";
     EG(NodeGroupNodesResponse) * resp;
-    assert_int_equal(call(f, "NodeGroupNodes", &req.base, &EG_DESC(node_group_nodes_response),
+    assert_int_equal(call(f, "NodeGroupNodes", &req.base, EG_DESC(node_group_nodes_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     assert_int_equal(resp->n_instances, 3);
@@ -153,13 +150,13 @@ static void test_nodes_and_delete(void **state) {
     EG(NodeGroupForNodeResponse) * owner;
     node.providerid = "frugal://pool-a/pool-a-1";
     ngfn.node = &node;
-    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, &EG_DESC(node_group_for_node_response),
+    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, EG_DESC(node_group_for_node_response),
                           (ProtobufCMessage **)&owner, &err),
                      0);
     assert_string_equal(owner->nodegroup->id, "pool-a");
     protobuf_c_message_free_unpacked(&owner->base, NULL);
     node.providerid = "aws:///us-east-1a/i-123";
-    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, &EG_DESC(node_group_for_node_response),
+    assert_int_equal(call(f, "NodeGroupForNode", &ngfn.base, EG_DESC(node_group_for_node_response),
                           (ProtobufCMessage **)&owner, &err),
                      0);
     assert_true(owner->nodegroup == NULL || owner->nodegroup->id[0] == '\0');
@@ -173,7 +170,7 @@ static void test_template_both_generations(void **state) {
     req.id = "pool-a";
     EG(NodeGroupTemplateNodeInfoResponse) * resp;
     assert_int_equal(call(f, "NodeGroupTemplateNodeInfo", &req.base,
-                          &EG_DESC(node_group_template_node_info_response),
+                          EG_DESC(node_group_template_node_info_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     assert_true(resp->nodebytes.len > 0);
@@ -207,7 +204,7 @@ static void test_options_fill_both_generations(void **state) {
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
     assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          &EG_DESC(node_group_autoscaling_options_response),
+                          EG_DESC(node_group_autoscaling_options_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
@@ -242,7 +239,7 @@ static void test_options_never_zero(void **state) {
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
     assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          &EG_DESC(node_group_autoscaling_options_response),
+                          EG_DESC(node_group_autoscaling_options_response),
                           (ProtobufCMessage **)&resp, &err),
                      0);
     const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
@@ -275,7 +272,7 @@ static double node_price(fx_t *f, EG(ExternalGrpcNode) * node, bool legacy, int6
     }
     EG(PricingNodePriceResponse) * resp;
     frugal_err_t err;
-    *rc = call(f, "PricingNodePrice", &req.base, &EG_DESC(pricing_node_price_response),
+    *rc = call(f, "PricingNodePrice", &req.base, EG_DESC(pricing_node_price_response),
                (ProtobufCMessage **)&resp, &err);
     if (*rc != 0)
         return -1;
@@ -311,7 +308,7 @@ static void test_node_price_resolution(void **state) {
         EG(PricingNodePriceResponse) * resp;
         frugal_err_t err;
         assert_int_equal(call(f, "PricingNodePrice", &req.base,
-                              &EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp,
+                              EG_DESC(pricing_node_price_response), (ProtobufCMessage **)&resp,
                               &err),
                          0);
         assert_true(resp->price > 0);
