@@ -109,20 +109,26 @@ agree() {
 PORT=$(free_port)
 ADDR="127.0.0.1:$PORT"
 
+# config FILE: a config listening on $ADDR with 12 unmanaged nodes and the managed
+# groups read from stdin (YAML flow mappings, one a line).
+config() {
+    {
+        printf 'listen:\n  - address: %s\nnode_groups:\n' "$ADDR"
+        echo '  - {id: main, machine_type: n1-standard-2, size: 12, managed: false}'
+        sed 's/^/  - /'
+    } >"$1"
+}
+
 log "catalog and spot prices, selectors and taints, zone balance"
 # Cluster size 13 (12 unmanaged + four-b's 1) prefers 4-cpu nodes, in plan (initial
 # sizes) and in the server (target sizes) alike. spot4 is tainted: only s1 goes there.
-cat >"$TMP/a.yaml" <<EOF
-listen:
-  - address: $ADDR
-node_groups:
-  - {id: main, machine_type: n1-standard-2, size: 12, managed: false}
-  - {id: two, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}
-  - {id: four, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10}
-  - {id: four-b, machine_type: n1-standard-4, zone: us-central1-b, min_size: 1, size: 1, max_size: 10}
-  - {id: spot8, machine_type: n1-standard-8, zone: us-central1-a, max_size: 10, spot: true, spot_price: 0.3}
-  - {id: spot4, machine_type: n1-standard-4, zone: us-central1-c, max_size: 10, spot: true, taints: [{key: spot, value: "yes", effect: NoSchedule}]}
-  - {id: web, machine_type: n1-standard-4, zone: us-central1-a, max_size: 5, labels: {team: web}, taints: [{key: dedicated, value: web, effect: NoSchedule}]}
+config "$TMP/a.yaml" <<'EOF'
+{id: two, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}
+{id: four, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10}
+{id: four-b, machine_type: n1-standard-4, zone: us-central1-b, min_size: 1, size: 1, max_size: 10}
+{id: spot8, machine_type: n1-standard-8, zone: us-central1-a, max_size: 10, spot: true, spot_price: 0.3}
+{id: spot4, machine_type: n1-standard-4, zone: us-central1-c, max_size: 10, spot: true, taints: [{key: spot, value: "yes", effect: NoSchedule}]}
+{id: web, machine_type: n1-standard-4, zone: us-central1-a, max_size: 5, labels: {team: web}, taints: [{key: dedicated, value: web, effect: NoSchedule}]}
 EOF
 NODES_A='  - {group: two, machine_type: n1-standard-2, zone: us-central1-a}
   - {group: four, machine_type: n1-standard-4, zone: us-central1-a}
@@ -144,13 +150,9 @@ agree "$TMP/a.yaml" "$NODES_A" p2 w1
 stop_server
 
 log "a template whose instance type is not in the catalog: linear P, no false tie"
-cat >"$TMP/b.yaml" <<EOF
-listen:
-  - address: $ADDR
-node_groups:
-  - {id: main, machine_type: n1-standard-2, size: 12, managed: false}
-  - {id: four, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10}
-  - {id: custom, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10, labels: {node.kubernetes.io/instance-type: custom-4}}
+config "$TMP/b.yaml" <<'EOF'
+{id: four, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10}
+{id: custom, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10, labels: {node.kubernetes.io/instance-type: custom-4}}
 EOF
 if ! "$FRUGAL" check -c "$TMP/b.yaml" >/dev/null 2>&1; then
     log "  (skipped: this build's config rules refuse an instance-type label on a group)"
