@@ -1,5 +1,5 @@
-/* The BestOptions decision: which of the scale-up options cluster-autoscaler offers is
- * the cheapest, and every figure behind the choice.
+/* The BestOptions decision (docs/ranking.md): which of the scale-up options
+ * cluster-autoscaler offers is the cheapest, and every figure behind the choice.
  *
  * The one implementation of it: the expander service converts a decoded request into
  * these structs, `frugal plan` converts its simulated options, and both get the same
