@@ -26,7 +26,6 @@
  * call per option (an option's score does not depend on the other options). --legacy
  * sends pods under `pod = 4` and templates under `nodeMap = 2`. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +36,6 @@
 #include "cli.h"
 #include "ctl.h"
 #include "expander.pb-c.h"
-#include "k8s.h"
 #include "pod_file.h"
 #include "pod_spec.h"
 #include "quantity.h"
@@ -49,10 +47,6 @@
 typedef Grpcplugin__BestOptionsRequest bo_request_t;
 typedef Grpcplugin__BestOptionsResponse bo_response_t;
 typedef Grpcplugin__Option bo_option_t;
-typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry bo_label_t;
-typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry bo_capacity_t;
-typedef K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry bo_allocatable_t;
-typedef K8s__Io__Api__Core__V1__NodeCondition bo_condition_t;
 
 /* --- everything built for one run comes from one arena (a CLI exits on out-of-memory) --- */
 
@@ -224,7 +218,8 @@ static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
     return true;
 }
 
-/* A template node like the server's (template.h): name, labels, taints, capacity. */
+/* The template node the server builds for such a group (template.h), from the machine
+ * type of the builtin catalog or the capacity given. */
 static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group,
                          ProtobufCBinaryData *out) {
     static const char *const keys[] = {"group", "machine_type", "zone", "labels", "taints",
@@ -240,118 +235,64 @@ static bool bo_pack_node(bo_file_t *f, const yaml_tree_node_t *n, char **group,
         !bo_quantity(f, n, "gpu", false))
         return false;
     const catalog_machine_t *m = type ? catalog_find_machine(type) : NULL;
-    char cpu_buf[32], mem_buf[32];
-    if (!cpu && m) {
-        snprintf(cpu_buf, sizeof(cpu_buf), "%d", m->cpu);
-        cpu = cpu_buf;
-    }
-    if (!memory && m) {
-        snprintf(mem_buf, sizeof(mem_buf), "%" PRId64, catalog_machine_memory_bytes(m));
-        memory = mem_buf;
-    }
-    if (!cpu || !memory) {
+    if ((!cpu || !memory) && !m) {
         bo_error(f, n, "machine type %s is not in the builtin catalog: give cpu and memory",
                  type ? type : "(none)");
         return false;
     }
-    *group = bo_strdup(f->arena, id);
+    /* The quantities were checked above. */
+    machine_type_t mt = {.name = (char *)type, .price = -1.0, .spot_price = -1.0};
+    int64_t gpus = 0;
+    frugal_err_t err = {0};
+    if (cpu)
+        quantity_parse_milli(cpu, &mt.cpu_milli, &err);
+    else
+        mt.cpu_milli = (int64_t)m->cpu * 1000;
+    if (memory)
+        quantity_parse_value(memory, &mt.memory_bytes, &err);
+    else
+        mt.memory_bytes = catalog_machine_memory_bytes(m);
+    if (gpu && (quantity_parse_value(gpu, &gpus, &err) != 0 || gpus > INT32_MAX)) {
+        bo_error(f, yaml_tree_mapping_get(n, "gpu"), "invalid quantity %s", gpu);
+        return false;
+    }
+    mt.gpu = (int32_t)gpus;
 
-    char *name = bo_alloc(f->arena, strlen(id) + 16);
-    sprintf(name, "template-%s", id);
+    group_spec_t spec = {.id = (char *)id, .zone = (char *)zone, .spot_price = -1.0};
     char **uk, **uv;
     size_t nu = bo_string_map(f, n, "labels", &uk, &uv);
-    bo_label_t *labels = bo_alloc(f->arena, (nu + 8) * sizeof(*labels));
-    bo_label_t **labelp = bo_alloc(f->arena, (nu + 8) * sizeof(*labelp));
-    size_t nl = 0;
-    char region[128];
-    const char *sys[7][2] = {
-        {K8S_LABEL_OS, "linux"},
-        {K8S_LABEL_ARCH, "amd64"},
-        {K8S_LABEL_HOSTNAME, name},
-        {type ? K8S_LABEL_INSTANCE_TYPE : NULL, type},
-        {zone ? K8S_LABEL_ZONE : NULL, zone},
-        {zone ? K8S_LABEL_REGION : NULL,
-         zone ? template_region_of_zone(zone, region, sizeof(region)) : NULL},
-        {NULL, NULL},
-    };
-    for (size_t i = 0; i < 7 + nu; i++) {
-        const char *k = i < 7 ? sys[i][0] : uk[i - 7], *v = i < 7 ? sys[i][1] : uv[i - 7];
-        if (!k)
-            continue;
-        bo_label_t e = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__LABELS_ENTRY__INIT;
-        e.key = (char *)k;
-        e.value = (char *)v;
-        labels[nl] = e;
-        labelp[nl] = &labels[nl];
-        nl++;
-    }
-
+    for (size_t i = 0; i < nu; i++)
+        if (kv_list_put(&spec.labels, uk[i], uv[i]) == FRUGAL_ENOMEM)
+            cli_die_nomem();
     const yaml_tree_node_t *ts = bo_sequence(f, n, "taints");
     size_t nt = ts ? ts->u.sequence.count : 0;
-    k8s_taint_t *taints = bo_alloc(f->arena, (nt + 1) * sizeof(*taints));
-    k8s_taint_t **taintp = bo_alloc(f->arena, (nt + 1) * sizeof(*taintp));
-    for (size_t i = 0; i < nt; i++) {
+    for (size_t i = 0; i < nt && !f->failed; i++) {
         static const char *const tkeys[] = {"key", "value", "effect", NULL};
         const yaml_tree_node_t *t = ts->u.sequence.items[i];
         bo_keys(f, t, tkeys);
         if (f->failed)
-            return false;
-        k8s_taint_t e = K8S__IO__API__CORE__V1__TAINT__INIT;
-        e.key = (char *)bo_scalar(f, t, "key", true);
-        e.value = (char *)bo_scalar(f, t, "value", false);
-        e.effect = (char *)bo_scalar(f, t, "effect", true);
-        taints[i] = e;
-        taintp[i] = &taints[i];
+            break;
+        const char *key = bo_scalar(f, t, "key", true);
+        const char *value = bo_scalar(f, t, "value", false);
+        const char *effect = bo_scalar(f, t, "effect", true);
+        if (key && effect && taint_list_put(&spec.taints, key, value ? value : "", effect) != 0)
+            cli_die_nomem();
     }
 
-    const char *res[4][2] = {{K8S_RESOURCE_CPU, cpu},
-                             {K8S_RESOURCE_MEMORY, memory},
-                             {K8S_RESOURCE_PODS, "110"},
-                             {K8S_RESOURCE_NVIDIA_GPU, gpu}};
-    size_t nr = gpu && strcmp(gpu, "0") != 0 ? 4 : 3;
-    k8s_quantity_t q[4];
-    bo_capacity_t cap[4], *capp[4];
-    bo_allocatable_t alloc[4], *allocp[4];
-    for (size_t i = 0; i < nr; i++) {
-        k8s_quantity_t qi = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
-        bo_capacity_t c = K8S__IO__API__CORE__V1__NODE_STATUS__CAPACITY_ENTRY__INIT;
-        bo_allocatable_t a = K8S__IO__API__CORE__V1__NODE_STATUS__ALLOCATABLE_ENTRY__INIT;
-        qi.string = (char *)res[i][1];
-        q[i] = qi;
-        c.key = a.key = (char *)res[i][0];
-        c.value = a.value = &q[i];
-        cap[i] = c;
-        alloc[i] = a;
-        capp[i] = &cap[i];
-        allocp[i] = &alloc[i];
-    }
-    bo_condition_t ready = K8S__IO__API__CORE__V1__NODE_CONDITION__INIT, *readyp = &ready;
-    ready.type = "Ready";
-    ready.status = "True";
-
-    k8s_node_t node = K8S__IO__API__CORE__V1__NODE__INIT;
-    k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
-    k8s_node_spec_t spec = K8S__IO__API__CORE__V1__NODE_SPEC__INIT;
-    k8s_node_status_t status = K8S__IO__API__CORE__V1__NODE_STATUS__INIT;
-    meta.name = name;
-    meta.n_labels = nl;
-    meta.labels = labelp;
-    spec.n_taints = nt;
-    spec.taints = taintp;
-    status.n_capacity = nr;
-    status.capacity = capp;
-    status.n_allocatable = nr;
-    status.allocatable = allocp;
-    status.n_conditions = 1;
-    status.conditions = &readyp;
-    node.metadata = &meta;
-    node.spec = &spec;
-    node.status = &status;
-    if (f->failed)
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    bool ok = !f->failed;
+    if (ok && template_build_machine(&mt, &spec, &bytes, &len, &err) != 0)
+        cli_die_nomem(); /* nothing else can fail: the spec has no extra resources */
+    kv_list_clear(&spec.labels);
+    taint_list_clear(&spec.taints);
+    if (!ok)
         return false;
-    out->len = k8s__io__api__core__v1__node__get_packed_size(&node);
-    out->data = bo_alloc(f->arena, out->len + 1);
-    k8s__io__api__core__v1__node__pack(&node, out->data);
+    *group = bo_strdup(f->arena, id);
+    out->len = len;
+    out->data = bo_alloc(f->arena, len + 1);
+    memcpy(out->data, bytes, len);
+    free(bytes);
     return true;
 }
 

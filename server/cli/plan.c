@@ -2,8 +2,8 @@
  * frugal would decide for the pending pods of a cluster, and why (README.md,
  * "Commands"). No server and no gRPC: the inputs (kubectl's JSON, see kube_json.h) are
  * converted into the same structs cluster-autoscaler sends, and the pure modules do
- * the rest: pod_effective_request, template_build + node_info_decode, ranking_select,
- * propose_node_groups.
+ * the rest: pod_effective_request, template_build + node_info_decode, fit_pod,
+ * decide_best_options (the very decision BestOptions makes), propose_node_groups.
  *
  * Pending pods: status.phase Pending and no spec.nodeName; pods controlled by a
  * DaemonSet are left out, as cluster-autoscaler leaves them out of scale-up.
@@ -11,22 +11,17 @@
  * configured groups' initial sizes (size, else min_size).
  *
  * Scale-up options are what BestOptions would choose among the configured managed
- * groups. A group can host a pod when, against the group's template node:
- *  - the pod's effective request fits its allocatable cpu, memory and GPUs;
- *  - every nodeSelector pair is one of its labels (the group's labels, zone, region,
- *    instance type, os, arch);
- *  - one term of the required node affinity holds (In, NotIn, Exists, DoesNotExist,
- *    Gt, Lt over its labels; a term with matchFields names specific nodes: never);
- *  - the pod tolerates each of its NoSchedule and NoExecute taints.
- * Pod affinity, topology spread and the pods already running are not simulated. An
- * option's node count is ceil(summed requests / one node's allocatable), the larger
- * resource, capped at what max_size still allows over the initial size; a group that
- * can host none of the pods, or is at max_size, is not an option. X, P and T are the
- * damper, node and summed pod prices of the ranking.
+ * groups. A group can host a pod when the pod fits the group's template node (fit.h:
+ * allocatable resources, nodeSelector, required node affinity, taints). An option's
+ * node count is ceil(summed requests / one node's allocatable), the larger resource,
+ * capped at what max_size still allows over the initial size; a group that can host
+ * none of the pods, or is at max_size, is not an option. The options are decided by
+ * decide.h exactly as a live BestOptions decides them for the same pods and template
+ * nodes, each group existing with its initial size; X, P and T are the damper, node
+ * and summed pod prices of the ranking.
  *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,26 +31,24 @@
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
+#include "decide.h"
+#include "fit.h"
 #include "k8s.h"
 #include "kube_json.h"
 #include "node_info.h"
 #include "pod.h"
 #include "pricing.h"
 #include "propose.h"
-#include "ranking.h"
 #include "template.h"
 
 #define PLAN_CELL 1024
-
-typedef K8s__Io__Api__Core__V1__NodeSelectorRequirement plan_requirement_t;
-typedef K8s__Io__Api__Core__V1__NodeSelectorTerm plan_term_t;
 
 /* One configured managed group as an option. */
 typedef struct plan_group {
     const node_group_config_t *cfg;
     node_info_t info; /* the decoded template: allocatable, GPU, similarity key */
     k8s_node_t *node; /* the same template, for labels and taints */
-    size_t *pods;     /* indexes of the pending pods it can host */
+    uint32_t *pods;   /* indexes of the pending pods it can host */
     size_t pods_count;
     resources_t sum; /* their summed requests */
     int64_t nodes_needed;
@@ -81,8 +74,11 @@ typedef struct plan {
     double damper_price;
     plan_group_t *groups;
     size_t n_groups;
-    ranking_input_t *in;
-    ranking_figures_t *figs;
+    resources_t *requests;         /* pending pod -> its effective request */
+    decide_option_t *options;      /* the options as BestOptions would receive them ... */
+    decide_result_t decision;      /* ... and its decision */
+    const ranking_input_t *in;     /* = decision.inputs */
+    const ranking_figures_t *figs; /* = decision.figures */
     bool *winner;
     size_t *option_group; /* option -> group index */
     size_t n_options;
@@ -138,14 +134,6 @@ static int plan__read_file(const char *path, char **text, size_t *len) {
     return 0;
 }
 
-static const char *plan__label(const k8s_node_t *node, const char *key) {
-    const k8s_object_meta_t *m = node->metadata;
-    for (size_t i = 0; m != NULL && i < m->n_labels; i++)
-        if (m->labels[i]->key != NULL && strcmp(m->labels[i]->key, key) == 0)
-            return m->labels[i]->value != NULL ? m->labels[i]->value : "";
-    return NULL;
-}
-
 static int64_t plan__ceil_div(int64_t a, int64_t b) {
     return a <= 0 ? 0 : b <= 0 ? INT64_MAX : a / b + (a % b != 0);
 }
@@ -155,126 +143,10 @@ static void plan__add(int64_t *acc, int64_t v) {
         *acc = INT64_MAX;
 }
 
-/* ------------------------------------------------------------------------------------
- * Can a group's template node host a pod?
- * ---------------------------------------------------------------------------------- */
-
-static bool plan__int(const char *s, long long *out) {
-    char *end;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    return s[0] != '\0' && *end == '\0' && errno == 0;
-}
-
-static bool plan__requirement_holds(const k8s_node_t *node, const plan_requirement_t *e) {
-    const char *v = e->key != NULL ? plan__label(node, e->key) : NULL;
-    const char *op = e->operator_ != NULL ? e->operator_ : "";
-    bool in = false;
-    for (size_t i = 0; v != NULL && i < e->n_values; i++)
-        in = in || (e->values[i] != NULL && strcmp(e->values[i], v) == 0);
-    if (strcmp(op, "In") == 0)
-        return in;
-    if (strcmp(op, "NotIn") == 0)
-        return !in;
-    if (strcmp(op, "Exists") == 0)
-        return v != NULL;
-    if (strcmp(op, "DoesNotExist") == 0)
-        return v == NULL;
-    if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
-        long long have, want;
-        if (v == NULL || e->n_values != 1 || e->values[0] == NULL || !plan__int(v, &have) ||
-            !plan__int(e->values[0], &want))
-            return false;
-        return op[0] == 'G' ? have > want : have < want;
-    }
-    return false;
-}
-
-static bool plan__term_holds(const k8s_node_t *node, const plan_term_t *t) {
-    if (t->n_matchfields > 0 || t->n_matchexpressions == 0)
-        return false;
-    for (size_t i = 0; i < t->n_matchexpressions; i++)
-        if (!plan__requirement_holds(node, t->matchexpressions[i]))
-            return false;
-    return true;
-}
-
-static bool plan__tolerates(const k8s_pod_spec_t *spec, const k8s_taint_t *taint) {
-    const char *tkey = taint->key != NULL ? taint->key : "";
-    const char *tvalue = taint->value != NULL ? taint->value : "";
-    const char *teffect = taint->effect != NULL ? taint->effect : "";
-    for (size_t i = 0; spec != NULL && i < spec->n_tolerations; i++) {
-        const k8s_toleration_t *t = spec->tolerations[i];
-        bool exists = t->operator_ != NULL && strcmp(t->operator_, "Exists") == 0;
-        if (t->effect != NULL && t->effect[0] != '\0' && strcmp(t->effect, teffect) != 0)
-            continue;
-        if (t->key == NULL || t->key[0] == '\0') {
-            if (exists)
-                return true; /* an empty key with Exists tolerates everything */
-            continue;
-        }
-        if (strcmp(t->key, tkey) != 0)
-            continue;
-        if (exists || strcmp(t->value != NULL ? t->value : "", tvalue) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Whether g can host pod i; when not, why (for the "why" of unhostable pods). */
+/* Whether g can host pending pod i; when not, why (for the "why" of unhostable pods). */
 static bool plan__can_host(const plan_t *pl, const plan_group_t *g, size_t i, char *why,
                            size_t size) {
-    const resources_t *r = &pl->pp[i].request, *cap = &g->info.capacity;
-    const k8s_pod_spec_t *spec = pl->pending[i]->spec;
-    char a[64], b[64];
-    if (r->cpu_milli > cap->cpu_milli) {
-        snprintf(why, size, "cpu %s > %s", quantity_format_milli(r->cpu_milli, a, sizeof(a)),
-                 quantity_format_milli(cap->cpu_milli, b, sizeof(b)));
-        return false;
-    }
-    if (r->memory_bytes > cap->memory_bytes) {
-        snprintf(why, size, "memory %s > %s", quantity_format_bytes(r->memory_bytes, a, sizeof(a)),
-                 quantity_format_bytes(cap->memory_bytes, b, sizeof(b)));
-        return false;
-    }
-    if (r->gpu > cap->gpu) {
-        snprintf(why, size, "gpu %" PRId64 " > %" PRId64, r->gpu, cap->gpu);
-        return false;
-    }
-    for (size_t k = 0; spec != NULL && k < spec->n_nodeselector; k++) {
-        const char *key = spec->nodeselector[k]->key, *want = spec->nodeselector[k]->value;
-        const char *have = key != NULL ? plan__label(g->node, key) : NULL;
-        if (key != NULL && (have == NULL || strcmp(have, want != NULL ? want : "") != 0)) {
-            snprintf(why, size, "node selector %s=%s", key, want != NULL ? want : "");
-            return false;
-        }
-    }
-    const K8s__Io__Api__Core__V1__NodeSelector *req =
-        spec != NULL && spec->affinity != NULL && spec->affinity->nodeaffinity != NULL
-            ? spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution
-            : NULL;
-    if (req != NULL) {
-        bool any = false;
-        for (size_t k = 0; k < req->n_nodeselectorterms && !any; k++)
-            any = plan__term_holds(g->node, req->nodeselectorterms[k]);
-        if (!any) {
-            snprintf(why, size, "required node affinity");
-            return false;
-        }
-    }
-    const k8s_node_spec_t *ns = g->node->spec;
-    for (size_t k = 0; ns != NULL && k < ns->n_taints; k++) {
-        const k8s_taint_t *t = ns->taints[k];
-        if (t->effect == NULL ||
-            (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0))
-            continue;
-        if (!plan__tolerates(spec, t)) {
-            snprintf(why, size, "taint %s=%s:%s", t->key != NULL ? t->key : "",
-                     t->value != NULL ? t->value : "", t->effect);
-            return false;
-        }
-    }
-    return true;
+    return fit_pod(pl->pending[i]->spec, &pl->pp[i].request, g->node, &g->info.capacity, why, size);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -357,7 +229,7 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
     for (size_t i = 0; i < pl->n_pending; i++) {
         if (!plan__can_host(pl, g, i, why, sizeof(why)))
             continue;
-        g->pods[g->pods_count++] = i;
+        g->pods[g->pods_count++] = (uint32_t)i;
         plan__add(&g->sum.cpu_milli, pl->pp[i].request.cpu_milli);
         plan__add(&g->sum.memory_bytes, pl->pp[i].request.memory_bytes);
         plan__add(&g->sum.gpu, pl->pp[i].request.gpu);
@@ -382,6 +254,9 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
     return 0;
 }
 
+/* The options as a live BestOptions would get them: each configured group that can
+ * host pending pods, its template node, the pods, and the group as the server knows it
+ * when it starts (existing, at its initial size, with its spot settings). */
 static int plan__rank(plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     size_t managed = 0;
@@ -389,51 +264,54 @@ static int plan__rank(plan_t *pl) {
         managed += cfg->node_groups[i].managed;
     size_t m = managed > 0 ? managed : 1;
     pl->groups = calloc(m, sizeof(*pl->groups));
-    pl->in = calloc(m, sizeof(*pl->in));
-    pl->figs = calloc(m, sizeof(*pl->figs));
+    pl->options = calloc(m, sizeof(*pl->options));
     pl->winner = calloc(m, sizeof(*pl->winner));
     pl->option_group = calloc(m, sizeof(*pl->option_group));
-    size_t *selected = calloc(m, sizeof(*selected));
-    if (pl->groups == NULL || pl->in == NULL || pl->figs == NULL || pl->winner == NULL ||
-        pl->option_group == NULL || selected == NULL) {
-        free(selected);
+    pl->requests = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->requests));
+    if (pl->groups == NULL || pl->options == NULL || pl->winner == NULL ||
+        pl->option_group == NULL || pl->requests == NULL)
         return plan__nomem();
-    }
+    for (size_t i = 0; i < pl->n_pending; i++)
+        pl->requests[i] = pl->pp[i].request;
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         if (!cfg->node_groups[i].managed)
             continue;
         plan_group_t *g = &pl->groups[pl->n_groups++];
         g->cfg = &cfg->node_groups[i];
-        if (plan__build_group(pl, g) != 0) {
-            free(selected);
+        if (plan__build_group(pl, g) != 0)
             return 1;
-        }
         if (g->skip != NULL)
             continue;
         for (size_t k = 0; k < g->pods_count; k++)
             pl->hosted[g->pods[k]] = true;
         g->option = pl->n_options;
         pl->option_group[pl->n_options] = pl->n_groups - 1;
-        pl->in[pl->n_options++] = (ranking_input_t){
-            .group_id = g->cfg->spec.id,
-            .scorable = true,
+        const group_spec_t *spec = &g->cfg->spec;
+        pl->options[pl->n_options++] = (decide_option_t){
+            .group_id = spec->id,
             .node_count = g->node_count,
-            .node_price = pricing_group_node_price(cfg, &g->cfg->spec),
-            .pods_price = pricing_linear(&cfg->pricing, &g->sum),
-            .node_cpu_milli = g->info.capacity.cpu_milli,
-            .has_gpu = g->info.has_gpu,
-            .exists = true,
-            .similarity_key = g->info.similarity_key,
-            .group_nodes = plan__initial_size(g->cfg),
+            .node = &g->info,
+            .pods = g->pods,
+            .pods_count = g->pods_count,
+            .group = {.known = true,
+                      .exists = true,
+                      .spot = spec->spot,
+                      .spot_price = spec->spot_price,
+                      .nodes = plan__initial_size(g->cfg)},
         };
     }
-    if (pl->n_options > 0) {
-        size_t k = ranking_select(&cfg->ranking, pl->damper_price, pl->cluster_size, pl->in,
-                                  pl->n_options, pl->figs, selected);
-        for (size_t i = 0; i < k; i++)
-            pl->winner[selected[i]] = true;
-    }
-    free(selected);
+    decide_request_t req = {pl->options, pl->n_options, pl->requests, pl->n_pending,
+                            pl->cluster_size};
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    if (decide_best_options(cfg, &req, &pl->decision, &err) != 0)
+        return plan__nomem();
+    pl->in = pl->decision.inputs;
+    pl->figs = pl->decision.figures;
+    pl->pref_cpu_milli = pl->decision.preferred_cpu_milli;
+    pl->damper_price = pl->decision.damper_price;
+    for (size_t i = 0; i < pl->decision.selected_count; i++)
+        pl->winner[pl->decision.selected[i]] = true;
     return 0;
 }
 
@@ -473,8 +351,9 @@ static void plan__free(plan_t *pl) {
     free(pl->pp);
     free(pl->pending);
     free(pl->hosted);
-    free(pl->in);
-    free(pl->figs);
+    free(pl->requests);
+    free(pl->options);
+    decide_result_free(&pl->decision);
     free(pl->winner);
     free(pl->option_group);
     if (pl->proposed)
@@ -642,11 +521,14 @@ static void plan__yaml_figures(int indent, const ranking_figures_t *f) {
            indent, "", f->suppressed, indent, "", f->score);
 }
 
-static void plan__yaml_pods(int indent, const plan_t *pl, const size_t *idx, size_t n) {
+/* "pods:" and the names of pending pods idx[0..n) (an option's) or wide[0..n) (a
+ * proposal's); one of idx and wide is NULL. */
+static void plan__yaml_pods(int indent, const plan_t *pl, const uint32_t *idx, const size_t *wide,
+                            size_t n) {
     printf("%*spods:%s\n", indent, "", n == 0 ? " []" : "");
     for (size_t k = 0; k < n; k++) {
         printf("%*s- ", indent, "");
-        cli_yaml_str(pl->pp[idx[k]].name);
+        cli_yaml_str(pl->pp[idx != NULL ? idx[k] : wide[k]].name);
         putchar('\n');
     }
 }
@@ -679,7 +561,7 @@ static int plan__print_yaml(const plan_t *pl) {
         cli_yaml_kv(2, "machine_type", g->cfg->spec.machine_type);
         printf("  winner: %s\n", pl->winner[o] ? "true" : "false");
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
-        plan__yaml_pods(2, pl, g->pods, g->pods_count);
+        plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
     }
     size_t skipped = 0;
@@ -741,7 +623,7 @@ static int plan__print_yaml(const plan_t *pl) {
             }
             printf("    nodes: %d\n    exists: %s\n", (int)p->node_count,
                    p->exists ? "true" : "false");
-            plan__yaml_pods(4, pl, p->pods, p->pods_count);
+            plan__yaml_pods(4, pl, NULL, p->pods, p->pods_count);
             plan__yaml_figures(4, &p->figures);
         }
         printf("  unschedulable:%s\n", res->unschedulable_count == 0 ? " []" : "");
@@ -823,8 +705,6 @@ int cmd_plan(int argc, char **argv) {
             for (size_t i = 0; i < cfg->node_groups_count; i++)
                 pl.cluster_size += plan__initial_size(&cfg->node_groups[i]);
         }
-        pl.pref_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, pl.cluster_size);
-        pl.damper_price = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
         status = plan__rank(&pl);
     }
     if (status == 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autoprov.h"
+#include "fit.h"
 #include "k8s_name.h"
 #include "pod.h"
 #include "pricing.h"
@@ -192,9 +193,10 @@ static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, co
     return true;
 }
 
+/* Whether a pod's request fits one node of type mt (a new node: nothing runs there yet). */
 static bool propose__fits(const machine_type_t *mt, const resources_t *r) {
-    return r->cpu_milli <= mt->cpu_milli && r->memory_bytes <= mt->memory_bytes &&
-           r->gpu <= (int64_t)mt->gpu;
+    resources_t allocatable = {mt->cpu_milli, mt->memory_bytes, mt->gpu};
+    return fit_resources(r, &allocatable, NULL, 0);
 }
 
 /* ------------------------------------------------------------------------------------

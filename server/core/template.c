@@ -64,7 +64,11 @@ int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t
         return frugal_err_set(err, FRUGAL_ENOTFOUND,
                               "node group %s: machine type %s is not in the catalog", spec->id,
                               spec->machine_type != NULL ? spec->machine_type : "(none)");
+    return template_build_machine(mt, spec, out, len, err);
+}
 
+int template_build_machine(const machine_type_t *mt, const group_spec_t *spec, uint8_t **out,
+                           size_t *len, frugal_err_t *err) {
     resources_t cap;
     int rc = pricing_machine_capacity(mt, spec, &cap, err);
     if (rc != 0)
@@ -118,7 +122,8 @@ int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t
     template__label_put(labels, &nlabels, K8S_LABEL_OS, "linux");
     template__label_put(labels, &nlabels, K8S_LABEL_ARCH, "amd64");
     template__label_put(labels, &nlabels, K8S_LABEL_HOSTNAME, name);
-    template__label_put(labels, &nlabels, K8S_LABEL_INSTANCE_TYPE, mt->name);
+    if (mt->name != NULL && mt->name[0] != '\0')
+        template__label_put(labels, &nlabels, K8S_LABEL_INSTANCE_TYPE, mt->name);
     if (spec->zone != NULL && spec->zone[0] != '\0') {
         template__label_put(labels, &nlabels, K8S_LABEL_ZONE, spec->zone);
         template__label_put(labels, &nlabels, K8S_LABEL_REGION,

@@ -13,9 +13,16 @@
 #include "config.h"
 
 /* Serialized v1.Node of the group described by spec; *out is malloc'ed (caller frees).
- * FRUGAL_ENOTFOUND when the spec's machine type is not in the effective catalog. */
+ * FRUGAL_ENOTFOUND when the spec's machine type is not in cfg's effective catalog. */
 int template_build(const frugal_config_t *cfg, const group_spec_t *spec, uint8_t **out, size_t *len,
                    frugal_err_t *err);
+
+/* The same for a group of machine type mt, whatever catalog it comes from (spec's
+ * machine_type is not read; its id, zone, labels, taints and extra resources are).
+ * A machine type without a name gives a node without the instance-type label.
+ * FRUGAL_EINVAL for a malformed extra resource, FRUGAL_ENOMEM. */
+int template_build_machine(const machine_type_t *mt, const group_spec_t *spec, uint8_t **out,
+                           size_t *len, frugal_err_t *err);
 
 /* Region of a zone: the zone without its last "-x" part ("us-central1-a" -> "us-central1"). */
 char *template_region_of_zone(const char *zone, char *buf, size_t size);

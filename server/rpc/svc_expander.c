@@ -1,10 +1,11 @@
 /* grpcplugin.Expander/BestOptions (docs/wire.md, "grpcplugin.Expander"; docs/ranking.md).
  *
  * The request is walked in place over the received slices (expander_decode.c), every
- * option is reduced to a ranking_input_t (node_info.c, pricing.c, the cluster for
- * spot settings, existence and size), ranked (ranking.c), and the answer is written as
- * fresh option headers followed by sub-slices of the request for the pods: nothing big
- * is copied, neither in nor out. */
+ * option is converted to a decide_option_t (its decoded template node, its pods'
+ * effective requests, the cluster's view of its group: spot settings, existence,
+ * size), the decision is decide.c's (shared with `frugal plan`), and the answer is
+ * written as fresh option headers followed by sub-slices of the request for the pods:
+ * nothing big is copied, neither in nor out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,10 @@
 #include <grpc/slice.h>
 #include <grpc/support/time.h>
 
+#include "decide.h"
 #include "expander_decode.h"
 #include "log.h"
 #include "node_info.h"
-#include "pricing.h"
 #include "ranking.h"
 #include "service.h"
 #include "wire_names.h"
@@ -33,6 +34,62 @@ typedef struct expander__node_cache {
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err);
 
+/* The decoded template node of group id, decoded once per request; NULL when the
+ * request has none (*missing set) or it cannot be decoded. FRUGAL_ENOMEM in *rc. */
+static const node_info_t *expander__template(const expander_request_t *req,
+                                             expander__node_cache_t *nodes, const char *id,
+                                             bool *missing, int *rc, frugal_err_t *err) {
+    const expander_node_t *node = expander_request_find_node(req, id);
+    *missing = node == NULL;
+    if (node == NULL)
+        return NULL;
+    expander__node_cache_t *nc = &nodes[node - req->nodes];
+    if (nc->state == 0) {
+        frugal_err_t nerr = {0};
+        nc->state = node_info_decode(node->data, node->len, &nc->info, &nerr) == 0 ? 1 : -1;
+        if (nc->state < 0 && nerr.code == FRUGAL_ENOMEM)
+            *rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s", nerr.msg);
+        else if (nc->state < 0)
+            log_warn("BestOptions: group \"%s\": template node cannot be decoded: %s", id,
+                     nerr.msg);
+    }
+    return nc->state == 1 ? &nc->info : NULL;
+}
+
+/* Say why option i was left out of the ranking. */
+static void expander__log_skip(const expander_request_t *req, size_t i, decide_skip_t skip,
+                               bool missing_node) {
+    const expander_option_t *o = &req->options[i];
+    switch (skip) {
+    case DECIDE_SKIP_NONE:
+        break;
+    case DECIDE_SKIP_NODE_COUNT:
+        log_warn("BestOptions: option %zu (group \"%s\"): node count %d is not positive, left out",
+                 i, o->group_id, o->node_count);
+        break;
+    case DECIDE_SKIP_BAD_POD: {
+        const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + (size_t)o->bad_pod]];
+        log_warn("BestOptions: option %zu (group \"%s\"): pod %d cannot be decoded (%s), left out",
+                 i, o->group_id, o->bad_pod, p->error ? p->error : "invalid");
+        break;
+    }
+    case DECIDE_SKIP_NO_TEMPLATE:
+        if (missing_node)
+            log_warn("BestOptions: option %zu: group \"%s\" has no template node in the request, "
+                     "left out",
+                     i, o->group_id);
+        else
+            log_warn("BestOptions: option %zu (group \"%s\"): undecodable template node, left out",
+                     i, o->group_id);
+        break;
+    case DECIDE_SKIP_NO_CPU:
+        log_warn("BestOptions: option %zu (group \"%s\"): template node has no cpu capacity, "
+                 "left out",
+                 i, o->group_id);
+        break;
+    }
+}
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     size_t n = req->options_count;
@@ -42,122 +99,60 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         return expander_response_build(req, NULL, 0, NULL, out, err);
     }
 
-    ranking_input_t *in = calloc(n, sizeof(*in));
-    ranking_figures_t *figs = calloc(n, sizeof(*figs));
-    size_t *selected = calloc(n, sizeof(*selected));
+    decide_option_t *options = calloc(n, sizeof(*options));
+    bool *missing = calloc(n, sizeof(*missing));
     char **debugs = calloc(n, sizeof(*debugs));
-    double *pod_prices = calloc(req->pods_count ? req->pods_count : 1, sizeof(*pod_prices));
+    resources_t *pods = calloc(req->pods_count ? req->pods_count : 1, sizeof(*pods));
     expander__node_cache_t *nodes = calloc(req->nodes_count ? req->nodes_count : 1, sizeof(*nodes));
-    if (!in || !figs || !selected || !debugs || !pod_prices || !nodes) {
+    decide_result_t res = {0};
+    if (!options || !missing || !debugs || !pods || !nodes) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
     }
 
+    /* Convert: the decoded request and the cluster's view of each group, as plain
+     * structs (an undecodable pod has no request; its options are left out). */
     for (size_t i = 0; i < req->pods_count; i++)
         if (req->pods[i].rc == 0)
-            pod_prices[i] = pricing_linear(&cfg->pricing, &req->pods[i].request);
-    double damper = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
-
-    int64_t cluster_size = 0;
+            pods[i] = req->pods[i].request;
+    decide_request_t dr = {options, n, pods, req->pods_count, 0};
+    int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);
-        cluster_size = cluster_node_count(cluster);
+        dr.cluster_size = cluster_node_count(cluster);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && decode_rc == 0; i++) {
         const expander_option_t *o = &req->options[i];
-        ranking_input_t *r = &in[i];
-        r->group_id = o->group_id;
-        r->node_count = o->node_count;
-        r->exists = true;
-        if (o->node_count <= 0) {
-            log_warn(
-                "BestOptions: option %zu (group \"%s\"): node count %d is not positive, left out",
-                i, o->group_id, o->node_count);
-            continue;
-        }
-        if (o->bad_pod >= 0) {
-            const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + (size_t)o->bad_pod]];
-            log_warn(
-                "BestOptions: option %zu (group \"%s\"): pod %d cannot be decoded (%s), left out",
-                i, o->group_id, o->bad_pod, p->error ? p->error : "invalid");
-            continue;
-        }
-        const expander_node_t *node = expander_request_find_node(req, o->group_id);
-        if (!node) {
-            log_warn("BestOptions: option %zu: group \"%s\" has no template node in the request, "
-                     "left out",
-                     i, o->group_id);
-            continue;
-        }
-        expander__node_cache_t *nc = &nodes[node - req->nodes];
-        if (nc->state == 0) {
-            frugal_err_t nerr = {0};
-            nc->state = node_info_decode(node->data, node->len, &nc->info, &nerr) == 0 ? 1 : -1;
-            if (nc->state < 0) {
-                if (nerr.code == FRUGAL_ENOMEM) {
-                    frugal_err_set(err, FRUGAL_ENOMEM, "%s", nerr.msg);
-                    if (cluster)
-                        cluster_read_unlock(cluster);
-                    goto done;
-                }
-                log_warn("BestOptions: group \"%s\": template node cannot be decoded: %s",
-                         o->group_id, nerr.msg);
-            }
-        }
-        if (nc->state < 0) {
-            log_warn("BestOptions: option %zu (group \"%s\"): undecodable template node, left out",
-                     i, o->group_id);
-            continue;
-        }
-        const node_info_t *ni = &nc->info;
-        if (ni->capacity.cpu_milli <= 0) {
-            log_warn("BestOptions: option %zu (group \"%s\"): template node has no cpu capacity, "
-                     "left out",
-                     i, o->group_id);
-            continue;
-        }
-
+        decide_option_t *d = &options[i];
+        d->group_id = o->group_id;
+        d->node_count = o->node_count;
+        d->bad_pod = o->bad_pod >= 0;
+        d->pods = req->pod_refs + o->pods_first;
+        d->pods_count = o->pods_count;
+        d->node = expander__template(req, nodes, o->group_id, &missing[i], &decode_rc, err);
         const group_t *g = cluster ? cluster_find_group(cluster, o->group_id) : NULL;
-        bool spot = g && g->spec.spot;
-        double spot_price = g ? g->spec.spot_price : -1.0;
-        const machine_type_t *mt =
-            ni->instance_type ? config_find_machine_type(cfg, ni->instance_type) : NULL;
-        if (mt)
-            r->node_price = pricing_machine_price(cfg, mt, spot, spot_price);
-        else if (spot && spot_price >= 0)
-            r->node_price = spot_price;
-        else
-            r->node_price = pricing_linear(&cfg->pricing, &ni->capacity);
-
-        double t = 0.0;
-        for (size_t k = 0; k < o->pods_count; k++)
-            t += pod_prices[req->pod_refs[o->pods_first + k]];
-        r->pods_price = t;
-        r->node_cpu_milli = ni->capacity.cpu_milli;
-        r->has_gpu = ni->has_gpu;
-        /* Only a group frugal knows to be theoretical (NAP) pays the not-exist penalty: a
-         * group it does not know belongs to another provider and exists there. */
-        r->exists = g == NULL || g->exists;
-        r->group_nodes = g != NULL ? g->target_size : 0;
-        r->similarity_key = ni->similarity_key;
-        r->scorable = true;
+        if (g)
+            d->group =
+                (decide_group_t){true, g->exists, g->spec.spot, g->spec.spot_price, g->target_size};
     }
     if (cluster)
         cluster_read_unlock(cluster);
+    if (decode_rc != 0)
+        goto done;
 
-    size_t count = ranking_select(&cfg->ranking, damper, cluster_size, in, n, figs, selected);
-    bool any = false;
+    if (decide_best_options(cfg, &dr, &res, err) != 0)
+        goto done;
     for (size_t i = 0; i < n; i++)
-        any = any || figs[i].scored;
-    if (!any) {
+        expander__log_skip(req, i, res.skips[i], missing[i]);
+    if (!res.any_scored) {
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",
             n);
     } else {
-        for (size_t k = 0; k < count; k++) {
-            const expander_option_t *o = &req->options[selected[k]];
+        for (size_t k = 0; k < res.selected_count; k++) {
+            const expander_option_t *o = &req->options[res.selected[k]];
             char figures[256];
-            ranking_format_figures(&figs[selected[k]], figures, sizeof(figures));
+            ranking_format_figures(&res.figures[res.selected[k]], figures, sizeof(figures));
             size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;
             if (!(debugs[k] = malloc(len))) {
                 frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
@@ -167,7 +162,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
             log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
         }
     }
-    rc = expander_response_build(req, selected, count, (const char *const *)debugs, out, err);
+    rc = expander_response_build(req, res.selected, res.selected_count, (const char *const *)debugs,
+                                 out, err);
 
 done:
     for (size_t i = 0; nodes && i < req->nodes_count; i++)
@@ -175,12 +171,12 @@ done:
             node_info_free(&nodes[i].info);
     for (size_t i = 0; debugs && i < n; i++)
         free(debugs[i]);
+    decide_result_free(&res);
     free(debugs);
     free(nodes);
-    free(pod_prices);
-    free(selected);
-    free(figs);
-    free(in);
+    free(pods);
+    free(missing);
+    free(options);
     return rc;
 }
 

@@ -257,6 +257,37 @@ static void test_errors(void **state) {
     assert_int_equal(len, 99);
 }
 
+/* From a machine type outside any config: its capacity, and no instance-type label
+ * when it has no name; the spec's machine_type is not read. */
+static void test_from_machine_type(void **state) {
+    (void)state;
+    machine_type_t mt = {NULL, 3000, 6 * GIB, 1, NULL, -1, -1};
+    group_spec_t spec = make_spec("adhoc", "ignored", "europe-west4-b");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(template_build_machine(&mt, &spec, &buf, &len, &err), 0);
+    k8s_node_t *n = k8s__io__api__core__v1__node__unpack(NULL, len, buf);
+    free(buf);
+    assert_non_null(n);
+    assert_string_equal(n->metadata->name, "template-adhoc");
+    assert_null(label(n, K8S_LABEL_INSTANCE_TYPE));
+    assert_string_equal(label(n, K8S_LABEL_REGION), "europe-west4");
+    assert_string_equal(capacity(n, K8S_RESOURCE_CPU), "3");
+    assert_string_equal(capacity(n, K8S_RESOURCE_MEMORY), "6Gi");
+    assert_string_equal(capacity(n, K8S_RESOURCE_NVIDIA_GPU), "1");
+    k8s__io__api__core__v1__node__free_unpacked(n, NULL);
+
+    mt.name = "custom-3";
+    assert_int_equal(template_build_machine(&mt, &spec, &buf, &len, &err), 0);
+    n = k8s__io__api__core__v1__node__unpack(NULL, len, buf);
+    free(buf);
+    assert_non_null(n);
+    assert_string_equal(label(n, K8S_LABEL_INSTANCE_TYPE), "custom-3");
+    k8s__io__api__core__v1__node__free_unpacked(n, NULL);
+}
+
 static void test_region_of_zone(void **state) {
     (void)state;
     char buf[64];
@@ -278,6 +309,7 @@ int main(void) {
         cmocka_unit_test(test_similar_groups_differ_only_in_zone),
         cmocka_unit_test(test_group_labels_override),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_from_machine_type),
         cmocka_unit_test(test_region_of_zone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,96 @@
+/* The BestOptions decision: see decide.h. */
+#include "decide.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pricing.h"
+
+/* P of an option: its template's instance type priced from the effective catalog, with
+ * the group's spot settings; a template of no known type is priced at the group's spot
+ * price override when it has one, else linearly from its capacity. */
+static double decide__node_price(const frugal_config_t *cfg, const node_info_t *ni,
+                                 const decide_group_t *g) {
+    bool spot = g->known && g->spot;
+    double spot_price = g->known ? g->spot_price : -1.0;
+    const machine_type_t *mt =
+        ni->instance_type != NULL ? config_find_machine_type(cfg, ni->instance_type) : NULL;
+    if (mt != NULL)
+        return pricing_machine_price(cfg, mt, spot, spot_price);
+    if (spot && spot_price >= 0)
+        return spot_price;
+    return pricing_linear(&cfg->pricing, &ni->capacity);
+}
+
+static decide_skip_t decide__check(const decide_option_t *o) {
+    if (o->node_count <= 0)
+        return DECIDE_SKIP_NODE_COUNT;
+    if (o->bad_pod)
+        return DECIDE_SKIP_BAD_POD;
+    if (o->node == NULL)
+        return DECIDE_SKIP_NO_TEMPLATE;
+    if (o->node->capacity.cpu_milli <= 0)
+        return DECIDE_SKIP_NO_CPU;
+    return DECIDE_SKIP_NONE;
+}
+
+void decide_result_free(decide_result_t *r) {
+    free(r->skips);
+    free(r->inputs);
+    free(r->figures);
+    free(r->selected);
+    memset(r, 0, sizeof(*r));
+}
+
+int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
+                        decide_result_t *out, frugal_err_t *err) {
+    size_t n = req->options_count, m = n > 0 ? n : 1;
+    memset(out, 0, sizeof(*out));
+    out->skips = calloc(m, sizeof(*out->skips));
+    out->inputs = calloc(m, sizeof(*out->inputs));
+    out->figures = calloc(m, sizeof(*out->figures));
+    out->selected = calloc(m, sizeof(*out->selected));
+    /* A pod is priced once however many options carry it (CA repeats them all). */
+    double *pod_prices = calloc(req->pods_count > 0 ? req->pods_count : 1, sizeof(*pod_prices));
+    if (out->skips == NULL || out->inputs == NULL || out->figures == NULL ||
+        out->selected == NULL || pod_prices == NULL) {
+        free(pod_prices);
+        decide_result_free(out);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
+    }
+    for (size_t i = 0; i < req->pods_count; i++)
+        pod_prices[i] = pricing_linear(&cfg->pricing, &req->pods[i]);
+    out->damper_price = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
+    out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, req->cluster_size);
+
+    for (size_t i = 0; i < n; i++) {
+        const decide_option_t *o = &req->options[i];
+        ranking_input_t *r = &out->inputs[i];
+        r->group_id = o->group_id;
+        r->node_count = o->node_count;
+        r->exists = true;
+        if ((out->skips[i] = decide__check(o)) != DECIDE_SKIP_NONE)
+            continue;
+        const node_info_t *ni = o->node;
+        r->node_price = decide__node_price(cfg, ni, &o->group);
+        double t = 0.0;
+        for (size_t k = 0; k < o->pods_count; k++)
+            t += pod_prices[o->pods[k]];
+        r->pods_price = t;
+        r->node_cpu_milli = ni->capacity.cpu_milli;
+        r->has_gpu = ni->has_gpu;
+        /* Only a group frugal knows to be theoretical pays the not-exist penalty: a
+         * group it does not know belongs to another provider and exists there. */
+        r->exists = !o->group.known || o->group.exists;
+        r->group_nodes = o->group.known ? o->group.nodes : 0;
+        r->similarity_key = ni->similarity_key;
+        r->scorable = true;
+    }
+    free(pod_prices);
+
+    out->selected_count = ranking_select(&cfg->ranking, out->damper_price, req->cluster_size,
+                                         out->inputs, n, out->figures, out->selected);
+    for (size_t i = 0; i < n; i++)
+        out->any_scored = out->any_scored || out->figures[i].scored;
+    return 0;
+}

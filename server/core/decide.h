@@ -1,0 +1,87 @@
+/* The BestOptions decision (docs/ranking.md): which of the scale-up options
+ * cluster-autoscaler offers is the cheapest, and every figure behind the choice.
+ *
+ * The one implementation of it: the expander service converts a decoded request into
+ * these structs, `frugal plan` converts its simulated options, and both get the same
+ * winner and the same figures for the same pods and groups. An option is priced from
+ * its template node: P is the price of the template's instance type in the effective
+ * catalog (with the group's spot settings), else the group's spot price override, else
+ * the linear price of the template's capacity; T is the sum of its pods' linear prices;
+ * the score, the ties and the zone balance are ranking.h's.
+ *
+ * Pure: plain structs in and out, no gRPC, no locks, no logging. */
+#ifndef FRUGAL_DECIDE_H
+#define FRUGAL_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errors.h"
+#include "node_info.h"
+#include "quantity.h"
+#include "ranking.h"
+
+/* What frugal knows of an option's group. */
+typedef struct decide_group {
+    /* false: frugal does not manage the group (another provider's): it exists, is
+     * priced on demand and counts as empty for the zone balance; the rest is unread. */
+    bool known;
+    bool exists;       /* false: theoretical (autoprovisioned, not created yet) */
+    bool spot;         /* priced at the spot price */
+    double spot_price; /* the group's spot price override; < 0 when not given */
+    int64_t nodes;     /* current size (target), for the zone balance */
+} decide_group_t;
+
+/* One scale-up option. Everything is borrowed for the call (and by the result, see
+ * decide_result_t). */
+typedef struct decide_option {
+    const char *group_id;
+    int32_t node_count;
+    bool bad_pod;            /* one of its pods could not be decoded */
+    const node_info_t *node; /* the group's decoded template node; NULL when there is none */
+    const uint32_t *pods;    /* its pods: indexes into decide_request_t.pods */
+    size_t pods_count;
+    decide_group_t group;
+} decide_option_t;
+
+typedef struct decide_request {
+    const decide_option_t *options;
+    size_t options_count;
+    const resources_t *pods; /* effective requests of the distinct pods */
+    size_t pods_count;
+    int64_t cluster_size; /* nodes, for the preferred node size */
+} decide_request_t;
+
+/* Why an option was left out of the ranking, first rule first. */
+typedef enum decide_skip {
+    DECIDE_SKIP_NONE = 0,    /* ranked (figures.scored may still be false: no finite score) */
+    DECIDE_SKIP_NODE_COUNT,  /* node_count is not positive */
+    DECIDE_SKIP_BAD_POD,     /* a pod could not be decoded */
+    DECIDE_SKIP_NO_TEMPLATE, /* no template node */
+    DECIDE_SKIP_NO_CPU,      /* the template node has no cpu capacity */
+} decide_skip_t;
+
+/* The decision. Arrays are indexed like the request's options. */
+typedef struct decide_result {
+    decide_skip_t *skips;
+    ranking_input_t *inputs;    /* P (node_price), T (pods_price) and the rest of the
+                                 * ranking's inputs; group_id and similarity_key borrow
+                                 * from the request */
+    ranking_figures_t *figures; /* scored, P, T, ratio, unfitness, suppressed, score */
+    size_t *selected;           /* winners' indexes in request order ... */
+    size_t selected_count;      /* ... >= 1 when there is an option */
+    bool any_scored;            /* false: no option could be scored; every one is selected */
+    double damper_price;        /* X */
+    int64_t preferred_cpu_milli;
+} decide_result_t;
+
+/* Decide among req's options with cfg's pricing and ranking. On success *out owns its
+ * arrays (decide_result_free); FRUGAL_ENOMEM leaves *out empty. */
+int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
+                        decide_result_t *out, frugal_err_t *err);
+
+void decide_result_free(decide_result_t *r);
+
+#endif
