@@ -157,14 +157,6 @@ static const char *autoprov__cores(int64_t milli, char *buf, size_t size) {
     return buf;
 }
 
-static const char *autoprov__bytes(int64_t bytes, char *buf, size_t size) {
-    if (bytes == INT64_MAX) {
-        snprintf(buf, size, "unlimited");
-        return buf;
-    }
-    return quantity_format_bytes(bytes, buf, size);
-}
-
 int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                             const char *group_id, const char *machine_type, const resources_t *node,
                             int32_t delta, frugal_err_t *err) {
@@ -186,9 +178,10 @@ int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t
             err, FRUGAL_EEXHAUSTED,
             "increase of %s by %d x %s (%s memory) would bring the cluster to %s memory, over "
             "the max_memory limit of %s (cluster now at %s)",
-            group_id, (int)delta, machine_type, autoprov__bytes(add_mem, a, sizeof(a)),
-            autoprov__bytes(mem, b, sizeof(b)), autoprov__bytes(ap->max_memory_bytes, c, sizeof(c)),
-            autoprov__bytes(totals->memory_bytes, d, sizeof(d)));
+            group_id, (int)delta, machine_type, quantity_format_bytes_limit(add_mem, a, sizeof(a)),
+            quantity_format_bytes_limit(mem, b, sizeof(b)),
+            quantity_format_bytes_limit(ap->max_memory_bytes, c, sizeof(c)),
+            quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
     return 0;
 }
 
@@ -213,9 +206,10 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
             err, FRUGAL_EPRECOND,
             "deleting %d x %s (%s memory) of %s would bring the cluster to %s memory, under the "
             "min_memory limit of %s (cluster now at %s)",
-            (int)n, machine_type, autoprov__bytes(sub_mem, a, sizeof(a)), group_id,
-            autoprov__bytes(mem, b, sizeof(b)), autoprov__bytes(ap->min_memory_bytes, c, sizeof(c)),
-            autoprov__bytes(totals->memory_bytes, d, sizeof(d)));
+            (int)n, machine_type, quantity_format_bytes_limit(sub_mem, a, sizeof(a)), group_id,
+            quantity_format_bytes_limit(mem, b, sizeof(b)),
+            quantity_format_bytes_limit(ap->min_memory_bytes, c, sizeof(c)),
+            quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
     return 0;
 }
 

@@ -1679,22 +1679,6 @@ static const char *format_duration_ms(int64_t ms, char *buf, size_t size) {
     return buf;
 }
 
-static const char *format_cpu_limit(int64_t milli, char *buf, size_t size) {
-    if (milli == INT64_MAX) {
-        snprintf(buf, size, "unlimited");
-        return buf;
-    }
-    return quantity_format_milli(milli, buf, size);
-}
-
-static const char *format_bytes_limit(int64_t bytes, char *buf, size_t size) {
-    if (bytes == INT64_MAX) {
-        snprintf(buf, size, "unlimited");
-        return buf;
-    }
-    return quantity_format_bytes(bytes, buf, size);
-}
-
 #define SUMMARY_MAX_GROUPS 12
 
 void config_print_summary(const frugal_config_t *cfg, FILE *f) {
@@ -1761,9 +1745,9 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
                 format_duration_ms(ap->empty_group_ttl_ms, a, sizeof(a)));
         fprintf(f, "%-18slimits cpu %s..%s, memory %s..%s\n", "",
                 quantity_format_milli(ap->min_cpu_milli, a, sizeof(a)),
-                format_cpu_limit(ap->max_cpu_milli, b, sizeof(b)),
+                quantity_format_milli_limit(ap->max_cpu_milli, b, sizeof(b)),
                 quantity_format_bytes(ap->min_memory_bytes, c, sizeof(c)),
-                format_bytes_limit(ap->max_memory_bytes, d, sizeof(d)));
+                quantity_format_bytes_limit(ap->max_memory_bytes, d, sizeof(d)));
     }
     const ranking_config_t *r = &cfg->ranking;
     fprintf(f, "%-18sdamper cpu %s memory %s; preferred cpu", "ranking",

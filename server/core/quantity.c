@@ -226,3 +226,19 @@ char *quantity_format_milli(int64_t milli, char *buf, size_t size) {
         snprintf(buf, size, "%" PRId64 "m", milli);
     return buf;
 }
+
+const char *quantity_format_bytes_limit(int64_t bytes, char *buf, size_t size) {
+    if (bytes == INT64_MAX) {
+        snprintf(buf, size, "unlimited");
+        return buf;
+    }
+    return quantity_format_bytes(bytes, buf, size);
+}
+
+const char *quantity_format_milli_limit(int64_t milli, char *buf, size_t size) {
+    if (milli == INT64_MAX) {
+        snprintf(buf, size, "unlimited");
+        return buf;
+    }
+    return quantity_format_milli(milli, buf, size);
+}

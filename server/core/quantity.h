@@ -39,4 +39,9 @@ char *quantity_format_bytes(int64_t bytes, char *buf, size_t size);
 /* Format milli-units ("500m", or "2" when a whole number) into buf; returns buf. */
 char *quantity_format_milli(int64_t milli, char *buf, size_t size);
 
+/* A limit for messages and summaries: quantity_format_bytes / quantity_format_milli, or
+ * "unlimited" for INT64_MAX (a max limit that was not set). Returns buf. */
+const char *quantity_format_bytes_limit(int64_t bytes, char *buf, size_t size);
+const char *quantity_format_milli_limit(int64_t milli, char *buf, size_t size);
+
 #endif
