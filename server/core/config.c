@@ -1093,6 +1093,10 @@ static const key_spec_t group_keys[] = {
     KEY("spot", YAML_TREE_SCALAR, parse_bool, node_group_config_t, spec.spot, "false"),
     KEY_RANGE("spot_price", parse_double, node_group_config_t, spec.spot_price, NULL, 0, INFINITY,
               false),
+    KEY_RANGE("scale_up_threshold", parse_int32, node_group_config_t, scale_up_threshold, "70", 0,
+              100, true),
+    KEY("scale_on_starve", YAML_TREE_SCALAR, parse_bool, node_group_config_t, scale_on_starve,
+        "false"),
 };
 
 static void group_spec_release(group_spec_t *s) {
