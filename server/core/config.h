@@ -67,8 +67,8 @@ typedef struct node_group_config {
     group_spec_t spec;
     int32_t min_size;
     int32_t max_size;
-    int32_t size; /* initial size; -1 when not given (start at min_size) */
-    bool managed; /* false: counted toward cluster size and limits, never scaled */
+    int32_t size;               /* initial size; -1 when not given (start at min_size) */
+    bool managed;               /* false: counted toward cluster size and limits, never scaled */
     int32_t scale_up_threshold; /* Escalator's utilisation target, percent in (0, 100]; 70 */
     bool scale_on_starve;       /* a pod that cannot be scheduled forces a scale-up */
     group_options_t options;

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "node_info.h"
+
 /* Exact products: requests x 100 x nodes stays far inside 128 bits. */
 typedef __int128 escalator_wide_t;
 
@@ -79,8 +81,9 @@ int64_t escalator_delta_from_zero(const resources_t *requests, const resources_t
         return 0;
     if (allocatable->cpu_milli <= 0 || allocatable->memory_bytes <= 0 || threshold <= 0)
         return 1;
-    escalator_wide_t cpu = escalator__ceil_div((escalator_wide_t)requests->cpu_milli * 100,
-                                               (escalator_wide_t)allocatable->cpu_milli * threshold);
+    escalator_wide_t cpu =
+        escalator__ceil_div((escalator_wide_t)requests->cpu_milli * 100,
+                            (escalator_wide_t)allocatable->cpu_milli * threshold);
     escalator_wide_t mem =
         escalator__ceil_div((escalator_wide_t)requests->memory_bytes * 100,
                             (escalator_wide_t)allocatable->memory_bytes * threshold);
@@ -116,10 +119,10 @@ void escalator_scale_up(const escalator_group_t *g, int32_t max_size,
         } else {
             bool cpu = (escalator_wide_t)req->cpu_milli * cap->memory_bytes >=
                        (escalator_wide_t)req->memory_bytes * cap->cpu_milli;
-            wanted = escalator__clamp(cpu ? escalator__delta(req->cpu_milli, cap->cpu_milli,
-                                                             g->nodes, g->threshold)
-                                          : escalator__delta(req->memory_bytes, cap->memory_bytes,
-                                                             g->nodes, g->threshold));
+            wanted = escalator__clamp(
+                cpu ? escalator__delta(req->cpu_milli, cap->cpu_milli, g->nodes, g->threshold)
+                    : escalator__delta(req->memory_bytes, cap->memory_bytes, g->nodes,
+                                       g->threshold));
         }
     }
     out->used_percent =
@@ -220,4 +223,70 @@ int64_t escalator_split(const char *const *keys, const int64_t *sizes, const int
         }
     }
     return add - left;
+}
+
+/* The index of the configured group called id (length len), or -1. */
+static long escalator__group_index(const frugal_config_t *cfg, const char *id, size_t len) {
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        const char *gid = cfg->node_groups[i].spec.id;
+        if (strlen(gid) == len && strncmp(gid, id, len) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Whether node carries the machine type, zone and labels of g. */
+static bool escalator__same_shape(const node_group_config_t *g, const k8s_node_t *node) {
+    const char *type = node_info_label(node, K8S_LABEL_INSTANCE_TYPE);
+    if (type == NULL || strcmp(type, g->spec.machine_type) != 0)
+        return false;
+    const char *zone = node_info_label(node, K8S_LABEL_ZONE);
+    if (g->spec.zone != NULL && (zone == NULL || strcmp(zone, g->spec.zone) != 0))
+        return false;
+    for (size_t i = 0; i < g->spec.labels.count; i++) {
+        const char *v = node_info_label(node, g->spec.labels.items[i].key);
+        if (v == NULL || strcmp(v, g->spec.labels.items[i].value) != 0)
+            return false;
+    }
+    return true;
+}
+
+long escalator_group_of_node(const frugal_config_t *cfg, const k8s_node_t *node,
+                             escalator_claim_t *how) {
+    static const char scheme[] = "frugal://";
+    escalator_claim_t rule = ESCALATOR_CLAIM_NONE;
+    long found = -1;
+    const char *label = node_info_label(node, FRUGAL_LABEL_NODE_GROUP);
+    if (label != NULL && (found = escalator__group_index(cfg, label, strlen(label))) >= 0)
+        rule = ESCALATOR_CLAIM_LABEL;
+    const char *pid = node->spec != NULL ? node->spec->providerid : NULL;
+    if (found < 0 && pid != NULL && strncmp(pid, scheme, sizeof(scheme) - 1) == 0) {
+        const char *id = pid + sizeof(scheme) - 1;
+        const char *slash = strchr(id, '/');
+        if (slash != NULL && (found = escalator__group_index(cfg, id, (size_t)(slash - id))) >= 0)
+            rule = ESCALATOR_CLAIM_PROVIDER_ID;
+    }
+    for (size_t i = 0; found < 0 && i < cfg->node_groups_count; i++) {
+        if (escalator__same_shape(&cfg->node_groups[i], node)) {
+            found = (long)i;
+            rule = ESCALATOR_CLAIM_TYPE_ZONE;
+        }
+    }
+    if (how != NULL)
+        *how = rule;
+    return found;
+}
+
+const char *escalator_claim_name(escalator_claim_t how) {
+    switch (how) {
+    case ESCALATOR_CLAIM_LABEL:
+        return "label";
+    case ESCALATOR_CLAIM_PROVIDER_ID:
+        return "provider id";
+    case ESCALATOR_CLAIM_TYPE_ZONE:
+        return "instance type and zone";
+    case ESCALATOR_CLAIM_NONE:
+        break;
+    }
+    return "none";
 }

@@ -27,6 +27,7 @@
 
 #include "autoprov.h"
 #include "config.h"
+#include "k8s.h"
 #include "quantity.h"
 
 /* Escalator's default scale-up threshold, percent (node_groups[].scale_up_threshold). */
@@ -104,5 +105,25 @@ void escalator_scale_up(const escalator_group_t *g, int32_t max_size,
  * placed (< add when the whole set reaches its maxima). */
 int64_t escalator_split(const char *const *keys, const int64_t *sizes, const int64_t *max_sizes,
                         size_t n, size_t chosen, int64_t add, int64_t *out);
+
+/* How escalator_group_of_node found a node's group. */
+typedef enum escalator_claim {
+    ESCALATOR_CLAIM_NONE = 0,
+    ESCALATOR_CLAIM_LABEL,       /* the frugal.io/node-group label names it */
+    ESCALATOR_CLAIM_PROVIDER_ID, /* spec.providerID is frugal://<group>/<name> */
+    ESCALATOR_CLAIM_TYPE_ZONE,   /* instance type and zone (and the group's labels) */
+} escalator_claim_t;
+
+/* The configured group a real node belongs to, as an index into cfg->node_groups, or -1
+ * when none claims it. Rules, first match wins: the frugal.io/node-group label naming a
+ * configured group; a provider id frugal://<group>/<name> naming one; else the first
+ * group, in configuration order, whose machine type equals the node's instance-type
+ * label, whose zone (when set) equals its zone label and whose labels it all carries.
+ * *how (may be NULL) receives the rule. */
+long escalator_group_of_node(const frugal_config_t *cfg, const k8s_node_t *node,
+                             escalator_claim_t *how);
+
+/* "label", "provider id", "instance type and zone", or "none". */
+const char *escalator_claim_name(escalator_claim_t how);
 
 #endif

@@ -7,11 +7,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "escalator.h"
+#include "kube_json.h"
+#include "node_info.h"
 
 #define MB (1000LL * 1000LL)
 
@@ -295,6 +298,86 @@ static void test_split_limits(void **state) {
     assert_int_equal(escalator_split(same, sizes, NULL, 2, 0, 0, out), 0);
 }
 
+static const char group_config[] =
+    "node_groups:\n"
+    "  - {id: a, machine_type: n1-standard-2, zone: us-central1-a, max_size: 5}\n"
+    "  - {id: b, machine_type: n1-standard-2, zone: us-central1-b, max_size: 5}\n"
+    "  - {id: web, machine_type: n1-standard-2, max_size: 5, labels: {team: web}}\n"
+    "  - {id: any, machine_type: n1-standard-2, max_size: 5}\n";
+
+/* The group of a node built from labels and a provider id. */
+static long group_of(const frugal_config_t *cfg, const char *labels, const char *pid,
+                     escalator_claim_t *how) {
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\", \"labels\": {%s}},"
+             " \"spec\": {\"providerID\": \"%s\"}}",
+             labels, pid);
+    kube_node_list_t nodes;
+    kube_json_error_t err;
+    if (kube_json_parse_nodes(text, strlen(text), &nodes, &err) != 0)
+        fail_msg("node JSON: %s", err.message);
+    long g = escalator_group_of_node(cfg, nodes.items[0], how);
+    kube_node_list_clear(&nodes);
+    return g;
+}
+
+#define TYPE2 "\"node.kubernetes.io/instance-type\": \"n1-standard-2\""
+#define ZONE_B "\"topology.kubernetes.io/zone\": \"us-central1-b\""
+
+static void test_group_of_node(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(
+        config_load_string("t.yaml", group_config, strlen(group_config), &cfg, &errors), 0);
+    escalator_claim_t how;
+    /* The label first, even against the provider id and the shape. */
+    assert_int_equal(group_of(cfg, "\"frugal.io/node-group\": \"web\", " TYPE2 ", " ZONE_B,
+                              "frugal://a/a-1", &how),
+                     2);
+    assert_int_equal(how, ESCALATOR_CLAIM_LABEL);
+    assert_string_equal(escalator_claim_name(how), "label");
+    /* A label naming no group falls through to the provider id. */
+    assert_int_equal(group_of(cfg, "\"frugal.io/node-group\": \"zz\"", "frugal://b/b-7", &how), 1);
+    assert_int_equal(how, ESCALATOR_CLAIM_PROVIDER_ID);
+    /* Instance type and zone; then the group's labels; then a zone-less group. */
+    assert_int_equal(group_of(cfg, TYPE2 ", " ZONE_B, "aws:///i-1", &how), 1);
+    assert_int_equal(how, ESCALATOR_CLAIM_TYPE_ZONE);
+    assert_int_equal(group_of(cfg, TYPE2 ", \"team\": \"web\"", "", &how), 2);
+    assert_int_equal(group_of(cfg, TYPE2, "frugal://gone/gone-1", &how), 3);
+    /* Another instance type: nobody's. */
+    assert_int_equal(group_of(cfg, "\"node.kubernetes.io/instance-type\": \"m5.large\"", "", &how),
+                     -1);
+    assert_int_equal(how, ESCALATOR_CLAIM_NONE);
+    assert_string_equal(escalator_claim_name(how), "none");
+    config_free(cfg);
+}
+
+static void test_node_allocatable(void **state) {
+    (void)state;
+    static const char text[] =
+        "{\"kind\": \"List\", \"items\": ["
+        "{\"kind\": \"Node\", \"status\": {\"capacity\": {\"cpu\": \"2\", \"memory\": \"8Gi\"},"
+        "  \"allocatable\": {\"cpu\": \"1930m\", \"memory\": \"6Gi\", \"nvidia.com/gpu\": \"1\"}}},"
+        "{\"kind\": \"Node\", \"status\": {\"capacity\": {\"cpu\": \"2\", \"memory\": \"8Gi\"}}},"
+        "{\"kind\": \"Node\"}]}";
+    kube_node_list_t nodes;
+    kube_json_error_t jerr;
+    assert_int_equal(kube_json_parse_nodes(text, strlen(text), &nodes, &jerr), 0);
+    resources_t r;
+    frugal_err_t err;
+    assert_int_equal(node_info_allocatable(nodes.items[0], &r, &err), 0);
+    assert_int_equal(r.cpu_milli, 1930);
+    assert_int_equal(r.memory_bytes, 6LL << 30);
+    assert_int_equal(r.gpu, 1);
+    assert_int_equal(node_info_allocatable(nodes.items[1], &r, &err), 0); /* capacity */
+    assert_int_equal(r.cpu_milli, 2000);
+    assert_int_equal(node_info_allocatable(nodes.items[2], &r, &err), 0);
+    assert_int_equal(r.cpu_milli, 0);
+    kube_node_list_clear(&nodes);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_utilisation_and_delta),
@@ -308,6 +391,8 @@ int main(void) {
         cmocka_unit_test(test_split_examples),
         cmocka_unit_test(test_split_matches_one_at_a_time),
         cmocka_unit_test(test_split_limits),
+        cmocka_unit_test(test_group_of_node),
+        cmocka_unit_test(test_node_allocatable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
