@@ -157,7 +157,7 @@ void escalator_scale_up(const escalator_group_t *g, int32_t max_size,
     out->memory_after = escalator_percent(req->memory_bytes, after.memory_bytes);
 }
 
-static bool escalator__similar(const char *const *keys, size_t i, size_t chosen) {
+bool escalator_in_set(const char *const *keys, size_t i, size_t chosen) {
     if (i == chosen)
         return true;
     return keys != NULL && keys[i] != NULL && keys[chosen] != NULL &&
@@ -186,7 +186,7 @@ int64_t escalator_split(const char *const *keys, const int64_t *sizes, const int
         int64_t level = INT64_MAX;
         for (size_t i = 0; i < n; i++) {
             int64_t size = sizes[i] + out[i];
-            if (escalator__similar(keys, i, chosen) && escalator__room(max_sizes, i, size) > 0 &&
+            if (escalator_in_set(keys, i, chosen) && escalator__room(max_sizes, i, size) > 0 &&
                 size < level)
                 level = size;
         }
@@ -194,7 +194,7 @@ int64_t escalator_split(const char *const *keys, const int64_t *sizes, const int
             break; /* every group of the set is at its max */
         int64_t members = 0, next = INT64_MAX;
         for (size_t i = 0; i < n; i++) {
-            if (!escalator__similar(keys, i, chosen))
+            if (!escalator_in_set(keys, i, chosen))
                 continue;
             int64_t size = sizes[i] + out[i];
             int64_t room = escalator__room(max_sizes, i, size);
@@ -213,7 +213,7 @@ int64_t escalator_split(const char *const *keys, const int64_t *sizes, const int
         int64_t extra = cost <= left ? 0 : left % members;
         for (size_t i = 0; i < n; i++) {
             int64_t size = sizes[i] + out[i];
-            if (!escalator__similar(keys, i, chosen) || size != level ||
+            if (!escalator_in_set(keys, i, chosen) || size != level ||
                 escalator__room(max_sizes, i, size) == 0)
                 continue;
             int64_t give = each + (extra > 0);

@@ -97,6 +97,10 @@ void escalator_scale_up(const escalator_group_t *g, int32_t max_size,
                         const autoprov_config_t *limits, const autoprov_totals_t *totals,
                         escalator_result_t *out);
 
+/* Whether group i is in the similar set of group chosen: i == chosen, or both keys are
+ * non-NULL and equal (keys may be NULL: no group is similar to another). */
+bool escalator_in_set(const char *const *keys, size_t i, size_t chosen);
+
 /* Cluster-autoscaler's --balance-similar-node-groups split of add nodes over the groups
  * whose similarity key equals keys[chosen] (NULL keys are similar to none, so the set is
  * then the chosen group alone): one node at a time to the smallest group of the set that
