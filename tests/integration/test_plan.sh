@@ -59,19 +59,7 @@ EOF
 
 # pod_list POD_JSON...: a v1 List as kubectl prints it.
 pod_list() {
-    local first=1 p
-    echo '{'
-    echo '    "apiVersion": "v1",'
-    echo '    "items": ['
-    for p in "$@"; do
-        [ $first = 1 ] || echo '        ,'
-        first=0
-        echo "$p"
-    done
-    echo '    ],'
-    echo '    "kind": "List",'
-    echo '    "metadata": {"resourceVersion": ""}'
-    echo '}'
+    kube_list "$@"
 }
 
 # node_list N: N ready nodes.

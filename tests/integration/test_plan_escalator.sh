@@ -44,18 +44,6 @@ node() {
 EOF
 }
 
-# list ITEM...: a v1 List.
-list() {
-    local first=1 i
-    echo '{"apiVersion": "v1", "kind": "List", "items": ['
-    for i in "$@"; do
-        [ $first = 1 ] || echo ','
-        first=0
-        echo "$i"
-    done
-    echo ']}'
-}
-
 # config FILE GROUP_LINES: the jobs-1x4 machine type and the node groups given.
 config() {
     {
@@ -67,12 +55,12 @@ config() {
 
 log "the worked example: 10 pods of 500m / 100M on 2 nodes of 1000m / 4000M"
 config "$TMP/one.yaml" '  - {id: jobs, machine_type: jobs-1x4, zone: z1, size: 2, max_size: 20, labels: {workload: jobs}}'
-list "$(node n1 z1 frugal://jobs/jobs-1 1)" "$(node n2 z1 frugal://jobs/jobs-2 1)" >"$TMP/two-nodes.json"
+kube_list "$(node n1 z1 frugal://jobs/jobs-1 1)" "$(node n2 z1 frugal://jobs/jobs-2 1)" >"$TMP/two-nodes.json"
 pods=()
 for i in 0 1 2 3 4 5 6 7 8 9; do
     pods+=("$(pod batch "p$i" "n$((i % 2 + 1))" Running 500m 100M)")
 done
-list "${pods[@]}" >"$TMP/ten.json"
+kube_list "${pods[@]}" >"$TMP/ten.json"
 assert_ok "plan yaml" "$FRUGAL" plan -c "$TMP/one.yaml" --pods "$TMP/ten.json" --nodes "$TMP/two-nodes.json" -o yaml
 assert_eq nodes "$(yaml_nested utilisation nodes_from)" "nodes from NODES.json"
 assert_eq 2 "$(util_field jobs nodes)" "2 nodes, by provider id"
@@ -108,8 +96,8 @@ fi
 
 log "from zero: 1800m pending on a group without nodes, threshold 70"
 config "$TMP/zero.yaml" '  - {id: jobs, machine_type: jobs-1x4, zone: z1, max_size: 20, labels: {workload: jobs}}'
-list "$(pod batch a "" Pending 900m 100M)" "$(pod batch b "" Pending 900m 100M)" >"$TMP/1800m.json"
-list >"$TMP/no-nodes.json"
+kube_list "$(pod batch a "" Pending 900m 100M)" "$(pod batch b "" Pending 900m 100M)" >"$TMP/1800m.json"
+kube_list >"$TMP/no-nodes.json"
 assert_ok "plan zero" "$FRUGAL" plan -c "$TMP/zero.yaml" --pods "$TMP/1800m.json" --nodes "$TMP/no-nodes.json" -o yaml
 assert_eq 0 "$(util_field jobs nodes)" "no nodes"
 assert_eq .inf "$(util_field jobs used_percent)" "utilisation +inf"
@@ -122,7 +110,7 @@ assert_eq 3 "$(util_field jobs delta)" "the same delta"
 log "scale_on_starve: a pending pod below the threshold"
 config "$TMP/starve.yaml" '  - {id: jobs, machine_type: jobs-1x4, zone: z1, size: 4, max_size: 20, scale_on_starve: true, labels: {workload: jobs}}
   - {id: calm, machine_type: jobs-1x4, zone: z2, size: 4, max_size: 20, scale_up_threshold: 90, labels: {workload: jobs}}'
-list "$(pod batch small "" Pending 100m 100M)" >"$TMP/small.json"
+kube_list "$(pod batch small "" Pending 100m 100M)" >"$TMP/small.json"
 assert_ok "plan starve" "$FRUGAL" plan -c "$TMP/starve.yaml" --pods "$TMP/small.json" -o yaml
 assert_eq 2.5 "$(util_field jobs used_percent)" "2.5 % on 4 template nodes"
 assert_eq true "$(util_field jobs starved)" "starved"
@@ -139,10 +127,10 @@ pods=()
 for i in 0 1 2 3 4 5 6 7; do
     pods+=("$(pod batch "r$i" "" Pending 500m 100M)")
 done
-list "${pods[@]}" >"$TMP/eight.json"
+kube_list "${pods[@]}" >"$TMP/eight.json"
 assert_ok "plan split" "$FRUGAL" plan -c "$TMP/split.yaml" --pods "$TMP/eight.json"
 assert_match "^balance-similar split of a's 4 nodes: a \+3, b \+1, c \+0$" "$OUT" "A +3, B +1"
-list "$(pod batch r0 "" Pending 500m 100M)" >"$TMP/one-pod.json"
+kube_list "$(pod batch r0 "" Pending 500m 100M)" >"$TMP/one-pod.json"
 assert_ok "plan split one" "$FRUGAL" plan -c "$TMP/split.yaml" --pods "$TMP/one-pod.json" -o yaml
 assert_match '^  balance_similar_split:$' "$OUT" "split in YAML"
 assert_eq 1 "$(echo "$OUT" | awk '/^  - group: "a"$/ { a = 1; next } a && /^    nodes: / { print $2; exit }')" "+1 to A"
@@ -152,10 +140,10 @@ log "bad input is reported and the report goes on"
 config "$TMP/bad.yaml" '  - {id: a, machine_type: jobs-1x4, zone: z1, size: 1, max_size: 20, labels: {workload: jobs}}
   - {id: b, machine_type: jobs-1x4, zone: z2, size: 2, max_size: 20, labels: {workload: jobs}}
   - {id: c, machine_type: jobs-1x4, zone: z3, size: 1, max_size: 20, labels: {workload: jobs}}'
-list "$(node a1 z9 gce://x/a1 1 '"frugal.io/node-group": "a"')" \
+kube_list "$(node a1 z9 gce://x/a1 1 '"frugal.io/node-group": "a"')" \
     "$(node b1 z2 gce://x/b1 1)" "$(node b2 z2 gce://x/b2 500m)" \
     "$(node c1 z3 frugal://c/c-1 1)" "$(node stray z7 gce://x/stray 1)" >"$TMP/bad-nodes.json"
-list "$(pod batch empty b1 Running "" "")" "$(pod batch cpu-only b1 Running 200m "")" \
+kube_list "$(pod batch empty b1 Running "" "")" "$(pod batch cpu-only b1 Running 200m "")" \
     "$(pod batch lost gone Running 100m 1M)" "$(pod batch ok c1 Running 100m 1M)" >"$TMP/bad-pods.json"
 assert_ok "plan bad input" "$FRUGAL" plan -c "$TMP/bad.yaml" --pods "$TMP/bad-pods.json" --nodes "$TMP/bad-nodes.json"
 assert_match '^  node b2: group b: allocatable 500m cpu / .* differs from 1 / .* of its first node' "$OUT" "different allocatable"
