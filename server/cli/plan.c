@@ -20,6 +20,13 @@
  * nodes, each group existing with its initial size; X, P and T are the damper, node
  * and summed pod prices of the ranking.
  *
+ * For each winner, CA's --balance-similar-node-groups split of its nodes over the
+ * managed groups similar to it (escalator_split). For every configured group, Escalator's
+ * utilisation and scale-up delta (docs/escalator.md): nodes of NODES.json claimed by
+ * escalator_group_of_node, the pods bound to them, and each pending pod in the group that
+ * would receive it; input that breaks the model (unclaimed nodes, pods without requests,
+ * unequal nodes) is listed and the report goes on.
+ *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors. */
 #include <inttypes.h>
