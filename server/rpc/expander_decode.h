@@ -19,6 +19,7 @@
 
 #include "arena.h"
 #include "errors.h"
+#include "pod.h"
 #include "quantity.h"
 
 /* Field numbers of the expander protocol. */
@@ -46,6 +47,7 @@ typedef struct expander_pod {
     uint64_t hash;
     int rc;              /* pod_decode_request's result: 0 or FRUGAL_E* */
     resources_t request; /* effective request when rc == 0 */
+    pod_lifetime_t lifetime; /* from its controller's kind, when rc == 0 */
     const char *error;   /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 
