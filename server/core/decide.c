@@ -51,7 +51,8 @@ static double decide__gib_per_core(const decide_request_t *req) {
 }
 
 /* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
- * after its pods, in the demand's shape, priced; the share of it expected to be used. */
+ * after its pods, counted in pods of the demand's shape and priced; the share of it
+ * expected to be used. */
 static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_option_t *o, double gib_per_core, ranking_input_t *r) {
     double cpu = 0, mem = 0, gpu = 0, long_lived = 0;
@@ -60,18 +61,34 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
         cpu += (double)p->cpu_milli / 1000.0;
         mem += (double)p->memory_bytes / (1024.0 * 1024.0 * 1024.0);
         gpu += (double)p->gpu;
-        long_lived += req->pod_lifetimes == NULL || req->pod_lifetimes[o->pods[k]] != POD_LIFETIME_SHORT;
+        long_lived +=
+            req->pod_lifetimes == NULL || req->pod_lifetimes[o->pods[k]] != POD_LIFETIME_SHORT;
     }
     const resources_t *cap = &o->node->capacity;
-    double n = (double)o->node_count;
+    double n = (double)o->node_count, pods = o->pods_count > 0 ? (double)o->pods_count : 1.0;
     double spare_cpu = fmax(0.0, n * (double)cap->cpu_milli / 1000.0 - cpu);
     double spare_mem = fmax(0.0, n * (double)cap->memory_bytes / (1024.0 * 1024.0 * 1024.0) - mem);
-    double cores = gib_per_core > 0 ? fmin(spare_cpu, spare_mem / gib_per_core) : spare_cpu;
-    pricing_config_t linear = cfg->pricing;
-    r->spare_value = cores * linear.cpu + cores * gib_per_core * linear.memory_gib;
-    double share = o->pods_count > 0 ? long_lived / (double)o->pods_count : 1.0;
+    double spare_gpu = fmax(0.0, n * (double)cap->gpu - gpu);
+    /* The pod the spare room is counted in: the option's average pod, its memory per
+     * core blended (geometric mean) with the cluster's recent demand. */
+    double pc = cpu / pods, pm = mem / pods, pg = gpu / pods;
+    if (pc > 0 && gib_per_core > 0)
+        pm = pc * sqrt(fmax(pm / pc, 1e-9) * gib_per_core);
+    double fits = INFINITY;
+    if (pc > 0)
+        fits = fmin(fits, spare_cpu / pc);
+    if (pm > 0)
+        fits = fmin(fits, spare_mem / pm);
+    if (pg > 0)
+        fits = fmin(fits, spare_gpu / pg);
+    if (!isfinite(fits))
+        fits = 0;
+    resources_t one = {(int64_t)(pc * 1000.0), (int64_t)(pm * 1024.0 * 1024.0 * 1024.0),
+                       (int64_t)ceil(pg)};
+    r->spare_value = fits * pricing_linear(&cfg->pricing, &one);
+    double share = long_lived / pods;
     r->use_share = DECIDE_USE_LONG * share + DECIDE_USE_SHORT * (1.0 - share);
-    r->gib_per_core = gib_per_core;
+    r->gib_per_core = pc > 0 ? pm / pc : gib_per_core;
     r->gpu_unused = o->node->has_gpu && gpu == 0;
 }
 

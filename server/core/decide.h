@@ -61,9 +61,10 @@ typedef struct decide_request {
 } decide_request_t;
 
 /* demand-fit: the share of an option's spare room expected to be used, for a node whose
- * pods stay (long or unknown lifetime) and for one whose pods run to completion. */
-#define DECIDE_USE_LONG 0.5
-#define DECIDE_USE_SHORT 0.1
+ * pods stay (long or unknown lifetime) and for one whose pods run to completion (it may
+ * be removed before arrivals fill it). Chosen with `frugal replay` (docs/decisions.md). */
+#define DECIDE_USE_LONG 1.0
+#define DECIDE_USE_SHORT 0.9
 /* demand-fit: below this many remembered pods the request's own pods give the shape. */
 #define DECIDE_DEMAND_MIN_PODS 16
 

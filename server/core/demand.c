@@ -42,11 +42,13 @@ void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
         if (!atomic_load_explicit(&s->used, memory_order_relaxed))
             continue;
         out->pods++;
-        out->cpu_cores += (double)atomic_load_explicit(&s->cpu_milli, memory_order_relaxed) / 1000.0;
+        out->cpu_cores +=
+            (double)atomic_load_explicit(&s->cpu_milli, memory_order_relaxed) / 1000.0;
         out->memory_gib += (double)atomic_load_explicit(&s->memory_bytes, memory_order_relaxed) /
                            (1024.0 * 1024.0 * 1024.0);
         out->gpu += (double)atomic_load_explicit(&s->gpu, memory_order_relaxed);
-        long_lived += atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT;
+        long_lived +=
+            atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT;
     }
     if (out->pods > 0)
         out->long_share = (double)long_lived / (double)out->pods;

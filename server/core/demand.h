@@ -37,11 +37,11 @@ typedef struct demand_memory {
 
 /* What the ranking reads. */
 typedef struct demand_summary {
-    size_t pods;              /* remembered pods (<= DEMAND_SLOTS) */
-    double cpu_cores;         /* their summed requests */
+    size_t pods;      /* remembered pods (<= DEMAND_SLOTS) */
+    double cpu_cores; /* their summed requests */
     double memory_gib;
     double gpu;
-    double long_share;        /* share of pods whose lifetime is long or unknown */
+    double long_share; /* share of pods whose lifetime is long or unknown */
 } demand_summary_t;
 
 /* Zero m (no pod seen). */

@@ -240,8 +240,8 @@ int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal
 
 pod_lifetime_t pod_lifetime_of_kind(const char *kind) {
     static const char *const short_kinds[] = {"Job", "CronJob"};
-    static const char *const long_kinds[] = {"ReplicaSet", "StatefulSet", "Deployment",
-                                             "DaemonSet", "ReplicationController"};
+    static const char *const long_kinds[] = {"ReplicaSet", "StatefulSet", "Deployment", "DaemonSet",
+                                             "ReplicationController"};
     if (kind == NULL)
         return POD_LIFETIME_UNKNOWN;
     for (size_t i = 0; i < sizeof(short_kinds) / sizeof(short_kinds[0]); i++)

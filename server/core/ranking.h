@@ -28,16 +28,16 @@ typedef struct ranking_input {
     const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
     int64_t group_nodes;        /* the group's current size (target), for the zone balance */
     /* demand-fit only (decide.c fills them): */
-    double spare_value;   /* the new nodes' room left after the pods, in the cluster's
-                           * recent demand shape, priced linearly (per hour) */
-    double use_share;     /* the share of that room expected to be used */
-    double gib_per_core;  /* the demand shape used */
-    bool gpu_unused;      /* GPU nodes for pods that request no GPU */
+    double spare_value;  /* the new nodes' room left after the pods, in the cluster's
+                          * recent demand shape, priced linearly (per hour) */
+    double use_share;    /* the share of that room expected to be used */
+    double gib_per_core; /* the demand shape used */
+    bool gpu_unused;     /* GPU nodes for pods that request no GPU */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
 typedef struct ranking_figures {
-    bool scored;       /* false when the input was not scorable */
+    bool scored; /* false when the input was not scorable */
     ranking_strategy_t strategy;
     double node_price; /* P */
     double pods_price; /* T */
@@ -71,12 +71,12 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
                               ranking_figures_t *out);
 
-/* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of the answer, in
- * request order, to selected[0..n); returns how many. The answer is the options with
- * the lowest score (ties within RANKING_TIE_RELATIVE); among tied options with equal
- * similarity keys only one stays: the group with the fewest nodes now (so zones fill
- * evenly), then the option buying the fewest, then the first received.
- * When no option can be scored every index is selected: never empty for n > 0. */
+/* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of the answer,
+ * in request order, to selected[0..n); returns how many. The answer is the options with the lowest
+ * score (ties within RANKING_TIE_RELATIVE); among tied options with equal similarity keys only one
+ * stays: the group with the fewest nodes now (so zones fill evenly), then the option buying the
+ * fewest, then the first received. When no option can be scored every index is selected: never
+ * empty for n > 0. */
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,
                       size_t *selected);
