@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "demand.h"
 #include "errors.h"
 #include "node_info.h"
 #include "quantity.h"
@@ -51,8 +52,21 @@ typedef struct decide_request {
     size_t options_count;
     const resources_t *pods; /* effective requests of the distinct pods */
     size_t pods_count;
-    int64_t cluster_size; /* nodes, for the preferred node size */
+    int64_t cluster_size; /* nodes frugal counts, for the preferred node size (replaced by
+                           * ranking.cluster_size when that is a number) */
+    /* demand-fit only; both may be NULL: */
+    const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
+    const demand_summary_t *demand;      /* recent demand; NULL or few pods: the
+                                          * request's own pods give the shape */
 } decide_request_t;
+
+/* demand-fit: the share of an option's spare room expected to be used, for a node whose
+ * pods stay (long or unknown lifetime) and for one whose pods run to completion (it may
+ * be removed before arrivals fill it). Chosen with `frugal replay` (docs/decisions.md). */
+#define DECIDE_USE_LONG 1.0
+#define DECIDE_USE_SHORT 0.9
+/* demand-fit: below this many remembered pods the request's own pods give the shape. */
+#define DECIDE_DEMAND_MIN_PODS 16
 
 /* Why an option was left out of the ranking, first rule first. */
 typedef enum decide_skip {
@@ -75,6 +89,7 @@ typedef struct decide_result {
     bool any_scored;            /* false: no option could be scored; every one is selected */
     double damper_price;        /* X */
     int64_t preferred_cpu_milli;
+    int64_t cluster_size; /* the size the ranking used */
 } decide_result_t;
 
 /* Decide among req's options with cfg's pricing and ranking. On success *out owns its

@@ -52,6 +52,35 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     out->score = score;
 }
 
+void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
+                              ranking_figures_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->strategy = RANKING_STRATEGY_DEMAND_FIT;
+    if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
+        return;
+    double c = in->node_price * in->node_count;
+    double value = in->pods_price + in->use_share * in->spare_value;
+    if (!(value > 0.0))
+        return;
+    double ratio = c / value;
+    double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
+    double score = ratio * gpu_factor;
+    if (!in->exists)
+        score *= cfg->not_exist_penalty;
+    if (!isfinite(score) || score < 0.0)
+        return;
+    out->scored = true;
+    out->node_price = in->node_price;
+    out->pods_price = in->pods_price;
+    out->ratio = ratio;
+    out->unfitness = gpu_factor;
+    out->suppressed = gpu_factor;
+    out->score = score;
+    out->spare_value = in->spare_value;
+    out->use_share = in->use_share;
+    out->gib_per_core = in->gib_per_core;
+}
+
 bool ranking_scores_tie(double a, double b) {
     double m = fmax(fabs(a), fabs(b));
     return fabs(a - b) <= RANKING_TIE_RELATIVE * m;
@@ -87,7 +116,10 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     int64_t pref = ranking_preferred_cpu_milli(cfg, cluster_size);
     size_t best = n;
     for (size_t i = 0; i < n; i++) {
-        ranking_score(cfg, damper_price, pref, &in[i], &figures[i]);
+        if (cfg->strategy == RANKING_STRATEGY_DEMAND_FIT)
+            ranking_score_demand_fit(cfg, &in[i], &figures[i]);
+        else
+            ranking_score(cfg, damper_price, pref, &in[i], &figures[i]);
         if (figures[i].scored && (best == n || figures[i].score < figures[best].score))
             best = i;
     }
@@ -116,6 +148,12 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 }
 
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
+    if (f->strategy == RANKING_STRATEGY_DEMAND_FIT)
+        return snprintf(buf, size,
+                        "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
+                        "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
+                        f->node_price, f->pods_price, f->spare_value, f->use_share, f->gib_per_core,
+                        f->suppressed, f->ratio, f->score);
     return snprintf(buf, size,
                     "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
                     f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
@@ -130,6 +168,18 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     if (!p)
         return FRUGAL_EINVAL;
     ranking_figures_t f = {.scored = true};
+    if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
+        f.strategy = RANKING_STRATEGY_DEMAND_FIT;
+        if (sscanf(p + 20,
+                   "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
+                   "gpu_factor=%lf ratio=%lf score=%lf",
+                   &f.node_price, &f.pods_price, &f.spare_value, &f.use_share, &f.gib_per_core,
+                   &f.suppressed, &f.ratio, &f.score) != 8)
+            return FRUGAL_EINVAL;
+        f.unfitness = f.suppressed;
+        *out = f;
+        return 0;
+    }
     if (sscanf(p, "node_price=%lf pods_price=%lf ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
                &f.node_price, &f.pods_price, &f.ratio, &f.unfitness, &f.suppressed, &f.score) != 6)
         return FRUGAL_EINVAL;
