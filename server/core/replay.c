@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escalator.h"
 #include "fit.h"
 #include "pricing.h"
 #include "replay.h"
@@ -56,6 +57,7 @@ typedef struct replay__node {
     int64_t ready_s;
     int64_t empty_since_s; /* when its last pod left (or it became ready empty) */
     int32_t pods;          /* running or bound */
+    int64_t tainted_s;     /* Escalator: when the node was tainted; -1 when it is not */
 } replay__node_t;
 
 typedef struct replay__heap_item {
@@ -294,7 +296,8 @@ static int replay__buy(replay__sim_t *s, size_t g, int64_t now, uint32_t *id, fr
                           .free = grp->info.capacity,
                           .bought_s = now,
                           .ready_s = now,
-                          .empty_since_s = now};
+                          .empty_since_s = now,
+                          .tainted_s = -1};
     s->alive[s->alive_count++] = *id;
     s->groups[g].nodes++;
     s->cpu_alive += grp->info.capacity.cpu_milli;
@@ -405,6 +408,174 @@ static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, reso
     o->node_count = opened;
 }
 
+/* Buy count nodes for group g the way CA with --balance-similar-node-groups does:
+ * spread over the groups similar to g (escalator_split), booting until
+ * REPLAY_BOOT_SECONDS from now; *bought receives how many (fewer when the similar groups
+ * reach max_size). The new nodes get consecutive ids, group by group. */
+static int replay__buy_balanced(replay__sim_t *s, size_t g, int64_t count, int64_t now,
+                                int64_t *bought, frugal_err_t *err) {
+    size_t G = s->groups_count;
+    const char **keys = calloc(G, sizeof(*keys));
+    int64_t *sizes = calloc(G, sizeof(*sizes)), *max = calloc(G, sizeof(*max));
+    int64_t *share = calloc(G, sizeof(*share));
+    int rc = 0;
+    *bought = 0;
+    if (!keys || !sizes || !max || !share) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < G; k++) {
+        keys[k] = s->groups[k].info.similarity_key;
+        sizes[k] = s->groups[k].nodes;
+        max[k] = s->groups[k].cfg->max_size;
+    }
+    escalator_split(keys, sizes, max, G, g, count, share);
+    for (size_t k = 0; k < G && rc == 0; k++) {
+        for (int64_t i = 0; i < share[k] && rc == 0; i++) {
+            uint32_t id;
+            if ((rc = replay__buy(s, k, now, &id, err)) == 0) {
+                s->nodes[id].ready_s = now + REPLAY_BOOT_SECONDS;
+                (*bought)++;
+            }
+        }
+    }
+done:
+    free(keys);
+    free(sizes);
+    free(max);
+    free(share);
+    return rc;
+}
+
+/* Escalator's own figures for the scale-down (its documented example configuration):
+ * below TAINT_LOWER percent it taints FAST nodes a loop, below TAINT_UPPER SLOW ones; a
+ * tainted node is removed once empty for SOFT_GRACE seconds (its pods are never evicted
+ * here: the hard grace period is not modelled); after a scale-up the group waits
+ * COOL_DOWN seconds. It looks at the cluster every SCAN seconds. */
+#define REPLAY_ESCALATOR_TAINT_LOWER 10
+#define REPLAY_ESCALATOR_TAINT_UPPER 40
+#define REPLAY_ESCALATOR_SLOW 2
+#define REPLAY_ESCALATOR_FAST 5
+#define REPLAY_ESCALATOR_SOFT_GRACE 60
+#define REPLAY_ESCALATOR_COOL_DOWN 120
+#define REPLAY_ESCALATOR_SCAN 60 /* Escalator's default scan interval */
+
+/* Whether groups a and b scale as one set (similar groups, docs/escalator.md). */
+static bool replay__similar(const replay__sim_t *s, size_t a, size_t b) {
+    const char *ka = s->groups[a].info.similarity_key, *kb = s->groups[b].info.similarity_key;
+    return a == b || (ka != NULL && kb != NULL && strcmp(ka, kb) == 0);
+}
+
+/* One Escalator loop (docs/escalator.md). Escalator scales an auto-scaling group, which
+ * spreads its nodes over zones itself: a set of similar groups is one Escalator group
+ * here, grown with CA's split. Its utilisation counts the untainted nodes of the set and
+ * the pending pods it owns (a pending pod belongs to the first group, in configuration
+ * order, that can host it: Escalator expects each pod to select one group); then it
+ * untaints or buys the delta, or taints nodes when the utilisation is low. untainted is
+ * scratch space of groups_count entries; cool_down[g] is when the set led by g may act
+ * again. */
+static int replay__escalate(replay__sim_t *s, int64_t now, int64_t *cool_down, int64_t *untainted,
+                            bool *scaled, frugal_err_t *err) {
+    if (now % REPLAY_ESCALATOR_SCAN != 0)
+        return 0;
+    autoprov_totals_t totals = {s->cpu_alive, s->mem_alive};
+    for (size_t g = 0; g < s->groups_count; g++) {
+        replay_group_t *grp = &s->groups[g];
+        size_t leader = 0;
+        while (!replay__similar(s, leader, g))
+            leader++;
+        if (leader != g || now < cool_down[g])
+            continue; /* a set acts once, through its first group */
+        int64_t max = 0, tainted = 0;
+        for (size_t k = g; k < s->groups_count; k++) {
+            untainted[k] = 0;
+            if (replay__similar(s, k, g))
+                max += s->groups[k].cfg->max_size;
+        }
+        escalator_group_t eg;
+        escalator_group_init(&eg, grp->cfg->scale_up_threshold, grp->cfg->scale_on_starve,
+                             &grp->info.capacity);
+        for (size_t a = 0; a < s->alive_count; a++) {
+            const replay__node_t *n = &s->nodes[s->alive[a]];
+            if (n->group < g || !replay__similar(s, n->group, g))
+                continue;
+            if (n->tainted_s >= 0) {
+                tainted++;
+                continue;
+            }
+            untainted[n->group]++;
+            resources_t used = grp->info.capacity;
+            replay__take(&used, &n->free, 1);
+            escalator_add_node(&eg, &grp->info.capacity);
+            escalator_add_pod(&eg, &used, false);
+        }
+        for (size_t k = 0; k < s->pending_count; k++) {
+            const replay_pod_t *p = &s->pods[s->pending[k]];
+            size_t owner = 0;
+            while (owner < s->groups_count && !replay__can_host(s, p, owner))
+                owner++;
+            if (owner < s->groups_count && replay__similar(s, owner, g))
+                escalator_add_pod(&eg, &p->request, true);
+        }
+        /* Tainted nodes still count toward the groups' sizes. */
+        max -= tainted;
+        escalator_result_t r;
+        escalator_scale_up(&eg,
+                           max > INT32_MAX ? INT32_MAX
+                           : max < 0       ? 0
+                                           : (int32_t)max,
+                           &s->cfg->autoprovisioning, &totals, &r);
+        if (r.delta > 0) {
+            int64_t left = r.delta;
+            /* Untaint the newest tainted nodes first, then buy. */
+            for (size_t a = s->alive_count; a > 0 && left > 0; a--) {
+                replay__node_t *n = &s->nodes[s->alive[a - 1]];
+                if (n->group >= g && n->tainted_s >= 0 && replay__similar(s, n->group, g)) {
+                    n->tainted_s = -1;
+                    left--;
+                }
+            }
+            int64_t bought = 0;
+            if (left > 0) {
+                int rc = replay__buy_balanced(s, g, left, now, &bought, err);
+                if (rc != 0)
+                    return rc;
+            }
+            s->fig.nodes_bought += bought;
+            s->fig.decisions++;
+            cool_down[g] = now + REPLAY_ESCALATOR_COOL_DOWN;
+            totals = (autoprov_totals_t){s->cpu_alive, s->mem_alive};
+            *scaled = true;
+            continue;
+        }
+        if (r.used_percent >= REPLAY_ESCALATOR_TAINT_UPPER)
+            continue;
+        int64_t taint = r.used_percent < REPLAY_ESCALATOR_TAINT_LOWER ? REPLAY_ESCALATOR_FAST
+                                                                      : REPLAY_ESCALATOR_SLOW;
+        /* The oldest ready nodes first, as Escalator taints, never below min_size. */
+        for (size_t a = 0; a < s->alive_count && taint > 0; a++) {
+            replay__node_t *n = &s->nodes[s->alive[a]];
+            if (n->group < g || n->tainted_s >= 0 || n->ready_s > now ||
+                !replay__similar(s, n->group, g) ||
+                untainted[n->group] <= s->groups[n->group].cfg->min_size)
+                continue;
+            n->tainted_s = now;
+            untainted[n->group]--;
+            taint--;
+        }
+    }
+    return 0;
+}
+
+/* Escalator's removal: node a is tainted, ready and empty for the soft grace period. */
+static bool replay__escalator_unneeded(const replay__sim_t *s, size_t a, int64_t now) {
+    const replay__node_t *n = &s->nodes[s->alive[a]];
+    if (n->tainted_s < 0 || n->pods > 0 || n->ready_s > now)
+        return false;
+    int64_t since = n->empty_since_s > n->tainted_s ? n->empty_since_s : n->tainted_s;
+    return now - since >= REPLAY_ESCALATOR_SOFT_GRACE;
+}
+
 /* Steps 4 and 5; *scaled tells whether an option was bought. */
 static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_err_t *err) {
     *scaled = false;
@@ -415,7 +586,7 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
         size_t a = 0;
         for (; a < s->alive_count; a++) {
             const replay__node_t *n = &s->nodes[s->alive[a]];
-            if (s->compat[p->shape * s->groups_count + n->group] &&
+            if (s->compat[p->shape * s->groups_count + n->group] && n->tainted_s < 0 &&
                 replay__fits(&p->request, &n->free))
                 break;
         }
@@ -425,8 +596,8 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
             s->pending[keep++] = pod;
     }
     s->pending_count = keep;
-    if (keep == 0)
-        return 0;
+    if (keep == 0 || s->policy == &replay_policy_escalator)
+        return 0; /* Escalator scales in replay__escalate */
 
     size_t G = s->groups_count, P = s->pending_count;
     replay_option_t *opts = calloc(G, sizeof(*opts));
@@ -456,19 +627,23 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     const replay_option_t *o = &opts[chosen];
     const uint32_t *as = assign + which[chosen] * P;
     uint32_t first = (uint32_t)s->nodes_count;
-    for (int32_t i = 0; i < o->node_count; i++) {
-        uint32_t id;
-        if ((rc = replay__buy(s, o->group, now, &id, err)) != 0)
-            goto done;
-        s->nodes[id].ready_s = now + REPLAY_BOOT_SECONDS;
-    }
-    s->fig.nodes_bought += o->node_count;
+    int64_t bought = 0;
+    if ((rc = replay__buy_balanced(s, o->group, o->node_count, now, &bought, err)) != 0)
+        goto done;
+    s->fig.nodes_bought += bought;
     s->fig.decisions++;
     bool *taken = (bool *)keys; /* P bytes are free in keys now */
     memset(taken, 0, P * sizeof(bool));
     for (size_t k = 0; k < o->pods_count; k++) {
+        /* A pod keeps its place on the k-th new node when that node's group (similar, in
+         * another zone) can host it; otherwise it stays pending. */
+        uint32_t node = first + as[k];
+        const replay_pod_t *p = &s->pods[s->pending[o->pods[k]]];
+        if ((int64_t)as[k] >= bought ||
+            !s->compat[p->shape * s->groups_count + s->nodes[node].group])
+            continue;
         taken[o->pods[k]] = true;
-        replay__place(s, s->pending[o->pods[k]], first + as[k], now);
+        replay__place(s, s->pending[o->pods[k]], node, now);
     }
     keep = 0;
     for (size_t k = 0; k < P; k++)
@@ -550,6 +725,9 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
         }
     }
     s.fig.pods = (int64_t)s.pods_count;
+    int64_t *cool_down = calloc(2 * s.groups_count + 1, sizeof(*cool_down)); /* + scratch */
+    if (rc == 0 && cool_down == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     size_t next_pod = 0;
     int64_t now = 0;
     while (rc == 0 && now < s.horizon_s) {
@@ -587,11 +765,23 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
         bool scaled = false;
         if (s.pending_count > 0 && (rc = replay__schedule(&s, now, &scaled, err)) != 0)
             break;
+        if (policy == &replay_policy_escalator &&
+            (rc = replay__escalate(&s, now, cool_down, cool_down + s.groups_count, &scaled, err)) !=
+                0)
+            break;
         /* 6. empty nodes; and the next time anything can happen */
         int64_t next = s.horizon_s;
         for (size_t a = 0; a < s.alive_count;) {
             replay__node_t *n = &s.nodes[s.alive[a]];
             replay_group_t *g = &s.groups[n->group];
+            if (policy == &replay_policy_escalator) { /* Escalator removes only what it tainted */
+                if (replay__escalator_unneeded(&s, a, now)) {
+                    replay__remove(&s, a, now);
+                    continue;
+                }
+                a++;
+                continue;
+            }
             if (n->ready_s > now) {
                 next = replay__min(next, n->ready_s);
             } else if (n->pods == 0) {
@@ -610,8 +800,8 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
             next = replay__min(next, s.pods[next_pod].arrive_s);
         if (s.heap_count > 0)
             next = replay__min(next, s.heap[0].end_s);
-        if (scaled && s.pending_count > 0)
-            next = now + REPLAY_LOOP_SECONDS;
+        if ((scaled && s.pending_count > 0) || policy == &replay_policy_escalator)
+            next = now + REPLAY_LOOP_SECONDS; /* Escalator looks at every loop */
         /* The first loop at or after next. */
         int64_t loop = (next + REPLAY_LOOP_SECONDS - 1) / REPLAY_LOOP_SECONDS * REPLAY_LOOP_SECONDS;
         now = loop > now ? loop : now + REPLAY_LOOP_SECONDS;
@@ -626,6 +816,7 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
             s.fig.pending_pod_minutes += (double)(s.horizon_s - s.pods[s.bound[k]].arrive_s) / 60.0;
         *out = s.fig;
     }
+    free(cool_down);
     replay__free(&s);
     return rc;
 }

@@ -158,6 +158,11 @@ typedef struct replay_policy_ops {
     void (*free)(void *state);
 } replay_policy_ops_t;
 
+/* Escalator's policy (docs/escalator.md): not a choice among options; the simulation
+ * scales every group by its utilisation each loop and scales down by tainting, and never
+ * calls its choose. */
+extern const replay_policy_ops_t replay_policy_escalator;
+
 /* The policy called name; NULL when there is none. */
 const replay_policy_ops_t *replay_policy_find(const char *name);
 

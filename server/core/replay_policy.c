@@ -204,9 +204,34 @@ static const replay_policy_ops_t replay__demand_fit = {
     "demand-fit", "frugal's BestOptions with ranking.strategy: demand-fit", replay__demand_fit_init,
     replay__frugal_choose, replay__frugal_free};
 
+/* ---- Escalator: the simulation scales each group itself (replay.c) ---- */
+
+static int replay__escalator_init(void **state, const frugal_config_t *cfg, replay_rng_t *rng,
+                                  frugal_err_t *err) {
+    (void)cfg, (void)rng, (void)err;
+    *state = NULL;
+    return 0;
+}
+
+static int replay__escalator_choose(void *state, const replay_view_t *view,
+                                    const replay_option_t *options, size_t n, size_t *chosen,
+                                    frugal_err_t *err) {
+    (void)state, (void)view, (void)options, (void)n;
+    *chosen = 0;
+    return frugal_err_set(err, FRUGAL_EINVAL, "escalator does not choose among options");
+}
+
+static void replay__escalator_free(void *state) {
+    (void)state;
+}
+
+const replay_policy_ops_t replay_policy_escalator = {
+    "escalator", "Escalator: every group scaled up by its utilisation delta, down by tainting",
+    replay__escalator_init, replay__escalator_choose, replay__escalator_free};
+
 static const replay_policy_ops_t *const replay__policies[] = {
     &replay__random,  &replay__most_pods,  &replay__least_waste,
-    &replay__pricing, &replay__demand_fit,
+    &replay__pricing, &replay__demand_fit, &replay_policy_escalator,
 };
 
 const replay_policy_ops_t *const *replay_policy_list(size_t *count) {
