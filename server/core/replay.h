@@ -74,6 +74,7 @@ typedef struct replay_trace_pod {
     int64_t duration_s; /* how long it runs once placed */
     k8s_pod_t *pod;
     resources_t request; /* its effective request */
+    size_t line;         /* in the file: equal arrivals keep the file's order */
 } replay_trace_pod_t;
 
 typedef struct replay_workload {

@@ -250,7 +250,9 @@ static int replay__trace_time(const char *path, size_t line, const yaml_tree_nod
 
 static int replay__trace_cmp(const void *a, const void *b) {
     const replay_trace_pod_t *x = a, *y = b;
-    return (x->t_s > y->t_s) - (x->t_s < y->t_s);
+    if (x->t_s != y->t_s)
+        return (x->t_s > y->t_s) - (x->t_s < y->t_s);
+    return (x->line > y->line) - (x->line < y->line);
 }
 
 static int replay__load_trace(const char *path, const char *text, size_t len, replay_workload_t *w,
@@ -301,6 +303,7 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         }
         replay_trace_pod_t *tp = &w->trace[w->trace_count];
         memset(tp, 0, sizeof(*tp));
+        tp->line = line;
         if ((rc = replay__trace_time(path, line, obj, "t", &tp->t_s, err)) != 0 ||
             (rc = replay__trace_time(path, line, obj, "duration", &tp->duration_s, err)) != 0)
             goto next;
