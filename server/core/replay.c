@@ -542,7 +542,7 @@ static int replay__escalate(replay__sim_t *s, int64_t now, int64_t *cool_down, i
                     return rc;
             }
             s->fig.nodes_bought += bought;
-            s->fig.decisions++;
+            s->fig.decisions += bought > 0; /* a loop that bought, as for the options */
             cool_down[g] = now + REPLAY_ESCALATOR_COOL_DOWN;
             totals = (autoprov_totals_t){s->cpu_alive, s->mem_alive};
             *scaled = true;

@@ -165,8 +165,9 @@ static void test_policies(void **state) {
     (void)state;
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
     assert_string_equal(list[0]->name, "random");
+    assert_ptr_equal(list[5], &replay_policy_escalator); /* the baseline, last */
     assert_ptr_equal(replay_policy_find("least-waste"), list[2]);
     assert_null(replay_policy_find("cheapest"));
 
