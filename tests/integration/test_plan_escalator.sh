@@ -181,4 +181,14 @@ assert_eq 1 "$(util_field jobs-c pods_without_requests)" "example: the debug she
 assert_eq 6 "$(util_field jobs-c nodes)" "example: jobs-c by instance type and zone"
 assert_eq 3 "$(util_field jobs-b nodes)" "example: jobs-b by label"
 
+log "frugal replay: the escalator baseline beside CA's expanders, CA's split on similar groups"
+assert_ok "replay" "$FRUGAL" replay -c "$FRUGAL_SOURCE_DIR/bench/workloads/cluster-jobs.yaml" \
+    "$FRUGAL_SOURCE_DIR/bench/workloads/batch.yaml" --seeds 2 --hours 12 \
+    --strategy random --strategy pricing-proposal --strategy escalator
+assert_match '^  escalator +[0-9.]+ ' "$OUT" "an escalator row"
+random_row=$(echo "$OUT" | awk '$1 == "random" { $1 = ""; print }')
+pricing_row=$(echo "$OUT" | awk '$1 == "pricing-proposal" { $1 = ""; print }')
+assert_eq "$random_row" "$pricing_row" "three similar groups: the split makes every choice the same"
+assert_match '^escalator +Escalator: ' "$("$FRUGAL" replay --help 2>&1 | sed 's/^ *//')" "listed by --help"
+
 finish
