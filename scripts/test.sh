@@ -2,6 +2,8 @@
 # Install dependencies, build, and run the whole test suite (unit + integration).
 #   scripts/test.sh             normal build in build/
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#   scripts/test.sh --tsan      ThreadSanitizer build (clang) in build-tsan/: unit and
+#                               integration tests; any report from any process fails
 #   scripts/test.sh --valgrind  Debug build in build-valgrind/: every unit test, then a short
 #                               server smoke (tests/valgrind_smoke.sh), under valgrind
 set -euo pipefail
@@ -15,13 +17,30 @@ if [ "${1:-}" = "--sanitize" ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+elif [ "${1:-}" = "--tsan" ]; then
+    dir=build-tsan
+    flags+=(-DFRUGAL_TSAN=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    # Reports of every process (unit tests, `frugal serve`, `frugal ctl`) go to files:
+    # the integration tests keep the server's stderr to themselves.
+    rm -rf "$PWD/$dir/tsan-logs"
+    mkdir -p "$PWD/$dir/tsan-logs"
+    export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp:log_path=$PWD/$dir/tsan-logs/tsan:second_deadlock_stack=1:history_size=4"
 elif [ "${1:-}" = "--valgrind" ]; then
     dir=build-valgrind
     flags+=(-DCMAKE_BUILD_TYPE=Debug)
 fi
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
-if [ "$dir" != build-valgrind ]; then
+if [ "$dir" = build-tsan ]; then
+    rc=0
+    ctest --test-dir "$dir" --output-on-failure -j2 || rc=$?
+    if compgen -G "$dir/tsan-logs/tsan.*" >/dev/null; then
+        cat "$dir"/tsan-logs/tsan.* >&2
+        echo "tsan: reports in $dir/tsan-logs/" >&2
+        exit 1
+    fi
+    exit "$rc"
+elif [ "$dir" != build-valgrind ]; then
     ctest --test-dir "$dir" --output-on-failure -j2
     exit 0
 fi
