@@ -146,8 +146,9 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     n++;
 
     cs->phase = CALL_REPLYING;
+    grpc_call *call = cs->call;
     CALL_HANDOFF_RELEASE(cs);
-    grpc_call_error rc = grpc_call_start_batch(cs->call, ops, n, cs, NULL);
+    grpc_call_error rc = grpc_call_start_batch(call, ops, n, cs, NULL);
     if (rc != GRPC_CALL_OK) {
         log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
         call_state_free(cs);
