@@ -7,7 +7,7 @@
 #                              build-fuzz/corpus/<target>/, crashes to build-fuzz/crashes/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --ci
 seconds=${1:-0}
 case "$seconds" in *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2 ;; esac
 dir=build-fuzz

@@ -8,7 +8,11 @@
 #                               server smoke (tests/valgrind_smoke.sh), under valgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+case "${1:-}" in
+    "" | --sanitize) bash scripts/install-deps.sh ;;
+    --tsan | --valgrind) bash scripts/install-deps.sh --ci ;; # clang; valgrind
+    *) echo "usage: scripts/test.sh [--sanitize | --tsan | --valgrind]" >&2; exit 2 ;;
+esac
 dir=build
 flags=(-DFRUGAL_WERROR=ON)
 if [ "${1:-}" = "--sanitize" ]; then
@@ -47,12 +51,6 @@ fi
 
 # Valgrind: definite/indirect leaks and every memory error fail; gRPC's still-reachable
 # and possibly-lost blocks at exit do not. Third-party leaks are in tests/valgrind.supp.
-if ! command -v valgrind >/dev/null; then
-    # Only this mode needs it, so install-deps.sh does not carry it.
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq valgrind
-fi
 vg=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
     --show-leak-kinds=definite,indirect --suppressions="$PWD/tests/valgrind.supp" -q)
 failed=()
