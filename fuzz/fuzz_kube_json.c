@@ -9,6 +9,7 @@
  * - what kube_json accepts, the modules behind it accept: every pod's effective request
  *   computes (or its sum is out of range: FRUGAL_EINVAL saying so), every node decodes with
  *   node_info_decode (or overflows), and the pod helpers run on every pod. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
 #include "node_info.h"
 #include "pod.h"
 
-/* items[i] packed, malloc'ed; NULL when out of memory. */
+/* msg serialized into a malloc'ed block of *len bytes; NULL when out of memory. */
 static uint8_t *pack(const ProtobufCMessage *msg, size_t *len) {
     *len = protobuf_c_message_get_packed_size(msg);
     uint8_t *bytes = malloc(*len > 0 ? *len : 1);
@@ -61,83 +62,84 @@ static void check_overflow_only(int rc, const char *msg) {
         __builtin_trap();
 }
 
-static void fuzz_pods(const char *text, size_t size) {
-    kube_pod_list_t pods, again;
-    kube_json_error_t err;
-    memset(&err, 0, sizeof(err));
-    int rc = kube_json_parse_pods(text, size, &pods, &err);
-    if (rc != 0) {
-        check_failure(rc, &err, pods.items, pods.count);
-        return;
-    }
-    int rc2 = kube_json_parse_pods(text, size, &again, &err);
-    if (rc2 == 0 && again.count != pods.count)
-        __builtin_trap();
-    for (size_t i = 0; i < pods.count; i++) {
-        size_t len;
-        uint8_t *bytes = check_item(&pods.items[i]->base, &len);
-        if (bytes != NULL && rc2 == 0) {
-            size_t len2;
-            uint8_t *bytes2 = pack(&again.items[i]->base, &len2);
-            if (bytes2 != NULL && (len2 != len || memcmp(bytes, bytes2, len) != 0))
-                __builtin_trap();
-            free(bytes2);
-        }
-        free(bytes);
-        resources_t r;
-        frugal_err_t ferr;
-        frugal_err_clear(&ferr);
-        check_overflow_only(pod_effective_request(pods.items[i], &r, &ferr), ferr.msg);
-        (void)kube_pod_is_pending(pods.items[i]);
-        (void)kube_pod_controller_kind(pods.items[i]);
-    }
-    if (rc2 == 0)
-        kube_pod_list_clear(&again);
-    kube_pod_list_clear(&pods);
-    if (pods.items != NULL || pods.count != 0)
-        __builtin_trap();
+/* What every item of an accepted list must satisfy besides serializing; bytes is the
+ * item packed. */
+typedef void (*item_check_fn)(const ProtobufCMessage *item, const uint8_t *bytes, size_t len);
+
+static void check_pod(const ProtobufCMessage *item, const uint8_t *bytes, size_t len) {
+    (void)bytes;
+    (void)len;
+    const k8s_pod_t *pod = (const k8s_pod_t *)item;
+    resources_t r;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    check_overflow_only(pod_effective_request(pod, &r, &err), err.msg);
+    (void)kube_pod_is_pending(pod);
+    (void)kube_pod_controller_kind(pod);
 }
 
-static void fuzz_nodes(const char *text, size_t size) {
-    kube_node_list_t nodes, again;
-    kube_json_error_t err;
-    memset(&err, 0, sizeof(err));
-    int rc = kube_json_parse_nodes(text, size, &nodes, &err);
-    if (rc != 0) {
-        check_failure(rc, &err, nodes.items, nodes.count);
-        return;
+static void check_node(const ProtobufCMessage *item, const uint8_t *bytes, size_t len) {
+    (void)item;
+    node_info_t info;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    int rc = node_info_decode(bytes, len, &info, &err);
+    check_overflow_only(rc, err.msg);
+    if (rc == 0) {
+        if (info.capacity.cpu_milli < 0 || info.capacity.memory_bytes < 0 || info.capacity.gpu < 0)
+            __builtin_trap(); /* kube_json refuses negative quantities */
+        node_info_free(&info);
     }
-    int rc2 = kube_json_parse_nodes(text, size, &again, &err);
-    if (rc2 == 0 && again.count != nodes.count)
+}
+
+/* Parse text as a pod or node list (pods) twice and check both results. */
+static void fuzz_list(const char *text, size_t size, bool pods, item_check_fn check) {
+    ProtobufCMessage **items[2] = {NULL, NULL};
+    size_t count[2] = {0, 0};
+    int rc[2];
+    for (int k = 0; k < 2; k++) {
+        kube_json_error_t err;
+        memset(&err, 0, sizeof(err));
+        if (pods) {
+            kube_pod_list_t list;
+            rc[k] = kube_json_parse_pods(text, size, &list, &err);
+            items[k] = (ProtobufCMessage **)list.items;
+            count[k] = list.count;
+        } else {
+            kube_node_list_t list;
+            rc[k] = kube_json_parse_nodes(text, size, &list, &err);
+            items[k] = (ProtobufCMessage **)list.items;
+            count[k] = list.count;
+        }
+        if (rc[k] != 0)
+            check_failure(rc[k], &err, items[k], count[k]);
+    }
+    if (rc[0] == 0 && rc[1] == 0 && count[0] != count[1])
         __builtin_trap();
-    for (size_t i = 0; i < nodes.count; i++) {
+    for (size_t i = 0; rc[0] == 0 && i < count[0]; i++) {
         size_t len;
-        uint8_t *bytes = check_item(&nodes.items[i]->base, &len);
+        uint8_t *bytes = check_item(items[0][i], &len);
         if (bytes == NULL)
             continue;
-        if (rc2 == 0) {
+        if (rc[1] == 0) {
             size_t len2;
-            uint8_t *bytes2 = pack(&again.items[i]->base, &len2);
+            uint8_t *bytes2 = pack(items[1][i], &len2);
             if (bytes2 != NULL && (len2 != len || memcmp(bytes, bytes2, len) != 0))
                 __builtin_trap();
             free(bytes2);
         }
-        node_info_t info;
-        frugal_err_t ferr;
-        frugal_err_clear(&ferr);
-        int nrc = node_info_decode(bytes, len, &info, &ferr);
-        check_overflow_only(nrc, ferr.msg);
-        if (nrc == 0) {
-            if (info.capacity.cpu_milli < 0 || info.capacity.memory_bytes < 0 ||
-                info.capacity.gpu < 0)
-                __builtin_trap(); /* kube_json refuses negative quantities */
-            node_info_free(&info);
-        }
+        check(items[0][i], bytes, len);
         free(bytes);
     }
-    if (rc2 == 0)
-        kube_node_list_clear(&again);
-    kube_node_list_clear(&nodes);
+    for (int k = 0; k < 2; k++) {
+        if (pods) {
+            kube_pod_list_t list = {(k8s_pod_t **)items[k], count[k]};
+            kube_pod_list_clear(&list);
+        } else {
+            kube_node_list_t list = {(k8s_node_t **)items[k], count[k]};
+            kube_node_list_clear(&list);
+        }
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -146,8 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (text == NULL)
         return 0;
     memcpy(text, data, size);
-    fuzz_pods(text, size);
-    fuzz_nodes(text, size);
+    fuzz_list(text, size, true, check_pod);
+    fuzz_list(text, size, false, check_node);
     free(text);
     return 0;
 }

@@ -69,6 +69,16 @@ static void assert_node(grpc_byte_buffer *buf, size_t name_len) {
     codec_free(msg);
 }
 
+/* codec_read_all(buf) must give exactly bytes[0..len). */
+static void assert_bytes(grpc_byte_buffer *buf, const uint8_t *bytes, size_t len) {
+    uint8_t *data = NULL;
+    size_t data_len = 0;
+    assert_int_equal(codec_read_all(buf, &data, &data_len, NULL), 0);
+    assert_int_equal(data_len, len);
+    assert_memory_equal(data, bytes, len);
+    free(data);
+}
+
 /* A byte buffer of data[0..len) cut into pieces of piece bytes (the last may be
  * shorter), with an empty slice before each piece when with_empty. */
 static grpc_byte_buffer *sliced(const uint8_t *data, size_t len, size_t piece, int with_empty) {
@@ -103,12 +113,7 @@ static void test_round_trip_one_slice(void **state) {
     assert_int_equal(codec_unpack(NODE_DESC, buf, &msg, NULL), 0);
     grpc_byte_buffer *packed = codec_pack(msg);
     assert_non_null(packed);
-    uint8_t *data = NULL;
-    size_t data_len = 0;
-    assert_int_equal(codec_read_all(packed, &data, &data_len, NULL), 0);
-    assert_int_equal(data_len, len);
-    assert_memory_equal(data, bytes, len);
-    free(data);
+    assert_bytes(packed, bytes, len);
     grpc_byte_buffer_destroy(packed);
     codec_free(msg);
     grpc_byte_buffer_destroy(buf);
@@ -130,12 +135,7 @@ static void test_round_trip_many_slices(void **state) {
             for (int with_empty = 0; with_empty <= 1; with_empty++) {
                 grpc_byte_buffer *buf = sliced(bytes, len, pieces[p], with_empty);
                 assert_int_equal(grpc_byte_buffer_length(buf), len);
-                uint8_t *data = NULL;
-                size_t data_len = 0;
-                assert_int_equal(codec_read_all(buf, &data, &data_len, NULL), 0);
-                assert_int_equal(data_len, len);
-                assert_memory_equal(data, bytes, len);
-                free(data);
+                assert_bytes(buf, bytes, len);
                 assert_node(buf, name_lens[n]);
                 grpc_byte_buffer_destroy(buf);
             }
@@ -231,12 +231,7 @@ static void test_ownership(void **state) {
     ProtobufCMessage *msg = NULL;
     assert_int_equal(codec_unpack(NODE_DESC, bad, &msg, NULL), FRUGAL_EINVAL);
     assert_null(msg);
-    uint8_t *data = NULL;
-    size_t data_len = 0;
-    assert_int_equal(codec_read_all(bad, &data, &data_len, NULL), 0);
-    assert_int_equal(data_len, sizeof(garbage));
-    assert_memory_equal(data, garbage, sizeof(garbage));
-    free(data);
+    assert_bytes(bad, garbage, sizeof(garbage));
     grpc_byte_buffer_destroy(bad);
 
     /* codec_reply hands a new buffer to the caller; the message stays the caller's. */
