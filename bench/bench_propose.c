@@ -1,4 +1,4 @@
-/* ProposeNodeGroups benchmark (issue 4, TC9): 500 pending pods with 20 distinct node
+/* ProposeNodeGroups benchmark: 500 pending pods with 20 distinct node
  * selectors (some with a custom toleration) over 30 allowed machine types (the 22 of
  * the builtin catalog plus 8 configured ones); reports the latency (min/p50/p99/max) of
  * the ProposeNodeGroups handler and the size of its answer. Target: p99 under 100 ms.

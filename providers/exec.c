@@ -810,7 +810,7 @@ static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t no
     if (added == NULL || jobs == NULL)
         goto fail;
     for (size_t i = 0; i < n; i++) {
-        if (cluster_instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
+        if (instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
             goto fail;
         const char *name = strrchr(added[i].id, '/') + 1;
         if ((jobs[i] = exec__job_new(p, EXEC_CREATE, g, added[i].id, name)) == NULL)
@@ -927,7 +927,7 @@ static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, fru
         exec__stage_locked(p, cancels[k], EXEC_STAGE_CANCEL);
     free(cancels);
     pthread_mutex_unlock(&p->mu);
-    cluster_group_drop_creating(g, drop);
+    group_drop_creating(g, drop);
     g->target_size += delta;
     return 0;
 }
@@ -1015,7 +1015,7 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
         }
         if (j->outcome == EXEC_OK) {
             log_info("exec: instance %s of %s deleted", j->key, g->spec.id);
-            cluster_instance_clear(in);
+            instance_clear(in);
             memmove(in, in + 1, (g->instances_count - (size_t)idx - 1) * sizeof(*in));
             g->instances_count--;
             *changed = true;

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#include "group.h"
 #include "config.h"
 #include "errors.h"
 

@@ -41,7 +41,7 @@ static int simulated_increase(provider_t *p, group_t *g, int32_t delta, int64_t 
     if (added == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        if (cluster_instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
+        if (instance_init_new(&added[i], g, g->next_seq + i, now_ms) != 0)
             goto fail;
     }
     instance_t *grown = realloc(g->instances, count * sizeof(*grown));
@@ -93,7 +93,7 @@ static int simulated_decrease_target(provider_t *p, group_t *g, int32_t delta, f
     if (creating < drop)
         return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
                               creating, g->spec.id);
-    cluster_group_drop_creating(g, drop);
+    group_drop_creating(g, drop);
     g->target_size += delta;
     return 0;
 }
@@ -111,7 +111,7 @@ static int simulated_refresh(provider_t *p, group_t *g, int64_t now_ms, bool *ch
             in->state_since_ms = now_ms;
             *changed = true;
         } else if (due && in->state == INSTANCE_DELETING) {
-            cluster_instance_clear(in);
+            instance_clear(in);
             *changed = true;
             continue;
         }

@@ -1,4 +1,4 @@
-/* The subcommands of the frugal binary (PRODUCT.md "Commands"). Each takes the
+/* The subcommands of the frugal binary (README.md, "Commands"). Each takes the
  * arguments after its own name (argv[0] is the subcommand) and returns the exit status. */
 #ifndef FRUGAL_COMMANDS_H
 #define FRUGAL_COMMANDS_H

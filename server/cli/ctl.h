@@ -1,4 +1,4 @@
-/* `frugal ctl`: the operator's client of the server's own API (PRODUCT.md "Commands").
+/* `frugal ctl`: the operator's client of the server's own API (README.md, "frugal ctl").
  * server/ctl.c parses the global options, opens the client and dispatches to a verb;
  * verbs live in small files by service (ctl.c for CloudProvider and health,
  * ctl_best_options.c for the expander, ctl_autoprov.c for frugal.v1.Autoprovisioning). */

@@ -1,4 +1,4 @@
-/* The frugal binary: dispatches to its subcommands (PRODUCT.md "Commands"). */
+/* The frugal binary: dispatches to its subcommands (README.md, "Commands"). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* `frugal plan -c FILE --pods PODS.json [--nodes NODES.json] [-o yaml]`: offline, what
- * frugal would decide for the pending pods of a cluster, and why (PRODUCT.md
+ * frugal would decide for the pending pods of a cluster, and why (README.md,
  * "Commands"). No server and no gRPC: the inputs (kubectl's JSON, see kube_json.h) are
  * converted into the same structs cluster-autoscaler sends, and the pure modules do
  * the rest: pod_effective_request, template_build + node_info_decode, ranking_select,

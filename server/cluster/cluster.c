@@ -10,50 +10,15 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: writer preference on glibc */
 #endif
-#include "cluster.h"
+#include "cluster_internal.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "autoprov.h"
-#include "cluster_nap.h"
 #include "log.h"
-#include "provider.h"
 #include "state.h"
-#include "strmap.h"
-
-/* What the provider-id index points at. */
-typedef struct iref {
-    const group_t *g;
-    const instance_t *inst;
-} iref_t;
-
-struct cluster {
-    const frugal_config_t *cfg;
-    provider_t *provider;
-    pthread_rwlock_t lock;
-    pthread_mutex_t write_mu;
-    group_t **groups; /* config order, then autoprovisioned groups */
-    iref_t **refs;    /* refs[i]: one per instance of groups[i] */
-    size_t count;
-    size_t cap;
-    strmap_t *by_id;       /* group id -> group_t * */
-    strmap_t *by_instance; /* provider id -> iref_t * */
-    int64_t node_count;    /* sum of target sizes */
-};
-
-/* A pending change of the group list: replace groups[index] by next, remove it (next
- * NULL), or append next (index CLUSTER_APPEND). */
-#define CLUSTER_APPEND SIZE_MAX
-
-typedef struct change {
-    size_t index;
-    group_t *next;
-    iref_t *refs;
-} change_t;
 
 /* ------------------------------------------------------------------------------------
  * Clock
@@ -73,143 +38,10 @@ int64_t cluster_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static double cluster__mono_ms(void) {
+double cluster__mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-/* ------------------------------------------------------------------------------------
- * Deep copies
- * ---------------------------------------------------------------------------------- */
-
-static int dup_str(char **dst, const char *src) {
-    *dst = NULL;
-    if (src == NULL)
-        return 0;
-    *dst = strdup(src);
-    return *dst != NULL ? 0 : FRUGAL_ENOMEM;
-}
-
-void cluster_spec_clear(group_spec_t *spec) {
-    free(spec->id);
-    free(spec->machine_type);
-    free(spec->zone);
-    kv_list_clear(&spec->labels);
-    taint_list_clear(&spec->taints);
-    kv_list_clear(&spec->extra_resources);
-    memset(spec, 0, sizeof(*spec));
-}
-
-int cluster_spec_copy(group_spec_t *dst, const group_spec_t *src) {
-    memset(dst, 0, sizeof(*dst));
-    dst->spot = src->spot;
-    dst->spot_price = src->spot_price;
-    if (dup_str(&dst->id, src->id) != 0 || dup_str(&dst->machine_type, src->machine_type) != 0 ||
-        dup_str(&dst->zone, src->zone) != 0 || kv_list_copy(&dst->labels, &src->labels) != 0 ||
-        taint_list_copy(&dst->taints, &src->taints) != 0 ||
-        kv_list_copy(&dst->extra_resources, &src->extra_resources) != 0) {
-        cluster_spec_clear(dst);
-        return FRUGAL_ENOMEM;
-    }
-    return 0;
-}
-
-void cluster_instance_clear(instance_t *inst) {
-    free(inst->id);
-    free(inst->error_code);
-    free(inst->error_message);
-    memset(inst, 0, sizeof(*inst));
-}
-
-int cluster_instance_copy(instance_t *dst, const instance_t *src) {
-    *dst = *src;
-    dst->id = NULL;
-    dst->error_code = NULL;
-    dst->error_message = NULL;
-    if (dup_str(&dst->id, src->id) != 0 || dup_str(&dst->error_code, src->error_code) != 0 ||
-        dup_str(&dst->error_message, src->error_message) != 0) {
-        cluster_instance_clear(dst);
-        return FRUGAL_ENOMEM;
-    }
-    return 0;
-}
-
-int cluster_instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t now_ms) {
-    /* Sized to fit: a truncated name would give two instances one id. */
-    int len = snprintf(NULL, 0, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
-    char *id = malloc((size_t)len + 1);
-    if (id == NULL)
-        return FRUGAL_ENOMEM;
-    snprintf(id, (size_t)len + 1, "frugal://%s/%s-%" PRIu64, g->spec.id, g->spec.id, seq);
-    inst->id = id;
-    inst->state = INSTANCE_CREATING;
-    inst->state_since_ms = now_ms;
-    return 0;
-}
-
-void cluster_group_drop_creating(group_t *g, size_t drop) {
-    /* Newest first: walk from the end, compacting the survivors towards the end. */
-    size_t w = g->instances_count;
-    size_t left = drop;
-    for (size_t r = g->instances_count; r-- > 0;) {
-        instance_t *in = &g->instances[r];
-        if (left > 0 && in->state == INSTANCE_CREATING) {
-            cluster_instance_clear(in);
-            left--;
-            continue;
-        }
-        g->instances[--w] = *in;
-    }
-    memmove(g->instances, &g->instances[w], (g->instances_count - w) * sizeof(instance_t));
-    g->instances_count -= drop - left;
-}
-
-void cluster_group_clear(group_t *g) {
-    cluster_spec_clear(&g->spec);
-    for (size_t i = 0; i < g->instances_count; i++)
-        cluster_instance_clear(&g->instances[i]);
-    free(g->instances);
-    memset(g, 0, sizeof(*g));
-}
-
-int cluster_group_copy(group_t *dst, const group_t *src) {
-    *dst = *src;
-    dst->instances = NULL;
-    dst->instances_count = 0;
-    if (cluster_spec_copy(&dst->spec, &src->spec) != 0)
-        goto fail;
-    if (src->instances_count > 0) {
-        dst->instances = calloc(src->instances_count, sizeof(instance_t));
-        if (dst->instances == NULL)
-            goto fail;
-        for (size_t i = 0; i < src->instances_count; i++) {
-            if (cluster_instance_copy(&dst->instances[i], &src->instances[i]) != 0)
-                goto fail;
-            dst->instances_count = i + 1;
-        }
-    }
-    return 0;
-fail:
-    cluster_group_clear(dst);
-    return FRUGAL_ENOMEM;
-}
-
-static group_t *cluster__group_dup(const group_t *g, frugal_err_t *err) {
-    group_t *copy = malloc(sizeof(*copy));
-    if (copy == NULL || cluster_group_copy(copy, g) != 0) {
-        free(copy);
-        frugal_err_set(err, FRUGAL_ENOMEM, "out of memory copying node group %s", g->spec.id);
-        return NULL;
-    }
-    return copy;
-}
-
-static void cluster__group_free(group_t *g) {
-    if (g == NULL)
-        return;
-    cluster_group_clear(g);
-    free(g);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -256,7 +88,7 @@ int64_t cluster_node_count(const cluster_t *c) {
  * Commit: prepare (may fail), persist (may fail), publish (cannot fail)
  * ---------------------------------------------------------------------------------- */
 
-static size_t cluster__index_of(const cluster_t *c, const group_t *g) {
+size_t cluster__index_of(const cluster_t *c, const group_t *g) {
     for (size_t i = 0; i < c->count; i++) {
         if (c->groups[i] == g)
             return i;
@@ -283,13 +115,12 @@ static void cluster__staged_commit(cluster_t *c) {
         c->provider->ops->commit_staged(c->provider);
 }
 
-static void cluster__staged_abort(cluster_t *c) {
+void cluster__staged_abort(cluster_t *c) {
     if (c->provider->ops->abort_staged != NULL)
         c->provider->ops->abort_staged(c->provider);
 }
 
-/* Whether the provider still has machine work for g: it is then not empty. */
-static bool cluster__provider_busy(cluster_t *c, const group_t *g) {
+bool cluster__provider_busy(cluster_t *c, const group_t *g) {
     return c->provider->ops->busy != NULL && c->provider->ops->busy(c->provider, g);
 }
 
@@ -341,10 +172,7 @@ static int cluster__check_unique_ids(const group_t *g, frugal_err_t *err) {
     return rc;
 }
 
-/* Apply changes; consumes every changes[].next whatever the outcome, and ends the
- * provider's staged work: committed right after the write, aborted on failure. Call
- * with write_mu held (or before the cluster is shared). */
-static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
+int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err) {
     size_t appends = 0;
     size_t instances = strmap_count(c->by_instance);
     group_t **old_groups = NULL;
@@ -436,7 +264,7 @@ static int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err
     pthread_rwlock_unlock(&c->lock);
 
     for (size_t j = 0; j < n; j++) {
-        cluster__group_free(old_groups[j]);
+        group_free(old_groups[j]);
         free(old_refs[j]);
     }
     free(old_groups);
@@ -450,26 +278,24 @@ fail:
     for (size_t j = 0; j < n; j++) {
         free(changes[j].refs);
         changes[j].refs = NULL;
-        cluster__group_free(changes[j].next);
+        group_free(changes[j].next);
         changes[j].next = NULL;
     }
     return rc;
 }
 
-static int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err) {
+int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err) {
     change_t ch = {cluster__index_of(c, old), next, NULL};
     if (ch.index == CLUSTER_APPEND) {
         cluster__staged_abort(c);
-        cluster__group_free(next);
+        group_free(next);
         return frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s is not published",
                               old->spec.id);
     }
     return cluster__commit(c, &ch, 1, err);
 }
 
-/* NAP bookkeeping: remember when a group became empty (nothing requested, no instance
- * left), 0 while it is not. */
-static void cluster__update_empty(group_t *g, int64_t now) {
+void cluster__update_empty(group_t *g, int64_t now) {
     bool empty = g->target_size == 0 && g->instances_count == 0;
     if (!empty)
         g->empty_since_ms = 0;
@@ -494,13 +320,6 @@ static int cluster__find_mutable(cluster_t *c, const char *id, const char *verb,
     return 0;
 }
 
-/* The limits step of IncreaseSize: whatever besides max_size bounds an increase (NAP's
- * cluster-wide cpu/memory limits). Returns 0 when g may grow by delta. */
-static int cluster__check_increase_limits(cluster_t *c, const group_t *g, int32_t delta,
-                                          frugal_err_t *err) {
-    return cluster_nap_check_increase(c, g, delta, err);
-}
-
 static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
                                     frugal_err_t *err) {
     const group_t *g = NULL;
@@ -514,13 +333,13 @@ static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "increase of %s by %d would exceed max_size %d (target %d)", id,
                               (int)delta, (int)g->max_size, (int)g->target_size);
-    if ((rc = cluster__check_increase_limits(c, g, delta, err)) != 0)
+    if ((rc = cluster__nap_check_increase(c, g, delta, err)) != 0)
         return rc;
 
     int64_t now = cluster_now_ms();
-    group_t *next = cluster__group_dup(g, err);
-    if (next == NULL)
-        return FRUGAL_ENOMEM;
+    group_t *next = NULL;
+    if ((rc = group_dup(g, &next, err)) != 0)
+        return rc;
     if (!next->exists) {
         if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0)
             goto fail;
@@ -533,12 +352,12 @@ static int cluster__increase_locked(cluster_t *c, const char *id, int32_t delta,
     return cluster__replace(c, g, next, err);
 fail:
     cluster__staged_abort(c);
-    cluster__group_free(next);
+    group_free(next);
     return rc;
 }
 
-static void cluster__log(const char *method, const char *id, long delta, int rc,
-                         const frugal_err_t *err, double t0) {
+void cluster__log(const char *method, const char *id, long delta, int rc, const frugal_err_t *err,
+                  double t0) {
     double ms = cluster__mono_ms() - t0;
     if (rc == 0)
         log_info("%s group=%s delta=%ld result=OK duration_ms=%.1f", method, id != NULL ? id : "",
@@ -587,12 +406,12 @@ static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
                               (int)delta, (int)g->min_size, (int)g->target_size);
 
     int64_t now = cluster_now_ms();
-    group_t *next = cluster__group_dup(g, err);
-    if (next == NULL)
-        return FRUGAL_ENOMEM;
+    group_t *next = NULL;
+    if ((rc = group_dup(g, &next, err)) != 0)
+        return rc;
     if ((rc = c->provider->ops->decrease_target(c->provider, next, delta, err)) != 0) {
         cluster__staged_abort(c);
-        cluster__group_free(next);
+        group_free(next);
         return rc;
     }
     cluster__update_empty(next, now);
@@ -654,20 +473,18 @@ static int cluster__delete_locked(cluster_t *c, const char *id, const char *cons
                             id, (int)g->min_size, (int)g->target_size);
         goto out;
     }
-    if ((rc = cluster_nap_check_delete(c, g, (int32_t)k, err)) != 0)
+    if ((rc = cluster__nap_check_delete(c, g, (int32_t)k, err)) != 0)
         goto out;
     if (k == 0)
         goto out;
 
     int64_t now = cluster_now_ms();
-    group_t *next = cluster__group_dup(g, err);
-    if (next == NULL) {
-        rc = FRUGAL_ENOMEM;
+    group_t *next = NULL;
+    if ((rc = group_dup(g, &next, err)) != 0)
         goto out;
-    }
     if ((rc = c->provider->ops->delete_instances(c->provider, next, indexes, k, now, err)) != 0) {
         cluster__staged_abort(c);
-        cluster__group_free(next);
+        group_free(next);
         goto out;
     }
     cluster__update_empty(next, now);
@@ -689,9 +506,6 @@ int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provid
     cluster__log("DeleteNodes", id, -(long)n, rc, err, t0);
     return rc;
 }
-
-static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed,
-                                bool *removed);
 
 /* A provider's refresh may replace instance ids (the exec provider: the machine's real
  * provider id). Publishing re-indexes the whole group (cluster__commit removes the old
@@ -737,11 +551,9 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
         const group_t *g = c->groups[i];
         if (!g->managed)
             continue;
-        group_t *next = cluster__group_dup(g, err);
-        if (next == NULL) {
-            rc = FRUGAL_ENOMEM;
+        group_t *next = NULL;
+        if ((rc = group_dup(g, &next, err)) != 0)
             goto fail;
-        }
         bool changed = false;
         frugal_err_t perr = {0};
         if (g->exists) {
@@ -750,13 +562,13 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
                 /* One backend failure must not stall every other group (nor abort CA's
                  * loop): that group keeps its state until the next refresh. */
                 log_warn("refresh of node group %s failed: %s", g->spec.id, perr.msg);
-                cluster__group_free(next);
+                group_free(next);
                 rc = 0;
                 continue;
             }
         }
         if (changed && cluster__foreign_instance(c, g, next, &fresh)) {
-            cluster__group_free(next);
+            group_free(next);
             continue;
         }
         int64_t before = next->empty_since_ms;
@@ -764,7 +576,7 @@ static int cluster__refresh_locked(cluster_t *c, frugal_err_t *err) {
         bool removed = false;
         cluster__nap_expire(c, &next, now, &changed, &removed);
         if (!changed && !removed && before == next->empty_since_ms) {
-            cluster__group_free(next);
+            group_free(next);
             continue;
         }
         changes[n].index = i;
@@ -782,7 +594,7 @@ fail:
     cluster__staged_abort(c);
     strmap_destroy(fresh);
     for (size_t j = 0; j < n; j++)
-        cluster__group_free(changes[j].next);
+        group_free(changes[j].next);
     free(changes);
     return rc;
 }
@@ -810,19 +622,14 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
  * ---------------------------------------------------------------------------------- */
 
 static group_t *cluster__group_from_config(const node_group_config_t *ng) {
-    group_t *g = calloc(1, sizeof(*g));
-    if (g == NULL)
+    group_t *g = NULL;
+    if (group_new(&ng->spec, &g) != 0)
         return NULL;
-    if (cluster_spec_copy(&g->spec, &ng->spec) != 0) {
-        free(g);
-        return NULL;
-    }
     g->min_size = ng->min_size;
     g->max_size = ng->max_size;
     g->managed = ng->managed;
     g->autoprovisioned = false;
     g->exists = true;
-    g->next_seq = 1;
     g->options = ng->options;
     /* Unmanaged groups are only counted: their size is whatever the config says. */
     g->target_size = ng->managed ? 0 : (ng->size >= 0 ? ng->size : ng->min_size);
@@ -832,7 +639,7 @@ static group_t *cluster__group_from_config(const node_group_config_t *ng) {
 /* Take target, instances and bookkeeping from the state file's record. */
 static void cluster__adopt(group_t *g, group_t *from) {
     for (size_t i = 0; i < g->instances_count; i++)
-        cluster_instance_clear(&g->instances[i]);
+        instance_clear(&g->instances[i]);
     free(g->instances);
     g->instances = from->instances;
     g->instances_count = from->instances_count;
@@ -887,15 +694,7 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
     return rc;
 }
 
-/* The groups being built by cluster_open, before they are published. */
-typedef struct gvec {
-    group_t **items;
-    bool *loaded; /* taken from the state file (else: configured initial size) */
-    size_t count;
-    size_t cap;
-} gvec_t;
-
-static int gvec_push(gvec_t *v, group_t *g, bool loaded) {
+int cluster__gvec_push(gvec_t *v, group_t *g, bool loaded) {
     if (v->count == v->cap) {
         size_t cap = v->cap != 0 ? v->cap * 2 : 16;
         group_t **items = realloc(v->items, cap * sizeof(*items));
@@ -916,261 +715,10 @@ static int gvec_push(gvec_t *v, group_t *g, bool loaded) {
 
 static void gvec_free(gvec_t *v) {
     for (size_t i = 0; i < v->count; i++)
-        cluster__group_free(v->items[i]);
+        group_free(v->items[i]);
     free(v->items);
     free(v->loaded);
     memset(v, 0, sizeof(*v));
-}
-
-/* ------------------------------------------------------------------------------------
- * Node auto-provisioning: theoretical groups and the lifecycle of autoprovisioned ones
- * (cluster_nap.h). Limits and sizes are computed by cluster_nap.c from the public reads.
- * ---------------------------------------------------------------------------------- */
-
-static bool cluster__nap_same_shape(const group_spec_t *a, const group_spec_t *b) {
-    if (strcmp(a->machine_type, b->machine_type) != 0 ||
-        strcmp(a->zone != NULL ? a->zone : "", b->zone != NULL ? b->zone : "") != 0 ||
-        a->labels.count != b->labels.count || a->taints.count != b->taints.count ||
-        a->extra_resources.count != b->extra_resources.count)
-        return false;
-    for (size_t i = 0; i < a->labels.count; i++)
-        if (strcmp(a->labels.items[i].key, b->labels.items[i].key) != 0 ||
-            strcmp(a->labels.items[i].value, b->labels.items[i].value) != 0)
-            return false;
-    for (size_t i = 0; i < a->taints.count; i++)
-        if (strcmp(a->taints.items[i].key, b->taints.items[i].key) != 0 ||
-            strcmp(a->taints.items[i].value, b->taints.items[i].value) != 0 ||
-            strcmp(a->taints.items[i].effect, b->taints.items[i].effect) != 0)
-            return false;
-    for (size_t i = 0; i < a->extra_resources.count; i++)
-        if (strcmp(a->extra_resources.items[i].key, b->extra_resources.items[i].key) != 0 ||
-            strcmp(a->extra_resources.items[i].value, b->extra_resources.items[i].value) != 0)
-            return false;
-    return true;
-}
-
-/* A new theoretical autoprovisioned group of shape spec (deep-copied); NULL when out of
- * memory. */
-static group_t *cluster__nap_group_new(const group_spec_t *spec) {
-    group_t *g = calloc(1, sizeof(*g));
-    if (g == NULL)
-        return NULL;
-    if (cluster_spec_copy(&g->spec, spec) != 0) {
-        free(g);
-        return NULL;
-    }
-    g->min_size = 0;
-    g->max_size = AUTOPROV_GROUP_MAX_SIZE;
-    g->managed = true;
-    g->autoprovisioned = true;
-    g->exists = false;
-    g->next_seq = 1;
-    return g;
-}
-
-/* At open: one theoretical group per allowed machine type x zone x label set, unless the
- * state file brought it back already. */
-static int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_err_t *err) {
-    const autoprov_config_t *ap = &cfg->autoprovisioning;
-    if (!ap->enabled)
-        return 0;
-    kv_list_t empty = {NULL, 0};
-    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
-    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
-    for (size_t t = 0; t < ap->machine_types_count; t++) {
-        for (size_t z = 0; z < nzones; z++) {
-            for (size_t l = 0; l < nsets; l++) {
-                group_spec_t spec;
-                memset(&spec, 0, sizeof(spec));
-                spec.machine_type = ap->machine_types[t];
-                spec.zone = ap->zones_count > 0 ? ap->zones[z] : NULL;
-                spec.labels = ap->label_sets_count > 0 ? ap->label_sets[l] : empty;
-                spec.spot_price = -1;
-                int rc = autoprov_group_id(ap->prefix, spec.machine_type, spec.zone, &spec.labels,
-                                           NULL, NULL, &spec.id, err);
-                if (rc != 0)
-                    return rc;
-                bool known = false;
-                for (size_t i = 0; i < v->count && !known; i++)
-                    known = strcmp(v->items[i]->spec.id, spec.id) == 0;
-                group_t *g = known ? NULL : cluster__nap_group_new(&spec);
-                free(spec.id);
-                if (known)
-                    continue;
-                /* "loaded": its size is not a configured initial size. */
-                if (g == NULL || gvec_push(v, g, true) != 0) {
-                    cluster__group_free(g);
-                    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-                }
-            }
-        }
-    }
-    return 0;
-}
-
-/* The TTL step of refresh, on the private copy *g: an autoprovisioned group empty for
- * empty_group_ttl is deleted through the provider and becomes theoretical again when
- * the config offers its shape; otherwise it is removed (*removed, *g freed and NULL).
- * A theoretical group made by NewNodeGroup and never created is forgotten the same way.
- * When the provider refuses, that is logged and the group stays (retried next tick). */
-static void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed,
-                                bool *removed) {
-    const autoprov_config_t *ap = &c->cfg->autoprovisioning;
-    group_t *next = *g;
-    if (!ap->enabled || !next->autoprovisioned || next->empty_since_ms == 0 ||
-        now - next->empty_since_ms < ap->empty_group_ttl_ms)
-        return;
-    bool configured = cluster_nap_configured_shape(c->cfg, &next->spec);
-    if (!next->exists && configured)
-        return;
-    if (cluster__provider_busy(c, next)) {
-        log_debug("autoprovisioned node group %s is empty but its machine hooks still run: "
-                  "not deleted yet",
-                  next->spec.id);
-        return;
-    }
-    if (next->exists) {
-        frugal_err_t perr = {0};
-        if (c->provider->ops->delete_group(c->provider, next, &perr) != 0) {
-            log_warn("deleting empty autoprovisioned node group %s failed: %s", next->spec.id,
-                     perr.msg);
-            return;
-        }
-        log_info("autoprovisioned node group %s empty for %" PRId64 " ms: deleted%s", next->spec.id,
-                 now - next->empty_since_ms, configured ? ", theoretical again" : "");
-    } else {
-        log_info("node group %s from NewNodeGroup never created in %" PRId64 " ms: forgotten",
-                 next->spec.id, now - next->empty_since_ms);
-    }
-    if (configured) {
-        next->exists = false;
-        next->empty_since_ms = now;
-        *changed = true;
-        return;
-    }
-    cluster__group_free(next);
-    *g = NULL;
-    *removed = true;
-}
-
-int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, frugal_err_t *err) {
-    *added = false;
-    if (!c->cfg->autoprovisioning.enabled)
-        return frugal_err_set(err, FRUGAL_EPRECOND, "autoprovisioning is disabled");
-    pthread_mutex_lock(&c->write_mu);
-    int rc = 0;
-    const group_t *g = cluster_find_group(c, spec->id);
-    if (g != NULL) {
-        if (!g->autoprovisioned || !cluster__nap_same_shape(&g->spec, spec))
-            rc = frugal_err_set(err, FRUGAL_EEXISTS,
-                                "node group %s exists already with another shape", spec->id);
-        goto out;
-    }
-    group_t *next = cluster__nap_group_new(spec);
-    if (next == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    /* Never created within empty_group_ttl, it is forgotten again. */
-    next->empty_since_ms = cluster_now_ms();
-    change_t ch = {CLUSTER_APPEND, next, NULL};
-    if ((rc = cluster__commit(c, &ch, 1, err)) == 0) {
-        *added = true;
-        log_info("NewNodeGroup group=%s machine_type=%s: theoretical group added", spec->id,
-                 spec->machine_type);
-    }
-out:
-    pthread_mutex_unlock(&c->write_mu);
-    return rc;
-}
-
-static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t *err) {
-    const group_t *g = cluster_find_group(c, id);
-    if (g == NULL)
-        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
-    if (!g->autoprovisioned)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "node group %s is configured, not autoprovisioned: nothing to create",
-                              id);
-    if (g->exists)
-        return frugal_err_set(err, FRUGAL_EEXISTS, "node group %s exists already", id);
-    int rc = cluster_nap_check_increase(c, g, 0, err);
-    if (rc != 0)
-        return rc;
-    group_t *next = cluster__group_dup(g, err);
-    if (next == NULL)
-        return FRUGAL_ENOMEM;
-    if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0) {
-        cluster__group_free(next);
-        return rc;
-    }
-    next->exists = true;
-    next->empty_since_ms = 0;
-    cluster__update_empty(next, cluster_now_ms());
-    return cluster__replace(c, g, next, err);
-}
-
-int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local;
-    double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__nap_create_locked(c, id, err);
-    pthread_mutex_unlock(&c->write_mu);
-    cluster__log("NodeGroupCreate", id, 0, rc, err, t0);
-    return rc;
-}
-
-static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t *err) {
-    const group_t *g = cluster_find_group(c, id);
-    if (g == NULL)
-        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
-    if (!g->autoprovisioned)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "node group %s is configured, not autoprovisioned: cannot delete it",
-                              id);
-    bool configured = cluster_nap_configured_shape(c->cfg, &g->spec);
-    if (!g->exists && configured)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "node group %s is a theoretical group of the config: it does not "
-                              "exist, nothing to delete",
-                              id);
-    if (g->target_size > 0 || g->instances_count > 0)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "node group %s is not empty (target %d, %zu instances)", id,
-                              (int)g->target_size, g->instances_count);
-    if (cluster__provider_busy(c, g))
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "node group %s is not empty: machine hooks of it still run", id);
-    group_t *next = cluster__group_dup(g, err);
-    if (next == NULL)
-        return FRUGAL_ENOMEM;
-    int rc = 0;
-    if (next->exists && (rc = c->provider->ops->delete_group(c->provider, next, err)) != 0) {
-        cluster__group_free(next);
-        return rc;
-    }
-    if (configured) {
-        next->exists = false;
-        next->empty_since_ms = cluster_now_ms();
-        return cluster__replace(c, g, next, err);
-    }
-    cluster__group_free(next);
-    change_t ch = {cluster__index_of(c, g), NULL, NULL};
-    return cluster__commit(c, &ch, 1, err);
-}
-
-int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local;
-    double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__nap_delete_locked(c, id, err);
-    pthread_mutex_unlock(&c->write_mu);
-    cluster__log("NodeGroupDelete", id, 0, rc, err, t0);
-    return rc;
 }
 
 /* Resume from the state file: it rules target sizes and instances of managed groups and
@@ -1215,8 +763,8 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
             g->managed = true;
             if (g->next_seq == 0)
                 g->next_seq = 1;
-            if (gvec_push(v, g, true) != 0) {
-                cluster__group_free(g);
+            if (cluster__gvec_push(v, g, true) != 0) {
+                group_free(g);
                 rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
                 goto out;
             }
@@ -1263,7 +811,7 @@ static int cluster__check_unique(const gvec_t *v, frugal_err_t *err) {
 
 static void cluster__free(cluster_t *c) {
     for (size_t i = 0; i < c->count; i++) {
-        cluster__group_free(c->groups[i]);
+        group_free(c->groups[i]);
         free(c->refs[i]);
     }
     free(c->groups);
@@ -1321,8 +869,8 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
             }
         }
         group_t *g = cluster__group_from_config(ng);
-        if (g == NULL || gvec_push(&v, g, false) != 0) {
-            cluster__group_free(g);
+        if (g == NULL || cluster__gvec_push(&v, g, false) != 0) {
+            group_free(g);
             rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
             goto fail_build;
         }

@@ -1,5 +1,6 @@
 /* The cluster: every node group's target size and instances, the single source of
- * truth the CloudProvider handlers read and mutate.
+ * truth the CloudProvider handlers read and mutate. The groups and instances themselves
+ * are the data model of group.h.
  *
  * Concurrency: readers bracket their use of any group_t/instance_t pointer with
  * cluster_read_lock/cluster_read_unlock (many readers at once). Mutations take the
@@ -18,38 +19,7 @@
 
 #include "config.h"
 #include "errors.h"
-#include "quantity.h"
-
-/* Values equal CONTRACT.md's InstanceState enum. */
-typedef enum instance_state {
-    INSTANCE_RUNNING = 1,
-    INSTANCE_CREATING = 2,
-    INSTANCE_DELETING = 3,
-} instance_state_t;
-
-typedef struct instance {
-    char *id; /* provider id: frugal://<group>/<name> for the simulated provider */
-    instance_state_t state;
-    int64_t state_since_ms; /* wall clock (ms since the epoch) when it entered state */
-    char *error_code;       /* NULL when no error; with CREATING: the scale-up failed */
-    char *error_message;
-    int32_t error_class; /* CA: 1 = out of resources, 99 = other */
-} instance_t;
-
-typedef struct group {
-    group_spec_t spec; /* owned deep copy */
-    int32_t min_size;
-    int32_t max_size;
-    bool managed; /* false: counted, never scaled, not listed to CA */
-    bool autoprovisioned;
-    bool exists; /* false: a theoretical NAP group, created by its first increase */
-    int32_t target_size;
-    instance_t *instances;
-    size_t instances_count;
-    uint64_t next_seq;      /* number of the next instance name */
-    int64_t empty_since_ms; /* NAP: when the group last became empty, 0 when not empty */
-    group_options_t options;
-} group_t;
+#include "group.h"
 
 typedef struct cluster cluster_t;
 struct provider;
@@ -105,26 +75,6 @@ int cluster_refresh(cluster_t *c, frugal_err_t *err);
 
 /* Write the state file now (no-op without one). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);
-
-/* --- helpers shared with the state file, the providers and NAP --- */
-
-/* Deep copies and releases of the plain structs above. A copy that fails returns
- * FRUGAL_ENOMEM and leaves dst zeroed; *_clear frees the members and zeroes the struct
- * (clearing a zeroed struct is a no-op). */
-int cluster_spec_copy(group_spec_t *dst, const group_spec_t *src);
-void cluster_spec_clear(group_spec_t *spec);
-int cluster_instance_copy(instance_t *dst, const instance_t *src);
-void cluster_instance_clear(instance_t *inst);
-int cluster_group_copy(group_t *dst, const group_t *src);
-void cluster_group_clear(group_t *g);
-
-/* Fill *inst as g's new instance number seq: id frugal://<group>/<group>-<seq>, state
- * creating since now_ms. 0, or FRUGAL_ENOMEM (inst untouched). */
-int cluster_instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t now_ms);
-
-/* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
- * the others in order. The caller has checked there are at least that many. */
-void cluster_group_drop_creating(group_t *g, size_t drop);
 
 /* Wall clock in ms since the epoch, as every cluster and provider timestamp uses it.
  * Tests replace it with cluster_set_clock_for_testing (NULL restores the wall clock);

@@ -1,10 +1,14 @@
-/* Node auto-provisioning on the cluster, the read side: totals, advertised sizes and the
- * limit checks, computed from the published groups through cluster.h's public reads.
- * The lifecycle mutations live in cluster.c (they need its commit machinery). */
+/* Node auto-provisioning on the cluster: see cluster_nap.h. The read side (totals,
+ * advertised sizes, limit checks) uses only cluster.h's public reads; the lifecycle
+ * mutations commit through the cluster's own machinery (cluster_internal.h). */
 #include "cluster_nap.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cluster_internal.h"
+#include "log.h"
 #include "pricing.h"
 
 int cluster_nap_node_capacity(const frugal_config_t *cfg, const group_t *g, resources_t *out) {
@@ -59,8 +63,8 @@ int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g) {
     return autoprov_max_size(ap, &totals, &node, g->target_size, g->max_size);
 }
 
-int cluster_nap_check_increase(const cluster_t *c, const group_t *g, int32_t delta,
-                               frugal_err_t *err) {
+int cluster__nap_check_increase(const cluster_t *c, const group_t *g, int32_t delta,
+                                frugal_err_t *err) {
     const frugal_config_t *cfg = cluster_config(c);
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled)
@@ -84,7 +88,7 @@ int cluster_nap_check_increase(const cluster_t *c, const group_t *g, int32_t del
                                    err);
 }
 
-int cluster_nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, frugal_err_t *err) {
+int cluster__nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, frugal_err_t *err) {
     const frugal_config_t *cfg = cluster_config(c);
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled || n <= 0)
@@ -111,4 +115,226 @@ bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t
     for (size_t i = 0; i < ap->label_sets_count && !labels_ok; i++)
         labels_ok = kv_list_equal(&ap->label_sets[i], &spec->labels);
     return type_ok && zone_ok && labels_ok;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Lifecycle: theoretical groups, NewNodeGroup, NodeGroupCreate, NodeGroupDelete, TTL
+ * ---------------------------------------------------------------------------------- */
+
+static bool cluster__nap_same_shape(const group_spec_t *a, const group_spec_t *b) {
+    return strcmp(a->machine_type, b->machine_type) == 0 &&
+           strcmp(a->zone != NULL ? a->zone : "", b->zone != NULL ? b->zone : "") == 0 &&
+           kv_list_equal(&a->labels, &b->labels) && taint_list_equal(&a->taints, &b->taints) &&
+           kv_list_equal(&a->extra_resources, &b->extra_resources);
+}
+
+/* A new theoretical autoprovisioned group of shape spec (deep-copied); NULL when out of
+ * memory. */
+static group_t *cluster__nap_group_new(const group_spec_t *spec) {
+    group_t *g = NULL;
+    if (group_new(spec, &g) != 0)
+        return NULL;
+    g->min_size = 0;
+    g->max_size = AUTOPROV_GROUP_MAX_SIZE;
+    g->managed = true;
+    g->autoprovisioned = true;
+    g->exists = false;
+    return g;
+}
+
+int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_err_t *err) {
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    if (!ap->enabled)
+        return 0;
+    kv_list_t empty = {NULL, 0};
+    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
+    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
+    for (size_t t = 0; t < ap->machine_types_count; t++) {
+        for (size_t z = 0; z < nzones; z++) {
+            for (size_t l = 0; l < nsets; l++) {
+                group_spec_t spec;
+                memset(&spec, 0, sizeof(spec));
+                spec.machine_type = ap->machine_types[t];
+                spec.zone = ap->zones_count > 0 ? ap->zones[z] : NULL;
+                spec.labels = ap->label_sets_count > 0 ? ap->label_sets[l] : empty;
+                spec.spot_price = -1;
+                int rc = autoprov_group_id(ap->prefix, spec.machine_type, spec.zone, &spec.labels,
+                                           NULL, NULL, &spec.id, err);
+                if (rc != 0)
+                    return rc;
+                bool known = false;
+                for (size_t i = 0; i < v->count && !known; i++)
+                    known = strcmp(v->items[i]->spec.id, spec.id) == 0;
+                group_t *g = known ? NULL : cluster__nap_group_new(&spec);
+                free(spec.id);
+                if (known)
+                    continue;
+                /* "loaded": its size is not a configured initial size. */
+                if (g == NULL || cluster__gvec_push(v, g, true) != 0) {
+                    group_free(g);
+                    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed, bool *removed) {
+    const autoprov_config_t *ap = &c->cfg->autoprovisioning;
+    group_t *next = *g;
+    if (!ap->enabled || !next->autoprovisioned || next->empty_since_ms == 0 ||
+        now - next->empty_since_ms < ap->empty_group_ttl_ms)
+        return;
+    bool configured = cluster_nap_configured_shape(c->cfg, &next->spec);
+    if (!next->exists && configured)
+        return;
+    if (cluster__provider_busy(c, next)) {
+        log_debug("autoprovisioned node group %s is empty but its machine hooks still run: "
+                  "not deleted yet",
+                  next->spec.id);
+        return;
+    }
+    if (next->exists) {
+        frugal_err_t perr = {0};
+        if (c->provider->ops->delete_group(c->provider, next, &perr) != 0) {
+            log_warn("deleting empty autoprovisioned node group %s failed: %s", next->spec.id,
+                     perr.msg);
+            return;
+        }
+        log_info("autoprovisioned node group %s empty for %" PRId64 " ms: deleted%s", next->spec.id,
+                 now - next->empty_since_ms, configured ? ", theoretical again" : "");
+    } else {
+        log_info("node group %s from NewNodeGroup never created in %" PRId64 " ms: forgotten",
+                 next->spec.id, now - next->empty_since_ms);
+    }
+    if (configured) {
+        next->exists = false;
+        next->empty_since_ms = now;
+        *changed = true;
+        return;
+    }
+    group_free(next);
+    *g = NULL;
+    *removed = true;
+}
+
+int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, frugal_err_t *err) {
+    *added = false;
+    if (!c->cfg->autoprovisioning.enabled)
+        return frugal_err_set(err, FRUGAL_EPRECOND, "autoprovisioning is disabled");
+    pthread_mutex_lock(&c->write_mu);
+    int rc = 0;
+    const group_t *g = cluster_find_group(c, spec->id);
+    if (g != NULL) {
+        if (!g->autoprovisioned || !cluster__nap_same_shape(&g->spec, spec))
+            rc = frugal_err_set(err, FRUGAL_EEXISTS,
+                                "node group %s exists already with another shape", spec->id);
+        goto out;
+    }
+    group_t *next = cluster__nap_group_new(spec);
+    if (next == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* Never created within empty_group_ttl, it is forgotten again. */
+    next->empty_since_ms = cluster_now_ms();
+    change_t ch = {CLUSTER_APPEND, next, NULL};
+    if ((rc = cluster__commit(c, &ch, 1, err)) == 0) {
+        *added = true;
+        log_info("NewNodeGroup group=%s machine_type=%s: theoretical group added", spec->id,
+                 spec->machine_type);
+    }
+out:
+    pthread_mutex_unlock(&c->write_mu);
+    return rc;
+}
+
+static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+    const group_t *g = cluster_find_group(c, id);
+    if (g == NULL)
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
+    if (!g->autoprovisioned)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is configured, not autoprovisioned: nothing to create",
+                              id);
+    if (g->exists)
+        return frugal_err_set(err, FRUGAL_EEXISTS, "node group %s exists already", id);
+    int rc = cluster__nap_check_increase(c, g, 0, err);
+    if (rc != 0)
+        return rc;
+    group_t *next = NULL;
+    if ((rc = group_dup(g, &next, err)) != 0)
+        return rc;
+    if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0) {
+        group_free(next);
+        return rc;
+    }
+    next->exists = true;
+    next->empty_since_ms = 0;
+    cluster__update_empty(next, cluster_now_ms());
+    return cluster__replace(c, g, next, err);
+}
+
+int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local;
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__nap_create_locked(c, id, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("NodeGroupCreate", id, 0, rc, err, t0);
+    return rc;
+}
+
+static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+    const group_t *g = cluster_find_group(c, id);
+    if (g == NULL)
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
+    if (!g->autoprovisioned)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is configured, not autoprovisioned: cannot delete it",
+                              id);
+    bool configured = cluster_nap_configured_shape(c->cfg, &g->spec);
+    if (!g->exists && configured)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is a theoretical group of the config: it does not "
+                              "exist, nothing to delete",
+                              id);
+    if (g->target_size > 0 || g->instances_count > 0)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is not empty (target %d, %zu instances)", id,
+                              (int)g->target_size, g->instances_count);
+    if (cluster__provider_busy(c, g))
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s is not empty: machine hooks of it still run", id);
+    group_t *next = NULL;
+    int rc = group_dup(g, &next, err);
+    if (rc != 0)
+        return rc;
+    if (next->exists && (rc = c->provider->ops->delete_group(c->provider, next, err)) != 0) {
+        group_free(next);
+        return rc;
+    }
+    if (configured) {
+        next->exists = false;
+        next->empty_since_ms = cluster_now_ms();
+        return cluster__replace(c, g, next, err);
+    }
+    group_free(next);
+    change_t ch = {cluster__index_of(c, g), NULL, NULL};
+    return cluster__commit(c, &ch, 1, err);
+}
+
+int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local;
+    double t0 = cluster__mono_ms();
+    pthread_mutex_lock(&c->write_mu);
+    int rc = cluster__nap_delete_locked(c, id, err);
+    pthread_mutex_unlock(&c->write_mu);
+    cluster__log("NodeGroupDelete", id, 0, rc, err, t0);
+    return rc;
 }

@@ -1,7 +1,8 @@
-/* Node auto-provisioning on the cluster (PRODUCT.md "Node auto-provisioning"): the
- * cluster-wide limits as they apply to the live groups, and the lifecycle of
+/* Node auto-provisioning on the cluster (docs/autoprovisioning.md): the cluster-wide
+ * cpu/memory limits as they apply to the live groups, and the lifecycle of
  * autoprovisioned groups (theoretical -> created -> empty for empty_group_ttl ->
- * deleted).
+ * deleted). The limit steps of IncreaseSize and DeleteNodes are the cluster's own
+ * (cluster_internal.h).
  *
  * Reads (cluster_nap_totals, cluster_nap_max_size, cluster_nap_existing_groups) are
  * pure functions of the published groups: call them with the cluster's read lock held.
@@ -33,16 +34,6 @@ int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g);
 
 /* How many autoprovisioned groups exist (were created). Read lock held. */
 int32_t cluster_nap_existing_groups(const cluster_t *c);
-
-/* The limits step of every IncreaseSize (cluster.c calls it with its write mutex held,
- * on the published groups): g may grow by delta without crossing a max limit, and, when
- * g is theoretical, one more group may exist. FRUGAL_EEXHAUSTED naming the limit. */
-int cluster_nap_check_increase(const cluster_t *c, const group_t *g, int32_t delta,
-                               frugal_err_t *err);
-
-/* The limits step of DeleteNodes: removing n nodes of g keeps the cluster at or above
- * the min limits. FRUGAL_EPRECOND naming the limit. */
-int cluster_nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, frugal_err_t *err);
 
 /* NewNodeGroup: make spec (whose id the caller set, see autoprov_group_id) a theoretical
  * autoprovisioned group, listed from now on and persisted. When a group with that id

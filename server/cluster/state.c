@@ -479,7 +479,7 @@ static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t
     g->instances[g->instances_count++] = in;
     return 0;
 fail:
-    cluster_instance_clear(&in);
+    instance_clear(&in);
     return rc;
 }
 
@@ -487,7 +487,7 @@ void state_free(state_t *s) {
     if (s == NULL)
         return;
     for (size_t i = 0; i < s->count; i++)
-        cluster_group_clear(&s->groups[i]);
+        group_clear(&s->groups[i]);
     free(s->groups);
     s->groups = NULL;
     s->count = 0;

@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "cluster.h"
+#include "group.h"
 #include "errors.h"
 
 #define STATE_FORMAT_VERSION 1

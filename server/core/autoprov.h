@@ -1,4 +1,4 @@
-/* Node auto-provisioning, the pure part (PRODUCT.md "Node auto-provisioning"): the ids
+/* Node auto-provisioning, the pure part (docs/autoprovisioning.md): the ids
  * of autoprovisioned groups and the arithmetic of the cluster-wide cpu/memory limits.
  * No gRPC, no locks: the cluster computes the totals under its lock and asks here.
  *
@@ -65,17 +65,5 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
  * memory / node memory)), never below target (nor below 0). */
 int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t max_size);
-
-/* Whether a resource name, label key or taint key is a Kubernetes qualified name:
- * an optional DNS-subdomain prefix and '/', then 1-63 of [A-Za-z0-9-_.] starting and
- * ending alphanumeric. */
-bool autoprov_valid_key(const char *key);
-
-/* Whether a label (or taint) value is valid: empty, or up to 63 of [A-Za-z0-9-_.]
- * starting and ending alphanumeric. */
-bool autoprov_valid_value(const char *value);
-
-/* Whether effect is NoSchedule, PreferNoSchedule or NoExecute. */
-bool autoprov_valid_effect(const char *effect);
 
 #endif

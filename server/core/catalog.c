@@ -1,6 +1,6 @@
-/* The builtin catalog, transcribed from ../shared/catalog/gce-n1.yaml (GCE N1,
- * us-central1, on-demand and preemptible USD per hour). tests/unit/test_catalog.c
- * cross-checks this table against the YAML file when it is present. */
+/* The builtin catalog, transcribed from tests/data/gce-n1.yaml (GCE N1, us-central1,
+ * on-demand and preemptible USD per hour). tests/unit/core/test_catalog.c cross-checks
+ * this table against that YAML file. */
 #include "catalog.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* The builtin machine catalog: public GCE N1 machine types (n1-standard, n1-highmem,
  * n1-highcpu, 1-96 vCPU) with on-demand and preemptible hourly prices in USD, compiled
- * in from ../shared/catalog/gce-n1.yaml (see catalog.c). Read-only, thread-safe. */
+ * in from tests/data/gce-n1.yaml (see catalog.c). Read-only, thread-safe. */
 #ifndef FRUGAL_CATALOG_H
 #define FRUGAL_CATALOG_H
 

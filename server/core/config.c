@@ -1,8 +1,8 @@
 /* The configuration loader: a YAML tree (yaml_tree.h) walked with one key table per
  * section, after h2o's configurator. A table entry names a key, the node type it
  * expects, the parser that stores it, and its default written as YAML text exactly as
- * PRODUCT.md shows it, so that a default goes through the same parser and checks as a
- * configured value. Tables are walked in their own order, not the document's, so a
+ * examples/frugal-full.yaml shows it, so that a default goes through the same parser
+ * and checks as a configured value. Tables are walked in their own order, not the document's, so a
  * section may rely on the ones listed before it (node groups on the catalog,
  * autoprovisioning on the node groups). Every problem is collected; loading fails at
  * the end when there was any.
@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "k8s_name.h"
 #include "yaml_tree.h"
 
 #define CONFIG_PATH_MAX 256
@@ -611,86 +613,6 @@ static size_t seq_count(const yaml_tree_node_t *node) {
     return node != NULL && node->type == YAML_TREE_SEQUENCE ? node->u.sequence.count : 0;
 }
 
-/* ---- Kubernetes names ---- */
-
-static bool is_alnum(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-static bool is_lower_alnum(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* A DNS-1123 label: lowercase alphanumerics and '-', alphanumeric at both ends, <= 63. */
-static bool dns_label_valid(const char *s, size_t len) {
-    if (len == 0 || len > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1])) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (!is_lower_alnum(s[i]) && s[i] != '-') {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A DNS-1123 subdomain: dot-separated labels, <= 253. */
-static bool dns_subdomain_valid(const char *s, size_t len) {
-    if (len == 0 || len > 253) {
-        return false;
-    }
-    size_t start = 0;
-    for (size_t i = 0; i <= len; i++) {
-        if (i == len || s[i] == '.') {
-            if (!dns_label_valid(s + start, i - start)) {
-                return false;
-            }
-            start = i + 1;
-        }
-    }
-    return true;
-}
-
-/* The name part of a label key, and a non-empty label value: [A-Za-z0-9._-],
- * alphanumeric at both ends, <= 63. */
-static bool label_name_valid(const char *s, size_t len) {
-    if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1])) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.') {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* NULL when key is a valid label (or taint) key, else the reason. */
-static const char *label_key_problem(const char *key) {
-    const char *slash = strchr(key, '/');
-    if (slash != NULL) {
-        if (!dns_subdomain_valid(key, (size_t)(slash - key))) {
-            return "prefix must be a DNS subdomain (lowercase alphanumerics, '-' and '.', "
-                   "at most 253 characters)";
-        }
-        key = slash + 1;
-    }
-    if (!label_name_valid(key, strlen(key))) {
-        return "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
-               "alphanumeric, after an optional DNS prefix and '/'";
-    }
-    return NULL;
-}
-
-static const char *label_value_problem(const char *value) {
-    size_t len = strlen(value);
-    if (len != 0 && !label_name_valid(value, len)) {
-        return "must be empty or 1-63 characters of [A-Za-z0-9._-], starting and ending with "
-               "an alphanumeric";
-    }
-    return NULL;
-}
-
 /* ---- labels and taints ---- */
 
 /* A mapping of label keys to values ({team: web}); null values are "". */
@@ -716,7 +638,7 @@ static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
             continue;
         }
         path_join(sub, path, k->u.scalar.text);
-        const char *problem = label_key_problem(k->u.scalar.text);
+        const char *problem = k8s_name_key_problem(k->u.scalar.text);
         if (problem != NULL) {
             ctx_error(ctx, k, sub, "invalid label key \"%s\": %s", k->u.scalar.text, problem);
             ok = false;
@@ -731,7 +653,7 @@ static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         if (!yaml_tree_is_null(v)) {
             value = v->u.scalar.text;
         }
-        problem = label_value_problem(value);
+        problem = k8s_name_value_problem(value);
         if (problem != NULL) {
             ctx_error(ctx, v, sub, "invalid label value \"%s\": %s", value, problem);
             ok = false;
@@ -761,7 +683,7 @@ static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
 
 static bool parse_taint_key(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                             void *field, const key_spec_t *spec) {
-    const char *problem = label_key_problem(node->u.scalar.text);
+    const char *problem = k8s_name_key_problem(node->u.scalar.text);
     if (problem != NULL) {
         ctx_error(ctx, node, path, "invalid taint key \"%s\": %s", node->u.scalar.text, problem);
         return false;
@@ -771,7 +693,7 @@ static bool parse_taint_key(load_ctx_t *ctx, const yaml_tree_node_t *node, const
 
 static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                               void *field, const key_spec_t *spec) {
-    const char *problem = label_value_problem(node->u.scalar.text);
+    const char *problem = k8s_name_value_problem(node->u.scalar.text);
     if (problem != NULL) {
         ctx_error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text, problem);
         return false;
@@ -788,8 +710,7 @@ static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, con
 static bool parse_taint_effect(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                void *field, const key_spec_t *spec) {
     const char *s = node->u.scalar.text;
-    if (strcmp(s, "NoSchedule") != 0 && strcmp(s, "PreferNoSchedule") != 0 &&
-        strcmp(s, "NoExecute") != 0) {
+    if (!k8s_name_is_taint_effect(s)) {
         ctx_error(ctx, node, path,
                   "invalid taint effect \"%s\" (expected NoSchedule, PreferNoSchedule or "
                   "NoExecute)",
@@ -818,12 +739,7 @@ static bool parse_taints(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         if (t.value == NULL) {
             t.value = ctx_strdup(ctx, "");
         }
-        bool dup = false;
-        for (size_t j = 0; ctx->error_count == before && j < out->count; j++) {
-            dup = dup || (strcmp(out->items[j].key, t.key) == 0 &&
-                          strcmp(out->items[j].effect, t.effect) == 0);
-        }
-        if (dup) {
+        if (ctx->error_count == before && taint_list_has(out, t.key, t.effect)) {
             ctx_error(ctx, item, sub, "duplicate taint %s:%s", t.key, t.effect);
         }
         taint_t *slot = ctx->error_count == before && t.value != NULL
@@ -923,7 +839,8 @@ static const char *address_problem(const char *address, bool *loopback) {
         return NULL;
     }
     for (size_t i = 0; i < hlen; i++) {
-        if (!is_alnum(host[i]) && host[i] != '-' && host[i] != '.' && host[i] != '_') {
+        if (!isalnum((unsigned char)host[i]) && host[i] != '-' && host[i] != '.' &&
+            host[i] != '_') {
             return "invalid host name";
         }
     }
@@ -1315,7 +1232,7 @@ static bool parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, con
         const yaml_tree_node_t *id_n = yaml_tree_mapping_get(item, "id");
         ids[i] = g.spec.id != NULL ? id_n : NULL;
         path_join(key_path, sub, "id");
-        if (g.spec.id != NULL && !dns_label_valid(g.spec.id, strlen(g.spec.id))) {
+        if (g.spec.id != NULL && !k8s_name_is_dns_label(g.spec.id)) {
             ctx_error(ctx, id_n, key_path,
                       "invalid id \"%s\": must be 1-63 lowercase alphanumerics or '-', starting "
                       "and ending with an alphanumeric",
@@ -1502,7 +1419,7 @@ static bool parse_ap_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const
 static bool parse_ap_prefix(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                             void *field, const key_spec_t *spec) {
     const char *s = node->u.scalar.text;
-    if (!dns_label_valid(s, strlen(s)) || strlen(s) > 20) {
+    if (!k8s_name_is_dns_label(s) || strlen(s) > 20) {
         ctx_error(ctx, node, path,
                   "invalid prefix \"%s\": must be 1-20 lowercase alphanumerics or '-', starting "
                   "and ending with an alphanumeric",

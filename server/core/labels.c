@@ -1,8 +1,8 @@
-/* Label and taint lists: see config.h. */
+/* Label and taint lists: see labels.h. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "labels.h"
 
 /* *dst = a copy of src (NULL stays NULL). 0 or FRUGAL_ENOMEM. */
 static int labels__dup(char **dst, const char *src) {
@@ -169,4 +169,11 @@ bool taint_list_equal(const taint_list_t *a, const taint_list_t *b) {
         if (taint_compare(&a->items[i], &b->items[i]) != 0)
             return false;
     return true;
+}
+
+bool taint_list_has(const taint_list_t *l, const char *key, const char *effect) {
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i].key, key) == 0 && strcmp(l->items[i].effect, effect) == 0)
+            return true;
+    return false;
 }

@@ -1,4 +1,4 @@
-/* What the ranking needs from a template v1.Node (CONTRACT.md "Kubernetes subset"):
+/* What the ranking needs from a template v1.Node (docs/wire.md, "Kubernetes subset"):
  * machine type, zone, capacity, GPU presence and the key that tells similar groups
  * apart. Pure, thread-safe. */
 #ifndef FRUGAL_NODE_INFO_H

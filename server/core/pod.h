@@ -1,4 +1,4 @@
-/* A pod's effective request, as the Kubernetes scheduler computes it (CONTRACT.md):
+/* A pod's effective request, as the Kubernetes scheduler computes it (docs/wire.md):
  * sum over containers plus sidecar init containers (restartPolicy "Always"); each
  * ordinary init container runs alone, after the sidecars started before it, and the
  * larger per resource wins; plus overhead. Pod-level resources take precedence when

@@ -1,4 +1,4 @@
-/* Prices, per hour (PRODUCT.md "Cost-based ranking", "pricing"). Pure functions. */
+/* Prices, per hour (docs/ranking.md, "Prices"). Pure functions. */
 #ifndef FRUGAL_PRICING_H
 #define FRUGAL_PRICING_H
 

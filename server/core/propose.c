@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autoprov.h"
+#include "k8s_name.h"
 #include "pod.h"
 #include "pricing.h"
 #include "template.h"
@@ -38,8 +39,13 @@ void propose_pod_clear(propose_pod_t *p) {
     memset(p, 0, sizeof(*p));
 }
 
-/* Add a selector pin; a second, different value for a key makes the pod impossible. */
+/* Add a selector pin; a second, different value for a key makes the pod impossible, and
+ * so does a key or value no node label can have (no group could ever carry it). */
 static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
+    if (!k8s_name_is_key(key) || !k8s_name_is_value(value)) {
+        p->impossible = true;
+        return 0;
+    }
     int rc = kv_list_put(&p->selector, key, value);
     if (rc == 1) {
         p->impossible = true;
@@ -90,6 +96,11 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
         bool exists = t->operator_ != NULL && strcmp(t->operator_, "Exists") == 0;
         const char *effect =
             t->effect != NULL && t->effect[0] != '\0' ? t->effect : PROPOSE_DEFAULT_EFFECT;
+        /* A toleration of a taint no node can carry asks for nothing a group could
+         * offer: the pod is served as if it did not have it. */
+        if (!k8s_name_is_key(t->key) || (!exists && !k8s_name_is_value(t->value)) ||
+            !k8s_name_is_taint_effect(effect))
+            continue;
         if (taint_list_put(&p->taints, t->key, exists ? "" : propose__s(t->value), effect) != 0)
             goto nomem;
     }
@@ -179,14 +190,6 @@ static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, co
     if (zone_out != NULL)
         *zone_out = chosen;
     return true;
-}
-
-/* Labels the template node sets by itself: they never go into a group's label set. */
-static bool propose__well_known(const char *key) {
-    return strcmp(key, K8S_LABEL_INSTANCE_TYPE) == 0 || strcmp(key, K8S_LABEL_OS) == 0 ||
-           strcmp(key, K8S_LABEL_ARCH) == 0 || strcmp(key, K8S_LABEL_HOSTNAME) == 0 ||
-           strcmp(key, K8S_LABEL_ZONE) == 0 || strcmp(key, K8S_LABEL_REGION) == 0 ||
-           strcmp(key, FRUGAL_GPU_LABEL) == 0;
 }
 
 static bool propose__fits(const machine_type_t *mt, const resources_t *r) {
@@ -345,7 +348,7 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
     p.zone = zone;
     int rc = 0;
     for (size_t i = 0; i < set->count && rc == 0; i++)
-        if (!propose__well_known(set->items[i]->key))
+        if (!k8s_name_is_reserved_label(set->items[i]->key))
             rc = kv_list_put(&p.labels, set->items[i]->key, set->items[i]->value) < 0
                      ? FRUGAL_ENOMEM
                      : 0;

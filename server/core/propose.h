@@ -8,7 +8,8 @@
  *    whose selector the type can satisfy (instance-type, zone, region, os, arch and GPU
  *    labels must match what the template node will carry; a hostname never does);
  *  - pods are partitioned by the custom taints their tolerations ask for (a toleration
- *    of a key outside node.kubernetes.io/ and node.alpha.kubernetes.io/): each
+ *    of a valid taint whose key is outside node.kubernetes.io/ and
+ *    node.alpha.kubernetes.io/): each
  *    partition gets groups carrying exactly those taints, so a taint is never a
  *    requirement for a pod that does not tolerate it;
  *  - within a partition, the most popular distinct selector starts the label set and
@@ -37,7 +38,8 @@ typedef struct propose_pod {
     resources_t request; /* effective request */
     kv_list_t selector;  /* nodeSelector plus required node-affinity pins; sorted, unique */
     taint_list_t taints; /* taints its custom tolerations ask for; sorted, unique */
-    bool impossible;     /* contradictory selectors: no node can ever serve it */
+    bool impossible;     /* contradictory selectors, or a label no node can carry: no node can
+                            ever serve it */
 } propose_pod_t;
 
 /* Build p from a decoded v1.Pod: name, effective request, selector (nodeSelector plus,

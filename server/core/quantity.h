@@ -1,4 +1,4 @@
-/* Kubernetes resource quantities (CONTRACT.md, "Quantities").
+/* Kubernetes resource quantities (docs/wire.md, "Quantities").
  *
  * Grammar: a signed decimal number ("1", "1.5", ".5", "-2"), then an optional suffix:
  * binary Ki Mi Gi Ti Pi Ei, decimal n u m k M G T P E, or an exponent e<int>/E<int>.

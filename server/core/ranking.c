@@ -1,4 +1,4 @@
-/* Cost-based ranking: see ranking.h and PRODUCT.md "Cost-based ranking". */
+/* Cost-based ranking: see ranking.h and docs/ranking.md. */
 #include "ranking.h"
 
 #include <math.h>

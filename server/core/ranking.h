@@ -1,4 +1,4 @@
-/* The cost-based ranking of BestOptions (PRODUCT.md "Cost-based ranking").
+/* The cost-based ranking of BestOptions (docs/ranking.md).
  *
  * Pure: plain structs in, figures and the selected indexes out; no gRPC, no locks, no
  * allocation. The expander service and `frugal plan` fill one ranking_input_t per

@@ -1,4 +1,4 @@
-/* Template nodes (PRODUCT.md "Node groups and instances"): the v1.Node CA simulates a
+/* Template nodes (docs/wire.md, "Template nodes"): the v1.Node CA simulates a
  * group's new nodes from. Named template-<group id>; labels os, arch, hostname,
  * instance-type, zone and region, plus the group's labels; the group's taints;
  * capacity = allocatable = cpu, memory, pods (110), ephemeral-storage (100Gi),

@@ -1,4 +1,4 @@
-/* Streaming decoder of grpcplugin.BestOptionsRequest (CONTRACT.md "grpcplugin.Expander").
+/* Streaming decoder of grpcplugin.BestOptionsRequest (docs/wire.md, "grpcplugin.Expander").
  *
  * Requests reach hundreds of MiB (every option repeats every pending pod), so the
  * request is never unpacked nor copied whole: a small protobuf wire reader walks it in

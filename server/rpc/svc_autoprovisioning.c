@@ -11,7 +11,7 @@
 #include "cluster_nap.h"
 #include "codec.h"
 #include "frugal.pb-c.h"
-#include "k8s.h"
+#include "k8s_name.h"
 #include "pricing.h"
 #include "propose.h"
 #include "service.h"
@@ -145,14 +145,6 @@ out:
  * NewNodeGroup
  * ---------------------------------------------------------------------------------- */
 
-static int taint_cmp(const void *a, const void *b) {
-    const taint_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    if (c == 0)
-        c = strcmp(x->effect, y->effect);
-    return c;
-}
-
 /* Add key=value to the sorted list l; a key already present with another value is
  * refused (what names the map for the message). */
 static int kv_add(kv_list_t *l, const char *key, const char *value, const char *what,
@@ -167,28 +159,17 @@ static int kv_add(kv_list_t *l, const char *key, const char *value, const char *
     return 0;
 }
 
-/* Labels the template node sets from the machine type and zone: a group may not say
- * otherwise, or its template would lie about its nodes. */
-static bool reserved_label(const char *key) {
-    static const char *const reserved[] = {
-        K8S_LABEL_INSTANCE_TYPE, K8S_LABEL_ZONE, K8S_LABEL_REGION,
-        K8S_LABEL_HOSTNAME,      K8S_LABEL_OS,   K8S_LABEL_ARCH};
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        if (strcmp(key, reserved[i]) == 0)
-            return true;
-    return false;
-}
-
 static int check_label(const char *what, const char *key, const char *value, frugal_err_t *err) {
-    if (reserved_label(key))
+    /* The template sets these itself: a group saying otherwise would lie about its nodes. */
+    if (k8s_name_is_reserved_label(key))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "%s: %s is set by frugal from the machine type and zone", what, key);
-    if (!autoprov_valid_key(key))
+    if (!k8s_name_is_key(key))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "%s: invalid key \"%s\": want [prefix/]name, name 1-63 characters "
                               "of [A-Za-z0-9-_.] starting and ending alphanumeric",
                               what, key);
-    if (!autoprov_valid_value(value))
+    if (!k8s_name_is_value(value))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "%s: invalid value \"%s\" for key %s: want at most 63 characters "
                               "of [A-Za-z0-9-_.] starting and ending alphanumeric",
@@ -203,7 +184,7 @@ static bool type_allowed(const autoprov_config_t *ap, const char *name) {
     return false;
 }
 
-/* Validate req into spec (which the caller clears with cluster_spec_clear). */
+/* Validate req into spec (which the caller clears with group_spec_clear). */
 static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) * req,
                       group_spec_t *spec, frugal_err_t *err) {
     const autoprov_config_t *ap = &cfg->autoprovisioning;
@@ -246,45 +227,32 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
             return rc;
     }
 
-    if (req->n_taints > 0) {
-        spec->taints.items = calloc(req->n_taints, sizeof(taint_t));
-        if (spec->taints.items == NULL)
-            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    }
+    /* Kept sorted by taint_compare, like every taint list of a group. */
     for (size_t i = 0; i < req->n_taints; i++) {
         const AP(Taint) *t = req->taints[i];
-        if (!autoprov_valid_key(t->key))
+        if (!k8s_name_is_key(t->key))
             return frugal_err_set(err, FRUGAL_EINVAL, "taints[%zu]: invalid key \"%s\"", i, t->key);
-        if (!autoprov_valid_value(t->value))
+        if (!k8s_name_is_value(t->value))
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "taints[%zu]: invalid value \"%s\" for key %s", i, t->value,
                                   t->key);
-        if (!autoprov_valid_effect(t->effect))
+        if (!k8s_name_is_taint_effect(t->effect))
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "taints[%zu]: invalid effect \"%s\" for key %s: want NoSchedule, "
                                   "PreferNoSchedule or NoExecute",
                                   i, t->effect, t->key);
-        for (size_t j = 0; j < spec->taints.count; j++)
-            if (strcmp(spec->taints.items[j].key, t->key) == 0 &&
-                strcmp(spec->taints.items[j].effect, t->effect) == 0)
-                return frugal_err_set(err, FRUGAL_EINVAL, "taints: %s:%s given twice", t->key,
-                                      t->effect);
-        taint_t *dst = &spec->taints.items[spec->taints.count];
-        dst->key = strdup(t->key);
-        dst->value = strdup(t->value);
-        dst->effect = strdup(t->effect);
-        spec->taints.count++;
-        if (dst->key == NULL || dst->value == NULL || dst->effect == NULL)
+        if (taint_list_has(&spec->taints, t->key, t->effect))
+            return frugal_err_set(err, FRUGAL_EINVAL, "taints: %s:%s given twice", t->key,
+                                  t->effect);
+        if (taint_list_put(&spec->taints, t->key, t->value, t->effect) != 0)
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
-    if (spec->taints.count > 1)
-        qsort(spec->taints.items, spec->taints.count, sizeof(taint_t), taint_cmp);
 
     for (size_t i = 0; i < req->n_extra_resources; i++) {
         const char *k = req->extra_resources[i]->key, *v = req->extra_resources[i]->value;
         int64_t q;
         frugal_err_t qerr;
-        if (!autoprov_valid_key(k))
+        if (!k8s_name_is_key(k))
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "extra_resources: invalid resource name \"%s\"", k);
         if (quantity_parse_value(v, &q, &qerr) != 0 || q < 0)
@@ -336,7 +304,7 @@ static int ap_new_node_group(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_
     cluster_read_unlock(ctx->cluster);
 out:
     free(node);
-    cluster_spec_clear(&spec);
+    group_spec_clear(&spec);
     codec_free(req);
     return rc;
 }

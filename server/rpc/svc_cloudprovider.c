@@ -1,6 +1,6 @@
 /* clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider: converts requests,
  * calls the cluster, pricing and template modules, converts answers. Reads both wire
- * generations (current preferred) and writes both (CONTRACT.md). */
+ * generations (current preferred) and writes both (docs/wire.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,4 @@
-/* grpcplugin.Expander/BestOptions (CONTRACT.md "grpcplugin.Expander", PRODUCT.md
- * "Cost-based ranking").
+/* grpcplugin.Expander/BestOptions (docs/wire.md, "grpcplugin.Expander"; docs/ranking.md).
  *
  * The request is walked in place over the received slices (expander_decode.c), every
  * option is reduced to a ranking_input_t (node_info.c, pricing.c, the cluster for

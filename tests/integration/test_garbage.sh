@@ -86,7 +86,7 @@ for m in $VARINT1_METHODS; do
 done
 printf '\x08\x01\x12\x06pool-' >"$B/truncated-increase"
 expect_raw INVALID_ARGUMENT "$CP/NodeGroupIncreaseSize" truncated-increase
-# Requests without fields skip unknown (well-formed) fields, as CONTRACT.md demands.
+# Requests without fields skip unknown (well-formed) fields, as the protocol requires (docs/wire.md).
 for m in $EMPTY_REQUEST_METHODS; do
     expect_raw OK "$m" varint-for-len
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `frugal plan`: offline decisions from kubectl-style pod and node lists, no server.
 # The winner among configured groups and its figures (checked against the formula of
-# PRODUCT.md "Cost-based ranking"), selectors, taints and capacity deciding which group
+# docs/ranking.md), selectors, taints and capacity deciding which group
 # can host which pod, the cluster size from NODES.json changing the winner, max_size
 # capping, similar groups, autoprovisioning proposals, YAML output, and the exit
 # statuses for bad input (1, with PATH:LINE:COL) and usage errors (2).

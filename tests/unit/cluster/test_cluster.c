@@ -786,15 +786,15 @@ static void test_copy_helpers(void **state) {
     g.instances[0].error_code = strdup("E");
     g.target_size = 1;
     group_t copy;
-    assert_int_equal(cluster_group_copy(&copy, &g), 0);
+    assert_int_equal(group_copy(&copy, &g), 0);
     assert_ptr_not_equal(copy.spec.id, g.spec.id);
     assert_string_equal(copy.spec.labels.items[0].value, "v");
     assert_string_equal(copy.instances[0].error_code, "E");
     assert_null(copy.instances[0].error_message);
     assert_null(copy.spec.zone);
-    cluster_group_clear(&g);
-    cluster_group_clear(&copy);
-    cluster_group_clear(&copy); /* idempotent */
+    group_clear(&g);
+    group_clear(&copy);
+    group_clear(&copy); /* idempotent */
 }
 
 int main(void) {

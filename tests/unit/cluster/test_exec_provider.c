@@ -107,7 +107,7 @@ static fixture_t *fixture_new(const char *body, int64_t timeout_ms, int32_t para
 
 static void fixture_free(fixture_t *f) {
     provider_destroy(f->p);
-    cluster_group_clear(&f->g);
+    group_clear(&f->g);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
     assert_int_equal(system(cmd), 0);
@@ -661,7 +661,7 @@ static void test_results_of_vanished_group_are_orphan_deleted(void **state) {
     while (f->p->ops->busy(f->p, &f->g) && mono_ms() < end)
         sleep_ms(10);
     assert_false(f->p->ops->busy(f->p, &f->g));
-    cluster_group_clear(&h);
+    group_clear(&h);
     fixture_free(f);
 }
 

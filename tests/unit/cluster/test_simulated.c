@@ -78,7 +78,7 @@ static void test_increase_ids(void **state) {
     assert_int_equal(p->ops->increase(p, &g, 1, 1000, NULL), 0);
     assert_string_equal(g.instances[2].id, "frugal://pool-a/pool-a-4");
     (void)changed;
-    cluster_group_clear(&g);
+    group_clear(&g);
     provider_destroy(p);
 }
 
@@ -115,7 +115,7 @@ static void test_refresh_boot(void **state) {
     size_t bad = 5;
     assert_int_equal(p->ops->delete_instances(p, &g, &bad, 1, 0, NULL), FRUGAL_EINVAL);
     assert_int_equal(g.target_size, 1);
-    cluster_group_clear(&g);
+    group_clear(&g);
     provider_destroy(p);
 }
 
@@ -136,7 +136,7 @@ static void test_refresh_zero_boot(void **state) {
     assert_int_equal(p->ops->refresh(p, &g, 9000, &changed, NULL), 0);
     assert_false(changed);
     assert_int_equal(g.instances[1].state, INSTANCE_CREATING);
-    cluster_group_clear(&g);
+    group_clear(&g);
     provider_destroy(p);
 }
 
@@ -174,7 +174,7 @@ static void test_decrease_newest_creating(void **state) {
     assert_string_equal(g.instances[0].id, "frugal://g/g-1");
     assert_string_equal(g.instances[1].id, "frugal://g/g-3");
     assert_int_equal(g.target_size, 2);
-    cluster_group_clear(&g);
+    group_clear(&g);
     provider_destroy(p);
 }
 
@@ -188,7 +188,7 @@ static void test_groups(void **state) {
     assert_true(g.exists);
     assert_int_equal(p->ops->delete_group(p, &g, NULL), 0);
     assert_false(g.exists);
-    cluster_group_clear(&g);
+    group_clear(&g);
     provider_destroy(p);
 }
 

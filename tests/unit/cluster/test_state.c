@@ -151,8 +151,8 @@ static void test_roundtrip(void **state) {
     state_free(&st);
     free(text2);
     free(text);
-    cluster_group_clear(&g[0]);
-    cluster_group_clear(&g[1]);
+    group_clear(&g[0]);
+    group_clear(&g[1]);
 }
 
 static void test_empty_cluster(void **state) {
@@ -300,7 +300,7 @@ static void test_files(void **state) {
     unlink(sub_file);
     rmdir(sub);
 
-    cluster_group_clear(&g);
+    group_clear(&g);
     unlink(path);
     rmdir(dir);
 }

@@ -246,39 +246,6 @@ static void test_fractional_cores_in_messages(void **state) {
     assert_int_equal(autoprov_max_size(&ap, &totals, &node, 0, 10), 0);
 }
 
-/* ------------------------------------------------------------------------------------
- * Names
- * ---------------------------------------------------------------------------------- */
-
-static void test_valid_names(void **state) {
-    (void)state;
-    assert_true(autoprov_valid_key("team"));
-    assert_true(autoprov_valid_key("example.com/team"));
-    assert_true(autoprov_valid_key("nvidia.com/gpu"));
-    assert_true(autoprov_valid_key("a_b.c-d"));
-    assert_false(autoprov_valid_key(""));
-    assert_false(autoprov_valid_key("-team"));
-    assert_false(autoprov_valid_key("team-"));
-    assert_false(autoprov_valid_key("Example.com/team"));
-    assert_false(autoprov_valid_key("a/b/c"));
-    assert_false(autoprov_valid_key("/team"));
-    assert_false(autoprov_valid_key("has space"));
-    assert_false(autoprov_valid_key(NULL));
-    char long_name[80];
-    memset(long_name, 'a', 64);
-    long_name[64] = '\0';
-    assert_false(autoprov_valid_key(long_name));
-    assert_true(autoprov_valid_value(""));
-    assert_true(autoprov_valid_value("web-1"));
-    assert_false(autoprov_valid_value("web 1"));
-    assert_false(autoprov_valid_value("-x"));
-    assert_true(autoprov_valid_effect("NoSchedule"));
-    assert_true(autoprov_valid_effect("PreferNoSchedule"));
-    assert_true(autoprov_valid_effect("NoExecute"));
-    assert_false(autoprov_valid_effect("noschedule"));
-    assert_false(autoprov_valid_effect(""));
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_without_labels),
@@ -289,7 +256,6 @@ int main(void) {
         cmocka_unit_test(test_limit_memory_and_unlimited),
         cmocka_unit_test(test_limit_min),
         cmocka_unit_test(test_fractional_cores_in_messages),
-        cmocka_unit_test(test_valid_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

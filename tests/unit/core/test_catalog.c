@@ -1,5 +1,5 @@
-/* Unit tests of server/catalog.c: the builtin table, lookups, and a cross-check against
- * ../shared/catalog/gce-n1.yaml (the source it was transcribed from) when present. */
+/* Unit tests of server/core/catalog.c: the builtin table, lookups, and a cross-check
+ * against tests/data/gce-n1.yaml (the public price list it was transcribed from). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,7 +111,7 @@ static void test_matches_yaml(void **state) {
     (void)state;
     const char *src = getenv("FRUGAL_SOURCE_DIR");
     char path[4096];
-    snprintf(path, sizeof(path), "%s/../shared/catalog/gce-n1.yaml", src != NULL ? src : ".");
+    snprintf(path, sizeof(path), "%s/tests/data/gce-n1.yaml", src != NULL ? src : ".");
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         print_message("skipping: %s not found\n", path);

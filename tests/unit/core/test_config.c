@@ -1,5 +1,5 @@
 /* Unit tests of server/config.c and server/yaml_tree.c: defaults of an empty and of a
- * minimal config, PRODUCT.md's full example, overrides, and one test per error class
+ * minimal config, the full reference example, overrides, and one test per error class
  * asserting the exact `FILE:LINE:COL: path: message` line. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -519,6 +519,28 @@ static void test_empty_and_bad_input(void **state) {
     done(&f);
 }
 
+/* A proposal never holds what NewNodeGroup would refuse: a selector no node label can
+ * match makes its pod unschedulable, and a toleration of a taint no node can carry is
+ * ignored (the pod goes to an untainted group). */
+static void test_invalid_names(void **state) {
+    (void)state;
+    fixture_t f;
+    load(&f, "n1-standard-4", "us-central1-a");
+    add(&f, (pod_def_t){"bad-key", "1", "1Gi", "-team=x", NULL, NULL});
+    add(&f, (pod_def_t){"bad-value", "1", "1Gi", "team=two words", NULL, NULL});
+    add(&f, (pod_def_t){"bad-pin", "1", "1Gi", NULL, NULL, "Example.com/x=y"});
+    add(&f, (pod_def_t){"bad-effect", "1", "1Gi", NULL, "dedicated=ml:Sometimes", NULL});
+    add(&f, (pod_def_t){"bad-taint", "1", "1Gi", NULL, "dedicated=-ml:NoSchedule", NULL});
+    run(&f);
+    assert_int_equal(f.res.unschedulable_count, 3);
+    assert_int_equal(f.res.count, 1);
+    const propose_proposal_t *p = &f.res.proposals[0];
+    assert_int_equal(p->labels.count, 0);
+    assert_int_equal(p->taints.count, 0);
+    assert_true(serves(&f, p, "bad-effect") && serves(&f, p, "bad-taint"));
+    done(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tc1_big_pod),
@@ -532,6 +554,7 @@ int main(void) {
         cmocka_unit_test(test_node_count),
         cmocka_unit_test(test_order_and_exists),
         cmocka_unit_test(test_empty_and_bad_input),
+        cmocka_unit_test(test_invalid_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of the cost-based ranking (server/ranking.c), with issue 3's numbers. */
+/* Unit tests of the cost-based ranking (server/core/ranking.c), with docs/ranking.md's numbers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -17,6 +17,7 @@
 #include "k8s.h"
 #include "provider.h"
 #include "service.h"
+#include "svc_harness.h"
 
 #define EG(name) Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##name
 #define EG_INIT(NAME) CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__##NAME##__INIT
@@ -40,61 +41,17 @@ static const char config_text[] = "node_groups:\n"
                                   "    size: 2\n"
                                   "    managed: false\n";
 
-typedef struct fx {
-    frugal_config_t *cfg;
-    provider_t *provider;
-    cluster_t *cluster;
-    service_ctx_t ctx;
-} fx_t;
+typedef svc_fx_t fx_t;
 
 static int fx_setup(void **state) {
-    fx_t *f = calloc(1, sizeof(*f));
-    char *errors = NULL;
-    assert_int_equal(
-        config_load_string("test.yaml", config_text, strlen(config_text), &f->cfg, &errors), 0);
-    assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
-    f->ctx.cfg = f->cfg;
-    f->ctx.cluster = f->cluster;
-    *state = f;
+    *state = svc_fx_open(config_text);
     return 0;
 }
 
-static int fx_teardown(void **state) {
-    fx_t *f = *state;
-    cluster_close(f->cluster);
-    provider_destroy(f->provider);
-    config_free(f->cfg);
-    free(f);
-    return 0;
-}
-
-/* Call the handler of method with req; on OK unpack the answer as resp_desc. Returns
- * the handler's code; err gets its message. */
 static int call(fx_t *f, const char *method, const ProtobufCMessage *req,
                 const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                 frugal_err_t *err) {
-    const service_method_t *m = NULL;
-    char path[160];
-    snprintf(path, sizeof(path), "/%s/%s", service_cloudprovider.name, method);
-    for (size_t i = 0; i < service_cloudprovider.methods_count; i++)
-        if (strcmp(service_cloudprovider.methods[i].path, path) == 0)
-            m = &service_cloudprovider.methods[i];
-    assert_non_null(m);
-    grpc_byte_buffer *in = codec_pack(req);
-    grpc_byte_buffer *out = NULL;
-    frugal_err_clear(err);
-    int rc = m->handler(&f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, err);
-    grpc_byte_buffer_destroy(in);
-    if (rc == 0) {
-        assert_non_null(out);
-        if (resp != NULL)
-            assert_int_equal(codec_unpack(resp_desc, out, resp, NULL), 0);
-        grpc_byte_buffer_destroy(out);
-    } else {
-        assert_null(out);
-    }
-    return rc;
+    return svc_call(f, &service_cloudprovider, method, req, resp_desc, resp, err);
 }
 
 static int32_t target_size(fx_t *f, const char *id) {
@@ -368,33 +325,24 @@ static void test_node_price_resolution(void **state) {
 
 static void test_garbage_is_invalid_argument(void **state) {
     fx_t *f = *state;
-    static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff};
-    for (size_t i = 0; i < service_cloudprovider.methods_count; i++) {
-        grpc_byte_buffer *in = codec_from_bytes(garbage, sizeof(garbage));
-        grpc_byte_buffer *out = NULL;
-        frugal_err_t err;
-        frugal_err_clear(&err);
-        int rc = service_cloudprovider.methods[i].handler(
-            &f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, &err);
-        grpc_byte_buffer_destroy(in);
-        assert_int_equal(frugal_err_status(rc), GRPC_STATUS_INVALID_ARGUMENT);
-        assert_null(out);
-        assert_true(err.msg[0] != '\0');
-    }
+    svc_expect_garbage_refused(f, &service_cloudprovider);
     assert_int_equal(target_size(f, "pool-a"), 1);
 }
 
 int main(void) {
     grpc_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_node_groups_lists_managed_only, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_increase_and_refusals, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_nodes_and_delete, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_template_both_generations, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_node_groups_lists_managed_only, fx_setup,
+                                        svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_increase_and_refusals, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_nodes_and_delete, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_template_both_generations, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup,
+                                        svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup,
+                                        svc_fx_teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     grpc_shutdown();

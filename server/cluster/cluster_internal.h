@@ -1,0 +1,116 @@
+/* The cluster's internals, shared by the two files that implement it and by no one
+ * else: cluster.c (the groups, their indexes and the commit discipline) and
+ * cluster_nap.c (node auto-provisioning, whose lifecycle mutations commit through the
+ * same machinery). Everything here assumes the caller holds write_mu, or runs before the
+ * cluster is shared. */
+#ifndef FRUGAL_CLUSTER_INTERNAL_H
+#define FRUGAL_CLUSTER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "group.h"
+#include "provider.h"
+#include "strmap.h"
+
+/* What the provider-id index points at. */
+typedef struct iref {
+    const group_t *g;
+    const instance_t *inst;
+} iref_t;
+
+struct cluster {
+    const frugal_config_t *cfg;
+    provider_t *provider;
+    pthread_rwlock_t lock;
+    pthread_mutex_t write_mu;
+    group_t **groups; /* config order, then autoprovisioned groups */
+    iref_t **refs;    /* refs[i]: one per instance of groups[i] */
+    size_t count;
+    size_t cap;
+    strmap_t *by_id;       /* group id -> group_t * */
+    strmap_t *by_instance; /* provider id -> iref_t * */
+    int64_t node_count;    /* sum of target sizes */
+};
+
+/* A pending change of the group list: replace groups[index] by next, remove it (next
+ * NULL), or append next (index CLUSTER_APPEND). */
+#define CLUSTER_APPEND SIZE_MAX
+
+typedef struct change {
+    size_t index;
+    group_t *next;
+    iref_t *refs;
+} change_t;
+
+/* The groups being built by cluster_open, before they are published. */
+typedef struct gvec {
+    group_t **items;
+    bool *loaded; /* taken from the state file (else: configured initial size) */
+    size_t count;
+    size_t cap;
+} gvec_t;
+
+/* ---- implemented in cluster.c ---- */
+
+/* Monotonic clock in ms, for durations in log lines. */
+double cluster__mono_ms(void);
+
+/* The log line of a mutation: method, group, delta, outcome (err's message on failure)
+ * and the time since t0 (cluster__mono_ms). */
+void cluster__log(const char *method, const char *id, long delta, int rc, const frugal_err_t *err,
+                  double t0);
+
+/* Index of the published group g, CLUSTER_APPEND when it is not published. */
+size_t cluster__index_of(const cluster_t *c, const group_t *g);
+
+/* Drop the machine work the provider's slots staged (the change will not be
+ * published). Every path that called a slot ends in this or in cluster__commit. */
+void cluster__staged_abort(cluster_t *c);
+
+/* Whether the provider still has machine work for g: it is then not empty. */
+bool cluster__provider_busy(cluster_t *c, const group_t *g);
+
+/* Apply changes: write the state file as it will be, then publish. Consumes every
+ * changes[].next whatever the outcome, and ends the provider's staged work: committed
+ * right after the write, aborted on failure (nothing changed). */
+int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err);
+
+/* cluster__commit of one change: the published group old becomes next (consumed). */
+int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err);
+
+/* NAP bookkeeping: remember when g became empty (nothing requested, no instance left),
+ * 0 while it is not. */
+void cluster__update_empty(group_t *g, int64_t now);
+
+/* Append g (owned from now on) to v. 0 or FRUGAL_ENOMEM (g not taken). */
+int cluster__gvec_push(gvec_t *v, group_t *g, bool loaded);
+
+/* ---- implemented in cluster_nap.c: the NAP steps of cluster.c's operations ---- */
+
+/* The limits step of IncreaseSize, on the published groups: g may grow by delta
+ * without crossing a max limit and, when g is theoretical, one more group may exist.
+ * FRUGAL_EEXHAUSTED naming the limit; always 0 without autoprovisioning. */
+int cluster__nap_check_increase(const cluster_t *c, const group_t *g, int32_t delta,
+                                frugal_err_t *err);
+
+/* The limits step of DeleteNodes: removing n nodes of g keeps the cluster at or above
+ * the min limits. FRUGAL_EPRECOND naming the limit. */
+int cluster__nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, frugal_err_t *err);
+
+/* At open: one theoretical group per allowed machine type x zone x label set pushed to
+ * v, unless v holds it already (brought back by the state file). */
+int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_err_t *err);
+
+/* The TTL step of refresh, on the private copy *g: an autoprovisioned group empty for
+ * empty_group_ttl is deleted through the provider and becomes theoretical again when
+ * the config offers its shape (*changed); otherwise it is removed (*removed, *g freed
+ * and NULL). A theoretical group made by NewNodeGroup and never created is forgotten
+ * the same way. When the provider refuses, that is logged and the group stays (retried
+ * next tick). */
+void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed, bool *removed);
+
+#endif
