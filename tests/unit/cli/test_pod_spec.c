@@ -1,4 +1,4 @@
-/* Unit tests of server/pod_spec.c: a packed pod decodes to the requested resources,
+/* Unit tests of server/cli/pod_spec.c: a packed pod decodes to the requested resources,
  * its namespace, name, node selector and tolerations; a malformed quantity is
  * rejected with its field named and nothing returned. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests of server/config.c and server/yaml_tree.c: defaults of an empty and of a
+/* Unit tests of server/core/config.c and server/core/yaml_tree.c: defaults of an empty and of a
  * minimal config, the full reference example, overrides, and one test per error class
  * asserting the exact `FILE:LINE:COL: path: message` line. */
 #include <setjmp.h>
