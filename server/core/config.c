@@ -1765,3 +1765,16 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     fprintf(f, "\n%-18ssuppress_scale %g, gpu_unfitness %g, not_exist_penalty %g\n", "",
             r->suppress_scale, r->gpu_unfitness, r->not_exist_penalty);
 }
+
+bool config_group_has_options(const group_options_t *o) {
+    return o->has_scale_down_utilization_threshold || o->has_scale_down_gpu_utilization_threshold ||
+           o->has_scale_down_unneeded || o->has_scale_down_unready || o->has_max_node_provision ||
+           o->has_zero_or_max_node_scaling || o->has_ignore_daemonsets_utilization;
+}
+
+void config_format_options_warning(const char *id, char *buf, size_t size) {
+    snprintf(buf, size,
+             "node group \"%s\" overrides options: cluster-autoscaler >= 1.35 will use a node "
+             "startup time of 0 for it (kubernetes/autoscaler#10245)",
+             id);
+}

@@ -149,6 +149,13 @@ const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const
 /* The configured node group called id, NULL when absent. */
 const node_group_config_t *config_find_node_group(const frugal_config_t *cfg, const char *id);
 
+/* Whether o overrides any of CA's autoscaling options. */
+bool config_group_has_options(const group_options_t *o);
+
+/* Into buf: the warning that CA >= 1.35 uses a node startup time of 0 for group id,
+ * whose options are overridden (kubernetes/autoscaler#10245; docs/wire.md). */
+void config_format_options_warning(const char *id, char *buf, size_t size);
+
 /* Print the one-screen summary of `frugal check` to f. */
 #include <stdio.h>
 void config_print_summary(const frugal_config_t *cfg, FILE *f);
