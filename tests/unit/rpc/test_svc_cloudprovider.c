@@ -226,14 +226,12 @@ static void test_options_unimplemented_without_overrides(void **state) {
     frugal_err_t err;
     EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
     req.id = "spot-8";
-    assert_int_equal(
-        frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
-        GRPC_STATUS_UNIMPLEMENTED);
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_UNIMPLEMENTED);
     assert_non_null(strstr(err.msg, "spot-8"));
     req.id = "nosuch";
-    assert_int_equal(
-        frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
-        GRPC_STATUS_NOT_FOUND);
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_NOT_FOUND);
 }
 
 /* Defaults CA could never mean (zero, negative, overflowing) fall back to CA's own. */
