@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include <grpc/grpc.h>
@@ -16,6 +15,7 @@
 #include "cluster.h"
 #include "serve.h"
 #include "config.h"
+#include "file_version.h"
 #include "grpc_server.h"
 #include "log.h"
 #include "provider.h"
@@ -44,27 +44,6 @@ static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_
         config_format_options_warning(ng->spec.id, msg, sizeof(msg));
         log_warn("%s", msg);
     }
-}
-
-/* What identifies a version of the config file: a ConfigMap update swaps a symlink,
- * an edit changes the size or the modification time. */
-typedef struct file_version {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-} file_version_t;
-
-static void serve__file_version(const char *path, file_version_t *v) {
-    struct stat st;
-    memset(v, 0, sizeof(*v));
-    if (stat(path, &st) == 0)
-        *v = (file_version_t){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-}
-
-static bool serve__file_changed(const file_version_t *a, const file_version_t *b) {
-    return a->dev != b->dev || a->ino != b->ino || a->size != b->size ||
-           a->mtime.tv_sec != b->mtime.tv_sec || a->mtime.tv_nsec != b->mtime.tv_nsec;
 }
 
 /* A reload took effect. */
@@ -106,13 +85,14 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
 /* Wait for SIGTERM/SIGINT, ticking the cluster between signals and reloading the config
  * on SIGHUP or when its file changes. Returns the stop signal. */
 static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *signals) {
+    /* A ConfigMap update swaps a symlink, an edit changes the size or the mtime. */
     file_version_t seen;
-    serve__file_version(path, &seen);
+    file_version_of(path, &seen);
     for (;;) {
         struct timespec tick = {SERVE_TICK_MS / 1000, (SERVE_TICK_MS % 1000) * 1000000L};
         int sig = sigtimedwait(signals, NULL, &tick);
         if (sig == SIGHUP) {
-            serve__file_version(path, &seen);
+            file_version_of(path, &seen);
             serve__reload(cluster, path, "SIGHUP");
             continue;
         }
@@ -121,8 +101,8 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
         if (errno != EAGAIN && errno != EINTR)
             return -1;
         file_version_t now;
-        serve__file_version(path, &now);
-        if (serve__file_changed(&seen, &now)) {
+        file_version_of(path, &now);
+        if (!file_version_equal(&seen, &now)) {
             seen = now;
             serve__reload(cluster, path, "file changed");
         }
