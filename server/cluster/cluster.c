@@ -1072,6 +1072,29 @@ int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err)
             changes[n++] = (change_t){.index = CLUSTER_APPEND, .next = g};
         }
     }
+    gvec_t v = {0}; /* every group after the reload (borrowed), then new theoretical ones */
+    for (size_t i = 0; rc == 0 && i < c->count + n; i++) {
+        group_t *g = i < c->count ? c->groups[i] : changes[i - c->count].next;
+        if (g != NULL && cluster__gvec_push(&v, g, true) != 0)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    size_t known = v.count;
+    if (rc == 0)
+        rc = cluster__nap_add_theoretical(next, &v, err);
+    change_t *grown =
+        rc == 0 ? realloc(changes, (n + v.count - known + 1) * sizeof(*changes)) : NULL;
+    if (grown != NULL)
+        changes = grown;
+    else if (rc == 0)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = known; i < v.count; i++) {
+        if (grown != NULL)
+            changes[n++] = (change_t){.index = CLUSTER_APPEND, .next = v.items[i]};
+        else
+            group_free(v.items[i]);
+    }
+    free(v.items);
+    free(v.loaded);
     if (rc == 0) {
         config_retain(next);
         c->next_cfg = next;

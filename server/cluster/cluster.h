@@ -41,7 +41,8 @@ const frugal_config_t *cluster_config(const cluster_t *c);
 const frugal_config_t *cluster_config_acquire(cluster_t *c);
 
 /* Apply a new config (validated by config_load) to the running cluster in one commit:
- * prices, catalog, ranking, autoprovisioning settings, group bounds, specs (labels,
+ * prices, catalog, ranking, autoprovisioning settings (theoretical groups of newly allowed
+ * shapes are added; autoprovisioned groups stay), group bounds, specs (labels,
  * taints, machine type, zone, spot) and options of configured groups; new groups start
  * at their initial size; groups absent from next are removed when empty. Refused, with
  * nothing changed, when next changes a key that needs a restart (listeners,

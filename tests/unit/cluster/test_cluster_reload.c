@@ -154,6 +154,36 @@ static void test_reload_removes_empty_group(void **state) {
     assert_int_equal(target_of(f->cluster, "pool-a"), 0);
 }
 
+/* Autoprovisioning settings apply at once: a newly allowed machine type gets its
+ * theoretical group, existing autoprovisioned groups stay. */
+static void test_reload_autoprovisioning(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err;
+    assert_int_equal(
+        reload(f, load(f, 5, "0.2", "autoprovisioning: {enabled: true, machine_types: [t4]}\n"),
+               &err),
+        0);
+    cluster_read_lock(f->cluster);
+    size_t before = cluster_groups_count(f->cluster);
+    cluster_read_unlock(f->cluster);
+    assert_int_equal(before, 3);
+    assert_int_equal(reload(f,
+                            load(f, 5, "0.2",
+                                 "autoprovisioning: {enabled: true, machine_types: [t4, "
+                                 "n1-standard-2]}\n"),
+                            &err),
+                     0);
+    cluster_read_lock(f->cluster);
+    size_t theoretical = 0;
+    for (size_t i = 0; i < cluster_groups_count(f->cluster); i++) {
+        const group_t *g = cluster_group_at(f->cluster, i);
+        theoretical += g->autoprovisioned && !g->exists;
+    }
+    assert_int_equal(cluster_groups_count(f->cluster), 4);
+    cluster_read_unlock(f->cluster);
+    assert_int_equal(theoretical, 2);
+}
+
 static void test_state_lock(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
@@ -180,6 +210,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reload_applies, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reload_refusals_change_nothing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reload_removes_empty_group, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reload_autoprovisioning, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_state_lock, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
