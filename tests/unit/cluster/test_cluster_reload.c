@@ -140,8 +140,15 @@ static void test_reload_refusals_change_nothing(void **state) {
 static void test_reload_removes_empty_group(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
-    frugal_config_t *next = load(f, 5, "0.2", "");
-    next->node_groups_count = 1; /* pool-a only; pool-a is empty */
+    char text[512];
+    snprintf(text, sizeof(text),
+             "state_file: %s\n"
+             "machine_types: [{name: t4, cpu: 4, memory: 16Gi, price: 0.2}]\n"
+             "node_groups: [{id: pool-a, machine_type: t4, min_size: 0, max_size: 5}]\n",
+             f->state);
+    frugal_config_t *next = NULL; /* pool-a only; pool-a is empty */
+    char *errors = NULL;
+    assert_int_equal(config_load_string("t.yaml", text, strlen(text), &next, &errors), 0);
     frugal_config_t *keep_a = load(f, 5, "0.2", "");
     /* pool-b has its min_size node: first lower it to 0 and delete the node */
     keep_a->node_groups[1].min_size = 0;
