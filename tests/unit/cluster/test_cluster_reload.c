@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,42 @@ static void test_reload_autoprovisioning(void **state) {
     assert_int_equal(theoretical, 2);
 }
 
+/* Readers take snapshots while reloads swap the config: every snapshot is one whole
+ * config (both of its prices agree), and none is freed under a reader (ASan). */
+static int stop_readers;
+static int torn_reads;
+
+static void *snapshot_reader(void *arg) {
+    cluster_t *c = arg;
+    while (!__atomic_load_n(&stop_readers, __ATOMIC_ACQUIRE)) {
+        const frugal_config_t *cfg = cluster_config_acquire(c);
+        const machine_type_t *t4 = config_find_machine_type(cfg, "t4");
+        if (t4 == NULL || t4->price * 10 != cfg->pricing.cpu)
+            __atomic_fetch_add(&torn_reads, 1, __ATOMIC_RELAXED);
+        config_release(cfg);
+    }
+    return NULL;
+}
+
+static void test_reload_snapshots_whole(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err;
+    static const char *const prices[] = {"0.2", "0.5"};
+    static const char *const cpu[] = {"pricing: {cpu: 2}\n", "pricing: {cpu: 5}\n"};
+    assert_int_equal(reload(f, load(f, 5, prices[0], cpu[0]), &err), 0);
+    stop_readers = 0;
+    torn_reads = 0;
+    pthread_t readers[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&readers[i], NULL, snapshot_reader, f->cluster), 0);
+    for (int i = 1; i <= 50; i++)
+        assert_int_equal(reload(f, load(f, 5, prices[i % 2], cpu[i % 2]), &err), 0);
+    __atomic_store_n(&stop_readers, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 4; i++)
+        pthread_join(readers[i], NULL);
+    assert_int_equal(torn_reads, 0);
+}
+
 static void test_state_lock(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
@@ -218,6 +255,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reload_refusals_change_nothing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reload_removes_empty_group, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reload_autoprovisioning, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reload_snapshots_whole, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_state_lock, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
