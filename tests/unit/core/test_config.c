@@ -796,6 +796,27 @@ static void test_err_listeners(void **state) {
     expect_error("listen:\n  - {tls: {cert: /c, key: /k}}\n",
                  "t.yaml:2:5: listen[0]: missing required key \"address\"");
 
+    /* services: health always; health alone may be plaintext anywhere (probes) */
+    expect_error("listen:\n  - {address: \"unix:/a\", services: [expander, billing]}\n",
+                 "t.yaml:2:47: listen[0].services[1]: unknown service (expected cloudprovider, "
+                 "expander, autoprovisioning or health)");
+    expect_error("listen:\n  - {address: \"unix:/a\", services: []}\n",
+                 "t.yaml:2:36: listen[0].services: at least one service is required");
+    expect_error("listen:\n  - {address: 0.0.0.0:8088, services: [health, expander]}\n",
+                 "t.yaml:2:15: listen[0].address: plaintext listener on non-loopback address "
+                 "\"0.0.0.0:8088\": configure tls or set allow_insecure: true");
+    frugal_config_t *svc = load_ok("listen:\n  - {address: 0.0.0.0:8088, services: [health]}\n"
+                                   "  - {address: \"unix:/b\", services: [expander]}\n"
+                                   "  - {address: \"unix:/c\"}\n");
+    assert_int_equal(svc->listeners[0].services, LISTENER_SERVICE_HEALTH);
+    assert_int_equal(svc->listeners[1].services,
+                     LISTENER_SERVICE_EXPANDER | LISTENER_SERVICE_HEALTH);
+    assert_int_equal(svc->listeners[2].services, LISTENER_SERVICES_ALL);
+    char names[80];
+    config_format_services(svc->listeners[1].services, names, sizeof(names));
+    assert_string_equal(names, "expander, health");
+    config_free(svc);
+
     /* allow_insecure applies wherever it appears in the file */
     frugal_config_t *cfg = load_ok("listen: [{address: 0.0.0.0:8086}]\nallow_insecure: true\n");
     config_free(cfg);
