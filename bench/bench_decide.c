@@ -83,16 +83,17 @@ int main(int argc, char **argv) {
             for (int c = 0; c < calls; c++) {
                 double t0 = now_ms();
                 demand_summary_t d;
-                decide_request_t req = {opts, no, pods, np, 30, NULL, NULL};
+                decide_request_t req = {opts, no, pods, np, 30};
+                decide_demand_t dd = {NULL, NULL};
                 if (s == RANKING_STRATEGY_DEMAND_FIT) {
                     demand_record(mem, pods, lts, np);
                     demand_summarize(mem, &d);
-                    req.pod_lifetimes = lts;
-                    req.demand = &d;
+                    dd.pod_lifetimes = lts;
+                    dd.recent = &d;
                 }
                 decide_result_t r;
                 frugal_err_t err;
-                if (decide_best_options(cfg, &req, &r, &err) != 0)
+                if (decide_best_options_demand(cfg, &req, &dd, &r, &err) != 0)
                     return 1;
                 decide_result_free(&r);
                 ms[c] = now_ms() - t0;

@@ -55,7 +55,6 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
                               ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
-    out->strategy = RANKING_STRATEGY_DEMAND_FIT;
     if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
         return;
     double c = in->node_price * in->node_count;
@@ -76,9 +75,6 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
     out->unfitness = gpu_factor;
     out->suppressed = gpu_factor;
     out->score = score;
-    out->spare_value = in->spare_value;
-    out->use_share = in->use_share;
-    out->gib_per_core = in->gib_per_core;
 }
 
 bool ranking_scores_tie(double a, double b) {
@@ -147,13 +143,23 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     return count;
 }
 
+int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
+                                  size_t size) {
+    return snprintf(buf, size,
+                    "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
+                    "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
+                    f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
+                    f->suppressed, f->ratio, f->score);
+}
+
+int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
+                                    const ranking_input_t *in, char *buf, size_t size) {
+    if (strategy == RANKING_STRATEGY_DEMAND_FIT)
+        return ranking_format_demand_figures(f, in, buf, size);
+    return ranking_format_figures(f, buf, size);
+}
+
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
-    if (f->strategy == RANKING_STRATEGY_DEMAND_FIT)
-        return snprintf(buf, size,
-                        "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
-                        "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
-                        f->node_price, f->pods_price, f->spare_value, f->use_share, f->gib_per_core,
-                        f->suppressed, f->ratio, f->score);
     return snprintf(buf, size,
                     "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
                     f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
@@ -169,12 +175,12 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
         return FRUGAL_EINVAL;
     ranking_figures_t f = {.scored = true};
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
-        f.strategy = RANKING_STRATEGY_DEMAND_FIT;
+        double spare, use, shape;
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
                    "gpu_factor=%lf ratio=%lf score=%lf",
-                   &f.node_price, &f.pods_price, &f.spare_value, &f.use_share, &f.gib_per_core,
-                   &f.suppressed, &f.ratio, &f.score) != 8)
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &f.ratio,
+                   &f.score) != 8)
             return FRUGAL_EINVAL;
         f.unfitness = f.suppressed;
         *out = f;
