@@ -23,6 +23,24 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
     return cfg->preferred_nodes[cfg->preferred_nodes_count - 1].cpu_milli;
 }
 
+/* score = suppressed x ratio (x not_exist_penalty): out is scored when that is a
+ * finite non-negative number, left zeroed otherwise. */
+static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *in, double ratio,
+                            double unfitness, double suppressed, ranking_figures_t *out) {
+    double score = suppressed * ratio;
+    if (!in->exists)
+        score *= cfg->not_exist_penalty;
+    if (!isfinite(score) || score < 0.0)
+        return;
+    out->scored = true;
+    out->node_price = in->node_price;
+    out->pods_price = in->pods_price;
+    out->ratio = ratio;
+    out->unfitness = unfitness;
+    out->suppressed = suppressed;
+    out->score = score;
+}
+
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
@@ -38,18 +56,7 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     double suppressed = in->has_gpu
                             ? cfg->gpu_unfitness
                             : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
-    double score = suppressed * ratio;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
-    if (!isfinite(score) || score < 0.0)
-        return;
-    out->scored = true;
-    out->node_price = in->node_price;
-    out->pods_price = in->pods_price;
-    out->ratio = ratio;
-    out->unfitness = unfitness;
-    out->suppressed = suppressed;
-    out->score = score;
+    ranking__finish(cfg, in, ratio, unfitness, suppressed, out);
 }
 
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
@@ -63,18 +70,7 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
         return;
     double ratio = c / value;
     double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
-    double score = ratio * gpu_factor;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
-    if (!isfinite(score) || score < 0.0)
-        return;
-    out->scored = true;
-    out->node_price = in->node_price;
-    out->pods_price = in->pods_price;
-    out->ratio = ratio;
-    out->unfitness = gpu_factor;
-    out->suppressed = gpu_factor;
-    out->score = score;
+    ranking__finish(cfg, in, ratio, gpu_factor, gpu_factor, out);
 }
 
 bool ranking_scores_tie(double a, double b) {
