@@ -326,8 +326,8 @@ static int plan__rank(plan_t *pl) {
                       .nodes = plan__initial_size(g->cfg)},
         };
     }
-    decide_request_t req = {pl->options,      pl->n_options, pl->requests, pl->n_pending,
-                            pl->cluster_size, NULL,          NULL};
+    decide_request_t req = {pl->options, pl->n_options, pl->requests, pl->n_pending,
+                            pl->cluster_size};
     frugal_err_t err;
     frugal_err_clear(&err);
     if (decide_best_options(cfg, &req, &pl->decision, &err) != 0)

@@ -38,8 +38,8 @@ static decide_skip_t decide__check(const decide_option_t *o) {
 /* GiB per core of the demand the spare room is judged against: the recent pods when
  * frugal remembers enough of them, else the request's own distinct pods; 0 when
  * neither requests cpu (then only spare cpu counts). */
-static double decide__gib_per_core(const decide_request_t *req) {
-    const demand_summary_t *d = req->demand;
+static double decide__gib_per_core(const decide_request_t *req, const decide_demand_t *dd) {
+    const demand_summary_t *d = dd->recent;
     if (d != NULL && d->pods >= DECIDE_DEMAND_MIN_PODS && d->cpu_cores > 0)
         return d->memory_gib / d->cpu_cores;
     double cpu = 0, mem = 0;
@@ -54,7 +54,8 @@ static double decide__gib_per_core(const decide_request_t *req) {
  * after its pods, counted in pods of the demand's shape and priced; the share of it
  * expected to be used. */
 static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_t *req,
-                               const decide_option_t *o, double gib_per_core, ranking_input_t *r) {
+                               const decide_demand_t *dd, const decide_option_t *o,
+                               double gib_per_core, ranking_input_t *r) {
     double cpu = 0, mem = 0, gpu = 0, long_lived = 0;
     for (size_t k = 0; k < o->pods_count; k++) {
         const resources_t *p = &req->pods[o->pods[k]];
@@ -62,7 +63,7 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
         mem += (double)p->memory_bytes / (1024.0 * 1024.0 * 1024.0);
         gpu += (double)p->gpu;
         long_lived +=
-            req->pod_lifetimes == NULL || req->pod_lifetimes[o->pods[k]] != POD_LIFETIME_SHORT;
+            dd->pod_lifetimes == NULL || dd->pod_lifetimes[o->pods[k]] != POD_LIFETIME_SHORT;
     }
     const resources_t *cap = &o->node->capacity;
     double n = (double)o->node_count, pods = o->pods_count > 0 ? (double)o->pods_count : 1.0;
@@ -102,6 +103,14 @@ void decide_result_free(decide_result_t *r) {
 
 int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
                         decide_result_t *out, frugal_err_t *err) {
+    return decide_best_options_demand(cfg, req, NULL, out, err);
+}
+
+int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
+                               const decide_demand_t *demand, decide_result_t *out,
+                               frugal_err_t *err) {
+    decide_demand_t none = {NULL, NULL};
+    const decide_demand_t *dd = demand != NULL ? demand : &none;
     size_t n = req->options_count, m = n > 0 ? n : 1;
     memset(out, 0, sizeof(*out));
     out->skips = calloc(m, sizeof(*out->skips));
@@ -124,7 +133,7 @@ int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
                             : req->cluster_size;
     out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, out->cluster_size);
     bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
-    double gib_per_core = demand_fit ? decide__gib_per_core(req) : 0.0;
+    double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
 
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
@@ -149,7 +158,7 @@ int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
         if (demand_fit)
-            decide__demand_fit(cfg, req, o, gib_per_core, r);
+            decide__demand_fit(cfg, req, dd, o, gib_per_core, r);
     }
     free(pod_prices);
 

@@ -54,11 +54,15 @@ typedef struct decide_request {
     size_t pods_count;
     int64_t cluster_size; /* nodes frugal counts, for the preferred node size (replaced by
                            * ranking.cluster_size when that is a number) */
-    /* demand-fit only; both may be NULL: */
-    const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
-    const demand_summary_t *demand;      /* recent demand; NULL or few pods: the
-                                          * request's own pods give the shape */
 } decide_request_t;
+
+/* What demand-fit reads beyond the request (decide_best_options_demand); both may be
+ * NULL. */
+typedef struct decide_demand {
+    const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
+    const demand_summary_t *recent;      /* recent demand; NULL or few pods: the
+                                          * request's own pods give the shape */
+} decide_demand_t;
 
 /* demand-fit: the share of an option's spare room expected to be used, for a node whose
  * pods stay (long or unknown lifetime) and for one whose pods run to completion (it may
@@ -96,6 +100,12 @@ typedef struct decide_result {
  * arrays (decide_result_free); FRUGAL_ENOMEM leaves *out empty. */
 int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
                         decide_result_t *out, frugal_err_t *err);
+
+/* decide_best_options with what demand-fit reads beyond the request (demand may be
+ * NULL: lifetimes unknown, no recent demand). Other strategies ignore it. */
+int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
+                               const decide_demand_t *demand, decide_result_t *out,
+                               frugal_err_t *err);
 
 void decide_result_free(decide_result_t *r);
 

@@ -23,6 +23,24 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
     return cfg->preferred_nodes[cfg->preferred_nodes_count - 1].cpu_milli;
 }
 
+/* score = suppressed x ratio (x not_exist_penalty): out is scored when that is a
+ * finite non-negative number, left zeroed otherwise. */
+static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *in, double ratio,
+                            double unfitness, double suppressed, ranking_figures_t *out) {
+    double score = suppressed * ratio;
+    if (!in->exists)
+        score *= cfg->not_exist_penalty;
+    if (!isfinite(score) || score < 0.0)
+        return;
+    out->scored = true;
+    out->node_price = in->node_price;
+    out->pods_price = in->pods_price;
+    out->ratio = ratio;
+    out->unfitness = unfitness;
+    out->suppressed = suppressed;
+    out->score = score;
+}
+
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
@@ -38,24 +56,12 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     double suppressed = in->has_gpu
                             ? cfg->gpu_unfitness
                             : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
-    double score = suppressed * ratio;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
-    if (!isfinite(score) || score < 0.0)
-        return;
-    out->scored = true;
-    out->node_price = in->node_price;
-    out->pods_price = in->pods_price;
-    out->ratio = ratio;
-    out->unfitness = unfitness;
-    out->suppressed = suppressed;
-    out->score = score;
+    ranking__finish(cfg, in, ratio, unfitness, suppressed, out);
 }
 
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
                               ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
-    out->strategy = RANKING_STRATEGY_DEMAND_FIT;
     if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
         return;
     double c = in->node_price * in->node_count;
@@ -64,21 +70,7 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
         return;
     double ratio = c / value;
     double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
-    double score = ratio * gpu_factor;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
-    if (!isfinite(score) || score < 0.0)
-        return;
-    out->scored = true;
-    out->node_price = in->node_price;
-    out->pods_price = in->pods_price;
-    out->ratio = ratio;
-    out->unfitness = gpu_factor;
-    out->suppressed = gpu_factor;
-    out->score = score;
-    out->spare_value = in->spare_value;
-    out->use_share = in->use_share;
-    out->gib_per_core = in->gib_per_core;
+    ranking__finish(cfg, in, ratio, gpu_factor, gpu_factor, out);
 }
 
 bool ranking_scores_tie(double a, double b) {
@@ -147,13 +139,23 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     return count;
 }
 
+int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
+                                  size_t size) {
+    return snprintf(buf, size,
+                    "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
+                    "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
+                    f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
+                    f->suppressed, f->ratio, f->score);
+}
+
+int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
+                                    const ranking_input_t *in, char *buf, size_t size) {
+    if (strategy == RANKING_STRATEGY_DEMAND_FIT)
+        return ranking_format_demand_figures(f, in, buf, size);
+    return ranking_format_figures(f, buf, size);
+}
+
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
-    if (f->strategy == RANKING_STRATEGY_DEMAND_FIT)
-        return snprintf(buf, size,
-                        "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
-                        "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
-                        f->node_price, f->pods_price, f->spare_value, f->use_share, f->gib_per_core,
-                        f->suppressed, f->ratio, f->score);
     return snprintf(buf, size,
                     "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
                     f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
@@ -169,12 +171,12 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
         return FRUGAL_EINVAL;
     ranking_figures_t f = {.scored = true};
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
-        f.strategy = RANKING_STRATEGY_DEMAND_FIT;
+        double spare, use, shape;
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
                    "gpu_factor=%lf ratio=%lf score=%lf",
-                   &f.node_price, &f.pods_price, &f.spare_value, &f.use_share, &f.gib_per_core,
-                   &f.suppressed, &f.ratio, &f.score) != 8)
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &f.ratio,
+                   &f.score) != 8)
             return FRUGAL_EINVAL;
         f.unfitness = f.suppressed;
         *out = f;

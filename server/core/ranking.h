@@ -37,19 +37,17 @@ typedef struct ranking_input {
 
 /* Every figure of one option's score, as printed in its debug string. */
 typedef struct ranking_figures {
-    bool scored; /* false when the input was not scorable */
-    ranking_strategy_t strategy;
+    bool scored;       /* false when the input was not scorable */
     double node_price; /* P */
     double pods_price; /* T */
     double ratio;      /* (C + X) / (T + X), C = P x nodeCount */
     double unfitness;  /* max(pref/node, node/pref) in cpu */
     double suppressed; /* unfitness suppressed by node count, or gpu_unfitness */
     double score;      /* suppressed x ratio (x not_exist_penalty) */
-    /* demand-fit: ratio is C / (T + use_share x spare_value), suppressed the GPU factor */
-    double spare_value;
-    double use_share;
-    double gib_per_core;
 } ranking_figures_t;
+/* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
+ * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
+ * gib_per_core are in the option's ranking_input_t. */
 
 /* (unfitness - 1) x (1 - tanh((node_count - 1) / scale)) + 1. */
 double ranking_suppress(double unfitness, int32_t node_count, double scale);
@@ -71,12 +69,12 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
                               ranking_figures_t *out);
 
-/* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of the answer,
- * in request order, to selected[0..n); returns how many. The answer is the options with the lowest
- * score (ties within RANKING_TIE_RELATIVE); among tied options with equal similarity keys only one
- * stays: the group with the fewest nodes now (so zones fill evenly), then the option buying the
- * fewest, then the first received. When no option can be scored every index is selected: never
- * empty for n > 0. */
+/* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of
+ * the answer, in request order, to selected[0..n); returns how many. The answer is the
+ * options with the lowest score (ties within RANKING_TIE_RELATIVE); among tied options
+ * with equal similarity keys only one stays: the group with the fewest nodes now (so
+ * zones fill evenly), then the option buying the fewest, then the first received.
+ * When no option can be scored every index is selected: never empty for n > 0. */
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,
                       size_t *selected);
@@ -84,17 +82,27 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 /* True when a and b tie within RANKING_TIE_RELATIVE. */
 bool ranking_scores_tie(double a, double b);
 
-/* The figures as appended to an option's debug string:
- * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f" under
- * pricing-proposal; "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f
- * use=%f gib_per_core=%f gpu_factor=%f ratio=%f score=%f" under demand-fit.
+/* The figures as appended to an option's debug string under pricing-proposal:
+ * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f".
  * Returns what snprintf returns. */
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
+
+/* The same under demand-fit, with the option's input (in) for the terms of its score:
+ * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
+ * gib_per_core=%f gpu_factor=%f ratio=%f score=%f". */
+int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
+                                  size_t size);
+
+/* ranking_format_figures or ranking_format_demand_figures, as strategy says. */
+int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
+                                    const ranking_input_t *in, char *buf, size_t size);
 
 /* The separator put between the incoming debug string and the figures. */
 #define RANKING_DEBUG_SEPARATOR " | frugal: "
 
-/* Parse the figures (either form) back from a debug string (the last RANKING_DEBUG_SEPARATOR part).
+/* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part);
+ * the demand-fit form fills P, T, ratio, score, and the GPU factor as unfitness and
+ * suppressed.
  * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
 int ranking_parse_figures(const char *debug, ranking_figures_t *out);
 

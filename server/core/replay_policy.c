@@ -172,9 +172,10 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
         demand_record(s->demand, pods, lts, view->pending_count);
         demand_summarize(s->demand, &demand);
     }
-    decide_request_t req = {opts, n, pods, view->pending_count, view->cluster_nodes, lts, &demand};
+    decide_request_t req = {opts, n, pods, view->pending_count, view->cluster_nodes};
+    decide_demand_t dd = {lts, &demand};
     decide_result_t res;
-    if ((rc = decide_best_options(&s->cfg, &req, &res, err)) != 0)
+    if ((rc = decide_best_options_demand(&s->cfg, &req, &dd, &res, err)) != 0)
         goto done;
     *chosen =
         res.selected[res.selected_count > 1 ? replay_rng_below(s->rng, res.selected_count) : 0];

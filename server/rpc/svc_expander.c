@@ -120,7 +120,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     for (size_t i = 0; i < req->pods_count; i++)
         if (req->pods[i].rc == 0)
             pods[i] = req->pods[i].request;
-    decide_request_t dr = {options, n, pods, req->pods_count, 0, NULL, NULL};
+    decide_request_t dr = {options, n, pods, req->pods_count, 0};
+    decide_demand_t dd = {NULL, NULL};
     demand_summary_t demand;
     if (cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
         /* Remember this request's decoded pods, then read the demand they join. */
@@ -140,8 +141,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         free(seen);
         free(seen_lt);
         demand_summarize(&expander__demand, &demand);
-        dr.pod_lifetimes = lifetimes;
-        dr.demand = &demand;
+        dd.pod_lifetimes = lifetimes;
+        dd.recent = &demand;
     }
     int decode_rc = 0;
     if (cluster) {
@@ -167,7 +168,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     if (decode_rc != 0)
         goto done;
 
-    if (decide_best_options(cfg, &dr, &res, err) != 0)
+    if (decide_best_options_demand(cfg, &dr, &dd, &res, err) != 0)
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
@@ -179,7 +180,8 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         for (size_t k = 0; k < res.selected_count; k++) {
             const expander_option_t *o = &req->options[res.selected[k]];
             char figures[256];
-            ranking_format_figures(&res.figures[res.selected[k]], figures, sizeof(figures));
+            ranking_format_strategy_figures(cfg->ranking.strategy, &res.figures[res.selected[k]],
+                                            &res.inputs[res.selected[k]], figures, sizeof(figures));
             size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;
             if (!(debugs[k] = malloc(len))) {
                 frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);

@@ -130,26 +130,26 @@ static void test_demand_fit_shape(void **state) {
     uint32_t refs[] = {0, 0};
     decide_option_t opts[] = {option("std", &std8, refs, 2), option("mem", &mem8, refs, 2),
                               option("cpu", &cpu8, refs, 1)};
-    decide_request_t req = {opts, 3, pods, 1, 0, NULL, NULL};
+    decide_request_t req = {opts, 3, pods, 1, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
     assert_int_equal(r.selected_count, 1);
     assert_int_equal(r.selected[0], 1);
-    assert_int_equal(r.figures[1].strategy, RANKING_STRATEGY_DEMAND_FIT);
     /* The option's shape: 6 GiB per core; mem-8 has 6 cores and 40 GiB left: 6 more
      * pods' worth of room in that shape. */
     assert_true(fabs(r.inputs[1].gib_per_core - 6.0) < 1e-9);
-    assert_true(r.figures[1].spare_value > r.figures[0].spare_value);
+    assert_true(r.inputs[1].spare_value > r.inputs[0].spare_value);
     assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_LONG) < 1e-12);
     char buf[512];
-    ranking_format_figures(&r.figures[1], buf, sizeof(buf));
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
     assert_non_null(strstr(buf, "strategy=demand-fit node_price="));
     char debug[600];
     snprintf(debug, sizeof(debug), "ca%s%s", RANKING_DEBUG_SEPARATOR, buf);
     ranking_figures_t back;
     assert_int_equal(ranking_parse_figures(debug, &back), 0);
-    assert_int_equal(back.strategy, RANKING_STRATEGY_DEMAND_FIT);
+    assert_true(fabs(back.suppressed - 1.0) < 1e-9);
     assert_true(fabs(back.score - r.figures[1].score) < 1e-5);
     decide_result_free(&r);
 
@@ -157,9 +157,8 @@ static void test_demand_fit_shape(void **state) {
      * count their room at DECIDE_USE_SHORT. */
     demand_summary_t d = {.pods = 100, .cpu_cores = 100, .memory_gib = 100, .long_share = 0};
     pod_lifetime_t lts[] = {POD_LIFETIME_SHORT};
-    req.demand = &d;
-    req.pod_lifetimes = lts;
-    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    decide_demand_t dd = {lts, &d};
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_true(fabs(r.inputs[1].gib_per_core - sqrt(6.0)) < 1e-9);
     assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_SHORT) < 1e-12);
     decide_result_free(&r);
@@ -175,7 +174,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("gpu", &gpu, refs, 1), option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0, NULL, NULL};
+    decide_request_t req = {opts, 2, pods, 1, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -209,7 +208,7 @@ static void test_cluster_size(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 1, pods, 1, 0, NULL, NULL};
+    decide_request_t req = {opts, 1, pods, 1, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
