@@ -35,6 +35,10 @@ typedef struct expander__node_cache {
  * static object is zeroed, which is demand_init's state. */
 static demand_memory_t expander__demand;
 
+demand_memory_t *expander_demand_memory(void) {
+    return &expander__demand;
+}
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err);
 
