@@ -192,8 +192,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
                 goto done;
             }
             snprintf(debugs[k], len, "%s%s%s", o->debug, RANKING_DEBUG_SEPARATOR, figures);
-            log_debug("BestOptions: selected \"%s\" x%d (%s): %s", o->group_id, o->node_count,
-                      config_ranking_strategy_name(cfg->ranking.strategy), figures);
+            log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
         }
     }
     rc = expander_response_build(req, res.selected, res.selected_count, (const char *const *)debugs,
