@@ -1862,13 +1862,7 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
                 quantity_format_bytes_limit(ap->max_memory_bytes, d, sizeof(d)));
     }
     const ranking_config_t *r = &cfg->ranking;
-    fprintf(f, "%-18sstrategy %s, cluster size ", "ranking",
-            config_ranking_strategy_name(r->strategy));
-    if (r->cluster_size == RANKING_CLUSTER_SIZE_AUTO)
-        fprintf(f, "auto\n");
-    else
-        fprintf(f, "%" PRId64 "\n", r->cluster_size);
-    fprintf(f, "%-18sdamper cpu %s memory %s; preferred cpu", "",
+    fprintf(f, "%-18sdamper cpu %s memory %s; preferred cpu", "ranking",
             quantity_format_milli(r->damper.cpu_milli, a, sizeof(a)),
             quantity_format_bytes(r->damper.memory_bytes, b, sizeof(b)));
     for (size_t i = 0; i < r->preferred_nodes_count; i++) {
@@ -1882,6 +1876,11 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     }
     fprintf(f, "\n%-18ssuppress_scale %g, gpu_unfitness %g, not_exist_penalty %g\n", "",
             r->suppress_scale, r->gpu_unfitness, r->not_exist_penalty);
+    fprintf(f, "%-18sstrategy %s, cluster size ", "", config_ranking_strategy_name(r->strategy));
+    if (r->cluster_size == RANKING_CLUSTER_SIZE_AUTO)
+        fprintf(f, "auto\n");
+    else
+        fprintf(f, "%" PRId64 "\n", r->cluster_size);
 }
 
 bool config_group_has_options(const group_options_t *o) {

@@ -10,6 +10,7 @@
 #include <grpc/grpc.h>
 
 #include "cluster.h"
+#include "demand.h"
 #include "config.h"
 #include "errors.h"
 #include "status.h"
@@ -42,5 +43,10 @@ extern const service_def_t service_cloudprovider;
 extern const service_def_t service_expander;
 extern const service_def_t service_health;
 extern const service_def_t service_autoprovisioning;
+
+/* The process-wide memory of recent pods the demand-fit ranking reads (demand.h; kept
+ * in svc_expander.c): BestOptions records its pods under demand-fit, and so does
+ * ProposeNodeGroups. Lock-free and bounded. */
+demand_memory_t *expander_demand_memory(void);
 
 #endif

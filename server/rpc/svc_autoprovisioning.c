@@ -530,6 +530,15 @@ static int ap_propose_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request,
             goto out;
         }
     }
+    if (ctx->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
+        /* The pods CA asks proposals for are demand too (lifetime not decoded: unknown). */
+        resources_t *seen = calloc(n ? n : 1, sizeof(*seen));
+        for (size_t i = 0; seen != NULL && i < n; i++)
+            seen[i] = pods[i].request;
+        if (seen != NULL)
+            demand_record(expander_demand_memory(), seen, NULL, n);
+        free(seen);
+    }
     propose_result_t res;
     cluster_read_lock(ctx->cluster);
     propose_params_t params = {ctx->cfg, cluster_node_count(ctx->cluster), group_exists,

@@ -35,6 +35,10 @@ typedef struct expander__node_cache {
  * static object is zeroed, which is demand_init's state. */
 static demand_memory_t expander__demand;
 
+demand_memory_t *expander_demand_memory(void) {
+    return &expander__demand;
+}
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err);
 
@@ -188,8 +192,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
                 goto done;
             }
             snprintf(debugs[k], len, "%s%s%s", o->debug, RANKING_DEBUG_SEPARATOR, figures);
-            log_debug("BestOptions: selected \"%s\" x%d (%s): %s", o->group_id, o->node_count,
-                      config_ranking_strategy_name(cfg->ranking.strategy), figures);
+            log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
         }
     }
     rc = expander_response_build(req, res.selected, res.selected_count, (const char *const *)debugs,

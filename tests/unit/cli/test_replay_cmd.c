@@ -13,11 +13,15 @@
 
 #include "commands.h"
 
-#define RUN(...)                                                                                   \
-    ({                                                                                             \
-        char *argv_[] = {"replay", __VA_ARGS__, NULL};                                             \
-        cmd_replay((int)(sizeof(argv_) / sizeof(argv_[0])) - 1, argv_);                            \
-    })
+/* cmd_replay with argv = {"replay", args..., NULL}. */
+static int run(char **argv) {
+    int argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    return cmd_replay(argc, argv);
+}
+
+#define RUN(...) run((char *[]){"replay", __VA_ARGS__, NULL})
 
 static void test_usage(void **state) {
     (void)state;
