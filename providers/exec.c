@@ -635,9 +635,10 @@ done:
 
 /* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */
 static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
-    static const char *const results[] = {
-        [EXEC_OK] = "ok", [EXEC_NO_RESOURCES] = "no_resources", [EXEC_FAILED] = "failed",
-        [EXEC_TIMEOUT] = "timeout"};
+    static const char *const results[] = {[EXEC_OK] = "ok",
+                                          [EXEC_NO_RESOURCES] = "no_resources",
+                                          [EXEC_FAILED] = "failed",
+                                          [EXEC_TIMEOUT] = "timeout"};
     int64_t t0 = exec__mono_ms();
     exec__run_hook(p, j, timeout_ms);
     const char *verb = exec__verb_name(j->verb);

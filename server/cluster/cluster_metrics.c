@@ -38,8 +38,7 @@ void cluster_metrics_write(cluster_t *c, metrics_buf_t *b) {
                   {INSTANCE_DELETING, "deleting"}};
     const frugal_config_t *cfg = cluster_config(c);
     cluster_read_lock(c);
-    cluster__gauge(c, b, "frugal_node_group_target_size", "Node group target size.",
-                   figure_target);
+    cluster__gauge(c, b, "frugal_node_group_target_size", "Node group target size.", figure_target);
     cluster__gauge(c, b, "frugal_node_group_min_size", "Node group minimum size.", figure_min);
     cluster__gauge(c, b, "frugal_node_group_max_size", "Node group maximum size.", figure_max);
     metrics_buf_family(b, "frugal_instances", "Instances of a node group, by state.", "gauge");

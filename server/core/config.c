@@ -861,9 +861,8 @@ static bool parse_ops_listen(load_ctx_t *ctx, const yaml_tree_node_t *node, cons
         return false;
     const char *address = *(char **)field;
     bool loopback;
-    const char *problem = strncmp(address, "unix:", 5) == 0
-                              ? "the ops endpoint needs HOST:PORT"
-                              : address_problem(address, &loopback);
+    const char *problem = strncmp(address, "unix:", 5) == 0 ? "the ops endpoint needs HOST:PORT"
+                                                            : address_problem(address, &loopback);
     if (problem != NULL)
         ctx_error(ctx, node, path, "invalid address \"%s\": %s", address, problem);
     for (size_t j = 0; problem == NULL && j < ctx->cfg->listeners_count; j++)

@@ -298,7 +298,7 @@ static void metrics__value(metrics_buf_t *b, double value) {
     else if (value == floor(value) && fabs(value) < 9e15)
         metrics_buf_printf(b, " %.0f\n", value);
     else
-        metrics_buf_printf(b, " %.17g\n", value);
+        metrics_buf_printf(b, " %.15g\n", value);
 }
 
 static void metrics__labels(metrics_buf_t *b, const char *const *names, const char *const *values,
@@ -361,6 +361,8 @@ void metrics_write(metrics_buf_t *b) {
         metrics_buf_family(b, f->name, f->help, f->histogram ? "histogram" : "counter");
         for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
              c != NULL; c = c->next) {
+            if (f->histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
+                continue; /* a method never called has no latency to show */
             if (f->histogram)
                 metrics__histogram(b, f, c);
             else

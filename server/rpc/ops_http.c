@@ -81,8 +81,8 @@ static void ops__process_metrics(metrics_buf_t *b) {
         const char *name, *help, *type;
         double value;
     } rows[] = {
-        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-         "counter", (double)(v[13] + v[14]) / ticks},
+        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", "counter",
+         (double)(v[13] + v[14]) / ticks},
         {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
          "gauge", btime + (double)v[21] / ticks},
         {"process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", (double)v[22]},
@@ -172,16 +172,15 @@ static enum MHD_Result ops__text(struct MHD_Connection *conn, unsigned int statu
 }
 
 static enum MHD_Result ops__handle(void *cls, struct MHD_Connection *conn, const char *url,
-                                   const char *method, const char *version,
-                                   const char *upload_data, size_t *upload_data_size,
-                                   void **con_cls) {
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls) {
     ops_http_t *ops = cls;
     (void)version;
     (void)upload_data;
     (void)upload_data_size;
     (void)con_cls;
-    log_fields(LOG_LEVEL_DEBUG, (log_field_t[]){LOG_STR("method", method), LOG_STR("path", url)},
-               2, "ops request");
+    log_fields(LOG_LEVEL_DEBUG, (log_field_t[]){LOG_STR("method", method), LOG_STR("path", url)}, 2,
+               "ops request");
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return ops__text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
     if (strcmp(url, "/healthz") == 0)
@@ -234,7 +233,8 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
         host[hlen - 1] = '\0';
         h = host + 1;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(h, colon + 1, &hints, &ai);
@@ -252,11 +252,10 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     ops->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, ops__handle, ops, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)OPS_MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)OPS_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)OPS_IDLE_TIMEOUT_S, MHD_OPTION_EXTERNAL_LOGGER, ops__mhd_log, NULL,
-        MHD_OPTION_END);
+        flags, 0, NULL, NULL, ops__handle, ops, MHD_OPTION_EXTERNAL_LOGGER, ops__mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)OPS_MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)OPS_CONNECTIONS_MAX,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)OPS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (ops->daemon == NULL) {
         free(ops);

@@ -17,6 +17,7 @@
 #include "decide.h"
 #include "expander_decode.h"
 #include "log.h"
+#include "metrics.h"
 #include "node_info.h"
 #include "ranking.h"
 #include "service.h"
@@ -90,12 +91,78 @@ static void expander__log_skip(const expander_request_t *req, size_t i, decide_s
     }
 }
 
+/* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
+ * frugal_expander_options_unscored_total per reason) and its one info line: the winner
+ * and the runner-up (the best other scored option) with every figure of their scores.
+ * res NULL: the request had no option. */
+static void expander__log_decision(const expander_request_t *req, const decide_result_t *res) {
+    static const char *const reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
+                                          [DECIDE_SKIP_NODE_COUNT] = "node_count",
+                                          [DECIDE_SKIP_BAD_POD] = "bad_pod",
+                                          [DECIDE_SKIP_NO_TEMPLATE] = "no_template",
+                                          [DECIDE_SKIP_NO_CPU] = "no_cpu_capacity"};
+    size_t n = req->options_count;
+    if (res == NULL || !res->any_scored) {
+        for (size_t i = 0; res != NULL && i < n; i++)
+            metrics_count(METRICS_EXPANDER_UNSCORED, reasons[res->skips[i]], NULL, NULL);
+        log_fields(LOG_LEVEL_INFO, (log_field_t[]){LOG_INT("options", n)}, 1,
+                   "BestOptions: no option could be scored, answering every option unchanged");
+        return;
+    }
+    size_t win = res->selected[0];
+    size_t second = n;
+    for (size_t i = 0; i < n; i++) {
+        if (res->skips[i] != DECIDE_SKIP_NONE || !res->figures[i].scored)
+            metrics_count(METRICS_EXPANDER_UNSCORED, reasons[res->skips[i]], NULL, NULL);
+        else if (i != win && (second == n || res->figures[i].score < res->figures[second].score))
+            second = i;
+    }
+    for (size_t k = 0; k < res->selected_count; k++)
+        metrics_count(METRICS_EXPANDER_DECISIONS, req->options[res->selected[k]].group_id, NULL,
+                      NULL);
+    const ranking_figures_t *w = &res->figures[win];
+    const ranking_figures_t *r = second < n ? &res->figures[second] : NULL;
+    const ranking_figures_t none = {0};
+    if (r == NULL)
+        r = &none;
+    log_field_t f[] = {
+        LOG_INT("options", n),
+        LOG_INT("selected", res->selected_count),
+        LOG_STR("node_group", req->options[win].group_id),
+        LOG_INT("nodes", req->options[win].node_count),
+        LOG_NUM("price", w->node_price),
+        LOG_NUM("pods_price", w->pods_price),
+        LOG_NUM("score", w->score),
+        LOG_NUM("ratio", w->ratio),
+        LOG_NUM("unfitness", w->unfitness),
+        LOG_NUM("suppressed_unfitness", w->suppressed),
+        LOG_STR("runner_up", second < n ? req->options[second].group_id : NULL),
+        LOG_INT("runner_up_nodes", second < n ? req->options[second].node_count : 0),
+        LOG_NUM("runner_up_price", r->node_price),
+        LOG_NUM("runner_up_pods_price", r->pods_price),
+        LOG_NUM("runner_up_score", r->score),
+        LOG_NUM("runner_up_ratio", r->ratio),
+        LOG_NUM("runner_up_unfitness", r->unfitness),
+        LOG_NUM("runner_up_suppressed_unfitness", r->suppressed),
+        LOG_NUM("damper_price", res->damper_price),
+        LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli),
+    };
+    /* without a runner-up its figures are left out (text) or null (JSON) */
+    size_t count = sizeof(f) / sizeof(f[0]);
+    if (second == n) {
+        for (size_t i = 10; i < 18; i++)
+            f[i] = LOG_STR(f[i].key, NULL);
+    }
+    log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
+}
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     size_t n = req->options_count;
     int rc = FRUGAL_ENOMEM;
     if (n == 0) {
         log_warn("BestOptions: empty request, answering no option");
+        expander__log_decision(req, NULL);
         return expander_response_build(req, NULL, 0, NULL, out, err);
     }
 
@@ -144,6 +211,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
+    expander__log_decision(req, &res);
     if (!res.any_scored) {
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",
