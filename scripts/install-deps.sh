@@ -3,8 +3,11 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+# libmicrohttpd-dev: the ops endpoint; libssl-dev: certificate expiry metrics;
+# prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-          libyaml-dev libcmocka-dev openssl)
+          libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
+          python3)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -158,12 +158,6 @@ static const char *autoprov__cores(int64_t milli, char *buf, size_t size) {
     return buf;
 }
 
-/* Count a refusal by a resource limit in frugal_resource_limit_refusals_total; returns rc. */
-static int autoprov__refuse(const char *resource, int rc) {
-    metrics_count(METRICS_LIMIT_REFUSALS, resource, NULL, NULL);
-    return rc;
-}
-
 int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                             const char *group_id, const char *machine_type, const resources_t *node,
                             int32_t delta, frugal_err_t *err) {
@@ -172,29 +166,27 @@ int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t
     int64_t cpu = autoprov__sat_add(totals->cpu_milli, add_cpu);
     int64_t mem = autoprov__sat_add(totals->memory_bytes, add_mem);
     char a[32], b[32], c[32], d[32];
-    if (ap->max_cpu_milli != INT64_MAX && add_cpu > 0 && cpu > ap->max_cpu_milli)
-        return autoprov__refuse(
-            "cpu", frugal_err_set(err, FRUGAL_EEXHAUSTED,
-                                  "increase of %s by %d x %s (%s cores) would bring the cluster to "
-                                  "%s cores, over the "
-                                  "max_cpu limit of %s cores (cluster now at %s cores)",
-                                  group_id, (int)delta, machine_type,
-                                  autoprov__cores(add_cpu, a, sizeof(a)),
-                                  autoprov__cores(cpu, b, sizeof(b)),
-                                  autoprov__cores(ap->max_cpu_milli, c, sizeof(c)),
-                                  autoprov__cores(totals->cpu_milli, d, sizeof(d))));
-    if (ap->max_memory_bytes != INT64_MAX && add_mem > 0 && mem > ap->max_memory_bytes)
-        return autoprov__refuse(
-            "memory",
-            frugal_err_set(
-                err, FRUGAL_EEXHAUSTED,
-                "increase of %s by %d x %s (%s memory) would bring the cluster to %s memory, over "
-                "the max_memory limit of %s (cluster now at %s)",
-                group_id, (int)delta, machine_type,
-                quantity_format_bytes_limit(add_mem, a, sizeof(a)),
-                quantity_format_bytes_limit(mem, b, sizeof(b)),
-                quantity_format_bytes_limit(ap->max_memory_bytes, c, sizeof(c)),
-                quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d))));
+    if (ap->max_cpu_milli != INT64_MAX && add_cpu > 0 && cpu > ap->max_cpu_milli) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "cpu", NULL, NULL);
+        return frugal_err_set(
+            err, FRUGAL_EEXHAUSTED,
+            "increase of %s by %d x %s (%s cores) would bring the cluster to %s cores, over the "
+            "max_cpu limit of %s cores (cluster now at %s cores)",
+            group_id, (int)delta, machine_type, autoprov__cores(add_cpu, a, sizeof(a)),
+            autoprov__cores(cpu, b, sizeof(b)), autoprov__cores(ap->max_cpu_milli, c, sizeof(c)),
+            autoprov__cores(totals->cpu_milli, d, sizeof(d)));
+    }
+    if (ap->max_memory_bytes != INT64_MAX && add_mem > 0 && mem > ap->max_memory_bytes) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
+        return frugal_err_set(
+            err, FRUGAL_EEXHAUSTED,
+            "increase of %s by %d x %s (%s memory) would bring the cluster to %s memory, over "
+            "the max_memory limit of %s (cluster now at %s)",
+            group_id, (int)delta, machine_type, quantity_format_bytes_limit(add_mem, a, sizeof(a)),
+            quantity_format_bytes_limit(mem, b, sizeof(b)),
+            quantity_format_bytes_limit(ap->max_memory_bytes, c, sizeof(c)),
+            quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
+    }
     return 0;
 }
 
@@ -206,28 +198,27 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
     int64_t cpu = autoprov__sat_add(totals->cpu_milli, -sub_cpu);
     int64_t mem = autoprov__sat_add(totals->memory_bytes, -sub_mem);
     char a[32], b[32], c[32], d[32];
-    if (sub_cpu > 0 && cpu < ap->min_cpu_milli)
-        return autoprov__refuse(
-            "cpu",
-            frugal_err_set(
-                err, FRUGAL_EPRECOND,
-                "deleting %d x %s (%s cores) of %s would bring the cluster to %s cores, under the "
-                "min_cpu limit of %s cores (cluster now at %s cores)",
-                (int)n, machine_type, autoprov__cores(sub_cpu, a, sizeof(a)), group_id,
-                autoprov__cores(cpu, b, sizeof(b)),
-                autoprov__cores(ap->min_cpu_milli, c, sizeof(c)),
-                autoprov__cores(totals->cpu_milli, d, sizeof(d))));
-    if (sub_mem > 0 && mem < ap->min_memory_bytes)
-        return autoprov__refuse(
-            "memory",
-            frugal_err_set(err, FRUGAL_EPRECOND,
-                           "deleting %d x %s (%s memory) of %s would bring the cluster to %s "
-                           "memory, under the "
-                           "min_memory limit of %s (cluster now at %s)",
-                           (int)n, machine_type, quantity_format_bytes_limit(sub_mem, a, sizeof(a)),
-                           group_id, quantity_format_bytes_limit(mem, b, sizeof(b)),
-                           quantity_format_bytes_limit(ap->min_memory_bytes, c, sizeof(c)),
-                           quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d))));
+    if (sub_cpu > 0 && cpu < ap->min_cpu_milli) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "cpu", NULL, NULL);
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "deleting %d x %s (%s cores) of %s would bring the cluster to %s cores, under the "
+            "min_cpu limit of %s cores (cluster now at %s cores)",
+            (int)n, machine_type, autoprov__cores(sub_cpu, a, sizeof(a)), group_id,
+            autoprov__cores(cpu, b, sizeof(b)), autoprov__cores(ap->min_cpu_milli, c, sizeof(c)),
+            autoprov__cores(totals->cpu_milli, d, sizeof(d)));
+    }
+    if (sub_mem > 0 && mem < ap->min_memory_bytes) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "deleting %d x %s (%s memory) of %s would bring the cluster to %s memory, under the "
+            "min_memory limit of %s (cluster now at %s)",
+            (int)n, machine_type, quantity_format_bytes_limit(sub_mem, a, sizeof(a)), group_id,
+            quantity_format_bytes_limit(mem, b, sizeof(b)),
+            quantity_format_bytes_limit(ap->min_memory_bytes, c, sizeof(c)),
+            quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
+    }
     return 0;
 }
 
