@@ -24,14 +24,20 @@ log_level_t log_get_level(void) {
     return current_level;
 }
 
-int log_parse_level(const char *name, log_level_t *out) {
-    for (int i = 0; i <= LOG_LEVEL_ERROR; i++) {
-        if (strcmp(name, level_names[i]) == 0) {
-            *out = (log_level_t)i;
-            return 0;
-        }
-    }
+/* The index of name in names[0..n), or -1. */
+static int log__lookup(const char *const *names, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
     return -1;
+}
+
+int log_parse_level(const char *name, log_level_t *out) {
+    int i = log__lookup(level_names, LOG_LEVEL_ERROR + 1, name);
+    if (i < 0)
+        return -1;
+    *out = (log_level_t)i;
+    return 0;
 }
 
 void log_set_format(log_format_t format) {
@@ -43,13 +49,11 @@ log_format_t log_get_format(void) {
 }
 
 int log_parse_format(const char *name, log_format_t *out) {
-    for (int i = 0; i <= LOG_FORMAT_JSON; i++) {
-        if (strcmp(name, format_names[i]) == 0) {
-            *out = (log_format_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = log__lookup(format_names, LOG_FORMAT_JSON + 1, name);
+    if (i < 0)
+        return -1;
+    *out = (log_format_t)i;
+    return 0;
 }
 
 int log_init_from_env(void) {

@@ -91,6 +91,33 @@ static void expander__log_skip(const expander_request_t *req, size_t i, decide_s
     }
 }
 
+/* The fields of one option on the decision line, under the given keys. */
+#define EXPANDER__OPTION_FIELDS 8
+static const char *const expander__winner_keys[EXPANDER__OPTION_FIELDS] = {
+    "node_group", "nodes", "price",     "pods_price",
+    "score",      "ratio", "unfitness", "suppressed_unfitness"};
+static const char *const expander__runner_up_keys[EXPANDER__OPTION_FIELDS] = {
+    "runner_up",       "runner_up_nodes", "runner_up_price",     "runner_up_pods_price",
+    "runner_up_score", "runner_up_ratio", "runner_up_unfitness", "runner_up_suppressed_unfitness"};
+
+/* o NULL (no such option): every field without a value. */
+static void expander__option_fields(log_field_t *f, const char *const *keys,
+                                    const expander_option_t *o, const ranking_figures_t *fig) {
+    if (o == NULL) {
+        for (size_t i = 0; i < EXPANDER__OPTION_FIELDS; i++)
+            f[i] = LOG_STR(keys[i], NULL);
+        return;
+    }
+    f[0] = LOG_STR(keys[0], o->group_id);
+    f[1] = LOG_INT(keys[1], o->node_count);
+    f[2] = LOG_NUM(keys[2], fig->node_price);
+    f[3] = LOG_NUM(keys[3], fig->pods_price);
+    f[4] = LOG_NUM(keys[4], fig->score);
+    f[5] = LOG_NUM(keys[5], fig->ratio);
+    f[6] = LOG_NUM(keys[6], fig->unfitness);
+    f[7] = LOG_NUM(keys[7], fig->suppressed);
+}
+
 /* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
  * frugal_expander_options_unscored_total per reason) and its one info line: the winner
  * and the runner-up (the best other scored option) with every figure of their scores.
@@ -120,39 +147,18 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
     for (size_t k = 0; k < res->selected_count; k++)
         metrics_count(METRICS_EXPANDER_DECISIONS, req->options[res->selected[k]].group_id, NULL,
                       NULL);
-    const ranking_figures_t *w = &res->figures[win];
-    const ranking_figures_t *r = second < n ? &res->figures[second] : NULL;
-    const ranking_figures_t none = {0};
-    if (r == NULL)
-        r = &none;
-    log_field_t f[] = {
-        LOG_INT("options", n),
-        LOG_INT("selected", res->selected_count),
-        LOG_STR("node_group", req->options[win].group_id),
-        LOG_INT("nodes", req->options[win].node_count),
-        LOG_NUM("price", w->node_price),
-        LOG_NUM("pods_price", w->pods_price),
-        LOG_NUM("score", w->score),
-        LOG_NUM("ratio", w->ratio),
-        LOG_NUM("unfitness", w->unfitness),
-        LOG_NUM("suppressed_unfitness", w->suppressed),
-        LOG_STR("runner_up", second < n ? req->options[second].group_id : NULL),
-        LOG_INT("runner_up_nodes", second < n ? req->options[second].node_count : 0),
-        LOG_NUM("runner_up_price", r->node_price),
-        LOG_NUM("runner_up_pods_price", r->pods_price),
-        LOG_NUM("runner_up_score", r->score),
-        LOG_NUM("runner_up_ratio", r->ratio),
-        LOG_NUM("runner_up_unfitness", r->unfitness),
-        LOG_NUM("runner_up_suppressed_unfitness", r->suppressed),
-        LOG_NUM("damper_price", res->damper_price),
-        LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli),
-    };
-    /* without a runner-up its figures are left out (text) or null (JSON) */
-    size_t count = sizeof(f) / sizeof(f[0]);
-    if (second == n) {
-        for (size_t i = 10; i < 18; i++)
-            f[i] = LOG_STR(f[i].key, NULL);
-    }
+    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2] = {LOG_INT("options", n),
+                                                          LOG_INT("selected", res->selected_count)};
+    size_t count = 2;
+    expander__option_fields(f + count, expander__winner_keys, &req->options[win],
+                            &res->figures[win]);
+    count += EXPANDER__OPTION_FIELDS;
+    expander__option_fields(f + count, expander__runner_up_keys,
+                            second < n ? &req->options[second] : NULL,
+                            second < n ? &res->figures[second] : NULL);
+    count += EXPANDER__OPTION_FIELDS;
+    f[count++] = LOG_NUM("damper_price", res->damper_price);
+    f[count++] = LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli);
     log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
 }
 
