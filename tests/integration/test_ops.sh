@@ -161,6 +161,9 @@ http /nope
 assert_eq 404 "$CODE" "unknown path"
 http /healthz
 assert_eq 200 "$CODE" "/healthz after bad requests"
+# a client without a certificate fails the mutual TLS handshake: gRPC logs it itself
+run "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --timeout 2000 target-size s2
+assert_eq 1 "$RC" "call without a client certificate refused"
 assert_ok "gRPC still served after bad requests" ctl target-size s2
 assert_eq 2 "$OUT" "target size unchanged"
 
@@ -228,6 +231,8 @@ find(lambda e: e["msg"] == "rpc" and e.get("code") == "NOT_FOUND", "rpc NOT_FOUN
 find(lambda e: e.get("node_group") == "s2" and e.get("delta") == 2 and e.get("code") == "OK"
      and "duration_ms" in e, "increase mutation")
 find(lambda e: e.get("node_group") == "nope" and e.get("code") == "NOT_FOUND", "refused mutation")
+find(lambda e: e.get("source") == "grpc" and e.get("file") and isinstance(e.get("line"), int),
+     "gRPC's own (routed through gpr_set_log_function)")
 decisions = [e for e in events if e["msg"].startswith("BestOptions: chose")
              or e["msg"].startswith("BestOptions: no option could be scored")]
 if len(decisions) != calls:
