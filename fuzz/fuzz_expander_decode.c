@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "expander_decode.h"
 
 #define MAX_SEGS 8

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "pod.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

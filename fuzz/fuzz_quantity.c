@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "quantity.h"
 
 static void check_format_roundtrip(int64_t v, int milli) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "state.h"
 
 static int format_state(const state_t *st, char **out, size_t *len) {

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Install frugal's build and test dependencies on Debian 12 (apt-get update first).
+#   scripts/install-deps.sh        what `scripts/test.sh` needs: compiler, CMake, libraries
+#   scripts/install-deps.sh --ci   also what the CI checks need: clang and its sanitizer
+#                                  runtimes (TSan, libFuzzer), clang-format, valgrind
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -8,6 +11,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
           python3)
+if [ "${1:-}" = "--ci" ]; then
+    PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,11 +2,17 @@
 # Install dependencies, build, and run the whole test suite (unit + integration).
 #   scripts/test.sh             normal build in build/
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#   scripts/test.sh --tsan      ThreadSanitizer build (clang) in build-tsan/: unit and
+#                               integration tests; any report from any process fails
 #   scripts/test.sh --valgrind  Debug build in build-valgrind/: every unit test, then a short
 #                               server smoke (tests/valgrind_smoke.sh), under valgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+case "${1:-}" in
+    "" | --sanitize) bash scripts/install-deps.sh ;;
+    --tsan | --valgrind) bash scripts/install-deps.sh --ci ;; # clang; valgrind
+    *) echo "usage: scripts/test.sh [--sanitize | --tsan | --valgrind]" >&2; exit 2 ;;
+esac
 dir=build
 flags=(-DFRUGAL_WERROR=ON)
 if [ "${1:-}" = "--sanitize" ]; then
@@ -15,25 +21,36 @@ if [ "${1:-}" = "--sanitize" ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+elif [ "${1:-}" = "--tsan" ]; then
+    dir=build-tsan
+    flags+=(-DFRUGAL_TSAN=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    # Reports of every process (unit tests, `frugal serve`, `frugal ctl`) go to files:
+    # the integration tests keep the server's stderr to themselves.
+    rm -rf "$PWD/$dir/tsan-logs"
+    mkdir -p "$PWD/$dir/tsan-logs"
+    export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp:log_path=$PWD/$dir/tsan-logs/tsan:second_deadlock_stack=1:history_size=4"
 elif [ "${1:-}" = "--valgrind" ]; then
     dir=build-valgrind
     flags+=(-DCMAKE_BUILD_TYPE=Debug)
 fi
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
-if [ "$dir" != build-valgrind ]; then
+if [ "$dir" = build-tsan ]; then
+    rc=0
+    ctest --test-dir "$dir" --output-on-failure -j2 || rc=$?
+    if compgen -G "$dir/tsan-logs/tsan.*" >/dev/null; then
+        cat "$dir"/tsan-logs/tsan.* >&2
+        echo "tsan: reports in $dir/tsan-logs/" >&2
+        exit 1
+    fi
+    exit "$rc"
+elif [ "$dir" != build-valgrind ]; then
     ctest --test-dir "$dir" --output-on-failure -j2
     exit 0
 fi
 
 # Valgrind: definite/indirect leaks and every memory error fail; gRPC's still-reachable
 # and possibly-lost blocks at exit do not. Third-party leaks are in tests/valgrind.supp.
-if ! command -v valgrind >/dev/null; then
-    # Only this mode needs it, so install-deps.sh does not carry it.
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq valgrind
-fi
 vg=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
     --show-leak-kinds=definite,indirect --suppressions="$PWD/tests/valgrind.supp" -q)
 failed=()

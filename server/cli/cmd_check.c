@@ -51,6 +51,13 @@ int cmd_check(int argc, char **argv) {
         free(errors);
         return 1;
     }
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        if (config_group_has_options(&cfg->node_groups[i].options)) {
+            char msg[300];
+            config_format_options_warning(cfg->node_groups[i].spec.id, msg, sizeof(msg));
+            fprintf(stderr, "warning: %s\n", msg);
+        }
+    }
     config_print_summary(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -52,6 +52,14 @@ const frugal_config_t *cluster_config(const cluster_t *c) {
     return c->cfg;
 }
 
+const frugal_config_t *cluster_config_acquire(cluster_t *c) {
+    pthread_rwlock_rdlock(&c->lock);
+    const frugal_config_t *cfg = c->cfg;
+    config_retain(cfg);
+    pthread_rwlock_unlock(&c->lock);
+    return cfg;
+}
+
 void cluster_read_lock(cluster_t *c) {
     pthread_rwlock_rdlock(&c->lock);
 }
@@ -227,6 +235,8 @@ int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err
 
     /* Publish: nothing below can fail. */
     pthread_rwlock_wrlock(&c->lock);
+    if (c->next_cfg != NULL) /* a reload: the config changes with the groups */
+        c->cfg = c->next_cfg;
     for (size_t j = 0; j < n; j++) {
         change_t *ch = &changes[j];
         if (ch->index != CLUSTER_APPEND) {
@@ -922,6 +932,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
         cluster__free(c);
         return rc;
     }
+    config_retain(cfg);
     log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
              strmap_count(c->by_instance), c->node_count);
     *out = c;
@@ -946,5 +957,164 @@ void cluster_close(cluster_t *c) {
     frugal_err_t err = {0};
     if (cluster_persist(c, &err) != 0)
         log_error("persisting the state at close failed: %s", err.msg);
+    const frugal_config_t *cfg = c->cfg;
     cluster__free(c);
+    config_release(cfg);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Reload
+ * ---------------------------------------------------------------------------------- */
+
+static bool cluster__str_differs(const char *a, const char *b) {
+    return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
+}
+
+/* The first key of next that differs from cur and needs a restart, NULL when none. */
+static const char *cluster__restart_key(const frugal_config_t *cur, const frugal_config_t *next) {
+    if (cur->listeners_count != next->listeners_count)
+        return "listen";
+    for (size_t i = 0; i < cur->listeners_count; i++) {
+        const listener_config_t *a = &cur->listeners[i], *b = &next->listeners[i];
+        if (cluster__str_differs(a->address, b->address) ||
+            cluster__str_differs(a->tls_cert, b->tls_cert) ||
+            cluster__str_differs(a->tls_key, b->tls_key) ||
+            cluster__str_differs(a->tls_client_ca, b->tls_client_ca) || a->services != b->services)
+            return "listen";
+    }
+    if (cur->allow_insecure != next->allow_insecure)
+        return "allow_insecure";
+    if (cur->max_message_bytes != next->max_message_bytes)
+        return "max_message_bytes";
+    if (cluster__str_differs(cur->state_file, next->state_file))
+        return "state_file";
+    if (cluster__str_differs(cur->ops_listen, next->ops_listen))
+        return "ops_listen";
+    if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
+        cur->boot_seconds != next->boot_seconds ||
+        cluster__str_differs(cur->exec_command, next->exec_command) ||
+        cur->exec_timeout_ms != next->exec_timeout_ms ||
+        cur->exec_parallelism != next->exec_parallelism)
+        return "provider";
+    return NULL;
+}
+
+/* The change a reload makes to the published configured group g (*next NULL: remove
+ * it), or a refusal. */
+static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_config_t *cfg,
+                                 group_t **next, frugal_err_t *err) {
+    *next = NULL;
+    const node_group_config_t *ng = config_find_node_group(cfg, g->spec.id);
+    if (ng == NULL) {
+        if (g->target_size > 0 || g->instances_count > 0 || cluster__provider_busy(c, g))
+            return frugal_err_set(err, FRUGAL_EPRECOND,
+                                  "node group %s still has %zu nodes (target size %d): remove "
+                                  "it from the config only once it is empty",
+                                  g->spec.id, g->instances_count, (int)g->target_size);
+        return 0;
+    }
+    if (ng->managed != g->managed)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s: managed changes only with a restart", g->spec.id);
+    if (g->managed && (g->target_size < ng->min_size || g->target_size > ng->max_size))
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s: target size %d is outside the new bounds [%d, %d]",
+                              g->spec.id, (int)g->target_size, (int)ng->min_size,
+                              (int)ng->max_size);
+    group_t *copy = NULL;
+    int rc = group_dup(g, &copy, err);
+    if (rc != 0)
+        return rc;
+    group_spec_clear(&copy->spec);
+    if (group_spec_copy(&copy->spec, &ng->spec) != 0) {
+        group_free(copy);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    copy->min_size = ng->min_size;
+    copy->max_size = ng->max_size;
+    copy->options = ng->options;
+    if (!g->managed)
+        copy->target_size = ng->size >= 0 ? ng->size : ng->min_size;
+    *next = copy;
+    return 0;
+}
+
+int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
+    pthread_mutex_lock(&c->write_mu);
+    const frugal_config_t *cur = c->cfg;
+    int rc = 0;
+    size_t n = 0;
+    change_t *changes = calloc(c->count + next->node_groups_count + 1, sizeof(*changes));
+    const char *key = cluster__restart_key(cur, next);
+    if (changes == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    else if (key != NULL)
+        rc = frugal_err_set(err, FRUGAL_EPRECOND, "%s changes only with a restart", key);
+    for (size_t i = 0; rc == 0 && i < c->count; i++) {
+        if (c->groups[i]->autoprovisioned)
+            continue; /* they follow the autoprovisioning settings, which apply at once */
+        group_t *g = NULL;
+        if ((rc = cluster__reload_group(c, c->groups[i], next, &g, err)) == 0)
+            changes[n++] = (change_t){.index = i, .next = g};
+    }
+    int64_t now = cluster_now_ms();
+    for (size_t i = 0; rc == 0 && i < next->node_groups_count; i++) {
+        const node_group_config_t *ng = &next->node_groups[i];
+        const group_t *old = cluster_find_group(c, ng->spec.id);
+        if (old != NULL && old->autoprovisioned) {
+            rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                                "node group %s is autoprovisioned: choose another id", ng->spec.id);
+        } else if (old == NULL) {
+            group_t *g = cluster__group_from_config(ng);
+            int32_t initial = ng->size >= 0 ? ng->size : ng->min_size;
+            if (g == NULL)
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            else if (g->managed && initial > 0)
+                rc = c->provider->ops->increase(c->provider, g, initial, now, err);
+            if (g != NULL)
+                cluster__update_empty(g, now);
+            changes[n++] = (change_t){.index = CLUSTER_APPEND, .next = g};
+        }
+    }
+    gvec_t v = {0}; /* every group after the reload (borrowed), then new theoretical ones */
+    for (size_t i = 0; rc == 0 && i < c->count + n; i++) {
+        group_t *g = i < c->count ? c->groups[i] : changes[i - c->count].next;
+        if (g != NULL && cluster__gvec_push(&v, g, true) != 0)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    size_t known = v.count;
+    if (rc == 0)
+        rc = cluster__nap_add_theoretical(next, &v, err);
+    change_t *grown =
+        rc == 0 ? realloc(changes, (n + v.count - known + 1) * sizeof(*changes)) : NULL;
+    if (grown != NULL)
+        changes = grown;
+    else if (rc == 0)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = known; i < v.count; i++) {
+        if (grown != NULL)
+            changes[n++] = (change_t){.index = CLUSTER_APPEND, .next = v.items[i]};
+        else
+            group_free(v.items[i]);
+    }
+    free(v.items);
+    free(v.loaded);
+    if (rc == 0) {
+        config_retain(next);
+        c->next_cfg = next;
+        rc = cluster__commit(c, changes, n, err); /* consumes every next */
+        c->next_cfg = NULL;
+        n = 0;
+        if (rc != 0)
+            config_release(next);
+    } else {
+        cluster__staged_abort(c);
+    }
+    for (size_t i = 0; i < n; i++)
+        group_free(changes[i].next);
+    free(changes);
+    pthread_mutex_unlock(&c->write_mu);
+    if (rc == 0)
+        config_release(cur);
+    return rc;
 }

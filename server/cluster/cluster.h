@@ -24,8 +24,8 @@
 typedef struct cluster cluster_t;
 struct provider;
 
-/* Build the cluster from cfg (which must outlive it) and the provider, then resume from
- * cfg->state_file when it exists: groups absent from the config are reported and
+/* Build the cluster from cfg (it holds a reference until cluster_close) and the provider, then
+ * resume from cfg->state_file when it exists: groups absent from the config are reported and
  * dropped, sizes outside [min, max] are clamped with a warning. */
 int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
                  frugal_err_t *err);
@@ -39,7 +39,24 @@ void cluster_close(cluster_t *c);
 struct metrics_buf;
 void cluster_metrics_write(cluster_t *c, struct metrics_buf *b);
 
+/* The current config; stable while the caller holds the read lock (or is a mutation). */
 const frugal_config_t *cluster_config(const cluster_t *c);
+
+/* The current config with a reference the caller drops with config_release: a reload
+ * may replace the cluster's config meanwhile, this one stays whole. */
+const frugal_config_t *cluster_config_acquire(cluster_t *c);
+
+/* Apply a new config (validated by config_load) to the running cluster in one commit:
+ * prices, catalog, ranking, autoprovisioning settings (theoretical groups of newly allowed
+ * shapes are added; autoprovisioned groups stay), group bounds, specs (labels,
+ * taints, machine type, zone, spot) and options of configured groups; new groups start
+ * at their initial size; groups absent from next are removed when empty. Refused, with
+ * nothing changed, when next changes a key that needs a restart (listeners,
+ * allow_insecure, max_message_bytes, state_file, provider), removes a group that still
+ * has nodes, changes a group's managed flag, or puts a group's target size outside its
+ * new bounds: FRUGAL_EPRECOND naming it. On 0 the cluster holds a reference to next
+ * (the caller keeps its own) and has dropped its reference to the old config. */
+int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err);
 
 /* The lock prefers writers: never take the read lock twice in one thread (a waiting
  * mutation would deadlock it). */

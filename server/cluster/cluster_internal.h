@@ -24,6 +24,7 @@ typedef struct iref {
 
 struct cluster {
     const frugal_config_t *cfg;
+    const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;

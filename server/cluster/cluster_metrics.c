@@ -36,8 +36,8 @@ void cluster_metrics_write(cluster_t *c, metrics_buf_t *b) {
     } states[] = {{INSTANCE_RUNNING, "running"},
                   {INSTANCE_CREATING, "creating"},
                   {INSTANCE_DELETING, "deleting"}};
-    const frugal_config_t *cfg = cluster_config(c);
     cluster_read_lock(c);
+    const frugal_config_t *cfg = cluster_config(c); /* stable under the read lock */
     cluster__gauge(c, b, "frugal_node_group_target_size", "Node group target size.", figure_target);
     cluster__gauge(c, b, "frugal_node_group_min_size", "Node group minimum size.", figure_min);
     cluster__gauge(c, b, "frugal_node_group_max_size", "Node group maximum size.", figure_max);

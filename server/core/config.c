@@ -729,8 +729,47 @@ static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char 
     return true;
 }
 
+/* The names of listen[].services, bit k is LISTENER_SERVICE_* 1 << k. */
+static const char *const names_of_services[] = {"cloudprovider", "expander", "autoprovisioning",
+                                                "health"};
+
+/* services: [cloudprovider, expander, autoprovisioning, health]; absent: all of them. */
+static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                           void *field, const key_spec_t *spec) {
+    unsigned *services = field;
+    if (node == NULL) {
+        *services = LISTENER_SERVICES_ALL;
+        return true;
+    }
+    if (seq_count(node) == 0) {
+        ctx_error(ctx, node, path, "at least one service is required");
+        return false;
+    }
+    *services = LISTENER_SERVICE_HEALTH;
+    char sub[CONFIG_PATH_MAX];
+    for (size_t i = 0; i < node->u.sequence.count; i++) {
+        const yaml_tree_node_t *item = node->u.sequence.items[i];
+        path_index(sub, path, i);
+        size_t k = 0;
+        while (k < TABLE_LEN(names_of_services) &&
+               (item->type != YAML_TREE_SCALAR ||
+                strcmp(item->u.scalar.text, names_of_services[k]) != 0)) {
+            k++;
+        }
+        if (k == TABLE_LEN(names_of_services)) {
+            ctx_error(ctx, item, sub,
+                      "unknown service (expected cloudprovider, expander, autoprovisioning or "
+                      "health)");
+        } else {
+            *services |= 1u << k;
+        }
+    }
+    return true;
+}
+
 static const key_spec_t listener_keys[] = {
     KEY_REQ("address", YAML_TREE_SCALAR, parse_string, listener_config_t, address),
+    KEY("services", YAML_TREE_SEQUENCE, parse_services, listener_config_t, services, NULL),
     /* offset 0: parse_tls fills the listener itself */
     KEY("tls", YAML_TREE_MAPPING, parse_tls, listener_config_t, address, NULL),
 };
@@ -829,7 +868,8 @@ static bool parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, const
             if (problem != NULL) {
                 ctx_error(ctx, an, addr_path, "invalid address \"%s\": %s", l.address, problem);
             } else if (!loopback && yaml_tree_mapping_get(item, "tls") == NULL &&
-                       !cfg->allow_insecure) {
+                       !cfg->allow_insecure && l.services != LISTENER_SERVICE_HEALTH) {
+                /* Health alone tells nothing and changes nothing: probes may have it. */
                 ctx_error(ctx, an, addr_path,
                           "plaintext listener on non-loopback address \"%s\": configure tls "
                           "or set allow_insecure: true",
@@ -1709,10 +1749,16 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     fprintf(f, "%s: OK\n", cfg->path);
     for (size_t i = 0; i < cfg->listeners_count; i++) {
         const listener_config_t *l = &cfg->listeners[i];
-        fprintf(f, "%-18s%s (%s)\n", i == 0 ? "listen" : "", l->address,
+        char services[80] = "";
+        if (l->services != LISTENER_SERVICES_ALL) {
+            config_format_services(l->services, services + 2, sizeof(services) - 2);
+            memcpy(services, "; ", 2);
+        }
+        fprintf(f, "%-18s%s (%s%s)\n", i == 0 ? "listen" : "", l->address,
                 l->tls_cert == NULL        ? "plaintext"
                 : l->tls_client_ca != NULL ? "TLS, client certificates required"
-                                           : "TLS");
+                                           : "TLS",
+                services);
     }
     if (cfg->allow_insecure) {
         fprintf(f, "%-18s%s\n", "allow_insecure", "true");
@@ -1783,4 +1829,39 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     }
     fprintf(f, "\n%-18ssuppress_scale %g, gpu_unfitness %g, not_exist_penalty %g\n", "",
             r->suppress_scale, r->gpu_unfitness, r->not_exist_penalty);
+}
+
+bool config_group_has_options(const group_options_t *o) {
+    return o->has_scale_down_utilization_threshold || o->has_scale_down_gpu_utilization_threshold ||
+           o->has_scale_down_unneeded || o->has_scale_down_unready || o->has_max_node_provision ||
+           o->has_zero_or_max_node_scaling || o->has_ignore_daemonsets_utilization;
+}
+
+void config_format_options_warning(const char *id, char *buf, size_t size) {
+    snprintf(buf, size,
+             "node group \"%s\" overrides options: cluster-autoscaler >= 1.35 will use a node "
+             "startup time of 0 for it (kubernetes/autoscaler#10245)",
+             id);
+}
+
+void config_format_services(unsigned services, char *buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < TABLE_LEN(names_of_services); k++) {
+        if ((services & (1u << k)) != 0 && n < size) {
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "",
+                                  names_of_services[k]);
+        }
+    }
+}
+
+void config_retain(const frugal_config_t *cfg) {
+    __atomic_fetch_add(&((frugal_config_t *)cfg)->extra_refs, 1, __ATOMIC_RELAXED);
+}
+
+void config_release(const frugal_config_t *cfg) {
+    if (cfg != NULL &&
+        __atomic_fetch_sub(&((frugal_config_t *)cfg)->extra_refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        config_free((frugal_config_t *)cfg);
+    }
 }

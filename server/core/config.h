@@ -25,11 +25,21 @@ typedef struct machine_type {
     double spot_price; /* per hour; < 0 when not given (catalog preemptible price) */
 } machine_type_t;
 
+/* The services a listener offers (listen[].services); health is offered on every one. */
+enum {
+    LISTENER_SERVICE_CLOUDPROVIDER = 1u << 0,
+    LISTENER_SERVICE_EXPANDER = 1u << 1,
+    LISTENER_SERVICE_AUTOPROVISIONING = 1u << 2,
+    LISTENER_SERVICE_HEALTH = 1u << 3,
+    LISTENER_SERVICES_ALL = (1u << 4) - 1,
+};
+
 typedef struct listener_config {
     char *address;  /* host:port or unix:PATH */
     char *tls_cert; /* NULL: plaintext */
     char *tls_key;
     char *tls_client_ca; /* NULL: no client certificate required */
+    unsigned services;   /* LISTENER_SERVICE_* bits, health always; default all */
 } listener_config_t;
 
 /* Per-group overrides of CA's autoscaling options; has_* false means "echo CA's default". */
@@ -130,6 +140,7 @@ typedef struct frugal_config {
     size_t node_groups_count;
     autoprov_config_t autoprovisioning;
     ranking_config_t ranking;
+    int extra_refs; /* config_retain'ed holders beyond the first (reload snapshots) */
 } frugal_config_t;
 
 /* Load and validate the file at path. On success *out owns a complete config with
@@ -144,11 +155,28 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
 
 void config_free(frugal_config_t *cfg);
 
+/* Reference counting, so that a reload can replace the config while calls still use the
+ * old one: a loaded config has one holder; config_retain adds one (thread-safe) and
+ * config_release drops one, freeing the config with the last. A sole holder may call
+ * config_free instead. */
+void config_retain(const frugal_config_t *cfg);
+void config_release(const frugal_config_t *cfg);
+
 /* The machine type called name in the effective catalog, NULL when absent. */
 const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const char *name);
 
 /* The configured node group called id, NULL when absent. */
 const node_group_config_t *config_find_node_group(const frugal_config_t *cfg, const char *id);
+
+/* Whether o overrides any of CA's autoscaling options. */
+bool config_group_has_options(const group_options_t *o);
+
+/* Into buf: the warning that CA >= 1.35 uses a node startup time of 0 for group id,
+ * whose options are overridden (kubernetes/autoscaler#10245; docs/wire.md). */
+void config_format_options_warning(const char *id, char *buf, size_t size);
+
+/* "cloudprovider, expander, ..." for LISTENER_SERVICE_* bits, into buf. */
+void config_format_services(unsigned services, char *buf, size_t size);
 
 /* Print the one-screen summary of `frugal check` to f. */
 #include <stdio.h>

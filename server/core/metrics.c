@@ -109,11 +109,15 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
 
 static _Atomic int64_t config_reload_ms;
 
-static char *metrics__join(const metrics_family_t *f, const char *const *v, size_t *len) {
+/* The label values joined by \x1f (each one ended by it) into buf when they fit in
+ * size, else into a new allocation (*heap set). NULL when out of memory. */
+static char *metrics__join(const metrics_family_t *f, const char *const *v, char *buf, size_t size,
+                           size_t *len, bool *heap) {
     size_t n = 0;
     for (size_t i = 0; i < f->labels_count; i++)
         n += strlen(v[i] ? v[i] : "") + 1;
-    char *key = malloc(n + 1);
+    *heap = n >= size;
+    char *key = *heap ? malloc(n + 1) : buf;
     if (key == NULL)
         return NULL;
     size_t at = 0;
@@ -140,14 +144,17 @@ metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, co
         return NULL;
     metrics_family_t *f = &families[id];
     const char *v[METRICS_MAX_LABELS] = {v1, v2, v3};
+    char buf[256];
     size_t len = 0;
-    char *key = metrics__join(f, v, &len);
+    bool heap;
+    char *key = metrics__join(f, v, buf, sizeof(buf), &len, &heap);
     if (key == NULL)
         return NULL;
     metrics_cell_t *head = atomic_load_explicit(&f->head, memory_order_acquire);
     metrics_cell_t *found = metrics__find(head, key);
-    if (found != NULL) {
-        free(key);
+    if (found != NULL || (!heap && (key = strdup(buf)) == NULL)) {
+        if (heap)
+            free(key);
         return found;
     }
     metrics_cell_t *c = calloc(1, sizeof(*c) + len + 1);

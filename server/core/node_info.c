@@ -125,31 +125,31 @@ fail:
     return NULL;
 }
 
-/* Add one resource of a capacity or allocatable map to out. */
+/* Add one resource of a capacity or allocatable map to out. A negative quantity is
+ * refused: a node cannot offer less than nothing. */
 static int node_info__resource(const char *key, const k8s_quantity_t *quantity, resources_t *out,
                                frugal_err_t *err) {
     const char *q = quantity && quantity->string ? quantity->string : "0";
     frugal_err_t qerr = {0};
     int64_t v;
     key = key ? key : "";
-    if (strcmp(key, K8S_RESOURCE_CPU) == 0) {
-        if (quantity_parse_milli(q, &v, &qerr) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity cpu: %s", qerr.msg);
+    bool cpu = strcmp(key, K8S_RESOURCE_CPU) == 0;
+    bool memory = strcmp(key, K8S_RESOURCE_MEMORY) == 0;
+    bool gpu = strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(key, K8S_RESOURCE_AMD_GPU) == 0;
+    if (!cpu && !memory && !gpu)
+        return 0;
+    int rc = cpu ? quantity_parse_milli(q, &v, &qerr) : quantity_parse_value(q, &v, &qerr);
+    if (rc != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key, qerr.msg);
+    if (v < 0)
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "template node capacity %s: negative quantity \"%s\"", key, q);
+    if (cpu)
         out->cpu_milli = v;
-    } else if (strcmp(key, K8S_RESOURCE_MEMORY) == 0) {
-        if (quantity_parse_value(q, &v, &qerr) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity memory: %s",
-                                  qerr.msg);
+    else if (memory)
         out->memory_bytes = v;
-    } else if (strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 ||
-               strcmp(key, K8S_RESOURCE_AMD_GPU) == 0) {
-        if (quantity_parse_value(q, &v, &qerr) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key,
-                                  qerr.msg);
-        if (__builtin_add_overflow(out->gpu, v, &out->gpu))
-            return frugal_err_set(err, FRUGAL_EINVAL,
-                                  "template node capacity: GPU count overflows");
-    }
+    else if (__builtin_add_overflow(out->gpu, v, &out->gpu))
+        return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity: GPU count overflows");
     return 0;
 }
 

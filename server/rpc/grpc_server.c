@@ -60,14 +60,42 @@ static void call_metrics_record(call_metrics_t *m, grpc_status_code status, doub
     metrics_cell_observe(m->seconds, seconds);
 }
 
+/* A call's state passes from the worker that starts an operation to the worker that
+ * gets its completion through gRPC's completion queue, which orders the two. gRPC is
+ * not built with ThreadSanitizer, so under TSan that edge is declared here: released
+ * before each operation is started, acquired when its tag comes back. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#include <sanitizer/tsan_interface.h>
+#define CALL_HANDOFF_RELEASE(cs) __tsan_release(cs)
+#define CALL_HANDOFF_ACQUIRE(cs) __tsan_acquire(cs)
+#endif
+#endif
+#ifndef CALL_HANDOFF_RELEASE
+#define CALL_HANDOFF_RELEASE(cs) ((void)(cs))
+#define CALL_HANDOFF_ACQUIRE(cs) ((void)(cs))
+#endif
+typedef struct endpoint endpoint_t;
+
 /* A registered method: the service's entry plus grpc's handle for it, and its metrics
  * cells, looked up once (per status code on its first use) so a call records with
  * atomic adds only. */
 typedef struct method_entry {
     const service_method_t *method;
     void *handle;
+    endpoint_t *ep;
     call_metrics_t metrics;
 } method_entry_t;
+
+/* One grpc server per distinct listen[].services set: gRPC registers methods per
+ * server, not per port, so listeners offering the same services share one, and a method
+ * a listener does not offer is an unknown path there (UNIMPLEMENTED). */
+struct endpoint {
+    grpc_server *server;
+    unsigned services;
+    method_entry_t *methods; /* a slice of frugal_server.methods */
+    size_t methods_count;
+};
 
 typedef struct worker worker_t;
 
@@ -79,6 +107,7 @@ typedef struct call_state {
     call_phase_t phase;
     worker_t *worker;
     method_entry_t *entry; /* NULL: the generic request for unknown methods */
+    endpoint_t *ep;
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array request_metadata;
@@ -103,7 +132,8 @@ struct worker {
 };
 
 struct frugal_server {
-    grpc_server *server;
+    endpoint_t *endpoints;
+    size_t endpoints_count;
     service_ctx_t *ctx;
     method_entry_t *methods;
     size_t methods_count;
@@ -124,7 +154,7 @@ bool frugal_server_is_stopping(void) {
     return atomic_load(&server_stopping);
 }
 
-static void server__request(worker_t *w, method_entry_t *entry);
+static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry);
 
 static void call_state_free(call_state_t *cs) {
     if (cs->call != NULL)
@@ -180,7 +210,9 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     n++;
 
     cs->phase = CALL_REPLYING;
-    grpc_call_error rc = grpc_call_start_batch(cs->call, ops, n, cs, NULL);
+    grpc_call *call = cs->call;
+    CALL_HANDOFF_RELEASE(cs);
+    grpc_call_error rc = grpc_call_start_batch(call, ops, n, cs, NULL);
     if (rc != GRPC_CALL_OK) {
         log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
         call_state_free(cs);
@@ -224,7 +256,7 @@ static void call_log(const call_state_t *cs, grpc_status_code status, const char
 /* A request completed: re-arm the same method first, then run the handler. */
 static void call_handle_request(call_state_t *cs) {
     worker_t *w = cs->worker;
-    server__request(w, cs->entry);
+    server__request(w, cs->ep, cs->entry);
     cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
     if (cs->payload != NULL)
         cs->payload_bytes = grpc_byte_buffer_length(cs->payload);
@@ -250,9 +282,16 @@ static void call_handle_request(call_state_t *cs) {
         call_reply(cs, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");
         return;
     } else {
-        rc = cs->entry->method->handler(w->server->ctx, cs->payload,
+        /* One config snapshot for the whole call: a reload swaps in a new one for the
+         * calls that start after it, this one keeps its own until it returns. */
+        service_ctx_t ctx = *w->server->ctx;
+        if (ctx.cluster != NULL)
+            ctx.cfg = cluster_config_acquire(ctx.cluster);
+        rc = cs->entry->method->handler(&ctx, cs->payload,
                                         gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC),
                                         &cs->response, &err);
+        if (ctx.cluster != NULL)
+            config_release(ctx.cfg);
     }
     if (rc == 0 && cs->response == NULL)
         rc = frugal_err_set(&err, FRUGAL_EINTERNAL, "handler produced no response");
@@ -262,7 +301,7 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
-static void server__request(worker_t *w, method_entry_t *entry) {
+static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) {
     if (atomic_load(&server_stopping))
         return;
     call_state_t *cs = calloc(1, sizeof(*cs));
@@ -273,17 +312,20 @@ static void server__request(worker_t *w, method_entry_t *entry) {
     cs->phase = CALL_REQUESTED;
     cs->worker = w;
     cs->entry = entry;
+    cs->ep = ep;
     cs->status_details = grpc_empty_slice();
     grpc_metadata_array_init(&cs->request_metadata);
     grpc_call_error rc;
+    if (entry == NULL)
+        grpc_call_details_init(&cs->details);
+    CALL_HANDOFF_RELEASE(cs);
     if (entry != NULL) {
-        rc = grpc_server_request_registered_call(w->server->server, entry->handle, &cs->call,
+        rc = grpc_server_request_registered_call(ep->server, entry->handle, &cs->call,
                                                  &cs->deadline, &cs->request_metadata, &cs->payload,
                                                  w->cq, w->cq, cs);
     } else {
-        grpc_call_details_init(&cs->details);
-        rc = grpc_server_request_call(w->server->server, &cs->call, &cs->details,
-                                      &cs->request_metadata, w->cq, w->cq, cs);
+        rc = grpc_server_request_call(ep->server, &cs->call, &cs->details, &cs->request_metadata,
+                                      w->cq, w->cq, cs);
     }
     if (rc != GRPC_CALL_OK) {
         log_error("requesting a call failed (%d)", (int)rc);
@@ -300,6 +342,7 @@ static void *worker_main(void *arg) {
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         call_state_t *cs = ev.tag;
+        CALL_HANDOFF_ACQUIRE(cs);
         if (cs->phase == CALL_REQUESTED && ev.success) {
             call_handle_request(cs);
         } else {
@@ -327,6 +370,7 @@ static void server__free(frugal_server_t *s) {
     free(s->reloaders);
     for (size_t i = 0; s->methods != NULL && i < s->methods_count; i++)
         free(s->methods[i].metrics.names);
+    free(s->endpoints);
     free(s->methods);
     free(s->workers);
     free(s);
@@ -337,6 +381,43 @@ static size_t worker_count(void) {
     /* At least four, so that slow calls (large BestOptions) leave workers free for the
      * small, frequent ones CA must get within its 5 s timeout. */
     return n < 4 ? 4 : (size_t)n;
+}
+
+/* The endpoint serving exactly the given services, made (server created, methods of the
+ * services it offers registered) when there is none yet. NULL with err set on failure. */
+static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
+                                    const service_def_t *const *defs, size_t defs_count,
+                                    const grpc_channel_args *args, frugal_err_t *err) {
+    for (size_t i = 0; i < s->endpoints_count; i++)
+        if (s->endpoints[i].services == services)
+            return &s->endpoints[i];
+    endpoint_t *ep = &s->endpoints[s->endpoints_count];
+    ep->server = grpc_server_create(args, NULL);
+    if (ep->server == NULL) {
+        frugal_err_set(err, FRUGAL_EINTERNAL, "grpc_server_create failed");
+        return NULL;
+    }
+    s->endpoints_count++;
+    ep->services = services;
+    ep->methods = &s->methods[s->methods_count];
+    for (size_t i = 0; i < defs_count; i++) {
+        if ((defs[i]->listener_service & services) == 0)
+            continue;
+        for (size_t j = 0; j < defs[i]->methods_count; j++) {
+            method_entry_t *e = &ep->methods[ep->methods_count++];
+            s->methods_count++;
+            e->method = &defs[i]->methods[j];
+            e->ep = ep;
+            call_metrics_init(&e->metrics, e->method->path);
+            e->handle = grpc_server_register_method(ep->server, e->method->path, NULL,
+                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+            if (e->handle == NULL) {
+                frugal_err_set(err, FRUGAL_EINTERNAL, "cannot register %s", e->method->path);
+                return NULL;
+            }
+        }
+    }
+    return ep;
 }
 
 int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
@@ -351,78 +432,79 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     unknown_method_metrics.seconds = metrics_cell(METRICS_GRPC_SECONDS, "unknown", "unknown", NULL);
 
     int64_t max_recv = cfg->max_message_bytes > INT_MAX ? INT_MAX : cfg->max_message_bytes;
-    grpc_arg args[2];
+    grpc_arg args[3];
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[0].value.integer = (int)max_recv;
     args[1].type = GRPC_ARG_INTEGER;
     args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[1].value.integer = -1;
-    grpc_channel_args channel_args = {.num_args = 2, .args = args};
-    s->server = grpc_server_create(&channel_args, NULL);
-    if (s->server == NULL) {
-        free(s);
-        return frugal_err_set(err, FRUGAL_EINTERNAL, "grpc_server_create failed");
-    }
+    /* No SO_REUSEPORT: a second server on the same port must fail to bind, not split
+     * the calls with the first (with the state-file lock: one writer). */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = GRPC_ARG_ALLOW_REUSEPORT;
+    args[2].value.integer = 0;
+    grpc_channel_args channel_args = {.num_args = 3, .args = args};
 
     size_t total = 0;
     for (size_t i = 0; i < services_count; i++)
         total += services[i]->methods_count;
-    s->methods = calloc(total ? total : 1, sizeof(*s->methods));
+    size_t listeners = cfg->listeners_count ? cfg->listeners_count : 1;
+    s->methods = calloc(total * listeners, sizeof(*s->methods));
+    s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;
-    s->reloaders = calloc(cfg->listeners_count ? cfg->listeners_count : 1, sizeof(*s->reloaders));
-    if (s->methods == NULL || s->workers == NULL || s->reloaders == NULL) {
+    s->reloaders = calloc(listeners, sizeof(*s->reloaders));
+    if (s->methods == NULL || s->endpoints == NULL || s->workers == NULL || s->reloaders == NULL) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail_server;
-    }
-    for (size_t i = 0; i < services_count; i++) {
-        for (size_t j = 0; j < services[i]->methods_count; j++) {
-            method_entry_t *e = &s->methods[s->methods_count++];
-            e->method = &services[i]->methods[j];
-            call_metrics_init(&e->metrics, e->method->path);
-            e->handle = grpc_server_register_method(s->server, e->method->path, NULL,
-                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
-            if (e->handle == NULL) {
-                frugal_err_set(err, FRUGAL_EINTERNAL, "cannot register %s", e->method->path);
-                goto fail_server;
-            }
-        }
     }
 
     for (size_t i = 0; i < cfg->listeners_count; i++) {
         const listener_config_t *l = &cfg->listeners[i];
+        endpoint_t *ep = server__endpoint(s, l->services | LISTENER_SERVICE_HEALTH, services,
+                                          services_count, &channel_args, err);
+        if (ep == NULL)
+            goto fail_server;
         grpc_server_credentials *creds = listener_credentials(l, &s->reloaders[i], err);
         if (creds == NULL)
             goto fail_server;
-        int port = grpc_server_add_http2_port(s->server, l->address, creds);
+        int port = grpc_server_add_http2_port(ep->server, l->address, creds);
         grpc_server_credentials_release(creds);
         if (port == 0) {
             frugal_err_set(err, FRUGAL_EIO, "cannot listen on %s (address in use or invalid)",
                            l->address);
             goto fail_server;
         }
-        log_info("listening on %s (%s)", l->address,
+        char offered[80];
+        config_format_services(ep->services, offered, sizeof(offered));
+        log_info("listening on %s (%s; %s)", l->address,
                  l->tls_cert == NULL ? "plaintext"
-                                     : (l->tls_client_ca != NULL ? "mutual TLS" : "TLS"));
+                                     : (l->tls_client_ca != NULL ? "mutual TLS" : "TLS"),
+                 offered);
     }
 
     s->cq = grpc_completion_queue_create_for_next(NULL);
-    grpc_server_register_completion_queue(s->server, s->cq, NULL);
+    s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
+    for (size_t e = 0; e < s->endpoints_count; e++) {
+        grpc_server_register_completion_queue(s->endpoints[e].server, s->cq, NULL);
+        grpc_server_register_completion_queue(s->endpoints[e].server, s->shutdown_cq, NULL);
+        grpc_server_start(s->endpoints[e].server);
+    }
     for (size_t i = 0; i < s->workers_count; i++) {
         s->workers[i].server = s;
         s->workers[i].cq = s->cq;
     }
-    s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
-    grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
-    grpc_server_start(s->server);
 
     for (size_t i = 0; i < s->workers_count; i++) {
         worker_t *w = &s->workers[i];
-        for (size_t m = 0; m < s->methods_count; m++)
-            server__request(w, &s->methods[m]);
-        server__request(w, NULL);
+        for (size_t e = 0; e < s->endpoints_count; e++) {
+            endpoint_t *ep = &s->endpoints[e];
+            for (size_t m = 0; m < ep->methods_count; m++)
+                server__request(w, ep, &ep->methods[m]);
+            server__request(w, ep, NULL);
+        }
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             frugal_err_set(err, FRUGAL_EINTERNAL, "cannot start worker thread");
             frugal_server_stop(s, 0);
@@ -434,24 +516,32 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     return 0;
 
 fail_server:
-    grpc_server_destroy(s->server);
+    for (size_t e = 0; s->endpoints != NULL && e < s->endpoints_count; e++)
+        grpc_server_destroy(s->endpoints[e].server);
     server__free(s);
     return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
 }
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     atomic_store(&server_stopping, true);
-    int shutdown_tag;
-    grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, &shutdown_tag);
+    for (size_t e = 0; e < s->endpoints_count; e++)
+        grpc_server_shutdown_and_notify(s->endpoints[e].server, s->shutdown_cq, &s->endpoints[e]);
     gpr_timespec deadline =
         gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
-    grpc_event ev = grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag, deadline, NULL);
-    if (ev.type == GRPC_QUEUE_TIMEOUT) {
-        log_warn("in-flight calls did not finish within %lld ms; cancelling them",
-                 (long long)grace_ms);
-        grpc_server_cancel_all_calls(s->server);
-        grpc_completion_queue_pluck(s->shutdown_cq, &shutdown_tag,
-                                    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    bool cancelled = false;
+    for (size_t e = 0; e < s->endpoints_count; e++) {
+        grpc_event ev = grpc_completion_queue_pluck(
+            s->shutdown_cq, &s->endpoints[e],
+            cancelled ? gpr_inf_future(GPR_CLOCK_MONOTONIC) : deadline, NULL);
+        if (ev.type == GRPC_QUEUE_TIMEOUT) {
+            log_warn("in-flight calls did not finish within %lld ms; cancelling them",
+                     (long long)grace_ms);
+            for (size_t k = 0; k < s->endpoints_count; k++)
+                grpc_server_cancel_all_calls(s->endpoints[k].server);
+            cancelled = true;
+            grpc_completion_queue_pluck(s->shutdown_cq, &s->endpoints[e],
+                                        gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        }
     }
     grpc_completion_queue_shutdown(s->cq);
     for (size_t i = 0; i < s->workers_count; i++) {
@@ -463,7 +553,8 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
         any_started = any_started || s->workers[i].thread_started;
     if (!any_started)
         worker_main(&s->workers[0]); /* drains and frees what was armed */
-    grpc_server_destroy(s->server);
+    for (size_t e = 0; e < s->endpoints_count; e++)
+        grpc_server_destroy(s->endpoints[e].server);
     grpc_completion_queue_destroy(s->cq);
     grpc_completion_queue_shutdown(s->shutdown_cq);
     while (

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 int pem_read_file(const char *path, char **out, frugal_err_t *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
@@ -33,4 +38,35 @@ int pem_read_file(const char *path, char **out, frugal_err_t *err) {
     char *shrunk = realloc(buf, len + 1);
     *out = shrunk != NULL ? shrunk : buf;
     return 0;
+}
+
+/* t as OpenSSL prints it ("Jan  2 03:04:05 2026 GMT") into buf. */
+static void pem__format_time(const ASN1_TIME *t, char *buf, size_t size) {
+    snprintf(buf, size, "?");
+    BIO *out = BIO_new(BIO_s_mem());
+    if (out != NULL && ASN1_TIME_print(out, t) == 1) {
+        int n = BIO_read(out, buf, (int)size - 1);
+        buf[n > 0 ? n : 0] = '\0';
+    }
+    BIO_free(out);
+}
+
+int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) {
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    X509 *cert = bio != NULL ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+    BIO_free(bio);
+    if (cert == NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: no readable PEM certificate", path);
+    int rc = 0;
+    char when[64];
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
+        pem__format_time(X509_get0_notAfter(cert), when, sizeof(when));
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate expired on %s", path, when);
+    } else if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
+        pem__format_time(X509_get0_notBefore(cert), when, sizeof(when));
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate is not valid before %s", path,
+                            when);
+    }
+    X509_free(cert);
+    return rc;
 }

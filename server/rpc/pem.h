@@ -13,4 +13,9 @@
  * PEM_FILE_MAX or empty, FRUGAL_ENOMEM. On error *out is NULL. */
 int pem_read_file(const char *path, char **out, frugal_err_t *err);
 
+/* Check the first certificate of the PEM text read from path: FRUGAL_EINVAL naming path
+ * when there is none or it cannot be parsed, when it has expired (with the date) or is
+ * not valid yet. A server must not start with, or rotate to, such a certificate. */
+int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err);
+
 #endif

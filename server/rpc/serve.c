@@ -1,5 +1,6 @@
-/* `frugal serve -c FILE`: load the config, resume the cluster, serve every service on
- * every listener until SIGTERM/SIGINT, then drain (10 s grace), persist and exit 0. */
+/* `frugal serve -c FILE`: load the config, lock the state file, resume the cluster,
+ * serve each listener's services until SIGTERM/SIGINT, then drain (10 s grace), persist
+ * and exit 0. SIGHUP, or a change of the config file, reloads the config. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -15,12 +16,14 @@
 #include "cluster.h"
 #include "serve.h"
 #include "config.h"
+#include "file_version.h"
 #include "grpc_server.h"
 #include "log.h"
 #include "metrics.h"
 #include "ops_http.h"
 #include "provider.h"
 #include "service.h"
+#include "state_lock.h"
 
 #define SERVE_GRACE_MS 10000
 /* How often instance states advance without a Refresh (boot, deletion, NAP TTL). */
@@ -41,15 +44,82 @@ static void serve_grpc_log(gpr_log_func_args *args) {
     log_fields(level, fields, 3, "%s", args->message);
 }
 
-/* Wait for SIGTERM/SIGINT, ticking the cluster between signals. Returns the signal. */
-static int serve_wait(cluster_t *cluster, const sigset_t *signals) {
+/* The warning of every group of cfg with option overrides that old (NULL at start) did
+ * not have with overrides already: once per such group. */
+static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_t *old) {
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        const node_group_config_t *ng = &cfg->node_groups[i];
+        const node_group_config_t *was =
+            old != NULL ? config_find_node_group(old, ng->spec.id) : NULL;
+        if (!config_group_has_options(&ng->options) ||
+            (was != NULL && config_group_has_options(&was->options)))
+            continue;
+        char msg[300];
+        config_format_options_warning(ng->spec.id, msg, sizeof(msg));
+        log_warn("%s", msg);
+    }
+}
+
+/* A reload took effect. */
+static void serve__reload_applied(const frugal_config_t *cfg, const char *why) {
+    metrics_config_reloaded((double)time(NULL));
+    log_info("config %s reloaded (%s): %zu node groups", cfg->path, why, cfg->node_groups_count);
+}
+
+/* Re-read, validate and apply the config at path. On any error the running config stays
+ * and every problem is logged (one FILE:LINE:COL line each). */
+static void serve__reload(cluster_t *cluster, const char *path, const char *why) {
+    frugal_config_t *next = NULL;
+    char *errors = NULL;
+    if (config_load(path, &next, &errors) != 0) {
+        log_error("config reload (%s) refused, keeping the running config:", why);
+        for (char *line = errors, *end; line != NULL && *line != '\0'; line = end + 1) {
+            end = strchr(line, '\n');
+            if (end == NULL)
+                end = line + strlen(line) - 1;
+            log_error("%.*s", (int)(end - line + (*end != '\n')), line);
+        }
+        free(errors);
+        return;
+    }
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    const frugal_config_t *old = cluster_config_acquire(cluster);
+    if (cluster_reload(cluster, next, &err) != 0) {
+        log_error("config reload (%s) refused, keeping the running config: %s: %s", why, path,
+                  err.msg);
+    } else {
+        serve__warn_options(next, old);
+        serve__reload_applied(next, why);
+    }
+    config_release(old);
+    config_release(next); /* the cluster holds its own reference on success */
+}
+
+/* Wait for SIGTERM/SIGINT, ticking the cluster between signals and reloading the config
+ * on SIGHUP or when its file changes. Returns the stop signal. */
+static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *signals) {
+    /* A ConfigMap update swaps a symlink, an edit changes the size or the mtime. */
+    file_version_t seen;
+    file_version_of(path, &seen);
     for (;;) {
         struct timespec tick = {SERVE_TICK_MS / 1000, (SERVE_TICK_MS % 1000) * 1000000L};
         int sig = sigtimedwait(signals, NULL, &tick);
+        if (sig == SIGHUP) {
+            file_version_of(path, &seen);
+            serve__reload(cluster, path, "SIGHUP");
+            continue;
+        }
         if (sig > 0)
             return sig;
         if (errno != EAGAIN && errno != EINTR)
             return -1;
+        file_version_t now;
+        file_version_of(path, &now);
+        if (!file_version_equal(&seen, &now)) {
+            seen = now;
+            serve__reload(cluster, path, "file changed");
+        }
         frugal_err_t err;
         frugal_err_clear(&err);
         if (cluster_refresh(cluster, &err) != 0)
@@ -108,6 +178,7 @@ int cmd_serve(int argc, char **argv) {
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -122,6 +193,14 @@ int cmd_serve(int argc, char **argv) {
     int status = 1;
     frugal_err_t err;
     frugal_err_clear(&err);
+    /* One writer per state file, before anything is bound or read. */
+    int lock_fd = -1;
+    if (cfg->state_file != NULL && state_lock_acquire(cfg->state_file, &lock_fd, &err) != 0) {
+        fprintf(stderr, "frugal serve: %s\n", err.msg);
+        config_free(cfg);
+        return 1;
+    }
+    serve__warn_options(cfg, NULL);
     provider_t *provider = NULL;
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
@@ -145,7 +224,7 @@ int cmd_serve(int argc, char **argv) {
     log_info("frugal %s serving (%zu listener(s), state %s)", FRUGAL_VERSION, cfg->listeners_count,
              cfg->state_file != NULL ? cfg->state_file : "in memory");
 
-    int sig = serve_wait(cluster, &signals);
+    int sig = serve_wait(cluster, path, &signals);
     log_info("received %s: draining (grace %d s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
              SERVE_GRACE_MS / 1000);
     frugal_server_stop(server, SERVE_GRACE_MS);
@@ -165,6 +244,7 @@ fail_provider:
     if (status != 0 && err.msg[0] != '\0')
         log_error("%s", err.msg);
     grpc_shutdown_blocking(); /* everything torn down before exit, for leak checkers too */
-    config_free(cfg);
+    config_release(cfg);
+    state_lock_release(lock_fd);
     return status;
 }

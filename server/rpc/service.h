@@ -35,6 +35,7 @@ typedef struct service_def {
     const char *name; /* full service name, for the health service */
     const service_method_t *methods;
     size_t methods_count;
+    unsigned listener_service; /* its LISTENER_SERVICE_* bit (listen[].services) */
 } service_def_t;
 
 extern const service_def_t service_cloudprovider;

@@ -560,4 +560,5 @@ static const service_method_t autoprovisioning_methods[] = {
 
 const service_def_t service_autoprovisioning = {
     WIRE_SERVICE_AUTOPROVISIONING, autoprovisioning_methods,
-    sizeof(autoprovisioning_methods) / sizeof(autoprovisioning_methods[0])};
+    sizeof(autoprovisioning_methods) / sizeof(autoprovisioning_methods[0]),
+    LISTENER_SERVICE_AUTOPROVISIONING};

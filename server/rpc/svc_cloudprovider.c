@@ -594,6 +594,12 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     const group_t *g = find_visible_group(ctx->cluster, req->id);
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
+    else if (!config_group_has_options(&g->options))
+        /* Only UNIMPLEMENTED makes CA >= 1.35 apply all of its own defaults, including the
+         * MaxNodeStartupTime the protocol cannot carry (docs/wire.md). */
+        rc =
+            frugal_err_set(err, FRUGAL_EUNIMPL,
+                           "node group \"%s\" has no option overrides: use your defaults", req->id);
     else
         o = g->options;
     cluster_read_unlock(ctx->cluster);
@@ -665,4 +671,5 @@ static const service_method_t cloudprovider_methods[] = {
 
 const service_def_t service_cloudprovider = {WIRE_SERVICE_CLOUDPROVIDER, cloudprovider_methods,
                                              sizeof(cloudprovider_methods) /
-                                                 sizeof(cloudprovider_methods[0])};
+                                                 sizeof(cloudprovider_methods[0]),
+                                             LISTENER_SERVICE_CLOUDPROVIDER};

@@ -391,4 +391,5 @@ static const service_method_t expander_methods[] = {
 };
 
 const service_def_t service_expander = {WIRE_SERVICE_EXPANDER, expander_methods,
-                                        sizeof(expander_methods) / sizeof(*expander_methods)};
+                                        sizeof(expander_methods) / sizeof(*expander_methods),
+                                        LISTENER_SERVICE_EXPANDER};

@@ -45,4 +45,5 @@ static const service_method_t health_methods[] = {
 };
 
 const service_def_t service_health = {WIRE_SERVICE_HEALTH, health_methods,
-                                      sizeof(health_methods) / sizeof(health_methods[0])};
+                                      sizeof(health_methods) / sizeof(health_methods[0]),
+                                      LISTENER_SERVICE_HEALTH};

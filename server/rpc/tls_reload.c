@@ -6,17 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "file_version.h"
 #include "log.h"
 #include "pem.h"
-
-/* What identifies one version of a file: replacing it (rename, or a Secret's symlink
- * swap) changes the inode, rewriting it changes the size or the mtime. */
-typedef struct file_version {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-} file_version_t;
 
 enum { TLS_CERT, TLS_KEY, TLS_CA, TLS_FILES };
 
@@ -26,23 +18,6 @@ struct tls_reloader {
     bool have_loaded;
     pthread_mutex_t mu; /* handshakes may run on several threads */
 };
-
-static int file_version_of(const char *path, file_version_t *v) {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    memset(v, 0, sizeof(*v));
-    v->dev = st.st_dev;
-    v->ino = st.st_ino;
-    v->size = st.st_size;
-    v->mtime = st.st_mtim;
-    return 0;
-}
-
-static bool file_version_equal(const file_version_t *a, const file_version_t *b) {
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
-}
 
 /* Read every file of r into a new certificate config. */
 static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_config **out,
@@ -57,6 +32,8 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
         else
             rc = pem_read_file(r->paths[i], &pem[i], err);
     }
+    if (rc == 0)
+        rc = pem_check_certificate(r->paths[TLS_CERT], pem[TLS_CERT], err);
     if (rc == 0) {
         grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
                                            .cert_chain = pem[TLS_CERT]};

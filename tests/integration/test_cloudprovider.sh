@@ -195,10 +195,10 @@ assert_eq 20m0s "$(yaml_value scaleDownUnreadyTime "$opts")" "legacy unready = d
 assert_eq 20m0s "$(yaml_value scaleDownUnreadyDuration "$opts")" "current unready = default echoed"
 assert_eq 0.5 "$(yaml_value scaleDownUtilizationThreshold "$opts")" "utilization echoed"
 assert_eq 0.5 "$(yaml_value scaleDownGpuUtilizationThreshold "$opts")" "gpu utilization echoed"
-assert_ok "options pool-b" ctl -o yaml options pool-b --defaults-max-provision 25m
-assert_eq 25m0s "$(yaml_value maxNodeProvisionTime)" "legacy max provision = caller default"
-assert_eq 25m0s "$(yaml_value maxNodeProvisionDuration)" "current max provision = caller default"
-assert_ok "options pool-b without defaults" ctl -o yaml options pool-b --no-defaults
+# pool-b overrides nothing: UNIMPLEMENTED, so CA >= 1.35 keeps all of its own defaults.
+assert_status UNIMPLEMENTED "options of a group without overrides" ctl options pool-b --defaults-max-provision 25m
+assert_match 'pool-b' "$ERR" "the refusal names the group"
+assert_ok "options pool-a without defaults" ctl -o yaml options pool-a --no-defaults
 for f in scaleDownUnneededTime scaleDownUnreadyTime maxNodeProvisionTime \
     scaleDownUnneededDuration scaleDownUnreadyDuration maxNodeProvisionDuration; do
     assert_no_match '^(unset|0s|-.*)$' "$(yaml_value $f)" "$f filled and positive without defaults"

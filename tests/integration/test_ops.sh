@@ -201,6 +201,28 @@ assert_eq 1 "$UP" "Prometheus target up"
 kill -TERM "$PROM_PID" 2>/dev/null
 wait "$PROM_PID" 2>/dev/null
 
+log "the reload timestamp moves on a good reload only"
+reload_ts() {
+    curl -s --max-time 5 "$URL/metrics" | sed -n 's/^frugal_config_last_reload_success_timestamp_seconds //p'
+}
+T1=$(reload_ts)
+sleep 1.1
+kill -HUP "$SERVER_PID"
+T2=$T1
+for _ in $(seq 1 50); do
+    T2=$(reload_ts)
+    [ "$T2" != "$T1" ] && break
+    sleep 0.1
+done
+assert_match '^[0-9]+' "$T2" "reload timestamp after SIGHUP"
+[ "$T2" != "$T1" ] && pass || fail "reload timestamp did not move on a good reload ($T1)"
+cp "$TMP/frugal.yaml" "$TMP/frugal.good"
+echo "bogus_key: 1" >>"$TMP/frugal.yaml"
+kill -HUP "$SERVER_PID"
+sleep 1.5
+assert_eq "$T2" "$(reload_ts)" "reload timestamp after a refused reload"
+cp "$TMP/frugal.good" "$TMP/frugal.yaml"
+
 stop_server
 
 log "the JSON log parses line by line, with call fields and decision lines"

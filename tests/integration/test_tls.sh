@@ -116,6 +116,46 @@ assert_ok "a broken rotation keeps the last good certificate" ctl --tls-ca "$PKI
     --tls-cert "$PKI/client.crt" --tls-key "$PKI/client.key" health
 stop_server
 
+log "an unreadable or expired certificate: a clear error at start, the last good one kept on rotation"
+# expired: signed by ca, valid only on 2020-01-01
+mkdir -p "$PKI/ca-db" && : >"$PKI/ca-db/index.txt" && echo 01 >"$PKI/ca-db/serial"
+printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s/index.txt\nserial=%s/serial\nnew_certs_dir=%s\npolicy=p\ndefault_md=sha256\n[p]\ncommonName=supplied\n' \
+    "$PKI/ca-db" "$PKI/ca-db" "$PKI/ca-db" >"$PKI/ca-db/ca.cnf"
+openssl req -newkey rsa:2048 -nodes -subj "/CN=expired" -keyout "$PKI/expired.key" -out "$PKI/expired.csr" >/dev/null 2>&1
+openssl ca -batch -config "$PKI/ca-db/ca.cnf" -cert "$PKI/ca.crt" -keyfile "$PKI/ca.key" -in "$PKI/expired.csr" \
+    -out "$PKI/expired.crt" -startdate 20200101000000Z -enddate 20200102000000Z -notext >/dev/null 2>&1 ||
+    fatal "openssl: expired certificate"
+BAD_PORT=$(free_port)
+# bad_config CERT KEY: a TLS listener with these files.
+bad_config() {
+    printf 'listen:\n  - address: 127.0.0.1:%s\n    tls: {cert: %s, key: %s}\nnode_groups:\n  - {id: pool-a, machine_type: n1-standard-2, max_size: 3}\n' \
+        "$BAD_PORT" "$1" "$2" >"$TMP/bad-tls.yaml"
+}
+bad_config "$PKI/expired.crt" "$PKI/expired.key"
+run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
+assert_eq 1 "$RC" "serve refuses an expired certificate"
+assert_match "$PKI/expired.crt: the certificate expired on Jan  2 00:00:00 2020 GMT" "$ERR" "the error names the file and the date"
+bad_config "$PKI/missing.crt" "$PKI/server.key"
+run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
+assert_eq 1 "$RC" "serve refuses a missing certificate"
+assert_match "$PKI/missing.crt" "$ERR" "the error names the missing file"
+bad_config "$PKI" "$PKI/server.key"
+run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
+assert_eq 1 "$RC" "serve refuses an unreadable certificate (a directory)"
+assert_match "cannot (read|stat|open) $PKI" "$ERR" "the error names the unreadable file"
+cp "$PKI/server2.crt" "$PKI/live.crt" && cp "$PKI/server2.key" "$PKI/live.key" # server.crt was emptied above
+bad_config "$PKI/live.crt" "$PKI/live.key"
+ADDR="127.0.0.1:$BAD_PORT"
+CTL_OPTS=(--tls-ca "$PKI/ca2.crt" --timeout 3000)
+start_server "$TMP/bad-tls.yaml"
+assert_ok "increase before the bad rotation" ctl increase pool-a 1
+cp "$PKI/expired.key" "$PKI/live.key.new" && mv "$PKI/live.key.new" "$PKI/live.key"
+cp "$PKI/expired.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.crt"
+assert_ok "a rotation to an expired certificate keeps the last good one" ctl health
+assert_eq 1 "$(target_size pool-a)" "and the server's data"
+assert_match "TLS reload failed, keeping the current certificate: .*expired" "$(cat "$SERVER_LOG")" "the refusal is logged"
+stop_server
+
 log "plaintext on a non-loopback address"
 INSECURE_PORT=$(free_port)
 cat >"$TMP/insecure.yaml" <<EOF

@@ -1,4 +1,4 @@
-/* Unit tests of server/pod_spec.c: a packed pod decodes to the requested resources,
+/* Unit tests of server/cli/pod_spec.c: a packed pod decodes to the requested resources,
  * its namespace, name, node selector and tolerations; a malformed quantity is
  * rejected with its field named and nothing returned. */
 #include <setjmp.h>
@@ -121,6 +121,12 @@ static void test_memory_whole_units(void **state) {
     (void)state;
     pod_spec_t spec = {.cpu = "1", .memory = "7Ei"};
     k8s_pod_t *pod = roundtrip(&spec);
+    resources_t r;
+    frugal_err_t err = {0};
+    assert_int_equal(pod_effective_request(pod, &r, &err), 0);
+    assert_int_equal(r.cpu_milli, 1000);
+    assert_int_equal(r.memory_bytes, 7LL << 60); /* 8070450532247928832 bytes */
+    assert_int_equal(r.gpu, 0);
     k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
 }
 

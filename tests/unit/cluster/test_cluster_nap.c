@@ -1,8 +1,8 @@
-/* Unit tests of node auto-provisioning on the cluster (server/cluster_nap.c and the NAP
- * section of server/cluster.c): theoretical groups at open, creation by the first
- * increase, the limit example on live groups, max_node_groups, the min limit on
- * DeleteNodes, NewNodeGroup/Create/Delete, persistence, and the empty-group TTL driven
- * by a fake clock. Real config, simulated provider, a state file in a temp dir. */
+/* Unit tests of node auto-provisioning on the cluster (server/cluster/cluster_nap.c): theoretical
+ * groups at open, creation by the first increase, the limit example on live groups,
+ * max_node_groups, the min limit on DeleteNodes, NewNodeGroup/Create/Delete, persistence, and the
+ * empty-group TTL driven by a fake clock. Real config, simulated provider, a state file in a temp
+ * dir. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests of server/autoprov.c: ids of autoprovisioned groups, the cluster-wide
+/* Unit tests of server/core/autoprov.c: ids of autoprovisioned groups, the cluster-wide
  * limit arithmetic (the design's limit example, exactly), and name validation. */
 #include <setjmp.h>
 #include <stdarg.h>

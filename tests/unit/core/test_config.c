@@ -1,4 +1,4 @@
-/* Unit tests of server/config.c and server/yaml_tree.c: defaults of an empty and of a
+/* Unit tests of server/core/config.c and server/core/yaml_tree.c: defaults of an empty and of a
  * minimal config, the full reference example, overrides, and one test per error class
  * asserting the exact `FILE:LINE:COL: path: message` line. */
 #include <setjmp.h>
@@ -795,6 +795,27 @@ static void test_err_listeners(void **state) {
                  "t.yaml:3:14: listen[1].address: duplicate listener address \"unix:/a\"");
     expect_error("listen:\n  - {tls: {cert: /c, key: /k}}\n",
                  "t.yaml:2:5: listen[0]: missing required key \"address\"");
+
+    /* services: health always; health alone may be plaintext anywhere (probes) */
+    expect_error("listen:\n  - {address: \"unix:/a\", services: [expander, billing]}\n",
+                 "t.yaml:2:47: listen[0].services[1]: unknown service (expected cloudprovider, "
+                 "expander, autoprovisioning or health)");
+    expect_error("listen:\n  - {address: \"unix:/a\", services: []}\n",
+                 "t.yaml:2:36: listen[0].services: at least one service is required");
+    expect_error("listen:\n  - {address: 0.0.0.0:8088, services: [health, expander]}\n",
+                 "t.yaml:2:15: listen[0].address: plaintext listener on non-loopback address "
+                 "\"0.0.0.0:8088\": configure tls or set allow_insecure: true");
+    frugal_config_t *svc = load_ok("listen:\n  - {address: 0.0.0.0:8088, services: [health]}\n"
+                                   "  - {address: \"unix:/b\", services: [expander]}\n"
+                                   "  - {address: \"unix:/c\"}\n");
+    assert_int_equal(svc->listeners[0].services, LISTENER_SERVICE_HEALTH);
+    assert_int_equal(svc->listeners[1].services,
+                     LISTENER_SERVICE_EXPANDER | LISTENER_SERVICE_HEALTH);
+    assert_int_equal(svc->listeners[2].services, LISTENER_SERVICES_ALL);
+    char names[80];
+    config_format_services(svc->listeners[1].services, names, sizeof(names));
+    assert_string_equal(names, "expander, health");
+    config_free(svc);
 
     /* allow_insecure applies wherever it appears in the file */
     frugal_config_t *cfg = load_ok("listen: [{address: 0.0.0.0:8086}]\nallow_insecure: true\n");

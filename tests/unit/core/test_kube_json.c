@@ -1,4 +1,4 @@
-/* Unit tests of server/kube_json.c: kubectl's JSON (and YAML) pod and node lists into
+/* Unit tests of server/core/kube_json.c: kubectl's JSON (and YAML) pod and node lists into
  * the generated structs, fed on to pod_effective_request and propose_pod_from_k8s;
  * quantities as strings or numbers; empty objects, arrays and nulls; compact JSON;
  * duplicate keys (the last wins);

@@ -1,4 +1,4 @@
-/* Unit tests of template node decoding (server/node_info.c). */
+/* Unit tests of template node decoding (server/core/node_info.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -298,6 +298,20 @@ static void test_invalid(void **state) {
     assert_int_equal(node_info_decode(buf, len, &info, &err), FRUGAL_EINVAL);
     assert_non_null(strstr(err.msg, "cpu"));
     free(buf);
+
+    /* A negative capacity is refused, naming the resource and the quantity. */
+    static const char *const negative[][4] = {{"cpu", "-4", "memory", "1Gi"},
+                                              {"cpu", "4", "memory", "-1Gi"},
+                                              {"cpu", "4", "nvidia.com/gpu", "-1"}};
+    for (size_t i = 0; i < 3; i++) {
+        const char *caps[] = {negative[i][0], negative[i][1], negative[i][2], negative[i][3], NULL};
+        node_desc_t nd = {"n", NULL, caps, NULL, NULL};
+        buf = node_pack(&nd, &len);
+        assert_int_equal(node_info_decode(buf, len, &info, &err), FRUGAL_EINVAL);
+        assert_non_null(strstr(err.msg, "negative quantity"));
+        assert_non_null(strstr(err.msg, i == 0 ? "cpu" : i == 1 ? "memory" : "nvidia.com/gpu"));
+        free(buf);
+    }
 
     /* An empty message is a node without anything: decodable, no cpu. */
     static const uint8_t empty[1];

@@ -1,4 +1,4 @@
-/* Unit tests of server/pod.c: effective requests with containers, init containers,
+/* Unit tests of server/core/pod.c: effective requests with containers, init containers,
  * sidecars (in declaration order), overhead, pod-level resources, limits-only
  * containers, GPUs and malformed quantities. Pods are built with the generated
  * structs, packed, and decoded again through pod_decode_request. */

@@ -1,4 +1,4 @@
-/* Unit tests of server/pricing.c: linear prices, configured and catalog machine prices,
+/* Unit tests of server/core/pricing.c: linear prices, configured and catalog machine prices,
  * GPU pricing, spot prices, group prices and machine capacity. Configs are built by hand. */
 #include <math.h>
 #include <setjmp.h>

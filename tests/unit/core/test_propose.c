@@ -1,4 +1,4 @@
-/* Unit tests of server/propose.c, the label-set algorithm of ProposeNodeGroups: the
+/* Unit tests of server/core/propose.c, the label-set algorithm of ProposeNodeGroups: the
  * design's scenarios TC1-TC6 at the pure level, plus popularity folding, well-known
  * labels, node counts, ordering and the pod decoder. Pods are built as real v1.Pod
  * messages, packed and decoded, as the service receives them. */

@@ -1,4 +1,4 @@
-/* Unit tests of server/quantity.c: the Kubernetes quantity grammar, exact scaling,
+/* Unit tests of server/core/quantity.c: the Kubernetes quantity grammar, exact scaling,
  * rounding up, rejects and formatting. */
 #include <setjmp.h>
 #include <stdarg.h>

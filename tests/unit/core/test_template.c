@@ -1,4 +1,4 @@
-/* Unit tests of server/template.c: build the template node of hand-made groups, unpack
+/* Unit tests of server/core/template.c: build the template node of hand-made groups, unpack
  * it, and check name, every label, taints, capacity, allocatable and the condition. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* Unit tests of the streaming BestOptionsRequest decoder and the response builder
- * (server/expander_decode.c), plus the service's ranking glue without gRPC
- * (server/svc_expander.c, included for its internal expander__answer). */
+ * (server/rpc/expander_decode.c), plus the service's ranking glue without gRPC
+ * (server/rpc/svc_expander.c, included for its internal expander__answer). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

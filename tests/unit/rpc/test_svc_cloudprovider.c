@@ -219,6 +219,21 @@ static void test_options_fill_both_generations(void **state) {
     protobuf_c_message_free_unpacked(&resp->base, NULL);
 }
 
+/* A group without overrides: UNIMPLEMENTED, so CA >= 1.35 applies all of its own defaults
+ * (MaxNodeStartupTime included, which the protocol cannot carry). */
+static void test_options_unimplemented_without_overrides(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err;
+    EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
+    req.id = "spot-8";
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_UNIMPLEMENTED);
+    assert_non_null(strstr(err.msg, "spot-8"));
+    req.id = "nosuch";
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_NOT_FOUND);
+}
+
 /* Defaults CA could never mean (zero, negative, overflowing) fall back to CA's own. */
 static void test_options_never_zero(void **state) {
     fx_t *f = *state;
@@ -235,7 +250,7 @@ static void test_options_never_zero(void **state) {
     defaults.scaledownunreadyduration = &zero;
     defaults.scaledownunreadytime = &negative;
     EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
-    req.id = "spot-8";
+    req.id = "pool-a"; /* overrides max_node_provision only */
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
     assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
@@ -245,8 +260,8 @@ static void test_options_never_zero(void **state) {
     const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
     assert_int_equal(o->scaledownunneededduration->seconds, 600);
     assert_int_equal(o->scaledownunreadyduration->seconds, 1200);
-    assert_int_equal(o->maxnodeprovisionduration->seconds, 900);
-    assert_int_equal(o->maxnodeprovisiontime->duration, 900LL * 1000000000);
+    assert_int_equal(o->maxnodeprovisionduration->seconds, 420);
+    assert_int_equal(o->maxnodeprovisiontime->duration, 420LL * 1000000000);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
 }
 
@@ -337,6 +352,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup,
                                         svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_unimplemented_without_overrides, fx_setup,
+                                        svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_garbage_is_invalid_argument, fx_setup,
                                         svc_fx_teardown),
