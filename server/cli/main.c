@@ -14,6 +14,8 @@ static void usage(FILE *f) {
                "  ctl --addr HOST:PORT VERB ...   call the server (frugal ctl --help)\n"
                "  plan -c FILE --pods PODS.json [--nodes NODES.json] [-o yaml]\n"
                "                         offline: what frugal would decide for these pods\n"
+               "  replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H] [-o FMT]\n"
+               "                         offline: what each scale-up strategy costs on a workload\n"
                "  version                version and build info\n");
 }
 
@@ -37,6 +39,8 @@ int main(int argc, char **argv) {
         return cmd_ctl(argc - 1, argv + 1);
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0)
+        return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return cmd_version();
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -20,18 +20,28 @@
  * nodes, each group existing with its initial size; X, P and T are the damper, node
  * and summed pod prices of the ranking.
  *
+ * For each winner, CA's --balance-similar-node-groups split of its nodes over the
+ * managed groups similar to it (escalator_split). For every configured group, Escalator's
+ * utilisation and scale-up delta (docs/escalator.md): nodes of NODES.json claimed by
+ * escalator_group_of_node, the pods bound to them, and each pending pod in the group that
+ * would receive it; input that breaks the model (unclaimed nodes, pods without requests,
+ * unequal nodes) is listed and the report goes on.
+ *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autoprov.h"
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "decide.h"
+#include "escalator.h"
 #include "fit.h"
 #include "k8s.h"
 #include "kube_json.h"
@@ -57,6 +67,19 @@ typedef struct plan_group {
     char skip_buf[128];
     size_t option; /* index into the ranking arrays when an option */
 } plan_group_t;
+
+/* A problem with one node, pod or group that the report goes on past. */
+typedef struct plan_note {
+    char subject[320]; /* "node NAME", "pod NS/NAME" */
+    char message[384];
+} plan_note_t;
+
+/* Escalator's view of one configured group (docs/escalator.md). */
+typedef struct plan_util {
+    const node_group_config_t *cfg;
+    escalator_group_t eg;
+    escalator_result_t res;
+} plan_util_t;
 
 typedef struct plan {
     const frugal_config_t *cfg;
@@ -84,6 +107,9 @@ typedef struct plan {
     size_t n_options;
     bool proposed;
     propose_result_t proposals;
+    plan_util_t *util; /* configured group -> its utilisation */
+    plan_note_t *notes;
+    size_t n_notes, cap_notes;
 } plan_t;
 
 /* ------------------------------------------------------------------------------------
@@ -338,6 +364,221 @@ static int plan__propose(plan_t *pl) {
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------
+ * Utilisation (Escalator) and the balance-similar split
+ * ---------------------------------------------------------------------------------- */
+
+static void plan__note(plan_t *pl, const char *subject, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Record a problem the report goes on past. */
+static void plan__note(plan_t *pl, const char *subject, const char *fmt, ...) {
+    if (pl->n_notes == pl->cap_notes) {
+        size_t cap = pl->cap_notes > 0 ? pl->cap_notes * 2 : 16;
+        plan_note_t *n = realloc(pl->notes, cap * sizeof(*n));
+        if (n == NULL)
+            cli_die_nomem();
+        pl->notes = n;
+        pl->cap_notes = cap;
+    }
+    plan_note_t *n = &pl->notes[pl->n_notes++];
+    snprintf(n->subject, sizeof(n->subject), "%s", subject);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->message, sizeof(n->message), fmt, ap);
+    va_end(ap);
+}
+
+/* Whether g can host pending pod i (g->pods is ascending). */
+static bool plan__group_hosts(const plan_group_t *g, size_t i) {
+    size_t lo = 0, hi = g->pods_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->pods[mid] == i)
+            return true;
+        if (g->pods[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* The group a pending pod counts toward: the first winner that hosts it, else the first
+ * managed group in configuration order that can; NULL when none can. */
+static const plan_group_t *plan__pending_group(const plan_t *pl, size_t i) {
+    for (size_t s = 0; s < pl->decision.selected_count; s++) {
+        const plan_group_t *g = &pl->groups[pl->option_group[pl->decision.selected[s]]];
+        if (plan__group_hosts(g, i))
+            return g;
+    }
+    for (size_t k = 0; k < pl->n_groups; k++)
+        if (plan__group_hosts(&pl->groups[k], i))
+            return &pl->groups[k];
+    return NULL;
+}
+
+/* One node of a group's machine type (a template node's allocatable). */
+static resources_t plan__machine_allocatable(const frugal_config_t *cfg,
+                                             const node_group_config_t *g) {
+    const machine_type_t *mt = config_find_machine_type(cfg, g->spec.machine_type);
+    return mt != NULL ? (resources_t){mt->cpu_milli, mt->memory_bytes, mt->gpu}
+                      : (resources_t){0, 0, 0};
+}
+
+static void plan__count_pod(plan_t *pl, plan_util_t *u, const char *name,
+                            const resources_t *request, bool pending) {
+    const char *missing = escalator_add_pod(&u->eg, request, pending);
+    if (missing == NULL)
+        return;
+    char subject[320];
+    snprintf(subject, sizeof(subject), "pod %s", name);
+    plan__note(pl, subject,
+               "%s: counted in group %s, whose utilisation understates it (Escalator assumes "
+               "every container has requests)",
+               missing, u->cfg->spec.id);
+}
+
+/* Nodes of NODES.json into their groups; node_group[k] receives node k's group or -1. */
+static void plan__util_nodes(plan_t *pl, long *node_group) {
+    const frugal_config_t *cfg = pl->cfg;
+    char subject[320], a[64], b[64], c[64], d[64];
+    for (size_t k = 0; k < pl->nodes.count; k++) {
+        const k8s_node_t *node = pl->nodes.items[k];
+        const char *name =
+            node->metadata != NULL && node->metadata->name != NULL ? node->metadata->name : "";
+        snprintf(subject, sizeof(subject), "node %s", name);
+        long gi = node_group[k] = escalator_group_of_node(cfg, node, NULL);
+        if (gi < 0) {
+            plan__note(pl, subject,
+                       "no configured group claims it (no %s label naming one, no frugal:// "
+                       "provider id, no group of its instance type and zone): left out",
+                       FRUGAL_LABEL_NODE_GROUP);
+            continue;
+        }
+        plan_util_t *u = &pl->util[gi];
+        resources_t alloc;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (node_info_allocatable(node, &alloc, &err) != 0) {
+            plan__note(pl, subject, "%s: left out", err.msg);
+            node_group[k] = -1;
+            continue;
+        }
+        resources_t first = u->eg.node_allocatable;
+        if (!escalator_add_node(&u->eg, &alloc))
+            plan__note(pl, subject,
+                       "group %s: allocatable %s cpu / %s memory differs from %s / %s of its "
+                       "first node (Escalator assumes equal nodes): counted as is",
+                       u->cfg->spec.id, quantity_format_milli(alloc.cpu_milli, a, sizeof(a)),
+                       quantity_format_bytes(alloc.memory_bytes, b, sizeof(b)),
+                       quantity_format_milli(first.cpu_milli, c, sizeof(c)),
+                       quantity_format_bytes(first.memory_bytes, d, sizeof(d)));
+    }
+}
+
+/* Pods bound to a node of NODES.json, into that node's group. */
+static void plan__util_bound_pods(plan_t *pl, const long *node_group) {
+    char subject[320], name[256];
+    for (size_t i = 0; i < pl->pods.count; i++) {
+        const k8s_pod_t *pod = pl->pods.items[i];
+        const char *node = pod->spec != NULL ? pod->spec->nodename : NULL;
+        const char *phase = pod->status != NULL ? pod->status->phase : NULL;
+        const char *kind = kube_pod_controller_kind(pod);
+        if (node == NULL || node[0] == '\0' || (kind != NULL && strcmp(kind, "DaemonSet") == 0) ||
+            (phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+            continue;
+        pod_format_name(pod, name, sizeof(name));
+        snprintf(subject, sizeof(subject), "pod %s", name);
+        size_t k = 0;
+        while (k < pl->nodes.count && (pl->nodes.items[k]->metadata == NULL ||
+                                       pl->nodes.items[k]->metadata->name == NULL ||
+                                       strcmp(pl->nodes.items[k]->metadata->name, node) != 0))
+            k++;
+        if (k == pl->nodes.count) {
+            plan__note(pl, subject, "on node %s, which NODES.json does not list: left out", node);
+            continue;
+        }
+        if (node_group[k] < 0)
+            continue; /* the node is reported */
+        resources_t r;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (pod_effective_request(pod, &r, &err) != 0) {
+            plan__note(pl, subject, "%s: left out", err.msg);
+            continue;
+        }
+        plan__count_pod(pl, &pl->util[node_group[k]], name, &r, false);
+    }
+}
+
+/* Every configured group's utilisation and scale-up delta. Without NODES.json each
+ * group is taken at its initial size of template nodes, and only pending pods count. */
+static int plan__utilisation(plan_t *pl) {
+    const frugal_config_t *cfg = pl->cfg;
+    size_t n = cfg->node_groups_count;
+    pl->util = calloc(n > 0 ? n : 1, sizeof(*pl->util));
+    long *node_group = calloc(pl->nodes.count > 0 ? pl->nodes.count : 1, sizeof(*node_group));
+    if (pl->util == NULL || node_group == NULL) {
+        free(node_group);
+        return plan__nomem();
+    }
+    autoprov_totals_t totals = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        const node_group_config_t *g = &cfg->node_groups[i];
+        resources_t alloc = plan__machine_allocatable(cfg, g);
+        pl->util[i].cfg = g;
+        escalator_group_init(&pl->util[i].eg, g->scale_up_threshold, g->scale_on_starve, &alloc);
+        for (int32_t k = 0; pl->nodes_path == NULL && k < plan__initial_size(g); k++)
+            escalator_add_node(&pl->util[i].eg, &alloc);
+        autoprov_totals_add(&totals, plan__initial_size(g), &alloc);
+    }
+    if (pl->nodes_path != NULL) {
+        plan__util_nodes(pl, node_group);
+        plan__util_bound_pods(pl, node_group);
+    }
+    free(node_group);
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        const plan_group_t *g = plan__pending_group(pl, i);
+        if (g != NULL)
+            plan__count_pod(pl, &pl->util[g->cfg - cfg->node_groups], pl->pp[i].name,
+                            &pl->pp[i].request, true);
+    }
+    /* The cluster limits bind only with autoprovisioning, as in the server. */
+    const autoprov_config_t *limits = cfg->autoprovisioning.enabled ? &cfg->autoprovisioning : NULL;
+    for (size_t i = 0; i < n; i++)
+        escalator_scale_up(&pl->util[i].eg, pl->util[i].cfg->max_size, limits, &totals,
+                           &pl->util[i].res);
+    return 0;
+}
+
+/* The similarity keys, initial sizes and max sizes of the managed groups, for
+ * escalator_split; every array has pl->n_groups entries (free them with free). */
+static void plan__split_inputs(const plan_t *pl, const char ***keys, int64_t **sizes,
+                               int64_t **max) {
+    *keys = cli_xcalloc(pl->n_groups, sizeof(**keys));
+    *sizes = cli_xcalloc(pl->n_groups, sizeof(**sizes));
+    *max = cli_xcalloc(pl->n_groups, sizeof(**max));
+    for (size_t k = 0; k < pl->n_groups; k++) {
+        (*keys)[k] = pl->groups[k].info.similarity_key;
+        (*sizes)[k] = plan__initial_size(pl->groups[k].cfg);
+        (*max)[k] = pl->groups[k].cfg->max_size;
+    }
+}
+
+/* A percentage as short as it is exact to 3 decimals: "250", "12.5", "3.125", "inf". */
+static const char *plan__percent(double v, char *buf, size_t size) {
+    if (isinf(v))
+        return snprintf(buf, size, "inf"), buf;
+    snprintf(buf, size, "%.3f", v);
+    char *end = buf + strlen(buf);
+    while (end > buf && end[-1] == '0')
+        *--end = '\0';
+    if (end > buf && end[-1] == '.')
+        end[-1] = '\0';
+    return buf;
+}
+
 static void plan__free(plan_t *pl) {
     for (size_t i = 0; i < pl->n_groups; i++) {
         node_info_free(&pl->groups[i].info);
@@ -358,6 +599,8 @@ static void plan__free(plan_t *pl) {
     free(pl->option_group);
     if (pl->proposed)
         propose_result_clear(&pl->proposals);
+    free(pl->util);
+    free(pl->notes);
     kube_pod_list_clear(&pl->pods);
     kube_node_list_clear(&pl->nodes);
 }
@@ -402,6 +645,106 @@ static void plan__format_taints(const taint_list_t *l, char *buf, size_t size) {
 /* ------------------------------------------------------------------------------------
  * Tables
  * ---------------------------------------------------------------------------------- */
+
+/* The NOTE cell of a group's utilisation. */
+static void plan__util_note(const plan_util_t *u, char *buf, size_t size) {
+    size_t len = 0;
+    char a[32], b[32];
+    buf[0] = '\0';
+    if (!u->cfg->managed)
+        plan__append(buf, size, &len, "unmanaged; ");
+    if (u->res.from_zero)
+        plan__append(buf, size, &len, "from zero; ");
+    if (u->res.starved)
+        plan__append(buf, size, &len, "scale_on_starve; ");
+    if (u->res.capped)
+        plan__append(buf, size, &len, "wants %" PRId64 ", capped by max_size/limits; ",
+                     u->res.delta_wanted);
+    if (u->res.delta > 0)
+        plan__append(buf, size, &len, "then %" PRId64 " node%s at cpu %s %%, memory %s %%; ",
+                     u->eg.nodes + u->res.delta, u->eg.nodes + u->res.delta == 1 ? "" : "s",
+                     plan__percent(u->res.cpu_after, a, sizeof(a)),
+                     plan__percent(u->res.memory_after, b, sizeof(b)));
+    if (u->eg.pods_without_requests > 0)
+        plan__append(buf, size, &len, "%" PRId64 " pod%s without requests; ",
+                     u->eg.pods_without_requests, u->eg.pods_without_requests == 1 ? "" : "s");
+    if (u->eg.mixed_allocatable)
+        plan__append(buf, size, &len, "nodes of different allocatable; ");
+    if (len >= 2 && buf[len - 2] == ';')
+        buf[len - 2] = '\0';
+}
+
+static void plan__print_util_table(const plan_t *pl) {
+    char a[64], b[64], c[64], d[64], e[32], f[32], g[32], h[32], m[32], k[32], l[32];
+    char cell[PLAN_CELL];
+    printf("\nutilisation (Escalator: requests / allocatable; %s)\n",
+           pl->nodes_path != NULL ? "nodes from NODES.json"
+                                  : "groups at their configured size of template nodes");
+    if (pl->cfg->node_groups_count == 0) {
+        printf("  no node group is configured\n");
+    } else {
+        cli_table_t t = {.ncols = 13};
+        cli_table_row(&t, "GROUP", "NODES", "PODS", "CPU REQ", "CPU CAP", "MEM REQ", "MEM CAP",
+                      "CPU %", "MEM %", "USED %", "THRESHOLD", "DELTA", "NOTE");
+        for (size_t i = 0; i < pl->cfg->node_groups_count; i++) {
+            const plan_util_t *u = &pl->util[i];
+            snprintf(e, sizeof(e), "%" PRId64, u->eg.nodes);
+            snprintf(f, sizeof(f), "%" PRId64, u->eg.pods);
+            snprintf(k, sizeof(k), "%d", (int)u->eg.threshold);
+            snprintf(l, sizeof(l), "%" PRId64, u->res.delta);
+            plan__util_note(u, cell, sizeof(cell));
+            cli_table_row(&t, u->cfg->spec.id, e, f,
+                          quantity_format_milli(u->eg.requests.cpu_milli, a, sizeof(a)),
+                          quantity_format_milli(u->eg.capacity.cpu_milli, b, sizeof(b)),
+                          quantity_format_bytes(u->eg.requests.memory_bytes, c, sizeof(c)),
+                          quantity_format_bytes(u->eg.capacity.memory_bytes, d, sizeof(d)),
+                          plan__percent(u->res.cpu_percent, g, sizeof(g)),
+                          plan__percent(u->res.memory_percent, h, sizeof(h)),
+                          plan__percent(u->res.used_percent, m, sizeof(m)), k, l, cell);
+        }
+        cli_table_flush(&t, 2);
+    }
+    if (pl->n_notes > 0)
+        printf("input that breaks the model (reported, the report goes on):\n");
+    for (size_t i = 0; i < pl->n_notes; i++)
+        printf("  %s: %s\n", pl->notes[i].subject, pl->notes[i].message);
+}
+
+/* For each winner: how CA's --balance-similar-node-groups spreads its nodes over the
+ * managed groups similar to it, each at its initial size. */
+static void plan__print_split_table(const plan_t *pl) {
+    if (pl->n_options == 0)
+        return;
+    const char **keys;
+    int64_t *sizes, *max;
+    plan__split_inputs(pl, &keys, &sizes, &max);
+    int64_t *share = cli_xcalloc(pl->n_groups, sizeof(*share));
+    char cell[PLAN_CELL];
+    for (size_t s = 0; s < pl->decision.selected_count; s++) {
+        size_t chosen = pl->option_group[pl->decision.selected[s]];
+        const plan_group_t *w = &pl->groups[chosen];
+        int64_t placed =
+            escalator_split(keys, sizes, max, pl->n_groups, chosen, w->node_count, share);
+        size_t len = 0, members = 0;
+        cell[0] = '\0';
+        for (size_t k = 0; k < pl->n_groups; k++) {
+            if (!escalator_in_set(keys, k, chosen))
+                continue;
+            members++;
+            plan__append(cell, sizeof(cell), &len, "%s%s +%" PRId64, len > 0 ? ", " : "",
+                         pl->groups[k].cfg->spec.id, share[k]);
+        }
+        printf("balance-similar split of %s's %d node%s: %s%s", w->cfg->spec.id, (int)w->node_count,
+               w->node_count == 1 ? "" : "s", cell, members == 1 ? " (no similar group)" : "");
+        if (placed < w->node_count)
+            printf(" (%" PRId64 " placed: the similar groups reach max_size)", placed);
+        printf("\n");
+    }
+    free(share);
+    free(keys);
+    free(sizes);
+    free(max);
+}
 
 static int plan__print_table(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
@@ -479,6 +822,9 @@ static int plan__print_table(const plan_t *pl) {
         printf("  %s: %s\n", pl->pp[i].name, cell);
     }
 
+    plan__print_split_table(pl);
+    plan__print_util_table(pl);
+
     printf("\nautoprovisioning proposals\n");
     if (!pl->proposed) {
         printf("  autoprovisioning is disabled\n");
@@ -533,6 +879,71 @@ static void plan__yaml_pods(int indent, const plan_t *pl, const uint32_t *idx, c
     }
 }
 
+/* "balance_similar_split:" of winning group chosen: each similar managed group and the
+ * nodes CA would give it. */
+static void plan__yaml_split(const plan_t *pl, size_t chosen) {
+    const char **keys;
+    int64_t *sizes, *max;
+    plan__split_inputs(pl, &keys, &sizes, &max);
+    int64_t *share = cli_xcalloc(pl->n_groups, sizeof(*share));
+    escalator_split(keys, sizes, max, pl->n_groups, chosen, pl->groups[chosen].node_count, share);
+    printf("  balance_similar_split:\n");
+    for (size_t k = 0; k < pl->n_groups; k++) {
+        if (!escalator_in_set(keys, k, chosen))
+            continue;
+        cli_yaml_item_kv(2, "group", pl->groups[k].cfg->spec.id);
+        printf("    size: %" PRId64 "\n    nodes: %" PRId64 "\n", sizes[k], share[k]);
+    }
+    free(share);
+    free(keys);
+    free(sizes);
+    free(max);
+}
+
+/* A percentage as a YAML float (".inf" from zero). */
+static void plan__yaml_percent(int indent, const char *key, double v) {
+    char buf[32];
+    printf("%*s%s: %s\n", indent, "", key, isinf(v) ? ".inf" : plan__percent(v, buf, sizeof(buf)));
+}
+
+static void plan__yaml_util(const plan_t *pl) {
+    char a[64], b[64];
+    printf("utilisation:\n");
+    cli_yaml_kv(2, "nodes_from", pl->nodes_path != NULL ? "nodes" : "config");
+    printf("  groups:%s\n", pl->cfg->node_groups_count == 0 ? " []" : "");
+    for (size_t i = 0; i < pl->cfg->node_groups_count; i++) {
+        const plan_util_t *u = &pl->util[i];
+        cli_yaml_item_kv(2, "group", u->cfg->spec.id);
+        printf("    managed: %s\n", u->cfg->managed ? "true" : "false");
+        printf("    nodes: %" PRId64 "\n    pods: %" PRId64 "\n", u->eg.nodes, u->eg.pods);
+        printf("    pods_without_requests: %" PRId64 "\n", u->eg.pods_without_requests);
+        printf("    mixed_allocatable: %s\n", u->eg.mixed_allocatable ? "true" : "false");
+        printf("    requests:\n");
+        cli_yaml_kv(6, "cpu", quantity_format_milli(u->eg.requests.cpu_milli, a, sizeof(a)));
+        cli_yaml_kv(6, "memory", quantity_format_bytes(u->eg.requests.memory_bytes, b, sizeof(b)));
+        printf("    capacity:\n");
+        cli_yaml_kv(6, "cpu", quantity_format_milli(u->eg.capacity.cpu_milli, a, sizeof(a)));
+        cli_yaml_kv(6, "memory", quantity_format_bytes(u->eg.capacity.memory_bytes, b, sizeof(b)));
+        plan__yaml_percent(4, "cpu_percent", u->res.cpu_percent);
+        plan__yaml_percent(4, "memory_percent", u->res.memory_percent);
+        plan__yaml_percent(4, "used_percent", u->res.used_percent);
+        printf("    scale_up_threshold: %d\n    scale_on_starve: %s\n", (int)u->eg.threshold,
+               u->eg.scale_on_starve ? "true" : "false");
+        printf("    from_zero: %s\n    starved: %s\n", u->res.from_zero ? "true" : "false",
+               u->res.starved ? "true" : "false");
+        printf("    delta_wanted: %" PRId64 "\n    delta: %" PRId64 "\n", u->res.delta_wanted,
+               u->res.delta);
+        printf("    nodes_after: %" PRId64 "\n", u->eg.nodes + u->res.delta);
+        plan__yaml_percent(4, "cpu_percent_after", u->res.cpu_after);
+        plan__yaml_percent(4, "memory_percent_after", u->res.memory_after);
+    }
+    printf("  warnings:%s\n", pl->n_notes == 0 ? " []" : "");
+    for (size_t i = 0; i < pl->n_notes; i++) {
+        cli_yaml_item_kv(2, "subject", pl->notes[i].subject);
+        cli_yaml_kv(4, "message", pl->notes[i].message);
+    }
+}
+
 static int plan__print_yaml(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     char a[64], b[64], cell[PLAN_CELL];
@@ -563,6 +974,8 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
         plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
+        if (pl->winner[o])
+            plan__yaml_split(pl, pl->option_group[o]);
     }
     size_t skipped = 0;
     for (size_t k = 0; k < pl->n_groups; k++)
@@ -590,6 +1003,8 @@ static int plan__print_yaml(const plan_t *pl) {
         plan__why_unhosted(pl, i, cell, sizeof(cell));
         cli_yaml_kv(2, "why", cell);
     }
+
+    plan__yaml_util(pl);
 
     printf("autoprovisioning:\n  enabled: %s\n", pl->proposed ? "true" : "false");
     if (pl->proposed) {
@@ -707,6 +1122,8 @@ int cmd_plan(int argc, char **argv) {
         }
         status = plan__rank(&pl);
     }
+    if (status == 0)
+        status = plan__utilisation(&pl);
     if (status == 0)
         status = plan__propose(&pl);
     if (status == 0)

@@ -1150,6 +1150,10 @@ static const key_spec_t group_keys[] = {
     KEY("spot", YAML_TREE_SCALAR, parse_bool, node_group_config_t, spec.spot, "false"),
     KEY_RANGE("spot_price", parse_double, node_group_config_t, spec.spot_price, NULL, 0, INFINITY,
               false),
+    KEY_RANGE("scale_up_threshold", parse_int32, node_group_config_t, scale_up_threshold, "70", 0,
+              100, true),
+    KEY("scale_on_starve", YAML_TREE_SCALAR, parse_bool, node_group_config_t, scale_on_starve,
+        "false"),
 };
 
 static void group_spec_release(group_spec_t *s) {
@@ -1534,7 +1538,41 @@ static bool parse_preferred_nodes(load_ctx_t *ctx, const yaml_tree_node_t *node,
     return ctx->error_count == before;
 }
 
+static bool parse_strategy(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                           void *field, const key_spec_t *spec) {
+    int s = config_ranking_strategy_parse(node->u.scalar.text);
+    if (s < 0) {
+        ctx_error(ctx, node, path,
+                  "unknown strategy \"%s\" (expected pricing-proposal or demand-fit)",
+                  node->u.scalar.text);
+        return false;
+    }
+    *(ranking_strategy_t *)field = (ranking_strategy_t)s;
+    return true;
+}
+
+/* A node count (>= 1), or `auto`: RANKING_CLUSTER_SIZE_AUTO. */
+static bool parse_cluster_size(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    if (strcmp(node->u.scalar.text, "auto") == 0) {
+        *(int64_t *)field = RANKING_CLUSTER_SIZE_AUTO;
+        return true;
+    }
+    int64_t v;
+    if (!scalar_to_int64(node, &v) || v < 1) {
+        ctx_error(ctx, node, path, "expected auto or a node count >= 1, got \"%s\"",
+                  node->u.scalar.text);
+        return false;
+    }
+    *(int64_t *)field = v;
+    return true;
+}
+
 static const key_spec_t ranking_keys[] = {
+    KEY("strategy", YAML_TREE_SCALAR, parse_strategy, ranking_config_t, strategy,
+        "pricing-proposal"),
+    KEY("cluster_size", YAML_TREE_SCALAR, parse_cluster_size, ranking_config_t, cluster_size,
+        "auto"),
     KEY("damper", YAML_TREE_MAPPING, parse_damper, ranking_config_t, damper, NULL),
     KEY("preferred_nodes", YAML_TREE_SEQUENCE, parse_preferred_nodes, ranking_config_t,
         preferred_nodes,
@@ -1551,6 +1589,34 @@ static const key_spec_t ranking_keys[] = {
 static bool parse_ranking(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                           void *field, const key_spec_t *spec) {
     section_parse(ctx, node, path, ranking_keys, TABLE_LEN(ranking_keys), field);
+    return true;
+}
+
+const char *config_ranking_strategy_name(ranking_strategy_t s) {
+    return s == RANKING_STRATEGY_DEMAND_FIT ? "demand-fit" : "pricing-proposal";
+}
+
+int config_ranking_strategy_parse(const char *name) {
+    if (strcmp(name, "pricing-proposal") == 0)
+        return RANKING_STRATEGY_PRICING_PROPOSAL;
+    if (strcmp(name, "demand-fit") == 0)
+        return RANKING_STRATEGY_DEMAND_FIT;
+    return -1;
+}
+
+bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t size) {
+    const ranking_config_t *r = &cfg->ranking;
+    if (r->strategy != RANKING_STRATEGY_PRICING_PROPOSAL ||
+        r->cluster_size != RANKING_CLUSTER_SIZE_AUTO || cfg->autoprovisioning.enabled)
+        return false;
+    for (size_t i = 0; i < cfg->node_groups_count; i++)
+        if (cfg->node_groups[i].managed)
+            return false;
+    snprintf(buf, size,
+             "ranking: the pricing-proposal strategy prefers a node size by cluster size, but "
+             "frugal manages no group and cannot count the cluster's nodes; every option is "
+             "ranked as for an empty cluster. Set ranking.cluster_size, or ranking.strategy: "
+             "demand-fit");
     return true;
 }
 
@@ -1815,7 +1881,13 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
                 quantity_format_bytes_limit(ap->max_memory_bytes, d, sizeof(d)));
     }
     const ranking_config_t *r = &cfg->ranking;
-    fprintf(f, "%-18sdamper cpu %s memory %s; preferred cpu", "ranking",
+    fprintf(f, "%-18sstrategy %s, cluster size ", "ranking",
+            config_ranking_strategy_name(r->strategy));
+    if (r->cluster_size == RANKING_CLUSTER_SIZE_AUTO)
+        fprintf(f, "auto\n");
+    else
+        fprintf(f, "%" PRId64 "\n", r->cluster_size);
+    fprintf(f, "%-18sdamper cpu %s memory %s; preferred cpu", "",
             quantity_format_milli(r->damper.cpu_milli, a, sizeof(a)),
             quantity_format_bytes(r->damper.memory_bytes, b, sizeof(b)));
     for (size_t i = 0; i < r->preferred_nodes_count; i++) {

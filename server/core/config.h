@@ -77,8 +77,10 @@ typedef struct node_group_config {
     group_spec_t spec;
     int32_t min_size;
     int32_t max_size;
-    int32_t size; /* initial size; -1 when not given (start at min_size) */
-    bool managed; /* false: counted toward cluster size and limits, never scaled */
+    int32_t size;               /* initial size; -1 when not given (start at min_size) */
+    bool managed;               /* false: counted toward cluster size and limits, never scaled */
+    int32_t scale_up_threshold; /* Escalator's utilisation target, percent in (0, 100]; 70 */
+    bool scale_on_starve;       /* a pod that cannot be scheduled forces a scale-up */
     group_options_t options;
 } node_group_config_t;
 
@@ -111,7 +113,19 @@ typedef struct preferred_node {
     int64_t cpu_milli;
 } preferred_node_t;
 
+/* How BestOptions ranks (docs/ranking.md): the pricing proposal's formula, or
+ * demand-fit, which also weighs whether an option's spare room will be used. */
+typedef enum ranking_strategy {
+    RANKING_STRATEGY_PRICING_PROPOSAL = 0,
+    RANKING_STRATEGY_DEMAND_FIT,
+} ranking_strategy_t;
+
+/* ranking.cluster_size when it is `auto`: counted from frugal's own groups. */
+#define RANKING_CLUSTER_SIZE_AUTO (-1)
+
 typedef struct ranking_config {
+    ranking_strategy_t strategy;       /* default pricing-proposal */
+    int64_t cluster_size;              /* nodes; RANKING_CLUSTER_SIZE_AUTO (default) */
     resources_t damper;                /* default cpu 500m, memory 500Mi */
     preferred_node_t *preferred_nodes; /* ascending max_nodes, last one unbounded */
     size_t preferred_nodes_count;
@@ -167,6 +181,17 @@ const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const
 
 /* The configured node group called id, NULL when absent. */
 const node_group_config_t *config_find_node_group(const frugal_config_t *cfg, const char *id);
+
+/* "pricing-proposal" / "demand-fit". */
+const char *config_ranking_strategy_name(ranking_strategy_t s);
+
+/* The strategy called name; -1 when there is none. */
+int config_ranking_strategy_parse(const char *name);
+
+/* When the ranking depends on the cluster size and frugal cannot count it (strategy
+ * pricing-proposal, cluster_size auto, and no managed group and no autoprovisioning:
+ * an expander beside another provider), writes why to buf and returns true. */
+bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t size);
 
 /* Whether o overrides any of CA's autoscaling options. */
 bool config_group_has_options(const group_options_t *o);

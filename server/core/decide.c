@@ -1,6 +1,7 @@
 /* The BestOptions decision: see decide.h. */
 #include "decide.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,64 @@ static decide_skip_t decide__check(const decide_option_t *o) {
     return DECIDE_SKIP_NONE;
 }
 
+/* GiB per core of the demand the spare room is judged against: the recent pods when
+ * frugal remembers enough of them, else the request's own distinct pods; 0 when
+ * neither requests cpu (then only spare cpu counts). */
+static double decide__gib_per_core(const decide_request_t *req, const decide_demand_t *dd) {
+    const demand_summary_t *d = dd->recent;
+    if (d != NULL && d->pods >= DECIDE_DEMAND_MIN_PODS && d->cpu_cores > 0)
+        return d->memory_gib / d->cpu_cores;
+    double cpu = 0, mem = 0;
+    for (size_t i = 0; i < req->pods_count; i++) {
+        cpu += (double)req->pods[i].cpu_milli / 1000.0;
+        mem += (double)req->pods[i].memory_bytes / (1024.0 * 1024.0 * 1024.0);
+    }
+    return cpu > 0 ? mem / cpu : 0.0;
+}
+
+/* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
+ * after its pods, counted in pods of the demand's shape and priced; the share of it
+ * expected to be used. */
+static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_t *req,
+                               const decide_demand_t *dd, const decide_option_t *o,
+                               double gib_per_core, ranking_input_t *r) {
+    double cpu = 0, mem = 0, gpu = 0, long_lived = 0;
+    for (size_t k = 0; k < o->pods_count; k++) {
+        const resources_t *p = &req->pods[o->pods[k]];
+        cpu += (double)p->cpu_milli / 1000.0;
+        mem += (double)p->memory_bytes / (1024.0 * 1024.0 * 1024.0);
+        gpu += (double)p->gpu;
+        long_lived +=
+            dd->pod_lifetimes == NULL || dd->pod_lifetimes[o->pods[k]] != POD_LIFETIME_SHORT;
+    }
+    const resources_t *cap = &o->node->capacity;
+    double n = (double)o->node_count, pods = o->pods_count > 0 ? (double)o->pods_count : 1.0;
+    double spare_cpu = fmax(0.0, n * (double)cap->cpu_milli / 1000.0 - cpu);
+    double spare_mem = fmax(0.0, n * (double)cap->memory_bytes / (1024.0 * 1024.0 * 1024.0) - mem);
+    double spare_gpu = fmax(0.0, n * (double)cap->gpu - gpu);
+    /* The pod the spare room is counted in: the option's average pod, its memory per
+     * core blended (geometric mean) with the cluster's recent demand. */
+    double pc = cpu / pods, pm = mem / pods, pg = gpu / pods;
+    if (pc > 0 && gib_per_core > 0)
+        pm = pc * sqrt(fmax(pm / pc, 1e-9) * gib_per_core);
+    double fits = INFINITY;
+    if (pc > 0)
+        fits = fmin(fits, spare_cpu / pc);
+    if (pm > 0)
+        fits = fmin(fits, spare_mem / pm);
+    if (pg > 0)
+        fits = fmin(fits, spare_gpu / pg);
+    if (!isfinite(fits))
+        fits = 0;
+    resources_t one = {(int64_t)(pc * 1000.0), (int64_t)(pm * 1024.0 * 1024.0 * 1024.0),
+                       (int64_t)ceil(pg)};
+    r->spare_value = fits * pricing_linear(&cfg->pricing, &one);
+    double share = long_lived / pods;
+    r->use_share = DECIDE_USE_LONG * share + DECIDE_USE_SHORT * (1.0 - share);
+    r->gib_per_core = pc > 0 ? pm / pc : gib_per_core;
+    r->gpu_unused = o->node->has_gpu && gpu == 0;
+}
+
 void decide_result_free(decide_result_t *r) {
     free(r->skips);
     free(r->inputs);
@@ -44,6 +103,14 @@ void decide_result_free(decide_result_t *r) {
 
 int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
                         decide_result_t *out, frugal_err_t *err) {
+    return decide_best_options_demand(cfg, req, NULL, out, err);
+}
+
+int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
+                               const decide_demand_t *demand, decide_result_t *out,
+                               frugal_err_t *err) {
+    decide_demand_t none = {NULL, NULL};
+    const decide_demand_t *dd = demand != NULL ? demand : &none;
     size_t n = req->options_count, m = n > 0 ? n : 1;
     memset(out, 0, sizeof(*out));
     out->skips = calloc(m, sizeof(*out->skips));
@@ -61,7 +128,12 @@ int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
     for (size_t i = 0; i < req->pods_count; i++)
         pod_prices[i] = pricing_linear(&cfg->pricing, &req->pods[i]);
     out->damper_price = pricing_linear(&cfg->pricing, &cfg->ranking.damper);
-    out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, req->cluster_size);
+    out->cluster_size = cfg->ranking.cluster_size != RANKING_CLUSTER_SIZE_AUTO
+                            ? cfg->ranking.cluster_size
+                            : req->cluster_size;
+    out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, out->cluster_size);
+    bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
+    double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
 
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
@@ -85,10 +157,12 @@ int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
         r->group_nodes = o->group.known ? o->group.nodes : 0;
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
+        if (demand_fit)
+            decide__demand_fit(cfg, req, dd, o, gib_per_core, r);
     }
     free(pod_prices);
 
-    out->selected_count = ranking_select(&cfg->ranking, out->damper_price, req->cluster_size,
+    out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
                                          out->inputs, n, out->figures, out->selected);
     for (size_t i = 0; i < n; i++)
         out->any_scored = out->any_scored || out->figures[i].scored;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "demand.h"
 #include "errors.h"
 #include "node_info.h"
 #include "quantity.h"
@@ -51,8 +52,25 @@ typedef struct decide_request {
     size_t options_count;
     const resources_t *pods; /* effective requests of the distinct pods */
     size_t pods_count;
-    int64_t cluster_size; /* nodes, for the preferred node size */
+    int64_t cluster_size; /* nodes frugal counts, for the preferred node size (replaced by
+                           * ranking.cluster_size when that is a number) */
 } decide_request_t;
+
+/* What demand-fit reads beyond the request (decide_best_options_demand); both may be
+ * NULL. */
+typedef struct decide_demand {
+    const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
+    const demand_summary_t *recent;      /* recent demand; NULL or few pods: the
+                                          * request's own pods give the shape */
+} decide_demand_t;
+
+/* demand-fit: the share of an option's spare room expected to be used, for a node whose
+ * pods stay (long or unknown lifetime) and for one whose pods run to completion (it may
+ * be removed before arrivals fill it). Chosen with `frugal replay` (docs/decisions.md). */
+#define DECIDE_USE_LONG 1.0
+#define DECIDE_USE_SHORT 0.9
+/* demand-fit: below this many remembered pods the request's own pods give the shape. */
+#define DECIDE_DEMAND_MIN_PODS 16
 
 /* Why an option was left out of the ranking, first rule first. */
 typedef enum decide_skip {
@@ -75,12 +93,19 @@ typedef struct decide_result {
     bool any_scored;            /* false: no option could be scored; every one is selected */
     double damper_price;        /* X */
     int64_t preferred_cpu_milli;
+    int64_t cluster_size; /* the size the ranking used */
 } decide_result_t;
 
 /* Decide among req's options with cfg's pricing and ranking. On success *out owns its
  * arrays (decide_result_free); FRUGAL_ENOMEM leaves *out empty. */
 int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
                         decide_result_t *out, frugal_err_t *err);
+
+/* decide_best_options with what demand-fit reads beyond the request (demand may be
+ * NULL: lifetimes unknown, no recent demand). Other strategies ignore it. */
+int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
+                               const decide_demand_t *demand, decide_result_t *out,
+                               frugal_err_t *err);
 
 void decide_result_free(decide_result_t *r);
 

@@ -125,10 +125,10 @@ fail:
     return NULL;
 }
 
-/* Add one resource of a capacity or allocatable map to out. A negative quantity is
- * refused: a node cannot offer less than nothing. */
-static int node_info__resource(const char *key, const k8s_quantity_t *quantity, resources_t *out,
-                               frugal_err_t *err) {
+/* Add one resource of a capacity or allocatable map to out; what names the map in
+ * messages. A negative quantity is refused: a node cannot offer less than nothing. */
+static int node_info__resource(const char *what, const char *key, const k8s_quantity_t *quantity,
+                               resources_t *out, frugal_err_t *err) {
     const char *q = quantity && quantity->string ? quantity->string : "0";
     frugal_err_t qerr = {0};
     int64_t v;
@@ -140,17 +140,44 @@ static int node_info__resource(const char *key, const k8s_quantity_t *quantity, 
         return 0;
     int rc = cpu ? quantity_parse_milli(q, &v, &qerr) : quantity_parse_value(q, &v, &qerr);
     if (rc != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity %s: %s", key, qerr.msg);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s %s: %s", what, key, qerr.msg);
     if (v < 0)
-        return frugal_err_set(err, FRUGAL_EINVAL,
-                              "template node capacity %s: negative quantity \"%s\"", key, q);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s %s: negative quantity \"%s\"", what, key, q);
     if (cpu)
         out->cpu_milli = v;
     else if (memory)
         out->memory_bytes = v;
     else if (__builtin_add_overflow(out->gpu, v, &out->gpu))
-        return frugal_err_set(err, FRUGAL_EINVAL, "template node capacity: GPU count overflows");
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: GPU count overflows", what);
     return 0;
+}
+
+#define NODE_INFO_TEMPLATE "template node capacity"
+
+int node_info_allocatable(const k8s_node_t *node, resources_t *out, frugal_err_t *err) {
+    resources_t r = {0, 0, 0};
+    const k8s_node_status_t *status = node->status;
+    int rc = 0;
+    if (status != NULL && status->n_allocatable > 0) {
+        for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
+            rc = node_info__resource("allocatable", status->allocatable[i]->key,
+                                     status->allocatable[i]->value, &r, err);
+    } else if (status != NULL) {
+        for (size_t i = 0; i < status->n_capacity && rc == 0; i++)
+            rc = node_info__resource("capacity", status->capacity[i]->key,
+                                     status->capacity[i]->value, &r, err);
+    }
+    if (rc == 0)
+        *out = r;
+    return rc;
+}
+
+const char *node_info_label(const k8s_node_t *node, const char *key) {
+    const k8s_object_meta_t *meta = node->metadata;
+    for (size_t i = 0; meta != NULL && i < meta->n_labels; i++)
+        if (meta->labels[i]->key != NULL && strcmp(meta->labels[i]->key, key) == 0)
+            return meta->labels[i]->value != NULL ? meta->labels[i]->value : "";
+    return NULL;
 }
 
 static char *dup_or_null(const char *s) {
@@ -182,12 +209,12 @@ int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_e
     const k8s_node_status_t *status = node->status;
     if (status && status->n_capacity) {
         for (size_t i = 0; i < status->n_capacity && rc == 0; i++)
-            rc = node_info__resource(status->capacity[i]->key, status->capacity[i]->value,
-                                     &info.capacity, err);
+            rc = node_info__resource(NODE_INFO_TEMPLATE, status->capacity[i]->key,
+                                     status->capacity[i]->value, &info.capacity, err);
     } else if (status) {
         for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
-            rc = node_info__resource(status->allocatable[i]->key, status->allocatable[i]->value,
-                                     &info.capacity, err);
+            rc = node_info__resource(NODE_INFO_TEMPLATE, status->allocatable[i]->key,
+                                     status->allocatable[i]->value, &info.capacity, err);
     }
     if (rc != 0)
         goto done;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "k8s.h"
 #include "quantity.h"
 
 typedef struct node_info {
@@ -27,5 +28,13 @@ typedef struct node_info {
 int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_err_t *err);
 
 void node_info_free(node_info_t *info);
+
+/* The allocatable cpu, memory and GPUs of a real node: status.allocatable, else
+ * status.capacity (all zero when it has neither). FRUGAL_EINVAL naming the resource for
+ * a malformed quantity; *out is unchanged then. */
+int node_info_allocatable(const k8s_node_t *node, resources_t *out, frugal_err_t *err);
+
+/* The value of label key on node ("" for a label without a value), NULL when absent. */
+const char *node_info_label(const k8s_node_t *node, const char *key);
 
 #endif

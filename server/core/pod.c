@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kube_json.h"
+
 /* Where a quantity came from, for error messages. */
 typedef struct pod__ctx {
     const k8s_pod_t *pod;
@@ -220,13 +222,39 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     return 0;
 }
 
-int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
+int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
+                       frugal_err_t *err) {
     k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
     if (pod == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
     int rc = pod_effective_request(pod, out, err);
+    if (lifetime != NULL)
+        *lifetime = pod_lifetime(pod);
     k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
     return rc;
+}
+
+int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
+    return pod_decode_summary(data, len, out, NULL, err);
+}
+
+pod_lifetime_t pod_lifetime_of_kind(const char *kind) {
+    static const char *const short_kinds[] = {"Job", "CronJob"};
+    static const char *const long_kinds[] = {"ReplicaSet", "StatefulSet", "Deployment", "DaemonSet",
+                                             "ReplicationController"};
+    if (kind == NULL)
+        return POD_LIFETIME_UNKNOWN;
+    for (size_t i = 0; i < sizeof(short_kinds) / sizeof(short_kinds[0]); i++)
+        if (strcmp(kind, short_kinds[i]) == 0)
+            return POD_LIFETIME_SHORT;
+    for (size_t i = 0; i < sizeof(long_kinds) / sizeof(long_kinds[0]); i++)
+        if (strcmp(kind, long_kinds[i]) == 0)
+            return POD_LIFETIME_LONG;
+    return POD_LIFETIME_UNKNOWN;
+}
+
+pod_lifetime_t pod_lifetime(const k8s_pod_t *pod) {
+    return pod != NULL ? pod_lifetime_of_kind(kube_pod_controller_kind(pod)) : POD_LIFETIME_UNKNOWN;
 }
 
 char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size) {

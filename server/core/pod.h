@@ -23,6 +23,23 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
  * when the bytes are not a valid v1.Pod. */
 int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err);
 
+/* How long a pod is expected to stay, from the kind of its controller. */
+typedef enum pod_lifetime {
+    POD_LIFETIME_UNKNOWN = 0, /* no controller, or a kind frugal does not know */
+    POD_LIFETIME_SHORT,       /* Job, CronJob: runs to completion */
+    POD_LIFETIME_LONG,        /* ReplicaSet, StatefulSet, Deployment, DaemonSet, ... */
+} pod_lifetime_t;
+
+/* The lifetime of a controller kind (NULL: none). */
+pod_lifetime_t pod_lifetime_of_kind(const char *kind);
+
+/* The lifetime of a decoded pod, from its controlling owner reference. */
+pod_lifetime_t pod_lifetime(const k8s_pod_t *pod);
+
+/* pod_decode_request, also giving the pod's lifetime (lifetime may be NULL). */
+int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
+                       frugal_err_t *err);
+
 /* "namespace/name" of a pod (generateName when the name is empty) into buf. */
 char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autoprov.h"
+#include "escalator.h"
 #include "fit.h"
 #include "k8s_name.h"
 #include "pod.h"
@@ -379,11 +380,11 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
         sum.gpu += w->pods[i].request.gpu;
         pods_price += pricing_linear(&cfg->pricing, &w->pods[i].request);
     }
-    int64_t nodes = propose__ceil_div(sum.cpu_milli, t->mt->cpu_milli);
-    int64_t by_mem = propose__ceil_div(sum.memory_bytes, t->mt->memory_bytes);
+    /* Escalator's delta from zero, so the new group starts at the threshold's headroom;
+     * GPUs are outside that model and only need to fit. */
+    resources_t alloc = {t->mt->cpu_milli, t->mt->memory_bytes, t->mt->gpu};
+    int64_t nodes = escalator_delta_from_zero(&sum, &alloc, PROPOSE_SCALE_UP_THRESHOLD);
     int64_t by_gpu = propose__ceil_div(sum.gpu, t->mt->gpu);
-    if (by_mem > nodes)
-        nodes = by_mem;
     if (by_gpu > nodes)
         nodes = by_gpu;
     if (nodes < 1)

@@ -16,6 +16,9 @@
  *    the next most popular ones (ties: first seen first) are folded in when compatible
  *    with it and with the machine type (no key with two values); the pods of the folded
  *    selectors form one proposal and are removed, and the rest start over.
+ * A proposal's node count leaves Escalator's headroom (escalator.h, delta from zero at
+ * PROPOSE_SCALE_UP_THRESHOLD over the machine type's allocatable), so the new group starts
+ * at or below that utilisation rather than full.
  * Proposals come back cheapest first (lowest score, ties in the order produced: machine
  * types in the order given, then rounds). A pod no allowed type can serve is reported
  * as unschedulable. */
@@ -55,6 +58,10 @@ int propose_pod_decode(const uint8_t *data, size_t len, propose_pod_t *p, frugal
 /* Free p's members and zero it. */
 void propose_pod_clear(propose_pod_t *p);
 
+/* The utilisation, percent, a proposal's nodes are sized to (Escalator's default): the
+ * group it proposes has no node_groups[] entry of its own to configure one. */
+#define PROPOSE_SCALE_UP_THRESHOLD 70
+
 typedef struct propose_params {
     const frugal_config_t *cfg; /* catalog, pricing, ranking, autoprovisioning */
     int64_t cluster_size;       /* nodes, for the preferred node size of the ranking */
@@ -71,7 +78,9 @@ typedef struct propose_proposal {
     taint_list_t taints;
     size_t *pods; /* indexes into the input pods */
     size_t pods_count;
-    int32_t node_count; /* ceil(summed requests / one node), larger resource */
+    int32_t node_count; /* Escalator's delta from zero at PROPOSE_SCALE_UP_THRESHOLD:
+                         * ceil(summed requests x 100 / (one node x threshold)), larger
+                         * of cpu and memory; at least the GPUs' ceil(gpus / node gpus), 1 */
     bool exists;
     ranking_figures_t figures; /* figures.score is the cost score */
 } propose_proposal_t;

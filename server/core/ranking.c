@@ -23,6 +23,24 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
     return cfg->preferred_nodes[cfg->preferred_nodes_count - 1].cpu_milli;
 }
 
+/* score = suppressed x ratio (x not_exist_penalty): out is scored when that is a
+ * finite non-negative number, left zeroed otherwise. */
+static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *in, double ratio,
+                            double unfitness, double suppressed, ranking_figures_t *out) {
+    double score = suppressed * ratio;
+    if (!in->exists)
+        score *= cfg->not_exist_penalty;
+    if (!isfinite(score) || score < 0.0)
+        return;
+    out->scored = true;
+    out->node_price = in->node_price;
+    out->pods_price = in->pods_price;
+    out->ratio = ratio;
+    out->unfitness = unfitness;
+    out->suppressed = suppressed;
+    out->score = score;
+}
+
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
@@ -38,18 +56,21 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
     double suppressed = in->has_gpu
                             ? cfg->gpu_unfitness
                             : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
-    double score = suppressed * ratio;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
-    if (!isfinite(score) || score < 0.0)
+    ranking__finish(cfg, in, ratio, unfitness, suppressed, out);
+}
+
+void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
+                              ranking_figures_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
         return;
-    out->scored = true;
-    out->node_price = in->node_price;
-    out->pods_price = in->pods_price;
-    out->ratio = ratio;
-    out->unfitness = unfitness;
-    out->suppressed = suppressed;
-    out->score = score;
+    double c = in->node_price * in->node_count;
+    double value = in->pods_price + in->use_share * in->spare_value;
+    if (!(value > 0.0))
+        return;
+    double ratio = c / value;
+    double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
+    ranking__finish(cfg, in, ratio, gpu_factor, gpu_factor, out);
 }
 
 bool ranking_scores_tie(double a, double b) {
@@ -87,7 +108,10 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     int64_t pref = ranking_preferred_cpu_milli(cfg, cluster_size);
     size_t best = n;
     for (size_t i = 0; i < n; i++) {
-        ranking_score(cfg, damper_price, pref, &in[i], &figures[i]);
+        if (cfg->strategy == RANKING_STRATEGY_DEMAND_FIT)
+            ranking_score_demand_fit(cfg, &in[i], &figures[i]);
+        else
+            ranking_score(cfg, damper_price, pref, &in[i], &figures[i]);
         if (figures[i].scored && (best == n || figures[i].score < figures[best].score))
             best = i;
     }
@@ -115,6 +139,22 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     return count;
 }
 
+int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
+                                  size_t size) {
+    return snprintf(buf, size,
+                    "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
+                    "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
+                    f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
+                    f->suppressed, f->ratio, f->score);
+}
+
+int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
+                                    const ranking_input_t *in, char *buf, size_t size) {
+    if (strategy == RANKING_STRATEGY_DEMAND_FIT)
+        return ranking_format_demand_figures(f, in, buf, size);
+    return ranking_format_figures(f, buf, size);
+}
+
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
     return snprintf(buf, size,
                     "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
@@ -130,6 +170,18 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     if (!p)
         return FRUGAL_EINVAL;
     ranking_figures_t f = {.scored = true};
+    if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
+        double spare, use, shape;
+        if (sscanf(p + 20,
+                   "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
+                   "gpu_factor=%lf ratio=%lf score=%lf",
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &f.ratio,
+                   &f.score) != 8)
+            return FRUGAL_EINVAL;
+        f.unfitness = f.suppressed;
+        *out = f;
+        return 0;
+    }
     if (sscanf(p, "node_price=%lf pods_price=%lf ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
                &f.node_price, &f.pods_price, &f.ratio, &f.unfitness, &f.suppressed, &f.score) != 6)
         return FRUGAL_EINVAL;

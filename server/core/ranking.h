@@ -27,6 +27,12 @@ typedef struct ranking_input {
     bool exists;                /* false: the group does not exist yet (NAP) */
     const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
     int64_t group_nodes;        /* the group's current size (target), for the zone balance */
+    /* demand-fit only (decide.c fills them): */
+    double spare_value;  /* the new nodes' room left after the pods, in the cluster's
+                          * recent demand shape, priced linearly (per hour) */
+    double use_share;    /* the share of that room expected to be used */
+    double gib_per_core; /* the demand shape used */
+    bool gpu_unused;     /* GPU nodes for pods that request no GPU */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
@@ -39,6 +45,9 @@ typedef struct ranking_figures {
     double suppressed; /* unfitness suppressed by node count, or gpu_unfitness */
     double score;      /* suppressed x ratio (x not_exist_penalty) */
 } ranking_figures_t;
+/* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
+ * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
+ * gib_per_core are in the option's ranking_input_t. */
 
 /* (unfitness - 1) x (1 - tanh((node_count - 1) / scale)) + 1. */
 double ranking_suppress(double unfitness, int32_t node_count, double scale);
@@ -54,11 +63,17 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out);
 
-/* Score every option into figures[0..n) and write the indexes of the answer, in
- * request order, to selected[0..n); returns how many. The answer is the options with
- * the lowest score (ties within RANKING_TIE_RELATIVE); among tied options with equal
- * similarity keys only one stays: the group with the fewest nodes now (so zones fill
- * evenly), then the option buying the fewest, then the first received.
+/* Score one option under demand-fit: C / (T + use_share x spare_value), C = P x
+ * nodeCount, times gpu_unfitness when gpu_unused and not_exist_penalty when the group
+ * does not exist. Same contract as ranking_score. */
+void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
+                              ranking_figures_t *out);
+
+/* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of
+ * the answer, in request order, to selected[0..n); returns how many. The answer is the
+ * options with the lowest score (ties within RANKING_TIE_RELATIVE); among tied options
+ * with equal similarity keys only one stays: the group with the fewest nodes now (so
+ * zones fill evenly), then the option buying the fewest, then the first received.
  * When no option can be scored every index is selected: never empty for n > 0. */
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,
@@ -67,15 +82,27 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 /* True when a and b tie within RANKING_TIE_RELATIVE. */
 bool ranking_scores_tie(double a, double b);
 
-/* The figures as appended to an option's debug string:
+/* The figures as appended to an option's debug string under pricing-proposal:
  * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f".
  * Returns what snprintf returns. */
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 
+/* The same under demand-fit, with the option's input (in) for the terms of its score:
+ * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
+ * gib_per_core=%f gpu_factor=%f ratio=%f score=%f". */
+int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
+                                  size_t size);
+
+/* ranking_format_figures or ranking_format_demand_figures, as strategy says. */
+int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
+                                    const ranking_input_t *in, char *buf, size_t size);
+
 /* The separator put between the incoming debug string and the figures. */
 #define RANKING_DEBUG_SEPARATOR " | frugal: "
 
-/* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part).
+/* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part);
+ * the demand-fit form fills P, T, ratio, score, and the GPU factor as unfitness and
+ * suppressed.
  * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
 int ranking_parse_figures(const char *debug, ranking_figures_t *out);
 

@@ -19,6 +19,7 @@
 
 #include "arena.h"
 #include "errors.h"
+#include "pod.h"
 #include "quantity.h"
 
 /* Field numbers of the expander protocol. */
@@ -44,9 +45,10 @@ typedef struct expander_pod {
     const uint8_t *data; /* the serialized v1.Pod, contiguous */
     size_t len;
     uint64_t hash;
-    int rc;              /* pod_decode_request's result: 0 or FRUGAL_E* */
-    resources_t request; /* effective request when rc == 0 */
-    const char *error;   /* why it could not be decoded when rc != 0 */
+    int rc;                  /* pod_decode_request's result: 0 or FRUGAL_E* */
+    resources_t request;     /* effective request when rc == 0 */
+    pod_lifetime_t lifetime; /* from its controller's kind, when rc == 0 */
+    const char *error;       /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 
 /* A byte range [start, start + len) of the request, in absolute stream offsets. */

@@ -190,6 +190,10 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
 
+    char why[512];
+    if (config_ranking_size_unknown(cfg, why, sizeof(why)))
+        log_warn("%s", why);
+
     int status = 1;
     frugal_err_t err;
     frugal_err_clear(&err);

@@ -32,6 +32,10 @@ typedef struct expander__node_cache {
 /* Rank req and build the answer into *out. cluster may be NULL (every group then
  * counts as existing, on-demand, in an empty cluster). Pure apart from the cluster's
  * read lock and logging; 0 or FRUGAL_ENOMEM. */
+/* The recent pods demand-fit reads (demand.h): process-wide, lock-free, bounded. A
+ * static object is zeroed, which is demand_init's state. */
+static demand_memory_t expander__demand;
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err);
 
@@ -178,6 +182,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     resources_t *pods = calloc(req->pods_count ? req->pods_count : 1, sizeof(*pods));
     expander__node_cache_t *nodes = calloc(req->nodes_count ? req->nodes_count : 1, sizeof(*nodes));
     decide_result_t res = {0};
+    pod_lifetime_t *lifetimes = NULL;
     if (!options || !missing || !debugs || !pods || !nodes) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
@@ -189,6 +194,29 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         if (req->pods[i].rc == 0)
             pods[i] = req->pods[i].request;
     decide_request_t dr = {options, n, pods, req->pods_count, 0};
+    decide_demand_t dd = {NULL, NULL};
+    demand_summary_t demand;
+    if (cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
+        /* Remember this request's decoded pods, then read the demand they join. */
+        lifetimes = calloc(req->pods_count ? req->pods_count : 1, sizeof(*lifetimes));
+        resources_t *seen = calloc(req->pods_count ? req->pods_count : 1, sizeof(*seen));
+        pod_lifetime_t *seen_lt = calloc(req->pods_count ? req->pods_count : 1, sizeof(*seen_lt));
+        size_t k = 0;
+        for (size_t i = 0; lifetimes && seen && seen_lt && i < req->pods_count; i++) {
+            lifetimes[i] = req->pods[i].lifetime;
+            if (req->pods[i].rc == 0) {
+                seen[k] = req->pods[i].request;
+                seen_lt[k++] = req->pods[i].lifetime;
+            }
+        }
+        if (lifetimes && seen && seen_lt)
+            demand_record(&expander__demand, seen, seen_lt, k);
+        free(seen);
+        free(seen_lt);
+        demand_summarize(&expander__demand, &demand);
+        dd.pod_lifetimes = lifetimes;
+        dd.recent = &demand;
+    }
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);
@@ -213,7 +241,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     if (decode_rc != 0)
         goto done;
 
-    if (decide_best_options(cfg, &dr, &res, err) != 0)
+    if (decide_best_options_demand(cfg, &dr, &dd, &res, err) != 0)
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
@@ -226,14 +254,16 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         for (size_t k = 0; k < res.selected_count; k++) {
             const expander_option_t *o = &req->options[res.selected[k]];
             char figures[256];
-            ranking_format_figures(&res.figures[res.selected[k]], figures, sizeof(figures));
+            ranking_format_strategy_figures(cfg->ranking.strategy, &res.figures[res.selected[k]],
+                                            &res.inputs[res.selected[k]], figures, sizeof(figures));
             size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;
             if (!(debugs[k] = malloc(len))) {
                 frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
                 goto done;
             }
             snprintf(debugs[k], len, "%s%s%s", o->debug, RANKING_DEBUG_SEPARATOR, figures);
-            log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
+            log_debug("BestOptions: selected \"%s\" x%d (%s): %s", o->group_id, o->node_count,
+                      config_ranking_strategy_name(cfg->ranking.strategy), figures);
         }
     }
     rc = expander_response_build(req, res.selected, res.selected_count, (const char *const *)debugs,
@@ -246,6 +276,7 @@ done:
     for (size_t i = 0; debugs && i < n; i++)
         free(debugs[i]);
     decide_result_free(&res);
+    free(lifetimes);
     free(debugs);
     free(nodes);
     free(pods);

@@ -294,3 +294,15 @@ kill_server_hard() {
     wait "$pid" 2>/dev/null
     SERVER_PID=""
 }
+
+# kube_list ITEM_JSON...: a v1 List of those items, as kubectl prints one.
+kube_list() {
+    local first=1 item
+    echo '{"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": ['
+    for item in "$@"; do
+        [ $first = 1 ] || echo ','
+        first=0
+        echo "$item"
+    done
+    echo ']}'
+}

@@ -261,7 +261,8 @@ EOF
 assert_eq 1 "$(count_proposals)" "TC4: one group"
 assert_match '"team": "a"' "$OUT" "TC4: first label"
 assert_match '"disktype": "ssd"' "$OUT" "TC4: second label"
-assert_match 'node_count: 2' "$OUT" "TC4: two nodes for two pods"
+# 6 cpu / 40Gi over n1-highmem-4 (4 cpu, 26 GB) at 70 %: 3 nodes, Escalator's headroom.
+assert_match 'node_count: 3' "$OUT" "TC4: three nodes for two pods, with the 70 % headroom"
 
 propose <<EOF
 - name: ml

@@ -248,6 +248,8 @@ static void test_minimal_group_defaults(void **state) {
     assert_false(g->options.has_scale_down_utilization_threshold);
     assert_false(g->options.has_max_node_provision);
     assert_false(g->options.has_zero_or_max_node_scaling);
+    assert_int_equal(g->scale_up_threshold, 70);
+    assert_false(g->scale_on_starve);
     /* zones default to the groups' zones */
     assert_int_equal(cfg->autoprovisioning.zones_count, 1);
     assert_string_equal(cfg->autoprovisioning.zones[0], "us-central1-b");
@@ -940,11 +942,32 @@ static void test_ops_listen(void **state) {
     free(errors);
 }
 
+/* Escalator's keys: set, and a threshold of 0 or above 100 rejected where it is. */
+static void test_scale_up_threshold(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok("node_groups:\n"
+                                   "  - {id: a, machine_type: n1-standard-2, max_size: 3,"
+                                   " scale_up_threshold: 100, scale_on_starve: true}\n");
+    assert_int_equal(cfg->node_groups[0].scale_up_threshold, 100);
+    assert_true(cfg->node_groups[0].scale_on_starve);
+    config_free(cfg);
+    expect_error("node_groups:\n"
+                 "  - id: a\n"
+                 "    machine_type: n1-standard-2\n"
+                 "    max_size: 3\n"
+                 "    scale_up_threshold: 0\n",
+                 "t.yaml:5:25: node_groups[0].scale_up_threshold: must be greater than 0, got 0");
+    expect_error("node_groups:\n"
+                 "  - {id: a, machine_type: n1-standard-2, max_size: 3, scale_up_threshold: 101}\n",
+                 "t.yaml:2:75: node_groups[0].scale_up_threshold: must be at most 100, got 101");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_listen),
         cmocka_unit_test(test_empty_file_defaults),
         cmocka_unit_test(test_minimal_group_defaults),
+        cmocka_unit_test(test_scale_up_threshold),
         cmocka_unit_test(test_product_example),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_machine_type_adds_to_catalog),

@@ -1,0 +1,111 @@
+/* The BestOptions decision alone, in process (docs/benchmarks.md): decide_best_options
+ * for OPTIONS x PODS under each ranking strategy, with the demand memory recorded and
+ * summarised as the server does under demand-fit. Isolates what a strategy costs from
+ * the gRPC transfer that dominates bench_best_options.
+ *   bench_decide [--sizes 200x1000,...] [--calls N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decide.h"
+#include "demand.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *const types[] = {"n1-standard-2", "n1-standard-8", "n1-highmem-4",
+                                    "n1-highcpu-16", "n1-standard-32"};
+
+int main(int argc, char **argv) {
+    const char *sizes = "10x10,100x200,200x1000";
+    int calls = 50;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+            sizes = argv[++i];
+        else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
+            calls = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--sizes OxP,...] [--calls N]\n", argv[0]);
+            return 2;
+        }
+    }
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    if (config_load_string("bench.yaml", "", 0, &cfg, &errors) != 0 || calls < 1) {
+        fprintf(stderr, "bench: %s\n", errors ? errors : "bad arguments");
+        return 1;
+    }
+    demand_memory_t *mem = malloc(sizeof(*mem));
+    if (!mem)
+        return 1;
+    demand_init(mem);
+    printf("%-8s %6s %-17s %8s %8s\n", "options", "pods", "strategy", "p50_ms", "p99_ms");
+    char *list = strdup(sizes);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t no = 0, np = 0;
+        if (sscanf(tok, "%zux%zu", &no, &np) != 2 || no == 0 || np == 0)
+            return 2;
+        resources_t *pods = calloc(np, sizeof(*pods));
+        pod_lifetime_t *lts = calloc(np, sizeof(*lts));
+        uint32_t *refs = calloc(np, sizeof(*refs));
+        node_info_t *nodes = calloc(no, sizeof(*nodes));
+        decide_option_t *opts = calloc(no, sizeof(*opts));
+        double *ms = calloc((size_t)calls, sizeof(*ms));
+        for (size_t k = 0; k < np; k++) {
+            pods[k] = (resources_t){100 * (int64_t)(k % 15 + 1), (int64_t)(k % 7 + 1) << 28, 0};
+            lts[k] = k % 3 ? POD_LIFETIME_LONG : POD_LIFETIME_SHORT;
+            refs[k] = (uint32_t)k;
+        }
+        for (size_t i = 0; i < no; i++) {
+            const machine_type_t *mt = config_find_machine_type(cfg, types[i % 5]);
+            nodes[i] = (node_info_t){.name = "",
+                                     .instance_type = mt->name,
+                                     .capacity = {mt->cpu_milli, mt->memory_bytes, 0},
+                                     .similarity_key = mt->name};
+            opts[i] = (decide_option_t){.group_id = mt->name,
+                                        .node_count = (int32_t)(i % 9 + 1),
+                                        .node = &nodes[i],
+                                        .pods = refs,
+                                        .pods_count = np,
+                                        .group = {true, true, false, -1.0, (int64_t)i}};
+        }
+        for (int s = 0; s < 2; s++) {
+            cfg->ranking.strategy = (ranking_strategy_t)s;
+            for (int c = 0; c < calls; c++) {
+                double t0 = now_ms();
+                demand_summary_t d;
+                decide_request_t req = {opts, no, pods, np, 30};
+                decide_demand_t dd = {NULL, NULL};
+                if (s == RANKING_STRATEGY_DEMAND_FIT) {
+                    demand_record(mem, pods, lts, np);
+                    demand_summarize(mem, &d);
+                    dd.pod_lifetimes = lts;
+                    dd.recent = &d;
+                }
+                decide_result_t r;
+                frugal_err_t err;
+                if (decide_best_options_demand(cfg, &req, &dd, &r, &err) != 0)
+                    return 1;
+                decide_result_free(&r);
+                ms[c] = now_ms() - t0;
+            }
+            qsort(ms, (size_t)calls, sizeof(*ms), cmp_double);
+            printf("%-8zu %6zu %-17s %8.3f %8.3f\n", no, np, config_ranking_strategy_name(s),
+                   ms[calls / 2], ms[(size_t)(calls * 0.99)]);
+        }
+        free(pods), free(lts), free(refs), free(nodes), free(opts), free(ms);
+    }
+    free(list);
+    free(mem);
+    config_free(cfg);
+    return 0;
+}

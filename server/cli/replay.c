@@ -1,0 +1,424 @@
+/* `frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H]
+ * [-o table|csv|json]`: what each scale-up strategy would have cost on a workload
+ * (docs/replay.md). The simulation is core/replay.h's; this file reads the inputs,
+ * runs every (workload, strategy, seed) on the machine's cores, and prints mean and
+ * min-max over the seeds. Runs are independent and deterministic: the figures do not
+ * depend on how many threads ran them.
+ *
+ * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
+ * usage errors (an unknown strategy included). */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "config.h"
+#include "replay.h"
+
+#define REPLAY_MAX_STRATEGIES 16
+
+typedef struct replay_job {
+    size_t workload, strategy;
+    uint64_t seed;
+    replay_figures_t fig;
+    int rc;
+    frugal_err_t err;
+} replay_job_t;
+
+typedef struct replay_cmd {
+    const frugal_config_t *cfg;
+    replay_workload_t *workloads;
+    size_t workloads_count;
+    const replay_policy_ops_t *strategies[REPLAY_MAX_STRATEGIES];
+    size_t strategies_count;
+    size_t seeds;
+    double hours;
+    replay_job_t *jobs;
+    size_t jobs_count;
+    atomic_size_t next, done;
+    bool progress;
+} replay_cmd_t;
+
+static int replay__usage(FILE *f, int status) {
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    fprintf(f, "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
+               "[--hours H] [-o table|csv|json]\n"
+               "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
+               "  --seeds N  runs per workload and strategy (default 12)\n"
+               "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
+               "strategies (default: all):\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-17s %s\n", list[i]->name, list[i]->summary);
+    return status;
+}
+
+static void *replay__worker(void *arg) {
+    replay_cmd_t *c = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&c->next, 1);
+        if (i >= c->jobs_count)
+            break;
+        replay_job_t *j = &c->jobs[i];
+        frugal_err_clear(&j->err);
+        j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy], j->seed,
+                           c->hours, &j->fig, &j->err);
+        size_t d = atomic_fetch_add(&c->done, 1) + 1;
+        if (c->progress)
+            fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
+                    c->jobs_count, c->workloads[j->workload].name, c->strategies[j->strategy]->name,
+                    j->seed);
+    }
+    return NULL;
+}
+
+static int replay__run_all(replay_cmd_t *c) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cpus < 1 ? 1 : cpus > 16 ? 16 : (size_t)cpus;
+    pthread_t tid[16];
+    size_t started = 0;
+    for (size_t i = 1; i < threads; i++)
+        if (pthread_create(&tid[started], NULL, replay__worker, c) == 0)
+            started++;
+    replay__worker(c);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    if (c->progress)
+        fprintf(stderr, "\r\033[K");
+    for (size_t i = 0; i < c->jobs_count; i++) {
+        if (c->jobs[i].rc != 0) {
+            fprintf(stderr, "frugal replay: %s\n", c->jobs[i].err.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Mean, min and max of one figure over the seeds. */
+typedef struct replay_stat {
+    double mean, min, max;
+} replay_stat_t;
+
+typedef struct replay_row {
+    const char *workload, *strategy;
+    replay_stat_t cost, ratio, pending, nodes, vs_random;
+    bool has_random;
+    int64_t pods, unhostable; /* of the first seed; the mean pods */
+} replay_row_t;
+
+static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
+    if (k == 0 || v < s->min)
+        s->min = v;
+    if (k == 0 || v > s->max)
+        s->max = v;
+    s->mean += v;
+}
+
+static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
+    size_t random = c->strategies_count;
+    for (size_t k = 0; k < c->strategies_count; k++)
+        if (strcmp(c->strategies[k]->name, "random") == 0)
+            random = k;
+    for (size_t w = 0; w < c->workloads_count; w++) {
+        for (size_t k = 0; k < c->strategies_count; k++) {
+            replay_row_t *r = &rows[w * c->strategies_count + k];
+            memset(r, 0, sizeof(*r));
+            r->workload = c->workloads[w].name;
+            r->strategy = c->strategies[k]->name;
+            r->has_random = random < c->strategies_count;
+            double pods = 0, unhost = 0;
+            for (size_t s = 0; s < c->seeds; s++) {
+                const replay_figures_t *f =
+                    &c->jobs[(w * c->strategies_count + k) * c->seeds + s].fig;
+                replay__stat_add(&r->cost, f->cost, s);
+                replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
+                replay__stat_add(&r->pending, f->pending_pod_minutes, s);
+                replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
+                if (r->has_random) {
+                    const replay_figures_t *rf =
+                        &c->jobs[(w * c->strategies_count + random) * c->seeds + s].fig;
+                    replay__stat_add(&r->vs_random, rf->cost > 0 ? f->cost / rf->cost : 0, s);
+                }
+                pods += (double)f->pods;
+                unhost += (double)f->unhostable;
+            }
+            double n = (double)c->seeds;
+            r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
+            r->vs_random.mean /= n;
+            r->pods = (int64_t)(pods / n + 0.5);
+            r->unhostable = (int64_t)(unhost / n + 0.5);
+        }
+    }
+}
+
+static void replay__range(char *buf, size_t size, const replay_stat_t *s, const char *fmt) {
+    char a[32], b[32], m[32];
+    snprintf(m, sizeof(m), fmt, s->mean);
+    snprintf(a, sizeof(a), fmt, s->min);
+    snprintf(b, sizeof(b), fmt, s->max);
+    snprintf(buf, size, "%s [%s-%s]", m, a, b);
+}
+
+/* The simulated hours of workload w: --hours, else a week for a mix, a trace's span. */
+static double replay__hours(const replay_cmd_t *c, size_t w) {
+    if (c->hours > 0)
+        return c->hours;
+    const replay_workload_t *wl = &c->workloads[w];
+    return wl->is_trace ? (double)wl->trace_span_s / 3600.0 : 168.0;
+}
+
+static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows) {
+    for (size_t w = 0; w < c->workloads_count; w++) {
+        const replay_row_t *r0 = &rows[w * c->strategies_count];
+        printf("%s%s: %.1f h, %zu seeds, %" PRId64 " pods per seed", w ? "\n" : "", r0->workload,
+               replay__hours(c, w), c->seeds, r0->pods);
+        if (r0->unhostable > 0)
+            printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
+        printf("\n");
+        cli_table_t t = {.ncols = 6};
+        cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "PENDING POD-MIN", "NODES BOUGHT",
+                      "VS RANDOM");
+        for (size_t k = 0; k < c->strategies_count; k++) {
+            const replay_row_t *r = &rows[w * c->strategies_count + k];
+            char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-";
+            replay__range(cost, sizeof(cost), &r->cost, "%.2f");
+            replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
+            replay__range(pend, sizeof(pend), &r->pending, "%.0f");
+            replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
+            if (r->has_random)
+                replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
+            cli_table_row(&t, r->strategy, cost, ratio, pend, nodes, vs);
+        }
+        cli_table_flush(&t, 2);
+    }
+}
+
+static void replay__csv_stat(const replay_stat_t *s) {
+    printf(",%.6f,%.6f,%.6f", s->mean, s->min, s->max);
+}
+
+static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
+    printf("workload,strategy,seeds,pods,unhostable");
+    const char *names[] = {"cost", "cost_ratio", "pending_pod_minutes", "nodes_bought",
+                           "vs_random"};
+    for (size_t i = 0; i < 5; i++)
+        printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
+    printf("\n");
+    for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
+        const replay_row_t *r = &rows[i];
+        printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
+               r->unhostable);
+        replay__csv_stat(&r->cost);
+        replay__csv_stat(&r->ratio);
+        replay__csv_stat(&r->pending);
+        replay__csv_stat(&r->nodes);
+        if (r->has_random)
+            replay__csv_stat(&r->vs_random);
+        else
+            printf(",,,");
+        printf("\n");
+    }
+}
+
+static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
+    printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f}%s", key, s->mean, s->min, s->max,
+           last ? "" : ", ");
+}
+
+/* Workload names come from file names; quotes and backslashes are escaped. */
+static void replay__json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            putchar('\\');
+        if ((unsigned char)*s >= 0x20)
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
+    printf("{\"seeds\": %zu, \"results\": [", c->seeds);
+    for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
+        const replay_row_t *r = &rows[i];
+        printf("%s\n  {\"workload\": ", i ? "," : "");
+        replay__json_str(r->workload);
+        printf(", \"strategy\": \"%s\", \"hours\": %g, \"pods\": %" PRId64
+               ", \"unhostable\": %" PRId64 ", ",
+               r->strategy, replay__hours(c, i / c->strategies_count), r->pods, r->unhostable);
+        replay__json_stat("cost", &r->cost, false);
+        replay__json_stat("cost_ratio", &r->ratio, false);
+        replay__json_stat("pending_pod_minutes", &r->pending, false);
+        replay__json_stat("nodes_bought", &r->nodes, !r->has_random);
+        if (r->has_random)
+            replay__json_stat("vs_random", &r->vs_random, true);
+        printf("}");
+    }
+    printf("\n]}\n");
+}
+
+static bool replay__positive(const char *s, double max, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || errno != 0 || !(v > 0) || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+int cmd_replay(int argc, char **argv) {
+    const char *config_path = NULL, *format = "table";
+    const char **paths = cli_xcalloc((size_t)argc, sizeof(*paths));
+    size_t npaths = 0;
+    replay_cmd_t c;
+    memset(&c, 0, sizeof(c));
+    c.seeds = 12;
+    int status = 0;
+    for (int i = 1; i < argc && status == 0; i++) {
+        const char *opt = argv[i];
+        if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
+            free(paths);
+            return replay__usage(stdout, 0);
+        }
+        if (opt[0] != '-') {
+            paths[npaths++] = opt;
+            continue;
+        }
+        if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+            fprintf(stderr, "frugal replay: %s needs a value\n", opt);
+            status = 2;
+            break;
+        }
+        const char *val = argv[++i];
+        double v;
+        if (strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0) {
+            config_path = val;
+        } else if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) {
+            format = val;
+        } else if (strcmp(opt, "--seeds") == 0) {
+            if (!replay__positive(val, 10000, &v) || v != (double)(size_t)v) {
+                fprintf(stderr,
+                        "frugal replay: --seeds: expected a count from 1 to 10000, got "
+                        "\"%s\"\n",
+                        val);
+                status = 2;
+            }
+            c.seeds = (size_t)v;
+        } else if (strcmp(opt, "--hours") == 0) {
+            if (!replay__positive(val, 24 * 366, &c.hours)) {
+                fprintf(stderr,
+                        "frugal replay: --hours: expected a positive number of hours, "
+                        "got \"%s\"\n",
+                        val);
+                status = 2;
+            }
+        } else if (strcmp(opt, "--strategy") == 0) {
+            const replay_policy_ops_t *p = replay_policy_find(val);
+            if (p == NULL) {
+                fprintf(stderr, "frugal replay: unknown strategy \"%s\"\n", val);
+                replay__usage(stderr, 2);
+                status = 2;
+            } else if (c.strategies_count == REPLAY_MAX_STRATEGIES) {
+                fprintf(stderr, "frugal replay: at most %d strategies\n", REPLAY_MAX_STRATEGIES);
+                status = 2;
+            } else {
+                c.strategies[c.strategies_count++] = p;
+            }
+        } else {
+            fprintf(stderr, "frugal replay: unexpected argument \"%s\"\n", opt);
+            status = replay__usage(stderr, 2);
+        }
+    }
+    if (status == 0 && (config_path == NULL || npaths == 0)) {
+        fprintf(stderr, "frugal replay: %s is required\n",
+                config_path == NULL ? "-c FILE" : "a WORKLOAD file");
+        status = replay__usage(stderr, 2);
+    }
+    if (status == 0 && strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
+        strcmp(format, "json") != 0) {
+        fprintf(stderr, "frugal replay: unknown output format \"%s\" (table, csv or json)\n",
+                format);
+        status = 2;
+    }
+    if (status != 0) {
+        free(paths);
+        return status;
+    }
+    if (c.strategies_count == 0) {
+        size_t n;
+        const replay_policy_ops_t *const *list = replay_policy_list(&n);
+        for (size_t i = 0; i < n && i < REPLAY_MAX_STRATEGIES; i++)
+            c.strategies[c.strategies_count++] = list[i];
+    }
+
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    if (config_load(config_path, &cfg, &errors) != 0) {
+        if (errors != NULL)
+            fputs(errors, stderr);
+        else
+            fprintf(stderr, "%s: cannot load\n", config_path);
+        free(errors);
+        free(paths);
+        return 1;
+    }
+    c.cfg = cfg;
+    c.workloads = cli_xcalloc(npaths, sizeof(*c.workloads));
+    for (size_t i = 0; i < npaths && status == 0; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        int e = cli_read_file(paths[i], &text, &len);
+        if (e != 0) {
+            fprintf(stderr, "frugal replay: cannot read %s: %s\n", paths[i], strerror(e));
+            status = 1;
+            break;
+        }
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (replay_workload_load(paths[i], text, len, &c.workloads[i], &err) != 0) {
+            fprintf(stderr, "%s\n", err.msg);
+            status = 1;
+        } else {
+            c.workloads_count++;
+        }
+        free(text);
+    }
+    if (status == 0) {
+        c.jobs_count = c.workloads_count * c.strategies_count * c.seeds;
+        c.jobs = cli_xcalloc(c.jobs_count, sizeof(*c.jobs));
+        for (size_t i = 0; i < c.jobs_count; i++) {
+            c.jobs[i].workload = i / (c.strategies_count * c.seeds);
+            c.jobs[i].strategy = i / c.seeds % c.strategies_count;
+            c.jobs[i].seed = i % c.seeds + 1;
+        }
+        c.progress = isatty(STDERR_FILENO);
+        status = replay__run_all(&c);
+    }
+    if (status == 0) {
+        replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));
+        replay__rows(&c, rows);
+        if (strcmp(format, "csv") == 0)
+            replay__print_csv(&c, rows);
+        else if (strcmp(format, "json") == 0)
+            replay__print_json(&c, rows);
+        else
+            replay__print_table(&c, rows);
+        free(rows);
+        if (fflush(stdout) != 0)
+            status = 1;
+    }
+    for (size_t i = 0; i < c.workloads_count; i++)
+        replay_workload_free(&c.workloads[i]);
+    free(c.workloads);
+    free(c.jobs);
+    free(paths);
+    config_free(cfg);
+    return status;
+}

@@ -1,0 +1,55 @@
+/* The bounded memory of recent pods: see demand.h. */
+#include "demand.h"
+
+#include <string.h>
+
+void demand_init(demand_memory_t *m) {
+    atomic_init(&m->head, 0);
+    for (size_t i = 0; i < DEMAND_SLOTS; i++) {
+        demand_slot_t *s = &m->slots[i];
+        atomic_init(&s->cpu_milli, 0);
+        atomic_init(&s->memory_bytes, 0);
+        atomic_init(&s->gpu, 0);
+        atomic_init(&s->lifetime, 0);
+        atomic_init(&s->used, 0);
+    }
+}
+
+void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
+                   size_t n) {
+    if (n == 0)
+        return;
+    /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
+    size_t skip = n > DEMAND_SLOTS ? n - DEMAND_SLOTS : 0;
+    uint64_t at = atomic_fetch_add_explicit(&m->head, n - skip, memory_order_relaxed);
+    for (size_t i = skip; i < n; i++, at++) {
+        demand_slot_t *s = &m->slots[at % DEMAND_SLOTS];
+        atomic_store_explicit(&s->cpu_milli, pods[i].cpu_milli, memory_order_relaxed);
+        atomic_store_explicit(&s->memory_bytes, pods[i].memory_bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->gpu, pods[i].gpu, memory_order_relaxed);
+        atomic_store_explicit(&s->lifetime,
+                              (uint8_t)(lifetimes ? lifetimes[i] : POD_LIFETIME_UNKNOWN),
+                              memory_order_relaxed);
+        atomic_store_explicit(&s->used, 1, memory_order_relaxed);
+    }
+}
+
+void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
+    memset(out, 0, sizeof(*out));
+    size_t long_lived = 0;
+    for (size_t i = 0; i < DEMAND_SLOTS; i++) {
+        const demand_slot_t *s = &m->slots[i];
+        if (!atomic_load_explicit(&s->used, memory_order_relaxed))
+            continue;
+        out->pods++;
+        out->cpu_cores +=
+            (double)atomic_load_explicit(&s->cpu_milli, memory_order_relaxed) / 1000.0;
+        out->memory_gib += (double)atomic_load_explicit(&s->memory_bytes, memory_order_relaxed) /
+                           (1024.0 * 1024.0 * 1024.0);
+        out->gpu += (double)atomic_load_explicit(&s->gpu, memory_order_relaxed);
+        long_lived +=
+            atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT;
+    }
+    if (out->pods > 0)
+        out->long_share = (double)long_lived / (double)out->pods;
+}

@@ -1,0 +1,57 @@
+/* The bounded memory of recent pods that the demand-fit ranking reads (docs/ranking.md):
+ * the effective requests and lifetimes of the last DEMAND_SLOTS distinct pods frugal
+ * saw in BestOptions and proposals, summarised as the cluster's recent demand (GiB per
+ * core, share of long-lived pods).
+ *
+ * Thread-safe without locks: BestOptions runs on several gRPC worker threads at once.
+ * A writer reserves its slots with one atomic add on the head and stores each field
+ * with a relaxed atomic store; a reader sums the slots with relaxed loads. A summary
+ * taken while a writer is halfway may mix one slot's old and new fields: the figures
+ * are statistics over thousands of pods, and one torn slot moves them by nothing that
+ * matters. The memory never grows: it is one fixed array, zeroed at init. */
+#ifndef FRUGAL_DEMAND_H
+#define FRUGAL_DEMAND_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pod.h"
+#include "quantity.h"
+
+#define DEMAND_SLOTS 4096
+
+/* One remembered pod. used is 0 for a never-written slot. */
+typedef struct demand_slot {
+    _Atomic int64_t cpu_milli;
+    _Atomic int64_t memory_bytes;
+    _Atomic int64_t gpu;
+    _Atomic uint8_t lifetime; /* pod_lifetime_t */
+    _Atomic uint8_t used;
+} demand_slot_t;
+
+typedef struct demand_memory {
+    _Atomic uint64_t head; /* slots written so far; the next goes to head % DEMAND_SLOTS */
+    demand_slot_t slots[DEMAND_SLOTS];
+} demand_memory_t;
+
+/* What the ranking reads. */
+typedef struct demand_summary {
+    size_t pods;      /* remembered pods (<= DEMAND_SLOTS) */
+    double cpu_cores; /* their summed requests */
+    double memory_gib;
+    double gpu;
+    double long_share; /* share of pods whose lifetime is long or unknown */
+} demand_summary_t;
+
+/* Zero m (no pod seen). */
+void demand_init(demand_memory_t *m);
+
+/* Remember n pods (lifetimes may be NULL: unknown), overwriting the oldest ones. */
+void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
+                   size_t n);
+
+/* Summarise what m remembers into *out. */
+void demand_summarize(const demand_memory_t *m, demand_summary_t *out);
+
+#endif

@@ -1,0 +1,822 @@
+/* The replay simulation: see replay.h and docs/replay.md.
+ *
+ * Time advances in CA loops of REPLAY_LOOP_SECONDS, but only loops in which something
+ * can happen are run: an arrival, a pod ending, a node becoming ready or unneeded, or
+ * pods still pending that an option could host. A node bills price x loops alive, so a
+ * skipped loop costs what it would have cost. One loop:
+ *   1. pods whose time is up leave their node;
+ *   2. pods bound to a node that became ready start;
+ *   3. the pods that arrived are pending (a pod no group could ever host is counted and
+ *      dropped);
+ *   4. pending pods go onto free capacity, ready or booting nodes, first fit in the
+ *      order the nodes were bought (the scheduler places a pod as soon as it fits; a pod
+ *      that fits a booting node is not a reason to scale up, as in CA);
+ *   5. if pods are still pending, each group with room offers an option: its pods
+ *      placed first-fit-decreasing (CA's estimator order) onto new nodes, within
+ *      max_size and the cluster-wide cpu/memory limits; the policy picks one; its nodes
+ *      are bought, ready REPLAY_BOOT_SECONDS later, with their pods bound;
+ *   6. a ready node empty for its group's scale_down_unneeded is removed (never below
+ *      min_size). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escalator.h"
+#include "fit.h"
+#include "pricing.h"
+#include "replay.h"
+#include "template.h"
+
+/* ---- random numbers ---- */
+
+void replay_rng_seed(replay_rng_t *r, uint64_t seed) {
+    r->state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t replay_rng_next(replay_rng_t *r) {
+    uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+double replay_rng_unit(replay_rng_t *r) {
+    return (double)(replay_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+size_t replay_rng_below(replay_rng_t *r, size_t n) {
+    return (size_t)(replay_rng_unit(r) * (double)n);
+}
+
+/* ---- state ---- */
+
+typedef struct replay__node {
+    uint32_t group;
+    resources_t free;
+    int64_t bought_s;
+    int64_t ready_s;
+    int64_t empty_since_s; /* when its last pod left (or it became ready empty) */
+    int32_t pods;          /* running or bound */
+    int64_t tainted_s;     /* Escalator: when the node was tainted; -1 when it is not */
+} replay__node_t;
+
+typedef struct replay__heap_item {
+    int64_t end_s;
+    uint32_t pod;
+    uint32_t node;
+} replay__heap_item_t;
+
+typedef struct replay__sim {
+    const frugal_config_t *cfg;
+    const replay_policy_ops_t *policy;
+    void *policy_state;
+    replay_rng_t rng;
+    int64_t horizon_s;
+    replay_group_t *groups;
+    size_t groups_count;
+    replay_pod_t *pods;
+    size_t pods_count;
+    size_t shapes;
+    bool *compat; /* [shape * groups_count + group]: selector, affinity, taints */
+    /* nodes: ids stable (index), alive ones listed in purchase order */
+    replay__node_t *nodes;
+    size_t nodes_count, nodes_cap;
+    uint32_t *alive;
+    size_t alive_count;
+    /* pods waiting: pending (no node) and bound (to a booting node) */
+    uint32_t *pending;
+    size_t pending_count;
+    uint32_t *bound;
+    uint32_t *bound_node;
+    size_t bound_count;
+    replay__heap_item_t *heap;
+    size_t heap_count;
+    int64_t *start_s; /* per pod; -1 until it runs */
+    int64_t cpu_alive, mem_alive;
+    replay_figures_t fig;
+} replay__sim_t;
+
+/* ---- the running pods' end times: a binary min-heap ---- */
+
+static void replay__heap_push(replay__sim_t *s, replay__heap_item_t it) {
+    size_t i = s->heap_count++;
+    while (i > 0 && s->heap[(i - 1) / 2].end_s > it.end_s) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = it;
+}
+
+static replay__heap_item_t replay__heap_pop(replay__sim_t *s) {
+    replay__heap_item_t top = s->heap[0], last = s->heap[--s->heap_count];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->heap_count)
+            break;
+        if (c + 1 < s->heap_count && s->heap[c + 1].end_s < s->heap[c].end_s)
+            c++;
+        if (s->heap[c].end_s >= last.end_s)
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->heap_count > 0)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- setup ---- */
+
+static int replay__groups(replay__sim_t *s, frugal_err_t *err) {
+    const frugal_config_t *cfg = s->cfg;
+    s->groups = calloc(cfg->node_groups_count ? cfg->node_groups_count : 1, sizeof(*s->groups));
+    if (s->groups == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        const node_group_config_t *gc = &cfg->node_groups[i];
+        if (!gc->managed)
+            continue;
+        replay_group_t *g = &s->groups[s->groups_count++];
+        g->cfg = gc;
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        int rc = template_build(cfg, &gc->spec, &buf, &len, err);
+        if (rc == 0)
+            rc = node_info_decode(buf, len, &g->info, err);
+        if (rc == 0 && (g->node = k8s__io__api__core__v1__node__unpack(NULL, len, buf)) == NULL)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        free(buf);
+        if (rc != 0)
+            return rc;
+        g->price = pricing_group_node_price(cfg, &gc->spec);
+        if (g->price < 0)
+            g->price = pricing_linear(&cfg->pricing, &g->info.capacity);
+        g->unneeded_s = gc->options.has_scale_down_unneeded
+                            ? gc->options.scale_down_unneeded_ns / 1000000000LL
+                            : REPLAY_UNNEEDED_SECONDS;
+    }
+    if (s->groups_count == 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "the config has no managed node group to replay");
+    return 0;
+}
+
+static int64_t replay__uniform(replay_rng_t *r, replay_range_t range) {
+    if (range.max <= range.min)
+        return range.min;
+    return range.min + (int64_t)(replay_rng_unit(r) * (double)(range.max - range.min + 1));
+}
+
+/* The mix's arrivals over the horizon: a Poisson process whose rate follows a daily
+ * sine (thinning), each pod drawn from a family chosen by weight. */
+static int replay__generate(replay__sim_t *s, const replay_workload_t *w, frugal_err_t *err) {
+    double total = 0;
+    for (size_t i = 0; i < w->families_count; i++)
+        total += w->families[i].weight;
+    double peak = w->arrivals_per_hour * (1.0 + w->diurnal) / 3600.0; /* per second */
+    size_t cap = (size_t)(peak * (double)s->horizon_s * 1.2) + 64;
+    if ((s->pods = calloc(cap, sizeof(*s->pods))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    double t = 0;
+    for (;;) {
+        t += -log(1.0 - replay_rng_unit(&s->rng)) / peak;
+        if (t >= (double)s->horizon_s)
+            break;
+        double rate = w->arrivals_per_hour / 3600.0 *
+                      (1.0 + w->diurnal * sin(2.0 * 3.14159265358979323846 * t / 86400.0));
+        if (replay_rng_unit(&s->rng) * peak > rate)
+            continue;
+        if (s->pods_count == cap) {
+            replay_pod_t *np = realloc(s->pods, cap * 2 * sizeof(*np));
+            if (np == NULL)
+                return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            s->pods = np;
+            cap *= 2;
+        }
+        double pick = replay_rng_unit(&s->rng) * total;
+        size_t f = 0;
+        while (f + 1 < w->families_count && pick >= w->families[f].weight) {
+            pick -= w->families[f].weight;
+            f++;
+        }
+        const replay_family_t *fam = &w->families[f];
+        replay_pod_t *p = &s->pods[s->pods_count++];
+        p->arrive_s = (int64_t)t;
+        p->request.cpu_milli = replay__uniform(&s->rng, fam->cpu_milli);
+        int64_t mib = 1024 * 1024;
+        p->request.memory_bytes = replay__uniform(&s->rng, fam->memory_bytes) / mib * mib;
+        p->request.gpu = replay__uniform(&s->rng, fam->gpu);
+        double lo = log((double)fam->lifetime_s.min), hi = log((double)fam->lifetime_s.max);
+        p->duration_s = (int64_t)exp(lo + replay_rng_unit(&s->rng) * (hi - lo));
+        if (p->duration_s < 1)
+            p->duration_s = 1;
+        p->lifetime = pod_lifetime_of_kind(fam->owner);
+        p->shape = (uint32_t)f;
+        p->spec_pod = fam->pod;
+    }
+    s->shapes = w->families_count;
+    return 0;
+}
+
+static int replay__from_trace(replay__sim_t *s, const replay_workload_t *w, frugal_err_t *err) {
+    if ((s->pods = calloc(w->trace_count, sizeof(*s->pods))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->trace_count && w->trace[i].t_s < s->horizon_s; i++) {
+        replay_pod_t *p = &s->pods[s->pods_count++];
+        p->arrive_s = w->trace[i].t_s;
+        p->duration_s = w->trace[i].duration_s;
+        p->request = w->trace[i].request;
+        p->lifetime = pod_lifetime(w->trace[i].pod);
+        p->shape = (uint32_t)i;
+        p->spec_pod = w->trace[i].pod;
+    }
+    s->shapes = w->trace_count;
+    return 0;
+}
+
+static bool replay__fits(const resources_t *r, const resources_t *free_) {
+    return r->cpu_milli <= free_->cpu_milli && r->memory_bytes <= free_->memory_bytes &&
+           r->gpu <= free_->gpu;
+}
+
+static void replay__take(resources_t *free_, const resources_t *r, int sign) {
+    free_->cpu_milli -= sign * r->cpu_milli;
+    free_->memory_bytes -= sign * r->memory_bytes;
+    free_->gpu -= sign * r->gpu;
+}
+
+static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
+    size_t n = s->shapes * s->groups_count;
+    if ((s->compat = calloc(n ? n : 1, sizeof(*s->compat))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    bool *done = calloc(s->shapes ? s->shapes : 1, sizeof(*done));
+    if (done == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < s->pods_count; i++) {
+        const replay_pod_t *p = &s->pods[i];
+        if (done[p->shape])
+            continue;
+        done[p->shape] = true;
+        const k8s_pod_spec_t *spec = p->spec_pod ? p->spec_pod->spec : NULL;
+        for (size_t g = 0; g < s->groups_count; g++) {
+            const k8s_node_t *node = s->groups[g].node;
+            s->compat[p->shape * s->groups_count + g] = fit_node_selector(spec, node, NULL, 0) &&
+                                                        fit_node_affinity(spec, node, NULL, 0) &&
+                                                        fit_taints(spec, node, NULL, 0);
+        }
+    }
+    free(done);
+    return 0;
+}
+
+static bool replay__can_host(const replay__sim_t *s, const replay_pod_t *p, size_t g) {
+    return s->compat[p->shape * s->groups_count + g] &&
+           replay__fits(&p->request, &s->groups[g].info.capacity);
+}
+
+/* ---- nodes ---- */
+
+static int replay__buy(replay__sim_t *s, size_t g, int64_t now, uint32_t *id, frugal_err_t *err) {
+    if (s->nodes_count == s->nodes_cap) {
+        size_t cap = s->nodes_cap ? s->nodes_cap * 2 : 64;
+        replay__node_t *nn = realloc(s->nodes, cap * sizeof(*nn));
+        uint32_t *na = realloc(s->alive, cap * sizeof(*na));
+        if (nn)
+            s->nodes = nn;
+        if (na)
+            s->alive = na;
+        if (!nn || !na)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        s->nodes_cap = cap;
+    }
+    *id = (uint32_t)s->nodes_count++;
+    replay__node_t *n = &s->nodes[*id];
+    const replay_group_t *grp = &s->groups[g];
+    *n = (replay__node_t){.group = (uint32_t)g,
+                          .free = grp->info.capacity,
+                          .bought_s = now,
+                          .ready_s = now,
+                          .empty_since_s = now,
+                          .tainted_s = -1};
+    s->alive[s->alive_count++] = *id;
+    s->groups[g].nodes++;
+    s->cpu_alive += grp->info.capacity.cpu_milli;
+    s->mem_alive += grp->info.capacity.memory_bytes;
+    return 0;
+}
+
+/* Bill node a up to now and forget it. */
+static void replay__remove(replay__sim_t *s, size_t a, int64_t now) {
+    replay__node_t *n = &s->nodes[s->alive[a]];
+    replay_group_t *g = &s->groups[n->group];
+    int64_t loops = (now - n->bought_s + REPLAY_LOOP_SECONDS - 1) / REPLAY_LOOP_SECONDS;
+    s->fig.cost += g->price * (double)(loops * REPLAY_LOOP_SECONDS) / 3600.0;
+    g->nodes--;
+    s->cpu_alive -= g->info.capacity.cpu_milli;
+    s->mem_alive -= g->info.capacity.memory_bytes;
+    memmove(&s->alive[a], &s->alive[a + 1], (s->alive_count - a - 1) * sizeof(*s->alive));
+    s->alive_count--;
+}
+
+static void replay__start(replay__sim_t *s, uint32_t pod, uint32_t node, int64_t at) {
+    const replay_pod_t *p = &s->pods[pod];
+    if (at < p->arrive_s)
+        at = p->arrive_s;
+    s->start_s[pod] = at;
+    s->fig.pending_pod_minutes += (double)(at - p->arrive_s) / 60.0;
+    int64_t end = at + p->duration_s;
+    int64_t ran = (end < s->horizon_s ? end : s->horizon_s) - at;
+    if (ran > 0)
+        s->fig.ideal_cost += pricing_linear(&s->cfg->pricing, &p->request) * (double)ran / 3600.0;
+    replay__heap_push(s, (replay__heap_item_t){end, pod, node});
+}
+
+/* Put pod on node: it runs now when the node is ready, else when it is. */
+static void replay__place(replay__sim_t *s, uint32_t pod, uint32_t node, int64_t now) {
+    replay__node_t *n = &s->nodes[node];
+    replay__take(&n->free, &s->pods[pod].request, 1);
+    n->pods++;
+    if (n->ready_s <= now) {
+        replay__start(s, pod, node, now);
+    } else {
+        s->bound[s->bound_count] = pod;
+        s->bound_node[s->bound_count++] = node;
+    }
+}
+
+/* ---- one loop ---- */
+
+typedef struct replay__key {
+    double key;
+    uint32_t at; /* index into pending */
+} replay__key_t;
+
+static int replay__key_cmp(const void *a, const void *b) {
+    const replay__key_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? 1 : -1; /* decreasing */
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* The option of group g for the pending pods: first-fit-decreasing onto new nodes,
+ * within max_size and the cluster limits. assign[k] is the new node of pods[k]. */
+static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, resources_t *room,
+                           uint32_t *pods, uint32_t *assign, replay_option_t *o) {
+    const replay_group_t *grp = &s->groups[g];
+    const resources_t *cap = &grp->info.capacity;
+    const autoprov_config_t *ap = &s->cfg->autoprovisioning;
+    int64_t headroom = grp->cfg->max_size - grp->nodes;
+    if (cap->cpu_milli > 0 && ap->max_cpu_milli < INT64_MAX) {
+        int64_t by = (ap->max_cpu_milli - s->cpu_alive) / cap->cpu_milli;
+        headroom = by < headroom ? by : headroom;
+    }
+    if (cap->memory_bytes > 0 && ap->max_memory_bytes < INT64_MAX) {
+        int64_t by = (ap->max_memory_bytes - s->mem_alive) / cap->memory_bytes;
+        headroom = by < headroom ? by : headroom;
+    }
+    memset(o, 0, sizeof(*o));
+    o->group = g;
+    o->pods = pods;
+    if (headroom <= 0)
+        return;
+    size_t n = 0;
+    for (size_t k = 0; k < s->pending_count; k++) {
+        const replay_pod_t *p = &s->pods[s->pending[k]];
+        if (!replay__can_host(s, p, g))
+            continue;
+        double key =
+            (cap->cpu_milli > 0 ? (double)p->request.cpu_milli / cap->cpu_milli : 0) +
+            (cap->memory_bytes > 0 ? (double)p->request.memory_bytes / cap->memory_bytes : 0);
+        keys[n++] = (replay__key_t){key, (uint32_t)k};
+    }
+    qsort(keys, n, sizeof(*keys), replay__key_cmp);
+    int32_t opened = 0;
+    for (size_t i = 0; i < n; i++) {
+        const resources_t *r = &s->pods[s->pending[keys[i].at]].request;
+        int32_t j = 0;
+        while (j < opened && !replay__fits(r, &room[j]))
+            j++;
+        if (j == opened) {
+            if (opened == headroom)
+                continue;
+            room[opened++] = *cap;
+        }
+        replay__take(&room[j], r, 1);
+        pods[o->pods_count] = keys[i].at;
+        assign[o->pods_count++] = (uint32_t)j;
+    }
+    o->node_count = opened;
+}
+
+/* Buy count nodes for group g the way CA with --balance-similar-node-groups does:
+ * spread over the groups similar to g (escalator_split), booting until
+ * REPLAY_BOOT_SECONDS from now; *bought receives how many (fewer when the similar groups
+ * reach max_size). The new nodes get consecutive ids, group by group. */
+static int replay__buy_balanced(replay__sim_t *s, size_t g, int64_t count, int64_t now,
+                                int64_t *bought, frugal_err_t *err) {
+    size_t G = s->groups_count;
+    const char **keys = calloc(G, sizeof(*keys));
+    int64_t *sizes = calloc(G, sizeof(*sizes)), *max = calloc(G, sizeof(*max));
+    int64_t *share = calloc(G, sizeof(*share));
+    int rc = 0;
+    *bought = 0;
+    if (!keys || !sizes || !max || !share) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < G; k++) {
+        keys[k] = s->groups[k].info.similarity_key;
+        sizes[k] = s->groups[k].nodes;
+        max[k] = s->groups[k].cfg->max_size;
+    }
+    escalator_split(keys, sizes, max, G, g, count, share);
+    for (size_t k = 0; k < G && rc == 0; k++) {
+        for (int64_t i = 0; i < share[k] && rc == 0; i++) {
+            uint32_t id;
+            if ((rc = replay__buy(s, k, now, &id, err)) == 0) {
+                s->nodes[id].ready_s = now + REPLAY_BOOT_SECONDS;
+                (*bought)++;
+            }
+        }
+    }
+done:
+    free(keys);
+    free(sizes);
+    free(max);
+    free(share);
+    return rc;
+}
+
+/* Escalator's own figures for the scale-down (its documented example configuration):
+ * below TAINT_LOWER percent it taints FAST nodes a loop, below TAINT_UPPER SLOW ones; a
+ * tainted node is removed once empty for SOFT_GRACE seconds (its pods are never evicted
+ * here: the hard grace period is not modelled); after a scale-up the group waits
+ * COOL_DOWN seconds. It looks at the cluster every SCAN seconds. */
+#define REPLAY_ESCALATOR_TAINT_LOWER 10
+#define REPLAY_ESCALATOR_TAINT_UPPER 40
+#define REPLAY_ESCALATOR_SLOW 2
+#define REPLAY_ESCALATOR_FAST 5
+#define REPLAY_ESCALATOR_SOFT_GRACE 60
+#define REPLAY_ESCALATOR_COOL_DOWN 120
+#define REPLAY_ESCALATOR_SCAN 60 /* Escalator's default scan interval */
+
+/* Whether groups a and b scale as one set (similar groups, docs/escalator.md). */
+static bool replay__similar(const replay__sim_t *s, size_t a, size_t b) {
+    const char *ka = s->groups[a].info.similarity_key, *kb = s->groups[b].info.similarity_key;
+    return a == b || (ka != NULL && kb != NULL && strcmp(ka, kb) == 0);
+}
+
+/* One Escalator loop (docs/escalator.md). Escalator scales an auto-scaling group, which
+ * spreads its nodes over zones itself: a set of similar groups is one Escalator group
+ * here, grown with CA's split. Its utilisation counts the untainted nodes of the set and
+ * the pending pods it owns (a pending pod belongs to the first group, in configuration
+ * order, that can host it: Escalator expects each pod to select one group); then it
+ * untaints or buys the delta, or taints nodes when the utilisation is low. untainted is
+ * scratch space of groups_count entries; cool_down[g] is when the set led by g may act
+ * again. */
+static int replay__escalate(replay__sim_t *s, int64_t now, int64_t *cool_down, int64_t *untainted,
+                            bool *scaled, frugal_err_t *err) {
+    if (now % REPLAY_ESCALATOR_SCAN != 0)
+        return 0;
+    autoprov_totals_t totals = {s->cpu_alive, s->mem_alive};
+    for (size_t g = 0; g < s->groups_count; g++) {
+        replay_group_t *grp = &s->groups[g];
+        size_t leader = 0;
+        while (!replay__similar(s, leader, g))
+            leader++;
+        if (leader != g || now < cool_down[g])
+            continue; /* a set acts once, through its first group */
+        int64_t max = 0, tainted = 0;
+        for (size_t k = g; k < s->groups_count; k++) {
+            untainted[k] = 0;
+            if (replay__similar(s, k, g))
+                max += s->groups[k].cfg->max_size;
+        }
+        escalator_group_t eg;
+        escalator_group_init(&eg, grp->cfg->scale_up_threshold, grp->cfg->scale_on_starve,
+                             &grp->info.capacity);
+        for (size_t a = 0; a < s->alive_count; a++) {
+            const replay__node_t *n = &s->nodes[s->alive[a]];
+            if (n->group < g || !replay__similar(s, n->group, g))
+                continue;
+            if (n->tainted_s >= 0) {
+                tainted++;
+                continue;
+            }
+            untainted[n->group]++;
+            resources_t used = grp->info.capacity;
+            replay__take(&used, &n->free, 1);
+            escalator_add_node(&eg, &grp->info.capacity);
+            escalator_add_pod(&eg, &used, false);
+        }
+        for (size_t k = 0; k < s->pending_count; k++) {
+            const replay_pod_t *p = &s->pods[s->pending[k]];
+            size_t owner = 0;
+            while (owner < s->groups_count && !replay__can_host(s, p, owner))
+                owner++;
+            if (owner < s->groups_count && replay__similar(s, owner, g))
+                escalator_add_pod(&eg, &p->request, true);
+        }
+        /* Tainted nodes still count toward the groups' sizes. */
+        max -= tainted;
+        escalator_result_t r;
+        escalator_scale_up(&eg,
+                           max > INT32_MAX ? INT32_MAX
+                           : max < 0       ? 0
+                                           : (int32_t)max,
+                           &s->cfg->autoprovisioning, &totals, &r);
+        if (r.delta > 0) {
+            int64_t left = r.delta;
+            /* Untaint the newest tainted nodes first, then buy. */
+            for (size_t a = s->alive_count; a > 0 && left > 0; a--) {
+                replay__node_t *n = &s->nodes[s->alive[a - 1]];
+                if (n->group >= g && n->tainted_s >= 0 && replay__similar(s, n->group, g)) {
+                    n->tainted_s = -1;
+                    left--;
+                }
+            }
+            int64_t bought = 0;
+            if (left > 0) {
+                int rc = replay__buy_balanced(s, g, left, now, &bought, err);
+                if (rc != 0)
+                    return rc;
+            }
+            s->fig.nodes_bought += bought;
+            s->fig.decisions += bought > 0; /* a loop that bought, as for the options */
+            cool_down[g] = now + REPLAY_ESCALATOR_COOL_DOWN;
+            totals = (autoprov_totals_t){s->cpu_alive, s->mem_alive};
+            *scaled = true;
+            continue;
+        }
+        if (r.used_percent >= REPLAY_ESCALATOR_TAINT_UPPER)
+            continue;
+        int64_t taint = r.used_percent < REPLAY_ESCALATOR_TAINT_LOWER ? REPLAY_ESCALATOR_FAST
+                                                                      : REPLAY_ESCALATOR_SLOW;
+        /* The oldest ready nodes first, as Escalator taints, never below min_size. */
+        for (size_t a = 0; a < s->alive_count && taint > 0; a++) {
+            replay__node_t *n = &s->nodes[s->alive[a]];
+            if (n->group < g || n->tainted_s >= 0 || n->ready_s > now ||
+                !replay__similar(s, n->group, g) ||
+                untainted[n->group] <= s->groups[n->group].cfg->min_size)
+                continue;
+            n->tainted_s = now;
+            untainted[n->group]--;
+            taint--;
+        }
+    }
+    return 0;
+}
+
+/* Escalator's removal: node a is tainted, ready and empty for the soft grace period. */
+static bool replay__escalator_unneeded(const replay__sim_t *s, size_t a, int64_t now) {
+    const replay__node_t *n = &s->nodes[s->alive[a]];
+    if (n->tainted_s < 0 || n->pods > 0 || n->ready_s > now)
+        return false;
+    int64_t since = n->empty_since_s > n->tainted_s ? n->empty_since_s : n->tainted_s;
+    return now - since >= REPLAY_ESCALATOR_SOFT_GRACE;
+}
+
+/* Steps 4 and 5; *scaled tells whether an option was bought. */
+static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_err_t *err) {
+    *scaled = false;
+    size_t keep = 0;
+    for (size_t k = 0; k < s->pending_count; k++) {
+        uint32_t pod = s->pending[k];
+        const replay_pod_t *p = &s->pods[pod];
+        size_t a = 0;
+        for (; a < s->alive_count; a++) {
+            const replay__node_t *n = &s->nodes[s->alive[a]];
+            if (s->compat[p->shape * s->groups_count + n->group] && n->tainted_s < 0 &&
+                replay__fits(&p->request, &n->free))
+                break;
+        }
+        if (a < s->alive_count)
+            replay__place(s, pod, s->alive[a], now);
+        else
+            s->pending[keep++] = pod;
+    }
+    s->pending_count = keep;
+    if (keep == 0 || s->policy == &replay_policy_escalator)
+        return 0; /* Escalator scales in replay__escalate */
+
+    size_t G = s->groups_count, P = s->pending_count;
+    replay_option_t *opts = calloc(G, sizeof(*opts));
+    uint32_t *pods = calloc(G * P, sizeof(*pods));
+    uint32_t *assign = calloc(G * P, sizeof(*assign));
+    replay__key_t *keys = calloc(P, sizeof(*keys));
+    resources_t *room = calloc(P, sizeof(*room));
+    size_t *which = calloc(G, sizeof(*which));
+    int rc = 0;
+    if (!opts || !pods || !assign || !keys || !room || !which) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t g = 0; g < G; g++) {
+        replay__option(s, g, keys, room, pods + g * P, assign + g * P, &opts[n]);
+        if (opts[n].node_count > 0 && opts[n].pods_count > 0)
+            which[n++] = g;
+    }
+    if (n == 0)
+        goto done;
+    replay_view_t view = {s->cfg,           s->groups, s->groups_count,        s->pods, s->pending,
+                          s->pending_count, now,       (int64_t)s->alive_count};
+    size_t chosen = 0;
+    if ((rc = s->policy->choose(s->policy_state, &view, opts, n, &chosen, err)) != 0)
+        goto done;
+    const replay_option_t *o = &opts[chosen];
+    const uint32_t *as = assign + which[chosen] * P;
+    uint32_t first = (uint32_t)s->nodes_count;
+    int64_t bought = 0;
+    if ((rc = replay__buy_balanced(s, o->group, o->node_count, now, &bought, err)) != 0)
+        goto done;
+    s->fig.nodes_bought += bought;
+    s->fig.decisions++;
+    bool *taken = (bool *)keys; /* P bytes are free in keys now */
+    memset(taken, 0, P * sizeof(bool));
+    for (size_t k = 0; k < o->pods_count; k++) {
+        /* A pod keeps its place on the k-th new node when that node's group (similar, in
+         * another zone) can host it; otherwise it stays pending. */
+        uint32_t node = first + as[k];
+        const replay_pod_t *p = &s->pods[s->pending[o->pods[k]]];
+        if ((int64_t)as[k] >= bought ||
+            !s->compat[p->shape * s->groups_count + s->nodes[node].group])
+            continue;
+        taken[o->pods[k]] = true;
+        replay__place(s, s->pending[o->pods[k]], node, now);
+    }
+    keep = 0;
+    for (size_t k = 0; k < P; k++)
+        if (!taken[k])
+            s->pending[keep++] = s->pending[k];
+    s->pending_count = keep;
+    *scaled = true;
+done:
+    free(opts);
+    free(pods);
+    free(assign);
+    free(keys);
+    free(room);
+    free(which);
+    return rc;
+}
+
+static void replay__free(replay__sim_t *s) {
+    if (s->policy_state)
+        s->policy->free(s->policy_state);
+    for (size_t i = 0; s->groups && i < s->groups_count; i++) {
+        node_info_free(&s->groups[i].info);
+        if (s->groups[i].node)
+            k8s__io__api__core__v1__node__free_unpacked(s->groups[i].node, NULL);
+    }
+    free(s->groups);
+    free(s->pods);
+    free(s->compat);
+    free(s->nodes);
+    free(s->alive);
+    free(s->pending);
+    free(s->bound);
+    free(s->bound_node);
+    free(s->heap);
+    free(s->start_s);
+}
+
+static int64_t replay__min(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
+               const replay_policy_ops_t *policy, uint64_t seed, double hours,
+               replay_figures_t *out, frugal_err_t *err) {
+    replay__sim_t s;
+    memset(&s, 0, sizeof(s));
+    memset(out, 0, sizeof(*out));
+    s.cfg = cfg;
+    s.policy = policy;
+    replay_rng_seed(&s.rng, seed);
+    if (hours > 0)
+        s.horizon_s = (int64_t)(hours * 3600.0);
+    else
+        s.horizon_s = w->is_trace ? w->trace_span_s : 7 * 86400;
+    int rc = replay__groups(&s, err);
+    if (rc == 0)
+        rc = w->is_trace ? replay__from_trace(&s, w, err) : replay__generate(&s, w, err);
+    if (rc == 0)
+        rc = replay__compat(&s, err);
+    size_t m = s.pods_count ? s.pods_count : 1;
+    if (rc == 0 &&
+        (!(s.pending = calloc(m, sizeof(*s.pending))) || !(s.bound = calloc(m, sizeof(*s.bound))) ||
+         !(s.bound_node = calloc(m, sizeof(*s.bound_node))) ||
+         !(s.heap = calloc(m, sizeof(*s.heap))) || !(s.start_s = calloc(m, sizeof(*s.start_s)))))
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    /* The policy's random draws come from their own stream: the workload's pods are the
+     * same for every policy of a seed. */
+    replay_rng_t prng;
+    replay_rng_seed(&prng, seed ^ 0xD1B54A32D192ED03ULL);
+    if (rc == 0)
+        rc = policy->init(&s.policy_state, cfg, &prng, err);
+    /* The groups' initial nodes, ready at 0. */
+    for (size_t g = 0; rc == 0 && g < s.groups_count; g++) {
+        const node_group_config_t *gc = s.groups[g].cfg;
+        int32_t initial = gc->size >= 0 ? gc->size : gc->min_size;
+        for (int32_t i = 0; rc == 0 && i < initial; i++) {
+            uint32_t id;
+            rc = replay__buy(&s, g, 0, &id, err);
+        }
+    }
+    s.fig.pods = (int64_t)s.pods_count;
+    int64_t *cool_down = calloc(2 * s.groups_count + 1, sizeof(*cool_down)); /* + scratch */
+    if (rc == 0 && cool_down == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t next_pod = 0;
+    int64_t now = 0;
+    while (rc == 0 && now < s.horizon_s) {
+        /* 1. endings */
+        while (s.heap_count > 0 && s.heap[0].end_s <= now) {
+            replay__heap_item_t it = replay__heap_pop(&s);
+            replay__node_t *n = &s.nodes[it.node];
+            replay__take(&n->free, &s.pods[it.pod].request, -1);
+            if (--n->pods == 0)
+                n->empty_since_s = it.end_s;
+        }
+        /* 2. bound pods whose node is ready */
+        size_t keep = 0;
+        for (size_t k = 0; k < s.bound_count; k++) {
+            const replay__node_t *n = &s.nodes[s.bound_node[k]];
+            if (n->ready_s <= now) {
+                replay__start(&s, s.bound[k], s.bound_node[k], n->ready_s);
+            } else {
+                s.bound[keep] = s.bound[k];
+                s.bound_node[keep++] = s.bound_node[k];
+            }
+        }
+        s.bound_count = keep;
+        /* 3. arrivals */
+        for (; next_pod < s.pods_count && s.pods[next_pod].arrive_s <= now; next_pod++) {
+            bool hostable = false;
+            for (size_t g = 0; g < s.groups_count && !hostable; g++)
+                hostable = replay__can_host(&s, &s.pods[next_pod], g);
+            if (hostable)
+                s.pending[s.pending_count++] = (uint32_t)next_pod;
+            else
+                s.fig.unhostable++;
+        }
+        /* 4, 5 */
+        bool scaled = false;
+        if (s.pending_count > 0 && (rc = replay__schedule(&s, now, &scaled, err)) != 0)
+            break;
+        if (policy == &replay_policy_escalator &&
+            (rc = replay__escalate(&s, now, cool_down, cool_down + s.groups_count, &scaled, err)) !=
+                0)
+            break;
+        /* 6. empty nodes; and the next time anything can happen */
+        int64_t next = s.horizon_s;
+        for (size_t a = 0; a < s.alive_count;) {
+            replay__node_t *n = &s.nodes[s.alive[a]];
+            replay_group_t *g = &s.groups[n->group];
+            if (policy == &replay_policy_escalator) { /* Escalator removes only what it tainted */
+                if (replay__escalator_unneeded(&s, a, now)) {
+                    replay__remove(&s, a, now);
+                    continue;
+                }
+                a++;
+                continue;
+            }
+            if (n->ready_s > now) {
+                next = replay__min(next, n->ready_s);
+            } else if (n->pods == 0) {
+                int64_t since = n->empty_since_s > n->ready_s ? n->empty_since_s : n->ready_s;
+                int64_t due = since + g->unneeded_s;
+                if (due <= now && g->nodes > g->cfg->min_size) {
+                    replay__remove(&s, a, now);
+                    continue;
+                }
+                if (g->nodes > g->cfg->min_size)
+                    next = replay__min(next, due > now ? due : now + REPLAY_LOOP_SECONDS);
+            }
+            a++;
+        }
+        if (next_pod < s.pods_count)
+            next = replay__min(next, s.pods[next_pod].arrive_s);
+        if (s.heap_count > 0)
+            next = replay__min(next, s.heap[0].end_s);
+        if ((scaled && s.pending_count > 0) || policy == &replay_policy_escalator)
+            next = now + REPLAY_LOOP_SECONDS; /* Escalator looks at every loop */
+        /* The first loop at or after next. */
+        int64_t loop = (next + REPLAY_LOOP_SECONDS - 1) / REPLAY_LOOP_SECONDS * REPLAY_LOOP_SECONDS;
+        now = loop > now ? loop : now + REPLAY_LOOP_SECONDS;
+    }
+    if (rc == 0) {
+        while (s.alive_count > 0)
+            replay__remove(&s, s.alive_count - 1, s.horizon_s);
+        for (size_t k = 0; k < s.pending_count; k++)
+            s.fig.pending_pod_minutes +=
+                (double)(s.horizon_s - s.pods[s.pending[k]].arrive_s) / 60.0;
+        for (size_t k = 0; k < s.bound_count; k++)
+            s.fig.pending_pod_minutes += (double)(s.horizon_s - s.pods[s.bound[k]].arrive_s) / 60.0;
+        *out = s.fig;
+    }
+    free(cool_down);
+    replay__free(&s);
+    return rc;
+}

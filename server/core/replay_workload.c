@@ -1,0 +1,373 @@
+/* Replay workloads: a YAML mix of pod families or a JSON-lines trace (replay.h,
+ * docs/replay.md). Every rejected value names its position. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "kube_json.h"
+#include "replay.h"
+#include "yaml_tree.h"
+
+static int replay__fail(frugal_err_t *err, const char *path, const yaml_tree_node_t *node,
+                        const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* FRUGAL_EINVAL with `path:LINE:COL: key: message`. */
+static int replay__fail(frugal_err_t *err, const char *path, const yaml_tree_node_t *node,
+                        const char *key, const char *fmt, ...) {
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (node != NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%d:%d: %s%s%s", path, node->line,
+                              node->column, key ? key : "", key ? ": " : "", msg);
+    return frugal_err_set(err, FRUGAL_EINVAL, "%s: %s%s%s", path, key ? key : "", key ? ": " : "",
+                          msg);
+}
+
+static bool replay__number(const yaml_tree_node_t *n, double *out) {
+    if (n->type != YAML_TREE_SCALAR || !n->u.scalar.plain || n->u.scalar.len == 0)
+        return false;
+    char *end;
+    errno = 0;
+    double v = strtod(n->u.scalar.text, &end);
+    if (*end != '\0' || errno == ERANGE || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+typedef enum { REPLAY__CPU, REPLAY__BYTES, REPLAY__COUNT, REPLAY__SECONDS } replay__unit_t;
+
+/* One scalar in unit: a quantity (cpu in milli, bytes, a count) or a duration (a Go
+ * duration or a number of seconds). Negative values are refused. */
+static int replay__scalar(const char *path, const yaml_tree_node_t *n, const char *key,
+                          replay__unit_t unit, int64_t *out, frugal_err_t *err) {
+    if (n->type != YAML_TREE_SCALAR)
+        return replay__fail(err, path, n, key, "expected a scalar, got %s",
+                            yaml_tree_type_name(n->type));
+    const char *s = n->u.scalar.text;
+    frugal_err_t e;
+    frugal_err_clear(&e);
+    if (s[0] == '-')
+        return replay__fail(err, path, n, key, "must not be negative, got \"%s\"", s);
+    int rc;
+    if (unit == REPLAY__SECONDS) {
+        double v;
+        int64_t ns;
+        if (replay__number(n, &v)) {
+            *out = (int64_t)ceil(v);
+            return 0;
+        }
+        rc = duration_parse(s, &ns, &e);
+        if (rc == 0)
+            *out = (ns + DURATION_NS_PER_SEC - 1) / DURATION_NS_PER_SEC;
+    } else if (unit == REPLAY__CPU) {
+        rc = quantity_parse_milli(s, out, &e);
+    } else {
+        rc = quantity_parse_value(s, out, &e);
+    }
+    if (rc != 0)
+        return replay__fail(err, path, n, key, "%s", e.msg);
+    return 0;
+}
+
+/* A value or a range: `1`, or `[min, max]` with min <= max. */
+static int replay__range(const char *path, const yaml_tree_node_t *n, const char *key,
+                         replay__unit_t unit, replay_range_t *out, frugal_err_t *err) {
+    if (n->type == YAML_TREE_SEQUENCE) {
+        if (n->u.sequence.count != 2)
+            return replay__fail(err, path, n, key, "expected [min, max], got %zu items",
+                                n->u.sequence.count);
+        int rc = replay__scalar(path, n->u.sequence.items[0], key, unit, &out->min, err);
+        if (rc == 0)
+            rc = replay__scalar(path, n->u.sequence.items[1], key, unit, &out->max, err);
+        if (rc == 0 && out->min > out->max)
+            rc = replay__fail(err, path, n, key, "min is above max");
+        return rc;
+    }
+    int rc = replay__scalar(path, n, key, unit, &out->min, err);
+    out->max = out->min;
+    return rc;
+}
+
+static int replay__double(const char *path, const yaml_tree_node_t *n, const char *key, double lo,
+                          double hi, double *out, frugal_err_t *err) {
+    if (!replay__number(n, out))
+        return replay__fail(err, path, n, key, "expected a number");
+    if (*out < 0)
+        return replay__fail(err, path, n, key, "must not be negative, got %s", n->u.scalar.text);
+    if (*out < lo || *out > hi)
+        return replay__fail(err, path, n, key, "must be within [%g, %g], got %s", lo, hi,
+                            n->u.scalar.text);
+    return 0;
+}
+
+static int replay__family(const char *path, const yaml_tree_node_t *n, size_t index,
+                          replay_family_t *f, frugal_err_t *err) {
+    char key[96];
+    if (n->type != YAML_TREE_MAPPING)
+        return replay__fail(err, path, n, "families", "item %zu: expected a mapping", index);
+    f->weight = 1.0;
+    const yaml_tree_node_t *pod = NULL;
+    bool have_cpu = false, have_mem = false, have_life = false;
+    for (size_t i = 0; i < n->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = n->u.mapping.items[i].key, *v = n->u.mapping.items[i].value;
+        const char *name = k->type == YAML_TREE_SCALAR ? k->u.scalar.text : "";
+        snprintf(key, sizeof(key), "families[%zu].%s", index, name);
+        int rc = 0;
+        if (strcmp(name, "name") == 0) {
+            if (v->type != YAML_TREE_SCALAR || v->u.scalar.len == 0)
+                return replay__fail(err, path, v, key, "expected a non-empty string");
+            free(f->name);
+            if ((f->name = strdup(v->u.scalar.text)) == NULL)
+                return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        } else if (strcmp(name, "weight") == 0) {
+            rc = replay__double(path, v, key, 1e-9, 1e9, &f->weight, err);
+        } else if (strcmp(name, "cpu") == 0) {
+            rc = replay__range(path, v, key, REPLAY__CPU, &f->cpu_milli, err);
+            have_cpu = true;
+        } else if (strcmp(name, "memory") == 0) {
+            rc = replay__range(path, v, key, REPLAY__BYTES, &f->memory_bytes, err);
+            have_mem = true;
+        } else if (strcmp(name, "gpu") == 0) {
+            rc = replay__range(path, v, key, REPLAY__COUNT, &f->gpu, err);
+        } else if (strcmp(name, "lifetime") == 0) {
+            rc = replay__range(path, v, key, REPLAY__SECONDS, &f->lifetime_s, err);
+            if (rc == 0 && f->lifetime_s.min < 1)
+                rc = replay__fail(err, path, v, key, "must be at least 1s");
+            have_life = true;
+        } else if (strcmp(name, "owner") == 0) {
+            if (v->type != YAML_TREE_SCALAR || v->u.scalar.len == 0)
+                return replay__fail(err, path, v, key, "expected a controller kind");
+            free(f->owner);
+            if ((f->owner = strdup(v->u.scalar.text)) == NULL)
+                return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        } else if (strcmp(name, "pod") == 0) {
+            if (v->type != YAML_TREE_MAPPING)
+                return replay__fail(err, path, v, key, "expected a Pod mapping");
+            pod = v;
+        } else {
+            return replay__fail(err, path, k, key, "unknown family field");
+        }
+        if (rc != 0)
+            return rc;
+    }
+    snprintf(key, sizeof(key), "families[%zu]", index);
+    if (f->name == NULL)
+        return replay__fail(err, path, n, key, "name is required");
+    if (!have_cpu || !have_mem || !have_life)
+        return replay__fail(err, path, n, key, "cpu, memory and lifetime are required");
+    if (f->owner == NULL && (f->owner = strdup("ReplicaSet")) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    /* The Pod fragment (nodeSelector, affinity, tolerations) the family's pods share. */
+    yaml_tree_node_t empty = {.type = YAML_TREE_MAPPING, .line = n->line, .column = n->column};
+    kube_json_error_t je;
+    snprintf(key, sizeof(key), "families[%zu].pod", index);
+    int rc = kube_json_pod_from_tree(pod ? pod : &empty, key, &f->pod, &je);
+    if (rc == FRUGAL_EINVAL)
+        return frugal_err_set(err, rc, "%s:%d:%d: %s", path, je.line, je.column, je.message);
+    if (rc != 0)
+        return frugal_err_set(err, rc, "out of memory");
+    return 0;
+}
+
+static int replay__load_mix(const char *path, const char *text, size_t len, replay_workload_t *w,
+                            frugal_err_t *err) {
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t ye;
+    if (yaml_tree_load(text, len, &root, &ye) != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%d:%d: %s", path, ye.line, ye.column,
+                              ye.message);
+    int rc = 0;
+    const yaml_tree_node_t *fams = NULL, *rate = NULL;
+    if (root == NULL || root->type != YAML_TREE_MAPPING) {
+        rc = replay__fail(err, path, root, NULL, "a workload mix is a mapping");
+        goto done;
+    }
+    for (size_t i = 0; i < root->u.mapping.count && rc == 0; i++) {
+        const yaml_tree_node_t *k = root->u.mapping.items[i].key,
+                               *v = root->u.mapping.items[i].value;
+        const char *name = k->type == YAML_TREE_SCALAR ? k->u.scalar.text : "";
+        if (strcmp(name, "families") == 0) {
+            fams = v;
+        } else if (strcmp(name, "arrivals_per_hour") == 0) {
+            rate = v;
+            rc = replay__double(path, v, name, 1e-9, 1e7, &w->arrivals_per_hour, err);
+        } else if (strcmp(name, "diurnal") == 0) {
+            rc = replay__double(path, v, name, 0, 0.99, &w->diurnal, err);
+        } else if (strcmp(name, "description") != 0) {
+            rc = replay__fail(err, path, k, name, "unknown key");
+        }
+    }
+    if (rc != 0)
+        goto done;
+    if (rate == NULL) {
+        rc = replay__fail(err, path, root, "arrivals_per_hour", "is required");
+        goto done;
+    }
+    if (fams == NULL || fams->type != YAML_TREE_SEQUENCE || fams->u.sequence.count == 0) {
+        rc = replay__fail(err, path, fams ? fams : root, "families",
+                          "at least one family is required");
+        goto done;
+    }
+    w->families = calloc(fams->u.sequence.count, sizeof(*w->families));
+    if (w->families == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < fams->u.sequence.count && rc == 0; i++) {
+        w->families_count++;
+        rc = replay__family(path, fams->u.sequence.items[i], i, &w->families[i], err);
+    }
+done:
+    yaml_tree_free(root);
+    return rc;
+}
+
+/* One trace line's "t" or "duration": seconds (a number) or a Go duration. */
+static int replay__trace_time(const char *path, size_t line, const yaml_tree_node_t *obj,
+                              const char *key, int64_t *out, frugal_err_t *err) {
+    const yaml_tree_node_t *v = yaml_tree_mapping_get(obj, key);
+    if (v == NULL)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu: \"%s\" is required", path, line, key);
+    frugal_err_t e;
+    frugal_err_clear(&e);
+    if (replay__scalar("", v, key, REPLAY__SECONDS, out, &e) != 0) {
+        /* e.msg is ":1:COL: key: reason" within the line's own text. */
+        const char *col = strchr(e.msg + 1, ':');
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu%s", path, line, col ? col : e.msg);
+    }
+    return 0;
+}
+
+static int replay__trace_cmp(const void *a, const void *b) {
+    const replay_trace_pod_t *x = a, *y = b;
+    if (x->t_s != y->t_s)
+        return (x->t_s > y->t_s) - (x->t_s < y->t_s);
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+static int replay__load_trace(const char *path, const char *text, size_t len, replay_workload_t *w,
+                              frugal_err_t *err) {
+    size_t cap = 0, line = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end;
+        line++;
+        const char *q = p;
+        while (q < stop && isspace((unsigned char)*q))
+            q++;
+        const char *at = p;
+        p = nl ? nl + 1 : end;
+        if (q == stop)
+            continue; /* blank line */
+        yaml_tree_node_t *obj = NULL;
+        yaml_tree_error_t ye;
+        if (yaml_tree_load(at, (size_t)(stop - at), &obj, &ye) != 0)
+            return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: malformed trace line: %s", path,
+                                  line, ye.column, ye.message);
+        int rc = 0;
+        if (obj == NULL || obj->type != YAML_TREE_MAPPING) {
+            rc = frugal_err_set(err, FRUGAL_EINVAL,
+                                "%s:%zu: malformed trace line: expected {\"t\", \"pod\", "
+                                "\"duration\"}",
+                                path, line);
+            goto next;
+        }
+        for (size_t i = 0; i < obj->u.mapping.count; i++) {
+            const char *k = obj->u.mapping.items[i].key->u.scalar.text;
+            if (strcmp(k, "t") != 0 && strcmp(k, "pod") != 0 && strcmp(k, "duration") != 0) {
+                rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: unknown trace field \"%s\"",
+                                    path, line, obj->u.mapping.items[i].key->column, k);
+                goto next;
+            }
+        }
+        if (w->trace_count == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            replay_trace_pod_t *np = realloc(w->trace, ncap * sizeof(*np));
+            if (np == NULL) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+                goto next;
+            }
+            w->trace = np;
+            cap = ncap;
+        }
+        replay_trace_pod_t *tp = &w->trace[w->trace_count];
+        memset(tp, 0, sizeof(*tp));
+        tp->line = line;
+        if ((rc = replay__trace_time(path, line, obj, "t", &tp->t_s, err)) != 0 ||
+            (rc = replay__trace_time(path, line, obj, "duration", &tp->duration_s, err)) != 0)
+            goto next;
+        const yaml_tree_node_t *pod = yaml_tree_mapping_get(obj, "pod");
+        kube_json_error_t je;
+        if (pod == NULL) {
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu: \"pod\" is required", path, line);
+            goto next;
+        }
+        if ((rc = kube_json_pod_from_tree(pod, "pod", &tp->pod, &je)) != 0) {
+            if (rc == FRUGAL_EINVAL)
+                frugal_err_set(err, rc, "%s:%zu:%d: %s", path, line, je.column, je.message);
+            else
+                frugal_err_set(err, rc, "out of memory");
+            goto next;
+        }
+        w->trace_count++;
+        frugal_err_t pe;
+        frugal_err_clear(&pe);
+        if ((rc = pod_effective_request(tp->pod, &tp->request, &pe)) != 0)
+            frugal_err_set(err, rc, "%s:%zu: %s", path, line, pe.msg);
+        if (tp->t_s + tp->duration_s > w->trace_span_s)
+            w->trace_span_s = tp->t_s + tp->duration_s;
+    next:
+        yaml_tree_free(obj);
+        if (rc != 0)
+            return rc;
+    }
+    if (w->trace_count == 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: the trace holds no pod", path);
+    qsort(w->trace, w->trace_count, sizeof(*w->trace), replay__trace_cmp);
+    return 0;
+}
+
+int replay_workload_load(const char *path, const char *text, size_t len, replay_workload_t *out,
+                         frugal_err_t *err) {
+    memset(out, 0, sizeof(*out));
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strcspn(base, ".");
+    if ((out->name = strndup(base, n > 0 ? n : strlen(base))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)text[i]))
+        i++;
+    out->is_trace = i < len && text[i] == '{';
+    int rc = out->is_trace ? replay__load_trace(path, text, len, out, err)
+                           : replay__load_mix(path, text, len, out, err);
+    if (rc != 0)
+        replay_workload_free(out);
+    return rc;
+}
+
+void replay_workload_free(replay_workload_t *w) {
+    for (size_t i = 0; i < w->families_count; i++) {
+        free(w->families[i].name);
+        free(w->families[i].owner);
+        if (w->families[i].pod)
+            k8s__io__api__core__v1__pod__free_unpacked(w->families[i].pod, NULL);
+    }
+    for (size_t i = 0; i < w->trace_count; i++)
+        k8s__io__api__core__v1__pod__free_unpacked(w->trace[i].pod, NULL);
+    free(w->families);
+    free(w->trace);
+    free(w->name);
+    memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `frugal replay`: the reference workloads run, the figures are deterministic and in
+# every output format, a trace replays, every bad input of docs/replay.md is refused
+# with its position and changes nothing, and a server ranking with demand-fit answers
+# BestOptions for pods it has never seen.
+source "$(dirname "$0")/lib.sh"
+
+W="$FRUGAL_SOURCE_DIR/bench/workloads"
+CFG="$W/cluster.yaml"
+
+log "the reference mix, every strategy, table"
+assert_ok "replay mix" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
+for s in random most-pods least-waste pricing-proposal demand-fit; do
+    assert_match "^  $s " "$OUT" "table row $s"
+done
+assert_match "^mix: 24.0 h, 3 seeds, [0-9]+ pods per seed" "$OUT" "table header"
+assert_match "^  random .* 1.000 \[1.000-1.000\]$" "$OUT" "random is its own reference"
+TABLE1=$OUT
+
+log "deterministic: the same run twice gives the same figures"
+assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
+assert_eq "$TABLE1" "$OUT" "same seeds, same figures"
+
+log "csv and json"
+assert_ok "csv" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" "$W/gpu.yaml" --strategy random \
+    --strategy demand-fit --seeds 2 --hours 12 -o csv
+assert_eq 5 "$(echo "$OUT" | wc -l | tr -d ' ')" "csv: a header and 2 workloads x 2 strategies"
+assert_match "^workload,strategy,seeds,pods,unhostable,cost_mean,cost_min,cost_max," "$OUT" "csv header"
+assert_match "^gpu,demand-fit,2," "$OUT" "csv row"
+assert_ok "json" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 2 \
+    --hours 12 -o json
+assert_match '"workload": "cache", "strategy": "pricing-proposal", "hours": 12' "$OUT" "json row"
+if command -v python3 >/dev/null; then
+    echo "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && pass || fail "json parses"
+fi
+
+log "a trace of kubectl pods, with one pod no group can host (counted, not fatal)"
+pod() { # NAME CPU MEMORY OWNER
+    printf '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s", "namespace": "default", "ownerReferences": [{"kind": "%s", "name": "x", "controller": true}]}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "%s", "memory": "%s"}}}]}}' "$1" "$4" "$2" "$3"
+}
+{
+    echo "{\"t\": 0, \"pod\": $(pod a 500m 1Gi ReplicaSet), \"duration\": 7200}"
+    echo "{\"t\": 30, \"pod\": $(pod b 2 4Gi Job), \"duration\": \"10m\"}"
+    echo ""
+    echo "{\"t\": \"2m\", \"pod\": $(pod huge 500 1Gi Job), \"duration\": 60}"
+    echo "{\"t\": 600, \"pod\": $(pod c 1 12Gi StatefulSet), \"duration\": 3600}"
+} >"$TMP/trace.jsonl"
+assert_ok "replay trace" "$FRUGAL" replay -c "$CFG" "$TMP/trace.jsonl" --seeds 2
+assert_match "^trace: 2.0 h, 2 seeds, 4 pods per seed, 1 that no group can host" "$OUT" "trace header"
+
+log "bad input: FILE:LINE:COL (or the trace line) and nothing printed on stdout"
+printf '{"t": 0, "pod": {}, "duration": 60}\n{"t": 5, "pod": {, "duration": 60}\n' >"$TMP/bad.jsonl"
+assert_exit 1 "malformed trace line" "$FRUGAL" replay -c "$CFG" "$TMP/bad.jsonl"
+assert_match "bad.jsonl:2:[0-9]+: malformed trace line" "$ERR" "malformed line names line 2"
+assert_eq "" "$OUT" "no figures"
+printf '{"t": 0, "pod": {}, "duration": -60}\n' >"$TMP/neg.jsonl"
+assert_exit 1 "negative duration" "$FRUGAL" replay -c "$CFG" "$TMP/neg.jsonl"
+assert_match "neg.jsonl:1:[0-9]+: duration: must not be negative" "$ERR" "negative duration"
+printf '{"t": 0, "pod": {}, "duration": 60, "colour": 1}\n' >"$TMP/field.jsonl"
+assert_exit 1 "unknown trace field" "$FRUGAL" replay -c "$CFG" "$TMP/field.jsonl"
+assert_match "field.jsonl:1:[0-9]+: unknown trace field \"colour\"" "$ERR" "unknown trace field"
+
+cat >"$TMP/fam.yaml" <<'EOF'
+arrivals_per_hour: 10
+families:
+  - name: web
+    cpu: 1
+    memory: 1Gi
+    lifetime: 1h
+    colour: blue
+EOF
+assert_exit 1 "unknown family field" "$FRUGAL" replay -c "$CFG" "$TMP/fam.yaml"
+assert_match "fam.yaml:7:5: families\[0\].colour: unknown family field" "$ERR" "unknown family field"
+cat >"$TMP/rate.yaml" <<'EOF'
+arrivals_per_hour: -3
+families: [{name: web, cpu: 1, memory: 1Gi, lifetime: 1h}]
+EOF
+assert_exit 1 "negative rate" "$FRUGAL" replay -c "$CFG" "$TMP/rate.yaml"
+assert_match "rate.yaml:1:20: arrivals_per_hour: must not be negative" "$ERR" "negative rate"
+cat >"$TMP/life.yaml" <<'EOF'
+arrivals_per_hour: 3
+families: [{name: web, cpu: 1, memory: 1Gi, lifetime: [-5m, 1h]}]
+EOF
+assert_exit 1 "negative lifetime" "$FRUGAL" replay -c "$CFG" "$TMP/life.yaml"
+assert_match "life.yaml:2:56: families\[0\].lifetime: must not be negative" "$ERR" "negative lifetime"
+
+assert_exit 2 "unknown strategy" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --strategy cheapest
+assert_match "unknown strategy \"cheapest\"" "$ERR" "unknown strategy named"
+assert_match "demand-fit" "$ERR" "the strategies are listed"
+printf 'ranking: {strategy: cheapest}\n' >"$TMP/strategy.yaml"
+assert_exit 1 "unknown ranking.strategy" "$FRUGAL" check -c "$TMP/strategy.yaml"
+assert_match "strategy.yaml:1:21: ranking.strategy: unknown strategy \"cheapest\"" "$ERR" "config strategy"
+printf 'ranking: {cluster_size: 0}\n' >"$TMP/size.yaml"
+assert_exit 1 "bad ranking.cluster_size" "$FRUGAL" check -c "$TMP/size.yaml"
+assert_match "size.yaml:1:25: ranking.cluster_size: expected auto or a node count" "$ERR" "config size"
+assert_exit 2 "no workload" "$FRUGAL" replay -c "$CFG"
+assert_exit 2 "bad seeds" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 0
+
+log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
+PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >"$TMP/expander-only.yaml"
+start_server "$TMP/expander-only.yaml"
+assert_match "cannot count the cluster's nodes" "$(cat "$SERVER_LOG")" "warned at start"
+stop_server
+
+log "demand-fit on a live server: pods never seen still get an answer, with its figures"
+PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+cat >"$TMP/demand.yaml" <<EOF
+listen: [{address: "127.0.0.1:$PORT"}]
+ranking: {strategy: demand-fit}
+node_groups:
+  - {id: std-8, machine_type: n1-standard-8, min_size: 0, max_size: 10}
+  - {id: mem-8, machine_type: n1-highmem-8, min_size: 0, max_size: 10}
+EOF
+start_server "$TMP/demand.yaml"
+assert_no_match "cannot count" "$(cat "$SERVER_LOG")" "no size warning under demand-fit"
+cat >"$TMP/req.yaml" <<'EOF'
+options:
+  - {group: std-8, node_count: 1, pods: [{cpu: 1, memory: 6Gi}, {cpu: 1, memory: 6Gi}]}
+  - {group: mem-8, node_count: 1, pods: [{cpu: 1, memory: 6Gi}, {cpu: 1, memory: 6Gi}]}
+nodes:
+  - {group: std-8, machine_type: n1-standard-8}
+  - {group: mem-8, machine_type: n1-highmem-8}
+EOF
+assert_ok "best-options under demand-fit" ctl -o yaml best-options "$TMP/req.yaml"
+assert_eq 'mem-8' "$(echo "$OUT" | awk '/group:/ { g = $3 } /winner: true/ { gsub(/"/, "", g); print g }')" \
+    "memory-shaped pods go to the highmem group"
+assert_match "ratio: 0.98" "$OUT" "demand-fit's figures parsed back from the debug string"
+stop_server
+
+finish

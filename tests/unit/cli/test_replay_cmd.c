@@ -1,0 +1,57 @@
+/* Unit tests of `frugal replay`'s command line (server/cli/replay.c): usage errors exit
+ * 2 (an unknown strategy, a bad --seeds or --hours, no workload, an unknown output
+ * format), unreadable or invalid input exits 1, and a short run on a reference
+ * workload exits 0. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "commands.h"
+
+#define RUN(...)                                                                                   \
+    ({                                                                                             \
+        char *argv_[] = {"replay", __VA_ARGS__, NULL};                                             \
+        cmd_replay((int)(sizeof(argv_) / sizeof(argv_[0])) - 1, argv_);                            \
+    })
+
+static void test_usage(void **state) {
+    (void)state;
+    char cfg[] = "bench/workloads/cluster.yaml", web[] = "bench/workloads/web.yaml";
+    assert_int_equal(RUN("-c", cfg), 2);
+    assert_int_equal(RUN(web), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--strategy", "cheapest"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--seeds", "0"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--seeds", "1.5"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--hours", "-1"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "-o", "xml"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--bogus", "1"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--seeds"), 2);
+}
+
+static void test_inputs(void **state) {
+    (void)state;
+    char cfg[] = "bench/workloads/cluster.yaml", web[] = "bench/workloads/web.yaml";
+    char missing[] = "bench/workloads/none.yaml";
+    assert_int_equal(RUN("-c", cfg, missing), 1);
+    assert_int_equal(RUN("-c", missing, web), 1);
+    FILE *saved = stdout;
+    stdout = fopen("/dev/null", "w");
+    int rc = RUN("-c", cfg, web, "--strategy", "random", "--strategy", "demand-fit", "--seeds", "2",
+                 "--hours", "2", "-o", "csv");
+    fclose(stdout);
+    stdout = saved;
+    assert_int_equal(rc, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_inputs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,278 @@
+/* Unit tests of the memory of recent pods (server/core/demand.c) and of the demand-fit
+ * strategy through decide_best_options: the memory never grows past DEMAND_SLOTS, even
+ * with several writers at once; the summary's shape and lifetime share; demand-fit
+ * sends memory-shaped pods to the highmem group, counts spare room in the demand's
+ * shape, keeps the GPU and not-exist factors, and answers for pods never seen;
+ * ranking.cluster_size replaces the counted size; the demand-fit figures round-trip
+ * through the debug string. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "decide.h"
+#include "demand.h"
+
+#define GIB (1024LL * 1024 * 1024)
+
+static void test_bounded(void **state) {
+    (void)state;
+    demand_memory_t *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    demand_init(m);
+    demand_summary_t s;
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 0);
+    resources_t pods[3] = {{1000, 4 * GIB, 0}, {1000, 4 * GIB, 0}, {2000, 0, 0}};
+    pod_lifetime_t lt[3] = {POD_LIFETIME_LONG, POD_LIFETIME_SHORT, POD_LIFETIME_UNKNOWN};
+    demand_record(m, pods, lt, 3);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 3);
+    assert_true(fabs(s.cpu_cores - 4.0) < 1e-9);
+    assert_true(fabs(s.memory_gib - 8.0) < 1e-9);
+    assert_true(fabs(s.long_share - 2.0 / 3.0) < 1e-9);
+    for (int i = 0; i < 5000; i++)
+        demand_record(m, pods, NULL, 3);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, DEMAND_SLOTS);
+    /* A batch larger than the memory keeps its last DEMAND_SLOTS pods. */
+    resources_t *big = calloc(DEMAND_SLOTS * 2, sizeof(*big));
+    for (size_t i = 0; i < DEMAND_SLOTS * 2; i++)
+        big[i] = (resources_t){i < DEMAND_SLOTS ? 1000 : 3000, 0, 0};
+    demand_record(m, big, NULL, DEMAND_SLOTS * 2);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, DEMAND_SLOTS);
+    assert_true(fabs(s.cpu_cores - 3.0 * DEMAND_SLOTS) < 1e-6);
+    free(big);
+    free(m);
+}
+
+static void *writer(void *arg) {
+    demand_memory_t *m = arg;
+    resources_t pods[7];
+    for (int i = 0; i < 7; i++)
+        pods[i] = (resources_t){500, GIB, 0};
+    for (int i = 0; i < 20000; i++)
+        demand_record(m, pods, NULL, 7);
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state) {
+    (void)state;
+    demand_memory_t *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    demand_init(m);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, writer, m), 0);
+    for (int k = 0; k < 100; k++) { /* readers run alongside */
+        demand_summary_t s;
+        demand_summarize(m, &s);
+        assert_true(s.pods <= DEMAND_SLOTS);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    demand_summary_t s;
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, DEMAND_SLOTS);
+    assert_true(fabs(s.cpu_cores - 0.5 * DEMAND_SLOTS) < 1e-6);
+    assert_true(fabs(s.long_share - 1.0) < 1e-9);
+    free(m);
+}
+
+static frugal_config_t *load(const char *yaml) {
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    if (config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &errors) != 0) {
+        fprintf(stderr, "%s", errors ? errors : "");
+        free(errors);
+        return NULL;
+    }
+    return cfg;
+}
+
+static node_info_t node(const char *type, int64_t cpu, int64_t mem, bool gpu) {
+    node_info_t ni = {.name = "",
+                      .instance_type = (char *)type,
+                      .capacity = {cpu, mem, gpu},
+                      .has_gpu = gpu,
+                      .similarity_key = (char *)type};
+    return ni;
+}
+
+static decide_option_t option(const char *id, const node_info_t *ni, const uint32_t *pods,
+                              size_t n) {
+    decide_option_t o = {.group_id = id,
+                         .node_count = 1,
+                         .node = ni,
+                         .pods = pods,
+                         .pods_count = n,
+                         .group = {true, true, false, -1.0, 0}};
+    return o;
+}
+
+static void test_demand_fit_shape(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
+    assert_non_null(cfg);
+    assert_int_equal(cfg->ranking.strategy, RANKING_STRATEGY_DEMAND_FIT);
+    node_info_t std8 = node("n1-standard-8", 8000, 30 * GIB, false);
+    node_info_t mem8 = node("n1-highmem-8", 8000, 52 * GIB, false);
+    node_info_t cpu8 = node("n1-highcpu-8", 8000, (int64_t)(7.2 * GIB), false);
+    /* Two memory-shaped pods (1 core, 6 GiB), never seen before: no demand memory. */
+    resources_t pods[] = {{1000, 6 * GIB, 0}};
+    uint32_t refs[] = {0, 0};
+    decide_option_t opts[] = {option("std", &std8, refs, 2), option("mem", &mem8, refs, 2),
+                              option("cpu", &cpu8, refs, 1)};
+    decide_request_t req = {opts, 3, pods, 1, 0};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 1);
+    /* The option's shape: 6 GiB per core; mem-8 has 6 cores and 40 GiB left: 6 more
+     * pods' worth of room in that shape. */
+    assert_true(fabs(r.inputs[1].gib_per_core - 6.0) < 1e-9);
+    assert_true(r.inputs[1].spare_value > r.inputs[0].spare_value);
+    assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_LONG) < 1e-12);
+    char buf[512];
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
+    assert_non_null(strstr(buf, "strategy=demand-fit node_price="));
+    char debug[600];
+    snprintf(debug, sizeof(debug), "ca%s%s", RANKING_DEBUG_SEPARATOR, buf);
+    ranking_figures_t back;
+    assert_int_equal(ranking_parse_figures(debug, &back), 0);
+    assert_true(fabs(back.suppressed - 1.0) < 1e-9);
+    assert_true(fabs(back.score - r.figures[1].score) < 1e-5);
+    decide_result_free(&r);
+
+    /* A cluster whose recent demand is cpu-shaped pulls the shape down: Job pods also
+     * count their room at DECIDE_USE_SHORT. */
+    demand_summary_t d = {.pods = 100, .cpu_cores = 100, .memory_gib = 100, .long_share = 0};
+    pod_lifetime_t lts[] = {POD_LIFETIME_SHORT};
+    decide_demand_t dd = {lts, &d};
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(fabs(r.inputs[1].gib_per_core - sqrt(6.0)) < 1e-9);
+    assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_SHORT) < 1e-12);
+    decide_result_free(&r);
+    config_free(cfg);
+}
+
+static void test_demand_fit_gpu_and_theoretical(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
+    assert_non_null(cfg);
+    node_info_t std8 = node("n1-standard-8", 8000, 30 * GIB, false);
+    node_info_t gpu = node(NULL, 8000, 30 * GIB, true);
+    resources_t pods[] = {{1000, GIB, 0}};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("gpu", &gpu, refs, 1), option("std", &std8, refs, 1)};
+    decide_request_t req = {opts, 2, pods, 1, 0};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_int_equal(r.selected[0], 1);
+    assert_true(r.inputs[0].gpu_unused);
+    assert_true(fabs(r.figures[0].suppressed - cfg->ranking.gpu_unfitness) < 1e-9);
+    decide_result_free(&r);
+    /* The same group, not created yet, pays not_exist_penalty. */
+    decide_option_t twins[] = {option("new", &std8, refs, 1), option("old", &std8, refs, 1)};
+    twins[0].group.exists = false;
+    twins[0].node = &std8;
+    node_info_t other = std8;
+    other.similarity_key = "other";
+    twins[1].node = &other;
+    req.options = twins;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 1);
+    assert_true(fabs(r.figures[0].score / r.figures[1].score - cfg->ranking.not_exist_penalty) <
+                1e-9);
+    decide_result_free(&r);
+    config_free(cfg);
+}
+
+static void test_cluster_size(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {cluster_size: 50}\n");
+    assert_non_null(cfg);
+    assert_int_equal(cfg->ranking.strategy, RANKING_STRATEGY_PRICING_PROPOSAL);
+    node_info_t std8 = node("n1-standard-8", 8000, 30 * GIB, false);
+    resources_t pods[] = {{1000, GIB, 0}};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("std", &std8, refs, 1)};
+    decide_request_t req = {opts, 1, pods, 1, 0};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_int_equal(r.cluster_size, 50);
+    assert_int_equal(r.preferred_cpu_milli, 8000); /* 21..80 nodes: 8 cpu */
+    decide_result_free(&r);
+    config_free(cfg);
+
+    cfg = load("");
+    assert_int_equal(cfg->ranking.cluster_size, RANKING_CLUSTER_SIZE_AUTO);
+    char why[512];
+    assert_true(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    assert_non_null(strstr(why, "ranking.cluster_size"));
+    config_free(cfg);
+    cfg = load("ranking: {cluster_size: auto, strategy: pricing-proposal}\n"
+               "node_groups: [{id: a, machine_type: n1-standard-2, max_size: 3}]\n");
+    assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    config_free(cfg);
+    cfg = load("ranking: {cluster_size: 12}\n");
+    assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    config_free(cfg);
+}
+
+static void expect_error(const char *yaml, const char *message) {
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_not_equal(config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &errors), 0);
+    assert_non_null(errors);
+    if (strstr(errors, message) == NULL)
+        fail_msg("expected \"%s\" in \"%s\"", message, errors);
+    free(errors);
+}
+
+static void test_config_errors(void **state) {
+    (void)state;
+    expect_error("ranking: {strategy: cheapest}\n",
+                 "t.yaml:1:21: ranking.strategy: unknown strategy \"cheapest\"");
+    expect_error("ranking:\n  cluster_size: -3\n",
+                 "t.yaml:2:17: ranking.cluster_size: expected auto or a node count >= 1");
+    expect_error("ranking: {cluster_size: lots}\n", "t.yaml:1:25: ranking.cluster_size:");
+    assert_int_equal(config_ranking_strategy_parse("demand-fit"), RANKING_STRATEGY_DEMAND_FIT);
+    assert_int_equal(config_ranking_strategy_parse("random"), -1);
+    assert_string_equal(config_ranking_strategy_name(RANKING_STRATEGY_PRICING_PROPOSAL),
+                        "pricing-proposal");
+}
+
+static void test_lifetime(void **state) {
+    (void)state;
+    assert_int_equal(pod_lifetime_of_kind("Job"), POD_LIFETIME_SHORT);
+    assert_int_equal(pod_lifetime_of_kind("StatefulSet"), POD_LIFETIME_LONG);
+    assert_int_equal(pod_lifetime_of_kind("ReplicaSet"), POD_LIFETIME_LONG);
+    assert_int_equal(pod_lifetime_of_kind("Workflow"), POD_LIFETIME_UNKNOWN);
+    assert_int_equal(pod_lifetime_of_kind(NULL), POD_LIFETIME_UNKNOWN);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bounded),
+        cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_demand_fit_shape),
+        cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
+        cmocka_unit_test(test_cluster_size),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_lifetime),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,296 @@
+/* Unit tests of the replay engine (server/core/replay*.c): the seeded generator; the
+ * mix and trace formats with the position of every refused value; the policies (CA's
+ * definitions, the table order); runs that are deterministic, place every hostable pod,
+ * count the pods no group can host, respect max_size, bill per loop and remove empty
+ * nodes after scale_down_unneeded. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "replay.h"
+
+#define GIB (1024LL * 1024 * 1024)
+
+static void test_rng(void **state) {
+    (void)state;
+    replay_rng_t a, b, c;
+    replay_rng_seed(&a, 7);
+    replay_rng_seed(&b, 7);
+    replay_rng_seed(&c, 8);
+    bool differs = false;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = replay_rng_next(&a);
+        assert_true(x == replay_rng_next(&b));
+        differs = differs || x != replay_rng_next(&c);
+        double u = replay_rng_unit(&a);
+        replay_rng_unit(&b);
+        assert_true(u >= 0.0 && u < 1.0);
+        size_t k = replay_rng_below(&a, 5);
+        replay_rng_below(&b, 5);
+        assert_true(k < 5);
+    }
+    assert_true(differs);
+}
+
+static int load(const char *path, const char *text, replay_workload_t *w, frugal_err_t *err) {
+    frugal_err_clear(err);
+    return replay_workload_load(path, text, strlen(text), w, err);
+}
+
+static void expect_error(const char *path, const char *text, const char *message) {
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load(path, text, &w, &err), FRUGAL_EINVAL);
+    if (strstr(err.msg, message) == NULL)
+        fail_msg("expected \"%s\" in \"%s\"", message, err.msg);
+    assert_null(w.families);
+    assert_null(w.trace);
+}
+
+static const char mix[] = "description: test\n"
+                          "arrivals_per_hour: 120\n"
+                          "diurnal: 0.5\n"
+                          "families:\n"
+                          "  - name: web\n"
+                          "    weight: 3\n"
+                          "    cpu: [100m, 1]\n"
+                          "    memory: [128Mi, 1Gi]\n"
+                          "    lifetime: [1h, 72h]\n"
+                          "  - name: gpu\n"
+                          "    owner: Job\n"
+                          "    cpu: 2\n"
+                          "    memory: 8Gi\n"
+                          "    gpu: 1\n"
+                          "    lifetime: 600\n"
+                          "    pod: {spec: {tolerations: [{key: g, operator: Exists}]}}\n";
+
+static void test_mix(void **state) {
+    (void)state;
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("dir/web.mix.yaml", mix, &w, &err), 0);
+    assert_string_equal(w.name, "web");
+    assert_false(w.is_trace);
+    assert_true(w.arrivals_per_hour == 120 && w.diurnal == 0.5);
+    assert_int_equal(w.families_count, 2);
+    const replay_family_t *f = &w.families[0];
+    assert_string_equal(f->name, "web");
+    assert_string_equal(f->owner, "ReplicaSet");
+    assert_true(f->weight == 3);
+    assert_int_equal(f->cpu_milli.min, 100);
+    assert_int_equal(f->cpu_milli.max, 1000);
+    assert_int_equal(f->memory_bytes.max, GIB);
+    assert_int_equal(f->lifetime_s.min, 3600);
+    assert_int_equal(f->lifetime_s.max, 72 * 3600);
+    f = &w.families[1];
+    assert_int_equal(f->gpu.min, 1);
+    assert_int_equal(f->lifetime_s.max, 600);
+    assert_int_equal(f->pod->spec->n_tolerations, 1);
+    replay_workload_free(&w);
+}
+
+static void test_mix_errors(void **state) {
+    (void)state;
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: 1h, colour: red}\n",
+                 "m.yaml:3:50: families[0].colour: unknown family field");
+    expect_error("m.yaml", "arrivals_per_hour: -1\nfamilies: []\n",
+                 "m.yaml:1:20: arrivals_per_hour: must not be negative");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: -1h}\n",
+                 "m.yaml:3:46: families[0].lifetime: must not be negative");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: [2, 1], memory: "
+                 "1Gi, lifetime: 1h}\n",
+                 "m.yaml:3:20: families[0].cpu: min is above max");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: lots, memory: "
+                 "1Gi, lifetime: 1h}\n",
+                 "m.yaml:3:20: families[0].cpu: quantity");
+    expect_error("m.yaml", "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1}\n",
+                 "m.yaml:3:5: families[0]: cpu, memory and lifetime are required");
+    expect_error("m.yaml", "arrivals: 1\n", "m.yaml:1:1: arrivals: unknown key");
+    expect_error("m.yaml", "families: [{name: a, cpu: 1, memory: 1Gi, lifetime: 1h}]\n",
+                 "arrivals_per_hour: is required");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: 1h, pod: {spec: {nodeSelector: 3}}}\n",
+                 "m.yaml:3:");
+}
+
+static const char trace[] =
+    "{\"t\": 60, \"pod\": {\"metadata\": {\"name\": \"b\", \"ownerReferences\": [{\"kind\": "
+    "\"Job\", \"controller\": true}]}, \"spec\": {\"containers\": [{\"resources\": "
+    "{\"requests\": {\"cpu\": \"2\", \"memory\": \"1Gi\"}}}]}}, \"duration\": \"10m\"}\n"
+    "\n"
+    "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": "
+    "\"500m\"}}}]}}, \"duration\": 3600}\n";
+
+static void test_trace(void **state) {
+    (void)state;
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("/x/t.jsonl", trace, &w, &err), 0);
+    assert_true(w.is_trace);
+    assert_int_equal(w.trace_count, 2);
+    assert_int_equal(w.trace[0].t_s, 0); /* sorted by arrival */
+    assert_int_equal(w.trace[0].request.cpu_milli, 500);
+    assert_int_equal(w.trace[1].duration_s, 600);
+    assert_int_equal(w.trace[1].request.memory_bytes, GIB);
+    assert_int_equal(pod_lifetime(w.trace[1].pod), POD_LIFETIME_SHORT);
+    assert_int_equal(w.trace_span_s, 3600);
+    replay_workload_free(&w);
+
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1}\n{\"t\": 0, \"pod\": {\n",
+                 "t.jsonl:2:");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": -1}\n",
+                 "t.jsonl:1:33: duration: must not be negative");
+    expect_error("t.jsonl", "{\"t\": -5, \"pod\": {}, \"duration\": 1}\n",
+                 "t.jsonl:1:7: t: must not be negative");
+    expect_error("t.jsonl", "{\"t\": 0, \"duration\": 1}\n", "t.jsonl:1: \"pod\" is required");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
+                 "t.jsonl:1:36: unknown trace field \"x\"");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
+}
+
+static void test_policies(void **state) {
+    (void)state;
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    assert_int_equal(n, 6);
+    assert_string_equal(list[0]->name, "random");
+    assert_ptr_equal(list[5], &replay_policy_escalator); /* the baseline, last */
+    assert_ptr_equal(replay_policy_find("least-waste"), list[2]);
+    assert_null(replay_policy_find("cheapest"));
+
+    /* least-waste and most-pods as CA defines them, on two options. */
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", "", 0, &cfg, &errors), 0);
+    replay_group_t groups[2] = {{.info = {.capacity = {2000, 8 * GIB, 0}}},
+                                {.info = {.capacity = {16000, 64 * GIB, 0}}}};
+    replay_pod_t pods[3] = {{.request = {1000, 4 * GIB, 0}},
+                            {.request = {1000, 4 * GIB, 0}},
+                            {.request = {1000, 4 * GIB, 0}}};
+    uint32_t pending[3] = {0, 1, 2}, a[] = {0, 1}, b[] = {0, 1, 2};
+    replay_view_t view = {cfg, groups, 2, pods, pending, 3, 0, 0};
+    replay_option_t opts[2] = {{0, 1, a, 2}, {1, 1, b, 3}};
+    replay_rng_t rng;
+    replay_rng_seed(&rng, 1);
+    const replay_policy_ops_t *lw = replay_policy_find("least-waste");
+    const replay_policy_ops_t *mp = replay_policy_find("most-pods");
+    void *st = NULL;
+    size_t chosen = 9;
+    frugal_err_t err;
+    assert_int_equal(lw->init(&st, cfg, &rng, &err), 0);
+    assert_int_equal(lw->choose(st, &view, opts, 2, &chosen, &err), 0);
+    assert_int_equal(chosen, 0); /* 2 cpu + 8Gi fully used */
+    lw->free(st);
+    assert_int_equal(mp->init(&st, cfg, &rng, &err), 0);
+    assert_int_equal(mp->choose(st, &view, opts, 2, &chosen, &err), 0);
+    assert_int_equal(chosen, 1);
+    mp->free(st);
+    config_free(cfg);
+}
+
+static const char cluster[] =
+    "node_groups:\n"
+    "  - {id: small, machine_type: n1-standard-2, min_size: 0, max_size: 3}\n"
+    "  - {id: big, machine_type: n1-standard-8, min_size: 1, max_size: 2,\n"
+    "     options: {scale_down_unneeded: 1m}}\n";
+
+static void test_run(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
+    const char *text = "arrivals_per_hour: 30\n"
+                       "families:\n"
+                       "  - {name: a, cpu: [100m, 1], memory: [128Mi, 2Gi], lifetime: [5m, 2h]}\n"
+                       "  - {name: huge, weight: 0.1, cpu: 64, memory: 1Gi, lifetime: 1h}\n";
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    int64_t pods = -1;
+    for (size_t i = 0; i < n; i++) {
+        replay_figures_t f1, f2, f3;
+        assert_int_equal(replay_run(cfg, &w, list[i], 3, 24, &f1, &err), 0);
+        assert_int_equal(replay_run(cfg, &w, list[i], 3, 24, &f2, &err), 0);
+        assert_int_equal(replay_run(cfg, &w, list[i], 4, 24, &f3, &err), 0);
+        assert_memory_equal(&f1, &f2, sizeof(f1)); /* deterministic */
+        assert_true(f1.pods != f3.pods || f1.cost != f3.cost);
+        if (pods < 0)
+            pods = f1.pods;
+        assert_int_equal(f1.pods, pods); /* the same pods for every policy of a seed */
+        assert_true(f1.unhostable > 0 && f1.unhostable < f1.pods / 5);
+        assert_true(f1.cost >= 0.38 * 24 - 1e-9); /* big's min_size node, all day */
+        assert_true(f1.ideal_cost > 0 && f1.cost > f1.ideal_cost * 0.9);
+        assert_true(f1.decisions <= f1.nodes_bought);
+    }
+    replay_workload_free(&w);
+
+    /* A trace: one pod that needs a new node; billed per 10 s loop from its purchase
+     * until it has been empty for 1 min. */
+    const char *tr = "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": "
+                     "{\"requests\": {\"cpu\": \"7\"}}}]}}, \"duration\": 600}\n"
+                     "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": "
+                     "{\"requests\": {\"cpu\": \"7\"}}}]}}, \"duration\": 3600}\n";
+    assert_int_equal(load("t.jsonl", tr, &w, &err), 0);
+    replay_figures_t f;
+    assert_int_equal(replay_run(cfg, &w, replay_policy_find("random"), 1, 2, &f, &err), 0);
+    assert_int_equal(f.pods, 2);
+    assert_int_equal(f.nodes_bought, 1); /* the min_size node takes one, a new big the other */
+    assert_int_equal(f.decisions, 1);
+    /* The second pod waited for the loop and the boot: 60 s + 0 (loop at t = 0). */
+    assert_true(fabs(f.pending_pod_minutes - 1.0) < 1e-9);
+    /* The initial node takes the first line's pod (600 s), a new node the second from
+     * 60 s; the initial node, empty at 600 s and unneeded at 660 s, goes (the group
+     * stays at min_size); the new one bills until the end: 660 s + 2 h. */
+    if (fabs(f.cost - 0.38 * (7200 + 660) / 3600.0) > 1e-9)
+        fail_msg("cost %f", f.cost);
+    replay_workload_free(&w);
+    config_free(cfg);
+}
+
+static void test_run_needs_groups(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", "", 0, &cfg, &errors), 0);
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("w.yaml",
+                          "arrivals_per_hour: 1\nfamilies: [{name: a, cpu: 1, "
+                          "memory: 1Gi, lifetime: 1h}]\n",
+                          &w, &err),
+                     0);
+    replay_figures_t f;
+    assert_int_equal(replay_run(cfg, &w, replay_policy_find("random"), 1, 1, &f, &err),
+                     FRUGAL_EINVAL);
+    assert_non_null(strstr(err.msg, "no managed node group"));
+    replay_workload_free(&w);
+    config_free(cfg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rng),
+        cmocka_unit_test(test_mix),
+        cmocka_unit_test(test_mix_errors),
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_policies),
+        cmocka_unit_test(test_run),
+        cmocka_unit_test(test_run_needs_groups),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
