@@ -146,7 +146,7 @@ assert_ok "cleanup" ctl cleanup
 assert_ok "template pool-a" ctl -o yaml template pool-a
 assert_ok "template pool-g (gpu)" ctl -o yaml template pool-g
 assert_ok "options pool-a" ctl -o yaml options pool-a --defaults-max-provision 25m
-assert_ok "options pool-g without defaults" ctl -o yaml options pool-g --no-defaults
+assert_status UNIMPLEMENTED "options pool-g without overrides: CA uses its own defaults" ctl -o yaml options pool-g --no-defaults
 
 log "mutations"
 assert_ok "increase pool-a" ctl increase pool-a 3
