@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "provider.h"
 #include "quantity.h"
 #include "strmap.h"
@@ -488,7 +489,7 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *
 
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
  * Never fails: a hook that cannot be started is EXEC_FAILED. */
-static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
+static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     exec_buf_t *out = calloc(1, sizeof(*out));
     exec_buf_t *err = calloc(1, sizeof(*err));
@@ -630,6 +631,19 @@ done:
     }
     free(out);
     free(err);
+}
+
+/* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */
+static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
+    static const char *const results[] = {[EXEC_OK] = "ok",
+                                          [EXEC_NO_RESOURCES] = "no_resources",
+                                          [EXEC_FAILED] = "failed",
+                                          [EXEC_TIMEOUT] = "timeout"};
+    int64_t t0 = exec__mono_ms();
+    exec__run_hook(p, j, timeout_ms);
+    const char *verb = exec__verb_name(j->verb);
+    metrics_count(METRICS_HOOK_RUNS, verb, results[j->outcome], NULL);
+    metrics_observe(METRICS_HOOK_SECONDS, (double)(exec__mono_ms() - t0) / 1000.0, verb, NULL);
 }
 
 static void *exec__worker(void *arg) {

@@ -15,6 +15,8 @@ VG_LOG="$TMP/valgrind.log"
 PORT=$(free_port)
 MTLS_PORT=$(free_port)
 while [ "$MTLS_PORT" = "$PORT" ]; do MTLS_PORT=$(free_port); done
+OPS_PORT=$(free_port)
+while [ "$OPS_PORT" = "$PORT" ] || [ "$OPS_PORT" = "$MTLS_PORT" ]; do OPS_PORT=$(free_port); done
 ADDR="127.0.0.1:$PORT"
 
 # A mutual-TLS listener too, so the server's TLS paths (credentials, handshakes, a
@@ -45,6 +47,7 @@ listen:
       key: $PKI/server.key
       client_ca: $PKI/ca.crt
 state_file: $TMP/state
+ops_listen: 127.0.0.1:$OPS_PORT
 provider:
   kind: simulated
   boot_seconds: 3600
@@ -143,7 +146,7 @@ assert_ok "cleanup" ctl cleanup
 assert_ok "template pool-a" ctl -o yaml template pool-a
 assert_ok "template pool-g (gpu)" ctl -o yaml template pool-g
 assert_ok "options pool-a" ctl -o yaml options pool-a --defaults-max-provision 25m
-assert_ok "options pool-g without defaults" ctl -o yaml options pool-g --no-defaults
+assert_status UNIMPLEMENTED "options pool-g without overrides: CA uses its own defaults" ctl -o yaml options pool-g --no-defaults
 
 log "mutations"
 assert_ok "increase pool-a" ctl increase pool-a 3
@@ -170,6 +173,15 @@ assert_ok "node-price legacy" ctl node-price "${inst_a[1]}" --hours 2 --legacy
 assert_ok "node-price template" ctl node-price "" --name template-node-for-pool-g-1
 assert_ok "pod-price" ctl pod-price --cpu 500m --memory 512Mi --gpu 1
 assert_ok "pod-price legacy" ctl pod-price --cpu 2 --memory 4Gi --hours 3 --legacy
+# the ops endpoint: a scrape (node groups, certificates, /proc), probes, bad requests
+if command -v curl >/dev/null 2>&1; then
+    for path in /metrics /healthz /readyz /nope; do
+        assert_ok "ops $path" curl -s --max-time 10 "http://127.0.0.1:$OPS_PORT$path"
+    done
+    assert_ok "ops POST" curl -s --max-time 10 -X POST -d x=1 "http://127.0.0.1:$OPS_PORT/metrics"
+    assert_ok "ops oversized header" curl -s --max-time 10 -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' a)" \
+        "http://127.0.0.1:$OPS_PORT/metrics"
+fi
 
 log "expander"
 # Not a CloudProvider verb, but the largest decoder on the wire: one call per generation.

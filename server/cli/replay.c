@@ -297,7 +297,7 @@ int cmd_replay(int argc, char **argv) {
             break;
         }
         const char *val = argv[++i];
-        double v;
+        double v = 0; /* replay__positive leaves it unset when it refuses */
         if (strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0) {
             config_path = val;
         } else if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) {

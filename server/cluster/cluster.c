@@ -369,12 +369,14 @@ fail:
 void cluster__log(const char *method, const char *id, long delta, int rc, const frugal_err_t *err,
                   double t0) {
     double ms = cluster__mono_ms() - t0;
-    if (rc == 0)
-        log_info("%s group=%s delta=%ld result=OK duration_ms=%.1f", method, id != NULL ? id : "",
-                 delta, ms);
-    else
-        log_info("%s group=%s delta=%ld result=%s (%s) duration_ms=%.1f", method,
-                 id != NULL ? id : "", delta, frugal_err_name(rc), err != NULL ? err->msg : "", ms);
+    log_field_t fields[] = {
+        LOG_STR("node_group", id != NULL ? id : ""),
+        LOG_INT("delta", delta),
+        LOG_STR("code", frugal_err_code_name(rc)),
+        LOG_STR("message", rc != 0 && err != NULL ? err->msg : NULL),
+        LOG_NUM("duration_ms", ms),
+    };
+    log_fields(LOG_LEVEL_INFO, fields, sizeof(fields) / sizeof(fields[0]), "%s", method);
 }
 
 int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
@@ -986,6 +988,8 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
         return "max_message_bytes";
     if (cluster__str_differs(cur->state_file, next->state_file))
         return "state_file";
+    if (cluster__str_differs(cur->ops_listen, next->ops_listen))
+        return "ops_listen";
     if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
         cur->boot_seconds != next->boot_seconds ||
         cluster__str_differs(cur->exec_command, next->exec_command) ||

@@ -1,6 +1,7 @@
 #include "state.h"
 
 #include "log.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strmap.h"
@@ -716,7 +718,7 @@ static int state__fsync_dir(const char *path, frugal_err_t *err) {
     return rc;
 }
 
-int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
+static int state__write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
     int rc = 0;
@@ -771,6 +773,18 @@ fail_write:
     unlink(tmp);
 fail_open:
     free(tmp);
+    return rc;
+}
+
+/* Timed for frugal_state_write_seconds, failures included. */
+int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = state__write_file(path, data, len, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    metrics_observe(METRICS_STATE_WRITE_SECONDS,
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, NULL,
+                    NULL);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* Node auto-provisioning, the pure part: ids and limits. See autoprov.h. */
 #include "autoprov.h"
+#include "metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -165,7 +166,8 @@ int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t
     int64_t cpu = autoprov__sat_add(totals->cpu_milli, add_cpu);
     int64_t mem = autoprov__sat_add(totals->memory_bytes, add_mem);
     char a[32], b[32], c[32], d[32];
-    if (ap->max_cpu_milli != INT64_MAX && add_cpu > 0 && cpu > ap->max_cpu_milli)
+    if (ap->max_cpu_milli != INT64_MAX && add_cpu > 0 && cpu > ap->max_cpu_milli) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "cpu", NULL, NULL);
         return frugal_err_set(
             err, FRUGAL_EEXHAUSTED,
             "increase of %s by %d x %s (%s cores) would bring the cluster to %s cores, over the "
@@ -173,7 +175,9 @@ int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t
             group_id, (int)delta, machine_type, autoprov__cores(add_cpu, a, sizeof(a)),
             autoprov__cores(cpu, b, sizeof(b)), autoprov__cores(ap->max_cpu_milli, c, sizeof(c)),
             autoprov__cores(totals->cpu_milli, d, sizeof(d)));
-    if (ap->max_memory_bytes != INT64_MAX && add_mem > 0 && mem > ap->max_memory_bytes)
+    }
+    if (ap->max_memory_bytes != INT64_MAX && add_mem > 0 && mem > ap->max_memory_bytes) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
         return frugal_err_set(
             err, FRUGAL_EEXHAUSTED,
             "increase of %s by %d x %s (%s memory) would bring the cluster to %s memory, over "
@@ -182,6 +186,7 @@ int autoprov_check_increase(const autoprov_config_t *ap, const autoprov_totals_t
             quantity_format_bytes_limit(mem, b, sizeof(b)),
             quantity_format_bytes_limit(ap->max_memory_bytes, c, sizeof(c)),
             quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
+    }
     return 0;
 }
 
@@ -193,7 +198,8 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
     int64_t cpu = autoprov__sat_add(totals->cpu_milli, -sub_cpu);
     int64_t mem = autoprov__sat_add(totals->memory_bytes, -sub_mem);
     char a[32], b[32], c[32], d[32];
-    if (sub_cpu > 0 && cpu < ap->min_cpu_milli)
+    if (sub_cpu > 0 && cpu < ap->min_cpu_milli) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "cpu", NULL, NULL);
         return frugal_err_set(
             err, FRUGAL_EPRECOND,
             "deleting %d x %s (%s cores) of %s would bring the cluster to %s cores, under the "
@@ -201,7 +207,9 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
             (int)n, machine_type, autoprov__cores(sub_cpu, a, sizeof(a)), group_id,
             autoprov__cores(cpu, b, sizeof(b)), autoprov__cores(ap->min_cpu_milli, c, sizeof(c)),
             autoprov__cores(totals->cpu_milli, d, sizeof(d)));
-    if (sub_mem > 0 && mem < ap->min_memory_bytes)
+    }
+    if (sub_mem > 0 && mem < ap->min_memory_bytes) {
+        metrics_count(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
         return frugal_err_set(
             err, FRUGAL_EPRECOND,
             "deleting %d x %s (%s memory) of %s would bring the cluster to %s memory, under the "
@@ -210,6 +218,7 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
             quantity_format_bytes_limit(mem, b, sizeof(b)),
             quantity_format_bytes_limit(ap->min_memory_bytes, c, sizeof(c)),
             quantity_format_bytes_limit(totals->memory_bytes, d, sizeof(d)));
+    }
     return 0;
 }
 

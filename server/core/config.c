@@ -894,6 +894,23 @@ static bool parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     return true;
 }
 
+/* ops_listen: HOST:PORT of the plain-HTTP ops endpoint (health, readiness, metrics). */
+static bool parse_ops_listen(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                             void *field, const key_spec_t *spec) {
+    if (!parse_string(ctx, node, path, field, spec) || *(char **)field == NULL)
+        return false;
+    const char *address = *(char **)field;
+    bool loopback;
+    const char *problem = strncmp(address, "unix:", 5) == 0 ? "the ops endpoint needs HOST:PORT"
+                                                            : address_problem(address, &loopback);
+    if (problem != NULL)
+        ctx_error(ctx, node, path, "invalid address \"%s\": %s", address, problem);
+    for (size_t j = 0; problem == NULL && j < ctx->cfg->listeners_count; j++)
+        if (strcmp(ctx->cfg->listeners[j].address, address) == 0)
+            ctx_error(ctx, node, path, "\"%s\" is also a gRPC listener", address);
+    return true;
+}
+
 /* ---- provider and pricing ---- */
 
 static bool parse_provider_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -1612,6 +1629,7 @@ static const key_spec_t top_keys[] = {
               INT32_MAX, false),
     KEY("listen", YAML_TREE_SEQUENCE, parse_listeners, frugal_config_t, listeners,
         "[{address: \"127.0.0.1:8086\"}]"),
+    KEY("ops_listen", YAML_TREE_SCALAR, parse_ops_listen, frugal_config_t, ops_listen, NULL),
     KEY("state_file", YAML_TREE_SCALAR, parse_string, frugal_config_t, state_file, NULL),
     /* provider's keys live in frugal_config_t itself (provider_kind, boot_seconds) */
     KEY("provider", YAML_TREE_MAPPING, parse_provider, frugal_config_t, provider_kind, NULL),
@@ -1730,6 +1748,7 @@ void config_free(frugal_config_t *cfg) {
     }
     free(cfg->listeners);
     free(cfg->state_file);
+    free(cfg->ops_listen);
     free(cfg->provider_kind);
     free(cfg->exec_command);
     for (size_t i = 0; i < cfg->machine_types_count; i++) {

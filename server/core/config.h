@@ -141,6 +141,7 @@ typedef struct frugal_config {
     bool allow_insecure;
     int64_t max_message_bytes; /* default 536870912 */
     char *state_file;          /* NULL: in-memory only */
+    char *ops_listen;          /* HOST:PORT of the ops HTTP endpoint; NULL: none */
     char *provider_kind;       /* "simulated" (default) */
     int64_t boot_seconds;      /* simulated: creating -> running after this; default 0 */
     char *exec_command;        /* exec: the hook program (absolute path); required with exec */

@@ -3,6 +3,19 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *frugal_err_code_name(int code) {
+    switch (code) {
+    case 0:
+        return "OK";
+#define FRUGAL__ERR_CODE_NAME(name, value, status, desc)                                           \
+    case value:                                                                                    \
+        return #status;
+        FRUGAL_ERRNO_MAP(FRUGAL__ERR_CODE_NAME)
+#undef FRUGAL__ERR_CODE_NAME
+    }
+    return "UNKNOWN";
+}
+
 const char *frugal_err_name(int code) {
     switch (code) {
     case 0:

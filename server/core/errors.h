@@ -38,6 +38,8 @@ typedef struct frugal_err {
 
 /* Name of a code ("INVAL"), "OK" for 0, "UNKNOWN" otherwise. */
 const char *frugal_err_name(int code);
+/* The gRPC status name code maps to ("FAILED_PRECONDITION"; "OK" for 0), for logs. */
+const char *frugal_err_code_name(int code);
 
 /* Short description of a code. */
 const char *frugal_err_describe(int code);

@@ -14,8 +14,51 @@
 #include <grpc/support/time.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "status.h"
 #include "tls_reload.h"
+
+/* gRPC's status codes are 0 (OK) to 16 (UNAUTHENTICATED). */
+#define CALL_CODES (GRPC_STATUS_UNAUTHENTICATED + 1)
+
+/* grpc_server_handled_total and grpc_server_handling_seconds of one method. */
+typedef struct call_metrics {
+    char *names; /* "service\0method\0" */
+    const char *service;
+    const char *method;
+    _Atomic(metrics_cell_t *) handled[CALL_CODES];
+    metrics_cell_t *seconds;
+} call_metrics_t;
+
+/* Methods frugal does not serve count under one name, so a client cannot grow the
+ * metrics without bound. */
+static call_metrics_t unknown_method_metrics = {NULL, "unknown", "unknown", {NULL}, NULL};
+
+/* Split path "/package.Service/Method" into m's names and look up its histogram cell. */
+static void call_metrics_init(call_metrics_t *m, const char *path) {
+    const char *slash = strrchr(path, '/');
+    m->names = strdup(path[0] == '/' ? path + 1 : path);
+    if (m->names == NULL || slash == NULL || slash == path) {
+        m->service = m->method = "unknown";
+    } else {
+        m->names[slash - path - 1] = '\0';
+        m->service = m->names;
+        m->method = m->names + (slash - path);
+    }
+    m->seconds = metrics_cell(METRICS_GRPC_SECONDS, m->service, m->method, NULL);
+}
+
+static void call_metrics_record(call_metrics_t *m, grpc_status_code status, double seconds) {
+    if (status < 0 || status >= CALL_CODES)
+        status = GRPC_STATUS_UNKNOWN;
+    metrics_cell_t *cell = atomic_load_explicit(&m->handled[status], memory_order_acquire);
+    if (cell == NULL) {
+        cell = metrics_cell(METRICS_GRPC_HANDLED, m->service, m->method, rpc_status_name(status));
+        atomic_store_explicit(&m->handled[status], cell, memory_order_release);
+    }
+    metrics_cell_add(cell, 1);
+    metrics_cell_observe(m->seconds, seconds);
+}
 
 /* A call's state passes from the worker that starts an operation to the worker that
  * gets its completion through gRPC's completion queue, which orders the two. gRPC is
@@ -34,11 +77,14 @@
 #endif
 typedef struct endpoint endpoint_t;
 
-/* A registered method: the service's entry plus grpc's handle for it. */
+/* A registered method: the service's entry plus grpc's handle for it, and its metrics
+ * cells, looked up once (per status code on its first use) so a call records with
+ * atomic adds only. */
 typedef struct method_entry {
     const service_method_t *method;
     void *handle;
     endpoint_t *ep;
+    call_metrics_t metrics;
 } method_entry_t;
 
 /* One grpc server per distinct listen[].services set: gRPC registers methods per
@@ -60,7 +106,7 @@ typedef enum call_phase { CALL_REQUESTED, CALL_REPLYING } call_phase_t;
 typedef struct call_state {
     call_phase_t phase;
     worker_t *worker;
-    const method_entry_t *entry; /* NULL: the generic request for unknown methods */
+    method_entry_t *entry; /* NULL: the generic request for unknown methods */
     endpoint_t *ep;
     grpc_call *call;
     gpr_timespec deadline;
@@ -108,7 +154,7 @@ bool frugal_server_is_stopping(void) {
     return atomic_load(&server_stopping);
 }
 
-static void server__request(worker_t *w, endpoint_t *ep, const method_entry_t *entry);
+static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry);
 
 static void call_state_free(call_state_t *cs) {
     if (cs->call != NULL)
@@ -137,6 +183,10 @@ static const char *call_method_name(const call_state_t *cs, char *buf, size_t si
 
 /* Start the single reply batch of a unary call. */
 static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
+    double seconds =
+        gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), cs->started)) / 1e6;
+    call_metrics_record(cs->entry != NULL ? &cs->entry->metrics : &unknown_method_metrics, status,
+                        seconds);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
@@ -169,16 +219,38 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     }
 }
 
+/* The client certificate's CN into buf; NULL when the peer sent none. */
+static const char *call_peer_cn(const call_state_t *cs, char *buf, size_t size) {
+    grpc_auth_context *ctx = grpc_call_auth_context(cs->call);
+    if (ctx == NULL)
+        return NULL;
+    grpc_auth_property_iterator it =
+        grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_CN_PROPERTY_NAME);
+    const grpc_auth_property *p = grpc_auth_property_iterator_next(&it);
+    const char *cn = NULL;
+    if (p != NULL && p->value != NULL) {
+        snprintf(buf, size, "%.*s", (int)p->value_length, p->value);
+        cn = buf;
+    }
+    grpc_auth_context_release(ctx);
+    return cn;
+}
+
 /* Every call at debug level; the cluster logs mutations at info level itself. */
 static void call_log(const call_state_t *cs, grpc_status_code status, const char *message) {
     if (log_get_level() > LOG_LEVEL_DEBUG)
         return;
-    char name[256];
+    char name[256], cn[256];
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     double ms = gpr_timespec_to_micros(gpr_time_sub(now, cs->started)) / 1000.0;
-    log_debug("rpc %s status=%s duration_ms=%.3f%s%s", call_method_name(cs, name, sizeof(name)),
-              rpc_status_name(status), ms, message != NULL && message[0] ? " message=" : "",
-              message != NULL ? message : "");
+    log_field_t fields[] = {
+        LOG_STR("method", call_method_name(cs, name, sizeof(name))),
+        LOG_STR("code", rpc_status_name(status)),
+        LOG_NUM("duration_ms", ms),
+        LOG_STR("peer", call_peer_cn(cs, cn, sizeof(cn))),
+        LOG_STR("message", message != NULL && message[0] ? message : NULL),
+    };
+    log_fields(LOG_LEVEL_DEBUG, fields, sizeof(fields) / sizeof(fields[0]), "rpc");
 }
 
 /* A request completed: re-arm the same method first, then run the handler. */
@@ -229,7 +301,7 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
-static void server__request(worker_t *w, endpoint_t *ep, const method_entry_t *entry) {
+static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) {
     if (atomic_load(&server_stopping))
         return;
     call_state_t *cs = calloc(1, sizeof(*cs));
@@ -296,6 +368,8 @@ static void server__free(frugal_server_t *s) {
     for (size_t i = 0; s->reloaders != NULL && i < s->listeners_count; i++)
         tls_reloader_free(s->reloaders[i]);
     free(s->reloaders);
+    for (size_t i = 0; s->methods != NULL && i < s->methods_count; i++)
+        free(s->methods[i].metrics.names);
     free(s->endpoints);
     free(s->methods);
     free(s->workers);
@@ -334,6 +408,7 @@ static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
             s->methods_count++;
             e->method = &defs[i]->methods[j];
             e->ep = ep;
+            call_metrics_init(&e->metrics, e->method->path);
             e->handle = grpc_server_register_method(ep->server, e->method->path, NULL,
                                                     GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
             if (e->handle == NULL) {
@@ -353,6 +428,8 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     if (s == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     s->ctx = ctx;
+    /* before any worker exists */
+    unknown_method_metrics.seconds = metrics_cell(METRICS_GRPC_SECONDS, "unknown", "unknown", NULL);
 
     int64_t max_recv = cfg->max_message_bytes > INT_MAX ? INT_MAX : cfg->max_message_bytes;
     grpc_arg args[3];

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <grpc/grpc.h>
+#include <grpc/support/log.h>
 
 #include "cluster.h"
 #include "serve.h"
@@ -18,6 +19,8 @@
 #include "file_version.h"
 #include "grpc_server.h"
 #include "log.h"
+#include "metrics.h"
+#include "ops_http.h"
 #include "provider.h"
 #include "service.h"
 #include "state_lock.h"
@@ -27,7 +30,18 @@
 #define SERVE_TICK_MS 1000
 
 static void serve_usage(FILE *f) {
-    fprintf(f, "usage: frugal serve -c FILE [--log-level debug|info|warn|error]\n");
+    fprintf(f, "usage: frugal serve -c FILE [--log-level debug|info|warn|error] "
+               "[--log-format text|json]\n");
+}
+
+/* gRPC's own log lines, in frugal's format (gRPC filters them by GRPC_VERBOSITY first). */
+static void serve_grpc_log(gpr_log_func_args *args) {
+    log_level_t level = args->severity == GPR_LOG_SEVERITY_ERROR  ? LOG_LEVEL_ERROR
+                        : args->severity == GPR_LOG_SEVERITY_INFO ? LOG_LEVEL_INFO
+                                                                  : LOG_LEVEL_DEBUG;
+    log_field_t fields[] = {LOG_STR("source", "grpc"), LOG_STR("file", args->file),
+                            LOG_INT("line", args->line)};
+    log_fields(level, fields, 3, "%s", args->message);
 }
 
 /* The warning of every group of cfg with option overrides that old (NULL at start) did
@@ -48,7 +62,7 @@ static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_
 
 /* A reload took effect. */
 static void serve__reload_applied(const frugal_config_t *cfg, const char *why) {
-    /* metrics: reload success */
+    metrics_config_reloaded((double)time(NULL));
     log_info("config %s reloaded (%s): %zu node groups", cfg->path, why, cfg->node_groups_count);
 }
 
@@ -117,12 +131,16 @@ int cmd_serve(int argc, char **argv) {
     const char *path = NULL;
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                              {"log-level", required_argument, NULL, 'l'},
+                                             {"log-format", required_argument, NULL, 'f'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
+    if (log_init_from_env() != 0)
+        return 2;
     while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         log_level_t level;
+        log_format_t format;
         switch (opt) {
         case 'c':
             path = optarg;
@@ -133,6 +151,13 @@ int cmd_serve(int argc, char **argv) {
                 return 2;
             }
             log_set_level(level);
+            break;
+        case 'f':
+            if (log_parse_format(optarg, &format) != 0) {
+                fprintf(stderr, "frugal serve: unknown log format \"%s\"\n", optarg);
+                return 2;
+            }
+            log_set_format(format);
             break;
         case 'h':
             serve_usage(stdout);
@@ -183,17 +208,23 @@ int cmd_serve(int argc, char **argv) {
     provider_t *provider = NULL;
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
+    ops_http_t *ops = NULL;
+    metrics_config_reloaded((double)time(NULL));
+    gpr_set_log_function(serve_grpc_log);
     grpc_init();
     if (provider_create(cfg, &provider, &err) != 0)
         goto fail_provider;
     if (cluster_open(cfg, provider, &cluster, &err) != 0)
         goto fail_cluster;
+    if (cfg->ops_listen != NULL && ops_http_start(cfg->ops_listen, cfg, cluster, &ops, &err) != 0)
+        goto fail_server;
     service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
     const service_def_t *services[] = {&service_cloudprovider, &service_expander,
                                        &service_autoprovisioning, &service_health};
     if (frugal_server_start(&ctx, services, sizeof(services) / sizeof(services[0]), &server,
                             &err) != 0)
         goto fail_server;
+    ops_http_set_ready(ops, true);
     log_info("frugal %s serving (%zu listener(s), state %s)", FRUGAL_VERSION, cfg->listeners_count,
              cfg->state_file != NULL ? cfg->state_file : "in memory");
 
@@ -209,6 +240,7 @@ int cmd_serve(int argc, char **argv) {
     log_info("stopped");
 
 fail_server:
+    ops_http_stop(ops);
     cluster_close(cluster);
 fail_cluster:
     provider_destroy(provider);

@@ -17,6 +17,7 @@
 #include "decide.h"
 #include "expander_decode.h"
 #include "log.h"
+#include "metrics.h"
 #include "node_info.h"
 #include "ranking.h"
 #include "service.h"
@@ -98,12 +99,84 @@ static void expander__log_skip(const expander_request_t *req, size_t i, decide_s
     }
 }
 
+/* The fields of one option on the decision line, under the given keys. */
+#define EXPANDER__OPTION_FIELDS 8
+static const char *const expander__winner_keys[EXPANDER__OPTION_FIELDS] = {
+    "node_group", "nodes", "price",     "pods_price",
+    "score",      "ratio", "unfitness", "suppressed_unfitness"};
+static const char *const expander__runner_up_keys[EXPANDER__OPTION_FIELDS] = {
+    "runner_up",       "runner_up_nodes", "runner_up_price",     "runner_up_pods_price",
+    "runner_up_score", "runner_up_ratio", "runner_up_unfitness", "runner_up_suppressed_unfitness"};
+
+/* o NULL (no such option): every field without a value. */
+static void expander__option_fields(log_field_t *f, const char *const *keys,
+                                    const expander_option_t *o, const ranking_figures_t *fig) {
+    if (o == NULL) {
+        for (size_t i = 0; i < EXPANDER__OPTION_FIELDS; i++)
+            f[i] = LOG_STR(keys[i], NULL);
+        return;
+    }
+    f[0] = LOG_STR(keys[0], o->group_id);
+    f[1] = LOG_INT(keys[1], o->node_count);
+    f[2] = LOG_NUM(keys[2], fig->node_price);
+    f[3] = LOG_NUM(keys[3], fig->pods_price);
+    f[4] = LOG_NUM(keys[4], fig->score);
+    f[5] = LOG_NUM(keys[5], fig->ratio);
+    f[6] = LOG_NUM(keys[6], fig->unfitness);
+    f[7] = LOG_NUM(keys[7], fig->suppressed);
+}
+
+/* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
+ * frugal_expander_options_unscored_total per reason) and its one info line: the winner
+ * and the runner-up (the best other scored option) with every figure of their scores.
+ * res NULL: the request had no option. */
+static void expander__log_decision(const expander_request_t *req, const decide_result_t *res) {
+    static const char *const reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
+                                          [DECIDE_SKIP_NODE_COUNT] = "node_count",
+                                          [DECIDE_SKIP_BAD_POD] = "bad_pod",
+                                          [DECIDE_SKIP_NO_TEMPLATE] = "no_template",
+                                          [DECIDE_SKIP_NO_CPU] = "no_cpu_capacity"};
+    size_t n = req->options_count;
+    if (res == NULL || !res->any_scored) {
+        for (size_t i = 0; res != NULL && i < n; i++)
+            metrics_count(METRICS_EXPANDER_UNSCORED, reasons[res->skips[i]], NULL, NULL);
+        log_fields(LOG_LEVEL_INFO, (log_field_t[]){LOG_INT("options", n)}, 1,
+                   "BestOptions: no option could be scored, answering every option unchanged");
+        return;
+    }
+    size_t win = res->selected[0];
+    size_t second = n;
+    for (size_t i = 0; i < n; i++) {
+        if (res->skips[i] != DECIDE_SKIP_NONE || !res->figures[i].scored)
+            metrics_count(METRICS_EXPANDER_UNSCORED, reasons[res->skips[i]], NULL, NULL);
+        else if (i != win && (second == n || res->figures[i].score < res->figures[second].score))
+            second = i;
+    }
+    for (size_t k = 0; k < res->selected_count; k++)
+        metrics_count(METRICS_EXPANDER_DECISIONS, req->options[res->selected[k]].group_id, NULL,
+                      NULL);
+    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2] = {LOG_INT("options", n),
+                                                          LOG_INT("selected", res->selected_count)};
+    size_t count = 2;
+    expander__option_fields(f + count, expander__winner_keys, &req->options[win],
+                            &res->figures[win]);
+    count += EXPANDER__OPTION_FIELDS;
+    expander__option_fields(f + count, expander__runner_up_keys,
+                            second < n ? &req->options[second] : NULL,
+                            second < n ? &res->figures[second] : NULL);
+    count += EXPANDER__OPTION_FIELDS;
+    f[count++] = LOG_NUM("damper_price", res->damper_price);
+    f[count++] = LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli);
+    log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
+}
+
 int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     size_t n = req->options_count;
     int rc = FRUGAL_ENOMEM;
     if (n == 0) {
         log_warn("BestOptions: empty request, answering no option");
+        expander__log_decision(req, NULL);
         return expander_response_build(req, NULL, 0, NULL, out, err);
     }
 
@@ -176,6 +249,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
+    expander__log_decision(req, &res);
     if (!res.any_scored) {
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",

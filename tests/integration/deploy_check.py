@@ -224,6 +224,9 @@ def main():
             ll["tls"] = {k: os.path.join(pki, *l["_files"][f]) for k, f in l["tls"].items()}
         local["listen"].append(ll)
     local["state_file"] = os.path.join(state_dir, posixpath.basename(cfg["state_file"]))
+    if "ops_listen" in cfg:
+        local["ops_listen"] = f"127.0.0.1:{free_port()}"
+        print(f"OPS_PORT={port_of(local['ops_listen'])}")
     with open(out_config, "w") as f:
         yaml.safe_dump(local, f)
     print(f"HEALTH_PORT={ports[port_of(roles['health']['address'])]}")

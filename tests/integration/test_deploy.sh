@@ -39,6 +39,14 @@ assert_eq SERVING "$OUT" "the probe sees SERVING"
 assert_status UNIMPLEMENTED "no CloudProvider call on the probe port" \
     "$FRUGAL" ctl --addr "127.0.0.1:$HEALTH_PORT" node-groups
 
+if [ -n "${OPS_PORT:-}" ]; then
+    log "the kubelet's HTTP probes on the ops endpoint"
+    for path in /healthz /readyz; do
+        CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$OPS_PORT$path")
+        assert_eq 200 "$CODE" "probe $path"
+    done
+fi
+
 log "CA's expander: TLS with the CA certificate only, no client certificate"
 cat >"$TMP/options.yaml" <<EOF
 options:

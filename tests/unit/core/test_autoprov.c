@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "autoprov.h"
+#include "metrics.h"
 #include "config.h"
 
 #define GIB 1073741824LL
@@ -194,8 +195,11 @@ static void test_limit_memory_and_unlimited(void **state) {
     frugal_err_t err = {0};
     assert_int_equal(autoprov_max_size(&ap, &totals, &node, 3, 100), 5);
     assert_int_equal(autoprov_check_increase(&ap, &totals, "g", "t", &node, 2, &err), 0);
+    metrics_cell_t *refusals = metrics_cell(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
+    uint64_t before = metrics_cell_value(refusals);
     assert_int_equal(autoprov_check_increase(&ap, &totals, "g", "t", &node, 3, &err),
                      FRUGAL_EEXHAUSTED);
+    assert_int_equal(metrics_cell_value(refusals), before + 1); /* counted for /metrics */
     assert_non_null(strstr(err.msg, "max_memory"));
     assert_non_null(strstr(err.msg, "100Gi"));
     /* Unlimited: the group's own max rules. */

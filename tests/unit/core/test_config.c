@@ -922,6 +922,26 @@ static void test_yaml_tree_positions(void **state) {
     assert_string_equal(err.message, "nesting deeper than 64 levels");
 }
 
+static void test_ops_listen(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok("node_groups: []\n");
+    assert_null(cfg->ops_listen); /* off by default */
+    config_free(cfg);
+    cfg = load_ok("ops_listen: 0.0.0.0:8087\n");
+    assert_string_equal(cfg->ops_listen, "0.0.0.0:8087");
+    config_free(cfg);
+    char *errors = load_err("ops_listen: unix:/run/ops.sock\n");
+    assert_non_null(strstr(errors, "t.yaml:1:13: ops_listen: invalid address"));
+    assert_non_null(strstr(errors, "needs HOST:PORT"));
+    free(errors);
+    errors = load_err("ops_listen: 127.0.0.1:99999\n");
+    assert_non_null(strstr(errors, "port must be a number"));
+    free(errors);
+    errors = load_err("listen: [{address: \"127.0.0.1:8086\"}]\nops_listen: 127.0.0.1:8086\n");
+    assert_non_null(strstr(errors, "also a gRPC listener"));
+    free(errors);
+}
+
 /* Escalator's keys: set, and a threshold of 0 or above 100 rejected where it is. */
 static void test_scale_up_threshold(void **state) {
     (void)state;
@@ -944,6 +964,7 @@ static void test_scale_up_threshold(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ops_listen),
         cmocka_unit_test(test_empty_file_defaults),
         cmocka_unit_test(test_minimal_group_defaults),
         cmocka_unit_test(test_scale_up_threshold),

@@ -1,0 +1,380 @@
+#include "metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METRICS_MAX_LABELS 3
+#define METRICS_MAX_BUCKETS 16
+
+/* One set of label values of a family. Never moves nor is freed while serving. */
+struct metrics_cell {
+    metrics_cell_t *next;
+    char *key; /* the label values joined by \x1f */
+    const struct metrics_family *family;
+    const char *values[METRICS_MAX_LABELS];            /* point into key's copy, split */
+    _Atomic uint64_t count;                            /* counter value */
+    _Atomic uint64_t sum_ns;                           /* histogram: sum of observations */
+    _Atomic uint64_t buckets[METRICS_MAX_BUCKETS + 1]; /* per bucket, the last is +Inf */
+};
+
+typedef struct metrics_family {
+    const char *name;
+    const char *help;
+    bool histogram;
+    size_t labels_count;
+    const char *labels[METRICS_MAX_LABELS];
+    const double *bounds; /* histogram upper bounds, ascending */
+    size_t bounds_count;
+    _Atomic(metrics_cell_t *) head;
+} metrics_family_t;
+
+/* Call latencies, up to cluster-autoscaler's 5 s call timeout. */
+static const double rpc_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                    0.1,    0.25,  0.5,    1,     2.5,  5};
+/* State writes: a write plus two fsyncs. */
+static const double write_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                      0.05,   0.1,   0.25,   0.5,   1,    5};
+/* Hooks call a cloud's API: seconds to minutes (timeout default 10 min). */
+static const double hook_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+
+#define BOUNDS(a) a, sizeof(a) / sizeof(a[0])
+
+static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
+    [METRICS_GRPC_HANDLED] = {"grpc_server_handled_total",
+                              "RPCs completed on the server, by method and status code.",
+                              false,
+                              3,
+                              {"grpc_service", "grpc_method", "grpc_code"},
+                              NULL,
+                              0,
+                              NULL},
+    [METRICS_GRPC_SECONDS] = {"grpc_server_handling_seconds",
+                              "Time from receiving an RPC to replying to it.",
+                              true,
+                              2,
+                              {"grpc_service", "grpc_method"},
+                              BOUNDS(rpc_bounds),
+                              NULL},
+    [METRICS_EXPANDER_DECISIONS] = {"frugal_expander_decisions_total",
+                                    "BestOptions answers, by node group of each chosen option.",
+                                    false,
+                                    1,
+                                    {"node_group"},
+                                    NULL,
+                                    0,
+                                    NULL},
+    [METRICS_EXPANDER_UNSCORED] = {"frugal_expander_options_unscored_total",
+                                   "BestOptions options that could not be scored, by reason.",
+                                   false,
+                                   1,
+                                   {"reason"},
+                                   NULL,
+                                   0,
+                                   NULL},
+    [METRICS_LIMIT_REFUSALS] = {"frugal_resource_limit_refusals_total",
+                                "Size changes refused by an autoprovisioning resource limit.",
+                                false,
+                                1,
+                                {"resource"},
+                                NULL,
+                                0,
+                                NULL},
+    [METRICS_STATE_WRITE_SECONDS] = {"frugal_state_write_seconds",
+                                     "Time to write and sync the state file.",
+                                     true,
+                                     0,
+                                     {NULL},
+                                     BOUNDS(write_bounds),
+                                     NULL},
+    [METRICS_HOOK_RUNS] = {"frugal_hook_runs_total",
+                           "Exec provider hook runs, by verb and result.",
+                           false,
+                           2,
+                           {"verb", "result"},
+                           NULL,
+                           0,
+                           NULL},
+    [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
+                              "Exec provider hook run time, by verb.",
+                              true,
+                              1,
+                              {"verb"},
+                              BOUNDS(hook_bounds),
+                              NULL},
+};
+
+static _Atomic int64_t config_reload_ms;
+
+/* The label values joined by \x1f (each one ended by it) into buf when they fit in
+ * size, else into a new allocation (*heap set). NULL when out of memory. */
+static char *metrics__join(const metrics_family_t *f, const char *const *v, char *buf, size_t size,
+                           size_t *len, bool *heap) {
+    size_t n = 0;
+    for (size_t i = 0; i < f->labels_count; i++)
+        n += strlen(v[i] ? v[i] : "") + 1;
+    *heap = n >= size;
+    char *key = *heap ? malloc(n + 1) : buf;
+    if (key == NULL)
+        return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < f->labels_count; i++) {
+        size_t l = strlen(v[i] ? v[i] : "");
+        memcpy(key + at, v[i] ? v[i] : "", l);
+        at += l;
+        key[at++] = '\x1f';
+    }
+    key[at] = '\0';
+    *len = at;
+    return key;
+}
+
+static metrics_cell_t *metrics__find(metrics_cell_t *c, const char *key) {
+    for (; c != NULL; c = c->next)
+        if (strcmp(c->key, key) == 0)
+            return c;
+    return NULL;
+}
+
+metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, const char *v3) {
+    if ((unsigned)id >= METRICS_FAMILIES_COUNT)
+        return NULL;
+    metrics_family_t *f = &families[id];
+    const char *v[METRICS_MAX_LABELS] = {v1, v2, v3};
+    char buf[256];
+    size_t len = 0;
+    bool heap;
+    char *key = metrics__join(f, v, buf, sizeof(buf), &len, &heap);
+    if (key == NULL)
+        return NULL;
+    metrics_cell_t *head = atomic_load_explicit(&f->head, memory_order_acquire);
+    metrics_cell_t *found = metrics__find(head, key);
+    if (found != NULL || (!heap && (key = strdup(buf)) == NULL)) {
+        if (heap)
+            free(key);
+        return found;
+    }
+    metrics_cell_t *c = calloc(1, sizeof(*c) + len + 1);
+    if (c == NULL) {
+        free(key);
+        return NULL;
+    }
+    /* values: the key's copy after the struct, split at the separators */
+    char *copy = (char *)(c + 1);
+    memcpy(copy, key, len + 1);
+    c->key = key;
+    c->family = f;
+    char *p = copy;
+    for (size_t i = 0; i < f->labels_count; i++) {
+        c->values[i] = p;
+        p = strchr(p, '\x1f');
+        *p++ = '\0';
+    }
+    /* Publish; if another thread published cells meanwhile, look among them first. */
+    for (;;) {
+        c->next = head;
+        if (atomic_compare_exchange_weak_explicit(&f->head, &head, c, memory_order_release,
+                                                  memory_order_acquire))
+            return c;
+        /* head now holds the newer list: only its part above c->next can be new */
+        for (metrics_cell_t *o = head; o != NULL && o != c->next; o = o->next) {
+            if (strcmp(o->key, key) == 0) {
+                free(c->key);
+                free(c);
+                return o;
+            }
+        }
+    }
+}
+
+void metrics_cell_add(metrics_cell_t *cell, uint64_t n) {
+    if (cell != NULL)
+        atomic_fetch_add_explicit(&cell->count, n, memory_order_relaxed);
+}
+
+void metrics_cell_observe(metrics_cell_t *cell, double seconds) {
+    if (cell == NULL)
+        return;
+    if (!(seconds > 0))
+        seconds = 0;
+    const metrics_family_t *f = cell->family;
+    size_t b = 0;
+    while (b < f->bounds_count && seconds > f->bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&cell->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cell->sum_ns, (uint64_t)(seconds * 1e9), memory_order_relaxed);
+    atomic_fetch_add_explicit(&cell->count, 1, memory_order_relaxed);
+}
+
+uint64_t metrics_cell_value(const metrics_cell_t *cell) {
+    return cell ? atomic_load_explicit(&cell->count, memory_order_relaxed) : 0;
+}
+
+void metrics_count(metrics_id_t id, const char *v1, const char *v2, const char *v3) {
+    metrics_cell_add(metrics_cell(id, v1, v2, v3), 1);
+}
+
+void metrics_observe(metrics_id_t id, double seconds, const char *v1, const char *v2) {
+    metrics_cell_observe(metrics_cell(id, v1, v2, NULL), seconds);
+}
+
+void metrics_config_reloaded(double unix_seconds) {
+    atomic_store(&config_reload_ms, (int64_t)(unix_seconds * 1000.0));
+}
+
+double metrics_config_reload_time(void) {
+    return (double)atomic_load(&config_reload_ms) / 1000.0;
+}
+
+void metrics_reset_for_testing(void) {
+    for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
+        metrics_cell_t *c = atomic_exchange(&families[i].head, NULL);
+        while (c != NULL) {
+            metrics_cell_t *next = c->next;
+            free(c->key);
+            free(c);
+            c = next;
+        }
+    }
+    atomic_store(&config_reload_ms, 0);
+}
+
+/* ---- exposition ---- */
+
+void metrics_buf_printf(metrics_buf_t *b, const char *fmt, ...) {
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n =
+            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->data != NULL && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len <= (size_t)n)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+}
+
+void metrics_buf_free(metrics_buf_t *b) {
+    free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+void metrics_buf_family(metrics_buf_t *b, const char *name, const char *help, const char *type) {
+    metrics_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void metrics__escaped(metrics_buf_t *b, const char *v) {
+    for (const char *p = v ? v : ""; *p; p++) {
+        if (*p == '\\')
+            metrics_buf_printf(b, "\\\\");
+        else if (*p == '"')
+            metrics_buf_printf(b, "\\\"");
+        else if (*p == '\n')
+            metrics_buf_printf(b, "\\n");
+        else
+            metrics_buf_printf(b, "%c", *p);
+    }
+}
+
+static void metrics__value(metrics_buf_t *b, double value) {
+    if (isnan(value))
+        metrics_buf_printf(b, " NaN\n");
+    else if (isinf(value))
+        metrics_buf_printf(b, " %sInf\n", value < 0 ? "-" : "+");
+    else if (value == floor(value) && fabs(value) < 9e15)
+        metrics_buf_printf(b, " %.0f\n", value);
+    else
+        metrics_buf_printf(b, " %.15g\n", value);
+}
+
+static void metrics__labels(metrics_buf_t *b, const char *const *names, const char *const *values,
+                            size_t n, const char *le) {
+    if (n == 0 && le == NULL)
+        return;
+    metrics_buf_printf(b, "{");
+    for (size_t i = 0; i < n; i++) {
+        metrics_buf_printf(b, "%s%s=\"", i ? "," : "", names[i]);
+        metrics__escaped(b, values[i]);
+        metrics_buf_printf(b, "\"");
+    }
+    if (le != NULL)
+        metrics_buf_printf(b, "%sle=\"%s\"", n ? "," : "", le);
+    metrics_buf_printf(b, "}");
+}
+
+void metrics_buf_sample(metrics_buf_t *b, const char *name, const char *const *names,
+                        const char *const *values, size_t n, double value) {
+    metrics_buf_printf(b, "%s", name);
+    metrics__labels(b, names, values, n, NULL);
+    metrics__value(b, value);
+}
+
+static void metrics__histogram(metrics_buf_t *b, const metrics_family_t *f,
+                               const metrics_cell_t *c) {
+    uint64_t cumulative = 0;
+    char le[32];
+    for (size_t i = 0; i <= f->bounds_count; i++) {
+        cumulative += atomic_load_explicit(&c->buckets[i], memory_order_relaxed);
+        if (i < f->bounds_count)
+            snprintf(le, sizeof(le), "%g", f->bounds[i]);
+        else
+            snprintf(le, sizeof(le), "+Inf");
+        metrics_buf_printf(b, "%s_bucket", f->name);
+        metrics__labels(b, f->labels, c->values, f->labels_count, le);
+        metrics__value(b, (double)cumulative);
+    }
+    /* _count is the +Inf bucket, so the two agree even while observations land. */
+    metrics_buf_printf(b, "%s_sum", f->name);
+    metrics__labels(b, f->labels, c->values, f->labels_count, NULL);
+    metrics__value(b, (double)atomic_load_explicit(&c->sum_ns, memory_order_relaxed) / 1e9);
+    metrics_buf_printf(b, "%s_count", f->name);
+    metrics__labels(b, f->labels, c->values, f->labels_count, NULL);
+    metrics__value(b, (double)cumulative);
+}
+
+void metrics_write(metrics_buf_t *b) {
+    static const char *const version_label[] = {"version"};
+    static const char *const version_value[] = {FRUGAL_VERSION};
+    metrics_buf_family(b, "frugal_build_info", "frugal's version; the value is always 1.", "gauge");
+    metrics_buf_sample(b, "frugal_build_info", version_label, version_value, 1, 1);
+    metrics_buf_family(b, "frugal_config_last_reload_success_timestamp_seconds",
+                       "When the running configuration was loaded (seconds since the epoch).",
+                       "gauge");
+    metrics_buf_sample(b, "frugal_config_last_reload_success_timestamp_seconds", NULL, NULL, 0,
+                       metrics_config_reload_time());
+    for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
+        const metrics_family_t *f = &families[i];
+        metrics_buf_family(b, f->name, f->help, f->histogram ? "histogram" : "counter");
+        for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
+             c != NULL; c = c->next) {
+            if (f->histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
+                continue; /* a method never called has no latency to show */
+            if (f->histogram)
+                metrics__histogram(b, f, c);
+            else
+                metrics_buf_sample(b, f->name, f->labels, c->values, f->labels_count,
+                                   (double)atomic_load_explicit(&c->count, memory_order_relaxed));
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/* The metrics registry: counters and histograms that any layer records into without
+ * gRPC, and their exposition in the Prometheus text format (docs/operations.md).
+ *
+ * Recording is lock-free: a cell (one set of label values of one family) is found or
+ * created on a lock-free list, and its figures are relaxed atomic adds. A caller on a
+ * hot path looks its cell up once and keeps the pointer (cells live until
+ * metrics_reset_for_testing), so a recording is one to three atomic adds.
+ *
+ * Gauges that describe state (node groups, certificates, the process) are not kept
+ * here: whoever owns the state writes them at scrape time with metrics_buf_family and
+ * metrics_buf_sample. */
+#ifndef FRUGAL_METRICS_H
+#define FRUGAL_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The families recorded through this registry. */
+typedef enum metrics_id {
+    METRICS_GRPC_HANDLED,        /* counter {grpc_service, grpc_method, grpc_code} */
+    METRICS_GRPC_SECONDS,        /* histogram {grpc_service, grpc_method} */
+    METRICS_EXPANDER_DECISIONS,  /* counter {node_group} */
+    METRICS_EXPANDER_UNSCORED,   /* counter {reason} */
+    METRICS_LIMIT_REFUSALS,      /* counter {resource} */
+    METRICS_STATE_WRITE_SECONDS, /* histogram, no labels */
+    METRICS_HOOK_RUNS,           /* counter {verb, result} */
+    METRICS_HOOK_SECONDS,        /* histogram {verb} */
+    METRICS_FAMILIES_COUNT
+} metrics_id_t;
+
+typedef struct metrics_cell metrics_cell_t;
+
+/* The cell of family id with these label values (as many as the family has labels;
+ * the rest are ignored and may be NULL), created on first use. NULL only when out of
+ * memory; recording into NULL does nothing. Safe from any thread. */
+metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, const char *v3);
+
+/* Add n to a counter cell. */
+void metrics_cell_add(metrics_cell_t *cell, uint64_t n);
+/* Record one observation of seconds in a histogram cell (negative counts as 0). */
+void metrics_cell_observe(metrics_cell_t *cell, double seconds);
+
+/* Look up and record in one call, for paths that are not hot. */
+void metrics_count(metrics_id_t id, const char *v1, const char *v2, const char *v3);
+void metrics_observe(metrics_id_t id, double seconds, const char *v1, const char *v2);
+
+/* A counter cell's value, or a histogram cell's observation count (tests, logs). */
+uint64_t metrics_cell_value(const metrics_cell_t *cell);
+
+/* frugal_config_last_reload_success_timestamp_seconds: the time (seconds since the
+ * epoch) the running config was loaded. `frugal serve` sets it at start; a config
+ * reload that succeeds sets it again, one that fails leaves it. */
+void metrics_config_reloaded(double unix_seconds);
+double metrics_config_reload_time(void);
+
+/* Free every cell (pointers held by callers become invalid) and zero the reload time.
+ * Not thread-safe: for tests only. */
+void metrics_reset_for_testing(void);
+
+/* ---- exposition ---- */
+
+/* A growing text buffer. On allocation failure it stops growing and sets oom. */
+typedef struct metrics_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool oom;
+} metrics_buf_t;
+
+void metrics_buf_printf(metrics_buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void metrics_buf_free(metrics_buf_t *b);
+
+/* The # HELP and # TYPE lines of a family (type: "counter", "gauge", "histogram"). */
+void metrics_buf_family(metrics_buf_t *b, const char *name, const char *help, const char *type);
+
+/* One sample line: name, then labels as pairs names[i]="values[i]" (values escaped
+ * as the format requires), then the value (integers without a fraction, +Inf/NaN
+ * spelled as Prometheus does). */
+void metrics_buf_sample(metrics_buf_t *b, const char *name, const char *const *names,
+                        const char *const *values, size_t n, double value);
+
+/* Append every family of the registry, with its HELP and TYPE even when it has no
+ * sample yet, plus frugal_build_info and the reload timestamp. */
+void metrics_write(metrics_buf_t *b);
+
+#endif

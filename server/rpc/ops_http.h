@@ -1,0 +1,33 @@
+/* The ops endpoint (`ops_listen: HOST:PORT`): plain HTTP served by libmicrohttpd on its
+ * own thread, with /healthz (the process is alive), /readyz (config and state loaded,
+ * gRPC listeners up, not draining) and /metrics (Prometheus text format:
+ * docs/operations.md). GET and HEAD only; anything else gets a 4xx answer and leaves
+ * the server as it was. */
+#ifndef FRUGAL_OPS_HTTP_H
+#define FRUGAL_OPS_HTTP_H
+
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "errors.h"
+#include "metrics.h"
+
+typedef struct ops_http ops_http_t;
+
+/* Listen on address (HOST:PORT, as config.c checked it) and serve until ops_http_stop.
+ * cfg and cluster must outlive the endpoint. Not ready until ops_http_set_ready. */
+int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *cluster,
+                   ops_http_t **out, frugal_err_t *err);
+
+/* /readyz answers 200 once set (and while the gRPC server is not stopping). */
+void ops_http_set_ready(ops_http_t *ops, bool ready);
+
+/* Stop listening, finish the requests in progress, free everything. NULL is a no-op. */
+void ops_http_stop(ops_http_t *ops);
+
+/* The whole /metrics page into b: the registry, the node groups, the certificates'
+ * expiry and the process_* metrics. */
+void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster, metrics_buf_t *b);
+
+#endif
