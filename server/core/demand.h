@@ -41,7 +41,10 @@ typedef struct demand_summary {
     double cpu_cores; /* their summed requests */
     double memory_gib;
     double gpu;
-    double long_share; /* share of pods whose lifetime is long or unknown */
+    double long_share;     /* share of pods whose lifetime is long or unknown */
+    size_t long_pods;      /* of them, the pods whose lifetime is long or unknown ... */
+    double long_cpu_cores; /* ... and their summed requests */
+    double long_memory_gib;
 } demand_summary_t;
 
 /* Zero m (no pod seen). */
