@@ -99,7 +99,8 @@ assert_exit 2 "bad seeds" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 0
 log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
 PORT=$(free_port)
 ADDR="127.0.0.1:$PORT"
-printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >"$TMP/expander-only.yaml"
+printf 'listen: [{address: "127.0.0.1:%s"}]\nranking: {strategy: pricing-proposal}\n' "$PORT" \
+    >"$TMP/expander-only.yaml"
 start_server "$TMP/expander-only.yaml"
 assert_match "cannot count the cluster's nodes" "$(cat "$SERVER_LOG")" "warned at start"
 stop_server
