@@ -1,7 +1,7 @@
 /* The bounded memory of recent pods that the demand-fit ranking reads (docs/ranking.md):
  * the effective requests and lifetimes of the last DEMAND_SLOTS distinct pods frugal
  * saw in BestOptions and proposals, summarised as the cluster's recent demand (GiB per
- * core, share of long-lived pods).
+ * core of all of them and of the long-lived ones, share of long-lived pods).
  *
  * Thread-safe without locks: BestOptions runs on several gRPC worker threads at once.
  * A writer reserves its slots with one atomic add on the head and stores each field
