@@ -1569,8 +1569,7 @@ static bool parse_cluster_size(load_ctx_t *ctx, const yaml_tree_node_t *node, co
 }
 
 static const key_spec_t ranking_keys[] = {
-    KEY("strategy", YAML_TREE_SCALAR, parse_strategy, ranking_config_t, strategy,
-        "pricing-proposal"),
+    KEY("strategy", YAML_TREE_SCALAR, parse_strategy, ranking_config_t, strategy, "demand-fit"),
     KEY("cluster_size", YAML_TREE_SCALAR, parse_cluster_size, ranking_config_t, cluster_size,
         "auto"),
     KEY("damper", YAML_TREE_MAPPING, parse_damper, ranking_config_t, damper, NULL),

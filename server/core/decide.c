@@ -35,11 +35,15 @@ static decide_skip_t decide__check(const decide_option_t *o) {
     return DECIDE_SKIP_NONE;
 }
 
-/* GiB per core of the demand the spare room is judged against: the recent pods when
- * frugal remembers enough of them, else the request's own distinct pods; 0 when
- * neither requests cpu (then only spare cpu counts). */
+/* GiB per core of the demand the spare room is judged against: the recent pods that
+ * stay (what occupies the cluster: a Job's pod is gone within hours, a ReplicaSet's
+ * stays for days) when frugal remembers enough of them, else every recent pod, else
+ * the request's own distinct pods; 0 when none requests cpu (then only spare cpu
+ * counts). */
 static double decide__gib_per_core(const decide_request_t *req, const decide_demand_t *dd) {
     const demand_summary_t *d = dd->recent;
+    if (d != NULL && d->long_pods >= DECIDE_DEMAND_MIN_PODS && d->long_cpu_cores > 0)
+        return d->long_memory_gib / d->long_cpu_cores;
     if (d != NULL && d->pods >= DECIDE_DEMAND_MIN_PODS && d->cpu_cores > 0)
         return d->memory_gib / d->cpu_cores;
     double cpu = 0, mem = 0;
@@ -82,8 +86,8 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
         fits = fmin(fits, spare_mem / pm);
     if (pg > 0)
         fits = fmin(fits, spare_gpu / pg);
-    if (!isfinite(fits))
-        fits = 0;
+    /* Whole pods only: a fraction of a pod's room is room no pod uses. */
+    fits = isfinite(fits) ? floor(fits + 1e-9) : 0.0;
     resources_t one = {(int64_t)(pc * 1000.0), (int64_t)(pm * 1024.0 * 1024.0 * 1024.0),
                        (int64_t)ceil(pg)};
     r->spare_value = fits * pricing_linear(&cfg->pricing, &one);

@@ -68,8 +68,9 @@ typedef struct decide_demand {
  * pods stay (long or unknown lifetime) and for one whose pods run to completion (it may
  * be removed before arrivals fill it). Chosen with `frugal replay` (docs/decisions.md). */
 #define DECIDE_USE_LONG 1.0
-#define DECIDE_USE_SHORT 0.9
-/* demand-fit: below this many remembered pods the request's own pods give the shape. */
+#define DECIDE_USE_SHORT 0.8
+/* demand-fit: below this many remembered pods the request's own pods give the shape;
+ * below this many remembered pods that stay, every remembered pod does. */
 #define DECIDE_DEMAND_MIN_PODS 16
 
 /* Why an option was left out of the ranking, first rule first. */

@@ -36,20 +36,23 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
 
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
     memset(out, 0, sizeof(*out));
-    size_t long_lived = 0;
     for (size_t i = 0; i < DEMAND_SLOTS; i++) {
         const demand_slot_t *s = &m->slots[i];
         if (!atomic_load_explicit(&s->used, memory_order_relaxed))
             continue;
+        double cpu = (double)atomic_load_explicit(&s->cpu_milli, memory_order_relaxed) / 1000.0;
+        double mem = (double)atomic_load_explicit(&s->memory_bytes, memory_order_relaxed) /
+                     (1024.0 * 1024.0 * 1024.0);
         out->pods++;
-        out->cpu_cores +=
-            (double)atomic_load_explicit(&s->cpu_milli, memory_order_relaxed) / 1000.0;
-        out->memory_gib += (double)atomic_load_explicit(&s->memory_bytes, memory_order_relaxed) /
-                           (1024.0 * 1024.0 * 1024.0);
+        out->cpu_cores += cpu;
+        out->memory_gib += mem;
         out->gpu += (double)atomic_load_explicit(&s->gpu, memory_order_relaxed);
-        long_lived +=
-            atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT;
+        if (atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT) {
+            out->long_pods++;
+            out->long_cpu_cores += cpu;
+            out->long_memory_gib += mem;
+        }
     }
     if (out->pods > 0)
-        out->long_share = (double)long_lived / (double)out->pods;
+        out->long_share = (double)out->long_pods / (double)out->pods;
 }

@@ -1,7 +1,7 @@
 /* The bounded memory of recent pods that the demand-fit ranking reads (docs/ranking.md):
  * the effective requests and lifetimes of the last DEMAND_SLOTS distinct pods frugal
  * saw in BestOptions and proposals, summarised as the cluster's recent demand (GiB per
- * core, share of long-lived pods).
+ * core of all of them and of the long-lived ones, share of long-lived pods).
  *
  * Thread-safe without locks: BestOptions runs on several gRPC worker threads at once.
  * A writer reserves its slots with one atomic add on the head and stores each field
@@ -41,7 +41,10 @@ typedef struct demand_summary {
     double cpu_cores; /* their summed requests */
     double memory_gib;
     double gpu;
-    double long_share; /* share of pods whose lifetime is long or unknown */
+    double long_share;     /* share of pods whose lifetime is long or unknown */
+    size_t long_pods;      /* of them, the pods whose lifetime is long or unknown ... */
+    double long_cpu_cores; /* ... and their summed requests */
+    double long_memory_gib;
 } demand_summary_t;
 
 /* Zero m (no pod seen). */

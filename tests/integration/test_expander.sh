@@ -23,6 +23,7 @@ PORT=$(free_port)
 # Cluster size 30 (the unmanaged "main" group): the default preferred-node table maps
 # it (21..80 nodes) to 8 cpu, an n1-standard-8.
 cat >"$TMP/frugal.yaml" <<EOF
+ranking: {strategy: pricing-proposal}
 listen:
   - address: 127.0.0.1:$PORT
     tls:

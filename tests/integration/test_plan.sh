@@ -81,6 +81,7 @@ EOF
 }
 
 cat >"$TMP/plan.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
 node_groups:
   - id: small
     machine_type: n1-standard-2
@@ -168,6 +169,7 @@ assert_match '^  enabled: false$' "$OUT" "autoprovisioning disabled in YAML"
 
 log "the cluster size from NODES.json changes the preferred node and the winner"
 cat >"$TMP/sizes.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
 node_groups:
   - {id: two, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}
   - {id: four, machine_type: n1-standard-4, zone: us-central1-a, max_size: 10}
@@ -193,6 +195,7 @@ assert_match '^  \*  four ' "$OUT" "four marked"
 
 log "max_size caps the node count; similar groups in two zones: one winner"
 cat >"$TMP/zones.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
 node_groups:
   - {id: za, machine_type: n1-standard-2, zone: us-central1-a, max_size: 1}
   - {id: zb, machine_type: n1-standard-2, zone: us-central1-b, max_size: 1}
@@ -204,6 +207,7 @@ assert_eq 1 "$(echo "$OUT" | grep -c '^  \*')" "one winner among similar groups"
 
 log "autoprovisioning proposals"
 cat >"$TMP/nap.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
 node_groups:
   - {id: small, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}
 autoprovisioning:

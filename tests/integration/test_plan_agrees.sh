@@ -113,7 +113,7 @@ ADDR="127.0.0.1:$PORT"
 # groups read from stdin (YAML flow mappings, one a line).
 config() {
     {
-        printf 'listen:\n  - address: %s\nnode_groups:\n' "$ADDR"
+        printf 'listen:\n  - address: %s\nranking: {strategy: pricing-proposal}\nnode_groups:\n' "$ADDR"
         echo '  - {id: main, machine_type: n1-standard-2, size: 12, managed: false}'
         sed 's/^/  - /'
     } >"$1"

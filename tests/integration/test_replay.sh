@@ -87,6 +87,9 @@ assert_match "life.yaml:2:56: families\[0\].lifetime: must not be negative" "$ER
 assert_exit 2 "unknown strategy" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --strategy cheapest
 assert_match "unknown strategy \"cheapest\"" "$ERR" "unknown strategy named"
 assert_match "demand-fit" "$ERR" "the strategies are listed"
+: >"$TMP/empty.yaml"
+assert_ok "check an empty config" "$FRUGAL" check -c "$TMP/empty.yaml"
+assert_match "strategy demand-fit, cluster size auto" "$OUT" "demand-fit is the default strategy"
 printf 'ranking: {strategy: cheapest}\n' >"$TMP/strategy.yaml"
 assert_exit 1 "unknown ranking.strategy" "$FRUGAL" check -c "$TMP/strategy.yaml"
 assert_match "strategy.yaml:1:21: ranking.strategy: unknown strategy \"cheapest\"" "$ERR" "config strategy"
@@ -99,7 +102,8 @@ assert_exit 2 "bad seeds" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 0
 log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
 PORT=$(free_port)
 ADDR="127.0.0.1:$PORT"
-printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >"$TMP/expander-only.yaml"
+printf 'listen: [{address: "127.0.0.1:%s"}]\nranking: {strategy: pricing-proposal}\n' "$PORT" \
+    >"$TMP/expander-only.yaml"
 start_server "$TMP/expander-only.yaml"
 assert_match "cannot count the cluster's nodes" "$(cat "$SERVER_LOG")" "warned at start"
 stop_server

@@ -22,7 +22,8 @@
 
 /* A cluster of 10 nodes prefers 4 cpu (the default table). Linear prices are the
  * catalog's; the damper is 0.5 cpu + 500Mi. */
-static const char config_yaml[] = "node_groups:\n"
+static const char config_yaml[] = "ranking: {strategy: pricing-proposal}\n"
+                                  "node_groups:\n"
                                   "  - {id: a, machine_type: n1-standard-2, max_size: 10}\n";
 
 static int setup(void **state) {

@@ -2,7 +2,8 @@
  * strategy through decide_best_options: the memory never grows past DEMAND_SLOTS, even
  * with several writers at once; the summary's shape and lifetime share; demand-fit
  * sends memory-shaped pods to the highmem group, counts spare room in the demand's
- * shape, keeps the GPU and not-exist factors, and answers for pods never seen;
+ * shape (that of the recent pods that stay), in whole pods, keeps the GPU and not-exist
+ * factors, and answers for pods never seen; demand-fit is the default;
  * ranking.cluster_size replaces the counted size; the demand-fit figures round-trip
  * through the debug string. */
 #include <math.h>
@@ -18,6 +19,7 @@
 
 #include "decide.h"
 #include "demand.h"
+#include "pricing.h"
 
 #define GIB (1024LL * 1024 * 1024)
 
@@ -37,6 +39,10 @@ static void test_bounded(void **state) {
     assert_true(fabs(s.cpu_cores - 4.0) < 1e-9);
     assert_true(fabs(s.memory_gib - 8.0) < 1e-9);
     assert_true(fabs(s.long_share - 2.0 / 3.0) < 1e-9);
+    /* The pods that stay (long or unknown), summed apart: the shape demand-fit reads. */
+    assert_int_equal(s.long_pods, 2);
+    assert_true(fabs(s.long_cpu_cores - 3.0) < 1e-9);
+    assert_true(fabs(s.long_memory_gib - 4.0) < 1e-9);
     for (int i = 0; i < 5000; i++)
         demand_record(m, pods, NULL, 3);
     demand_summarize(m, &s);
@@ -162,6 +168,18 @@ static void test_demand_fit_shape(void **state) {
     assert_true(fabs(r.inputs[1].gib_per_core - sqrt(6.0)) < 1e-9);
     assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_SHORT) < 1e-12);
     decide_result_free(&r);
+
+    /* With enough pods that stay remembered, their shape (8 GiB per core) is the
+     * cluster's, whatever the Jobs ask; the room is counted in whole pods: mem-8 keeps 6
+     * cores and 40 GiB, 5 pods of 1 core and sqrt(6 x 8) GiB. */
+    d.long_pods = DECIDE_DEMAND_MIN_PODS;
+    d.long_cpu_cores = 16;
+    d.long_memory_gib = 128;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(fabs(r.inputs[1].gib_per_core - sqrt(48.0)) < 1e-9);
+    resources_t one = {1000, (int64_t)(sqrt(48.0) * GIB), 0};
+    assert_true(fabs(r.inputs[1].spare_value - 5 * pricing_linear(&cfg->pricing, &one)) < 1e-9);
+    decide_result_free(&r);
     config_free(cfg);
 }
 
@@ -201,7 +219,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
 
 static void test_cluster_size(void **state) {
     (void)state;
-    frugal_config_t *cfg = load("ranking: {cluster_size: 50}\n");
+    frugal_config_t *cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 50}\n");
     assert_non_null(cfg);
     assert_int_equal(cfg->ranking.strategy, RANKING_STRATEGY_PRICING_PROPOSAL);
     node_info_t std8 = node("n1-standard-8", 8000, 30 * GIB, false);
@@ -217,7 +235,7 @@ static void test_cluster_size(void **state) {
     decide_result_free(&r);
     config_free(cfg);
 
-    cfg = load("");
+    cfg = load("ranking: {strategy: pricing-proposal}\n");
     assert_int_equal(cfg->ranking.cluster_size, RANKING_CLUSTER_SIZE_AUTO);
     char why[512];
     assert_true(config_ranking_size_unknown(cfg, why, sizeof(why)));
@@ -227,7 +245,12 @@ static void test_cluster_size(void **state) {
                "node_groups: [{id: a, machine_type: n1-standard-2, max_size: 3}]\n");
     assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
     config_free(cfg);
-    cfg = load("ranking: {cluster_size: 12}\n");
+    cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 12}\n");
+    assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    config_free(cfg);
+    /* demand-fit is the default, and it needs no cluster size: no warning. */
+    cfg = load("");
+    assert_int_equal(cfg->ranking.strategy, RANKING_STRATEGY_DEMAND_FIT);
     assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
     config_free(cfg);
 }

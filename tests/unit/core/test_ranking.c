@@ -16,6 +16,7 @@ static preferred_node_t default_table[] = {
 
 static ranking_config_t default_config(void) {
     ranking_config_t cfg = {
+        .strategy = RANKING_STRATEGY_PRICING_PROPOSAL,
         .damper = {500, 500 * 1024 * 1024, 0},
         .preferred_nodes = default_table,
         .preferred_nodes_count = sizeof(default_table) / sizeof(*default_table),

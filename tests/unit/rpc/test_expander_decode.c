@@ -735,7 +735,8 @@ static void test_handler_deadline(void **state) {
  * 8-cpu node wins for a 0.1-cpu pod and for a 1.5-cpu pod. */
 static void test_answer_design_case(void **state) {
     (void)state;
-    frugal_config_t *cfg = load_config("ranking:\n  preferred_nodes:\n    - {cpu: 8}\n");
+    frugal_config_t *cfg =
+        load_config("ranking:\n  strategy: pricing-proposal\n  preferred_nodes:\n    - {cpu: 8}\n");
     for (int big = 0; big < 2; big++) {
         ProtobufCBinaryData pod = pod_make("p", big ? "1500m" : "100m", NULL, NULL);
         static const char *types[3] = {"n1-standard-2", "n1-standard-8", "n1-standard-32"};
