@@ -41,6 +41,7 @@
 #include "commands.h"
 #include "config.h"
 #include "decide.h"
+#include "demand.h"
 #include "escalator.h"
 #include "fit.h"
 #include "k8s.h"
@@ -98,6 +99,7 @@ typedef struct plan {
     plan_group_t *groups;
     size_t n_groups;
     resources_t *requests;         /* pending pod -> its effective request */
+    pod_lifetime_t *lifetimes;     /* pending pod -> its owner's lifetime (demand-fit) */
     decide_option_t *options;      /* the options as BestOptions would receive them ... */
     decide_result_t decision;      /* ... and its decision */
     const ranking_input_t *in;     /* = decision.inputs */
@@ -294,11 +296,14 @@ static int plan__rank(plan_t *pl) {
     pl->winner = calloc(m, sizeof(*pl->winner));
     pl->option_group = calloc(m, sizeof(*pl->option_group));
     pl->requests = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->requests));
+    pl->lifetimes = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->lifetimes));
     if (pl->groups == NULL || pl->options == NULL || pl->winner == NULL ||
         pl->option_group == NULL || pl->requests == NULL)
         return plan__nomem();
-    for (size_t i = 0; i < pl->n_pending; i++)
+    for (size_t i = 0; i < pl->n_pending; i++) {
         pl->requests[i] = pl->pp[i].request;
+        pl->lifetimes[i] = pod_lifetime(pl->pending[i]);
+    }
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         if (!cfg->node_groups[i].managed)
             continue;
@@ -330,7 +335,20 @@ static int plan__rank(plan_t *pl) {
                             pl->cluster_size};
     frugal_err_t err;
     frugal_err_clear(&err);
-    if (decide_best_options(cfg, &req, &pl->decision, &err) != 0)
+    /* As a server that has just started decides its first BestOptions: demand-fit's
+     * recent demand is these pending pods, with their owners' lifetimes. */
+    demand_summary_t recent;
+    demand_memory_t *memory = calloc(1, sizeof(*memory));
+    if (memory == NULL)
+        return plan__nomem();
+    demand_init(memory);
+    for (size_t i = 0; i < pl->n_pending; i++)
+        if (pl->hosted[i]) /* the server sees only the pods some option carries */
+            demand_record(memory, &pl->requests[i], &pl->lifetimes[i], 1);
+    demand_summarize(memory, &recent);
+    free(memory);
+    decide_demand_t demand = {pl->lifetimes, &recent};
+    if (decide_best_options_demand(cfg, &req, &demand, &pl->decision, &err) != 0)
         return plan__nomem();
     pl->in = pl->decision.inputs;
     pl->figs = pl->decision.figures;
@@ -593,6 +611,7 @@ static void plan__free(plan_t *pl) {
     free(pl->pending);
     free(pl->hosted);
     free(pl->requests);
+    free(pl->lifetimes);
     free(pl->options);
     decide_result_free(&pl->decision);
     free(pl->winner);
@@ -776,9 +795,14 @@ static int plan__print_table(const plan_t *pl) {
     if (pl->n_options == 0) {
         printf("  none\n");
     } else {
+        bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
         cli_table_t t = {.ncols = 12};
-        cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
-                      "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
+        if (demand_fit)
+            cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "SPARE",
+                          "USE", "RATIO", "SCORE", "NOTE");
+        else
+            cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
+                          "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
         for (size_t o = 0; o < pl->n_options; o++) {
             const plan_group_t *g = &pl->groups[pl->option_group[o]];
             const ranking_figures_t *fg = &pl->figs[o];
@@ -786,9 +810,10 @@ static int plan__print_table(const plan_t *pl) {
             snprintf(b, sizeof(b), "%zu", g->pods_count);
             snprintf(c, sizeof(c), "%.6f", pl->in[o].node_price);
             snprintf(d, sizeof(d), "%.6f", pl->in[o].pods_price);
-            snprintf(e, sizeof(e), "%.6f", fg->ratio);
-            snprintf(f, sizeof(f), "%.6f", fg->unfitness);
-            snprintf(g6, sizeof(g6), "%.6f", fg->suppressed);
+            /* Under demand-fit the two factor columns are the spare room and its use. */
+            snprintf(e, sizeof(e), "%.6f", demand_fit ? pl->in[o].spare_value : fg->ratio);
+            snprintf(f, sizeof(f), "%.6f", demand_fit ? pl->in[o].use_share : fg->unfitness);
+            snprintf(g6, sizeof(g6), "%.6f", demand_fit ? fg->ratio : fg->suppressed);
             snprintf(h, sizeof(h), "%.6f", fg->score);
             cell[0] = '\0';
             if (!fg->scored)
@@ -963,6 +988,7 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  gpu: %" PRId64 "\n  price: %.6f\n", r->gpu, pricing_linear(&cfg->pricing, r));
     }
 
+    printf("strategy: %s\n", config_ranking_strategy_name(pl->cfg->ranking.strategy));
     printf("scale_up_options:%s\n", pl->n_options == 0 ? " []" : "");
     for (size_t o = 0; o < pl->n_options; o++) {
         const plan_group_t *g = &pl->groups[pl->option_group[o]];
@@ -974,6 +1000,9 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
         plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
+        if (pl->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT)
+            printf("  spare_value: %.6f\n  use_share: %.6f\n  gib_per_core: %.6f\n",
+                   pl->in[o].spare_value, pl->in[o].use_share, pl->in[o].gib_per_core);
         if (pl->winner[o])
             plan__yaml_split(pl, pl->option_group[o]);
     }
