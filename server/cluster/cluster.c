@@ -132,15 +132,21 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g) {
     return c->provider->ops->busy != NULL && c->provider->ops->busy(c->provider, g);
 }
 
-/* Write the state file as it will be once changes are applied. */
+/* Store the state as it will be once changes are applied (the backend's commit). */
 static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n,
                                  frugal_err_t *err) {
-    if (c->cfg->state_file == NULL)
+    if (c->state == NULL)
         return 0;
     const group_t **view = malloc((c->count + n + 1) * sizeof(*view));
-    if (view == NULL)
+    const group_t **changed = malloc((n + 1) * sizeof(*changed));
+    const char **removed = malloc((n + 1) * sizeof(*removed));
+    if (view == NULL || changed == NULL || removed == NULL) {
+        free(view);
+        free(changed);
+        free(removed);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory writing the state");
-    size_t k = 0;
+    }
+    state_commit_t sc = {.view = view, .changed = changed, .removed = (const char *const *)removed};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         for (size_t j = 0; j < n; j++) {
@@ -148,14 +154,20 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
                 g = changes[j].next;
         }
         if (g != NULL)
-            view[k++] = g;
+            view[sc.count++] = g;
     }
     for (size_t j = 0; j < n; j++) {
         if (changes[j].index == CLUSTER_APPEND)
-            view[k++] = changes[j].next;
+            view[sc.count++] = changes[j].next;
+        if (changes[j].next != NULL)
+            changed[sc.changed_count++] = changes[j].next;
+        else if (changes[j].index != CLUSTER_APPEND)
+            removed[sc.removed_count++] = c->groups[changes[j].index]->spec.id;
     }
-    int rc = state_save(c->cfg->state_file, view, k, err);
+    int rc = state_backend_commit(c->state, &sc, err);
     free(view);
+    free(changed);
+    free(removed);
     return rc;
 }
 
@@ -736,9 +748,9 @@ static void gvec_free(gvec_t *v) {
 static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     const frugal_config_t *cfg = c->cfg;
     state_t st;
-    int rc = state_load(cfg->state_file, &st, err);
+    int rc = state_backend_load(c->state, &st, err);
     if (rc == FRUGAL_ENOTFOUND) {
-        log_info("state file %s does not exist: starting fresh", cfg->state_file);
+        log_info("%s does not exist: starting fresh", state_backend_describe(c->state));
         return 0;
     }
     if (rc != 0)
@@ -779,8 +791,8 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
                 goto out;
             }
         } else {
-            log_warn("state file %s: node group %s is %s: dropped with its %zu instances",
-                     cfg->state_file, sg->spec.id,
+            log_warn("%s: node group %s is %s: dropped with its %zu instances",
+                     state_backend_describe(c->state), sg->spec.id,
                      sg->autoprovisioned ? "autoprovisioned but autoprovisioning is disabled"
                                          : "no longer in the config",
                      sg->instances_count);
@@ -835,6 +847,22 @@ static void cluster__free(cluster_t *c) {
 
 int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
                  frugal_err_t *err) {
+    state_backend_t *state = NULL;
+    *out = NULL;
+    int rc;
+    if (cfg->state_file != NULL &&
+        (rc = state_backend_file_create(cfg->state_file, &state, err)) != 0)
+        return rc;
+    rc = cluster_open_backend(cfg, provider, state, out, err);
+    if (rc != 0)
+        state_backend_destroy(state);
+    else
+        (*out)->owns_state = true;
+    return rc;
+}
+
+int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
+                         struct state_backend *state, cluster_t **out, frugal_err_t *err) {
     int rc;
     gvec_t v = {0};
     change_t *changes = NULL;
@@ -844,6 +872,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     c->cfg = cfg;
     c->provider = provider;
+    c->state = state;
     /* CA's O(1) reads (TargetSize, pricing) arrive in bursts; with glibc's default
      * reader preference a steady stream of them could starve a mutation forever. */
     pthread_rwlockattr_t attr;
@@ -885,7 +914,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
             goto fail_build;
         }
     }
-    if (cfg->state_file != NULL) {
+    if (c->state != NULL) {
         if ((rc = cluster__load_state(c, &v, err)) != 0)
             goto fail_build;
     } else {
@@ -956,7 +985,9 @@ void cluster_close(cluster_t *c) {
     if (cluster_persist(c, &err) != 0)
         log_error("persisting the state at close failed: %s", err.msg);
     const frugal_config_t *cfg = c->cfg;
+    state_backend_t *state = c->owns_state ? c->state : NULL;
     cluster__free(c);
+    state_backend_destroy(state);
     config_release(cfg);
 }
 
@@ -986,6 +1017,18 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
         return "max_message_bytes";
     if (cluster__str_differs(cur->state_file, next->state_file))
         return "state_file";
+    const state_config_t *sa = &cur->state, *sb = &next->state;
+    bool state_differs =
+        sa->backend != sb->backend || cluster__str_differs(sa->prefix, sb->prefix) ||
+        cluster__str_differs(sa->tls_ca, sb->tls_ca) ||
+        cluster__str_differs(sa->tls_cert, sb->tls_cert) ||
+        cluster__str_differs(sa->tls_key, sb->tls_key) || sa->lease_ttl_ms != sb->lease_ttl_ms ||
+        sa->request_timeout_ms != sb->request_timeout_ms ||
+        sa->endpoints_count != sb->endpoints_count;
+    for (size_t i = 0; !state_differs && i < sa->endpoints_count; i++)
+        state_differs = strcmp(sa->endpoints[i], sb->endpoints[i]) != 0;
+    if (state_differs)
+        return "state";
     if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
         cur->boot_seconds != next->boot_seconds ||
         cluster__str_differs(cur->exec_command, next->exec_command) ||

@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "group.h"
 #include "provider.h"
+#include "state_backend.h"
 #include "strmap.h"
 
 /* What the provider-id index points at. */
@@ -26,6 +27,8 @@ struct cluster {
     const frugal_config_t *cfg;
     const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
+    state_backend_t *state; /* NULL: in memory only */
+    bool owns_state;        /* made by cluster_open from cfg->state_file */
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;
     group_t **groups; /* config order, then autoprovisioned groups */
