@@ -7,7 +7,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-          libyaml-dev libcmocka-dev openssl)
+          libyaml-dev libcmocka-dev openssl etcd-server)
 if [ "${1:-}" = "--ci" ]; then
     PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git)
 fi
