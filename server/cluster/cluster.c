@@ -135,7 +135,7 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g) {
 /* Store the state as it will be once changes are applied (the backend's commit). */
 static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n,
                                  frugal_err_t *err) {
-    if (c->state == NULL)
+    if (c->state == NULL || c->remote)
         return 0;
     const group_t **view = malloc((c->count + n + 1) * sizeof(*view));
     const group_t **changed = malloc((n + 1) * sizeof(*changed));
@@ -146,7 +146,10 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
         free(removed);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory writing the state");
     }
-    state_commit_t sc = {.view = view, .changed = changed, .removed = (const char *const *)removed};
+    state_commit_t sc = {.view = view,
+                         .changed = changed,
+                         .removed = (const char *const *)removed,
+                         .provider_work = c->provider_work};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         for (size_t j = 0; j < n; j++) {
@@ -394,9 +397,12 @@ int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_er
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__increase_locked(c, id, delta, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__increase_locked(c, id, delta, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("IncreaseSize", id, delta, rc, err, t0);
     return rc;
 }
@@ -445,9 +451,12 @@ int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, fr
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__decrease_locked(c, id, delta, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__decrease_locked(c, id, delta, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("DecreaseTargetSize", id, delta, rc, err, t0);
     return rc;
 }
@@ -522,9 +531,12 @@ int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provid
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__delete_locked(c, id, provider_ids, n, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__delete_locked(c, id, provider_ids, n, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("DeleteNodes", id, -(long)n, rc, err, t0);
     return rc;
 }
@@ -623,8 +635,14 @@ fail:
 
 int cluster_refresh(cluster_t *c, frugal_err_t *err) {
     double t0 = cluster__mono_ms();
+    /* Provider work (instance states, hook results, expiry) belongs to the leader of a
+     * shared store; the others learn its results through the backend's watch. */
+    if (!state_backend_leader(c->state))
+        return 0;
     pthread_mutex_lock(&c->write_mu);
+    c->provider_work = true;
     int rc = cluster__refresh_locked(c, err);
+    c->provider_work = false;
     pthread_mutex_unlock(&c->write_mu);
     if (rc != 0)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
@@ -637,6 +655,65 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
     int rc = cluster__persist_view(c, NULL, 0, err);
     pthread_mutex_unlock(&c->write_mu);
     return rc;
+}
+
+static void cluster__adopt(group_t *g, group_t *from);
+
+bool cluster__retry(cluster_t *c, int rc, int *attempt) {
+    if (rc != FRUGAL_EABORTED || ++*attempt > 4)
+        return false;
+    frugal_err_t err = {0};
+    if (state_backend_sync(c->state, &err) != 0) {
+        log_warn("%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+/* The backend's watch: another replica committed g (NULL: removed group id). Publish it
+ * as it is stored: a configured group takes its sizes and instances (as at open), an
+ * autoprovisioned one comes whole. */
+static void cluster__remote(void *arg, const char *id, const group_t *sg) {
+    cluster_t *c = arg;
+    frugal_err_t err = {0};
+    int rc = 0;
+    pthread_mutex_lock(&c->write_mu);
+    c->remote = true;
+    const group_t *cur = strmap_get(c->by_id, id);
+    group_t *next = NULL;
+    if (sg == NULL) {
+        if (cur != NULL && cur->autoprovisioned) {
+            change_t ch = {.index = cluster__index_of(c, cur), .next = NULL};
+            rc = cluster__commit(c, &ch, 1, &err);
+        }
+    } else if (cur != NULL && !cur->autoprovisioned) {
+        group_t tmp;
+        if (cur->managed && (rc = group_dup(cur, &next, &err)) == 0) {
+            if (group_copy(&tmp, sg) != 0) {
+                group_free(next);
+                rc = frugal_err_set(&err, FRUGAL_ENOMEM, "out of memory");
+            } else {
+                cluster__adopt(next, &tmp);
+                group_clear(&tmp);
+                cluster__update_empty(next, cluster_now_ms());
+                rc = cluster__replace(c, cur, next, &err);
+            }
+        }
+    } else if (sg->autoprovisioned && c->cfg->autoprovisioning.enabled) {
+        if ((rc = group_dup(sg, &next, &err)) == 0) {
+            next->managed = true;
+            if (cur != NULL) {
+                rc = cluster__replace(c, cur, next, &err);
+            } else {
+                change_t ch = {.index = CLUSTER_APPEND, .next = next};
+                rc = cluster__commit(c, &ch, 1, &err);
+            }
+        }
+    }
+    c->remote = false;
+    pthread_mutex_unlock(&c->write_mu);
+    if (rc != 0)
+        log_error("applying another replica's change of node group %s failed: %s", id, err.msg);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -959,6 +1036,10 @@ int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
         cluster__free(c);
         return rc;
     }
+    if ((rc = state_backend_watch(c->state, cluster__remote, c, err)) != 0) {
+        cluster__free(c);
+        return rc;
+    }
     config_retain(cfg);
     log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
              strmap_count(c->by_instance), c->node_count);
@@ -986,6 +1067,7 @@ void cluster_close(cluster_t *c) {
         log_error("persisting the state at close failed: %s", err.msg);
     const frugal_config_t *cfg = c->cfg;
     state_backend_t *state = c->owns_state ? c->state : NULL;
+    state_backend_watch(c->state, NULL, NULL, &err); /* no callback into a freed cluster */
     cluster__free(c);
     state_backend_destroy(state);
     config_release(cfg);

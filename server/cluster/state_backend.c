@@ -94,6 +94,14 @@ bool state_backend_leader(state_backend_t *b) {
     return b == NULL || b->ops->leader == NULL || b->ops->leader(b);
 }
 
+int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err) {
+    return b != NULL && b->ops->watch != NULL ? b->ops->watch(b, fn, arg, err) : 0;
+}
+
+int state_backend_sync(state_backend_t *b, frugal_err_t *err) {
+    return b != NULL && b->ops->sync != NULL ? b->ops->sync(b, err) : 0;
+}
+
 const char *state_backend_describe(const state_backend_t *b) {
     return b != NULL ? b->ops->describe(b) : "in memory";
 }

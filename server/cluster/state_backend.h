@@ -49,8 +49,13 @@ typedef struct state_backend_ops {
     int (*lock)(state_backend_t *b, frugal_err_t *err);
     /* Whether this replica runs provider work (hooks, timers, expiry) now. NULL: always. */
     bool (*leader)(state_backend_t *b);
-    /* Deliver other replicas' commits to fn from now on (NULL: the store has one writer). */
+    /* Deliver other replicas' commits to fn from now on, on a thread of the backend; fn
+     * NULL stops the deliveries (returns once none is running). NULL op: the store has
+     * one writer. */
     int (*watch)(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+    /* After FRUGAL_EABORTED: wait until watch delivered every commit that made it fail,
+     * so that a retry sees them. NULL: nothing to wait for. */
+    int (*sync)(state_backend_t *b, frugal_err_t *err);
     /* A short description for log lines: "state file /x", "etcd prefix /p/". */
     const char *(*describe)(const state_backend_t *b);
     /* Release the lock and free everything. */
@@ -70,6 +75,8 @@ int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err);
 int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err);
 int state_backend_lock(state_backend_t *b, frugal_err_t *err);
 bool state_backend_leader(state_backend_t *b);
+int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+int state_backend_sync(state_backend_t *b, frugal_err_t *err);
 const char *state_backend_describe(const state_backend_t *b);
 void state_backend_destroy(state_backend_t *b);
 
