@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The etcd state backend against a real one-member etcd: two replicas that both serve,
+# max_size held under a race between them, the leader's failover and fencing, etcd
+# unavailable (mutations UNAVAILABLE within the deadline, reads from the cache,
+# recovery), and the bad inputs refused before anything is written.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd_lib.sh"
+
+etcd_start 1
+P1=$(free_port)
+P2=$(free_port)
+replica_config "$TMP/r1.yaml" "$P1" /frugal/t/
+replica_config "$TMP/r2.yaml" "$P2" /frugal/t/
+R1="127.0.0.1:$P1"
+R2="127.0.0.1:$P2"
+
+ADDR=$R1 start_server "$TMP/r1.yaml"
+PID1=$SERVER_PID LOG1=$SERVER_LOG
+ADDR=$R2 start_server "$TMP/r2.yaml"
+PID2=$SERVER_PID LOG2=$SERVER_LOG
+
+log "both replicas serve, each sees the other's changes"
+ADDR=$R1 assert_ok "increase on r1" ctl increase web-a 2
+ADDR=$R2 assert_ok "increase on r2" ctl increase web-a 3
+sleep 0.3
+assert_eq 5 "$(ADDR=$R1 target_size web-a)" "r1 sees 5"
+assert_eq 5 "$(ADDR=$R2 target_size web-a)" "r2 sees 5"
+assert_match "target=5" "$(etcd_get /frugal/t/groups/web-a)" "etcd holds the group"
+assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/t/schema)" "the schema key"
+
+log "a race on one group never exceeds max_size (10): 12 increases by 1 across both"
+for i in $(seq 1 6); do
+    (ADDR=$R1 ctl increase web-a 1 >"$TMP/race1.$i" 2>&1; echo $? >>"$TMP/race1.$i") &
+    (ADDR=$R2 ctl increase web-a 1 >"$TMP/race2.$i" 2>&1; echo $? >>"$TMP/race2.$i") &
+done
+wait_jobs() { local j; for j in $(jobs -p); do case " ${ALL_SERVER_PIDS[*]} " in *" $j "*) ;; *) wait "$j";; esac; done; }
+wait_jobs
+ok=$(cat "$TMP"/race*.* | grep -cx 0)
+sleep 0.3
+assert_eq 10 "$(ADDR=$R1 target_size web-a)" "r1: target exactly max_size"
+assert_eq 10 "$(ADDR=$R2 target_size web-a)" "r2: target exactly max_size"
+assert_eq 5 "$ok" "exactly 5 increases acknowledged"
+assert_match "FAILED_PRECONDITION" "$(cat "$TMP"/race*.*)" "the losers get a precise error"
+
+log "one leader for provider work"
+leaders=$(grep -l "info  leader:" "$LOG1" "$LOG2" | wc -l)
+assert_eq 1 "$leaders" "exactly one replica became leader"
+if grep -q "info  leader:" "$LOG1"; then LEAD=$PID1 FOLLOW_LOG=$LOG2; else LEAD=$PID2 FOLLOW_LOG=$LOG1; fi
+
+log "fencing: the leader stopped past its lease; the other takes over; the old one's writes are refused"
+kill -STOP "$LEAD"
+t0=$(date +%s%N)
+for _ in $(seq 1 60); do grep -q "info  leader:" "$FOLLOW_LOG" && break; sleep 0.1; done
+t1=$(date +%s%N)
+assert_match "info  leader:" "$(cat "$FOLLOW_LOG")" "the other replica became leader"
+echo "    leadership moved in $(( (t1 - t0) / 1000000 )) ms (lease_ttl 2s)"
+kill -CONT "$LEAD"
+sleep 1
+if [ "$LEAD" = "$PID1" ]; then LEAD_LOG=$LOG1; else LEAD_LOG=$LOG2; fi
+assert_match "leadership lost" "$(cat "$LEAD_LOG")" "the old leader knows it lost"
+assert_no_match "Refresh failed" "$(cat "$LEAD_LOG")" "it did not try provider work as leader"
+
+log "leader failover: kill -9 the new leader; the old one leads again within the lease"
+if [ "$LEAD" = "$PID1" ]; then NEW=$PID2; else NEW=$PID1; fi
+before=$(grep -c "info  leader:" "$LEAD_LOG")
+kill -KILL "$NEW"; wait "$NEW" 2>/dev/null
+t0=$(date +%s%N)
+for _ in $(seq 1 60); do [ "$(grep -c "info  leader:" "$LEAD_LOG")" -gt "$before" ] && break; sleep 0.1; done
+t1=$(date +%s%N)
+assert_eq 1 "$(( $(grep -c "info  leader:" "$LEAD_LOG") > before ))" "the survivor leads"
+ms=$(( (t1 - t0) / 1000000 ))
+echo "    failover in $ms ms (lease_ttl 2s)"
+assert_eq 1 "$(( ms < 4000 ))" "within about lease_ttl"
+if [ "$LEAD" = "$PID1" ]; then A=$R1; else A=$R2; fi
+
+log "etcd unavailable: mutations UNAVAILABLE within the deadline, reads from the cache"
+node_ids() { ADDR=$A ctl -o yaml nodes web-a | grep '^- id: ' | sed 's/^- id: "\{0,1\}\([^"]*\)"\{0,1\}$/\1/'; }
+IDS=($(node_ids))
+assert_eq 10 "${#IDS[@]}" "ten instances"
+kill -STOP "${ETCD_PID[0]}"
+t0=$(date +%s%N)
+ADDR=$A assert_status UNAVAILABLE "delete-nodes while etcd is stopped" ctl --timeout 5000 delete-nodes web-a "${IDS[0]}"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "    UNAVAILABLE after $ms ms (request_timeout 1s)"
+assert_eq 1 "$(( ms < 2500 ))" "answered within request_timeout"
+assert_eq 10 "$(ADDR=$A target_size web-a)" "reads keep serving from the cache"
+kill -CONT "${ETCD_PID[0]}"
+ok=0
+for _ in $(seq 1 30); do
+    if ADDR=$A ctl delete-nodes web-a "${IDS[1]}" >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.2
+done
+assert_eq 1 "$ok" "recovers by itself when etcd returns"
+stop_server_pid() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+stop_server_pid "$LEAD"
+
+log "bad input: refused at start, naming the key, nothing written"
+bad_start() { # MSG PATTERN CONFIG
+    run timeout 20 "$FRUGAL" serve -c "$3"
+    assert_eq 1 "$RC" "$1: exit 1"
+    assert_match "$2" "$ERR" "$1: the message"
+}
+cat >"$TMP/wrong.yaml" <<YAML
+listen: [{address: "127.0.0.1:$(free_port)"}]
+state: {backend: etcd, endpoints: [http://127.0.0.1:$(free_port)], prefix: /frugal/x/, request_timeout: 500ms}
+YAML
+bad_start "wrong endpoints" "etcd unavailable: no endpoint answered" "$TMP/wrong.yaml"
+sed 's|http://|https://|' "$TMP/r1.yaml" >"$TMP/tls.yaml"
+bad_start "TLS to a plaintext etcd" "etcd unavailable" "$TMP/tls.yaml"
+
+replica_config "$TMP/foreign.yaml" "$(free_port)" /frugal/f/
+etcd_put /frugal/f/someone-else "hello"
+bad_start "foreign key" "etcd key /frugal/f/someone-else under prefix /frugal/f/ is not frugal's" "$TMP/foreign.yaml"
+assert_eq hello "$(etcd_get /frugal/f/someone-else)" "the foreign key is untouched"
+
+replica_config "$TMP/corrupt.yaml" "$(free_port)" /frugal/c/
+etcd_put /frugal/c/schema "frugal-state-etcd version=1"
+etcd_put /frugal/c/groups/web-a "garbage"
+bad_start "corrupt group" "etcd key /frugal/c/groups/web-a holds corrupt data" "$TMP/corrupt.yaml"
+assert_eq garbage "$(etcd_get /frugal/c/groups/web-a)" "the corrupt key is untouched"
+
+replica_config "$TMP/future.yaml" "$(free_port)" /frugal/n/
+etcd_put /frugal/n/schema "frugal-state-etcd version=7"
+bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
+assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
+
+etcd_stop
+finish
