@@ -124,5 +124,29 @@ etcd_put /frugal/n/schema "frugal-state-etcd version=7"
 bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
 assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
 
+log "state export|import: file -> etcd -> file"
+FP=$(free_port)
+cat >"$TMP/file.yaml" <<YAML
+listen: [{address: "127.0.0.1:$FP"}]
+state_file: $TMP/st
+node_groups:
+  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+YAML
+ADDR="127.0.0.1:$FP" start_server "$TMP/file.yaml"
+ADDR="127.0.0.1:$FP" assert_ok "increase on the file backend" ctl increase web-a 3
+stop_server
+replica_config "$TMP/imp.yaml" "$(free_port)" /frugal/imp/
+assert_ok "import into an empty prefix" "$FRUGAL" state import -c "$TMP/imp.yaml" "$TMP/st"
+assert_match "target=3" "$(etcd_get /frugal/imp/groups/web-a)" "etcd holds the imported group"
+run "$FRUGAL" state import -c "$TMP/imp.yaml" "$TMP/st"
+assert_eq 1 "$RC" "a second import is refused"
+assert_match "already holds 1 node groups" "$ERR" "it says why"
+assert_ok "export from etcd" "$FRUGAL" state export -c "$TMP/imp.yaml" -o "$TMP/back"
+assert_eq "$(grep -v '^#' "$TMP/st")" "$(grep -v '^#' "$TMP/back")" "the round trip keeps the state"
+IP=$(grep -o '"127.0.0.1:[0-9]*"' "$TMP/imp.yaml" | tr -d '"')
+ADDR=$IP start_server "$TMP/imp.yaml"
+assert_eq 3 "$(ADDR=$IP target_size web-a)" "a replica serves the imported state"
+stop_server
+
 etcd_stop
 finish
