@@ -148,5 +148,28 @@ ADDR=$IP start_server "$TMP/imp.yaml"
 assert_eq 3 "$(ADDR=$IP target_size web-a)" "a replica serves the imported state"
 stop_server
 
+log "a compacted revision: a replica away past a compaction reads everything again"
+C3=$(free_port)
+C4=$(free_port)
+replica_config "$TMP/c3.yaml" "$C3" /frugal/cmp/
+replica_config "$TMP/c4.yaml" "$C4" /frugal/cmp/
+ADDR="127.0.0.1:$C3" start_server "$TMP/c3.yaml"
+PID3=$SERVER_PID
+ADDR="127.0.0.1:$C4" start_server "$TMP/c4.yaml"
+PID4=$SERVER_PID LOG4=$SERVER_LOG
+kill -STOP "$PID4"
+for i in 1 2 3; do ADDR="127.0.0.1:$C3" assert_ok "increase while r4 is away" ctl increase web-a 1; done
+rev=$(curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/range" -d '{"key":"AA=="}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["header"]["revision"])')
+curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
+etcd_member_kill 0
+etcd_member_start 0
+etcd_wait
+kill -CONT "$PID4"
+for _ in $(seq 1 50); do grep -q "compacted revision" "$LOG4" && [ "$(ADDR=127.0.0.1:$C4 target_size web-a)" = 3 ] && break; sleep 0.1; done
+assert_match "etcd compacted revision" "$(cat "$LOG4")" "the replica names the compaction"
+assert_eq 3 "$(ADDR=127.0.0.1:$C4 target_size web-a)" "and caught up by a full read"
+kill -TERM "$PID3" "$PID4"
+wait "$PID3" "$PID4" 2>/dev/null
+
 etcd_stop
 finish
