@@ -119,6 +119,13 @@ static iref_t *cluster__refs_build(const group_t *g) {
  * that implies it is durable, or drop it. Every path that called a slot ends in exactly
  * one of the two (cluster__commit calls them itself). */
 static void cluster__staged_commit(cluster_t *c) {
+    /* With a shared store the machine work belongs to the leader: a follower drops what
+     * its slots staged, and the leader's refresh queues it from the stored instances
+     * (creating or deleting without a job), as after a restart. */
+    if (!state_backend_leader(c->state)) {
+        cluster__staged_abort(c);
+        return;
+    }
     if (c->provider->ops->commit_staged != NULL)
         c->provider->ops->commit_staged(c->provider);
 }
