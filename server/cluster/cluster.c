@@ -156,7 +156,8 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
     state_commit_t sc = {.view = view,
                          .changed = changed,
                          .removed = (const char *const *)removed,
-                         .provider_work = c->provider_work};
+                         .provider_work = c->provider_work,
+                         .whole_view = c->cfg->autoprovisioning.enabled};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         for (size_t j = 0; j < n; j++) {

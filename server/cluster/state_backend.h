@@ -28,6 +28,8 @@ typedef struct state_commit {
     const char *const *removed; /* ids of groups this commit removes */
     size_t removed_count;
     bool provider_work; /* made by the leader's provider work: fenced by its lease */
+    bool whole_view;    /* validated against every group (cluster-wide limits): a shared
+                           store must refuse it when any group changed meanwhile */
 } state_commit_t;
 
 /* Called by a shared backend when another replica committed: g is the group as now

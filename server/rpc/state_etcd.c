@@ -293,14 +293,14 @@ static void txn_build_free(txn_build_t *t) {
 
 static int txn_build_init(txn_build_t *t, size_t n) {
     memset(t, 0, sizeof(*t));
-    n += 2;
+    n += 3;
     t->cmp = calloc(n, sizeof(*t->cmp));
     t->cmpp = calloc(n, sizeof(*t->cmpp));
     t->ops = calloc(n, sizeof(*t->ops));
     t->opsp = calloc(n, sizeof(*t->opsp));
     t->puts = calloc(n, sizeof(*t->puts));
     t->dels = calloc(n, sizeof(*t->dels));
-    t->owned = calloc(3 * n, sizeof(*t->owned));
+    t->owned = calloc(3 * n + 4, sizeof(*t->owned));
     return t->cmp && t->cmpp && t->ops && t->opsp && t->puts && t->dels && t->owned ? 0
                                                                                     : FRUGAL_ENOMEM;
 }
@@ -417,6 +417,22 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         }
         if (sc->provider_work)
             txn_compare(&t, leader_key, ETCDSERVERPB__COMPARE__COMPARE_TARGET__LEASE, lease);
+        char *groups = txn_own(&t, se__key(e, "groups/"));
+        char *groups_end = txn_own(&t, groups != NULL ? se__range_end(groups) : NULL);
+        if (sc->whole_view && groups_end != NULL) {
+            /* The limits counted every group: no group key may have changed after the
+             * revision this replica's cache holds (a change of its own that the Watch
+             * has not brought back yet fails it too; the retry waits for it). */
+            Etcdserverpb__Compare *c = &t.cmp[t.ncmp];
+            etcdserverpb__compare__init(c);
+            c->result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__LESS;
+            c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
+            c->key = se__bytes(groups);
+            c->range_end = se__bytes(groups_end);
+            c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
+            c->mod_revision = e->revision + 1;
+            t.cmpp[t.ncmp++] = c;
+        }
         Etcdserverpb__TxnRequest req = ETCDSERVERPB__TXN_REQUEST__INIT;
         req.n_compare = t.ncmp;
         req.compare = t.cmpp;

@@ -171,5 +171,39 @@ assert_eq 3 "$(ADDR=127.0.0.1:$C4 target_size web-a)" "and caught up by a full r
 kill -TERM "$PID3" "$PID4"
 wait "$PID3" "$PID4" 2>/dev/null
 
+log "cluster-wide limits under a race on two different groups (max_cpu 20: 10 nodes of 2 cpu)"
+N1=$(free_port)
+N2=$(free_port)
+for n in 1 2; do
+    eval "port=\$N$n"
+    replica_config "$TMP/n$n.yaml" "$port" /frugal/nap/
+    cat >>"$TMP/n$n.yaml" <<YAML
+  - {id: web-b, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+autoprovisioning:
+  enabled: true
+  machine_types: [n1-standard-2]
+  zones: [us-central1-a]
+  limits: {max_cpu: 20}
+YAML
+done
+ADDR="127.0.0.1:$N1" start_server "$TMP/n1.yaml"
+NP1=$SERVER_PID
+ADDR="127.0.0.1:$N2" start_server "$TMP/n2.yaml"
+NP2=$SERVER_PID
+rm -f "$TMP"/nap.*
+for i in $(seq 1 7); do
+    ("$FRUGAL" ctl --addr "127.0.0.1:$N1" increase web-a 1 >/dev/null 2>"$TMP/nap.a$i"; echo $? >>"$TMP/nap.a$i") &
+    ("$FRUGAL" ctl --addr "127.0.0.1:$N2" increase web-b 1 >/dev/null 2>"$TMP/nap.b$i"; echo $? >>"$TMP/nap.b$i") &
+done
+wait_jobs
+sleep 0.3
+a=$(ADDR="127.0.0.1:$N1" target_size web-a)
+b=$(ADDR="127.0.0.1:$N1" target_size web-b)
+assert_eq 10 "$((a + b))" "the two groups together stay at the limit ($a + $b)"
+assert_eq 10 "$(cat "$TMP"/nap.* | grep -cx 0)" "exactly 10 increases acknowledged"
+assert_match "RESOURCE_EXHAUSTED" "$(cat "$TMP"/nap.*)" "the others are refused by the limit"
+kill -TERM "$NP1" "$NP2"
+wait "$NP1" "$NP2" 2>/dev/null
+
 etcd_stop
 finish
