@@ -124,6 +124,14 @@ etcd_put /frugal/n/schema "frugal-state-etcd version=7"
 bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
 assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
 
+log "failover between endpoints: the first one is dead"
+DP=$(free_port)
+replica_config "$TMP/dead.yaml" "$DP" /frugal/dead/
+sed -i "s|endpoints: \[|endpoints: [http://127.0.0.1:$(free_port), |" "$TMP/dead.yaml"
+ADDR="127.0.0.1:$DP" start_server "$TMP/dead.yaml"
+ADDR="127.0.0.1:$DP" assert_ok "an increase through the second endpoint" ctl increase web-a 1
+stop_server
+
 log "state export|import: file -> etcd -> file"
 FP=$(free_port)
 cat >"$TMP/file.yaml" <<YAML
