@@ -563,17 +563,21 @@ static void se__resync(etcd_backend_t *e) {
         return;
     }
     size_t plen = strlen(e->prefix);
-    strmap_t *present = NULL;
+    strmap_t *present = NULL; /* its keys point into keys[] */
+    char **keys = calloc(resp->n_kvs + 1, sizeof(*keys));
     strmap_create(resp->n_kvs + 1, &present);
-    for (size_t i = 0; i < resp->n_kvs; i++) {
+    for (size_t i = 0; keys != NULL && i < resp->n_kvs; i++) {
         const Mvccpb__KeyValue *kv = resp->kvs[i];
-        char *key = strndup((const char *)kv->key.data, kv->key.len);
+        char *key = keys[i] = strndup((const char *)kv->key.data, kv->key.len);
         if (key == NULL)
             continue;
         if (strncmp(key + plen, "groups/", 7) == 0 && present != NULL)
             strmap_put(present, key + plen + 7, (void *)1, NULL);
         se__deliver(e, key, kv->value.data, kv->value.len, kv->mod_revision);
-        free(key);
+    }
+    if (keys == NULL || present == NULL) {
+        strmap_destroy(present); /* without the full list no group can be called gone */
+        present = NULL;
     }
     /* Groups gone meanwhile. */
     char **gone = NULL;
@@ -598,6 +602,9 @@ static void se__resync(etcd_backend_t *e) {
     }
     free(gone);
     strmap_destroy(present);
+    for (size_t i = 0; keys != NULL && i < resp->n_kvs; i++)
+        free(keys[i]);
+    free(keys);
     pthread_mutex_lock(&e->mu);
     if (resp->header != NULL && resp->header->revision > e->revision)
         e->revision = resp->header->revision;
