@@ -1044,13 +1044,14 @@ int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
         cluster__free(c);
         return rc;
     }
+    log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
+             strmap_count(c->by_instance), c->node_count);
+    /* From here on another thread may publish other replicas' changes. */
     if ((rc = state_backend_watch(c->state, cluster__remote, c, err)) != 0) {
         cluster__free(c);
         return rc;
     }
     config_retain(cfg);
-    log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
-             strmap_count(c->by_instance), c->node_count);
     *out = c;
     return 0;
 
