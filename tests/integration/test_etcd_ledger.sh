@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The ledger test on a three-member etcd: clients on three replicas apply IncreaseSize
-# and DeleteNodes and record every answer, while replicas and etcd members are killed
+# The ledger test on a three-member etcd: clients on three replicas apply IncreaseSize,
+# DecreaseTargetSize and DeleteNodes and record every answer, while replicas and etcd members are killed
 # with kill -9 and restarted. At the end every acknowledged change is there, the group
 # never left [min_size, max_size], and no instance id appears twice.
 source "$(dirname "$0")/lib.sh"
@@ -32,9 +32,18 @@ restart_replica() {
 }
 
 client() { # I: one client on replica I until the end time
-    local i=$1 end=$2 out="$TMP/ledger.$1" id
+    local i=$1 end=$2 out="$TMP/ledger.$1" id r
     while [ "$(date +%s)" -lt "$end" ]; do
-        if [ $((RANDOM % 3)) -gt 0 ]; then
+        r=$((RANDOM % 6))
+        if [ "$r" -eq 0 ]; then
+            if "$FRUGAL" ctl --addr "${ADDRS[$i]}" --timeout 3000 decrease web-a -1 >/dev/null 2>"$out.err"; then
+                echo "dec OK" >>"$out"
+            elif grep -Eq '^(UNAVAILABLE|DEADLINE_EXCEEDED|ABORTED)' "$out.err" || ! grep -q ': ' "$out.err"; then
+                echo "dec UNKNOWN" >>"$out"
+            else
+                echo "dec NO" >>"$out"
+            fi
+        elif [ "$r" -gt 2 ]; then
             if "$FRUGAL" ctl --addr "${ADDRS[$i]}" --timeout 3000 increase web-a 1 >/dev/null 2>"$out.err"; then
                 echo "inc OK" >>"$out"
             elif grep -Eq '^(UNAVAILABLE|DEADLINE_EXCEEDED|ABORTED)' "$out.err" || ! grep -q ': ' "$out.err"; then
@@ -86,6 +95,9 @@ inc_unknown=$(grep -c '^inc UNKNOWN' "$TMP/ledger")
 del_ok=$(grep '^del OK' "$TMP/ledger" | awk '{print $3}' | sort -u | wc -l)
 del_unknown=$(grep '^del UNKNOWN' "$TMP/ledger" | awk '{print $3}' | sort -u |
     grep -vxF -f <(grep '^del OK' "$TMP/ledger" | awk '{print $3}') | wc -l)
+dec_ok=$(grep -c '^dec OK' "$TMP/ledger")
+dec_unknown=$(grep -c '^dec UNKNOWN' "$TMP/ledger")
+echo "    decreases: $dec_ok acknowledged, $dec_unknown unknown, $(grep -c '^dec NO' "$TMP/ledger") refused"
 echo "    increases: $inc_ok acknowledged, $inc_unknown unknown, $(grep -c '^inc NO' "$TMP/ledger") refused;" \
     "deletions: $del_ok acknowledged, $del_unknown unknown"
 assert_eq 1 "$(( inc_ok > 10 ))" "the clients made progress"
@@ -94,8 +106,8 @@ T=()
 for i in 0 1 2; do T[$i]=$(ADDR=${ADDRS[$i]} target_size web-a); done
 assert_eq "${T[0]}" "${T[1]}" "replicas 0 and 1 agree"
 assert_eq "${T[0]}" "${T[2]}" "replicas 0 and 2 agree"
-lo=$(( inc_ok - del_ok - del_unknown ))
-hi=$(( inc_ok + inc_unknown - del_ok ))
+lo=$(( inc_ok - del_ok - del_unknown - dec_ok - dec_unknown ))
+hi=$(( inc_ok + inc_unknown - del_ok - dec_ok ))
 assert_eq 1 "$(( T[0] >= lo && T[0] <= hi ))" "target ${T[0]} within the acknowledged changes [$lo, $hi]"
 max_seen=$(sort -n "$TMP/samples" | tail -1)
 min_seen=$(sort -n "$TMP/samples" | head -1)
