@@ -245,8 +245,17 @@ static int etcd_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     se__seen_clear(e);
     e->schema_revision = 0;
     bool schema = false;
-    for (size_t i = 0; i < resp->n_kvs && rc == 0; i++)
-        rc = se__load_kv(e, resp->kvs[i], out, &schema, err);
+    /* The schema first: groups written by a newer frugal are refused for their version,
+     * not as corrupt data. */
+    size_t plen = strlen(e->prefix);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < resp->n_kvs && rc == 0; i++) {
+            const ProtobufCBinaryData *k = &resp->kvs[i]->key;
+            bool is_schema = k->len == plen + 6 && memcmp(k->data + plen, "schema", 6) == 0;
+            if (is_schema == (pass == 0))
+                rc = se__load_kv(e, resp->kvs[i], out, &schema, err);
+        }
+    }
     if (rc == 0 && !schema && out->count > 0)
         rc = frugal_err_set(err, FRUGAL_EINVAL,
                             "etcd prefix %s holds node groups but no %sschema key: refusing to "

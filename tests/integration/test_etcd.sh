@@ -121,6 +121,7 @@ assert_eq garbage "$(etcd_get /frugal/c/groups/web-a)" "the corrupt key is untou
 
 replica_config "$TMP/future.yaml" "$(free_port)" /frugal/n/
 etcd_put /frugal/n/schema "frugal-state-etcd version=7"
+etcd_put /frugal/n/groups/web-a "a format of version 7"
 bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
 assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
 
