@@ -157,6 +157,10 @@ static bool etcd__wait_ready(grpc_channel *ch, int64_t at_ms) {
 
 /* One attempt on one endpoint. *status and details (malloc'ed) describe the outcome;
  * *sent tells whether the request may have reached etcd. */
+static void etcd__call_once(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
+                            int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
+                            char **details);
+
 static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
                          int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
                          char **details, bool *sent) {
@@ -164,11 +168,34 @@ static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffe
     *details = NULL;
     *sent = false;
     if (!etcd__wait_ready(e->channel, at_ms)) {
+        /* Why: a fail-fast probe (an empty Range, harmless even if it reaches etcd) on
+         * the failed channel answers with gRPC's reason (refused, TLS verify failed...). */
+        grpc_byte_buffer *probe = codec_from_bytes(NULL, 0), *ignored = NULL;
+        grpc_status_code pst = GRPC_STATUS_UNAVAILABLE;
+        char *why = NULL;
+        if (probe != NULL && etcd__now_ms() < at_ms)
+            etcd__call_once(e, ETCD_KV_RANGE, probe, at_ms, &ignored, &pst, &why);
+        grpc_byte_buffer_destroy(probe);
+        grpc_byte_buffer_destroy(ignored);
         *status = GRPC_STATUS_UNAVAILABLE;
-        *details = strdup("not connected (unreachable, refused or TLS handshake failed)");
+        size_t n = (why != NULL ? strlen(why) : 0) + 64;
+        *details = malloc(n);
+        if (*details != NULL)
+            snprintf(*details, n, "not connected%s%s",
+                     why != NULL && why[0] && pst != GRPC_STATUS_OK ? ": " : "",
+                     why != NULL && pst != GRPC_STATUS_OK ? why : "");
+        free(why);
         return 0;
     }
     *sent = true;
+    etcd__call_once(e, method, req, at_ms, resp, status, details);
+    return 0;
+}
+
+/* One unary call on e's channel until at_ms: *status, *details (malloc'ed), *resp. */
+static void etcd__call_once(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
+                            int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
+                            char **details) {
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_slice m = grpc_slice_from_static_string(method);
     grpc_call *call = grpc_channel_create_call(e->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m,
@@ -205,7 +232,6 @@ static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffe
     grpc_metadata_array_destroy(&tm);
     grpc_call_unref(call);
     etcd__queue_drain(cq);
-    return 0;
 }
 
 static int etcd__status_error(grpc_status_code st, const char *method, const char *url,

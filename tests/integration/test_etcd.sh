@@ -104,7 +104,7 @@ cat >"$TMP/wrong.yaml" <<YAML
 listen: [{address: "127.0.0.1:$(free_port)"}]
 state: {backend: etcd, endpoints: [http://127.0.0.1:$(free_port)], prefix: /frugal/x/, request_timeout: 500ms}
 YAML
-bad_start "wrong endpoints" "etcd unavailable: no endpoint answered" "$TMP/wrong.yaml"
+bad_start "wrong endpoints" "etcd unavailable: no endpoint answered .*Connection refused" "$TMP/wrong.yaml"
 sed 's|http://|https://|' "$TMP/r1.yaml" >"$TMP/tls.yaml"
 bad_start "TLS to a plaintext etcd" "etcd unavailable" "$TMP/tls.yaml"
 

@@ -49,12 +49,15 @@ tls_config "$TMP/ca.yaml" "$(free_port)" "tls: {ca: $TMP/other/frugal-ca/ca.crt,
 run timeout 20 "$FRUGAL" serve -c "$TMP/ca.yaml"
 assert_eq 1 "$RC" "exit 1"
 assert_match "etcd unavailable: no endpoint answered /etcdserverpb.Lease/LeaseGrant .*https://127.0.0.1:$CP" "$ERR" "names the endpoint"
+assert_match "certificate verify failed" "$ERR" "and gRPC's reason"
+echo "    $(echo "$ERR" | grep "frugal serve")"
 
 log "no client certificate: refused at start"
 tls_config "$TMP/nocert.yaml" "$(free_port)" "tls: {ca: $C/ca.crt}"
 run timeout 20 "$FRUGAL" serve -c "$TMP/nocert.yaml"
 assert_eq 1 "$RC" "exit 1"
 assert_match "https://127.0.0.1:$CP" "$ERR" "names the endpoint"
+echo "    $(echo "$ERR" | grep "frugal serve")"
 
 log "an unreadable TLS file: refused, naming it"
 tls_config "$TMP/missing.yaml" "$(free_port)" "tls: {ca: $TMP/nope.pem}"
