@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3)
+          python3 etcd-server)
 if [ "${1:-}" = "--ci" ]; then
     PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git)
 fi

@@ -9,5 +9,6 @@ int cmd_check(int argc, char **argv);  /* server/cli/cmd_check.c */
 int cmd_ctl(int argc, char **argv);    /* server/cli/ctl.c */
 int cmd_plan(int argc, char **argv);   /* server/cli/plan.c */
 int cmd_replay(int argc, char **argv); /* server/cli/replay.c */
+int cmd_state(int argc, char **argv);  /* server/cli/cmd_state.c */
 
 #endif

@@ -16,6 +16,8 @@ static void usage(FILE *f) {
                "                         offline: what frugal would decide for these pods\n"
                "  replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H] [-o FMT]\n"
                "                         offline: what each scale-up strategy costs on a workload\n"
+               "  state export|import -c FILE ...  move the state between a state file and the\n"
+               "                         configured backend (frugal state --help)\n"
                "  version                version and build info\n");
 }
 
@@ -41,6 +43,8 @@ int main(int argc, char **argv) {
         return cmd_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 1, argv + 1);
+    if (strcmp(cmd, "state") == 0)
+        return cmd_state(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return cmd_version();
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -119,6 +119,13 @@ static iref_t *cluster__refs_build(const group_t *g) {
  * that implies it is durable, or drop it. Every path that called a slot ends in exactly
  * one of the two (cluster__commit calls them itself). */
 static void cluster__staged_commit(cluster_t *c) {
+    /* With a shared store the machine work belongs to the leader: a follower drops what
+     * its slots staged, and the leader's refresh queues it from the stored instances
+     * (creating or deleting without a job), as after a restart. */
+    if (!state_backend_leader(c->state)) {
+        cluster__staged_abort(c);
+        return;
+    }
     if (c->provider->ops->commit_staged != NULL)
         c->provider->ops->commit_staged(c->provider);
 }
@@ -132,15 +139,25 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g) {
     return c->provider->ops->busy != NULL && c->provider->ops->busy(c->provider, g);
 }
 
-/* Write the state file as it will be once changes are applied. */
+/* Store the state as it will be once changes are applied (the backend's commit). */
 static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n,
                                  frugal_err_t *err) {
-    if (c->cfg->state_file == NULL)
+    if (c->state == NULL || c->remote)
         return 0;
     const group_t **view = malloc((c->count + n + 1) * sizeof(*view));
-    if (view == NULL)
+    const group_t **changed = malloc((n + 1) * sizeof(*changed));
+    const char **removed = malloc((n + 1) * sizeof(*removed));
+    if (view == NULL || changed == NULL || removed == NULL) {
+        free(view);
+        free(changed);
+        free(removed);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory writing the state");
-    size_t k = 0;
+    }
+    state_commit_t sc = {.view = view,
+                         .changed = changed,
+                         .removed = (const char *const *)removed,
+                         .provider_work = c->provider_work,
+                         .whole_view = c->cfg->autoprovisioning.enabled};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         for (size_t j = 0; j < n; j++) {
@@ -148,14 +165,20 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
                 g = changes[j].next;
         }
         if (g != NULL)
-            view[k++] = g;
+            view[sc.count++] = g;
     }
     for (size_t j = 0; j < n; j++) {
         if (changes[j].index == CLUSTER_APPEND)
-            view[k++] = changes[j].next;
+            view[sc.count++] = changes[j].next;
+        if (changes[j].next != NULL)
+            changed[sc.changed_count++] = changes[j].next;
+        else if (changes[j].index != CLUSTER_APPEND)
+            removed[sc.removed_count++] = c->groups[changes[j].index]->spec.id;
     }
-    int rc = state_save(c->cfg->state_file, view, k, err);
+    int rc = state_backend_commit(c->state, &sc, err);
     free(view);
+    free(changed);
+    free(removed);
     return rc;
 }
 
@@ -384,9 +407,12 @@ int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_er
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__increase_locked(c, id, delta, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__increase_locked(c, id, delta, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("IncreaseSize", id, delta, rc, err, t0);
     return rc;
 }
@@ -435,9 +461,12 @@ int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, fr
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__decrease_locked(c, id, delta, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__decrease_locked(c, id, delta, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("DecreaseTargetSize", id, delta, rc, err, t0);
     return rc;
 }
@@ -512,9 +541,12 @@ int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provid
     if (err == NULL)
         err = &local; /* the log line names the reason even when the caller does not ask */
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__delete_locked(c, id, provider_ids, n, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__delete_locked(c, id, provider_ids, n, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("DeleteNodes", id, -(long)n, rc, err, t0);
     return rc;
 }
@@ -613,8 +645,14 @@ fail:
 
 int cluster_refresh(cluster_t *c, frugal_err_t *err) {
     double t0 = cluster__mono_ms();
+    /* Provider work (instance states, hook results, expiry) belongs to the leader of a
+     * shared store; the others learn its results through the backend's watch. */
+    if (!state_backend_leader(c->state))
+        return 0;
     pthread_mutex_lock(&c->write_mu);
+    c->provider_work = true;
     int rc = cluster__refresh_locked(c, err);
+    c->provider_work = false;
     pthread_mutex_unlock(&c->write_mu);
     if (rc != 0)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
@@ -627,6 +665,65 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
     int rc = cluster__persist_view(c, NULL, 0, err);
     pthread_mutex_unlock(&c->write_mu);
     return rc;
+}
+
+static void cluster__adopt(group_t *g, group_t *from);
+
+bool cluster__retry(cluster_t *c, int rc, int *attempt) {
+    if (rc != FRUGAL_EABORTED || ++*attempt > 4)
+        return false;
+    frugal_err_t err = {0};
+    if (state_backend_sync(c->state, &err) != 0) {
+        log_warn("%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+/* The backend's watch: another replica committed g (NULL: removed group id). Publish it
+ * as it is stored: a configured group takes its sizes and instances (as at open), an
+ * autoprovisioned one comes whole. */
+static void cluster__remote(void *arg, const char *id, const group_t *sg) {
+    cluster_t *c = arg;
+    frugal_err_t err = {0};
+    int rc = 0;
+    pthread_mutex_lock(&c->write_mu);
+    c->remote = true;
+    const group_t *cur = strmap_get(c->by_id, id);
+    group_t *next = NULL;
+    if (sg == NULL) {
+        if (cur != NULL && cur->autoprovisioned) {
+            change_t ch = {.index = cluster__index_of(c, cur), .next = NULL};
+            rc = cluster__commit(c, &ch, 1, &err);
+        }
+    } else if (cur != NULL && !cur->autoprovisioned) {
+        group_t tmp;
+        if (cur->managed && (rc = group_dup(cur, &next, &err)) == 0) {
+            if (group_copy(&tmp, sg) != 0) {
+                group_free(next);
+                rc = frugal_err_set(&err, FRUGAL_ENOMEM, "out of memory");
+            } else {
+                cluster__adopt(next, &tmp);
+                group_clear(&tmp);
+                cluster__update_empty(next, cluster_now_ms());
+                rc = cluster__replace(c, cur, next, &err);
+            }
+        }
+    } else if (sg->autoprovisioned && c->cfg->autoprovisioning.enabled) {
+        if ((rc = group_dup(sg, &next, &err)) == 0) {
+            next->managed = true;
+            if (cur != NULL) {
+                rc = cluster__replace(c, cur, next, &err);
+            } else {
+                change_t ch = {.index = CLUSTER_APPEND, .next = next};
+                rc = cluster__commit(c, &ch, 1, &err);
+            }
+        }
+    }
+    c->remote = false;
+    pthread_mutex_unlock(&c->write_mu);
+    if (rc != 0)
+        log_error("applying another replica's change of node group %s failed: %s", id, err.msg);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -738,9 +835,9 @@ static void gvec_free(gvec_t *v) {
 static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     const frugal_config_t *cfg = c->cfg;
     state_t st;
-    int rc = state_load(cfg->state_file, &st, err);
+    int rc = state_backend_load(c->state, &st, err);
     if (rc == FRUGAL_ENOTFOUND) {
-        log_info("state file %s does not exist: starting fresh", cfg->state_file);
+        log_info("%s does not exist: starting fresh", state_backend_describe(c->state));
         return 0;
     }
     if (rc != 0)
@@ -781,8 +878,8 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
                 goto out;
             }
         } else {
-            log_warn("state file %s: node group %s is %s: dropped with its %zu instances",
-                     cfg->state_file, sg->spec.id,
+            log_warn("%s: node group %s is %s: dropped with its %zu instances",
+                     state_backend_describe(c->state), sg->spec.id,
                      sg->autoprovisioned ? "autoprovisioned but autoprovisioning is disabled"
                                          : "no longer in the config",
                      sg->instances_count);
@@ -837,6 +934,22 @@ static void cluster__free(cluster_t *c) {
 
 int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
                  frugal_err_t *err) {
+    state_backend_t *state = NULL;
+    *out = NULL;
+    int rc;
+    if (cfg->state_file != NULL &&
+        (rc = state_backend_file_create(cfg->state_file, &state, err)) != 0)
+        return rc;
+    rc = cluster_open_backend(cfg, provider, state, out, err);
+    if (rc != 0)
+        state_backend_destroy(state);
+    else
+        (*out)->owns_state = true;
+    return rc;
+}
+
+int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
+                         struct state_backend *state, cluster_t **out, frugal_err_t *err) {
     int rc;
     gvec_t v = {0};
     change_t *changes = NULL;
@@ -846,6 +959,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     c->cfg = cfg;
     c->provider = provider;
+    c->state = state;
     /* CA's O(1) reads (TargetSize, pricing) arrive in bursts; with glibc's default
      * reader preference a steady stream of them could starve a mutation forever. */
     pthread_rwlockattr_t attr;
@@ -887,7 +1001,7 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
             goto fail_build;
         }
     }
-    if (cfg->state_file != NULL) {
+    if (c->state != NULL) {
         if ((rc = cluster__load_state(c, &v, err)) != 0)
             goto fail_build;
     } else {
@@ -932,9 +1046,14 @@ int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_
         cluster__free(c);
         return rc;
     }
-    config_retain(cfg);
     log_info("cluster open: %zu node groups, %zu instances, %" PRId64 " nodes targeted", c->count,
              strmap_count(c->by_instance), c->node_count);
+    /* From here on another thread may publish other replicas' changes. */
+    if ((rc = state_backend_watch(c->state, cluster__remote, c, err)) != 0) {
+        cluster__free(c);
+        return rc;
+    }
+    config_retain(cfg);
     *out = c;
     return 0;
 
@@ -958,7 +1077,10 @@ void cluster_close(cluster_t *c) {
     if (cluster_persist(c, &err) != 0)
         log_error("persisting the state at close failed: %s", err.msg);
     const frugal_config_t *cfg = c->cfg;
+    state_backend_t *state = c->owns_state ? c->state : NULL;
+    state_backend_watch(c->state, NULL, NULL, &err); /* no callback into a freed cluster */
     cluster__free(c);
+    state_backend_destroy(state);
     config_release(cfg);
 }
 
@@ -990,6 +1112,18 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
         return "state_file";
     if (cluster__str_differs(cur->ops_listen, next->ops_listen))
         return "ops_listen";
+    const state_config_t *sa = &cur->state, *sb = &next->state;
+    bool state_differs =
+        sa->backend != sb->backend || cluster__str_differs(sa->prefix, sb->prefix) ||
+        cluster__str_differs(sa->tls_ca, sb->tls_ca) ||
+        cluster__str_differs(sa->tls_cert, sb->tls_cert) ||
+        cluster__str_differs(sa->tls_key, sb->tls_key) || sa->lease_ttl_ms != sb->lease_ttl_ms ||
+        sa->request_timeout_ms != sb->request_timeout_ms ||
+        sa->endpoints_count != sb->endpoints_count;
+    for (size_t i = 0; !state_differs && i < sa->endpoints_count; i++)
+        state_differs = strcmp(sa->endpoints[i], sb->endpoints[i]) != 0;
+    if (state_differs)
+        return "state";
     if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
         cur->boot_seconds != next->boot_seconds ||
         cluster__str_differs(cur->exec_command, next->exec_command) ||

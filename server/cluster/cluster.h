@@ -30,6 +30,13 @@ struct provider;
 int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
                  frugal_err_t *err);
 
+/* cluster_open with the state kept by state (a state_backend_t of state_backend.h, NULL:
+ * in memory only) instead of cfg->state_file. The caller keeps state and destroys it
+ * after cluster_close; `frugal serve` hands the etcd backend in this way. */
+struct state_backend;
+int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
+                         struct state_backend *state, cluster_t **out, frugal_err_t *err);
+
 /* Persist (when a state file is configured) and free everything. */
 void cluster_close(cluster_t *c);
 

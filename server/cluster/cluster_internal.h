@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "group.h"
 #include "provider.h"
+#include "state_backend.h"
 #include "strmap.h"
 
 /* What the provider-id index points at. */
@@ -26,6 +27,10 @@ struct cluster {
     const frugal_config_t *cfg;
     const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
+    state_backend_t *state; /* NULL: in memory only */
+    bool owns_state;        /* made by cluster_open from cfg->state_file */
+    bool remote;            /* publishing another replica's commit: nothing to store */
+    bool provider_work;     /* committing the leader's provider work (fenced) */
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;
     group_t **groups; /* config order, then autoprovisioned groups */
@@ -79,6 +84,11 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g);
  * changes[].next whatever the outcome, and ends the provider's staged work: committed
  * right after the write, aborted on failure (nothing changed). */
 int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err);
+
+/* After a mutation failed with rc (write_mu released): true when another replica had
+ * committed first (FRUGAL_EABORTED) and this replica's cache now holds that change, so
+ * the mutation should run again on it; at most a few times. */
+bool cluster__retry(cluster_t *c, int rc, int *attempt);
 
 /* cluster__commit of one change: the published group old becomes next (consumed). */
 int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err);

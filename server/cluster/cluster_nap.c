@@ -281,9 +281,12 @@ int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
     if (err == NULL)
         err = &local;
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__nap_create_locked(c, id, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__nap_create_locked(c, id, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("NodeGroupCreate", id, 0, rc, err, t0);
     return rc;
 }
@@ -332,9 +335,12 @@ int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
     if (err == NULL)
         err = &local;
     double t0 = cluster__mono_ms();
-    pthread_mutex_lock(&c->write_mu);
-    int rc = cluster__nap_delete_locked(c, id, err);
-    pthread_mutex_unlock(&c->write_mu);
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = cluster__nap_delete_locked(c, id, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
     cluster__log("NodeGroupDelete", id, 0, rc, err, t0);
     return rc;
 }

@@ -1619,6 +1619,217 @@ bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t s
     return true;
 }
 
+/* ---- state ---- */
+
+static bool parse_state_backend(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    state_config_t *st = &ctx->cfg->state;
+    if (strcmp(s, "file") == 0) {
+        st->backend = STATE_BACKEND_FILE;
+    } else if (strcmp(s, "etcd") == 0) {
+        st->backend = STATE_BACKEND_ETCD;
+    } else {
+        ctx_error(ctx, node, path, "unknown state backend \"%s\" (expected file or etcd)", s);
+        return false;
+    }
+    return parse_string(ctx, node, path, field, spec);
+}
+
+/* http://HOST:PORT or https://HOST:PORT; NULL when fine, else the reason. */
+static const char *endpoint_problem(const char *e) {
+    const char *rest = strncmp(e, "https://", 8) == 0  ? e + 8
+                       : strncmp(e, "http://", 7) == 0 ? e + 7
+                                                       : NULL;
+    if (rest == NULL)
+        return "must start with http:// or https://";
+    const char *colon = strrchr(rest, ':');
+    if (colon == NULL || colon == rest)
+        return "must be SCHEME://HOST:PORT";
+    for (const char *p = rest; *p != '\0'; p++) {
+        if (*p == '/' || *p == '?' || *p == '#' || *p == '@' || (unsigned char)*p <= ' ')
+            return "must be SCHEME://HOST:PORT, without a path, user or spaces";
+    }
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || port < 1 || port > 65535)
+        return "the port must be a number from 1 to 65535";
+    return NULL;
+}
+
+static bool parse_state_endpoints(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                  void *field, const key_spec_t *spec) {
+    state_config_t *st = &ctx->cfg->state;
+    char sub[CONFIG_PATH_MAX];
+    if (node == NULL)
+        return true;
+    if (seq_count(node) == 0) {
+        ctx_error(ctx, node, path, "at least one endpoint is required");
+        return false;
+    }
+    size_t before = ctx->error_count;
+    parse_strings(ctx, node, path, &st->endpoints, &st->endpoints_count);
+    bool https = false, http = false;
+    for (size_t i = 0; i < st->endpoints_count && ctx->error_count == before; i++) {
+        const char *why = endpoint_problem(st->endpoints[i]);
+        path_index(sub, path, i);
+        if (why != NULL) {
+            ctx_error(ctx, node->u.sequence.items[i], sub, "endpoint \"%s\": %s", st->endpoints[i],
+                      why);
+            continue;
+        }
+        https = https || strncmp(st->endpoints[i], "https://", 8) == 0;
+        http = http || strncmp(st->endpoints[i], "http://", 7) == 0;
+    }
+    if (https && http)
+        ctx_error(ctx, node, path, "mixes http:// and https:// endpoints");
+    return ctx->error_count == before;
+}
+
+static bool parse_state_prefix(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    size_t n = strlen(s);
+    if (n < 2 || s[0] != '/' || s[n - 1] != '/') {
+        ctx_error(ctx, node, path, "must start and end with / and name something, got \"%s\"", s);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f) {
+            ctx_error(ctx, node, path, "must be printable ASCII without spaces, got \"%s\"", s);
+            return false;
+        }
+    }
+    return parse_string(ctx, node, path, field, spec);
+}
+
+static const key_spec_t state_tls_keys[] = {
+    KEY("ca", YAML_TREE_SCALAR, parse_string, state_config_t, tls_ca, NULL),
+    KEY("cert", YAML_TREE_SCALAR, parse_string, state_config_t, tls_cert, NULL),
+    KEY("key", YAML_TREE_SCALAR, parse_string, state_config_t, tls_key, NULL),
+};
+
+static bool parse_state_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    state_config_t *st = &ctx->cfg->state;
+    if (node == NULL)
+        return true;
+    section_parse(ctx, node, path, state_tls_keys, TABLE_LEN(state_tls_keys), st);
+    if ((st->tls_cert == NULL) != (st->tls_key == NULL))
+        ctx_error(ctx, node, path, "%s is set without %s", st->tls_cert != NULL ? "cert" : "key",
+                  st->tls_cert != NULL ? "key" : "cert");
+    return true;
+}
+
+/* A duration within [lo_ms, hi_ms]. */
+static bool state_duration(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                           void *field, int64_t lo_ms, int64_t hi_ms, const char *lo,
+                           const char *hi) {
+    int64_t ms = 0;
+    if (!duration_store(ctx, node, path, &ms, 1000000))
+        return false;
+    if (ms < lo_ms || ms > hi_ms) {
+        ctx_error(ctx, node, path, "must be from %s to %s, got %s", lo, hi, node->u.scalar.text);
+        return false;
+    }
+    *(int64_t *)field = ms;
+    return true;
+}
+
+static bool parse_lease_ttl(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    return state_duration(ctx, node, path, field, 2000, 300000, "2s", "5m");
+}
+
+static bool parse_request_timeout(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                  void *field, const key_spec_t *spec) {
+    return state_duration(ctx, node, path, field, 100, 60000, "100ms", "1m");
+}
+
+static const key_spec_t state_keys[] = {
+    KEY_REQ("backend", YAML_TREE_SCALAR, parse_state_backend, state_config_t, backend_name),
+    KEY("path", YAML_TREE_SCALAR, parse_string, state_config_t, path, NULL),
+    KEY("endpoints", YAML_TREE_SEQUENCE, parse_state_endpoints, state_config_t, endpoints, NULL),
+    KEY("prefix", YAML_TREE_SCALAR, parse_state_prefix, state_config_t, prefix, NULL),
+    KEY("tls", YAML_TREE_MAPPING, parse_state_tls, state_config_t, tls_ca, NULL),
+    KEY("lease_ttl", YAML_TREE_SCALAR, parse_lease_ttl, state_config_t, lease_ttl_ms, "10s"),
+    KEY("request_timeout", YAML_TREE_SCALAR, parse_request_timeout, state_config_t,
+        request_timeout_ms, "2s"),
+};
+
+/* Keys of one backend given with the other, and the keys each backend requires. */
+static void state_check_backend(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
+    static const char *const etcd_only[] = {"endpoints", "prefix", "tls", "lease_ttl",
+                                            "request_timeout"};
+    state_config_t *st = &ctx->cfg->state;
+    char sub[CONFIG_PATH_MAX];
+    bool etcd = st->backend == STATE_BACKEND_ETCD;
+    for (size_t i = 0; i < node->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        if (k->type != YAML_TREE_SCALAR)
+            continue;
+        bool only_etcd = false;
+        for (size_t j = 0; j < TABLE_LEN(etcd_only); j++)
+            only_etcd = only_etcd || strcmp(k->u.scalar.text, etcd_only[j]) == 0;
+        path_join(sub, path, k->u.scalar.text);
+        if (only_etcd && !etcd)
+            ctx_error(ctx, k, sub, "only valid with backend etcd");
+        else if (etcd && strcmp(k->u.scalar.text, "path") == 0)
+            ctx_error(ctx, k, sub, "only valid with backend file");
+    }
+    if (!etcd && st->path == NULL) {
+        ctx_error(ctx, node, path, "missing required key \"path\" (backend file)");
+    } else if (etcd) {
+        if (st->endpoints_count == 0 && yaml_tree_mapping_get(node, "endpoints") == NULL)
+            ctx_error(ctx, node, path, "missing required key \"endpoints\" (backend etcd)");
+        if (st->prefix == NULL && yaml_tree_mapping_get(node, "prefix") == NULL)
+            ctx_error(ctx, node, path, "missing required key \"prefix\" (backend etcd)");
+        bool https = st->endpoints_count > 0 && strncmp(st->endpoints[0], "https://", 8) == 0;
+        const yaml_tree_node_t *tls = yaml_tree_mapping_get(node, "tls");
+        if (tls != NULL && !yaml_tree_is_null(tls) && st->endpoints_count > 0 && !https) {
+            path_join(sub, path, "tls");
+            ctx_error(ctx, tls, sub, "needs https:// endpoints");
+        }
+    }
+}
+
+static bool parse_state(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                        void *field, const key_spec_t *spec) {
+    state_config_t *st = &ctx->cfg->state;
+    if (node == NULL) {
+        if (ctx->cfg->state_file != NULL) {
+            st->backend = STATE_BACKEND_FILE;
+            st->path = ctx_strdup(ctx, ctx->cfg->state_file);
+        }
+        return true;
+    }
+    if (ctx->cfg->state_file != NULL) {
+        ctx_error(ctx, node, path,
+                  "state and state_file are exclusive (state_file: PATH is short for "
+                  "state: {backend: file, path: PATH})");
+        return false;
+    }
+    size_t before = ctx->error_count;
+    section_parse(ctx, node, path, state_keys, TABLE_LEN(state_keys), st);
+    if (ctx->error_count == before)
+        state_check_backend(ctx, node, path);
+    if (ctx->error_count != before)
+        return false;
+    if (st->backend == STATE_BACKEND_FILE)
+        ctx->cfg->state_file = ctx_strdup(ctx, st->path);
+    return true;
+}
+
+static void state_config_free(state_config_t *st) {
+    free(st->backend_name);
+    free(st->path);
+    strings_free(st->endpoints, st->endpoints_count);
+    free(st->prefix);
+    free(st->tls_ca);
+    free(st->tls_cert);
+    free(st->tls_key);
+}
+
 /* ---- top level ---- */
 
 /* Order matters: each section may rely on those above it. */
@@ -1630,6 +1841,7 @@ static const key_spec_t top_keys[] = {
         "[{address: \"127.0.0.1:8086\"}]"),
     KEY("ops_listen", YAML_TREE_SCALAR, parse_ops_listen, frugal_config_t, ops_listen, NULL),
     KEY("state_file", YAML_TREE_SCALAR, parse_string, frugal_config_t, state_file, NULL),
+    KEY("state", YAML_TREE_MAPPING, parse_state, frugal_config_t, state, NULL),
     /* provider's keys live in frugal_config_t itself (provider_kind, boot_seconds) */
     KEY("provider", YAML_TREE_MAPPING, parse_provider, frugal_config_t, provider_kind, NULL),
     KEY("pricing", YAML_TREE_MAPPING, parse_pricing, frugal_config_t, pricing, NULL),
@@ -1748,6 +1960,7 @@ void config_free(frugal_config_t *cfg) {
     free(cfg->listeners);
     free(cfg->state_file);
     free(cfg->ops_listen);
+    state_config_free(&cfg->state);
     free(cfg->provider_kind);
     free(cfg->exec_command);
     for (size_t i = 0; i < cfg->machine_types_count; i++) {
@@ -1828,8 +2041,21 @@ void config_print_summary(const frugal_config_t *cfg, FILE *f) {
     if (cfg->allow_insecure) {
         fprintf(f, "%-18s%s\n", "allow_insecure", "true");
     }
-    fprintf(f, "%-18s%s\n", "state file",
-            cfg->state_file != NULL ? cfg->state_file : "none (in-memory only)");
+    if (cfg->state.backend == STATE_BACKEND_ETCD) {
+        const state_config_t *st = &cfg->state;
+        char t[32];
+        fprintf(f, "%-18setcd, prefix %s, lease %s, %s, endpoints", "state", st->prefix,
+                format_duration_ms(st->lease_ttl_ms, t, sizeof(t)),
+                st->tls_cert != NULL                            ? "mutual TLS"
+                : strncmp(st->endpoints[0], "https://", 8) == 0 ? "TLS"
+                                                                : "plaintext");
+        for (size_t i = 0; i < st->endpoints_count; i++)
+            fprintf(f, "%s %s", i > 0 ? "," : "", st->endpoints[i]);
+        fputc('\n', f);
+    } else {
+        fprintf(f, "%-18s%s\n", "state file",
+                cfg->state_file != NULL ? cfg->state_file : "none (in-memory only)");
+    }
     if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "exec") == 0) {
         char t[32];
         fprintf(f, "%-18sexec %s, timeout %s, parallelism %d; max message %s\n", "provider",

@@ -134,6 +134,28 @@ typedef struct ranking_config {
     double not_exist_penalty; /* default 2.0 */
 } ranking_config_t;
 
+/* Where the state lives (`state:`; `state_file: PATH` is short for
+ * `state: {backend: file, path: PATH}`). */
+typedef enum state_backend_kind {
+    STATE_BACKEND_MEMORY = 0, /* neither key: in memory only */
+    STATE_BACKEND_FILE,
+    STATE_BACKEND_ETCD,
+} state_backend_kind_t;
+
+typedef struct state_config {
+    state_backend_kind_t backend;
+    char *backend_name; /* "file" or "etcd" as written; NULL when absent */
+    char *path;         /* file: also in frugal_config_t.state_file */
+    char **endpoints;   /* etcd: http://host:port or https://host:port, tried in order */
+    size_t endpoints_count;
+    char *prefix;   /* etcd: every key frugal owns starts with it ("/frugal/prod/") */
+    char *tls_ca;   /* etcd: the CA that signed the members' certificates */
+    char *tls_cert; /* etcd: client certificate and key (both or neither) */
+    char *tls_key;
+    int64_t lease_ttl_ms;       /* etcd: leader lease, default 10s (2s..5m) */
+    int64_t request_timeout_ms; /* etcd: deadline of one etcd request, default 2s */
+} state_config_t;
+
 typedef struct frugal_config {
     char *path; /* the file it was loaded from */
     listener_config_t *listeners;
@@ -142,6 +164,7 @@ typedef struct frugal_config {
     int64_t max_message_bytes; /* default 536870912 */
     char *state_file;          /* NULL: in-memory only */
     char *ops_listen;          /* HOST:PORT of the ops HTTP endpoint; NULL: none */
+    state_config_t state;      /* state.backend FILE whenever state_file is set */
     char *provider_kind;       /* "simulated" (default) */
     int64_t boot_seconds;      /* simulated: creating -> running after this; default 0 */
     char *exec_command;        /* exec: the hook program (absolute path); required with exec */

@@ -21,7 +21,8 @@
     X(UNIMPL, -8, UNIMPLEMENTED, "not implemented")                                                \
     X(EXISTS, -9, ALREADY_EXISTS, "already exists")                                                \
     X(UNAVAIL, -10, UNAVAILABLE, "unavailable")                                                    \
-    X(DEADLINE, -11, DEADLINE_EXCEEDED, "deadline exceeded")
+    X(DEADLINE, -11, DEADLINE_EXCEEDED, "deadline exceeded")                                       \
+    X(ABORTED, -12, ABORTED, "aborted by a concurrent change")
 
 enum {
 #define FRUGAL__ERR_ENUM(name, value, status, desc) FRUGAL_E##name = (value),

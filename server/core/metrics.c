@@ -98,6 +98,22 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                            NULL,
                            0,
                            NULL},
+    [METRICS_ETCD_SECONDS] = {"frugal_etcd_request_seconds",
+                              "etcd requests of the etcd state backend, by method and outcome.",
+                              true,
+                              2,
+                              {"method", "outcome"},
+                              BOUNDS(rpc_bounds),
+                              NULL},
+    [METRICS_ETCD_TXN_REFUSED] = {"frugal_etcd_txn_refused_total",
+                                  "etcd transactions whose compares failed: another replica "
+                                  "wrote first (conflict), or this one lost its lease (fenced).",
+                                  false,
+                                  1,
+                                  {"reason"},
+                                  NULL,
+                                  0,
+                                  NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
                               true,
@@ -108,6 +124,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
 };
 
 static _Atomic int64_t config_reload_ms;
+static _Atomic int state_leader = -1; /* -1: no replicated backend */
+static _Atomic int state_stale = -1;
 
 /* The label values joined by \x1f (each one ended by it) into buf when they fit in
  * size, else into a new allocation (*heap set). NULL when out of memory. */
@@ -225,6 +243,14 @@ void metrics_config_reloaded(double unix_seconds) {
     atomic_store(&config_reload_ms, (int64_t)(unix_seconds * 1000.0));
 }
 
+void metrics_state_leader(bool leader) {
+    atomic_store(&state_leader, leader ? 1 : 0);
+}
+
+void metrics_state_stale(bool stale) {
+    atomic_store(&state_stale, stale ? 1 : 0);
+}
+
 double metrics_config_reload_time(void) {
     return (double)atomic_load(&config_reload_ms) / 1000.0;
 }
@@ -240,6 +266,8 @@ void metrics_reset_for_testing(void) {
         }
     }
     atomic_store(&config_reload_ms, 0);
+    atomic_store(&state_leader, -1);
+    atomic_store(&state_stale, -1);
 }
 
 /* ---- exposition ---- */
@@ -363,6 +391,18 @@ void metrics_write(metrics_buf_t *b) {
                        "gauge");
     metrics_buf_sample(b, "frugal_config_last_reload_success_timestamp_seconds", NULL, NULL, 0,
                        metrics_config_reload_time());
+    int leader = atomic_load(&state_leader), stale = atomic_load(&state_stale);
+    if (leader >= 0) {
+        metrics_buf_family(b, "frugal_state_leader",
+                           "1 when this replica holds the state backend's leader lease.", "gauge");
+        metrics_buf_sample(b, "frugal_state_leader", NULL, NULL, 0, leader);
+    }
+    if (stale >= 0) {
+        metrics_buf_family(b, "frugal_state_cache_stale",
+                           "1 while the state cache may be stale (the etcd Watch is down).",
+                           "gauge");
+        metrics_buf_sample(b, "frugal_state_cache_stale", NULL, NULL, 0, stale);
+    }
     for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
         const metrics_family_t *f = &families[i];
         metrics_buf_family(b, f->name, f->help, f->histogram ? "histogram" : "counter");

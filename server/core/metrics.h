@@ -26,6 +26,8 @@ typedef enum metrics_id {
     METRICS_STATE_WRITE_SECONDS, /* histogram, no labels */
     METRICS_HOOK_RUNS,           /* counter {verb, result} */
     METRICS_HOOK_SECONDS,        /* histogram {verb} */
+    METRICS_ETCD_SECONDS,        /* histogram {method, outcome} */
+    METRICS_ETCD_TXN_REFUSED,    /* counter {reason}: conflict | fenced */
     METRICS_FAMILIES_COUNT
 } metrics_id_t;
 
@@ -53,6 +55,12 @@ uint64_t metrics_cell_value(const metrics_cell_t *cell);
  * reload that succeeds sets it again, one that fails leaves it. */
 void metrics_config_reloaded(double unix_seconds);
 double metrics_config_reload_time(void);
+
+/* The replicated state backend's gauges (etcd): whether this replica holds the leader
+ * lease, and whether its cache may be stale (its Watch is down). Both 0 until set;
+ * exported only once a backend has set them. */
+void metrics_state_leader(bool leader);
+void metrics_state_stale(bool stale);
 
 /* Free every cell (pointers held by callers become invalid) and zero the reload time.
  * Not thread-safe: for tests only. */

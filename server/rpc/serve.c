@@ -23,7 +23,8 @@
 #include "ops_http.h"
 #include "provider.h"
 #include "service.h"
-#include "state_lock.h"
+#include "state_backend.h"
+#include "state_open.h"
 
 #define SERVE_GRACE_MS 10000
 /* How often instance states advance without a Refresh (boot, deletion, NAP TTL). */
@@ -197,14 +198,7 @@ int cmd_serve(int argc, char **argv) {
     int status = 1;
     frugal_err_t err;
     frugal_err_clear(&err);
-    /* One writer per state file, before anything is bound or read. */
-    int lock_fd = -1;
-    if (cfg->state_file != NULL && state_lock_acquire(cfg->state_file, &lock_fd, &err) != 0) {
-        fprintf(stderr, "frugal serve: %s\n", err.msg);
-        config_free(cfg);
-        return 1;
-    }
-    serve__warn_options(cfg, NULL);
+    state_backend_t *state = NULL;
     provider_t *provider = NULL;
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
@@ -212,9 +206,19 @@ int cmd_serve(int argc, char **argv) {
     metrics_config_reloaded((double)time(NULL));
     gpr_set_log_function(serve_grpc_log);
     grpc_init();
+    /* One writer per state file (a shared store: a leader), before anything is bound
+     * or read. */
+    if (state_open(cfg, &state, &err) != 0 || state_backend_lock(state, &err) != 0) {
+        fprintf(stderr, "frugal serve: %s\n", err.msg);
+        state_backend_destroy(state);
+        grpc_shutdown_blocking();
+        config_free(cfg);
+        return 1;
+    }
+    serve__warn_options(cfg, NULL);
     if (provider_create(cfg, &provider, &err) != 0)
         goto fail_provider;
-    if (cluster_open(cfg, provider, &cluster, &err) != 0)
+    if (cluster_open_backend(cfg, provider, state, &cluster, &err) != 0)
         goto fail_cluster;
     if (cfg->ops_listen != NULL && ops_http_start(cfg->ops_listen, cfg, cluster, &ops, &err) != 0)
         goto fail_server;
@@ -226,7 +230,7 @@ int cmd_serve(int argc, char **argv) {
         goto fail_server;
     ops_http_set_ready(ops, true);
     log_info("frugal %s serving (%zu listener(s), state %s)", FRUGAL_VERSION, cfg->listeners_count,
-             cfg->state_file != NULL ? cfg->state_file : "in memory");
+             cfg->state_file != NULL ? cfg->state_file : state_backend_describe(state));
 
     int sig = serve_wait(cluster, path, &signals);
     log_info("received %s: draining (grace %d s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -247,8 +251,8 @@ fail_cluster:
 fail_provider:
     if (status != 0 && err.msg[0] != '\0')
         log_error("%s", err.msg);
-    grpc_shutdown_blocking(); /* everything torn down before exit, for leak checkers too */
+    state_backend_destroy(state); /* after the cluster: releases the lock last */
+    grpc_shutdown_blocking();     /* everything torn down before exit, for leak checkers too */
     config_release(cfg);
-    state_lock_release(lock_fd);
     return status;
 }

@@ -12,6 +12,20 @@ DEPLOY="$FRUGAL_SOURCE_DIR/deploy"
 log "render and cross-check the manifests"
 kubectl kustomize "$DEPLOY" >"$TMP/rendered.yaml" || fatal "kubectl kustomize deploy/ failed"
 kubectl kustomize "$DEPLOY/base" >/dev/null || fatal "kubectl kustomize deploy/base failed"
+kubectl kustomize "$DEPLOY/etcd" >"$TMP/etcd.yaml" || fatal "kubectl kustomize deploy/etcd failed"
+python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+kinds = [d["kind"] for d in docs]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+assert dep["spec"]["replicas"] >= 2, "deploy/etcd: fewer than two replicas"
+assert "PersistentVolumeClaim" not in kinds, "deploy/etcd: a state volume"
+open(sys.argv[2], "w").write([d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["frugal.yaml"])
+' "$TMP/etcd.yaml" "$TMP/etcd-frugal.yaml"
+assert_eq 0 "$?" "deploy/etcd: replicas, no state volume"
+run "$FRUGAL" check -c "$TMP/etcd-frugal.yaml"
+assert_eq 0 "$RC" "deploy/etcd: its config passes frugal check"
+assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
 "$FRUGAL_SOURCE_DIR/scripts/dev-certs.sh" "$TMP/pki" >/dev/null || fatal "dev-certs.sh failed"
 mkdir -p "$TMP/state"
 run python3 "$(dirname "$0")/deploy_check.py" "$TMP/rendered.yaml" "$DEPLOY/cluster-autoscaler/values.yaml" \

@@ -962,6 +962,73 @@ static void test_scale_up_threshold(void **state) {
                  "t.yaml:2:75: node_groups[0].scale_up_threshold: must be at most 100, got 101");
 }
 
+/* state: the file backend (state_file's long form) and etcd, with their checks. */
+static void test_state_section(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok("state_file: /x/s\n");
+    assert_int_equal(cfg->state.backend, STATE_BACKEND_FILE);
+    assert_string_equal(cfg->state.path, "/x/s");
+    config_free(cfg);
+    cfg = load_ok("state: {backend: file, path: /x/s}\n");
+    assert_int_equal(cfg->state.backend, STATE_BACKEND_FILE);
+    assert_string_equal(cfg->state_file, "/x/s");
+    config_free(cfg);
+    cfg = load_ok("");
+    assert_int_equal(cfg->state.backend, STATE_BACKEND_MEMORY);
+    config_free(cfg);
+    cfg = load_ok("state:\n  backend: etcd\n  endpoints: [https://e0:2379, https://e1:2379]\n"
+                  "  prefix: /frugal/prod/\n  tls: {ca: /c, cert: /t, key: /k}\n"
+                  "  lease_ttl: 15s\n");
+    assert_int_equal(cfg->state.backend, STATE_BACKEND_ETCD);
+    assert_null(cfg->state_file);
+    assert_int_equal(cfg->state.endpoints_count, 2);
+    assert_string_equal(cfg->state.endpoints[1], "https://e1:2379");
+    assert_string_equal(cfg->state.prefix, "/frugal/prod/");
+    assert_string_equal(cfg->state.tls_key, "/k");
+    assert_int_equal(cfg->state.lease_ttl_ms, 15000);
+    assert_int_equal(cfg->state.request_timeout_ms, 2000);
+    config_free(cfg);
+}
+
+static void test_state_errors(void **state) {
+    (void)state;
+    expect_error("state_file: /a\nstate: {backend: file, path: /b}\n",
+                 "t.yaml:2:8: state: state and state_file are exclusive (state_file: PATH is "
+                 "short for state: {backend: file, path: PATH})");
+    expect_error("state: {backend: s3}\n",
+                 "t.yaml:1:18: state.backend: unknown state backend \"s3\" (expected file or "
+                 "etcd)");
+    expect_error("state: {path: /a}\n", "t.yaml:1:8: state: missing required key \"backend\"");
+    expect_error("state: {backend: file}\n",
+                 "t.yaml:1:8: state: missing required key \"path\" (backend file)");
+    expect_error("state: {backend: file, path: /a, prefix: /p/}\n",
+                 "t.yaml:1:34: state.prefix: only valid with backend etcd");
+    expect_error("state: {backend: etcd, prefix: /p/}\n",
+                 "t.yaml:1:8: state: missing required key \"endpoints\" (backend etcd)");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1]}\n",
+                 "t.yaml:1:8: state: missing required key \"prefix\" (backend etcd)");
+    expect_error("state: {backend: etcd, endpoints: [a:1], prefix: /p/}\n",
+                 "t.yaml:1:36: state.endpoints[0]: endpoint \"a:1\": must start with http:// or "
+                 "https://");
+    expect_error("state: {backend: etcd, endpoints: [http://a:99999], prefix: /p/}\n",
+                 "t.yaml:1:36: state.endpoints[0]: endpoint \"http://a:99999\": the port must "
+                 "be a number from 1 to 65535");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1, https://b:1], prefix: /p/}\n",
+                 "t.yaml:1:35: state.endpoints: mixes http:// and https:// endpoints");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: p}\n",
+                 "t.yaml:1:57: state.prefix: must start and end with / and name something, got "
+                 "\"p\"");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: /p/, tls: {ca: /c}}\n",
+                 "t.yaml:1:67: state.tls: needs https:// endpoints");
+    expect_error("state: {backend: etcd, endpoints: [https://a:1], prefix: /p/, tls: {cert: /c}}"
+                 "\n",
+                 "t.yaml:1:68: state.tls: cert is set without key");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: /p/, lease_ttl: 1s}\n",
+                 "t.yaml:1:73: state.lease_ttl: must be from 2s to 5m, got 1s");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: /p/, path: /x}\n",
+                 "t.yaml:1:62: state.path: only valid with backend file");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_listen),
@@ -990,6 +1057,8 @@ int main(void) {
         cmocka_unit_test(test_err_prices),
         cmocka_unit_test(test_multiple_errors),
         cmocka_unit_test(test_yaml_tree_positions),
+        cmocka_unit_test(test_state_section),
+        cmocka_unit_test(test_state_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,141 @@
+/* `frugal state export|import -c FILE`: move the state between the configured backend
+ * (file or etcd) and a state file (docs/state-format.md), e.g. from the file backend to
+ * etcd: export with the old config, import with the new one. Exit 0, 1 on an error
+ * (named on stderr), 2 on a usage error. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+
+#include "commands.h"
+#include "config.h"
+#include "state.h"
+#include "state_backend.h"
+#include "state_open.h"
+
+static int state_usage(FILE *f, int status) {
+    fprintf(f, "usage: frugal state export -c FILE [-o OUT]   the configured state as a state "
+               "file (stdout without -o)\n"
+               "       frugal state import -c FILE IN         IN (a state file) into the "
+               "configured state, which must be empty\n");
+    return status;
+}
+
+/* The groups of st as the const pointers state_format and commits take. */
+static const group_t **state__view(const state_t *st) {
+    const group_t **v = calloc(st->count + 1, sizeof(*v));
+    for (size_t i = 0; v != NULL && i < st->count; i++)
+        v[i] = &st->groups[i];
+    return v;
+}
+
+static int state__export(state_backend_t *b, const char *out, frugal_err_t *err) {
+    state_t st;
+    int rc = state_backend_load(b, &st, err);
+    if (rc == FRUGAL_ENOTFOUND) {
+        memset(&st, 0, sizeof(st));
+        rc = 0;
+    }
+    if (rc != 0)
+        return rc;
+    const group_t **view = state__view(&st);
+    char *text = NULL;
+    size_t len = 0;
+    if (view == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    else if ((rc = state_format(view, st.count, &text, &len, err)) == 0) {
+        if (out != NULL)
+            rc = state_write_file(out, text, len, err);
+        else if (fwrite(text, 1, len, stdout) != len)
+            rc = frugal_err_set(err, FRUGAL_EIO, "cannot write to stdout");
+    }
+    if (rc == 0)
+        fprintf(stderr, "exported %zu node groups from %s\n", st.count, state_backend_describe(b));
+    free(text);
+    free(view);
+    state_free(&st);
+    return rc;
+}
+
+static int state__import(state_backend_t *b, const char *in, frugal_err_t *err) {
+    state_t st, cur;
+    int rc = state_load(in, &st, err);
+    if (rc != 0)
+        return rc;
+    /* The file backend's lock keeps a running server from overwriting the import. */
+    if (strcmp(b->ops->kind, "file") == 0 && (rc = state_backend_lock(b, err)) != 0) {
+        state_free(&st);
+        return rc;
+    }
+    rc = state_backend_load(b, &cur, err);
+    if (rc == 0) {
+        rc = frugal_err_set(err, FRUGAL_EEXISTS,
+                            "%s already holds %zu node groups: import only into an empty "
+                            "state (nothing was written)",
+                            state_backend_describe(b), cur.count);
+        state_free(&cur);
+    } else if (rc == FRUGAL_ENOTFOUND) {
+        const group_t **view = state__view(&st);
+        state_commit_t c = {
+            .view = view, .count = st.count, .changed = view, .changed_count = st.count};
+        rc = view == NULL ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory")
+                          : state_backend_commit(b, &c, err);
+        if (rc == 0)
+            fprintf(stderr, "imported %zu node groups into %s\n", st.count,
+                    state_backend_describe(b));
+        free(view);
+    }
+    state_free(&st);
+    return rc;
+}
+
+int cmd_state(int argc, char **argv) {
+    const char *path = NULL, *out = NULL, *in = NULL, *verb = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return state_usage(stdout, 0);
+        if ((strcmp(a, "-c") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
+            *(a[1] == 'c' ? &path : &out) = argv[++i];
+        } else if (a[0] == '-') {
+            fprintf(stderr, "frugal state: unexpected option \"%s\"\n", a);
+            return state_usage(stderr, 2);
+        } else if (verb == NULL) {
+            verb = a;
+        } else if (in == NULL) {
+            in = a;
+        } else {
+            fprintf(stderr, "frugal state: unexpected argument \"%s\"\n", a);
+            return state_usage(stderr, 2);
+        }
+    }
+    bool export = verb != NULL && strcmp(verb, "export") == 0;
+    bool import = verb != NULL && strcmp(verb, "import") == 0;
+    if (path == NULL || (!export && !import) || (export && in != NULL) ||
+        (import && (in == NULL || out != NULL)))
+        return state_usage(stderr, 2);
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    if (config_load(path, &cfg, &errors) != 0) {
+        fputs(errors != NULL ? errors : "invalid configuration\n", stderr);
+        free(errors);
+        return 1;
+    }
+    grpc_init();
+    frugal_err_t err = {0};
+    state_backend_t *b = NULL;
+    int rc = state_open(cfg, &b, &err);
+    if (rc == 0 && b == NULL)
+        rc = frugal_err_set(&err, FRUGAL_EINVAL, "%s: no state configured (state or state_file)",
+                            path);
+    if (rc == 0)
+        rc = export ? state__export(b, out, &err) : state__import(b, in, &err);
+    if (rc != 0)
+        fprintf(stderr, "frugal state %s: %s\n", verb, err.msg);
+    state_backend_destroy(b);
+    grpc_shutdown_blocking();
+    config_free(cfg);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,85 @@
+/* Where the cluster keeps its state: the interface every state backend implements, and
+ * the file backend behind it.
+ *
+ * The cluster calls a backend at four moments: at open (load what was stored), for
+ * every change before it is published (commit: OK only once the store holds it), at
+ * start of `frugal serve` (lock: the file backend's single-writer flock; a shared
+ * backend elects a leader instead) and, for a shared backend, to hear of changes other
+ * replicas committed (watch). The file backend lives here; the etcd backend speaks gRPC
+ * and so lives in server/rpc/ and is handed to cluster_open_backend by `frugal serve`. */
+#ifndef FRUGAL_STATE_BACKEND_H
+#define FRUGAL_STATE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "errors.h"
+#include "group.h"
+#include "state.h"
+
+typedef struct state_backend state_backend_t;
+
+/* One commit: the groups as they will be once it is published. */
+typedef struct state_commit {
+    const group_t *const *view; /* every group, in cluster order */
+    size_t count;
+    const group_t *const *changed; /* groups replaced or added by this commit */
+    size_t changed_count;
+    const char *const *removed; /* ids of groups this commit removes */
+    size_t removed_count;
+    bool provider_work; /* made by the leader's provider work: fenced by its lease */
+    bool whole_view;    /* validated against every group (cluster-wide limits): a shared
+                           store must refuse it when any group changed meanwhile */
+} state_commit_t;
+
+/* Called by a shared backend when another replica committed: g is the group as now
+ * stored (NULL: the group with that id was removed). The callee copies what it keeps. */
+typedef void (*state_watch_fn)(void *arg, const char *id, const group_t *g);
+
+typedef struct state_backend_ops {
+    const char *kind; /* "file", "etcd" */
+    /* Read the stored groups into *out (state_free). FRUGAL_ENOTFOUND when nothing is
+     * stored yet (a fresh start); any other error refuses the start and names what is
+     * wrong. */
+    int (*load)(state_backend_t *b, state_t *out, frugal_err_t *err);
+    /* Make the commit durable. On failure nothing is stored and the error says why:
+     * FRUGAL_EUNAVAIL (store unreachable), FRUGAL_EABORTED (another writer won:
+     * retry on the current state), FRUGAL_EIO. */
+    int (*commit)(state_backend_t *b, const state_commit_t *c, frugal_err_t *err);
+    /* Take what makes this process a legitimate writer before anything is served (the
+     * file backend's flock; NULL: nothing to take). */
+    int (*lock)(state_backend_t *b, frugal_err_t *err);
+    /* Whether this replica runs provider work (hooks, timers, expiry) now. NULL: always. */
+    bool (*leader)(state_backend_t *b);
+    /* Deliver other replicas' commits to fn from now on, on a thread of the backend; fn
+     * NULL stops the deliveries (returns once none is running). NULL op: the store has
+     * one writer. */
+    int (*watch)(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+    /* After FRUGAL_EABORTED: wait until watch delivered every commit that made it fail,
+     * so that a retry sees them. NULL: nothing to wait for. */
+    int (*sync)(state_backend_t *b, frugal_err_t *err);
+    /* A short description for log lines: "state file /x", "etcd prefix /p/". */
+    const char *(*describe)(const state_backend_t *b);
+    /* Release the lock and free everything. */
+    void (*destroy)(state_backend_t *b);
+} state_backend_ops_t;
+
+struct state_backend {
+    const state_backend_ops_t *ops;
+    void *impl;
+};
+
+/* The file backend on path (state.h's format, state_lock.h's lock). */
+int state_backend_file_create(const char *path, state_backend_t **out, frugal_err_t *err);
+
+/* Dispatch helpers: each tolerates a NULL optional op. */
+int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err);
+int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err);
+int state_backend_lock(state_backend_t *b, frugal_err_t *err);
+bool state_backend_leader(state_backend_t *b);
+int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+int state_backend_sync(state_backend_t *b, frugal_err_t *err);
+const char *state_backend_describe(const state_backend_t *b);
+void state_backend_destroy(state_backend_t *b);
+
+#endif

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# The etcd state backend against a real one-member etcd: two replicas that both serve,
+# max_size held under a race between them, the leader's failover and fencing, etcd
+# unavailable (mutations UNAVAILABLE within the deadline, reads from the cache,
+# recovery), and the bad inputs refused before anything is written.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd_lib.sh"
+
+etcd_start 1
+P1=$(free_port)
+P2=$(free_port)
+replica_config "$TMP/r1.yaml" "$P1" /frugal/t/
+replica_config "$TMP/r2.yaml" "$P2" /frugal/t/
+O1=$(free_port)
+O2=$(free_port)
+echo "ops_listen: 127.0.0.1:$O1" >>"$TMP/r1.yaml"
+echo "ops_listen: 127.0.0.1:$O2" >>"$TMP/r2.yaml"
+# metric OPS_PORT NAME: the value of an unlabelled sample on that replica's /metrics.
+metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+R1="127.0.0.1:$P1"
+R2="127.0.0.1:$P2"
+
+ADDR=$R1 start_server "$TMP/r1.yaml"
+PID1=$SERVER_PID LOG1=$SERVER_LOG
+ADDR=$R2 start_server "$TMP/r2.yaml"
+PID2=$SERVER_PID LOG2=$SERVER_LOG
+
+log "both replicas serve, each sees the other's changes"
+ADDR=$R1 assert_ok "increase on r1" ctl increase web-a 2
+ADDR=$R2 assert_ok "increase on r2" ctl increase web-a 3
+sleep 0.3
+assert_eq 5 "$(ADDR=$R1 target_size web-a)" "r1 sees 5"
+assert_eq 5 "$(ADDR=$R2 target_size web-a)" "r2 sees 5"
+assert_match "target=5" "$(etcd_get /frugal/t/groups/web-a)" "etcd holds the group"
+assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/t/schema)" "the schema key"
+
+log "a race on one group never exceeds max_size (10): 12 increases by 1 across both"
+for i in $(seq 1 6); do
+    (ADDR=$R1 ctl increase web-a 1 >"$TMP/race1.$i" 2>&1; echo $? >>"$TMP/race1.$i") &
+    (ADDR=$R2 ctl increase web-a 1 >"$TMP/race2.$i" 2>&1; echo $? >>"$TMP/race2.$i") &
+done
+wait_jobs() { local j; for j in $(jobs -p); do case " ${ALL_SERVER_PIDS[*]} " in *" $j "*) ;; *) wait "$j";; esac; done; }
+wait_jobs
+ok=$(cat "$TMP"/race*.* | grep -cx 0)
+sleep 0.3
+assert_eq 10 "$(ADDR=$R1 target_size web-a)" "r1: target exactly max_size"
+assert_eq 10 "$(ADDR=$R2 target_size web-a)" "r2: target exactly max_size"
+assert_eq 5 "$ok" "exactly 5 increases acknowledged"
+assert_match "FAILED_PRECONDITION" "$(cat "$TMP"/race*.*)" "the losers get a precise error"
+
+log "one leader for provider work"
+leaders=$(grep -l "info  leader:" "$LOG1" "$LOG2" | wc -l)
+assert_eq 1 "$leaders" "exactly one replica became leader"
+assert_eq 1 "$(( $(metric "$O1" frugal_state_leader) + $(metric "$O2" frugal_state_leader) ))" \
+    "metrics: exactly one frugal_state_leader is 1"
+assert_match 'frugal_etcd_request_seconds_count\{method="/etcdserverpb.KV/Txn",outcome="ok"\}' \
+    "$(curl -s "http://127.0.0.1:$O1/metrics")" "metrics: etcd request latency by method and outcome"
+assert_match 'frugal_etcd_txn_refused_total\{reason="conflict"\}' \
+    "$(curl -s "http://127.0.0.1:$O1/metrics")$(curl -s "http://127.0.0.1:$O2/metrics")" \
+    "metrics: the race's lost transactions counted as conflicts"
+if grep -q "info  leader:" "$LOG1"; then LEAD=$PID1 FOLLOW_LOG=$LOG2; else LEAD=$PID2 FOLLOW_LOG=$LOG1; fi
+
+log "fencing: the leader stopped past its lease; the other takes over; the old one's writes are refused"
+kill -STOP "$LEAD"
+t0=$(date +%s%N)
+for _ in $(seq 1 60); do grep -q "info  leader:" "$FOLLOW_LOG" && break; sleep 0.1; done
+t1=$(date +%s%N)
+assert_match "info  leader:" "$(cat "$FOLLOW_LOG")" "the other replica became leader"
+echo "    leadership moved in $(( (t1 - t0) / 1000000 )) ms (lease_ttl 2s)"
+kill -CONT "$LEAD"
+sleep 1
+if [ "$LEAD" = "$PID1" ]; then LEAD_LOG=$LOG1; else LEAD_LOG=$LOG2; fi
+assert_match "leadership lost" "$(cat "$LEAD_LOG")" "the old leader knows it lost"
+assert_no_match "Refresh failed" "$(cat "$LEAD_LOG")" "it did not try provider work as leader"
+
+log "leader failover: kill -9 the new leader; the old one leads again within the lease"
+if [ "$LEAD" = "$PID1" ]; then NEW=$PID2; else NEW=$PID1; fi
+before=$(grep -c "info  leader:" "$LEAD_LOG")
+kill -KILL "$NEW"; wait "$NEW" 2>/dev/null
+t0=$(date +%s%N)
+for _ in $(seq 1 60); do [ "$(grep -c "info  leader:" "$LEAD_LOG")" -gt "$before" ] && break; sleep 0.1; done
+t1=$(date +%s%N)
+assert_eq 1 "$(( $(grep -c "info  leader:" "$LEAD_LOG") > before ))" "the survivor leads"
+ms=$(( (t1 - t0) / 1000000 ))
+echo "    failover in $ms ms (lease_ttl 2s)"
+assert_eq 1 "$(( ms < 4000 ))" "within about lease_ttl"
+if [ "$LEAD" = "$PID1" ]; then A=$R1; else A=$R2; fi
+
+log "etcd unavailable: mutations UNAVAILABLE within the deadline, reads from the cache"
+node_ids() { ADDR=$A ctl -o yaml nodes web-a | grep '^- id: ' | sed 's/^- id: "\{0,1\}\([^"]*\)"\{0,1\}$/\1/'; }
+IDS=($(node_ids))
+assert_eq 10 "${#IDS[@]}" "ten instances"
+kill -STOP "${ETCD_PID[0]}"
+t0=$(date +%s%N)
+ADDR=$A assert_status UNAVAILABLE "delete-nodes while etcd is stopped" ctl --timeout 5000 delete-nodes web-a "${IDS[0]}"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "    UNAVAILABLE after $ms ms (request_timeout 1s)"
+assert_eq 1 "$(( ms < 2500 ))" "answered within request_timeout"
+assert_eq 10 "$(ADDR=$A target_size web-a)" "reads keep serving from the cache"
+if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
+stale=0
+for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_cache_stale)" = 1 ] && { stale=1; break; }; sleep 0.2; done
+assert_eq 1 "$stale" "metrics: the cache is marked stale while etcd does not answer"
+kill -CONT "${ETCD_PID[0]}"
+ok=0
+for _ in $(seq 1 30); do
+    if ADDR=$A ctl delete-nodes web-a "${IDS[1]}" >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.2
+done
+assert_eq 1 "$ok" "recovers by itself when etcd returns"
+stale=1
+for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_cache_stale)" = 0 ] && { stale=0; break; }; sleep 0.2; done
+assert_eq 0 "$stale" "metrics: no longer stale once etcd answers"
+stop_server_pid() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+stop_server_pid "$LEAD"
+
+log "bad input: refused at start, naming the key, nothing written"
+bad_start() { # MSG PATTERN CONFIG
+    run timeout 20 "$FRUGAL" serve -c "$3"
+    assert_eq 1 "$RC" "$1: exit 1"
+    assert_match "$2" "$ERR" "$1: the message"
+}
+cat >"$TMP/wrong.yaml" <<YAML
+listen: [{address: "127.0.0.1:$(free_port)"}]
+state: {backend: etcd, endpoints: [http://127.0.0.1:$(free_port)], prefix: /frugal/x/, request_timeout: 500ms}
+YAML
+bad_start "wrong endpoints" "etcd unavailable: no endpoint answered .*Connection refused" "$TMP/wrong.yaml"
+sed 's|http://|https://|' "$TMP/r1.yaml" >"$TMP/tls.yaml"
+bad_start "TLS to a plaintext etcd" "etcd unavailable" "$TMP/tls.yaml"
+
+replica_config "$TMP/foreign.yaml" "$(free_port)" /frugal/f/
+etcd_put /frugal/f/someone-else "hello"
+bad_start "foreign key" "etcd key /frugal/f/someone-else under prefix /frugal/f/ is not frugal's" "$TMP/foreign.yaml"
+assert_eq hello "$(etcd_get /frugal/f/someone-else)" "the foreign key is untouched"
+
+replica_config "$TMP/corrupt.yaml" "$(free_port)" /frugal/c/
+etcd_put /frugal/c/schema "frugal-state-etcd version=1"
+etcd_put /frugal/c/groups/web-a "garbage"
+bad_start "corrupt group" "etcd key /frugal/c/groups/web-a holds corrupt data" "$TMP/corrupt.yaml"
+assert_eq garbage "$(etcd_get /frugal/c/groups/web-a)" "the corrupt key is untouched"
+
+replica_config "$TMP/future.yaml" "$(free_port)" /frugal/n/
+etcd_put /frugal/n/schema "frugal-state-etcd version=7"
+etcd_put /frugal/n/groups/web-a "a format of version 7"
+bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
+assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
+
+log "failover between endpoints: the first one is dead"
+DP=$(free_port)
+replica_config "$TMP/dead.yaml" "$DP" /frugal/dead/
+sed -i "s|endpoints: \[|endpoints: [http://127.0.0.1:$(free_port), |" "$TMP/dead.yaml"
+ADDR="127.0.0.1:$DP" start_server "$TMP/dead.yaml"
+ADDR="127.0.0.1:$DP" assert_ok "an increase through the second endpoint" ctl increase web-a 1
+stop_server
+
+log "state export|import: file -> etcd -> file"
+FP=$(free_port)
+cat >"$TMP/file.yaml" <<YAML
+listen: [{address: "127.0.0.1:$FP"}]
+state_file: $TMP/st
+node_groups:
+  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+YAML
+ADDR="127.0.0.1:$FP" start_server "$TMP/file.yaml"
+ADDR="127.0.0.1:$FP" assert_ok "increase on the file backend" ctl increase web-a 3
+stop_server
+replica_config "$TMP/imp.yaml" "$(free_port)" /frugal/imp/
+assert_ok "import into an empty prefix" "$FRUGAL" state import -c "$TMP/imp.yaml" "$TMP/st"
+assert_match "target=3" "$(etcd_get /frugal/imp/groups/web-a)" "etcd holds the imported group"
+run "$FRUGAL" state import -c "$TMP/imp.yaml" "$TMP/st"
+assert_eq 1 "$RC" "a second import is refused"
+assert_match "already holds 1 node groups" "$ERR" "it says why"
+assert_ok "export from etcd" "$FRUGAL" state export -c "$TMP/imp.yaml" -o "$TMP/back"
+assert_eq "$(grep -v '^#' "$TMP/st")" "$(grep -v '^#' "$TMP/back")" "the round trip keeps the state"
+IP=$(grep -o '"127.0.0.1:[0-9]*"' "$TMP/imp.yaml" | tr -d '"')
+ADDR=$IP start_server "$TMP/imp.yaml"
+assert_eq 3 "$(ADDR=$IP target_size web-a)" "a replica serves the imported state"
+stop_server
+
+log "a compacted revision: a replica away past a compaction reads everything again"
+C3=$(free_port)
+C4=$(free_port)
+replica_config "$TMP/c3.yaml" "$C3" /frugal/cmp/
+replica_config "$TMP/c4.yaml" "$C4" /frugal/cmp/
+ADDR="127.0.0.1:$C3" start_server "$TMP/c3.yaml"
+PID3=$SERVER_PID
+ADDR="127.0.0.1:$C4" start_server "$TMP/c4.yaml"
+PID4=$SERVER_PID LOG4=$SERVER_LOG
+kill -STOP "$PID4"
+for i in 1 2 3; do ADDR="127.0.0.1:$C3" assert_ok "increase while r4 is away" ctl increase web-a 1; done
+rev=$(curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/range" -d '{"key":"AA=="}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["header"]["revision"])')
+curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
+etcd_member_kill 0
+etcd_member_start 0
+etcd_wait
+kill -CONT "$PID4"
+for _ in $(seq 1 50); do grep -q "compacted revision" "$LOG4" && [ "$(ADDR=127.0.0.1:$C4 target_size web-a)" = 3 ] && break; sleep 0.1; done
+assert_match "etcd compacted revision" "$(cat "$LOG4")" "the replica names the compaction"
+assert_eq 3 "$(ADDR=127.0.0.1:$C4 target_size web-a)" "and caught up by a full read"
+kill -TERM "$PID3" "$PID4"
+wait "$PID3" "$PID4" 2>/dev/null
+
+log "cluster-wide limits under a race on two different groups (max_cpu 20: 10 nodes of 2 cpu)"
+N1=$(free_port)
+N2=$(free_port)
+for n in 1 2; do
+    eval "port=\$N$n"
+    replica_config "$TMP/n$n.yaml" "$port" /frugal/nap/
+    cat >>"$TMP/n$n.yaml" <<YAML
+  - {id: web-b, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+autoprovisioning:
+  enabled: true
+  machine_types: [n1-standard-2]
+  zones: [us-central1-a]
+  limits: {max_cpu: 20}
+YAML
+done
+ADDR="127.0.0.1:$N1" start_server "$TMP/n1.yaml"
+NP1=$SERVER_PID
+ADDR="127.0.0.1:$N2" start_server "$TMP/n2.yaml"
+NP2=$SERVER_PID
+rm -f "$TMP"/nap.*
+for i in $(seq 1 7); do
+    ("$FRUGAL" ctl --addr "127.0.0.1:$N1" increase web-a 1 >/dev/null 2>"$TMP/nap.a$i"; echo $? >>"$TMP/nap.a$i") &
+    ("$FRUGAL" ctl --addr "127.0.0.1:$N2" increase web-b 1 >/dev/null 2>"$TMP/nap.b$i"; echo $? >>"$TMP/nap.b$i") &
+done
+wait_jobs
+sleep 0.3
+a=$(ADDR="127.0.0.1:$N1" target_size web-a)
+b=$(ADDR="127.0.0.1:$N1" target_size web-b)
+assert_eq 10 "$((a + b))" "the two groups together stay at the limit ($a + $b)"
+assert_eq 10 "$(cat "$TMP"/nap.* | grep -cx 0)" "exactly 10 increases acknowledged"
+assert_match "RESOURCE_EXHAUSTED" "$(cat "$TMP"/nap.*)" "the others are refused by the limit"
+kill -TERM "$NP1" "$NP2"
+wait "$NP1" "$NP2" 2>/dev/null
+
+etcd_stop
+finish

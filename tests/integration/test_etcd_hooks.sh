@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Hooks with several replicas on etcd: only the leader runs the exec provider's hooks,
+# whichever replica took the call; each instance's create hook runs once; when the
+# leader dies in the middle of a hook, the new leader runs it again.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd_lib.sh"
+
+HOOK="$TMP/hook"
+cat >"$HOOK" <<HOOK_EOF
+#!/bin/bash
+echo "start \$1 \$3 \$PPID" >> $TMP/calls
+[ -f $TMP/delay ] && sleep "\$(cat $TMP/delay)"
+echo "end \$1 \$3 \$PPID" >> $TMP/calls
+[ "\$1" = create ] && echo "real:///\$3"
+exit 0
+HOOK_EOF
+chmod +x "$HOOK"
+
+etcd_start 1
+hook_config() { # FILE PORT
+    replica_config "$1" "$2" /frugal/hooks/
+    sed -i "s|^provider:.*|provider: {kind: exec, command: $HOOK, timeout: 20s}|" "$1"
+}
+P1=$(free_port)
+P2=$(free_port)
+hook_config "$TMP/r1.yaml" "$P1"
+hook_config "$TMP/r2.yaml" "$P2"
+ADDR=127.0.0.1:$P1 start_server "$TMP/r1.yaml"
+PID1=$SERVER_PID LOG1=$SERVER_LOG
+ADDR=127.0.0.1:$P2 start_server "$TMP/r2.yaml"
+PID2=$SERVER_PID LOG2=$SERVER_LOG
+if grep -q "info  leader:" "$LOG1"; then
+    LEAD=$PID1 FOLLOW=127.0.0.1:$P2 FPID=$PID2 FLOG=$LOG2
+else
+    LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1
+fi
+
+log "an increase on the follower: the leader runs the hooks, once each"
+ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 2
+for _ in $(seq 1 50); do [ "$(cat "$TMP/calls" 2>/dev/null | grep -c "^end create")" -ge 2 ] && break; sleep 0.1; done
+assert_eq 2 "$(grep -c '^start create' "$TMP/calls")" "two create hooks"
+assert_eq 0 "$(grep '^start create' "$TMP/calls" | grep -vc " $LEAD\$")" "all run by the leader"
+for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
+assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
+
+log "the leader dies during a hook: the new leader runs it again"
+echo 3 >"$TMP/delay"
+ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 1
+for _ in $(seq 1 50); do grep -q "^start create web-a-3 $LEAD" "$TMP/calls" && break; sleep 0.1; done
+assert_match "start create web-a-3 $LEAD" "$(cat "$TMP/calls")" "the leader started the hook"
+kill -KILL "$LEAD"
+wait "$LEAD" 2>/dev/null
+rm -f "$TMP/delay"
+for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
+assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
+assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
+for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
+assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
+assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
+
+etcd_stop
+finish
