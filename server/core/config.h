@@ -92,8 +92,9 @@ typedef struct autoprov_config {
     int64_t max_cpu_milli;
     int64_t min_memory_bytes;
     int64_t max_memory_bytes;
-    int32_t max_node_groups;    /* default 50 */
-    int64_t empty_group_ttl_ms; /* default 10 min */
+    int32_t max_node_groups;        /* default 50 */
+    int32_t max_theoretical_groups; /* groups NewNodeGroup may add, unused; default 200 */
+    int64_t empty_group_ttl_ms;     /* default 10 min */
 } autoprov_config_t;
 
 typedef struct preferred_node {
@@ -109,6 +110,16 @@ typedef struct ranking_config {
     double gpu_unfitness;     /* default 1000 */
     double not_exist_penalty; /* default 2.0 */
 } ranking_config_t;
+
+/* What one client may make the server hold (docs/limits.md). */
+typedef struct limits_config {
+    int64_t memory_bytes;           /* transport budget; default 2 x max_message_bytes + 64Mi */
+    int64_t receive_timeout_ms;     /* for the body of a call without deadline; default 30s */
+    int64_t idle_timeout_ms;        /* a connection without calls is closed; default 5m */
+    int32_t max_concurrent_streams; /* per connection; default 100 */
+    int32_t max_calls_per_worker;   /* calls in flight per worker thread; default 64 */
+    int64_t max_header_bytes;       /* request metadata; default 16Ki */
+} limits_config_t;
 
 typedef struct frugal_config {
     char *path; /* the file it was loaded from */
@@ -129,6 +140,7 @@ typedef struct frugal_config {
     size_t node_groups_count;
     autoprov_config_t autoprovisioning;
     ranking_config_t ranking;
+    limits_config_t limits;
 } frugal_config_t;
 
 /* Load and validate the file at path. On success *out owns a complete config with
