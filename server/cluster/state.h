@@ -26,11 +26,15 @@
 #define FRUGAL_STATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "group.h"
 #include "errors.h"
 
-#define STATE_FORMAT_VERSION 1
+#define STATE_FORMAT_VERSION 2
+
+/* The previous generation of the file, kept by every write: PATH.prev. */
+#define STATE_PREVIOUS_SUFFIX ".prev"
 
 typedef struct state {
     group_t *groups; /* in file order; each owns its members */
@@ -47,6 +51,9 @@ int state_format(const group_t *const *groups, size_t n, char **out, size_t *len
 int state_parse(const char *name, const char *text, size_t len, state_t *out, frugal_err_t *err);
 
 void state_free(state_t *s);
+
+/* CRC-32 (IEEE 802.3, as zlib's crc32) of data, continuing from crc (0 to start). */
+uint32_t state_crc32(uint32_t crc, const void *data, size_t len);
 
 /* Read and parse path. FRUGAL_ENOTFOUND when it does not exist, FRUGAL_EIO when it
  * cannot be read, else as state_parse. */

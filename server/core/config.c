@@ -1511,7 +1511,7 @@ static const key_spec_t limits_keys_top[] = {
         "5m"),
     KEY_RANGE("max_concurrent_streams", parse_int32, limits_config_t, max_concurrent_streams, "100",
               1, INT32_MAX, false),
-    KEY_RANGE("max_calls_per_worker", parse_int32, limits_config_t, max_calls_per_worker, "64", 1,
+    KEY_RANGE("max_calls_per_worker", parse_int32, limits_config_t, max_calls_per_worker, "256", 1,
               1000000, false),
     KEY_RANGE("max_header_bytes", parse_bytes, limits_config_t, max_header_bytes, "16Ki", 1024,
               INT32_MAX, false),

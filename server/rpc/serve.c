@@ -24,7 +24,7 @@
 #define SERVE_TICK_MS 1000
 
 static void serve_usage(FILE *f) {
-    fprintf(f, "usage: frugal serve -c FILE [--log-level debug|info|warn|error]\n");
+    fprintf(f, "usage: frugal serve -c FILE [--init-state] [--log-level debug|info|warn|error]\n");
 }
 
 /* Wait for SIGTERM/SIGINT, ticking the cluster between signals. Returns the signal. */
@@ -45,7 +45,9 @@ static int serve_wait(cluster_t *cluster, const sigset_t *signals) {
 
 int cmd_serve(int argc, char **argv) {
     const char *path = NULL;
+    bool init_state = false;
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"init-state", no_argument, NULL, 'I'},
                                              {"log-level", required_argument, NULL, 'l'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -56,6 +58,9 @@ int cmd_serve(int argc, char **argv) {
         switch (opt) {
         case 'c':
             path = optarg;
+            break;
+        case 'I':
+            init_state = true;
             break;
         case 'l':
             if (log_parse_level(optarg, &level) != 0) {
@@ -101,6 +106,8 @@ int cmd_serve(int argc, char **argv) {
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
     grpc_init();
+    if (cluster_check_state_present(cfg, init_state, &err) != 0)
+        goto fail_provider;
     if (provider_create(cfg, &provider, &err) != 0)
         goto fail_provider;
     if (cluster_open(cfg, provider, &cluster, &err) != 0)
