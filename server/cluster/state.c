@@ -300,6 +300,73 @@ static int state__unseal(parser_t *ps, const char *line, size_t *n, bool *sealed
     return 0;
 }
 
+/* Before any record is interpreted: when some record line of text carries a valid seal
+ * the file is a sealed one (version 2), and then every record line must carry a valid
+ * seal and the end record's sum must match the bytes before it; anything else is a
+ * checksum mismatch at its line. So a corrupted sealed file is always reported as such,
+ * whatever the corruption would otherwise look like. A file without any valid seal
+ * (version 1, or not a state file) is left to the parser. */
+static int state__verify_seals(parser_t *ps, const char *text, size_t len) {
+    for (int pass = 0; pass < 2; pass++) {
+        size_t pos = 0;
+        size_t last_record = 0;
+        bool end_ok = false;
+        ps->line = 0;
+        while (pos < len) {
+            const char *start = text + pos;
+            const char *nl = memchr(start, '\n', len - pos);
+            size_t n = nl != NULL ? (size_t)(nl - start) : len - pos;
+            pos += n + (nl != NULL ? 1 : 0);
+            ps->line++;
+            if (n > 0 && start[n - 1] == '\r')
+                n--;
+            const char *lead = start;
+            while (lead < start + n && (*lead == ' ' || *lead == '\t'))
+                lead++;
+            if (lead == start + n || *lead == '#')
+                continue;
+            bool sealed = false;
+            frugal_err_t *keep = ps->err;
+            frugal_err_t ignored;
+            ps->err = &ignored;
+            int rc = state__unseal(ps, start, &n, &sealed);
+            ps->err = keep;
+            if (pass == 0) {
+                if (rc == 0 && sealed)
+                    break; /* a sealed file: check it all in pass 1 */
+                continue;
+            }
+            if (rc != 0 || !sealed)
+                return parser_fail(ps, "checksum mismatch");
+            last_record = ps->line;
+            end_ok = false;
+            if (n >= 18 && memcmp(start, "end ", 4) == 0 &&
+                memcmp(start + n - 13, " sum=", 5) == 0) {
+                uint32_t want = 0;
+                bool hex = true;
+                for (size_t i = n - 8; i < n && hex; i++) {
+                    int v = hexval(start[i]);
+                    hex = v >= 0 && !(start[i] >= 'A' && start[i] <= 'F');
+                    want = want << 4 | (uint32_t)(v < 0 ? 0 : v);
+                }
+                if (!hex || want != state_crc32(0, text, (size_t)(start - text)))
+                    return parser_fail(ps, "checksum mismatch (of the whole file)");
+                end_ok = true;
+            }
+        }
+        if (pass == 0 && pos >= len) {
+            ps->line = 0;
+            return 0; /* no valid seal anywhere */
+        }
+        if (pass == 1 && !end_ok) {
+            ps->line = last_record > 0 ? last_record : 1;
+            return parser_fail(ps, "checksum mismatch (the last record is not the sealed end)");
+        }
+    }
+    ps->line = 0;
+    return 0;
+}
+
 /* Split a mutable line into its type word and decoded fields. */
 static int state__split(parser_t *ps, char *line, record_t *r) {
     memset(r, 0, sizeof(*r));
@@ -680,6 +747,8 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
     int rc;
 
     memset(out, 0, sizeof(*out));
+    if ((rc = state__verify_seals(&ps, text, len)) != 0)
+        return rc;
     if ((rc = strmap_create(64, &seen)) != 0 || (rc = strmap_create(16, &ids)) != 0) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail;
