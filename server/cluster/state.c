@@ -300,8 +300,7 @@ static int state__decode(parser_t *ps, const char *key, char *s) {
 /* Check and strip the seal of line[0..*n) (a record line of a version-2 file ends with
  * " crc=" and 8 lowercase hex digits, the CRC-32 of what precedes it). *sealed tells
  * whether it had one; a seal that does not match is a checksum mismatch. */
-static int state__unseal(parser_t *ps, const char *line, size_t *n, bool *sealed,
-                         bool verified) {
+static int state__unseal(parser_t *ps, const char *line, size_t *n, bool *sealed, bool verified) {
     *sealed = false;
     if (*n < STATE_SEAL_LEN || memcmp(line + *n - STATE_SEAL_LEN, " crc=", 5) != 0)
         return 0;
@@ -784,7 +783,9 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
         if (n > 0 && start[n - 1] == '\r')
             n--;
         bool sealed = false;
-        const char *lead = start + strspn(start, " \t");
+        const char *lead = start;
+        while (lead < start + n && (*lead == ' ' || *lead == '\t'))
+            lead++;
         bool record = lead < start + n && *lead != '#';
         if (record && (rc = state__unseal(&ps, start, &n, &sealed, verified)) != 0)
             goto fail;
