@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "state.h"
-
-static int format_state(const state_t *st, char **out, size_t *len) {
-    const group_t **ptrs = calloc(st->count > 0 ? st->count : 1, sizeof(*ptrs));
-    if (ptrs == NULL)
-        return -1;
-    for (size_t i = 0; i < st->count; i++)
-        ptrs[i] = &st->groups[i];
-    frugal_err_t err;
-    int rc = state_format(ptrs, st->count, out, len, &err);
-    free(ptrs);
-    return rc;
-}
+#include "state_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -40,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     char *sealed = NULL;
     size_t len = 0;
-    if (format_state(&st, &sealed, &len) != 0)
+    if (fuzz_format_state(&st, &sealed, &len) != 0)
         __builtin_trap();
     state_free(&st);
     pos %= len;
@@ -55,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else {
             char *again = NULL;
             size_t again_len = 0;
-            if (format_state(&st2, &again, &again_len) != 0)
+            if (fuzz_format_state(&st2, &again, &again_len) != 0)
                 __builtin_trap();
             if (again_len != len || memcmp(again, sealed, len) != 0)
                 __builtin_trap(); /* a corrupted file loaded another state */

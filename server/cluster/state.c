@@ -185,6 +185,16 @@ uint32_t state_crc32(uint32_t crc, const void *data, size_t len) {
     return ~crc;
 }
 
+/* The line of text[0..len) starting at *pos: *line and its length without the newline;
+ * *pos moves past the newline. */
+static void state__next_line(const char *text, size_t len, size_t *pos, const char **line,
+                             size_t *n) {
+    *line = text + *pos;
+    const char *nl = memchr(*line, '\n', len - *pos);
+    *n = nl != NULL ? (size_t)(nl - *line) : len - *pos;
+    *pos += *n + (nl != NULL ? 1 : 0);
+}
+
 /* Seal text (version-2 records, one per line, the end record last and unsealed): every
  * record line gets " crc=" and the CRC-32 of the line before it; the end record first
  * gets " sum=" and the CRC-32 of every byte of the file before the end line. Comment
@@ -192,10 +202,9 @@ uint32_t state_crc32(uint32_t crc, const void *data, size_t len) {
 static int state__seal(const char *text, size_t len, sbuf_t *out) {
     size_t pos = 0;
     while (pos < len) {
-        const char *line = text + pos;
-        const char *nl = memchr(line, '\n', len - pos);
-        size_t n = nl != NULL ? (size_t)(nl - line) : len - pos;
-        pos += n + (nl != NULL ? 1 : 0);
+        const char *line;
+        size_t n;
+        state__next_line(text, len, &pos, &line, &n);
         if (n == 0 || line[0] == '#') {
             sbuf_append(out, line, n);
             sbuf_puts(out, "\n");
@@ -331,10 +340,9 @@ static int state__verify_seals(parser_t *ps, const char *text, size_t len, bool 
         bool end_ok = false;
         ps->line = 0;
         while (pos < len) {
-            const char *start = text + pos;
-            const char *nl = memchr(start, '\n', len - pos);
-            size_t n = nl != NULL ? (size_t)(nl - start) : len - pos;
-            pos += n + (nl != NULL ? 1 : 0);
+            const char *start;
+            size_t n;
+            state__next_line(text, len, &pos, &start, &n);
             ps->line++;
             if (n > 0 && start[n - 1] == '\r')
                 n--;
@@ -775,10 +783,9 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
     }
     size_t pos = 0;
     while (pos < len) {
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl != NULL ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl != NULL ? 1 : 0);
+        const char *start;
+        size_t n;
+        state__next_line(text, len, &pos, &start, &n);
         ps.line++;
         if (n > 0 && start[n - 1] == '\r')
             n--;
