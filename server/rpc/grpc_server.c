@@ -557,6 +557,13 @@ fail_server:
     return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
 }
 
+void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *out) {
+    out->memory_budget_bytes = s->ctx->cfg->limits.memory_bytes;
+    out->calls_in_flight = atomic_load(&((frugal_server_t *)s)->inflight);
+    out->calls_in_flight_max = s->max_inflight;
+    out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
+}
+
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     atomic_store(&server_stopping, true);
     int shutdown_tag;
