@@ -18,7 +18,7 @@ state_file: $STATE
 max_message_bytes: 4194304       # limits.memory defaults to 2 x 4 MiB + 64 MiB = 72 MiB
 limits:
   receive_timeout: 2s
-  max_calls_per_worker: 4096
+  max_calls_per_worker: 600      # 2,400 calls with 4 workers: room for the 2,000 below
 node_groups:
   - id: pool-a
     machine_type: n1-standard-2
