@@ -736,6 +736,10 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     }
     if (rc != 0)
         return rc;
+    if (st.version < STATE_FORMAT_VERSION)
+        log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
+                 "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
+                 cfg->state_file, st.version, STATE_FORMAT_VERSION, cfg->state_file);
     size_t configured = v->count;
     for (size_t i = 0; i < st.count; i++) {
         group_t *sg = &st.groups[i];

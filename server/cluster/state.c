@@ -923,6 +923,7 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
     strmap_destroy(seen);
     strmap_destroy(ids);
     free(line);
+    st.version = (int)version;
     *out = st;
     return 0;
 

@@ -45,6 +45,7 @@
 typedef struct state {
     group_t *groups; /* in file order; each owns its members */
     size_t count;
+    int version; /* of the file parsed: 1 is migrated by the next save */
 } state_t;
 
 /* Serialise groups into a malloc'ed NUL-terminated text (*out, length *len). */
