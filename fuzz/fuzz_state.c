@@ -7,18 +7,7 @@
 
 #include "fuzz.h"
 #include "state.h"
-
-static int format_state(const state_t *st, char **out, size_t *len) {
-    const group_t **ptrs = calloc(st->count > 0 ? st->count : 1, sizeof(*ptrs));
-    if (ptrs == NULL)
-        return -1;
-    for (size_t i = 0; i < st->count; i++)
-        ptrs[i] = &st->groups[i];
-    frugal_err_t err;
-    int rc = state_format(ptrs, st->count, out, len, &err);
-    free(ptrs);
-    return rc;
-}
+#include "state_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size > 0 ? size : 1);
@@ -39,12 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     char *f1 = NULL, *f2 = NULL;
     size_t l1 = 0, l2 = 0;
-    if (format_state(&st, &f1, &l1) != 0)
+    if (fuzz_format_state(&st, &f1, &l1) != 0)
         __builtin_trap();
     state_t st2;
     if (state_parse("fuzz.state.2", f1, l1, &st2, &err) != 0)
         __builtin_trap(); /* our own output refused: err.msg says why */
-    if (format_state(&st2, &f2, &l2) != 0)
+    if (fuzz_format_state(&st2, &f2, &l2) != 0)
         __builtin_trap();
     if (l1 != l2 || memcmp(f1, f2, l1) != 0)
         __builtin_trap();

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build >/dev/null
 cmake --build build -j"$(nproc)"
-exec build/frugal serve -c examples/frugal.yaml
+# --init-state: the demo starts from a fresh state file when there is none yet.
+exec build/frugal serve -c examples/frugal.yaml --init-state

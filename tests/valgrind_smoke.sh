@@ -86,7 +86,7 @@ start_vg_server() {
     valgrind --error-exitcode=1 --leak-check=full \
         --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
         --suppressions="$SUPP" --num-callers=30 --log-file="$VG_LOG" \
-        "$FRUGAL" serve -c "$TMP/frugal.yaml" >"$SERVER_LOG" 2>&1 &
+        "$FRUGAL" serve -c "$TMP/frugal.yaml" --init-state >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
     ALL_SERVER_PIDS+=("$SERVER_PID")
     local i

@@ -12,10 +12,13 @@
 #endif
 #include "cluster_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "state.h"
@@ -842,6 +845,10 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     }
     if (rc != 0)
         return rc;
+    if (st.version < STATE_FORMAT_VERSION)
+        log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
+                 "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
+                 cfg->state_file, st.version, STATE_FORMAT_VERSION, cfg->state_file);
     size_t configured = v->count;
     for (size_t i = 0; i < st.count; i++) {
         group_t *sg = &st.groups[i];
@@ -930,6 +937,32 @@ static void cluster__free(cluster_t *c) {
     pthread_mutex_destroy(&c->write_mu);
     pthread_rwlock_destroy(&c->lock);
     free(c);
+}
+
+int cluster_check_state_present(const frugal_config_t *cfg, bool init, frugal_err_t *err) {
+    if (cfg->state_file == NULL || access(cfg->state_file, F_OK) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return frugal_err_set(err, FRUGAL_EIO, "state file %s: %s", cfg->state_file,
+                              strerror(errno));
+    if (init) {
+        log_info("state file %s does not exist: initialising it from the configuration "
+                 "(--init-state)",
+                 cfg->state_file);
+        return 0;
+    }
+    char prev[PATH_MAX];
+    snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, cfg->state_file);
+    bool has_prev = access(prev, F_OK) == 0;
+    return frugal_err_set(
+        err, FRUGAL_EPRECOND,
+        "state file %s does not exist: refusing to start with every node group at its initial "
+        "size and no instances. Check that the volume holding it is mounted and that state_file "
+        "in %s names the right path%s%s%s. To initialise a new state deliberately, start once "
+        "with: frugal serve -c %s --init-state",
+        cfg->state_file, cfg->path != NULL ? cfg->path : "the configuration",
+        has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
+        has_prev ? " to the state file restores it" : "", cfg->path != NULL ? cfg->path : "CONFIG");
 }
 
 int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,

@@ -37,6 +37,12 @@ struct state_backend;
 int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
                          struct state_backend *state, cluster_t **out, frugal_err_t *err);
 
+/* Whether the cluster may open: a configured state file that does not exist is refused
+ * (FRUGAL_EPRECOND, naming what to check and how to initialise) unless init, so that a
+ * volume that failed to mount never starts a fresh cluster by accident. 0 without a
+ * state file or when it exists. */
+int cluster_check_state_present(const frugal_config_t *cfg, bool init, frugal_err_t *err);
+
 /* Persist (when a state file is configured) and free everything. */
 void cluster_close(cluster_t *c);
 

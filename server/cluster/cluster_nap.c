@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster_internal.h"
+#include "duration.h"
 #include "log.h"
 #include "pricing.h"
 
@@ -219,6 +220,33 @@ void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed, 
     *removed = true;
 }
 
+int32_t cluster_nap_theoretical_groups(const cluster_t *c) {
+    int32_t count = 0;
+    size_t n = cluster_groups_count(c);
+    for (size_t i = 0; i < n; i++) {
+        const group_t *g = cluster_group_at(c, i);
+        count +=
+            g->autoprovisioned && !g->exists && !cluster_nap_configured_shape(c->cfg, &g->spec);
+    }
+    return count;
+}
+
+/* NewNodeGroup may add one more theoretical group: max_theoretical_groups bounds those
+ * not yet created (each is listed to CA and walked by every mutation). */
+static int cluster__nap_check_theoretical(const cluster_t *c, const char *id, frugal_err_t *err) {
+    const autoprov_config_t *ap = &c->cfg->autoprovisioning;
+    int32_t count = cluster_nap_theoretical_groups(c);
+    if (count < ap->max_theoretical_groups)
+        return 0;
+    char ttl[32];
+    return frugal_err_set(err, FRUGAL_EEXHAUSTED,
+                          "cannot add node group %s: autoprovisioning.max_theoretical_groups %d "
+                          "reached (%d groups from NewNodeGroup not created yet; unused ones are "
+                          "forgotten after empty_group_ttl %s)",
+                          id, (int)ap->max_theoretical_groups, (int)count,
+                          duration_format(ap->empty_group_ttl_ms * 1000000, ttl, sizeof(ttl)));
+}
+
 int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, frugal_err_t *err) {
     *added = false;
     if (!c->cfg->autoprovisioning.enabled)
@@ -232,6 +260,8 @@ int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, f
                                 "node group %s exists already with another shape", spec->id);
         goto out;
     }
+    if ((rc = cluster__nap_check_theoretical(c, spec->id, err)) != 0)
+        goto out;
     group_t *next = cluster__nap_group_new(spec);
     if (next == NULL) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");

@@ -35,10 +35,15 @@ int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g);
 /* How many autoprovisioned groups exist (were created). Read lock held. */
 int32_t cluster_nap_existing_groups(const cluster_t *c);
 
+/* How many theoretical autoprovisioned groups NewNodeGroup added (not created yet, not
+ * a shape the config offers). Read lock held, or write_mu. */
+int32_t cluster_nap_theoretical_groups(const cluster_t *c);
+
 /* NewNodeGroup: make spec (whose id the caller set, see autoprov_group_id) a theoretical
  * autoprovisioned group, listed from now on and persisted. When a group with that id
  * exists already and has the same shape, nothing changes (*added false); with another
- * shape FRUGAL_EEXISTS. FRUGAL_EPRECOND when autoprovisioning is disabled. */
+ * shape FRUGAL_EEXISTS. FRUGAL_EPRECOND when autoprovisioning is disabled;
+ * FRUGAL_EEXHAUSTED (naming the limit) when max_theoretical_groups such groups exist. */
 int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, frugal_err_t *err);
 
 /* NodeGroupCreate: create the theoretical autoprovisioned group id through the provider

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "k8s_name.h"
 #include "strmap.h"
 
 /* ------------------------------------------------------------------------------------
@@ -142,6 +144,85 @@ static void state__format_group(sbuf_t *b, const group_t *g) {
     }
 }
 
+/* ------------------------------------------------------------------------------------
+ * Checksums (format version 2): CRC-32 of each record line and of the whole file
+ * ---------------------------------------------------------------------------------- */
+
+/* " crc=XXXXXXXX": the seal at the end of every record line. */
+#define STATE_SEAL_LEN 13
+
+/* Table-driven CRC-32, eight bytes a step ("slicing by 8"): table[k][b] is the CRC of
+ * byte b followed by k zero bytes. */
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void state__crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        for (int k = 1; k < 8; k++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xff];
+    }
+}
+
+uint32_t state_crc32(uint32_t crc, const void *data, size_t len) {
+    pthread_once(&crc_once, state__crc_init);
+    const unsigned char *p = data;
+    crc = ~crc;
+    while (len >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
+              crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+        p += 8;
+        len -= 8;
+    }
+    while (len-- > 0)
+        crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* The line of text[0..len) starting at *pos: *line and its length without the newline;
+ * *pos moves past the newline. */
+static void state__next_line(const char *text, size_t len, size_t *pos, const char **line,
+                             size_t *n) {
+    *line = text + *pos;
+    const char *nl = memchr(*line, '\n', len - *pos);
+    *n = nl != NULL ? (size_t)(nl - *line) : len - *pos;
+    *pos += *n + (nl != NULL ? 1 : 0);
+}
+
+/* Seal text (version-2 records, one per line, the end record last and unsealed): every
+ * record line gets " crc=" and the CRC-32 of the line before it; the end record first
+ * gets " sum=" and the CRC-32 of every byte of the file before the end line. Comment
+ * and blank lines are covered by the sum only. */
+static int state__seal(const char *text, size_t len, sbuf_t *out) {
+    size_t pos = 0;
+    while (pos < len) {
+        const char *line;
+        size_t n;
+        state__next_line(text, len, &pos, &line, &n);
+        if (n == 0 || line[0] == '#') {
+            sbuf_append(out, line, n);
+            sbuf_puts(out, "\n");
+            continue;
+        }
+        size_t start = out->len;
+        sbuf_append(out, line, n);
+        if (n >= 4 && memcmp(line, "end ", 4) == 0)
+            sbuf_printf(out, " sum=%08x", state_crc32(0, out->p, start));
+        if (out->failed)
+            return FRUGAL_ENOMEM;
+        sbuf_printf(out, " crc=%08x\n", state_crc32(0, out->p + start, out->len - start));
+    }
+    return out->failed ? FRUGAL_ENOMEM : 0;
+}
+
 int state_format(const group_t *const *groups, size_t n, char **out, size_t *len,
                  frugal_err_t *err) {
     sbuf_t b = {0};
@@ -153,12 +234,16 @@ int state_format(const group_t *const *groups, size_t n, char **out, size_t *len
         instances += groups[i]->instances_count;
     }
     sbuf_printf(&b, "end groups=%zu instances=%zu\n", n, instances);
-    if (b.failed) {
+    sbuf_t sealed = {0};
+    if (b.failed || (sealed.cap = b.len + b.len / 4 + 64, sealed.p = malloc(sealed.cap)) == NULL ||
+        state__seal(b.p, b.len, &sealed) != 0) {
         free(b.p);
+        free(sealed.p);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory formatting the state");
     }
-    *out = b.p;
-    *len = b.len;
+    free(b.p);
+    *out = sealed.p;
+    *len = sealed.len;
     return 0;
 }
 
@@ -220,6 +305,94 @@ static int state__decode(parser_t *ps, const char *key, char *s) {
         r += 2;
     }
     *w = '\0';
+    return 0;
+}
+
+/* Check and strip the seal of line[0..*n) (a record line of a version-2 file ends with
+ * " crc=" and 8 lowercase hex digits, the CRC-32 of what precedes it). *sealed tells
+ * whether it had one; a seal that does not match is a checksum mismatch. */
+static int state__unseal(parser_t *ps, const char *line, size_t *n, bool *sealed, bool verified) {
+    *sealed = false;
+    if (*n < STATE_SEAL_LEN || memcmp(line + *n - STATE_SEAL_LEN, " crc=", 5) != 0)
+        return 0;
+    uint32_t want = 0;
+    for (size_t i = *n - 8; i < *n; i++) {
+        char c = line[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+        want = want << 4 | (uint32_t)hexval(c);
+    }
+    if (!verified && state_crc32(0, line, *n - STATE_SEAL_LEN) != want)
+        return parser_fail(ps, "checksum mismatch");
+    *n -= STATE_SEAL_LEN;
+    *sealed = true;
+    return 0;
+}
+
+/* Before any record is interpreted: when some record line of text carries a valid seal
+ * the file is a sealed one (version 2), and then every record line must carry a valid
+ * seal and the end record's sum must match the bytes before it; anything else is a
+ * checksum mismatch at its line. So a corrupted sealed file is always reported as such,
+ * whatever the corruption would otherwise look like. A file without any valid seal
+ * (version 1, or not a state file) is left to the parser. */
+static int state__verify_seals(parser_t *ps, const char *text, size_t len, bool *verified) {
+    for (int pass = 0; pass < 2; pass++) {
+        size_t pos = 0;
+        size_t last_record = 0;
+        bool end_ok = false;
+        ps->line = 0;
+        while (pos < len) {
+            const char *start;
+            size_t n;
+            state__next_line(text, len, &pos, &start, &n);
+            ps->line++;
+            if (n > 0 && start[n - 1] == '\r')
+                n--;
+            const char *lead = start;
+            while (lead < start + n && (*lead == ' ' || *lead == '\t'))
+                lead++;
+            if (lead == start + n || *lead == '#')
+                continue;
+            bool sealed = false;
+            frugal_err_t *keep = ps->err;
+            frugal_err_t ignored;
+            ps->err = &ignored;
+            int rc = state__unseal(ps, start, &n, &sealed, false);
+            ps->err = keep;
+            if (pass == 0) {
+                if (rc == 0 && sealed)
+                    break; /* a sealed file: check it all in pass 1 */
+                continue;
+            }
+            if (rc != 0 || !sealed)
+                return parser_fail(ps, "checksum mismatch");
+            last_record = ps->line;
+            end_ok = false;
+            if (n >= 18 && memcmp(start, "end ", 4) == 0 &&
+                memcmp(start + n - 13, " sum=", 5) == 0) {
+                uint32_t want = 0;
+                bool hex = true;
+                for (size_t i = n - 8; i < n && hex; i++) {
+                    int v = hexval(start[i]);
+                    hex = v >= 0 && !(start[i] >= 'A' && start[i] <= 'F');
+                    want = want << 4 | (uint32_t)(v < 0 ? 0 : v);
+                }
+                if (!hex || want != state_crc32(0, text, (size_t)(start - text)))
+                    return parser_fail(ps, "checksum mismatch (of the whole file)");
+                end_ok = true;
+            }
+        }
+        if (pass == 0 && pos >= len) {
+            ps->line = 0;
+            return 0; /* no valid seal anywhere */
+        }
+        if (pass == 1 && !end_ok) {
+            ps->line = last_record > 0 ? last_record : 1;
+            return parser_fail(ps, "checksum mismatch (the last record is not the sealed end)");
+        }
+    }
+    ps->line = 0;
+    *verified = true;
     return 0;
 }
 
@@ -308,6 +481,18 @@ static int rec_u64(parser_t *ps, record_t *r, const char *key, uint64_t *out) {
     return 0;
 }
 
+/* The end record's sum: 8 lowercase hex digits. */
+static int state__rec_sum(parser_t *ps, record_t *r, long long *out) {
+    const char *v = NULL;
+    int rc = rec_require(ps, r, "sum", &v);
+    if (rc != 0)
+        return rc;
+    if (strlen(v) != 8 || strspn(v, "0123456789abcdef") != 8)
+        return parser_fail(ps, "checksum mismatch (of the whole file)");
+    *out = strtoll(v, NULL, 16);
+    return 0;
+}
+
 static int rec_bool(parser_t *ps, record_t *r, const char *key, bool *out) {
     long long x = 0;
     int rc = rec_int(ps, r, key, true, 0, 1, &x);
@@ -356,6 +541,66 @@ static int state__grow(void **items, size_t count, size_t size) {
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------
+ * Strict validation: what the config and the services accept, nothing else
+ * ---------------------------------------------------------------------------------- */
+
+/* Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF) without control characters other than tab and newline. */
+static bool state__text_ok(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p != '\0') {
+        unsigned c = *p;
+        size_t n = c < 0x80             ? 0
+                   : (c & 0xE0) == 0xC0 ? 1
+                   : (c & 0xF0) == 0xE0 ? 2
+                   : (c & 0xF8) == 0xF0 ? 3
+                                        : 9;
+        if (n == 9 || (n == 0 && ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)))
+            return false;
+        uint32_t cp = n == 0 ? c : c & (0x3Fu >> n);
+        for (size_t i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3Fu);
+        }
+        static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/* Why id is not a provider id of group, NULL when it is: UTF-8 text on one line; one of
+ * frugal's own (frugal://GROUP/NAME) must name the group it is listed under. A hook's
+ * real provider id has no further form to check. */
+static const char *state__provider_id_problem(const char *id, const char *group) {
+    if (!state__text_ok(id) || strpbrk(id, "\t\n") != NULL)
+        return "not UTF-8 text on one line";
+    static const char own[] = "frugal://";
+    if (strncmp(id, own, sizeof(own) - 1) != 0)
+        return NULL;
+    const char *rest = id + sizeof(own) - 1;
+    size_t glen = strlen(group);
+    if (strncmp(rest, group, glen) != 0 || rest[glen] != '/' || rest[glen + 1] == '\0')
+        return "does not belong to the group it is listed under";
+    return NULL;
+}
+
+/* A label, taint or resource record's strings, checked as the config checks them. */
+static int state__check_kv(parser_t *ps, const char *what, const char *key, const char *value) {
+    const char *problem = k8s_name_key_problem(key);
+    if (problem == NULL && strcmp(what, "resource") != 0)
+        problem = k8s_name_value_problem(value);
+    if (problem == NULL && !state__text_ok(value))
+        problem = "not UTF-8 text";
+    if (problem != NULL)
+        return parser_fail(ps, "%s %s: %s", what, state__text_ok(key) ? key : "(not UTF-8)",
+                           problem);
+    return 0;
+}
+
 /* Insert (key, value) into a sorted kv list; a duplicate key is an error. */
 static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record_t *r) {
     const char *key = NULL;
@@ -365,6 +610,8 @@ static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record
         rc = rec_require(ps, r, "value", &value);
     if (rc == 0)
         rc = rec_check_unused(ps, r);
+    if (rc == 0)
+        rc = state__check_kv(ps, what, key, value);
     if (rc != 0)
         return rc;
     bool found;
@@ -382,8 +629,9 @@ static int state__parse_group(parser_t *ps, record_t *r, group_t *g) {
     memset(g, 0, sizeof(*g));
     if ((rc = rec_strdup(ps, r, "id", true, &g->spec.id)) != 0)
         return rc;
-    if (g->spec.id[0] == '\0')
-        return parser_fail(ps, "group: empty id");
+    if (!k8s_name_is_dns_label(g->spec.id))
+        return parser_fail(ps, "group: id \"%s\" is not a DNS label (1-63 of a-z, 0-9, '-')",
+                           state__text_ok(g->spec.id) ? g->spec.id : "(not UTF-8)");
     if ((rc = rec_bool(ps, r, "managed", &g->managed)) != 0 ||
         (rc = rec_bool(ps, r, "autoprovisioned", &g->autoprovisioned)) != 0 ||
         (rc = rec_bool(ps, r, "exists", &g->exists)) != 0)
@@ -410,6 +658,9 @@ static int state__parse_group(parser_t *ps, record_t *r, group_t *g) {
         (rc = rec_bool(ps, r, "spot", &g->spec.spot)) != 0 ||
         (rc = rec_double(ps, r, "spot_price", &g->spec.spot_price)) != 0)
         return rc;
+    if (!state__text_ok(g->spec.machine_type) ||
+        (g->spec.zone != NULL && !state__text_ok(g->spec.zone)))
+        return parser_fail(ps, "group %s: machine_type or zone is not UTF-8 text", g->spec.id);
     return rec_check_unused(ps, r);
 }
 
@@ -419,8 +670,13 @@ static int state__parse_taint(parser_t *ps, record_t *r, taint_list_t *l) {
     if ((rc = rec_strdup(ps, r, "key", true, &t.key)) != 0 ||
         (rc = rec_strdup(ps, r, "value", true, &t.value)) != 0 ||
         (rc = rec_strdup(ps, r, "effect", true, &t.effect)) != 0 ||
-        (rc = rec_check_unused(ps, r)) != 0)
+        (rc = rec_check_unused(ps, r)) != 0 ||
+        (rc = state__check_kv(ps, "taint", t.key, t.value)) != 0)
         goto fail;
+    if (!k8s_name_is_taint_effect(t.effect)) {
+        rc = parser_fail(ps, "taint %s: unknown effect", t.key);
+        goto fail;
+    }
     if (state__grow((void **)&l->items, l->count, sizeof(taint_t)) != 0) {
         rc = frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
         goto fail;
@@ -443,6 +699,12 @@ static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t
         goto fail;
     if (in.id[0] == '\0') {
         rc = parser_fail(ps, "instance: empty id");
+        goto fail;
+    }
+    const char *problem = state__provider_id_problem(in.id, g->spec.id);
+    if (problem != NULL) {
+        rc = parser_fail(ps, "instance %s of group %s: %s",
+                         state__text_ok(in.id) ? in.id : "(not UTF-8)", g->spec.id, problem);
         goto fail;
     }
     if ((rc = rec_require(ps, r, "state", &state)) != 0)
@@ -469,6 +731,11 @@ static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t
     in.error_class = rc == 0 ? (int32_t)x : 0;
     if ((rc = rec_check_unused(ps, r)) != 0)
         goto fail;
+    if ((in.error_code != NULL && !state__text_ok(in.error_code)) ||
+        (in.error_message != NULL && !state__text_ok(in.error_message))) {
+        rc = parser_fail(ps, "instance %s: error text is not UTF-8", in.id);
+        goto fail;
+    }
     if (strmap_get(seen, in.id) != NULL) {
         rc = parser_fail(ps, "instance %s listed twice", in.id);
         goto fail;
@@ -504,23 +771,38 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
     size_t line_cap = 0;
     bool have_header = false;
     bool have_end = false;
+    long long version = 0;
     size_t instances = 0;
     int rc;
 
     memset(out, 0, sizeof(*out));
+    bool verified = false;
+    if ((rc = state__verify_seals(&ps, text, len, &verified)) != 0)
+        return rc;
     if ((rc = strmap_create(64, &seen)) != 0 || (rc = strmap_create(16, &ids)) != 0) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail;
     }
     size_t pos = 0;
     while (pos < len) {
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl != NULL ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl != NULL ? 1 : 0);
+        const char *start;
+        size_t n;
+        state__next_line(text, len, &pos, &start, &n);
         ps.line++;
         if (n > 0 && start[n - 1] == '\r')
             n--;
+        bool sealed = false;
+        const char *lead = start;
+        while (lead < start + n && (*lead == ' ' || *lead == '\t'))
+            lead++;
+        bool record = lead < start + n && *lead != '#';
+        if (record && (rc = state__unseal(&ps, start, &n, &sealed, verified)) != 0)
+            goto fail;
+        if (record && have_header && (version >= 2) != sealed) {
+            rc = parser_fail(&ps, version >= 2 ? "checksum mismatch (the record has no checksum)"
+                                               : "a checksum in a version 1 file");
+            goto fail;
+        }
         if (memchr(start, '\0', n) != NULL) {
             rc = parser_fail(&ps, "NUL byte in the file");
             goto fail;
@@ -547,7 +829,6 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
             goto fail;
         }
         if (!have_header) {
-            long long version = 0;
             if (strcmp(r.type, "frugal-state") != 0) {
                 rc = parser_fail(&ps,
                                  "not a frugal state file (expected \"frugal-state version=%d\")",
@@ -557,10 +838,14 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
             if ((rc = rec_int(&ps, &r, "version", true, 1, INT_MAX, &version)) != 0 ||
                 (rc = rec_check_unused(&ps, &r)) != 0)
                 goto fail;
-            if (version != STATE_FORMAT_VERSION) {
-                rc =
-                    parser_fail(&ps, "unsupported state format version %lld (this frugal reads %d)",
-                                version, STATE_FORMAT_VERSION);
+            if (version > STATE_FORMAT_VERSION) {
+                rc = parser_fail(
+                    &ps, "unsupported state format version %lld (this frugal reads 1 to %d)",
+                    version, STATE_FORMAT_VERSION);
+                goto fail;
+            }
+            if ((version >= 2) != sealed) {
+                rc = parser_fail(&ps, "checksum mismatch (the header does not match its version)");
                 goto fail;
             }
             have_header = true;
@@ -586,10 +871,17 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
         } else if (strcmp(r.type, "end") == 0) {
             long long ng = 0;
             long long ni = 0;
+            long long sum = 0;
             if ((rc = rec_int(&ps, &r, "groups", true, 0, LLONG_MAX, &ng)) != 0 ||
                 (rc = rec_int(&ps, &r, "instances", true, 0, LLONG_MAX, &ni)) != 0 ||
+                (version >= 2 && (rc = state__rec_sum(&ps, &r, &sum)) != 0) ||
                 (rc = rec_check_unused(&ps, &r)) != 0)
                 goto fail;
+            if (version >= 2 && !verified &&
+                (uint32_t)sum != state_crc32(0, text, (size_t)(start - text))) {
+                rc = parser_fail(&ps, "checksum mismatch (of the whole file)");
+                goto fail;
+            }
             if ((size_t)ng != st.count || (size_t)ni != instances) {
                 rc = parser_fail(
                     &ps,
@@ -633,6 +925,7 @@ int state_parse(const char *name, const char *text, size_t len, state_t *out, fr
     strmap_destroy(seen);
     strmap_destroy(ids);
     free(line);
+    st.version = (int)version;
     *out = st;
     return 0;
 
@@ -647,6 +940,25 @@ fail:
 /* ------------------------------------------------------------------------------------
  * Files
  * ---------------------------------------------------------------------------------- */
+
+/* Append to a checksum error where the previous good generation is and how to restore
+ * it (or that there is none). */
+static void state__hint_previous(const char *path, frugal_err_t *err) {
+    char prev[PATH_MAX];
+    char msg[FRUGAL_ERR_MSG_MAX];
+    snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, path);
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    if (access(prev, F_OK) == 0)
+        frugal_err_set(err, FRUGAL_EINVAL,
+                       "%s; the previous good generation is %s: to restore it (losing the last "
+                       "change), stop frugal and run: cp %s %s",
+                       msg, prev, prev, path);
+    else
+        frugal_err_set(err, FRUGAL_EINVAL,
+                       "%s; no previous generation %s exists: restore the file from a backup, or "
+                       "move it away and start with --init-state",
+                       msg, prev);
+}
 
 int state_load(const char *path, state_t *out, frugal_err_t *err) {
     int rc;
@@ -685,6 +997,8 @@ int state_load(const char *path, state_t *out, frugal_err_t *err) {
     data[len] = '\0';
     rc = state_parse(path, data, len, out, err);
     free(data);
+    if (rc == FRUGAL_EINVAL && err != NULL && strstr(err->msg, ": checksum mismatch") != NULL)
+        state__hint_previous(path, err);
     return rc;
 fail:
     if (f != NULL)
@@ -716,6 +1030,19 @@ static int state__fsync_dir(const char *path, frugal_err_t *err) {
     }
     free(dir);
     return rc;
+}
+
+/* Keep the file about to be replaced as PATH.prev (a hard link: no copy, no extra
+ * fsync; the directory sync after the rename covers it). Best effort: a missing file
+ * (the first write) or a filesystem without links only loses the previous generation. */
+static void state__keep_previous(const char *path) {
+    char prev[PATH_MAX];
+    if ((size_t)snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, path) >= sizeof(prev))
+        return;
+    if (unlink(prev) != 0 && errno != ENOENT)
+        return;
+    if (link(path, prev) != 0 && errno != ENOENT)
+        log_debug("keeping %s as %s: %s", path, prev, strerror(errno));
 }
 
 static int state__write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
@@ -753,6 +1080,7 @@ static int state__write_file(const char *path, const char *data, size_t len, fru
         goto fail_write;
     }
     fd = -1;
+    state__keep_previous(path);
     if (rename(tmp, path) != 0) {
         rc = frugal_err_set(err, FRUGAL_EIO, "%s: rename to %s: %s", tmp, path, strerror(errno));
         goto fail_write;

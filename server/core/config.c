@@ -1448,6 +1448,8 @@ static const key_spec_t autoprov_keys[] = {
               INT32_MAX, false),
     KEY("empty_group_ttl", YAML_TREE_SCALAR, parse_duration_ms, autoprov_config_t,
         empty_group_ttl_ms, "10m"),
+    KEY_RANGE("max_theoretical_groups", parse_int32, autoprov_config_t, max_theoretical_groups,
+              "200", 0, INT32_MAX, false),
 };
 
 /* Relies on the node groups: with autoprovisioning on, no configured id may look like
@@ -1830,6 +1832,47 @@ static void state_config_free(state_config_t *st) {
     free(st->tls_key);
 }
 
+/* ---- limits ---- */
+
+#define LIMITS_MEMORY_SLACK (64LL << 20)
+
+static const key_spec_t limits_keys_top[] = {
+    KEY_RANGE("memory", parse_bytes, limits_config_t, memory_bytes, NULL, 1, INFINITY, false),
+    KEY("receive_timeout", YAML_TREE_SCALAR, parse_duration_ms, limits_config_t, receive_timeout_ms,
+        "30s"),
+    KEY("idle_timeout", YAML_TREE_SCALAR, parse_duration_ms, limits_config_t, idle_timeout_ms,
+        "5m"),
+    KEY_RANGE("max_concurrent_streams", parse_int32, limits_config_t, max_concurrent_streams, "100",
+              1, INT32_MAX, false),
+    KEY_RANGE("max_calls_per_worker", parse_int32, limits_config_t, max_calls_per_worker, "256", 1,
+              1000000, false),
+    KEY_RANGE("max_header_bytes", parse_bytes, limits_config_t, max_header_bytes, "16Ki", 1024,
+              INT32_MAX, false),
+};
+
+/* Relies on max_message_bytes: the memory budget defaults to room for two messages of
+ * the largest size plus 64 MiB, and must hold at least one. */
+static bool parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                         void *field, const key_spec_t *spec) {
+    limits_config_t *l = field;
+    size_t before = ctx->error_count;
+    section_parse(ctx, node, path, limits_keys_top, TABLE_LEN(limits_keys_top), l);
+    if (ctx->error_count != before)
+        return false;
+    int64_t max_msg = ctx->cfg->max_message_bytes;
+    if (l->memory_bytes == 0) {
+        l->memory_bytes = 2 * max_msg + LIMITS_MEMORY_SLACK;
+    } else if (l->memory_bytes < max_msg) {
+        char sub[CONFIG_PATH_MAX];
+        path_join(sub, path, "memory");
+        ctx_error(ctx, yaml_tree_mapping_get(node, "memory"), sub,
+                  "%" PRId64 " bytes cannot hold one message of max_message_bytes (%" PRId64 ")",
+                  l->memory_bytes, max_msg);
+        return false;
+    }
+    return true;
+}
+
 /* ---- top level ---- */
 
 /* Order matters: each section may rely on those above it. */
@@ -1851,6 +1894,7 @@ static const key_spec_t top_keys[] = {
     KEY("autoprovisioning", YAML_TREE_MAPPING, parse_autoprov, frugal_config_t, autoprovisioning,
         NULL),
     KEY("ranking", YAML_TREE_MAPPING, parse_ranking, frugal_config_t, ranking, NULL),
+    KEY("limits", YAML_TREE_MAPPING, parse_limits, frugal_config_t, limits, NULL),
 };
 
 int config_load_string(const char *name, const char *text, size_t len, frugal_config_t **out,

@@ -104,8 +104,9 @@ typedef struct autoprov_config {
     int64_t max_cpu_milli;
     int64_t min_memory_bytes;
     int64_t max_memory_bytes;
-    int32_t max_node_groups;    /* default 50 */
-    int64_t empty_group_ttl_ms; /* default 10 min */
+    int32_t max_node_groups;        /* default 50 */
+    int32_t max_theoretical_groups; /* groups NewNodeGroup may add, unused; default 200 */
+    int64_t empty_group_ttl_ms;     /* default 10 min */
 } autoprov_config_t;
 
 typedef struct preferred_node {
@@ -156,6 +157,16 @@ typedef struct state_config {
     int64_t request_timeout_ms; /* etcd: deadline of one etcd request, default 2s */
 } state_config_t;
 
+/* What one client may make the server hold (docs/limits.md). */
+typedef struct limits_config {
+    int64_t memory_bytes;           /* transport budget; default 2 x max_message_bytes + 64Mi */
+    int64_t receive_timeout_ms;     /* for the body of a call without deadline; default 30s */
+    int64_t idle_timeout_ms;        /* a connection without calls is closed; default 5m */
+    int32_t max_concurrent_streams; /* per connection; default 100 */
+    int32_t max_calls_per_worker;   /* calls in flight per worker thread; default 256 */
+    int64_t max_header_bytes;       /* request metadata; default 16Ki */
+} limits_config_t;
+
 typedef struct frugal_config {
     char *path; /* the file it was loaded from */
     listener_config_t *listeners;
@@ -178,6 +189,7 @@ typedef struct frugal_config {
     autoprov_config_t autoprovisioning;
     ranking_config_t ranking;
     int extra_refs; /* config_retain'ed holders beyond the first (reload snapshots) */
+    limits_config_t limits;
 } frugal_config_t;
 
 /* Load and validate the file at path. On success *out owns a complete config with

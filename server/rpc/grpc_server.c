@@ -99,7 +99,7 @@ struct endpoint {
 
 typedef struct worker worker_t;
 
-typedef enum call_phase { CALL_REQUESTED, CALL_REPLYING } call_phase_t;
+typedef enum call_phase { CALL_REQUESTED, CALL_RECEIVING, CALL_REPLYING } call_phase_t;
 
 /* One call's state; the completion-queue tag points at it. A call is freed when its
  * last outstanding operation (the request, then the reply batch) completes. */
@@ -118,6 +118,12 @@ typedef struct call_state {
     int cancelled;
     gpr_timespec started;
     size_t payload_bytes;
+    bool counted;                 /* included in the server's calls in flight */
+    bool receive_timed_out;       /* cancelled by limits.receive_timeout */
+    bool on_receive_list;         /* waiting for a body, without a deadline */
+    gpr_timespec receive_by;      /* monotonic */
+    struct call_state *recv_prev; /* the receive list, oldest first */
+    struct call_state *recv_next;
 } call_state_t;
 
 /* After a call this large, freed memory is handed back to the system: a BestOptions
@@ -146,6 +152,17 @@ struct frugal_server {
     grpc_completion_queue *shutdown_cq;
     tls_reloader_t **reloaders; /* one per listener, NULL for plaintext ones */
     size_t listeners_count;
+    /* limits (config limits, docs/limits.md) */
+    grpc_resource_quota *quota; /* the transport's memory budget */
+    atomic_long inflight;       /* calls handed to a worker and not yet freed */
+    long max_inflight;          /* max_calls_per_worker x workers */
+    gpr_timespec receive_timeout;
+    pthread_mutex_t receive_mu; /* guards the receive list */
+    call_state_t *receive_head; /* calls without deadline waiting for their body */
+    call_state_t *receive_tail;
+    atomic_long receiving;
+    atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
+    atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
 };
 
 static atomic_bool server_stopping;
@@ -156,7 +173,95 @@ bool frugal_server_is_stopping(void) {
 
 static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry);
 
+/* ------------------------------------------------------------------------------------
+ * Limits: calls in flight, the receive timeout, handing memory back (docs/limits.md)
+ * ---------------------------------------------------------------------------------- */
+
+/* How often overdue bodies are looked for and freed memory is handed back. */
+#define LIMITS_SWEEP_MS 250
+/* After this many calls freed within one sweep period, freed memory goes back to the
+ * system: a burst of cancelled streams must not stay resident. */
+#define LIMITS_TRIM_AFTER_CALLS 512
+
+static int64_t mono_ms(void) {
+    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Unlink cs from the receive list; receive_mu held, cs on it. */
+static void receive_list_unlink(frugal_server_t *s, call_state_t *cs) {
+    if (cs->recv_prev != NULL)
+        cs->recv_prev->recv_next = cs->recv_next;
+    else
+        s->receive_head = cs->recv_next;
+    if (cs->recv_next != NULL)
+        cs->recv_next->recv_prev = cs->recv_prev;
+    else
+        s->receive_tail = cs->recv_prev;
+    cs->recv_prev = cs->recv_next = NULL;
+    cs->on_receive_list = false;
+    atomic_fetch_sub(&s->receiving, 1);
+}
+
+/* Append cs (a call without deadline about to receive its body) to the receive list.
+ * The timeout is the same for every call, so the list stays ordered by receive_by. */
+static void receive_list_add(frugal_server_t *s, call_state_t *cs) {
+    cs->receive_by = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), s->receive_timeout);
+    pthread_mutex_lock(&s->receive_mu);
+    cs->recv_prev = s->receive_tail;
+    cs->recv_next = NULL;
+    if (s->receive_tail != NULL)
+        s->receive_tail->recv_next = cs;
+    else
+        s->receive_head = cs;
+    s->receive_tail = cs;
+    cs->on_receive_list = true;
+    atomic_fetch_add(&s->receiving, 1);
+    pthread_mutex_unlock(&s->receive_mu);
+}
+
+/* Take cs off the receive list if the sweep did not already. */
+static void receive_list_remove(frugal_server_t *s, call_state_t *cs) {
+    pthread_mutex_lock(&s->receive_mu);
+    if (cs->on_receive_list)
+        receive_list_unlink(s, cs);
+    pthread_mutex_unlock(&s->receive_mu);
+}
+
+/* At most once per LIMITS_SWEEP_MS, by whichever worker comes first: cancel the calls
+ * whose body did not arrive within limits.receive_timeout (their receive completes and
+ * frees them), and hand freed memory back to the system after a burst of calls. */
+static void server__maintain(frugal_server_t *s) {
+    int64_t now = mono_ms();
+    long long due = atomic_load(&s->next_maintenance_ms);
+    if (now < due ||
+        !atomic_compare_exchange_strong(&s->next_maintenance_ms, &due, now + LIMITS_SWEEP_MS))
+        return;
+    gpr_timespec tnow = gpr_now(GPR_CLOCK_MONOTONIC);
+    size_t cancelled = 0;
+    pthread_mutex_lock(&s->receive_mu);
+    while (s->receive_head != NULL && gpr_time_cmp(s->receive_head->receive_by, tnow) <= 0) {
+        call_state_t *cs = s->receive_head;
+        receive_list_unlink(s, cs);
+        cs->receive_timed_out = true;
+        grpc_call_cancel_with_status(cs->call, GRPC_STATUS_DEADLINE_EXCEEDED,
+                                     "no request message within limits.receive_timeout", NULL);
+        cancelled++;
+    }
+    pthread_mutex_unlock(&s->receive_mu);
+    if (cancelled > 0)
+        log_warn("cancelled %zu call(s) without deadline that sent no request message within "
+                 "%lld ms (limits.receive_timeout)",
+                 cancelled, (long long)gpr_time_to_millis(s->receive_timeout));
+    if (atomic_exchange(&s->freed_since_trim, 0) >= LIMITS_TRIM_AFTER_CALLS)
+        malloc_trim(0);
+}
+
 static void call_state_free(call_state_t *cs) {
+    if (cs->counted) {
+        atomic_fetch_sub(&cs->worker->server->inflight, 1);
+        atomic_fetch_add(&cs->worker->server->freed_since_trim, 1);
+    }
     if (cs->call != NULL)
         grpc_call_unref(cs->call);
     grpc_metadata_array_destroy(&cs->request_metadata);
@@ -253,11 +358,9 @@ static void call_log(const call_state_t *cs, grpc_status_code status, const char
     log_fields(LOG_LEVEL_DEBUG, fields, sizeof(fields) / sizeof(fields[0]), "rpc");
 }
 
-/* A request completed: re-arm the same method first, then run the handler. */
+/* The request message arrived: run the handler. */
 static void call_handle_request(call_state_t *cs) {
     worker_t *w = cs->worker;
-    server__request(w, cs->ep, cs->entry);
-    cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
     if (cs->payload != NULL)
         cs->payload_bytes = grpc_byte_buffer_length(cs->payload);
 
@@ -301,6 +404,54 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
+/* A call arrived, headers only: re-arm the same method first, count the call and refuse
+ * it (RESOURCE_EXHAUSTED) when the server already holds its cap, else start receiving
+ * its message. A call without deadline gets limits.receive_timeout for it. */
+static void call_accept(call_state_t *cs) {
+    worker_t *w = cs->worker;
+    frugal_server_t *s = w->server;
+    server__request(w, cs->ep, cs->entry);
+    cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
+    cs->counted = true;
+    long n = atomic_fetch_add(&s->inflight, 1) + 1;
+    if (n > s->max_inflight) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
+                 "workers)",
+                 n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
+        call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        call_reply(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        return;
+    }
+    if (cs->entry == NULL) {
+        call_handle_request(cs);
+        return;
+    }
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &cs->payload;
+    cs->phase = CALL_RECEIVING;
+    if (gpr_time_cmp(cs->deadline, gpr_inf_future(cs->deadline.clock_type)) == 0)
+        receive_list_add(s, cs);
+    if (grpc_call_start_batch(cs->call, &op, 1, cs, NULL) != GRPC_CALL_OK) {
+        log_error("receiving a request message failed; dropping call");
+        receive_list_remove(s, cs);
+        call_state_free(cs);
+    }
+}
+
+/* The receive of a call's message completed. */
+static void call_received(call_state_t *cs, bool ok) {
+    receive_list_remove(cs->worker->server, cs);
+    if (!ok || cs->receive_timed_out) {
+        call_state_free(cs); /* cancelled: by the client, a limit or the receive timeout */
+        return;
+    }
+    call_handle_request(cs);
+}
+
 static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) {
     if (atomic_load(&server_stopping))
         return;
@@ -320,9 +471,9 @@ static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) 
         grpc_call_details_init(&cs->details);
     CALL_HANDOFF_RELEASE(cs);
     if (entry != NULL) {
-        rc = grpc_server_request_registered_call(ep->server, entry->handle, &cs->call,
-                                                 &cs->deadline, &cs->request_metadata, &cs->payload,
-                                                 w->cq, w->cq, cs);
+        rc =
+            grpc_server_request_registered_call(ep->server, entry->handle, &cs->call, &cs->deadline,
+                                                &cs->request_metadata, NULL, w->cq, w->cq, cs);
     } else {
         rc = grpc_server_request_call(ep->server, &cs->call, &cs->details, &cs->request_metadata,
                                       w->cq, w->cq, cs);
@@ -336,15 +487,20 @@ static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) 
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        gpr_timespec wake = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(LIMITS_SWEEP_MS, GPR_TIMESPAN));
+        grpc_event ev = grpc_completion_queue_next(w->cq, wake, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
+        server__maintain(w->server);
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         call_state_t *cs = ev.tag;
         CALL_HANDOFF_ACQUIRE(cs);
         if (cs->phase == CALL_REQUESTED && ev.success) {
-            call_handle_request(cs);
+            call_accept(cs);
+        } else if (cs->phase == CALL_RECEIVING) {
+            call_received(cs, ev.success);
         } else {
             bool large = cs->payload_bytes >= LARGE_CALL_BYTES;
             call_state_free(cs); /* reply done, or a request cancelled by shutdown */
@@ -371,6 +527,9 @@ static void server__free(frugal_server_t *s) {
     for (size_t i = 0; s->methods != NULL && i < s->methods_count; i++)
         free(s->methods[i].metrics.names);
     free(s->endpoints);
+    if (s->quota != NULL)
+        grpc_resource_quota_unref(s->quota);
+    pthread_mutex_destroy(&s->receive_mu);
     free(s->methods);
     free(s->workers);
     free(s);
@@ -409,8 +568,10 @@ static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
             e->method = &defs[i]->methods[j];
             e->ep = ep;
             call_metrics_init(&e->metrics, e->method->path);
+            /* Headers only: the message is received separately, under the receive
+             * timeout and the cap on calls in flight (call_accept). */
             e->handle = grpc_server_register_method(ep->server, e->method->path, NULL,
-                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+                                                    GRPC_SRM_PAYLOAD_NONE, 0);
             if (e->handle == NULL) {
                 frugal_err_set(err, FRUGAL_EINTERNAL, "cannot register %s", e->method->path);
                 return NULL;
@@ -418,6 +579,48 @@ static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
         }
     }
     return ep;
+}
+
+#define SERVER_ARGS_MAX 8
+
+static int clamp_int(int64_t v) {
+    return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+/* The channel arguments: message sizes, and the transport's limits (config limits): a
+ * resource quota of limits.memory for everything the transport holds, streams per
+ * connection, the header size, and how long a connection may stay idle. Creates
+ * s->quota. Returns the number of args filled. */
+static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cfg, grpc_arg *args) {
+    const limits_config_t *l = &cfg->limits;
+    size_t n = 0;
+    const struct {
+        const char *key;
+        int64_t value;
+    } ints[] = {
+        {GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, cfg->max_message_bytes},
+        {GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, -1},
+        {GRPC_ARG_MAX_CONCURRENT_STREAMS, l->max_concurrent_streams},
+        {GRPC_ARG_MAX_METADATA_SIZE, l->max_header_bytes},
+        {GRPC_ARG_MAX_CONNECTION_IDLE_MS, l->idle_timeout_ms > 0 ? l->idle_timeout_ms : INT_MAX},
+        /* No SO_REUSEPORT: a second server on the same port must fail to bind, not split
+         * the calls with the first (with the state-file lock: one writer). */
+        {GRPC_ARG_ALLOW_REUSEPORT, 0},
+    };
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        args[n].type = GRPC_ARG_INTEGER;
+        args[n].key = (char *)ints[i].key;
+        args[n].value.integer = clamp_int(ints[i].value);
+        n++;
+    }
+    s->quota = grpc_resource_quota_create("frugal");
+    grpc_resource_quota_resize(s->quota, (size_t)l->memory_bytes);
+    args[n].type = GRPC_ARG_POINTER;
+    args[n].key = GRPC_ARG_RESOURCE_QUOTA;
+    args[n].value.pointer.p = s->quota;
+    args[n].value.pointer.vtable = grpc_resource_quota_arg_vtable();
+    n++;
+    return n;
 }
 
 int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
@@ -431,20 +634,10 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     /* before any worker exists */
     unknown_method_metrics.seconds = metrics_cell(METRICS_GRPC_SECONDS, "unknown", "unknown", NULL);
 
-    int64_t max_recv = cfg->max_message_bytes > INT_MAX ? INT_MAX : cfg->max_message_bytes;
-    grpc_arg args[3];
-    args[0].type = GRPC_ARG_INTEGER;
-    args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[0].value.integer = (int)max_recv;
-    args[1].type = GRPC_ARG_INTEGER;
-    args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    args[1].value.integer = -1;
-    /* No SO_REUSEPORT: a second server on the same port must fail to bind, not split
-     * the calls with the first (with the state-file lock: one writer). */
-    args[2].type = GRPC_ARG_INTEGER;
-    args[2].key = GRPC_ARG_ALLOW_REUSEPORT;
-    args[2].value.integer = 0;
-    grpc_channel_args channel_args = {.num_args = 3, .args = args};
+    pthread_mutex_init(&s->receive_mu, NULL);
+    grpc_arg args[SERVER_ARGS_MAX];
+    size_t nargs = server__channel_args(s, cfg, args);
+    grpc_channel_args channel_args = {.num_args = nargs, .args = args};
 
     size_t total = 0;
     for (size_t i = 0; i < services_count; i++)
@@ -453,6 +646,8 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->methods = calloc(total * listeners, sizeof(*s->methods));
     s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
+    s->max_inflight = (long)cfg->limits.max_calls_per_worker * (long)s->workers_count;
+    s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;
     s->reloaders = calloc(listeners, sizeof(*s->reloaders));
@@ -520,6 +715,13 @@ fail_server:
         grpc_server_destroy(s->endpoints[e].server);
     server__free(s);
     return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
+}
+
+void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *out) {
+    out->memory_budget_bytes = s->ctx->cfg->limits.memory_bytes;
+    out->calls_in_flight = atomic_load(&((frugal_server_t *)s)->inflight);
+    out->calls_in_flight_max = s->max_inflight;
+    out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
 }
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {

@@ -20,6 +20,17 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
  * drain, join the workers and free everything. */
 void frugal_server_stop(frugal_server_t *server, int64_t grace_ms);
 
+/* What the limits allow and what currently uses them (docs/limits.md), for metrics. */
+typedef struct frugal_server_usage {
+    int64_t memory_budget_bytes; /* limits.memory, the transport's resource quota */
+    long calls_in_flight;        /* handed to a worker and not yet freed */
+    long calls_in_flight_max;    /* limits.max_calls_per_worker x workers */
+    long calls_awaiting_body;    /* without deadline, under limits.receive_timeout */
+} frugal_server_usage_t;
+
+/* A snapshot of server's usage; safe from any thread while the server runs. */
+void frugal_server_get_usage(const frugal_server_t *server, frugal_server_usage_t *out);
+
 /* True once frugal_server_stop has begun (the health service reports NOT_SERVING). */
 bool frugal_server_is_stopping(void);
 

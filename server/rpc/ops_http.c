@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ struct ops_http {
     const frugal_config_t *cfg;
     cluster_t *cluster;
     atomic_bool ready;
+    pthread_mutex_t server_mu; /* guards server: a scrape and the server's stop */
+    const frugal_server_t *server;
 };
 
 /* ---- process_* from /proc/self ---- */
@@ -139,10 +142,38 @@ static void ops__cert_metrics(const frugal_config_t *cfg, metrics_buf_t *b) {
     }
 }
 
-void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster, metrics_buf_t *b) {
+/* The memory budget (limits.memory) and the calls that hold the transport's memory. */
+static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b) {
+    frugal_server_usage_t u;
+    frugal_server_get_usage(server, &u);
+    const struct {
+        const char *name, *help;
+        double value;
+    } gauges[] = {
+        {"frugal_memory_budget_bytes", "limits.memory: the gRPC transport's resource quota.",
+         (double)u.memory_budget_bytes},
+        {"frugal_calls_in_flight", "Calls received and not yet answered and freed.",
+         (double)u.calls_in_flight},
+        {"frugal_calls_in_flight_limit",
+         "limits.max_calls_per_worker x workers: past it, calls get RESOURCE_EXHAUSTED.",
+         (double)u.calls_in_flight_max},
+        {"frugal_calls_awaiting_body",
+         "Calls without deadline whose message has not arrived (limits.receive_timeout).",
+         (double)u.calls_awaiting_body},
+    };
+    for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
+        metrics_buf_family(b, gauges[i].name, gauges[i].help, "gauge");
+        metrics_buf_sample(b, gauges[i].name, NULL, NULL, 0, gauges[i].value);
+    }
+}
+
+void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster,
+                        const frugal_server_t *server, metrics_buf_t *b) {
     metrics_write(b);
     if (cluster != NULL)
         cluster_metrics_write(cluster, b);
+    if (server != NULL)
+        ops__limits_metrics(server, b);
     ops__cert_metrics(cfg, b);
     ops__process_metrics(b);
 }
@@ -194,7 +225,9 @@ static enum MHD_Result ops__handle(void *cls, struct MHD_Connection *conn, const
     }
     if (strcmp(url, "/metrics") == 0) {
         metrics_buf_t b = {0};
-        ops_metrics_render(ops->cfg, ops->cluster, &b);
+        pthread_mutex_lock(&ops->server_mu);
+        ops_metrics_render(ops->cfg, ops->cluster, ops->server, &b);
+        pthread_mutex_unlock(&ops->server_mu);
         if (b.oom) {
             metrics_buf_free(&b);
             return ops__text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -248,6 +281,7 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
     }
     ops->cfg = cfg;
     ops->cluster = cluster;
+    pthread_mutex_init(&ops->server_mu, NULL);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
@@ -258,6 +292,7 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)OPS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (ops->daemon == NULL) {
+        pthread_mutex_destroy(&ops->server_mu);
         free(ops);
         return frugal_err_set(err, FRUGAL_EIO,
                               "cannot serve the ops endpoint on %s (address in use or invalid)",
@@ -277,5 +312,14 @@ void ops_http_stop(ops_http_t *ops) {
     if (ops == NULL)
         return;
     MHD_stop_daemon(ops->daemon);
+    pthread_mutex_destroy(&ops->server_mu);
     free(ops);
+}
+
+void ops_http_set_server(ops_http_t *ops, const frugal_server_t *server) {
+    if (ops == NULL)
+        return;
+    pthread_mutex_lock(&ops->server_mu);
+    ops->server = server;
+    pthread_mutex_unlock(&ops->server_mu);
 }

@@ -14,6 +14,7 @@
 #include "metrics.h"
 
 typedef struct ops_http ops_http_t;
+struct frugal_server;
 
 /* Listen on address (HOST:PORT, as config.c checked it) and serve until ops_http_stop.
  * cfg and cluster must outlive the endpoint. Not ready until ops_http_set_ready. */
@@ -23,11 +24,17 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
 /* /readyz answers 200 once set (and while the gRPC server is not stopping). */
 void ops_http_set_ready(ops_http_t *ops, bool ready);
 
+/* The gRPC server whose limits /metrics reports (frugal_server_get_usage), or NULL
+ * (before it starts and before it stops: a scrape never reads a stopped server). */
+void ops_http_set_server(ops_http_t *ops, const struct frugal_server *server);
+
 /* Stop listening, finish the requests in progress, free everything. NULL is a no-op. */
 void ops_http_stop(ops_http_t *ops);
 
 /* The whole /metrics page into b: the registry, the node groups, the certificates'
- * expiry and the process_* metrics. */
-void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster, metrics_buf_t *b);
+ * expiry, the transport's limits and what uses them (server may be NULL) and the
+ * process_* metrics. */
+void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster,
+                        const struct frugal_server *server, metrics_buf_t *b);
 
 #endif

@@ -31,7 +31,7 @@
 #define SERVE_TICK_MS 1000
 
 static void serve_usage(FILE *f) {
-    fprintf(f, "usage: frugal serve -c FILE [--log-level debug|info|warn|error] "
+    fprintf(f, "usage: frugal serve -c FILE [--init-state] [--log-level debug|info|warn|error] "
                "[--log-format text|json]\n");
 }
 
@@ -130,7 +130,9 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
 
 int cmd_serve(int argc, char **argv) {
     const char *path = NULL;
+    bool init_state = false;
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"init-state", no_argument, NULL, 'I'},
                                              {"log-level", required_argument, NULL, 'l'},
                                              {"log-format", required_argument, NULL, 'f'},
                                              {"help", no_argument, NULL, 'h'},
@@ -145,6 +147,9 @@ int cmd_serve(int argc, char **argv) {
         switch (opt) {
         case 'c':
             path = optarg;
+            break;
+        case 'I':
+            init_state = true;
             break;
         case 'l':
             if (log_parse_level(optarg, &level) != 0) {
@@ -216,6 +221,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     serve__warn_options(cfg, NULL);
+    /* A missing state file is refused unless --init-state: never a silent fresh start. */
+    if (cluster_check_state_present(cfg, init_state, &err) != 0)
+        goto fail_provider;
     if (provider_create(cfg, &provider, &err) != 0)
         goto fail_provider;
     if (cluster_open_backend(cfg, provider, state, &cluster, &err) != 0)
@@ -228,6 +236,7 @@ int cmd_serve(int argc, char **argv) {
     if (frugal_server_start(&ctx, services, sizeof(services) / sizeof(services[0]), &server,
                             &err) != 0)
         goto fail_server;
+    ops_http_set_server(ops, server);
     ops_http_set_ready(ops, true);
     log_info("frugal %s serving (%zu listener(s), state %s)", FRUGAL_VERSION, cfg->listeners_count,
              cfg->state_file != NULL ? cfg->state_file : state_backend_describe(state));
@@ -235,6 +244,7 @@ int cmd_serve(int argc, char **argv) {
     int sig = serve_wait(cluster, path, &signals);
     log_info("received %s: draining (grace %d s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
              SERVE_GRACE_MS / 1000);
+    ops_http_set_server(ops, NULL); /* before the server it reads is freed */
     frugal_server_stop(server, SERVE_GRACE_MS);
     if (cluster_persist(cluster, &err) != 0) {
         log_error("final persist failed: %s", err.msg);

@@ -247,7 +247,7 @@ start_server() {
     fi
     SERVER_SEQ=$((SERVER_SEQ + 1))
     SERVER_LOG="$TMP/server.$SERVER_SEQ.log"
-    "$FRUGAL" serve -c "$config" >"$SERVER_LOG" 2>&1 &
+    "$FRUGAL" serve -c "$config" --init-state >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
     ALL_SERVER_PIDS+=("$SERVER_PID")
     local i

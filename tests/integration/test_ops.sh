@@ -121,6 +121,11 @@ assert_match '^frugal_build_info\{version="[0-9.]+"\} 1$' "$M" "build info"
 assert_match '^frugal_config_last_reload_success_timestamp_seconds [0-9]{10}' "$M" "reload timestamp"
 assert_match '^# TYPE frugal_hook_runs_total counter$' "$M" "hook runs family"
 assert_match '^# TYPE frugal_resource_limit_refusals_total counter$' "$M" "limit refusals family"
+# limits.memory's default: 2 x max_message_bytes (512 MiB) + 64 MiB; the calls using it.
+assert_match '^frugal_memory_budget_bytes 1140850688$' "$M" "memory budget"
+assert_match '^frugal_calls_in_flight [0-9]+$' "$M" "calls in flight"
+assert_match '^frugal_calls_in_flight_limit [1-9][0-9]*$' "$M" "calls in flight limit"
+assert_match '^frugal_calls_awaiting_body [0-9]+$' "$M" "calls awaiting their body"
 for p in process_cpu_seconds_total process_resident_memory_bytes process_open_fds process_start_time_seconds; do
     assert_match "^$p [0-9.e+]+$" "$M" "$p"
 done

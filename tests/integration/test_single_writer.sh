@@ -34,7 +34,7 @@ assert_match "pid $first" "$ERR" "names the holder"
 
 log "no port sharing: another state file on the same port fails to bind"
 sed "s|state_file: .*|state_file: $TMP/state2|" "$TMP/frugal.yaml" >"$TMP/port.yaml"
-run timeout 10 "$FRUGAL" serve -c "$TMP/port.yaml"
+run timeout 10 "$FRUGAL" serve -c "$TMP/port.yaml" --init-state
 assert_eq 1 "$RC" "same port, other state file: exit 1"
 assert_match "cannot listen on $ADDR" "$ERR" "the bind failure is named"
 

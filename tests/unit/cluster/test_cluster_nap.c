@@ -95,6 +95,8 @@ static int teardown(void **state) {
     char tmp[160];
     snprintf(tmp, sizeof(tmp), "%s.tmp", f->state);
     unlink(tmp);
+    snprintf(tmp, sizeof(tmp), "%s.prev", f->state);
+    unlink(tmp);
     rmdir(f->dir);
     free(f);
     cluster_set_clock_for_testing(NULL);
@@ -360,6 +362,53 @@ static void test_ttl(void **state) {
     assert_int_equal(snap(f, HM).exists, 1);
 }
 
+/* NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED naming the limit; the
+ * config's own theoretical groups do not count, and an unused one expiring after
+ * empty_group_ttl makes room again. */
+static void test_max_theoretical_groups(void **state) {
+    fx_t *f = *state;
+    fx_open(f, "  enabled: true\n  max_theoretical_groups: 2\n");
+    frugal_err_t err = {0};
+    char ids[3][128];
+    group_spec_t specs[3];
+    static const char *teams[3] = {"a", "b", "c"};
+    kv_t labels[3];
+    bool added;
+    for (int i = 0; i < 3; i++) {
+        specs[i] = ml_spec(ids[i]);
+        labels[i] = (kv_t){"team", (char *)teams[i]};
+        specs[i].labels = (kv_list_t){&labels[i], 1};
+        char *id = NULL;
+        assert_int_equal(autoprov_group_id("nap", specs[i].machine_type, specs[i].zone,
+                                           &specs[i].labels, &specs[i].taints, NULL, &id, NULL),
+                         0);
+        strcpy(ids[i], id);
+        free(id);
+    }
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[0], &added, &err), 0);
+    fake_now += 30 * 1000;
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[1], &added, &err), 0);
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[2], &added, &err), FRUGAL_EEXHAUSTED);
+    assert_non_null(strstr(err.msg, "max_theoretical_groups 2 reached"));
+    assert_int_equal(snap(f, ids[2]).exists, -1);
+    /* The same shape again is no new group: still fine. */
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[0], &added, &err), 0);
+    assert_false(added);
+    /* Created, a group no longer counts. */
+    assert_int_equal(cluster_nap_create_group(f->c, ids[1], &err), 0);
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[2], &added, &err), 0);
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[1], &added, &err), 0);
+    /* The first one, unused for the TTL (1m), is forgotten: room for one more. */
+    fake_now += 31 * 1000;
+    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(snap(f, ids[0]).exists, -1);
+    cluster_read_lock(f->c);
+    assert_int_equal(cluster_nap_theoretical_groups(f->c), 1);
+    cluster_read_unlock(f->c);
+    assert_int_equal(cluster_nap_new_group(f->c, &specs[0], &added, &err), 0);
+    assert_true(added);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_theoretical_groups_at_open, setup, teardown),
@@ -368,6 +417,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_max_node_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_theoretical_groups, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,8 +23,8 @@ static void make_group(group_t *g) {
     g->spec.spot_price = 0.0123456789;
     g->spec.labels.count = 2;
     g->spec.labels.items = calloc(2, sizeof(kv_t));
-    g->spec.labels.items[0] = (kv_t){strdup("a b"), strdup("")};
-    g->spec.labels.items[1] = (kv_t){strdup("team"), strdup("web=100% \n\"x\" é")};
+    g->spec.labels.items[0] = (kv_t){strdup("example.com/a"), strdup("")};
+    g->spec.labels.items[1] = (kv_t){strdup("team"), strdup("web")};
     g->spec.taints.count = 1;
     g->spec.taints.items = calloc(1, sizeof(taint_t));
     g->spec.taints.items[0] = (taint_t){strdup("dedicated"), strdup(""), strdup("NoSchedule")};
@@ -41,14 +41,14 @@ static void make_group(group_t *g) {
     g->empty_since_ms = 1700000000123;
     g->instances_count = 3;
     g->instances = calloc(3, sizeof(instance_t));
-    g->instances[0] = (instance_t){strdup("frugal://x/x-10"), INSTANCE_RUNNING, 5, NULL, NULL, 0};
-    g->instances[1] = (instance_t){strdup("frugal://x/x-11"),
+    g->instances[0] = (instance_t){strdup("gce://x/x-10"), INSTANCE_RUNNING, 5, NULL, NULL, 0};
+    g->instances[1] = (instance_t){strdup("gce://x/x-11"),
                                    INSTANCE_CREATING,
                                    6,
                                    strdup("OUT_OF_RESOURCES"),
-                                   strdup("zone exhausted: try later"),
+                                   strdup("web=100% \n\"x\" é"),
                                    1};
-    g->instances[2] = (instance_t){strdup("frugal://x/x 12%"), INSTANCE_DELETING, 7, NULL, NULL, 0};
+    g->instances[2] = (instance_t){strdup("gce://x/x 12%"), INSTANCE_DELETING, 7, NULL, NULL, 0};
 }
 
 static void make_plain(group_t *g, const char *id) {
@@ -128,8 +128,8 @@ static void test_roundtrip(void **state) {
     assert_int_equal(state_format(view, 2, &text, &len, &err), 0);
     assert_int_equal(strlen(text), len);
     /* One record per line, nothing unescaped. */
-    assert_non_null(strstr(text, "value=web=100%25%20%0A\"x\"%20%C3%A9"));
-    assert_non_null(strstr(text, "end groups=2 instances=3\n"));
+    assert_non_null(strstr(text, "error_message=web=100%25%20%0A\"x\"%20%C3%A9"));
+    assert_non_null(strstr(text, "end groups=2 instances=3 sum="));
     for (size_t i = 0; i < len; i++)
         assert_true((unsigned char)text[i] < 0x7f);
 
@@ -196,8 +196,8 @@ static void test_corrupt(void **state) {
 
     expect_corrupt("", "state.txt:1:", "empty state file");
     expect_corrupt("hello\n", "state.txt:1:", "not a frugal state file");
-    expect_corrupt("frugal-state version=2\n" GRP END,
-                   "state.txt:1:", "unsupported state format version 2");
+    expect_corrupt("frugal-state version=3\n" GRP END,
+                   "state.txt:1:", "unsupported state format version 3");
     expect_corrupt(HDR GRP INST, "state.txt:3:", "truncated");
     expect_corrupt(HDR GRP INST "end groups=1 instances=2\n", "state.txt:4:", "end record counts");
     expect_corrupt(HDR GRP INST END INST, "state.txt:5:", "after the end record");

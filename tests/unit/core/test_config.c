@@ -225,6 +225,31 @@ static void test_empty_file_defaults(void **state) {
     config_free(cfg);
 }
 
+/* limits: the memory budget follows max_message_bytes unless given, and must hold one
+ * message; the other limits have their documented defaults. */
+static void test_limits(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok("");
+    assert_int_equal(cfg->limits.memory_bytes, 2LL * 536870912 + (64LL << 20));
+    assert_int_equal(cfg->limits.receive_timeout_ms, 30000);
+    assert_int_equal(cfg->limits.idle_timeout_ms, 300000);
+    assert_int_equal(cfg->limits.max_concurrent_streams, 100);
+    assert_int_equal(cfg->limits.max_calls_per_worker, 256);
+    assert_int_equal(cfg->limits.max_header_bytes, 16384);
+    assert_int_equal(cfg->autoprovisioning.max_theoretical_groups, 200);
+    config_free(cfg);
+    cfg = load_ok("max_message_bytes: 4194304\nlimits: {receive_timeout: 2s}\n");
+    assert_int_equal(cfg->limits.memory_bytes, 8LL * 1048576 + (64LL << 20));
+    assert_int_equal(cfg->limits.receive_timeout_ms, 2000);
+    config_free(cfg);
+    cfg = load_ok("limits: {memory: 2Gi}\n");
+    assert_int_equal(cfg->limits.memory_bytes, 2LL << 30);
+    config_free(cfg);
+    expect_error("max_message_bytes: 4194304\nlimits:\n  memory: 1Mi\n",
+                 "t.yaml:3:11: limits.memory: 1048576 bytes cannot hold one message of "
+                 "max_message_bytes (4194304)");
+}
+
 static void test_minimal_group_defaults(void **state) {
     (void)state;
     frugal_config_t *cfg = load_ok("node_groups:\n"
@@ -1033,6 +1058,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_listen),
         cmocka_unit_test(test_empty_file_defaults),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_minimal_group_defaults),
         cmocka_unit_test(test_scale_up_threshold),
         cmocka_unit_test(test_product_example),

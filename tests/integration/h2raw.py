@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""A raw HTTP/2 client for the abuse tests: plain sockets, frames built by hand.
+
+Modes (each prints one line of key=value results):
+
+  flood HOST:PORT SECONDS
+      one connection sending HEADERS + RST_STREAM pairs (the "rapid reset" pattern)
+      for SECONDS; reconnects when the server closes the connection.
+  healthy HOST:PORT SECONDS
+      sequential grpc.health.v1.Health/Check calls on one connection; an answer is a
+      DATA frame followed by the trailers (END_STREAM); anything else is an error.
+      Prints the call count, errors and latency percentiles.
+  headers-only HOST:PORT CALLS CONNECTIONS WAIT
+      opens CALLS streams (HEADERS without END_STREAM, no grpc-timeout, no body) spread
+      over CONNECTIONS connections, then waits up to WAIT seconds for the server to close
+      each stream (trailers or RST_STREAM) and prints how many it closed.
+  big-header HOST:PORT BYTES
+      one call whose metadata carries a BYTES-long header (split into CONTINUATION
+      frames); prints what the server answered: trailers, rst, goaway or nothing.
+"""
+import socket
+import struct
+import sys
+import threading
+import time
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    0, 1, 3, 4, 6, 7, 8, 9)
+END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+HEALTH = "/grpc.health.v1.Health/Check"
+
+
+def frame(ftype, flags, stream, payload=b""):
+    n = len(payload)
+    return struct.pack(">BHBBI", n >> 16, n & 0xFFFF, ftype, flags, stream & 0x7FFFFFFF) + payload
+
+
+def hpack_int(value, prefix_bits, first=0):
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first | value])
+    out = [first | limit]
+    value -= limit
+    while value >= 128:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def hpack_literal(name, value):
+    """Literal header field without indexing, new name, no Huffman."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
+
+
+def request_block(path, extra=()):
+    fields = [(":method", "POST"), (":scheme", "http"), (":path", path),
+              (":authority", "localhost"), ("content-type", "application/grpc"),
+              ("te", "trailers")] + list(extra)
+    return b"".join(hpack_literal(k, v) for k, v in fields)
+
+
+def settings_frame():
+    # ENABLE_PUSH=0, INITIAL_WINDOW_SIZE=1 MiB
+    return frame(SETTINGS, 0, 0, struct.pack(">HI", 2, 0) + struct.pack(">HI", 4, 1 << 20))
+
+
+class Conn:
+    """One connection; a reader thread answers SETTINGS and PING and records per-stream
+    events: ('data'|'end'|'rst'|'goaway', time)."""
+
+    def __init__(self, addr):
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.events = {}
+        self.trailers = {}
+        self.goaway = False
+        self.closed = False
+        self.next_id = 1
+        self.sock.sendall(PREFACE + settings_frame() +
+                          frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def send(self, data):
+        with self.lock:
+            if self.closed:
+                raise OSError("closed")
+        self.sock.sendall(data)
+
+    def _recv_exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise OSError("eof")
+            buf += chunk
+        return buf
+
+    def _event(self, stream, what):
+        with self.cond:
+            self.events.setdefault(stream, []).append((what, time.monotonic()))
+            self.cond.notify_all()
+
+    def _read(self):
+        self.sock.settimeout(None)
+        try:
+            while True:
+                head = self._recv_exact(9)
+                n = (head[0] << 16) | (head[1] << 8) | head[2]
+                ftype, flags = head[3], head[4]
+                stream = struct.unpack(">I", head[5:9])[0] & 0x7FFFFFFF
+                payload = self._recv_exact(n) if n else b""
+                if ftype == SETTINGS and not flags & ACK:
+                    self.sock.sendall(frame(SETTINGS, ACK, 0))
+                elif ftype == PING and not flags & ACK:
+                    self.sock.sendall(frame(PING, ACK, 0, payload))
+                elif ftype == DATA:
+                    if n:
+                        self.sock.sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", n)) +
+                                          frame(WINDOW_UPDATE, 0, stream, struct.pack(">I", n)))
+                    self._event(stream, "data")
+                    if flags & END_STREAM:
+                        self._event(stream, "end")
+                elif ftype == HEADERS and flags & END_STREAM:
+                    self.trailers[stream] = payload
+                    self._event(stream, "end")
+                elif ftype == RST_STREAM:
+                    self._event(stream, "rst")
+                elif ftype == GOAWAY:
+                    with self.cond:
+                        self.goaway = True
+                        self.cond.notify_all()
+        except OSError:
+            pass
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def new_stream(self):
+        sid = self.next_id
+        self.next_id += 2
+        return sid
+
+    def wait_end(self, stream, timeout):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                ev = [e for e, _ in self.events.get(stream, [])]
+                if "end" in ev or "rst" in ev or self.closed:
+                    return ev
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return ev
+                self.cond.wait(left)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def flood(addr, seconds, path=HEALTH):
+    block = request_block(path)
+    end = time.monotonic() + seconds
+    streams = reconnects = 0
+    conn = Conn(addr)
+    while time.monotonic() < end:
+        batch = []
+        for _ in range(500):
+            sid = conn.new_stream()
+            batch.append(frame(HEADERS, END_HEADERS, sid, block))
+            batch.append(frame(RST_STREAM, 0, sid, struct.pack(">I", 8)))
+        try:
+            conn.send(b"".join(batch))
+            streams += 500
+        except OSError:
+            conn.close()
+            reconnects += 1
+            time.sleep(0.01)
+            try:
+                conn = Conn(addr)
+            except OSError:
+                time.sleep(0.1)
+                conn = Conn(addr)
+        if conn.next_id > (1 << 30):
+            conn.close()
+            conn = Conn(addr)
+            reconnects += 1
+    goaway = conn.goaway
+    conn.close()
+    print(f"streams={streams} reconnects={reconnects} goaway={int(goaway)}")
+
+
+def healthy(addr, seconds):
+    conn = Conn(addr)
+    block = request_block(HEALTH, [("grpc-timeout", "5S")])
+    body = frame(DATA, END_STREAM, 0, b"")  # placeholder, stream set per call
+    lat, errors, kinds = [], 0, {}
+    start = time.monotonic()
+    end = start + seconds
+    while time.monotonic() < end:
+        sid = conn.new_stream()
+        t0 = time.monotonic()
+        try:
+            conn.send(frame(HEADERS, END_HEADERS, sid, block) +
+                      frame(DATA, END_STREAM, sid, b"\x00\x00\x00\x00\x00"))
+        except OSError:
+            errors += 1
+            conn.close()
+            conn = Conn(addr)
+            continue
+        ev = conn.wait_end(sid, 5)
+        dt = time.monotonic() - t0
+        if ev[:1] == ["data"] and "end" in ev and "rst" not in ev:
+            lat.append(dt)
+        else:
+            errors += 1
+            key = (",".join(ev) or "timeout") + "@%.1f" % (t0 - start)
+            if "end" in ev and ev[:1] != ["data"]:
+                key += ":" + conn.trailers.get(sid, b"")[:80].hex()
+            kinds[key] = kinds.get(key, 0) + 1
+            if conn.closed:
+                conn.close()
+                conn = Conn(addr)
+        time.sleep(0.005)
+    del body
+    conn.close()
+    lat.sort()
+
+    def pct(p):
+        return lat[min(len(lat) - 1, int(len(lat) * p))] * 1000 if lat else -1
+    print(f"calls={len(lat) + errors} ok={len(lat)} errors={errors} "
+          f"p50_ms={pct(0.50):.2f} p99_ms={pct(0.99):.2f} max_ms={pct(1.0):.2f} "
+          f"error_kinds={kinds}")
+
+
+def headers_only(addr, calls, connections, wait):
+    conns = [Conn(addr) for _ in range(connections)]
+    block = request_block(HEALTH)
+    opened = []
+    for i in range(calls):
+        c = conns[i % connections]
+        sid = c.new_stream()
+        c.send(frame(HEADERS, END_HEADERS, sid, block))
+        opened.append((c, sid))
+    t0 = time.monotonic()
+    print(f"opened={calls}", flush=True)
+    deadline = t0 + wait
+    closed = 0
+    for c, sid in opened:
+        ev = c.wait_end(sid, max(0.0, deadline - time.monotonic()))
+        closed += 1 if ("end" in ev or "rst" in ev or c.closed) else 0
+    print(f"closed={closed} seconds={time.monotonic() - t0:.1f}")
+    for c in conns:
+        c.close()
+
+
+def big_header(addr, size):
+    conn = Conn(addr)
+    sid = conn.new_stream()
+    block = request_block(HEALTH, [("grpc-timeout", "5S"), ("x-big", "a" * size)])
+    chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+    out = [frame(HEADERS, END_HEADERS if len(chunks) == 1 else 0, sid, chunks[0])]
+    for i, ch in enumerate(chunks[1:], 1):
+        out.append(frame(CONTINUATION, END_HEADERS if i == len(chunks) - 1 else 0, sid, ch))
+    out.append(frame(DATA, END_STREAM, sid, b"\x00\x00\x00\x00\x00"))
+    try:
+        conn.send(b"".join(out))
+    except OSError:
+        pass
+    ev = conn.wait_end(sid, 5)
+    what = "ok" if ev[:1] == ["data"] else "trailers" if "end" in ev else "rst" if "rst" in ev else \
+        "goaway" if conn.goaway or conn.closed else "nothing"
+    print(f"answer={what}")
+    conn.close()
+
+
+def main(argv):
+    mode = argv[1]
+    if mode == "flood":
+        flood(argv[2], float(argv[3]), *argv[4:5])
+    elif mode == "healthy":
+        healthy(argv[2], float(argv[3]))
+    elif mode == "headers-only":
+        headers_only(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
+    elif mode == "big-header":
+        big_header(argv[2], int(argv[3]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Bounded under abuse, refusing to start wrong (docs/limits.md, docs/state-format.md):
+# a missing state file is refused without --init-state; a corrupted one is refused with
+# FILE:LINE: checksum mismatch and the previous generation; HEADERS + RST_STREAM flooded
+# on one connection keep RSS under limits.memory; headers-only calls are closed by the
+# receive timeout and their memory comes back; an oversized header gets an answer;
+# NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED.
+source "$(dirname "$0")/lib.sh"
+
+H2="python3 $FRUGAL_SOURCE_DIR/tests/integration/h2raw.py"
+PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+STATE="$TMP/state.yaml"
+cat >"$TMP/frugal.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $STATE
+max_message_bytes: 4194304       # limits.memory defaults to 2 x 4 MiB + 64 MiB = 72 MiB
+limits:
+  receive_timeout: 2s
+  max_calls_per_worker: 600      # 2,400 calls with 4 workers: room for the 2,000 below
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    min_size: 0
+    max_size: 10
+autoprovisioning:
+  enabled: true
+  machine_types: [n1-standard-4]
+  max_theoretical_groups: 3
+EOF
+BUDGET_KB=$(((2 * 4 + 64) * 1024))
+
+rss_kb() {
+    awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status" 2>/dev/null || echo 0
+}
+
+log "a missing state file is refused without --init-state"
+run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
+assert_eq 1 "$RC" "serve without a state file exits 1"
+assert_match "state file $STATE does not exist" "$ERR" "names the missing file"
+assert_match "volume" "$ERR" "says what to check"
+assert_match "frugal serve -c $TMP/frugal.yaml --init-state" "$ERR" "says how to initialise"
+[ ! -e "$STATE" ] && pass || fail "nothing was written"
+
+log "--init-state initialises it; a later start needs no flag"
+start_server "$TMP/frugal.yaml"
+assert_ok "increase" ctl increase pool-a 2
+assert_ok "increase again" ctl increase pool-a 1
+stop_server
+assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "sealed header"
+[ -e "$STATE.prev" ] && pass || fail "the previous generation is kept"
+"$FRUGAL" serve -c "$TMP/frugal.yaml" >"$TMP/plain.log" 2>&1 &
+SERVER_PID=$!
+ALL_SERVER_PIDS+=("$SERVER_PID")
+for _ in $(seq 1 100); do
+    ctl --timeout 500 health >/dev/null 2>&1 && break
+    sleep 0.1
+done
+assert_eq 3 "$(target_size pool-a)" "resumed without the flag"
+stop_server
+
+log "one corrupted byte: refused with FILE:LINE: checksum mismatch and the way back"
+cp "$STATE" "$TMP/good.yaml"
+# flip one bit of the target of pool-a (line 3)
+line3=$(sed -n 3p "$STATE")
+bad=${line3/target=3/target=2}
+[ "$bad" != "$line3" ] || fatal "line 3 has no target=3: $line3"
+sed -i "3s/.*/$bad/" "$STATE"
+run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
+assert_eq 1 "$RC" "corrupted state refused"
+assert_match "$STATE:3: checksum mismatch; the previous good generation is $STATE.prev" "$ERR" \
+    "FILE:LINE and the previous generation"
+assert_match "cp $STATE.prev $STATE" "$ERR" "the command that restores it"
+cp "$TMP/good.yaml" "$STATE"
+
+log "NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED"
+start_server "$TMP/frugal.yaml"
+for team in a b c; do
+    assert_ok "new-node-group $team" ctl new-node-group --machine-type n1-standard-4 --label team=$team
+done
+assert_status RESOURCE_EXHAUSTED "a fourth theoretical group" \
+    ctl new-node-group --machine-type n1-standard-4 --label team=d
+assert_match "max_theoretical_groups 3" "$ERR" "names the limit"
+
+log "HEADERS + RST_STREAM flood for 10 s on one connection"
+BASE_KB=$(rss_kb)
+$H2 healthy "$ADDR" 11 >"$TMP/healthy.txt" 2>&1 &
+HEALTHY=$!
+( for _ in $(seq 1 120); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
+SAMPLER=$!
+sleep 0.5
+run $H2 flood "$ADDR" 10
+echo "    flood: $OUT (RSS before ${BASE_KB} KiB)" >&2
+wait "$HEALTHY"
+wait "$SAMPLER"
+PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
+HEALTHY_OUT=$(cat "$TMP/healthy.txt")
+echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
+[ "$PEAK_KB" -lt "$BUDGET_KB" ] && pass || fail "peak RSS $PEAK_KB KiB over the budget"
+# KNOWN LIMITATION (docs/limits.md): with gRPC 1.51 a connection flooded this way can
+# starve another connection's reads for seconds (main shows the same: p99 in seconds,
+# calls timing out). Reported here; enforced only with FRUGAL_STRICT_FLOOD=1.
+p99=$(echo "$HEALTHY_OUT" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p')
+errors=$(echo "$HEALTHY_OUT" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')
+if awk -v p="$p99" -v e="$errors" 'BEGIN { exit !(p != "" && p < 100 && e == 0) }'; then
+    pass
+elif [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ]; then
+    fail "healthy client during the flood: p99 $p99 ms, $errors errors"
+else
+    echo "    KNOWN LIMITATION: healthy client during the flood: p99 $p99 ms, $errors errors" >&2
+fi
+ok=$(echo "$HEALTHY_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
+[ "${ok:-0}" -gt 0 ] && pass || fail "the healthy client got no answer"
+assert_ok "server still serving after the flood" ctl health
+
+log "2,000 headers-only calls are closed by the receive timeout; their memory comes back"
+BASE_KB=$(rss_kb)
+run $H2 headers-only "$ADDR" 2000 25 15
+echo "    headers-only: $(echo $OUT) (RSS before ${BASE_KB} KiB)" >&2
+assert_match "closed=2000 " "$OUT" "every headers-only call closed"
+sleep 1
+AFTER_KB=$(rss_kb)
+echo "    RSS after ${AFTER_KB} KiB" >&2
+[ "$AFTER_KB" -lt $((BASE_KB + 16384)) ] && pass ||
+    fail "RSS ${AFTER_KB} KiB did not come back near ${BASE_KB} KiB"
+assert_match "cancelled [0-9]+ call\(s\) without deadline that sent no request message" \
+    "$(cat "$SERVER_LOG")" "the receive timeout is logged"
+
+log "an oversized header gets an answer (an error or the call), not silence"
+run $H2 big-header "$ADDR" 1048576
+assert_match "answer=(trailers|rst|goaway|ok)" "$OUT" "1 MiB header answered"
+run $H2 big-header "$ADDR" 1000
+assert_eq "answer=ok" "$OUT" "a small header is served"
+
+stop_server
+
+finish
