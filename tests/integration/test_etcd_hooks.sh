@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # Hooks with several replicas on etcd: only the leader runs the exec provider's hooks,
 # whichever replica took the call; each instance's create hook runs once; when the
-# leader dies in the middle of a hook, the new leader runs it again.
+# leader dies in the middle of a hook, its hook process dies with it and the new leader
+# runs it again, never beside the old run.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
 HOOK="$TMP/hook"
+# alive PID: the process runs (a zombie whose parent died does not count).
+alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+# The hook holds the lock $TMP/lock.INSTANCE while it runs: finding it held by a live
+# run is an overlap (a lock left by a killed run is taken over).
 cat >"$HOOK" <<HOOK_EOF
 #!/bin/bash
+$(declare -f alive)
+echo \$\$ > $TMP/pid.\$3
 echo "start \$1 \$3 \$PPID" >> $TMP/calls
+lock=$TMP/lock.\$3
+if ! mkdir "\$lock" 2>/dev/null; then
+    other=\$(cat "\$lock/pid" 2>/dev/null)
+    [ -n "\$other" ] && alive "\$other" && echo "OVERLAP \$1 \$3 \$other \$\$" >> $TMP/calls
+fi
+echo \$\$ > "\$lock/pid"
 [ -f $TMP/delay ] && sleep "\$(cat $TMP/delay)"
 echo "end \$1 \$3 \$PPID" >> $TMP/calls
+rm -rf "\$lock"
 [ "\$1" = create ] && echo "real:///\$3"
 exit 0
 HOOK_EOF
@@ -43,20 +57,24 @@ assert_eq 0 "$(grep '^start create' "$TMP/calls" | grep -vc " $LEAD\$")" "all ru
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
 assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
 
-log "the leader dies during a hook: the new leader runs it again"
-echo 3 >"$TMP/delay"
+log "the leader dies during a hook: the hook dies too, the new leader runs it again"
+echo 6 >"$TMP/delay"
 ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 1
 for _ in $(seq 1 50); do grep -q "^start create web-a-3 $LEAD" "$TMP/calls" && break; sleep 0.1; done
 assert_match "start create web-a-3 $LEAD" "$(cat "$TMP/calls")" "the leader started the hook"
+OLD_HOOK=$(cat "$TMP/pid.web-a-3")
 kill -KILL "$LEAD"
 wait "$LEAD" 2>/dev/null
 rm -f "$TMP/delay"
+for _ in $(seq 1 10); do alive "$OLD_HOOK" || break; sleep 0.1; done
+alive "$OLD_HOOK" && fail "the hook $OLD_HOOK of the killed leader still runs" || pass
 for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
 assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
+assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
 
 etcd_stop
 finish
