@@ -85,6 +85,8 @@ typedef struct exec_job {
     exec_stage_t stage;
     bool orphan; /* delete of a machine whose instance is gone: not in busy */
     bool queued; /* in pending (else running or in results) */
+    bool worker; /* run by a worker, which took it in release epoch `epoch` */
+    unsigned epoch;
     char *group;
     char *key;   /* the instance's provider id when queued: how results find it */
     char *arg;   /* argv[3]: instance name (create) or provider id (delete) */
@@ -125,6 +127,7 @@ typedef struct exec_provider {
     size_t running;
     bool stopping;
     atomic_bool kill_all; /* destroy's grace is over: kill running hooks */
+    atomic_uint released; /* bumped by release: the workers kill the hooks taken before */
     pthread_t *threads;
     size_t threads_count;
 } exec_provider_t;
@@ -608,7 +611,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         }
         if (exited_at >= 0 && (!(out_open || err_open) || now - exited_at > 100))
             break;
-        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all))) {
+        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all) ||
+                              (j->worker && atomic_load(&p->released) != j->epoch))) {
             timed_out = now >= deadline;
             killed = true;
             kill(-pid, SIGKILL);
@@ -648,8 +652,9 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
                      exec__verb_name(j->verb), timeout_ms);
             exec__fail(j, EXEC_TIMEOUT, err, what);
         } else {
-            snprintf(what, sizeof(what), "hook %s killed: frugal is stopping",
-                     exec__verb_name(j->verb));
+            snprintf(what, sizeof(what), "hook %s killed: %s", exec__verb_name(j->verb),
+                     atomic_load(&p->kill_all) ? "frugal is stopping"
+                                               : "this replica is no longer the leader");
             exec__fail(j, EXEC_FAILED, err, what);
         }
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -706,6 +711,8 @@ static void *exec__worker(void *arg) {
         if (p->pending == NULL)
             p->pending_tail = NULL;
         j->queued = false;
+        j->worker = true;
+        j->epoch = atomic_load(&p->released); /* release bumps it under mu */
         j->next = p->active;
         p->active = j;
         p->running++;
@@ -762,6 +769,7 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
     p->cfg = cfg;
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
+    atomic_init(&p->released, 0);
     size_t n = cfg->exec_parallelism > 0 ? (size_t)cfg->exec_parallelism : 4;
     int rc;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
@@ -1306,6 +1314,39 @@ static void exec_abort_staged(provider_t *base) {
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Forget every job of list (pending or results), with mu held. */
+static void exec__forget_locked(exec_provider_t *p, exec_job_t *list) {
+    while (list != NULL) {
+        exec_job_t *next = list->next;
+        if (!list->orphan && strmap_get(p->busy, list->key) == list)
+            strmap_remove(p->busy, list->key);
+        exec__job_free(list);
+        list = next;
+    }
+}
+
+static void exec_release(provider_t *base) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    if (p->active != NULL || p->pending != NULL || p->results != NULL) {
+        log_warn("exec: no longer the leader: killing %zu running hooks, dropping the queued "
+                 "and finished ones (the leader runs them again)",
+                 p->running);
+        /* The workers free what they run now instead of keeping its result. */
+        for (exec_job_t *j = p->active; j != NULL; j = j->next) {
+            if (!j->orphan && strmap_get(p->busy, j->key) == j)
+                strmap_remove(p->busy, j->key);
+            j->orphan = true;
+        }
+        atomic_fetch_add(&p->released, 1);
+        exec__forget_locked(p, p->pending);
+        exec__forget_locked(p, p->results);
+        p->pending = p->pending_tail = NULL;
+        p->results = p->results_tail = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 static bool exec__list_has_group(const exec_job_t *j, const char *group) {
     for (; j != NULL; j = j->next) {
         if (j->group != NULL && strcmp(j->group, group) == 0)
@@ -1337,5 +1378,6 @@ const provider_ops_t provider_exec_ops = {
     .delete_group = exec_delete_group,
     .commit_staged = exec_commit_staged,
     .abort_staged = exec_abort_staged,
+    .release = exec_release,
     .busy = exec_busy,
 };

@@ -44,9 +44,9 @@ PID1=$SERVER_PID LOG1=$SERVER_LOG
 ADDR=127.0.0.1:$P2 start_server "$TMP/r2.yaml"
 PID2=$SERVER_PID LOG2=$SERVER_LOG
 if grep -q "info  leader:" "$LOG1"; then
-    LEAD=$PID1 FOLLOW=127.0.0.1:$P2 FPID=$PID2 FLOG=$LOG2
+    LEAD=$PID1 FOLLOW=127.0.0.1:$P2 FPID=$PID2 FLOG=$LOG2 LCFG=$TMP/r1.yaml LADDR=127.0.0.1:$P1
 else
-    LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1
+    LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1 LCFG=$TMP/r2.yaml LADDR=127.0.0.1:$P2
 fi
 
 log "an increase on the follower: the leader runs the hooks, once each"
@@ -75,6 +75,24 @@ for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real://
 assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
 assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
+
+log "a leader paused past its lease kills its hook as soon as it resumes"
+ADDR=$LADDR start_server "$LCFG"
+NPID=$SERVER_PID
+echo 8 >"$TMP/delay"
+ADDR=$FOLLOW assert_ok "increase on the leader" ctl increase web-a 1
+for _ in $(seq 1 50); do grep -q "^start create web-a-4 $FPID" "$TMP/calls" && break; sleep 0.1; done
+assert_match "start create web-a-4 $FPID" "$(cat "$TMP/calls")" "the leader started the hook"
+OLD_HOOK=$(cat "$TMP/pid.web-a-4")
+rm -f "$TMP/delay"
+kill -STOP "$FPID"
+for _ in $(seq 1 60); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
+assert_match "end create web-a-4 $NPID" "$(cat "$TMP/calls")" "the new leader ran it meanwhile"
+kill -CONT "$FPID"
+for _ in $(seq 1 20); do alive "$OLD_HOOK" || break; sleep 0.1; done
+alive "$OLD_HOOK" && fail "the hook $OLD_HOOK of the resumed old leader still runs" || pass
+assert_match "no longer the leader: killing 1 running hooks" "$(cat "$FLOG")" "it says why"
+assert_no_match "end create web-a-4 $FPID" "$(cat "$TMP/calls")" "its hook never finished"
 
 etcd_stop
 finish
