@@ -14,6 +14,7 @@ alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z
 cat >"$HOOK" <<HOOK_EOF
 #!/bin/bash
 $(declare -f alive)
+delay=\$(cat $TMP/delay 2>/dev/null)
 echo \$\$ > $TMP/pid.\$3
 echo "start \$1 \$3 \$PPID" >> $TMP/calls
 lock=$TMP/lock.\$3
@@ -22,7 +23,7 @@ if ! mkdir "\$lock" 2>/dev/null; then
     [ -n "\$other" ] && alive "\$other" && echo "OVERLAP \$1 \$3 \$other \$\$" >> $TMP/calls
 fi
 echo \$\$ > "\$lock/pid"
-[ -f $TMP/delay ] && sleep "\$(cat $TMP/delay)"
+[ -n "\$delay" ] && sleep "\$delay"
 echo "end \$1 \$3 \$PPID" >> $TMP/calls
 rm -rf "\$lock"
 [ "\$1" = create ] && echo "real:///\$3"
@@ -49,6 +50,22 @@ else
     LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1 LCFG=$TMP/r2.yaml LADDR=127.0.0.1:$P2
 fi
 
+# slow_create INSTANCE PID SECONDS: increase web-a by one through $FOLLOW with a hook that
+# sleeps SECONDS (until $TMP/delay is removed), wait until frugal PID started INSTANCE's
+# create, and set HOOK_PID to that hook's process.
+slow_create() {
+    echo "$3" >"$TMP/delay"
+    ADDR=$FOLLOW assert_ok "increase web-a" ctl increase web-a 1
+    for _ in $(seq 1 50); do grep -q "^start create $1 $2" "$TMP/calls" && break; sleep 0.1; done
+    assert_match "start create $1 $2" "$(cat "$TMP/calls")" "the leader started the hook"
+    HOOK_PID=$(cat "$TMP/pid.$1")
+}
+# gone PID TENTHS WHAT: PID no longer runs within TENTHS tenths of a second.
+gone() {
+    for _ in $(seq 1 "$2"); do alive "$1" || break; sleep 0.1; done
+    if alive "$1"; then fail "$3: $1 still runs"; else pass; fi
+}
+
 log "an increase on the follower: the leader runs the hooks, once each"
 ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 2
 for _ in $(seq 1 50); do [ "$(cat "$TMP/calls" 2>/dev/null | grep -c "^end create")" -ge 2 ] && break; sleep 0.1; done
@@ -58,16 +75,11 @@ for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real://
 assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
 
 log "the leader dies during a hook: the hook dies too, the new leader runs it again"
-echo 6 >"$TMP/delay"
-ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 1
-for _ in $(seq 1 50); do grep -q "^start create web-a-3 $LEAD" "$TMP/calls" && break; sleep 0.1; done
-assert_match "start create web-a-3 $LEAD" "$(cat "$TMP/calls")" "the leader started the hook"
-OLD_HOOK=$(cat "$TMP/pid.web-a-3")
+slow_create web-a-3 "$LEAD" 6
 kill -KILL "$LEAD"
 wait "$LEAD" 2>/dev/null
 rm -f "$TMP/delay"
-for _ in $(seq 1 10); do alive "$OLD_HOOK" || break; sleep 0.1; done
-alive "$OLD_HOOK" && fail "the hook $OLD_HOOK of the killed leader still runs" || pass
+gone "$HOOK_PID" 10 "the hook of the killed leader"
 for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
@@ -79,18 +91,13 @@ assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
 log "a leader paused past its lease kills its hook as soon as it resumes"
 ADDR=$LADDR start_server "$LCFG"
 NPID=$SERVER_PID
-echo 8 >"$TMP/delay"
-ADDR=$FOLLOW assert_ok "increase on the leader" ctl increase web-a 1
-for _ in $(seq 1 50); do grep -q "^start create web-a-4 $FPID" "$TMP/calls" && break; sleep 0.1; done
-assert_match "start create web-a-4 $FPID" "$(cat "$TMP/calls")" "the leader started the hook"
-OLD_HOOK=$(cat "$TMP/pid.web-a-4")
-rm -f "$TMP/delay"
+slow_create web-a-4 "$FPID" 8
 kill -STOP "$FPID"
+rm -f "$TMP/delay"
 for _ in $(seq 1 60); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-4 $NPID" "$(cat "$TMP/calls")" "the new leader ran it meanwhile"
 kill -CONT "$FPID"
-for _ in $(seq 1 20); do alive "$OLD_HOOK" || break; sleep 0.1; done
-alive "$OLD_HOOK" && fail "the hook $OLD_HOOK of the resumed old leader still runs" || pass
+gone "$HOOK_PID" 20 "the hook of the resumed old leader"
 assert_match "no longer the leader: killing 1 running hooks" "$(cat "$FLOG")" "it says why"
 assert_no_match "end create web-a-4 $FPID" "$(cat "$TMP/calls")" "its hook never finished"
 
