@@ -9,13 +9,14 @@
  * Slots never wait for a hook: increase and delete_instances change the group and stage
  * jobs, which commit_staged queues once the cluster has written the state file (and
  * abort_staged drops when it could not: no hook may act on a change that was not
- * published); `parallelism` worker threads run them (posix_spawn into a process group of their
- * own, stdout/stderr captured up to EXEC_OUTPUT_MAX, the whole group killed at the
- * timeout) and queue the results, which the refresh slot applies to the group it is
- * given. Refresh also re-queues the work of every creating (without error) or deleting
- * instance that has no job: after a restart from the state file, after a failed delete
- * (at most every EXEC_RETRY_MS), or when a refresh result was not kept. Hooks must
- * therefore be idempotent per INSTANCE name and per PROVIDER_ID.
+ * published); `parallelism` worker threads run them (fork + execve into a process group
+ * of their own, SIGKILLed should frugal die first, stdout/stderr captured up to
+ * EXEC_OUTPUT_MAX, the whole group killed at the timeout) and queue the results, which
+ * the refresh slot applies to the group it is given. Refresh also re-queues the work of
+ * every creating (without error) or deleting instance that has no job: after a restart
+ * from the state file, after a failed delete (at most every EXEC_RETRY_MS), or when a
+ * refresh result was not kept. Hooks must therefore be idempotent per INSTANCE name and per
+ * PROVIDER_ID.
  *
  * create-group and delete-group are the exception: they run synchronously, capped at
  * min(timeout, EXEC_GROUP_TIMEOUT_MS) (within CA's 5 s call timeout), because the
@@ -33,11 +34,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,6 +85,8 @@ typedef struct exec_job {
     exec_stage_t stage;
     bool orphan; /* delete of a machine whose instance is gone: not in busy */
     bool queued; /* in pending (else running or in results) */
+    bool worker; /* run by a worker, which took it in release epoch `epoch` */
+    unsigned epoch;
     char *group;
     char *key;   /* the instance's provider id when queued: how results find it */
     char *arg;   /* argv[3]: instance name (create) or provider id (delete) */
@@ -124,6 +127,7 @@ typedef struct exec_provider {
     size_t running;
     bool stopping;
     atomic_bool kill_all; /* destroy's grace is over: kill running hooks */
+    atomic_uint released; /* bumped by release: the workers kill the hooks taken before */
     pthread_t *threads;
     size_t threads_count;
 } exec_provider_t;
@@ -487,15 +491,84 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *
     free(line);
 }
 
+/* The child's side of exec__spawn, between fork and execve: async-signal-safe calls
+ * only. The hook gets a process group of its own, SIGKILL when the thread that forked it
+ * dies (with frugal, even by kill -9: no hook outlives its server to run beside the new
+ * leader's rerun), stdin /dev/null, the pipes as stdout/stderr, no blocked signal and
+ * default dispositions. What fails before execve is written to report as an errno. */
+static _Noreturn void exec__child(pid_t parent, int report, int outfd, int errfd, const char *cmd,
+                                  char *const argv[], char *const envp[]) {
+    static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
+                               SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
+    int e = 0;
+    if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+        e = errno;
+        goto fail;
+    }
+    if (getppid() != parent) /* frugal died before the death signal was armed */
+        _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0) {
+        e = errno;
+        goto fail;
+    }
+    if (in > 2)
+        close(in);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(cmd, argv, envp);
+    e = errno;
+fail:
+    while (write(report, &e, sizeof(e)) < 0 && errno == EINTR) {
+    }
+    _exit(127);
+}
+
+/* Start cmd as exec__child describes; 0 and *pid, or the errno why it could not run
+ * (then no child remains). Returns once execve has succeeded or failed, so the child is
+ * in its own process group by then. */
+static int exec__spawn(const char *cmd, char *const argv[], char *const envp[], int outfd,
+                       int errfd, pid_t *pid) {
+    int rep[2];
+    if (pipe2(rep, O_CLOEXEC) != 0)
+        return errno;
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child == 0)
+        exec__child(parent, rep[1], outfd, errfd, cmd, argv, envp);
+    int e = child < 0 ? errno : 0;
+    close(rep[1]);
+    if (child > 0) {
+        /* EOF: execve succeeded (the pipe closed on exec); else the child's errno. */
+        ssize_t n;
+        while ((n = read(rep[0], &e, sizeof(e))) < 0 && errno == EINTR) {
+        }
+        if (n != (ssize_t)sizeof(e))
+            e = 0;
+        if (e != 0) {
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    close(rep[0]);
+    if (e == 0)
+        *pid = child;
+    return e;
+}
+
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
  * Never fails: a hook that cannot be started is EXEC_FAILED. */
 static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     exec_buf_t *out = calloc(1, sizeof(*out));
     exec_buf_t *err = calloc(1, sizeof(*err));
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    bool fa_ok = false, attr_ok = false;
     char what[256];
     pid_t pid = -1;
 
@@ -509,29 +582,10 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         exec__fail(j, EXEC_FAILED, NULL, what);
         goto done;
     }
-    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
-    attr_ok = posix_spawnattr_init(&attr) == 0;
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        sigaddset(&defaults, sigs[i]);
-    if (!fa_ok || !attr_ok ||
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, outp[1], 1) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, errp[1], 2) != 0 ||
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                            POSIX_SPAWN_SETSIGDEF) != 0 ||
-        posix_spawnattr_setpgroup(&attr, 0) != 0 || posix_spawnattr_setsigmask(&attr, &none) != 0 ||
-        posix_spawnattr_setsigdefault(&attr, &defaults) != 0) {
-        exec__fail(j, EXEC_FAILED, NULL, "cannot prepare the hook's process");
-        goto done;
-    }
     const char *cmd = p->cfg->exec_command;
     char *argv[] = {(char *)cmd, (char *)exec__verb_name(j->verb), j->group,
                     j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
-    int src = posix_spawn(&pid, cmd, &fa, &attr, argv, j->envp);
+    int src = exec__spawn(cmd, argv, j->envp, outp[1], errp[1], &pid);
     close(outp[1]);
     close(errp[1]);
     outp[1] = errp[1] = -1;
@@ -557,7 +611,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         }
         if (exited_at >= 0 && (!(out_open || err_open) || now - exited_at > 100))
             break;
-        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all))) {
+        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all) ||
+                              (j->worker && atomic_load(&p->released) != j->epoch))) {
             timed_out = now >= deadline;
             killed = true;
             kill(-pid, SIGKILL);
@@ -597,8 +652,9 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
                      exec__verb_name(j->verb), timeout_ms);
             exec__fail(j, EXEC_TIMEOUT, err, what);
         } else {
-            snprintf(what, sizeof(what), "hook %s killed: frugal is stopping",
-                     exec__verb_name(j->verb));
+            snprintf(what, sizeof(what), "hook %s killed: %s", exec__verb_name(j->verb),
+                     atomic_load(&p->kill_all) ? "frugal is stopping"
+                                               : "this replica is no longer the leader");
             exec__fail(j, EXEC_FAILED, err, what);
         }
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -619,10 +675,6 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     }
 
 done:
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
-    if (attr_ok)
-        posix_spawnattr_destroy(&attr);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0)
             close(outp[i]);
@@ -659,6 +711,8 @@ static void *exec__worker(void *arg) {
         if (p->pending == NULL)
             p->pending_tail = NULL;
         j->queued = false;
+        j->worker = true;
+        j->epoch = atomic_load(&p->released); /* release bumps it under mu */
         j->next = p->active;
         p->active = j;
         p->running++;
@@ -715,6 +769,7 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
     p->cfg = cfg;
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
+    atomic_init(&p->released, 0);
     size_t n = cfg->exec_parallelism > 0 ? (size_t)cfg->exec_parallelism : 4;
     int rc;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
@@ -1259,6 +1314,39 @@ static void exec_abort_staged(provider_t *base) {
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Forget every job of list (pending or results), with mu held. */
+static void exec__forget_locked(exec_provider_t *p, exec_job_t *list) {
+    while (list != NULL) {
+        exec_job_t *next = list->next;
+        if (!list->orphan && strmap_get(p->busy, list->key) == list)
+            strmap_remove(p->busy, list->key);
+        exec__job_free(list);
+        list = next;
+    }
+}
+
+static void exec_release(provider_t *base) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    pthread_mutex_lock(&p->mu);
+    if (p->active != NULL || p->pending != NULL || p->results != NULL) {
+        log_warn("exec: no longer the leader: killing %zu running hooks, dropping the queued "
+                 "and finished ones (the leader runs them again)",
+                 p->running);
+        /* The workers free what they run now instead of keeping its result. */
+        for (exec_job_t *j = p->active; j != NULL; j = j->next) {
+            if (!j->orphan && strmap_get(p->busy, j->key) == j)
+                strmap_remove(p->busy, j->key);
+            j->orphan = true;
+        }
+        atomic_fetch_add(&p->released, 1);
+        exec__forget_locked(p, p->pending);
+        exec__forget_locked(p, p->results);
+        p->pending = p->pending_tail = NULL;
+        p->results = p->results_tail = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 static bool exec__list_has_group(const exec_job_t *j, const char *group) {
     for (; j != NULL; j = j->next) {
         if (j->group != NULL && strcmp(j->group, group) == 0)
@@ -1290,5 +1378,6 @@ const provider_ops_t provider_exec_ops = {
     .delete_group = exec_delete_group,
     .commit_staged = exec_commit_staged,
     .abort_staged = exec_abort_staged,
+    .release = exec_release,
     .busy = exec_busy,
 };

@@ -63,6 +63,12 @@ typedef struct provider_ops {
     void (*commit_staged)(provider_t *p);
     void (*abort_staged)(provider_t *p);
 
+    /* This replica no longer owns the machine work (it lost a shared store's
+     * leadership): end the running work at once and forget the queued and finished
+     * work, which the leader redoes from the stored instances. Cannot fail. NULL:
+     * nothing to end. */
+    void (*release)(provider_t *p);
+
     /* Whether machine work (queued, running, or finished but not yet applied by
      * refresh) remains for group g: such a group is not empty for deletion. NULL: never
      * busy. */

@@ -649,9 +649,17 @@ fail:
 int cluster_refresh(cluster_t *c, frugal_err_t *err) {
     double t0 = cluster__mono_ms();
     /* Provider work (instance states, hook results, expiry) belongs to the leader of a
-     * shared store; the others learn its results through the backend's watch. */
-    if (!state_backend_leader(c->state))
+     * shared store; the others learn its results through the backend's watch. A replica
+     * that was leader (paused past its lease, say) ends the hooks it still runs, so they
+     * never run beside the new leader's. */
+    if (!state_backend_leader(c->state)) {
+        if (c->provider->ops->release != NULL) {
+            pthread_mutex_lock(&c->write_mu);
+            c->provider->ops->release(c->provider);
+            pthread_mutex_unlock(&c->write_mu);
+        }
         return 0;
+    }
     pthread_mutex_lock(&c->write_mu);
     c->provider_work = true;
     int rc = cluster__refresh_locked(c, err);

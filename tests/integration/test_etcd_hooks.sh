@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Hooks with several replicas on etcd: only the leader runs the exec provider's hooks,
 # whichever replica took the call; each instance's create hook runs once; when the
-# leader dies in the middle of a hook, the new leader runs it again.
+# leader dies in the middle of a hook, its hook process dies with it and the new leader
+# runs it again, never beside the old run.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
 HOOK="$TMP/hook"
+# alive PID: the process runs (a zombie whose parent died does not count).
+alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+# The hook holds the lock $TMP/lock.INSTANCE while it runs: finding it held by a live
+# run is an overlap (a lock left by a killed run is taken over).
 cat >"$HOOK" <<HOOK_EOF
 #!/bin/bash
+$(declare -f alive)
+delay=\$(cat $TMP/delay 2>/dev/null)
+echo \$\$ > $TMP/pid.\$3
 echo "start \$1 \$3 \$PPID" >> $TMP/calls
-[ -f $TMP/delay ] && sleep "\$(cat $TMP/delay)"
+lock=$TMP/lock.\$3
+if ! mkdir "\$lock" 2>/dev/null; then
+    other=\$(cat "\$lock/pid" 2>/dev/null)
+    [ -n "\$other" ] && alive "\$other" && echo "OVERLAP \$1 \$3 \$other \$\$" >> $TMP/calls
+fi
+echo \$\$ > "\$lock/pid"
+[ -n "\$delay" ] && sleep "\$delay"
 echo "end \$1 \$3 \$PPID" >> $TMP/calls
+rm -rf "\$lock"
 [ "\$1" = create ] && echo "real:///\$3"
 exit 0
 HOOK_EOF
@@ -30,10 +45,26 @@ PID1=$SERVER_PID LOG1=$SERVER_LOG
 ADDR=127.0.0.1:$P2 start_server "$TMP/r2.yaml"
 PID2=$SERVER_PID LOG2=$SERVER_LOG
 if grep -q "info  leader:" "$LOG1"; then
-    LEAD=$PID1 FOLLOW=127.0.0.1:$P2 FPID=$PID2 FLOG=$LOG2
+    LEAD=$PID1 FOLLOW=127.0.0.1:$P2 FPID=$PID2 FLOG=$LOG2 LCFG=$TMP/r1.yaml LADDR=127.0.0.1:$P1
 else
-    LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1
+    LEAD=$PID2 FOLLOW=127.0.0.1:$P1 FPID=$PID1 FLOG=$LOG1 LCFG=$TMP/r2.yaml LADDR=127.0.0.1:$P2
 fi
+
+# slow_create INSTANCE PID SECONDS: increase web-a by one through $FOLLOW with a hook that
+# sleeps SECONDS (until $TMP/delay is removed), wait until frugal PID started INSTANCE's
+# create, and set HOOK_PID to that hook's process.
+slow_create() {
+    echo "$3" >"$TMP/delay"
+    ADDR=$FOLLOW assert_ok "increase web-a" ctl increase web-a 1
+    for _ in $(seq 1 50); do grep -q "^start create $1 $2" "$TMP/calls" && break; sleep 0.1; done
+    assert_match "start create $1 $2" "$(cat "$TMP/calls")" "the leader started the hook"
+    HOOK_PID=$(cat "$TMP/pid.$1")
+}
+# gone PID TENTHS WHAT: PID no longer runs within TENTHS tenths of a second.
+gone() {
+    for _ in $(seq 1 "$2"); do alive "$1" || break; sleep 0.1; done
+    if alive "$1"; then fail "$3: $1 still runs"; else pass; fi
+}
 
 log "an increase on the follower: the leader runs the hooks, once each"
 ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 2
@@ -43,20 +74,32 @@ assert_eq 0 "$(grep '^start create' "$TMP/calls" | grep -vc " $LEAD\$")" "all ru
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
 assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
 
-log "the leader dies during a hook: the new leader runs it again"
-echo 3 >"$TMP/delay"
-ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 1
-for _ in $(seq 1 50); do grep -q "^start create web-a-3 $LEAD" "$TMP/calls" && break; sleep 0.1; done
-assert_match "start create web-a-3 $LEAD" "$(cat "$TMP/calls")" "the leader started the hook"
+log "the leader dies during a hook: the hook dies too, the new leader runs it again"
+slow_create web-a-3 "$LEAD" 6
 kill -KILL "$LEAD"
 wait "$LEAD" 2>/dev/null
 rm -f "$TMP/delay"
+gone "$HOOK_PID" 10 "the hook of the killed leader"
 for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
 assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
+assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
+
+log "a leader paused past its lease kills its hook as soon as it resumes"
+ADDR=$LADDR start_server "$LCFG"
+NPID=$SERVER_PID
+slow_create web-a-4 "$FPID" 8
+kill -STOP "$FPID"
+rm -f "$TMP/delay"
+for _ in $(seq 1 60); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
+assert_match "end create web-a-4 $NPID" "$(cat "$TMP/calls")" "the new leader ran it meanwhile"
+kill -CONT "$FPID"
+gone "$HOOK_PID" 20 "the hook of the resumed old leader"
+assert_match "no longer the leader: killing 1 running hooks" "$(cat "$FLOG")" "it says why"
+assert_no_match "end create web-a-4 $FPID" "$(cat "$TMP/calls")" "its hook never finished"
 
 etcd_stop
 finish

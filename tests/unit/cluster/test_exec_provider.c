@@ -468,6 +468,41 @@ static void test_destroy_kills_running_hooks(void **state) {
     fixture_free(f);
 }
 
+/* release (the leadership was lost): the running hooks are killed at once, the queued
+ * one never runs, nothing is busy; the next refresh (leader again) queues all three anew. */
+static void test_release_kills_running_hooks(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("echo started >> $D/started; exec sleep 60", 60000, 2);
+    increase(f, 3);
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "started") < 2 && mono_ms() < end)
+        sleep_ms(10);
+    assert_int_equal(count_lines(f, "started"), 2);
+    int64_t t0 = mono_ms();
+    f->p->ops->release(f->p);
+    /* The workers kill and reap their hooks within a poll slice, then drop the jobs. */
+    while (f->p->ops->busy(f->p, &f->g) && mono_ms() - t0 < 2000)
+        sleep_ms(10);
+    assert_true(mono_ms() - t0 < 2000);
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    f->p->ops->release(f->p); /* nothing left: a no-op */
+    sleep_ms(100);
+    assert_int_equal(count_lines(f, "started"), 2);
+    bool changed = false;
+    frugal_err_t err = {0};
+    assert_int_equal(f->p->ops->refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
+    commit(f);
+    assert_true(f->p->ops->busy(f->p, &f->g));
+    end = mono_ms() + 5000;
+    while (count_lines(f, "started") < 4 && mono_ms() < end)
+        sleep_ms(10);
+    assert_int_equal(count_lines(f, "started"), 4);
+    f->p->ops->release(f->p); /* rather than destroy's grace */
+    fixture_free(f);
+}
+
 /* Through the cluster: a real id replaces the placeholder in the provider-id index, and
  * an id another group holds already is not taken. */
 static void test_cluster_indexes_real_ids(void **state) {
@@ -783,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_decrease_cancels_and_cleans_orphans),
         cmocka_unit_test(test_group_hooks),
         cmocka_unit_test(test_destroy_kills_running_hooks),
+        cmocka_unit_test(test_release_kills_running_hooks),
         cmocka_unit_test(test_cluster_indexes_real_ids),
         cmocka_unit_test(test_bad_command),
         cmocka_unit_test(test_failed_write_runs_no_hook),
