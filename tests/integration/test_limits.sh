@@ -83,47 +83,63 @@ assert_status RESOURCE_EXHAUSTED "a fourth theoretical group" \
     ctl new-node-group --machine-type n1-standard-4 --label team=d
 assert_match "max_theoretical_groups 3" "$ERR" "names the limit"
 
-log "HEADERS + RST_STREAM flood for 10 s on one connection"
-BASE_KB=$(rss_kb)
-$H2 healthy "$ADDR" 11 >"$TMP/healthy.txt" 2>&1 &
-HEALTHY=$!
-( for _ in $(seq 1 120); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
-SAMPLER=$!
-sleep 0.5
-run $H2 flood "$ADDR" 10
-echo "    flood: $OUT (RSS before ${BASE_KB} KiB)" >&2
-wait "$HEALTHY"
-wait "$SAMPLER"
-PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
-HEALTHY_OUT=$(cat "$TMP/healthy.txt")
-echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
-[ "$PEAK_KB" -lt "$BUDGET_KB" ] && pass || fail "peak RSS $PEAK_KB KiB over the budget"
-# KNOWN LIMITATION (docs/limits.md): with gRPC 1.51 a connection flooded this way can
-# starve another connection's reads for seconds (main shows the same: p99 in seconds,
-# calls timing out). Reported here; enforced only with FRUGAL_STRICT_FLOOD=1.
-p99=$(echo "$HEALTHY_OUT" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p')
-errors=$(echo "$HEALTHY_OUT" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')
-if awk -v p="$p99" -v e="$errors" 'BEGIN { exit !(p != "" && p < 100 && e == 0) }'; then
-    pass
-elif [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ]; then
-    fail "healthy client during the flood: p99 $p99 ms, $errors errors"
-else
-    echo "    KNOWN LIMITATION: healthy client during the flood: p99 $p99 ms, $errors errors" >&2
-fi
-ok=$(echo "$HEALTHY_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
-[ "${ok:-0}" -gt 0 ] && pass || fail "the healthy client got no answer"
-assert_ok "server still serving after the flood" ctl health
+# Under a sanitizer (scripts/test.sh --sanitize / --tsan) memory and speed are the
+# sanitizer's: its shadow memory and quarantine make RSS meaningless against the budget,
+# and a slowed server cannot keep the flood's pace. There the flood is skipped and the
+# receive timeout is checked on fewer calls, without the RSS figures.
+SANITIZED=0
+[ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && SANITIZED=1
+HEADERS_ONLY=2000
+[ $SANITIZED = 1 ] && HEADERS_ONLY=200
 
-log "2,000 headers-only calls are closed by the receive timeout; their memory comes back"
+if [ $SANITIZED = 1 ]; then
+    log "HEADERS + RST_STREAM flood: skipped under a sanitizer"
+else
+    log "HEADERS + RST_STREAM flood for 10 s on one connection"
+    BASE_KB=$(rss_kb)
+    $H2 healthy "$ADDR" 11 >"$TMP/healthy.txt" 2>&1 &
+    HEALTHY=$!
+    ( for _ in $(seq 1 120); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
+    SAMPLER=$!
+    sleep 0.5
+    run $H2 flood "$ADDR" 10
+    echo "    flood: $OUT (RSS before ${BASE_KB} KiB)" >&2
+    wait "$HEALTHY"
+    wait "$SAMPLER"
+    PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
+    HEALTHY_OUT=$(cat "$TMP/healthy.txt")
+    echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
+    [ "$PEAK_KB" -lt "$BUDGET_KB" ] && pass || fail "peak RSS $PEAK_KB KiB over the budget"
+    # KNOWN LIMITATION (docs/limits.md): with gRPC 1.51 a connection flooded this way can
+    # starve another connection's reads for seconds (main shows the same: p99 in seconds,
+    # calls timing out). Reported here; enforced only with FRUGAL_STRICT_FLOOD=1.
+    p99=$(echo "$HEALTHY_OUT" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p')
+    errors=$(echo "$HEALTHY_OUT" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')
+    if awk -v p="$p99" -v e="$errors" 'BEGIN { exit !(p != "" && p < 100 && e == 0) }'; then
+        pass
+    elif [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ]; then
+        fail "healthy client during the flood: p99 $p99 ms, $errors errors"
+    else
+        echo "    KNOWN LIMITATION: healthy client during the flood: p99 $p99 ms, $errors errors" >&2
+    fi
+    ok=$(echo "$HEALTHY_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
+    [ "${ok:-0}" -gt 0 ] && pass || fail "the healthy client got no answer"
+    assert_ok "server still serving after the flood" ctl health
+
+fi
+
+log "$HEADERS_ONLY headers-only calls are closed by the receive timeout; their memory comes back"
 BASE_KB=$(rss_kb)
-run $H2 headers-only "$ADDR" 2000 25 15
+run $H2 headers-only "$ADDR" "$HEADERS_ONLY" 25 15
 echo "    headers-only: $(echo $OUT) (RSS before ${BASE_KB} KiB)" >&2
-assert_match "closed=2000 " "$OUT" "every headers-only call closed"
+assert_match "closed=$HEADERS_ONLY " "$OUT" "every headers-only call closed"
 sleep 1
 AFTER_KB=$(rss_kb)
 echo "    RSS after ${AFTER_KB} KiB" >&2
-[ "$AFTER_KB" -lt $((BASE_KB + 16384)) ] && pass ||
-    fail "RSS ${AFTER_KB} KiB did not come back near ${BASE_KB} KiB"
+if [ $SANITIZED = 0 ]; then
+    [ "$AFTER_KB" -lt $((BASE_KB + 16384)) ] && pass ||
+        fail "RSS ${AFTER_KB} KiB did not come back near ${BASE_KB} KiB"
+fi
 assert_match "cancelled [0-9]+ call\(s\) without deadline that sent no request message" \
     "$(cat "$SERVER_LOG")" "the receive timeout is logged"
 
