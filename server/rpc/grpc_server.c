@@ -435,7 +435,9 @@ static void call_accept(call_state_t *cs) {
     cs->phase = CALL_RECEIVING;
     if (gpr_time_cmp(cs->deadline, gpr_inf_future(cs->deadline.clock_type)) == 0)
         receive_list_add(s, cs);
-    if (grpc_call_start_batch(cs->call, &op, 1, cs, NULL) != GRPC_CALL_OK) {
+    grpc_call *call = cs->call; /* read before the hand-off: the completion may free cs */
+    CALL_HANDOFF_RELEASE(cs);
+    if (grpc_call_start_batch(call, &op, 1, cs, NULL) != GRPC_CALL_OK) {
         log_error("receiving a request message failed; dropping call");
         receive_list_remove(s, cs);
         call_state_free(cs);
