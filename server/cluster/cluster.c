@@ -41,7 +41,8 @@ int64_t cluster_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-double cluster__mono_ms(void) {
+/* Monotonic clock in ms, for durations in log lines. */
+static double cluster__mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
@@ -392,8 +393,10 @@ fail:
     return rc;
 }
 
-void cluster__log(const char *method, const char *id, long delta, int rc, const frugal_err_t *err,
-                  double t0) {
+/* The log line of a mutation: method, group, delta, outcome (err's message on failure)
+ * and the time since t0 (cluster__mono_ms). */
+static void cluster__log(const char *method, const char *id, long delta, int rc,
+                         const frugal_err_t *err, double t0) {
     double ms = cluster__mono_ms() - t0;
     log_field_t fields[] = {
         LOG_STR("node_group", id != NULL ? id : ""),
@@ -405,19 +408,20 @@ void cluster__log(const char *method, const char *id, long delta, int rc, const 
     log_fields(LOG_LEVEL_INFO, fields, sizeof(fields) / sizeof(fields[0]), "%s", method);
 }
 
+/* The arguments of the size mutations, for cluster__mutate. */
+typedef struct cluster__size_args {
+    const char *id;
+    int32_t delta;
+} cluster__size_args_t;
+
+static int cluster__increase_run(cluster_t *c, const void *args, frugal_err_t *err) {
+    const cluster__size_args_t *a = args;
+    return cluster__increase_locked(c, a->id, a->delta, err);
+}
+
 int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local; /* the log line names the reason even when the caller does not ask */
-    double t0 = cluster__mono_ms();
-    int rc, attempt = 0;
-    do {
-        pthread_mutex_lock(&c->write_mu);
-        rc = cluster__increase_locked(c, id, delta, err);
-        pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
-    cluster__log("IncreaseSize", id, delta, rc, err, t0);
-    return rc;
+    cluster__size_args_t a = {id, delta};
+    return cluster__mutate(c, "IncreaseSize", id, delta, cluster__increase_run, &a, err);
 }
 
 static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
@@ -459,19 +463,14 @@ static int cluster__decrease_locked(cluster_t *c, const char *id, int32_t delta,
     return cluster__replace(c, g, next, err);
 }
 
+static int cluster__decrease_run(cluster_t *c, const void *args, frugal_err_t *err) {
+    const cluster__size_args_t *a = args;
+    return cluster__decrease_locked(c, a->id, a->delta, err);
+}
+
 int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local; /* the log line names the reason even when the caller does not ask */
-    double t0 = cluster__mono_ms();
-    int rc, attempt = 0;
-    do {
-        pthread_mutex_lock(&c->write_mu);
-        rc = cluster__decrease_locked(c, id, delta, err);
-        pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
-    cluster__log("DecreaseTargetSize", id, delta, rc, err, t0);
-    return rc;
+    cluster__size_args_t a = {id, delta};
+    return cluster__mutate(c, "DecreaseTargetSize", id, delta, cluster__decrease_run, &a, err);
 }
 
 static int cluster__delete_locked(cluster_t *c, const char *id, const char *const *provider_ids,
@@ -538,20 +537,21 @@ out:
     return rc;
 }
 
+typedef struct cluster__delete_args {
+    const char *id;
+    const char *const *provider_ids;
+    size_t n;
+} cluster__delete_args_t;
+
+static int cluster__delete_run(cluster_t *c, const void *args, frugal_err_t *err) {
+    const cluster__delete_args_t *a = args;
+    return cluster__delete_locked(c, a->id, a->provider_ids, a->n, err);
+}
+
 int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provider_ids, size_t n,
                          frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local; /* the log line names the reason even when the caller does not ask */
-    double t0 = cluster__mono_ms();
-    int rc, attempt = 0;
-    do {
-        pthread_mutex_lock(&c->write_mu);
-        rc = cluster__delete_locked(c, id, provider_ids, n, err);
-        pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
-    cluster__log("DeleteNodes", id, -(long)n, rc, err, t0);
-    return rc;
+    cluster__delete_args_t a = {id, provider_ids, n};
+    return cluster__mutate(c, "DeleteNodes", id, -(long)n, cluster__delete_run, &a, err);
 }
 
 /* A provider's refresh may replace instance ids (the exec provider: the machine's real
@@ -680,7 +680,7 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
 
 static void cluster__adopt(group_t *g, group_t *from);
 
-bool cluster__retry(cluster_t *c, int rc, int *attempt) {
+static bool cluster__retry(cluster_t *c, int rc, int *attempt) {
     if (rc != FRUGAL_EABORTED || ++*attempt > 4)
         return false;
     frugal_err_t err = {0};
@@ -689,6 +689,22 @@ bool cluster__retry(cluster_t *c, int rc, int *attempt) {
         return false;
     }
     return true;
+}
+
+int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta,
+                    cluster_locked_fn locked, const void *args, frugal_err_t *err) {
+    frugal_err_t local = {0};
+    if (err == NULL)
+        err = &local;
+    double t0 = cluster__mono_ms();
+    int rc, attempt = 0;
+    do {
+        pthread_mutex_lock(&c->write_mu);
+        rc = locked(c, args, err);
+        pthread_mutex_unlock(&c->write_mu);
+    } while (cluster__retry(c, rc, &attempt));
+    cluster__log(method, id, delta, rc, err, t0);
+    return rc;
 }
 
 /* The backend's watch: another replica committed g (NULL: removed group id). Publish it

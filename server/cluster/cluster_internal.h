@@ -62,14 +62,6 @@ typedef struct gvec {
 
 /* ---- implemented in cluster.c ---- */
 
-/* Monotonic clock in ms, for durations in log lines. */
-double cluster__mono_ms(void);
-
-/* The log line of a mutation: method, group, delta, outcome (err's message on failure)
- * and the time since t0 (cluster__mono_ms). */
-void cluster__log(const char *method, const char *id, long delta, int rc, const frugal_err_t *err,
-                  double t0);
-
 /* Index of the published group g, CLUSTER_APPEND when it is not published. */
 size_t cluster__index_of(const cluster_t *c, const group_t *g);
 
@@ -85,10 +77,13 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g);
  * right after the write, aborted on failure (nothing changed). */
 int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err);
 
-/* After a mutation failed with rc (write_mu released): true when another replica had
- * committed first (FRUGAL_EABORTED) and this replica's cache now holds that change, so
- * the mutation should run again on it; at most a few times. */
-bool cluster__retry(cluster_t *c, int rc, int *attempt);
+/* One mutation as every public one runs: locked(c, args, err) under write_mu, run again
+ * (on the cache that now holds the other replica's change) when another replica
+ * committed first (FRUGAL_EABORTED), at most a few times; then the info line naming
+ * method, id and delta. err may be NULL: the line still names the reason. */
+typedef int (*cluster_locked_fn)(cluster_t *c, const void *args, frugal_err_t *err);
+int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta,
+                    cluster_locked_fn locked, const void *args, frugal_err_t *err);
 
 /* cluster__commit of one change: the published group old becomes next (consumed). */
 int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err);

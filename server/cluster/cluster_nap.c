@@ -306,19 +306,12 @@ static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t
     return cluster__replace(c, g, next, err);
 }
 
+static int cluster__nap_create_run(cluster_t *c, const void *id, frugal_err_t *err) {
+    return cluster__nap_create_locked(c, id, err);
+}
+
 int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local;
-    double t0 = cluster__mono_ms();
-    int rc, attempt = 0;
-    do {
-        pthread_mutex_lock(&c->write_mu);
-        rc = cluster__nap_create_locked(c, id, err);
-        pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
-    cluster__log("NodeGroupCreate", id, 0, rc, err, t0);
-    return rc;
+    return cluster__mutate(c, "NodeGroupCreate", id, 0, cluster__nap_create_run, id, err);
 }
 
 static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t *err) {
@@ -360,17 +353,10 @@ static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t
     return cluster__commit(c, &ch, 1, err);
 }
 
+static int cluster__nap_delete_run(cluster_t *c, const void *id, frugal_err_t *err) {
+    return cluster__nap_delete_locked(c, id, err);
+}
+
 int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    frugal_err_t local = {0};
-    if (err == NULL)
-        err = &local;
-    double t0 = cluster__mono_ms();
-    int rc, attempt = 0;
-    do {
-        pthread_mutex_lock(&c->write_mu);
-        rc = cluster__nap_delete_locked(c, id, err);
-        pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
-    cluster__log("NodeGroupDelete", id, 0, rc, err, t0);
-    return rc;
+    return cluster__mutate(c, "NodeGroupDelete", id, 0, cluster__nap_delete_run, id, err);
 }
