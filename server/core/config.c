@@ -346,6 +346,16 @@ static bool parse_double(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
     return true;
 }
 
+/* Replace the string at field by a copy of node's text. */
+static bool store_scalar(load_ctx_t *ctx, const yaml_tree_node_t *node, void *field) {
+    char *s = ctx_strdup(ctx, node->u.scalar.text);
+    if (s == NULL)
+        return false;
+    free(*(char **)field);
+    *(char **)field = s;
+    return true;
+}
+
 /* A non-empty string; any scalar qualifies ("zone: 1" is the string "1"). */
 static bool parse_string(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          void *field, const key_spec_t *spec) {
@@ -357,13 +367,7 @@ static bool parse_string(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         ctx_error(ctx, node, path, "must not contain a NUL character");
         return false;
     }
-    char *s = ctx_strdup(ctx, node->u.scalar.text);
-    if (s == NULL) {
-        return false;
-    }
-    free(*(char **)field);
-    *(char **)field = s;
-    return true;
+    return store_scalar(ctx, node, field);
 }
 
 static bool quantity_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -642,13 +646,7 @@ static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, con
         ctx_error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text, problem);
         return false;
     }
-    char *s = ctx_strdup(ctx, node->u.scalar.text);
-    if (s == NULL) {
-        return false;
-    }
-    free(*(char **)field);
-    *(char **)field = s;
-    return true;
+    return store_scalar(ctx, node, field);
 }
 
 static bool parse_taint_effect(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
