@@ -9,9 +9,10 @@
  * Slots never wait for a hook: increase and delete_instances change the group and stage
  * jobs, which commit_staged queues once the cluster has written the state file (and
  * abort_staged drops when it could not: no hook may act on a change that was not
- * published); `parallelism` worker threads run them (fork + execve into a process group
- * of their own, SIGKILLed should frugal die first, stdout/stderr captured up to
- * EXEC_OUTPUT_MAX, the whole group killed at the timeout) and queue the results, which
+ * published); `parallelism` worker threads run them (under a guard process, in a
+ * process group of their own that dies with frugal and, with a shared store, when the
+ * leadership lease runs out: exec__guard; stdout/stderr captured up to EXEC_OUTPUT_MAX,
+ * the whole group killed at the timeout) and queue the results, which
  * the refresh slot applies to the group it is given. Refresh also re-queues the work of
  * every creating (without error) or deleting instance that has no job: after a restart
  * from the state file, after a failed delete (at most every EXEC_RETRY_MS), or when a
@@ -38,7 +39,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,6 +99,12 @@ typedef struct exec_job {
     char *message;    /* what went wrong, NULL when OK */
 } exec_job_t;
 
+/* Until when (CLOCK_MONOTONIC ms) this replica may run machine work: INT64_MAX unless a
+ * shared state store fences it with its leadership lease. */
+typedef struct exec_fence {
+    atomic_llong until_ms;
+} exec_fence_t;
+
 typedef struct exec_backoff {
     struct exec_backoff *next;
     char *group;
@@ -130,6 +139,8 @@ typedef struct exec_provider {
     atomic_uint released; /* bumped by release: the workers kill the hooks taken before */
     pthread_t *threads;
     size_t threads_count;
+    exec_fence_t *fence; /* a shared page: the guards read it (see exec__guard) */
+    int fd_limit;        /* RLIMIT_NOFILE at create, for the guards */
 } exec_provider_t;
 
 /* ------------------------------------------------------------------------------------
@@ -491,29 +502,61 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *
     free(line);
 }
 
-/* The child's side of exec__spawn, between fork and execve: async-signal-safe calls
- * only. The hook gets a process group of its own, SIGKILL when the thread that forked it
- * dies (with frugal, even by kill -9: no hook outlives its server to run beside the new
- * leader's rerun), stdin /dev/null, the pipes as stdout/stderr, no blocked signal and
- * default dispositions. What fails before execve is written to report as an errno. */
-static _Noreturn void exec__child(pid_t parent, int report, int outfd, int errfd, const char *cmd,
-                                  char *const argv[], char *const envp[]) {
+/* A hook runs under a guard: frugal forks the guard, the guard forks and execs the hook.
+ * The guard leads a process group that holds the hook and everything the hook starts,
+ * and outlives neither of the two rules that frugal itself might not be there to
+ * enforce: when frugal dies (even by kill -9) or, for a fenced job, when the leadership
+ * lease frugal last renewed runs out (even while frugal is paused: SIGSTOP, a frozen
+ * VM), it kills the whole group. So no machine hook runs on beside the new leader's
+ * rerun. Between fork and exit the guard is a copy of a multi-threaded process:
+ * async-signal-safe calls only, nothing allocated. */
+
+#define EXEC_GUARD_POLL_MS 10
+#define EXEC_GUARD_REPORT_FD 3 /* the guard's copies: report (exec errno), status */
+#define EXEC_GUARD_STATUS_FD 4
+
+/* What the guard writes on its status pipe before it ends. */
+typedef enum exec_guard_end {
+    EXEC_GUARD_EXITED = 1, /* status: the hook's wait status */
+    EXEC_GUARD_FENCED,     /* the lease ran out: the group was killed */
+} exec_guard_end_t;
+
+typedef struct exec_guard_report {
+    int end; /* exec_guard_end_t */
+    int status;
+} exec_guard_report_t;
+
+/* Everything the guard needs, prepared before the fork. */
+typedef struct exec_launch {
+    const char *cmd;
+    char *const *argv;
+    char *const *envp;
+    int outfd, errfd;
+    const atomic_llong *fence; /* monotonic ms the job may run until; NULL: not fenced */
+    int fd_limit;              /* close_range's fallback: close every fd below it */
+} exec_launch_t;
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
+               "the fence is shared with the guard processes: it must be lock-free");
+
+static void exec__write_all(int fd, const void *data, size_t len) {
+    while (write(fd, data, len) < 0 && errno == EINTR) {
+    }
+}
+
+/* The hook's side, between the guard's fork and execve: stdin /dev/null and the pipes
+ * already in place (the guard set them), SIGKILL should the guard die, no blocked
+ * signal and default dispositions. What fails before execve is reported as an errno. */
+static _Noreturn void exec__hook_child(pid_t guard, const exec_launch_t *l) {
     static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
                                SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
     int e = 0;
-    if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
         e = errno;
         goto fail;
     }
-    if (getppid() != parent) /* frugal died before the death signal was armed */
+    if (getppid() != guard) /* the guard died before the death signal was armed */
         _exit(127);
-    int in = open("/dev/null", O_RDONLY);
-    if (in < 0 || dup2(in, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0) {
-        e = errno;
-        goto fail;
-    }
-    if (in > 2)
-        close(in);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
@@ -523,44 +566,142 @@ static _Noreturn void exec__child(pid_t parent, int report, int outfd, int errfd
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(cmd, argv, envp);
+    execve(l->cmd, l->argv, l->envp);
     e = errno;
 fail:
-    while (write(report, &e, sizeof(e)) < 0 && errno == EINTR) {
-    }
+    exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
     _exit(127);
 }
 
-/* Start cmd as exec__child describes; 0 and *pid, or the errno why it could not run
- * (then no child remains). Returns once execve has succeeded or failed, so the child is
- * in its own process group by then. */
-static int exec__spawn(const char *cmd, char *const argv[], char *const envp[], int outfd,
-                       int errfd, pid_t *pid) {
-    int rep[2];
+/* Give the guard exactly fds 0-4: /dev/null, the hook's stdout and stderr, the report
+ * and the status pipes (the last two close on the hook's exec). Nothing else of
+ * frugal's stays open in it: no listener, no state lock, no other hook's pipe. */
+static int exec__guard_fds(const exec_launch_t *l, int report, int status) {
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0)
+        return errno;
+    int keep[5] = {in, l->outfd, l->errfd, report, status};
+    for (int i = 0; i < 5; i++) {
+        if ((keep[i] = fcntl(keep[i], F_DUPFD, 16)) < 0)
+            return errno;
+    }
+    for (int i = 0; i < 5; i++) {
+        if (dup2(keep[i], i) < 0)
+            return errno;
+    }
+    if (fcntl(EXEC_GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC) < 0 ||
+        fcntl(EXEC_GUARD_STATUS_FD, F_SETFD, FD_CLOEXEC) < 0)
+        return errno;
+    if (close_range(5, ~0U, 0) != 0) {
+        for (int fd = 5; fd < l->fd_limit; fd++)
+            close(fd);
+    }
+    return 0;
+}
+
+/* The guard: see above. Its process group is the hook's; it reports the hook's exec
+ * failure on report and how the hook ended on status. */
+static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int report, int status) {
+    int e = 0;
+    if (setpgid(0, 0) != 0) {
+        e = errno;
+        exec__write_all(report, &e, sizeof(e));
+        _exit(127);
+    }
+    if ((e = exec__guard_fds(l, report, status)) != 0) {
+        exec__write_all(report, &e, sizeof(e));
+        _exit(127);
+    }
+    prctl(PR_SET_NAME, "frugal-guard");
+    if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence)) {
+        e = ECANCELED; /* the lease ran out before the hook could start */
+        exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
+        _exit(127);
+    }
+    pid_t guard = getpid();
+    pid_t hook = fork();
+    if (hook == 0)
+        exec__hook_child(guard, l);
+    if (hook < 0) {
+        e = errno;
+        exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
+        _exit(127);
+    }
+    close(EXEC_GUARD_REPORT_FD); /* frugal reads EOF once the hook's exec closed its copy */
+    for (;;) {
+        int ws = 0;
+        if (waitpid(hook, &ws, WNOHANG) == hook) {
+            exec_guard_report_t r = {EXEC_GUARD_EXITED, ws};
+            exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
+            _exit(0);
+        }
+        if (getppid() != frugal)
+            kill(0, SIGKILL);
+        if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence)) {
+            exec_guard_report_t r = {EXEC_GUARD_FENCED, 0};
+            exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
+            kill(0, SIGKILL);
+        }
+        struct timespec poll_ts = {0, EXEC_GUARD_POLL_MS * 1000000L};
+        nanosleep(&poll_ts, NULL);
+    }
+}
+
+/* Start l's hook under a guard; 0 with *guard (its pid, also the process group of the
+ * guard and the hook) and *status_fd (where the guard reports), or the errno why the
+ * hook could not run (then no process remains). Returns once the hook's execve has
+ * succeeded or failed. */
+static int exec__spawn(const exec_launch_t *l, pid_t *guard, int *status_fd) {
+    int rep[2], st[2];
     if (pipe2(rep, O_CLOEXEC) != 0)
         return errno;
+    if (pipe2(st, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(rep[0]);
+        close(rep[1]);
+        return e;
+    }
     pid_t parent = getpid();
     pid_t child = fork();
     if (child == 0)
-        exec__child(parent, rep[1], outfd, errfd, cmd, argv, envp);
+        exec__guard(parent, l, rep[1], st[1]);
     int e = child < 0 ? errno : 0;
     close(rep[1]);
+    close(st[1]);
     if (child > 0) {
-        /* EOF: execve succeeded (the pipe closed on exec); else the child's errno. */
+        /* EOF: the hook's execve succeeded; else an errno from the guard or the hook. */
         ssize_t n;
         while ((n = read(rep[0], &e, sizeof(e))) < 0 && errno == EINTR) {
         }
         if (n != (ssize_t)sizeof(e))
             e = 0;
         if (e != 0) {
+            kill(-child, SIGKILL);
             while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
             }
         }
     }
     close(rep[0]);
-    if (e == 0)
-        *pid = child;
-    return e;
+    if (e != 0) {
+        close(st[0]);
+        return e;
+    }
+    *guard = child;
+    *status_fd = st[0];
+    return 0;
+}
+
+/* How the guard said the hook ended: EXEC_GUARD_EXITED with *status, EXEC_GUARD_FENCED,
+ * or 0 when it said nothing (it was killed). Called after the guard was reaped. */
+static int exec__guard_end(int status_fd, int *status) {
+    exec_guard_report_t r = {0, 0};
+    ssize_t n;
+    while ((n = read(status_fd, &r, sizeof(r))) < 0 && errno == EINTR) {
+    }
+    if (n != (ssize_t)sizeof(r))
+        return 0;
+    *status = r.status;
+    return r.end;
 }
 
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
@@ -570,7 +711,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     exec_buf_t *out = calloc(1, sizeof(*out));
     exec_buf_t *err = calloc(1, sizeof(*err));
     char what[256];
-    pid_t pid = -1;
+    pid_t pid = -1; /* the guard's: see exec__spawn */
+    int status_fd = -1;
 
     j->outcome = EXEC_FAILED;
     if (out == NULL || err == NULL) {
@@ -585,19 +727,31 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     const char *cmd = p->cfg->exec_command;
     char *argv[] = {(char *)cmd, (char *)exec__verb_name(j->verb), j->group,
                     j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
-    int src = exec__spawn(cmd, argv, j->envp, outp[1], errp[1], &pid);
+    exec_launch_t launch = {.cmd = cmd,
+                            .argv = argv,
+                            .envp = j->envp,
+                            .outfd = outp[1],
+                            .errfd = errp[1],
+                            .fence = j->worker ? &p->fence->until_ms : NULL,
+                            .fd_limit = p->fd_limit};
+    int src = exec__spawn(&launch, &pid, &status_fd);
     close(outp[1]);
     close(errp[1]);
     outp[1] = errp[1] = -1;
     if (src != 0) {
         pid = -1;
-        snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(src));
+        if (src == ECANCELED)
+            snprintf(what, sizeof(what),
+                     "hook %s not started: this replica's leadership lease ran out",
+                     exec__verb_name(j->verb));
+        else
+            snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(src));
         exec__fail(j, EXEC_FAILED, NULL, what);
         goto done;
     }
 
-    /* Read both pipes until the hook exits (then what is left, briefly), the deadline
-     * passes or destroy says stop. */
+    /* Read both pipes until the guard reports the hook's end (then what is left,
+     * briefly), the deadline passes or destroy or release says stop. */
     int64_t deadline = exec__mono_ms() + timeout_ms;
     int64_t exited_at = -1;
     int status = 0;
@@ -646,6 +800,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             }
         }
     }
+    int end = killed ? 0 : exec__guard_end(status_fd, &status);
     if (killed) {
         if (timed_out) {
             snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed",
@@ -657,6 +812,15 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
                                                : "this replica is no longer the leader");
             exec__fail(j, EXEC_FAILED, err, what);
         }
+    } else if (end == EXEC_GUARD_FENCED) {
+        snprintf(what, sizeof(what), "hook %s killed: this replica's leadership lease ran out",
+                 exec__verb_name(j->verb));
+        exec__fail(j, EXEC_FAILED, err, what);
+    } else if (end != EXEC_GUARD_EXITED) {
+        snprintf(what, sizeof(what), "hook %s: its guard process ended without a report (%s %d)",
+                 exec__verb_name(j->verb), WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        exec__fail(j, EXEC_FAILED, err, what);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         j->outcome = EXEC_OK;
         j->first_line = exec__line(out, false);
@@ -675,6 +839,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     }
 
 done:
+    if (status_fd >= 0)
+        close(status_fd);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0)
             close(outp[i]);
@@ -765,13 +931,25 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
     exec_provider_t *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
+    int rc;
     p->base.ops = &provider_exec_ops;
     p->cfg = cfg;
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
     atomic_init(&p->released, 0);
+    struct rlimit nofile;
+    p->fd_limit = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536
+                      ? (int)nofile.rlim_cur
+                      : 65536;
+    p->fence =
+        mmap(NULL, sizeof(*p->fence), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p->fence == MAP_FAILED) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "cannot map the exec provider's fence: %s",
+                            strerror(errno));
+        goto fail_mutex;
+    }
+    atomic_init(&p->fence->until_ms, INT64_MAX);
     size_t n = cfg->exec_parallelism > 0 ? (size_t)cfg->exec_parallelism : 4;
-    int rc;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         rc = frugal_err_set(err, FRUGAL_EINTERNAL, "cannot create the exec provider's mutex");
         goto fail_mutex;
@@ -812,6 +990,8 @@ fail_threads:
 fail_cond:
     pthread_mutex_destroy(&p->mu);
 fail_mutex:
+    if (p->fence != NULL && p->fence != MAP_FAILED)
+        munmap(p->fence, sizeof(*p->fence));
     free(p);
     return rc;
 }
@@ -863,6 +1043,7 @@ static void exec_destroy(provider_t *base) {
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->idle_cv);
     pthread_mutex_destroy(&p->mu);
+    munmap(p->fence, sizeof(*p->fence));
     free(p);
 }
 
@@ -1325,6 +1506,12 @@ static void exec__forget_locked(exec_provider_t *p, exec_job_t *list) {
     }
 }
 
+/* Shared with the running guards: each kills its hook's group at until_ms. */
+static void exec_fence(provider_t *base, int64_t until_ms) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    atomic_store(&p->fence->until_ms, until_ms);
+}
+
 static void exec_release(provider_t *base) {
     exec_provider_t *p = (exec_provider_t *)base;
     pthread_mutex_lock(&p->mu);
@@ -1379,5 +1566,6 @@ const provider_ops_t provider_exec_ops = {
     .commit_staged = exec_commit_staged,
     .abort_staged = exec_abort_staged,
     .release = exec_release,
+    .fence = exec_fence,
     .busy = exec_busy,
 };

@@ -69,6 +69,14 @@ typedef struct provider_ops {
      * nothing to end. */
     void (*release)(provider_t *p);
 
+    /* This replica may run machine work until until_ms (CLOCK_MONOTONIC, ms; 0: not at
+     * all, INT64_MAX: for ever, the default): a shared store's leadership lease. The
+     * provider must end its running work by then on its own, even if this process is
+     * paused and fence is not called again (release follows later, when the process
+     * runs). Called on a backend thread at every renewal: must not block. NULL: the
+     * provider's work needs no fence. */
+    void (*fence)(provider_t *p, int64_t until_ms);
+
     /* Whether machine work (queued, running, or finished but not yet applied by
      * refresh) remains for group g: such a group is not empty for deletion. NULL: never
      * busy. */

@@ -134,6 +134,11 @@ static void cluster__staged_commit(cluster_t *c) {
         c->provider->ops->commit_staged(c->provider);
 }
 
+static void cluster__fence(void *provider, int64_t until_ms) {
+    provider_t *p = provider;
+    p->ops->fence(p, until_ms);
+}
+
 void cluster__staged_abort(cluster_t *c) {
     if (c->provider->ops->abort_staged != NULL)
         c->provider->ops->abort_staged(c->provider);
@@ -869,7 +874,7 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     }
     if (rc != 0)
         return rc;
-    if (st.version < STATE_FORMAT_VERSION)
+    if (cfg->state_file != NULL && st.version < STATE_FORMAT_VERSION) /* etcd: no file format */
         log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
                  "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
                  cfg->state_file, st.version, STATE_FORMAT_VERSION, cfg->state_file);
@@ -950,6 +955,8 @@ static int cluster__check_unique(const gvec_t *v, frugal_err_t *err) {
 }
 
 static void cluster__free(cluster_t *c) {
+    if (c->provider->ops->fence != NULL)
+        state_backend_lease(c->state, NULL, NULL);
     for (size_t i = 0; i < c->count; i++) {
         group_free(c->groups[i]);
         free(c->refs[i]);
@@ -1095,6 +1102,9 @@ int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
         changes[i].next = v.items[i];
         v.items[i] = NULL;
     }
+    /* Before the first commit can start machine work: the leadership lease bounds it. */
+    if (c->provider->ops->fence != NULL)
+        state_backend_lease(c->state, cluster__fence, c->provider);
     rc = cluster__commit(c, changes, v.count, err);
     free(changes);
     v.count = 0;
@@ -1110,6 +1120,7 @@ int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
         cluster__free(c);
         return rc;
     }
+
     config_retain(cfg);
     *out = c;
     return 0;

@@ -98,6 +98,11 @@ int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal
     return b != NULL && b->ops->watch != NULL ? b->ops->watch(b, fn, arg, err) : 0;
 }
 
+void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg) {
+    if (b != NULL && b->ops->lease != NULL)
+        b->ops->lease(b, fn, arg);
+}
+
 int state_backend_sync(state_backend_t *b, frugal_err_t *err) {
     return b != NULL && b->ops->sync != NULL ? b->ops->sync(b, err) : 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "errors.h"
 #include "group.h"
@@ -36,6 +37,11 @@ typedef struct state_commit {
  * stored (NULL: the group with that id was removed). The callee copies what it keeps. */
 typedef void (*state_watch_fn)(void *arg, const char *id, const group_t *g);
 
+/* Called by a shared backend when this replica's leadership is won, renewed or lost:
+ * until_ms is the CLOCK_MONOTONIC time (ms) up to which it surely leads (its lease
+ * cannot have expired in the store before then), 0 when it does not lead. */
+typedef void (*state_lease_fn)(void *arg, int64_t until_ms);
+
 typedef struct state_backend_ops {
     const char *kind; /* "file", "etcd" */
     /* Read the stored groups into *out (state_free). FRUGAL_ENOTFOUND when nothing is
@@ -55,6 +61,10 @@ typedef struct state_backend_ops {
      * NULL stops the deliveries (returns once none is running). NULL op: the store has
      * one writer. */
     int (*watch)(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+    /* Report this replica's leadership to fn from now on: at once, then at every
+     * renewal or change, on a thread of the backend; fn NULL stops the reports (returns
+     * once none is running). NULL op: the replica always leads. */
+    void (*lease)(state_backend_t *b, state_lease_fn fn, void *arg);
     /* After FRUGAL_EABORTED: wait until watch delivered every commit that made it fail,
      * so that a retry sees them. NULL: nothing to wait for. */
     int (*sync)(state_backend_t *b, frugal_err_t *err);
@@ -78,6 +88,7 @@ int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err
 int state_backend_lock(state_backend_t *b, frugal_err_t *err);
 bool state_backend_leader(state_backend_t *b);
 int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
+void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg);
 int state_backend_sync(state_backend_t *b, frugal_err_t *err);
 const char *state_backend_describe(const state_backend_t *b);
 void state_backend_destroy(state_backend_t *b);

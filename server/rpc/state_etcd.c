@@ -59,6 +59,10 @@ typedef struct etcd_backend {
     atomic_llong lease_id;    /* 0: none */
     atomic_bool leader;       /* holds P/leader with lease_id */
     atomic_llong valid_until; /* monotonic ms: leadership is trusted until then */
+    atomic_bool elect_now;    /* the Watch saw P/leader go: try at once */
+    pthread_mutex_t lease_mu; /* guards lease_fn/lease_arg and serialises the reports */
+    state_lease_fn lease_fn;
+    void *lease_arg;
     atomic_bool stop;
     atomic_bool watch_stop;
     atomic_bool watch_down;  /* the Watch could not be opened: the cache may be stale */
@@ -368,6 +372,14 @@ static void txn_delete(txn_build_t *t, const char *key) {
 
 static bool se__leader_now(etcd_backend_t *e) {
     return atomic_load(&e->leader) && se__mono_ms() < atomic_load(&e->valid_until);
+}
+
+/* Tell the lease listener how long this replica surely leads (0: it does not). */
+static void se__publish_lease(etcd_backend_t *e) {
+    pthread_mutex_lock(&e->lease_mu);
+    if (e->lease_fn != NULL)
+        e->lease_fn(e->lease_arg, se__leader_now(e) ? atomic_load(&e->valid_until) : 0);
+    pthread_mutex_unlock(&e->lease_mu);
 }
 
 static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_t *err) {
@@ -691,6 +703,10 @@ static void *se__watch_main(void *arg) {
                 if (key == NULL)
                     continue;
                 bool del = ev->type == MVCCPB__EVENT__EVENT_TYPE__DELETE;
+                /* The leader's lease expired or was revoked: elect now, not at the next
+                 * renewal (failover in about lease_ttl rather than up to 1.25x). */
+                if (del && strcmp(key + strlen(e->prefix), "leader") == 0)
+                    atomic_store(&e->elect_now, true);
                 se__deliver(e, key, del ? NULL : ev->kv->value.data, ev->kv->value.len,
                             ev->kv->mod_revision);
                 free(key);
@@ -808,6 +824,7 @@ static void se__elect(etcd_backend_t *e) {
     else if (!now && was)
         log_warn("leadership lost: %s no longer holds %s", e->identity, key);
     metrics_state_leader(now);
+    se__publish_lease(e);
     free(key);
 }
 
@@ -831,6 +848,7 @@ static bool se__keepalive(etcd_backend_t *e) {
     if (alive)
         atomic_store(&e->valid_until, t0 + resp->ttl * 1000 - e->lease_ttl_ms / 5);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
+    se__publish_lease(e);
     return alive;
 }
 
@@ -843,6 +861,7 @@ static void *se__lease_main(void *arg) {
                 log_warn("leadership lost: the lease of %s expired", e->identity);
             atomic_store(&e->leader, false);
             atomic_store(&e->lease_id, 0);
+            se__publish_lease(e);
             if (se__grant(e, &err) != 0) {
                 usleep(200000);
                 continue;
@@ -852,7 +871,9 @@ static void *se__lease_main(void *arg) {
             continue;
         }
         se__elect(e);
-        for (int64_t slept = 0; slept < e->lease_ttl_ms / 4 && !atomic_load(&e->stop); slept += 50)
+        for (int64_t slept = 0; slept < e->lease_ttl_ms / 4 && !atomic_load(&e->stop) &&
+                                !atomic_exchange(&e->elect_now, false);
+             slept += 50)
             usleep(50000);
     }
     return NULL;
@@ -873,6 +894,15 @@ static int etcd_lock(state_backend_t *b, frugal_err_t *err) {
 
 static bool etcd_leader(state_backend_t *b) {
     return se__leader_now(b->impl);
+}
+
+static void etcd_lease(state_backend_t *b, state_lease_fn fn, void *arg) {
+    etcd_backend_t *e = b->impl;
+    pthread_mutex_lock(&e->lease_mu);
+    e->lease_fn = fn;
+    e->lease_arg = arg;
+    pthread_mutex_unlock(&e->lease_mu);
+    se__publish_lease(e);
 }
 
 static const char *etcd_describe(const state_backend_t *b) {
@@ -904,6 +934,7 @@ static void etcd_destroy(state_backend_t *b) {
     se__seen_clear(e);
     strmap_destroy(e->seen);
     pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->lease_mu);
     pthread_cond_destroy(&e->cond);
     free(e->prefix);
     free(e->description);
@@ -918,6 +949,7 @@ static const state_backend_ops_t etcd_ops = {
     .commit = etcd_commit,
     .lock = etcd_lock,
     .leader = etcd_leader,
+    .lease = etcd_lease,
     .watch = etcd_watch,
     .sync = etcd_sync,
     .describe = etcd_describe,
@@ -960,6 +992,7 @@ int state_etcd_create(const state_config_t *st, state_backend_t **out, frugal_er
     snprintf(e->identity, sizeof(host) + 32, "%s:%ld", host, (long)getpid());
     e->lease_ttl_ms = st->lease_ttl_ms;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->lease_mu, NULL);
     pthread_cond_init(&e->cond, NULL);
     b->ops = &etcd_ops;
     b->impl = e;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Hooks with several replicas on etcd: only the leader runs the exec provider's hooks,
 # whichever replica took the call; each instance's create hook runs once; when the
-# leader dies in the middle of a hook, its hook process dies with it and the new leader
-# runs it again, never beside the old run.
+# leader dies in the middle of a hook, its hook process (and what the hook started)
+# dies with it and the new leader runs it again, never beside the old run; when the
+# leader is paused (SIGSTOP) past its lease, its hook is killed before the lease ends,
+# so the new leader's rerun never overlaps it either.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
@@ -11,20 +13,26 @@ HOOK="$TMP/hook"
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
 # The hook holds the lock $TMP/lock.INSTANCE while it runs: finding it held by a live
 # run is an overlap (a lock left by a killed run is taken over).
+# Each line names the frugal that ran the hook: the parent of the hook's guard process.
 cat >"$HOOK" <<HOOK_EOF
 #!/bin/bash
 $(declare -f alive)
 delay=\$(cat $TMP/delay 2>/dev/null)
+frugal=\$(ps -o ppid= -p \$PPID | tr -d ' ')
 echo \$\$ > $TMP/pid.\$3
-echo "start \$1 \$3 \$PPID" >> $TMP/calls
+echo "start \$1 \$3 \$frugal" >> $TMP/calls
 lock=$TMP/lock.\$3
 if ! mkdir "\$lock" 2>/dev/null; then
     other=\$(cat "\$lock/pid" 2>/dev/null)
     [ -n "\$other" ] && alive "\$other" && echo "OVERLAP \$1 \$3 \$other \$\$" >> $TMP/calls
 fi
 echo \$\$ > "\$lock/pid"
-[ -n "\$delay" ] && sleep "\$delay"
-echo "end \$1 \$3 \$PPID" >> $TMP/calls
+if [ -n "\$delay" ]; then
+    sleep 300 &  # what a hook starts lives in its process group
+    echo \$! > $TMP/child.\$3
+    sleep "\$delay"
+fi
+echo "end \$1 \$3 \$frugal" >> $TMP/calls
 rm -rf "\$lock"
 [ "\$1" = create ] && echo "real:///\$3"
 exit 0
@@ -76,10 +84,12 @@ assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the fo
 
 log "the leader dies during a hook: the hook dies too, the new leader runs it again"
 slow_create web-a-3 "$LEAD" 6
+CHILD_PID=$(cat "$TMP/child.web-a-3")
 kill -KILL "$LEAD"
 wait "$LEAD" 2>/dev/null
 rm -f "$TMP/delay"
 gone "$HOOK_PID" 10 "the hook of the killed leader"
+gone "$CHILD_PID" 10 "the process the hook started"
 for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
@@ -88,18 +98,30 @@ assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and it
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
 assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
 
-log "a leader paused past its lease kills its hook as soon as it resumes"
+log "a leader paused past its lease: its hook dies before the lease ends, the new leader reruns it"
 ADDR=$LADDR start_server "$LCFG"
 NPID=$SERVER_PID
 slow_create web-a-4 "$FPID" 8
+CHILD_PID=$(cat "$TMP/child.web-a-4")
 kill -STOP "$FPID"
+t0=$(date +%s%N)
 rm -f "$TMP/delay"
+gone "$HOOK_PID" 25 "the hook of the paused leader (lease_ttl 2s)"
+gone "$CHILD_PID" 5 "the process that hook started"
+killed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+log "the paused leader's hook was gone ${killed_ms} ms after SIGSTOP"
 for _ in $(seq 1 60); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-4 $NPID" "$(cat "$TMP/calls")" "the new leader ran it meanwhile"
+assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "never beside the paused leader's run"
 kill -CONT "$FPID"
-gone "$HOOK_PID" 20 "the hook of the resumed old leader"
-assert_match "no longer the leader: killing 1 running hooks" "$(cat "$FLOG")" "it says why"
+for _ in $(seq 1 30); do grep -q "leadership lease ran out" "$FLOG" && break; sleep 0.1; done
+assert_match "hook create killed: this replica's leadership lease ran out" "$(cat "$FLOG")" \
+    "the resumed old leader says why its hook ended"
 assert_no_match "end create web-a-4 $FPID" "$(cat "$TMP/calls")" "its hook never finished"
+for _ in $(seq 1 30); do ADDR=$LADDR ctl -o yaml nodes web-a | grep -q 'real:///web-a-4' && break; sleep 0.1; done
+assert_match "real:///web-a-4" "$(ADDR=$LADDR ctl -o yaml nodes web-a)" "the new leader's result is kept"
+for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-4' && break; sleep 0.1; done
+assert_match "real:///web-a-4" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and the resumed replica sees it"
 
 etcd_stop
 finish

@@ -503,6 +503,75 @@ static void test_release_kills_running_hooks(void **state) {
     fixture_free(f);
 }
 
+/* Whether pid runs: exists and is not a zombie (whose reaper may never come). */
+static bool process_runs(pid_t pid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren != NULL && paren[1] == ' ' && paren[2] != 'Z';
+}
+
+/* The fence (a shared store's leadership lease): the hook's guard kills the hook and
+ * what it started when the lease runs out, by itself, and starts no hook once it has;
+ * the synchronous group hooks (a call this replica answers) are not fenced. */
+static void test_fence_ends_hooks_at_the_lease(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("[ $1 = create-group ] && { echo $2 >> $D/groups; exit 0; }\n"
+                               "echo started >> $D/started; sleep 60 & echo $! >> $D/kids; wait",
+                               60000, 2);
+    increase(f, 1);
+    int64_t end = mono_ms() + 5000;
+    while (count_lines(f, "started") < 1 && mono_ms() < end)
+        sleep_ms(10);
+    assert_int_equal(count_lines(f, "started"), 1);
+    int64_t t0 = mono_ms();
+    f->p->ops->fence(f->p, t0 + 300);
+    assert_true(refresh_until(f, first_has_error, 0, 3000));
+    int64_t took = mono_ms() - t0;
+    assert_true(took >= 300 && took < 1500);
+    assert_string_equal(f->g.instances[0].error_code, "CreateFailed");
+    assert_string_equal(f->g.instances[0].error_message,
+                        "hook create killed: this replica's leadership lease ran out");
+    char *kids = read_all(f, "kids");
+    pid_t kid = (pid_t)atoi(kids);
+    free(kids);
+    assert_true(kid > 0);
+    end = mono_ms() + 1000;
+    while (process_runs(kid) && mono_ms() < end)
+        sleep_ms(10);
+    assert_false(process_runs(kid));
+
+    f->p->ops->fence(f->p, 0);
+    increase(f, 1);
+    end = mono_ms() + 3000;
+    bool second_failed = false;
+    while (!second_failed && mono_ms() < end) {
+        bool changed = false;
+        frugal_err_t err = {0};
+        assert_int_equal(f->p->ops->refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
+        commit(f);
+        second_failed = f->g.instances_count == 2 && f->g.instances[1].error_code != NULL;
+        sleep_ms(20);
+    }
+    assert_true(second_failed);
+    assert_string_equal(f->g.instances[1].error_message,
+                        "hook create not started: this replica's leadership lease ran out");
+    assert_int_equal(count_lines(f, "started"), 1);
+
+    frugal_err_t err = {0};
+    f->g.exists = false;
+    assert_int_equal(f->p->ops->create_group(f->p, &f->g, &err), 0);
+    assert_int_equal(count_lines(f, "groups"), 1);
+    f->p->ops->fence(f->p, INT64_MAX);
+    fixture_free(f);
+}
+
 /* Through the cluster: a real id replaces the placeholder in the provider-id index, and
  * an id another group holds already is not taken. */
 static void test_cluster_indexes_real_ids(void **state) {
@@ -819,6 +888,7 @@ int main(void) {
         cmocka_unit_test(test_group_hooks),
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_release_kills_running_hooks),
+        cmocka_unit_test(test_fence_ends_hooks_at_the_lease),
         cmocka_unit_test(test_cluster_indexes_real_ids),
         cmocka_unit_test(test_bad_command),
         cmocka_unit_test(test_failed_write_runs_no_hook),
