@@ -705,8 +705,10 @@ static void *se__watch_main(void *arg) {
                 bool del = ev->type == MVCCPB__EVENT__EVENT_TYPE__DELETE;
                 /* The leader's lease expired or was revoked: elect now, not at the next
                  * renewal (failover in about lease_ttl rather than up to 1.25x). */
-                if (del && strcmp(key + strlen(e->prefix), "leader") == 0)
+                if (del && strcmp(key + strlen(e->prefix), "leader") == 0) {
+                    log_info("etcd: %s was deleted (the leader's lease ended): electing now", key);
                     atomic_store(&e->elect_now, true);
+                }
                 se__deliver(e, key, del ? NULL : ev->kv->value.data, ev->kv->value.len,
                             ev->kv->mod_revision);
                 free(key);
