@@ -73,6 +73,7 @@ typedef enum exec_outcome {
     EXEC_NO_RESOURCES, /* exit status 3 */
     EXEC_FAILED,       /* other status, signal, or the hook could not be started */
     EXEC_TIMEOUT,
+    EXEC_FENCED, /* not run, or killed, because the leadership lease ran out: no result */
 } exec_outcome_t;
 
 /* What commit_staged does with a staged job. */
@@ -715,6 +716,12 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     int status_fd = -1;
 
     j->outcome = EXEC_FAILED;
+    if (j->worker && exec__mono_ms() >= atomic_load(&p->fence->until_ms)) {
+        snprintf(what, sizeof(what), "hook %s not started: this replica's leadership lease ran out",
+                 exec__verb_name(j->verb));
+        exec__fail(j, EXEC_FENCED, NULL, what);
+        goto done;
+    }
     if (out == NULL || err == NULL) {
         exec__fail(j, EXEC_FAILED, NULL, "out of memory running the hook");
         goto done;
@@ -740,13 +747,15 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     outp[1] = errp[1] = -1;
     if (src != 0) {
         pid = -1;
-        if (src == ECANCELED)
+        if (src == ECANCELED) {
             snprintf(what, sizeof(what),
                      "hook %s not started: this replica's leadership lease ran out",
                      exec__verb_name(j->verb));
-        else
+            exec__fail(j, EXEC_FENCED, NULL, what);
+        } else {
             snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(src));
-        exec__fail(j, EXEC_FAILED, NULL, what);
+            exec__fail(j, EXEC_FAILED, NULL, what);
+        }
         goto done;
     }
 
@@ -815,7 +824,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     } else if (end == EXEC_GUARD_FENCED) {
         snprintf(what, sizeof(what), "hook %s killed: this replica's leadership lease ran out",
                  exec__verb_name(j->verb));
-        exec__fail(j, EXEC_FAILED, err, what);
+        exec__fail(j, EXEC_FENCED, err, what);
     } else if (end != EXEC_GUARD_EXITED) {
         snprintf(what, sizeof(what), "hook %s: its guard process ended without a report (%s %d)",
                  exec__verb_name(j->verb), WIFSIGNALED(status) ? "signal" : "status",
@@ -856,7 +865,8 @@ static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     static const char *const results[] = {[EXEC_OK] = "ok",
                                           [EXEC_NO_RESOURCES] = "no_resources",
                                           [EXEC_FAILED] = "failed",
-                                          [EXEC_TIMEOUT] = "timeout"};
+                                          [EXEC_TIMEOUT] = "timeout",
+                                          [EXEC_FENCED] = "fenced"};
     int64_t t0 = exec__mono_ms();
     exec__run_hook(p, j, timeout_ms);
     const char *verb = exec__verb_name(j->verb);
@@ -885,7 +895,11 @@ static void *exec__worker(void *arg) {
         pthread_mutex_unlock(&p->mu);
 
         exec__run(p, j, p->timeout_ms);
-        if (j->outcome != EXEC_OK)
+        if (j->outcome == EXEC_FENCED)
+            log_warn("exec hook %s %s %s: %s; its result is not kept (the leader runs it)",
+                     exec__verb_name(j->verb), j->group, j->arg,
+                     j->message != NULL ? j->message : "fenced");
+        else if (j->outcome != EXEC_OK)
             log_warn("exec hook %s %s %s failed: %s", exec__verb_name(j->verb), j->group, j->arg,
                      j->message != NULL ? j->message : "");
         else
@@ -900,7 +914,12 @@ static void *exec__worker(void *arg) {
             }
         }
         j->next = NULL;
-        if (j->orphan) {
+        /* Fenced: no result, as after release; the instance stays creating or deleting
+         * without a job, so the leader's refresh (this replica's, should it lead again)
+         * queues it anew. */
+        if (j->outcome == EXEC_FENCED && !j->orphan && strmap_get(p->busy, j->key) == j)
+            strmap_remove(p->busy, j->key);
+        if (j->orphan || j->outcome == EXEC_FENCED) {
             exec__job_free(j);
         } else {
             if (p->results_tail != NULL)
