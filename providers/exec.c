@@ -503,23 +503,30 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *
     free(line);
 }
 
-/* A hook runs under a guard: frugal forks the guard, the guard forks and execs the hook.
- * The guard leads a process group that holds the hook and everything the hook starts,
- * and outlives neither of the two rules that frugal itself might not be there to
- * enforce: when frugal dies (even by kill -9) or, for a fenced job, when the leadership
- * lease frugal last renewed runs out (even while frugal is paused: SIGSTOP, a frozen
- * VM), it kills the whole group. So no machine hook runs on beside the new leader's
- * rerun. Between fork and exit the guard is a copy of a multi-threaded process:
- * async-signal-safe calls only, nothing allocated. */
+/* A hook runs under a guard: frugal forks the guard, the guard forks and execs the hook
+ * in a process group of the hook's own. The guard is the hook's parent and, as a child
+ * subreaper, the parent of whatever the hook starts and leaves orphaned, so it can both
+ * kill the whole group and reap every process of it (no zombie is left to frugal, which
+ * may be a container's PID 1). It ends the group when frugal asks (SIGUSR1: timeout,
+ * shutdown, leadership lost) and on two rules frugal might not be there to enforce:
+ * frugal died (even by kill -9), or, for a fenced job, the leadership lease frugal last
+ * renewed ran out (even while frugal is paused: SIGSTOP, a frozen VM). So no machine
+ * hook runs on beside the new leader's rerun. Between fork and exit the guard is a copy
+ * of a multi-threaded process: async-signal-safe calls only, nothing allocated. */
 
 #define EXEC_GUARD_POLL_MS 10
-#define EXEC_GUARD_REPORT_FD 3 /* the guard's copies: report (exec errno), status */
+#define EXEC_GUARD_REAP_MS 1000 /* how long a guard reaps a killed group's processes */
+#define EXEC_GUARD_REPORT_FD 3  /* the guard's copies: report (exec errno), status */
 #define EXEC_GUARD_STATUS_FD 4
+#define EXEC_GUARD_STOP SIGUSR1 /* frugal to the guard: kill the hook's group now */
 
-/* What the guard writes on its status pipe before it ends. */
+/* Why the guard ended, written on its status pipe before it exits. */
 typedef enum exec_guard_end {
-    EXEC_GUARD_EXITED = 1, /* status: the hook's wait status */
-    EXEC_GUARD_FENCED,     /* the lease ran out: the group was killed */
+    EXEC_GUARD_RUNNING,  /* not ended (never written) */
+    EXEC_GUARD_EXITED,   /* the hook exited; status: its wait status */
+    EXEC_GUARD_STOPPED,  /* frugal asked: the group was killed */
+    EXEC_GUARD_FENCED,   /* the lease ran out: the group was killed */
+    EXEC_GUARD_ORPHANED, /* frugal died: the group was killed (nobody reads this) */
 } exec_guard_end_t;
 
 typedef struct exec_guard_report {
@@ -545,14 +552,20 @@ static void exec__write_all(int fd, const void *data, size_t len) {
     }
 }
 
-/* The hook's side, between the guard's fork and execve: stdin /dev/null and the pipes
- * already in place (the guard set them), SIGKILL should the guard die, no blocked
- * signal and default dispositions. What fails before execve is reported as an errno. */
+static void exec__guard_nap(void) {
+    struct timespec ts = {0, EXEC_GUARD_POLL_MS * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The hook's side, between the guard's fork and execve: a process group of its own,
+ * stdin /dev/null and the pipes already in place (the guard set them), SIGKILL should
+ * the guard die, no blocked signal and default dispositions. What fails before execve
+ * is reported as an errno. */
 static _Noreturn void exec__hook_child(pid_t guard, const exec_launch_t *l) {
     static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
                                SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
     int e = 0;
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
         e = errno;
         goto fail;
     }
@@ -600,22 +613,52 @@ static int exec__guard_fds(const exec_launch_t *l, int report, int status) {
     return 0;
 }
 
-/* The guard: see above. Its process group is the hook's; it reports the hook's exec
- * failure on report and how the hook ended on status. */
-static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int report, int status) {
-    int e = 0;
-    if (setpgid(0, 0) != 0) {
-        e = errno;
-        exec__write_all(report, &e, sizeof(e));
-        _exit(127);
+/* Why the guard must end the hook's group now, EXEC_GUARD_RUNNING while it may run on. */
+static exec_guard_end_t exec__guard_reason(pid_t frugal, const exec_launch_t *l) {
+    if (getppid() != frugal)
+        return EXEC_GUARD_ORPHANED;
+    if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence))
+        return EXEC_GUARD_FENCED;
+    sigset_t pending;
+    if (sigpending(&pending) == 0 && sigismember(&pending, EXEC_GUARD_STOP))
+        return EXEC_GUARD_STOPPED;
+    return EXEC_GUARD_RUNNING;
+}
+
+/* Kill hook's group and reap the hook and, for up to EXEC_GUARD_REAP_MS, what it
+ * started (orphans come to the guard, a subreaper). */
+static void exec__guard_kill(pid_t hook) {
+    kill(-hook, SIGKILL);
+    while (waitpid(hook, NULL, 0) < 0 && errno == EINTR) {
     }
-    if ((e = exec__guard_fds(l, report, status)) != 0) {
+    for (int waited = 0; waited < EXEC_GUARD_REAP_MS; waited += EXEC_GUARD_POLL_MS) {
+        pid_t r;
+        while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
+        }
+        if (r < 0 && errno == ECHILD)
+            return;
+        exec__guard_nap();
+    }
+}
+
+/* The guard: see above. It reports the hook's exec failure on report and how the hook
+ * ended on status. */
+static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int report, int status) {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, EXEC_GUARD_STOP);
+    sigprocmask(SIG_BLOCK, &stop, NULL); /* kept pending: exec__guard_reason reads it */
+    int e = exec__guard_fds(l, report, status);
+    if (e == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        e = errno;
+    if (e != 0) {
         exec__write_all(report, &e, sizeof(e));
         _exit(127);
     }
     prctl(PR_SET_NAME, "frugal-guard");
-    if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence)) {
-        e = ECANCELED; /* the lease ran out before the hook could start */
+    exec_guard_end_t end = exec__guard_reason(frugal, l);
+    if (end != EXEC_GUARD_RUNNING) {
+        e = ECANCELED; /* the lease ran out (or frugal is gone) before the hook started */
         exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
         _exit(127);
     }
@@ -628,6 +671,7 @@ static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int repo
         exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
         _exit(127);
     }
+    setpgid(hook, hook);         /* as the hook does: whichever runs first, kill(-hook) works */
     close(EXEC_GUARD_REPORT_FD); /* frugal reads EOF once the hook's exec closed its copy */
     for (;;) {
         int ws = 0;
@@ -636,21 +680,19 @@ static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int repo
             exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
             _exit(0);
         }
-        if (getppid() != frugal)
-            kill(0, SIGKILL);
-        if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence)) {
-            exec_guard_report_t r = {EXEC_GUARD_FENCED, 0};
+        if ((end = exec__guard_reason(frugal, l)) != EXEC_GUARD_RUNNING) {
+            exec__guard_kill(hook);
+            exec_guard_report_t r = {(int)end, 0};
             exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
-            kill(0, SIGKILL);
+            _exit(0);
         }
-        struct timespec poll_ts = {0, EXEC_GUARD_POLL_MS * 1000000L};
-        nanosleep(&poll_ts, NULL);
+        exec__guard_nap();
     }
 }
 
-/* Start l's hook under a guard; 0 with *guard (its pid, also the process group of the
- * guard and the hook) and *status_fd (where the guard reports), or the errno why the
- * hook could not run (then no process remains). Returns once the hook's execve has
+/* Start l's hook under a guard; 0 with *guard (its pid: EXEC_GUARD_STOP asks it to
+ * end the hook) and *status_fd (where the guard reports), or the errno why the hook
+ * could not run (then no process remains). Returns once the hook's execve has
  * succeeded or failed. */
 static int exec__spawn(const exec_launch_t *l, pid_t *guard, int *status_fd) {
     int rep[2], st[2];
@@ -677,7 +719,6 @@ static int exec__spawn(const exec_launch_t *l, pid_t *guard, int *status_fd) {
         if (n != (ssize_t)sizeof(e))
             e = 0;
         if (e != 0) {
-            kill(-child, SIGKILL);
             while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
             }
         }
@@ -692,17 +733,18 @@ static int exec__spawn(const exec_launch_t *l, pid_t *guard, int *status_fd) {
     return 0;
 }
 
-/* How the guard said the hook ended: EXEC_GUARD_EXITED with *status, EXEC_GUARD_FENCED,
- * or 0 when it said nothing (it was killed). Called after the guard was reaped. */
-static int exec__guard_end(int status_fd, int *status) {
-    exec_guard_report_t r = {0, 0};
+/* How the guard said the hook ended (EXEC_GUARD_EXITED with *status), or
+ * EXEC_GUARD_RUNNING when it said nothing (it was killed). Called after the guard was
+ * reaped. */
+static exec_guard_end_t exec__guard_end(int status_fd, int *status) {
+    exec_guard_report_t r = {EXEC_GUARD_RUNNING, 0};
     ssize_t n;
     while ((n = read(status_fd, &r, sizeof(r))) < 0 && errno == EINTR) {
     }
     if (n != (ssize_t)sizeof(r))
-        return 0;
+        return EXEC_GUARD_RUNNING;
     *status = r.status;
-    return r.end;
+    return (exec_guard_end_t)r.end;
 }
 
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
@@ -778,7 +820,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
                               (j->worker && atomic_load(&p->released) != j->epoch))) {
             timed_out = now >= deadline;
             killed = true;
-            kill(-pid, SIGKILL);
+            kill(pid, EXEC_GUARD_STOP); /* the guard kills the group and reaps it */
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
             break;
@@ -809,7 +851,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             }
         }
     }
-    int end = killed ? 0 : exec__guard_end(status_fd, &status);
+    exec_guard_end_t end = killed ? EXEC_GUARD_RUNNING : exec__guard_end(status_fd, &status);
     if (killed) {
         if (timed_out) {
             snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed",
