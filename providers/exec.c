@@ -916,6 +916,14 @@ static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     metrics_observe(METRICS_HOOK_SECONDS, (double)(exec__mono_ms() - t0) / 1000.0, verb, NULL);
 }
 
+/* An orphan delete is recorded nowhere else: the leader cannot run it again. */
+static void exec__warn_orphan_dropped(const exec_job_t *j) {
+    if (j->orphan && j->verb == EXEC_DELETE)
+        log_warn("exec: machine %s of node group %s (made for an instance that no longer "
+                 "exists) was not deleted: this replica lost the leadership; delete it by hand",
+                 j->arg, j->group);
+}
+
 static void *exec__worker(void *arg) {
     exec_provider_t *p = arg;
     pthread_mutex_lock(&p->mu);
@@ -961,6 +969,8 @@ static void *exec__worker(void *arg) {
          * queues it anew. */
         if (j->outcome == EXEC_FENCED && !j->orphan && strmap_get(p->busy, j->key) == j)
             strmap_remove(p->busy, j->key);
+        if (j->outcome == EXEC_FENCED)
+            exec__warn_orphan_dropped(j);
         if (j->orphan || j->outcome == EXEC_FENCED) {
             exec__job_free(j);
         } else {
@@ -1562,6 +1572,7 @@ static void exec__forget_locked(exec_provider_t *p, exec_job_t *list) {
         exec_job_t *next = list->next;
         if (!list->orphan && strmap_get(p->busy, list->key) == list)
             strmap_remove(p->busy, list->key);
+        exec__warn_orphan_dropped(list);
         exec__job_free(list);
         list = next;
     }

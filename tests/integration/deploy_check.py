@@ -206,11 +206,14 @@ def main():
     if problems:
         bail()
 
-    # the replay config
+    # the replay config; each port stays bound until all are chosen, so they differ
+    held = []
+
     def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        held.append(s)
+        return s.getsockname()[1]
 
     local = dict(cfg)
     local["listen"] = []
@@ -227,6 +230,8 @@ def main():
     if "ops_listen" in cfg:
         local["ops_listen"] = f"127.0.0.1:{free_port()}"
         print(f"OPS_PORT={port_of(local['ops_listen'])}")
+    for s in held:
+        s.close()
     with open(out_config, "w") as f:
         yaml.safe_dump(local, f)
     print(f"HEALTH_PORT={ports[port_of(roles['health']['address'])]}")

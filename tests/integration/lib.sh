@@ -82,19 +82,21 @@ finish() {
     exit 0
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on right now.
+# A TCP port on 127.0.0.1 that nothing listens on right now and that this test has not
+# been given before (two ports picked one after the other must differ: $TMP/.ports).
 free_port() {
     local port
-    if command -v python3 >/dev/null 2>&1; then
-        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-        return
-    fi
     for _ in $(seq 1 100); do
-        port=$((20000 + RANDOM % 40000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            echo "$port"
-            return
+        if command -v python3 >/dev/null 2>&1; then
+            port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+        else
+            port=$((20000 + RANDOM % 40000))
+            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
         fi
+        grep -qx "$port" "$TMP/.ports" 2>/dev/null && continue
+        echo "$port" >>"$TMP/.ports"
+        echo "$port"
+        return
     done
     fatal "no free port found"
 }
