@@ -286,12 +286,17 @@ static const char *call_method_name(const call_state_t *cs, char *buf, size_t si
     return buf;
 }
 
-/* Start the single reply batch of a unary call. */
-static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
+/* Count cs's answer in the per-method metrics. */
+static void call_record(const call_state_t *cs, grpc_status_code status) {
     double seconds =
         gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), cs->started)) / 1e6;
     call_metrics_record(cs->entry != NULL ? &cs->entry->metrics : &unknown_method_metrics, status,
                         seconds);
+}
+
+/* Start the single reply batch of a unary call. */
+static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
+    call_record(cs, status);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
@@ -322,6 +327,16 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
         log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
         call_state_free(cs);
     }
+}
+
+/* Answer cs with status and free it now: no reply batch, so a refused call costs
+ * nothing while it waits for its stream to close (under a flood of streams the
+ * transport may take long to get there, and refused calls would pile up). The status
+ * and message still reach the client, in the trailers gRPC sends with the cancel. */
+static void call_refuse(call_state_t *cs, grpc_status_code status, const char *message) {
+    call_record(cs, status);
+    grpc_call_cancel_with_status(cs->call, status, message, NULL);
+    call_state_free(cs);
 }
 
 /* The client certificate's CN into buf; NULL when the peer sent none. */
@@ -421,7 +436,7 @@ static void call_accept(call_state_t *cs) {
                  "workers)",
                  n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
         call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
-        call_reply(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
         return;
     }
     if (cs->entry == NULL) {
