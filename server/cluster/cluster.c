@@ -166,7 +166,8 @@ static int cluster__persist_view(cluster_t *c, const change_t *changes, size_t n
                          .changed = changed,
                          .removed = (const char *const *)removed,
                          .provider_work = c->provider_work,
-                         .whole_view = c->cfg->autoprovisioning.enabled};
+                         .whole_view = c->cfg->autoprovisioning.enabled,
+                         .deadline_ms = c->deadline_ms};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];
         for (size_t j = 0; j < n; j++) {
@@ -651,6 +652,30 @@ fail:
     return rc;
 }
 
+static _Thread_local int64_t cluster__call_deadline_ms;
+
+void cluster_call_deadline(int64_t deadline_ms) {
+    cluster__call_deadline_ms = deadline_ms;
+}
+
+/* When the mutation or Refresh starting at t0 must be answered (monotonic ms). */
+static int64_t cluster__deadline(double t0) {
+    return cluster__call_deadline_ms > 0 ? cluster__call_deadline_ms
+                                         : (int64_t)t0 + CLUSTER_MUTATION_BUDGET_MS;
+}
+
+/* Take write_mu for a mutation that must be answered by deadline_ms (monotonic). */
+static int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
+    struct timespec until = {(time_t)(deadline_ms / 1000), (long)(deadline_ms % 1000) * 1000000L};
+    int rc = pthread_mutex_clocklock(&c->write_mu, CLOCK_MONOTONIC, &until);
+    if (rc == 0)
+        return 0;
+    return frugal_err_set(err, FRUGAL_EUNAVAIL,
+                          "gave up waiting for earlier changes to be stored in %s (slow or "
+                          "unreachable) within this call's budget of %d ms: nothing changed",
+                          state_backend_describe(c->state), CLUSTER_MUTATION_BUDGET_MS);
+}
+
 int cluster_refresh(cluster_t *c, frugal_err_t *err) {
     double t0 = cluster__mono_ms();
     /* Provider work (instance states, hook results, expiry) belongs to the leader of a
@@ -665,11 +690,17 @@ int cluster_refresh(cluster_t *c, frugal_err_t *err) {
         }
         return 0;
     }
-    pthread_mutex_lock(&c->write_mu);
-    c->provider_work = true;
-    int rc = cluster__refresh_locked(c, err);
-    c->provider_work = false;
-    pthread_mutex_unlock(&c->write_mu);
+    /* CA's Refresh is a call too: the same budget as a mutation. */
+    int64_t deadline = cluster__deadline(t0);
+    int rc = cluster__lock_until(c, deadline, err);
+    if (rc == 0) {
+        c->provider_work = true;
+        c->deadline_ms = deadline;
+        rc = cluster__refresh_locked(c, err);
+        c->provider_work = false;
+        c->deadline_ms = 0;
+        pthread_mutex_unlock(&c->write_mu);
+    }
     if (rc != 0)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
                  cluster__mono_ms() - t0);
@@ -685,15 +716,15 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
 
 static void cluster__adopt(group_t *g, group_t *from);
 
-static bool cluster__retry(cluster_t *c, int rc, int *attempt) {
-    if (rc != FRUGAL_EABORTED || ++*attempt > 4)
+static bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
+    if (rc != FRUGAL_EABORTED || ++*attempt > 4 || (int64_t)cluster__mono_ms() >= deadline_ms)
         return false;
     frugal_err_t err = {0};
     if (state_backend_sync(c->state, &err) != 0) {
         log_warn("%s", err.msg);
         return false;
     }
-    return true;
+    return (int64_t)cluster__mono_ms() < deadline_ms;
 }
 
 int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta,
@@ -702,12 +733,16 @@ int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta
     if (err == NULL)
         err = &local;
     double t0 = cluster__mono_ms();
+    int64_t deadline = cluster__deadline(t0);
     int rc, attempt = 0;
     do {
-        pthread_mutex_lock(&c->write_mu);
+        if ((rc = cluster__lock_until(c, deadline, err)) != 0)
+            break;
+        c->deadline_ms = deadline;
         rc = locked(c, args, err);
+        c->deadline_ms = 0;
         pthread_mutex_unlock(&c->write_mu);
-    } while (cluster__retry(c, rc, &attempt));
+    } while (cluster__retry(c, rc, &attempt, deadline));
     cluster__log(method, id, delta, rc, err, t0);
     return rc;
 }

@@ -31,6 +31,7 @@ struct cluster {
     bool owns_state;        /* made by cluster_open from cfg->state_file */
     bool remote;            /* publishing another replica's commit: nothing to store */
     bool provider_work;     /* committing the leader's provider work (fenced) */
+    int64_t deadline_ms;    /* a mutation's commits finish by then (monotonic; 0: none) */
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;
     group_t **groups; /* config order, then autoprovisioned groups */

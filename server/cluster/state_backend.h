@@ -28,9 +28,12 @@ typedef struct state_commit {
     size_t changed_count;
     const char *const *removed; /* ids of groups this commit removes */
     size_t removed_count;
-    bool provider_work; /* made by the leader's provider work: fenced by its lease */
-    bool whole_view;    /* validated against every group (cluster-wide limits): a shared
-                           store must refuse it when any group changed meanwhile */
+    bool provider_work;  /* made by the leader's provider work: fenced by its lease */
+    bool whole_view;     /* validated against every group (cluster-wide limits): a shared
+                            store must refuse it when any group changed meanwhile */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC ms the commit must be answered by (a call's
+                            budget: FRUGAL_EUNAVAIL when it cannot); 0: the store's own
+                            timeout */
 } state_commit_t;
 
 /* Called by a shared backend when another replica committed: g is the group as now

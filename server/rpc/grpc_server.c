@@ -13,6 +13,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include "cluster.h"
 #include "log.h"
 #include "metrics.h"
 #include "status.h"
@@ -373,6 +374,25 @@ static void call_log(const call_state_t *cs, grpc_status_code status, const char
     log_fields(LOG_LEVEL_DEBUG, fields, sizeof(fields) / sizeof(fields[0]), "rpc");
 }
 
+/* When the cluster must be done with cs (CLOCK_MONOTONIC ms): CLUSTER_MUTATION_BUDGET_MS
+ * after the call arrived (the time it waited for a worker included), and a little
+ * before the call's own deadline should that come first. Computed as time left, since
+ * gRPC's monotonic clock need not share CLOCK_MONOTONIC's origin. */
+static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    int64_t left = CLUSTER_MUTATION_BUDGET_MS -
+                   gpr_time_to_millis(
+                       gpr_time_sub(now, gpr_convert_clock_type(cs->started, GPR_CLOCK_MONOTONIC)));
+    if (gpr_time_cmp(deadline, gpr_inf_future(GPR_CLOCK_MONOTONIC)) != 0) {
+        int64_t own = gpr_time_to_millis(gpr_time_sub(deadline, now)) - 200;
+        if (own < left)
+            left = own;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + left;
+}
+
 /* The request message arrived: run the handler. */
 static void call_handle_request(call_state_t *cs) {
     worker_t *w = cs->worker;
@@ -405,9 +425,10 @@ static void call_handle_request(call_state_t *cs) {
         service_ctx_t ctx = *w->server->ctx;
         if (ctx.cluster != NULL)
             ctx.cfg = cluster_config_acquire(ctx.cluster);
-        rc = cs->entry->method->handler(&ctx, cs->payload,
-                                        gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC),
-                                        &cs->response, &err);
+        gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
+        cluster_call_deadline(call_budget_end(cs, deadline));
+        rc = cs->entry->method->handler(&ctx, cs->payload, deadline, &cs->response, &err);
+        cluster_call_deadline(0);
         if (ctx.cluster != NULL)
             config_release(ctx.cfg);
     }

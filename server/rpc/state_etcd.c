@@ -382,6 +382,18 @@ static void se__publish_lease(etcd_backend_t *e) {
     pthread_mutex_unlock(&e->lease_mu);
 }
 
+/* The commit's time: the client's timeout, or less when the call's budget ends sooner
+ * (at least 1 ms: a budget already spent fails the request as unavailable). */
+static int64_t se__commit_timeout_ms(const etcd_backend_t *e, const state_commit_t *sc) {
+    int64_t t = etcd_client_timeout_ms(e->client);
+    if (sc->deadline_ms > 0) {
+        int64_t left = sc->deadline_ms - se__mono_ms();
+        if (left < t)
+            t = left > 1 ? left : 1;
+    }
+    return t;
+}
+
 static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
     txn_build_t t;
@@ -465,7 +477,7 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         Etcdserverpb__TxnResponse *resp = NULL;
         rc = etcd_client_call(e->client, ETCD_KV_TXN, &req.base,
                               &etcdserverpb__txn_response__descriptor, (ProtobufCMessage **)&resp,
-                              0, 0, err);
+                              0, se__commit_timeout_ms(e, sc), err);
         int64_t rev = rc == 0 && resp->header != NULL ? resp->header->revision : 0;
         if (rc == 0 && !resp->succeeded) {
             e->wanted = rev;

@@ -98,6 +98,19 @@ ADDR=$A assert_status UNAVAILABLE "delete-nodes while etcd is stopped" ctl --tim
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "    UNAVAILABLE after $ms ms (request_timeout 1s)"
 assert_eq 1 "$(( ms < 2500 ))" "answered within request_timeout"
+# CA may send several at once: they wait for one another on this replica, yet each
+# must answer within CA's 5 s (the mutation budget is 3.5 s from arrival).
+t0=$(date +%s%N)
+CONC=()
+for i in 1 2 3 4 5 6; do
+    ADDR=$A ctl --timeout 5000 delete-nodes web-a "${IDS[$((i + 1))]}" >"$TMP/conc.$i" 2>&1 &
+    CONC+=($!)
+done
+wait "${CONC[@]}"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "    six concurrent mutations answered after $ms ms: $(cat "$TMP"/conc.? | cut -c1-60 | sort | uniq -c | tr -s ' \n' ' ')"
+assert_eq 6 "$(cat "$TMP"/conc.? | grep -c '^UNAVAILABLE')" "each concurrent mutation: UNAVAILABLE, not a timeout"
+assert_eq 1 "$(( ms < 5000 ))" "all within CA's 5 s (six ctl processes included)"
 assert_eq 10 "$(ADDR=$A target_size web-a)" "reads keep serving from the cache"
 if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
 stale=0
