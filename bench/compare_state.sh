@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# State writes of two frugal builds side by side: IncreaseSize latency (each call one
+# fsync'd write of the state file) and NodeGroupForNode throughput, ROUNDS alternating
+# rounds, a fresh server each, then the medians.
+#   bench/compare_state.sh BASE_BUILD_DIR NEW_BUILD_DIR [ROUNDS] [CALLS]
+# Each build dir needs frugal and bench/bench_state. Figures in docs/benchmarks.md.
+set -euo pipefail
+BASE=${1:?usage: compare_state.sh BASE_BUILD_DIR NEW_BUILD_DIR [ROUNDS] [CALLS]}
+NEW=${2:?usage: compare_state.sh BASE_BUILD_DIR NEW_BUILD_DIR [ROUNDS] [CALLS]}
+ROUNDS=${3:-9}
+CALLS=${4:-1000}
+TMP=$(mktemp -d)
+SP=
+cleanup() { [ -n "$SP" ] && kill -KILL "$SP" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+one() { # LABEL BUILD_DIR
+    local p a
+    p=$(port)
+    a=127.0.0.1:$p
+    rm -f "$TMP"/state*
+    printf 'listen: [{address: "%s"}]\nstate_file: %s/state\nnode_groups:\n  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 1000, size: 1}\nprovider: {kind: simulated, boot_seconds: 86400}\n' \
+        "$a" "$TMP" >"$TMP/c.yaml"
+    "$2/frugal" serve -c "$TMP/c.yaml" --init-state >"$TMP/log" 2>&1 &
+    SP=$!
+    for _ in $(seq 1 50); do "$2/frugal" ctl --addr "$a" health >/dev/null 2>&1 && break; sleep 0.1; done
+    "$2/bench/bench_state" "$a" web-a --calls "$CALLS" --seconds 3 | tr '\n' ' ' | tee -a "$TMP/$1.out"
+    echo >>"$TMP/$1.out"
+    echo
+    kill -TERM "$SP"; wait "$SP" 2>/dev/null || true
+    SP=
+}
+
+median() { # FILE FIELD_REGEX
+    grep -o "$2 [0-9.]*" "$1" | awk '{print $NF}' | sort -g |
+        awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+    # Alternate which goes first: the disk's state drifts within a round.
+    if [ $((r % 2)) = 1 ]; then order="base new"; else order="new base"; fi
+    for b in $order; do
+        printf '%-4s round %d: ' "$b" "$r"
+        if [ "$b" = base ]; then one base "$BASE"; else one new "$NEW"; fi
+    done
+done
+echo "== medians over $ROUNDS rounds"
+for b in base new; do
+    printf '%-4s IncreaseSize p50 %s ms, p99 %s ms; NodeGroupForNode %s calls/s\n' "$b" \
+        "$(median "$TMP/$b.out" p50)" "$(median "$TMP/$b.out" p99)" "$(median "$TMP/$b.out" 'threads,')"
+done
