@@ -451,6 +451,32 @@ static bool exec__drain(int fd, exec_buf_t *b) {
     return true;
 }
 
+/* Read what is left in both pipes once the hook is gone: until EOF on both, for at most
+ * 100 ms (a writer that escaped the hook's group may hold one open). */
+static void exec__drain_rest(int outfd, exec_buf_t *out, int errfd, exec_buf_t *err) {
+    bool open_[2] = {true, true};
+    int fds_[2] = {outfd, errfd};
+    exec_buf_t *bufs[2] = {out, err};
+    int64_t until = exec__mono_ms() + 100;
+    while ((open_[0] || open_[1]) && exec__mono_ms() < until) {
+        struct pollfd fds[2];
+        nfds_t n = 0;
+        int which[2];
+        for (int i = 0; i < 2; i++) {
+            if (open_[i]) {
+                fds[n] = (struct pollfd){.fd = fds_[i], .events = POLLIN};
+                which[n++] = i;
+            }
+        }
+        if (poll(fds, n, 20) <= 0)
+            continue;
+        for (nfds_t k = 0; k < n; k++) {
+            if (fds[k].revents != 0 && !exec__drain(fds[k].fd, bufs[which[k]]))
+                open_[which[k]] = false;
+        }
+    }
+}
+
 /* The first line of b (NULL when it is empty) or its last non-empty line. */
 static char *exec__line(const exec_buf_t *b, bool last) {
     const char *s = b->data;
@@ -625,8 +651,8 @@ static exec_guard_end_t exec__guard_reason(pid_t frugal, const exec_launch_t *l)
     return EXEC_GUARD_RUNNING;
 }
 
-/* Kill hook's group and reap the hook and, for up to EXEC_GUARD_REAP_MS, what it
- * started (orphans come to the guard, a subreaper). */
+/* Kill hook's group and reap the hook (unless reaped already) and, for up to
+ * EXEC_GUARD_REAP_MS, what it started (orphans come to the guard, a subreaper). */
 static void exec__guard_kill(pid_t hook) {
     kill(-hook, SIGKILL);
     while (waitpid(hook, NULL, 0) < 0 && errno == EINTR) {
@@ -676,6 +702,9 @@ static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int repo
     for (;;) {
         int ws = 0;
         if (waitpid(hook, &ws, WNOHANG) == hook) {
+            /* What the hook left running in its group ends with it: nothing outlives the
+             * fence or reaches frugal (maybe a container's PID 1) as a zombie. */
+            exec__guard_kill(hook);
             exec_guard_report_t r = {EXEC_GUARD_EXITED, ws};
             exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
             _exit(0);
@@ -851,7 +880,13 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             }
         }
     }
-    exec_guard_end_t end = killed ? EXEC_GUARD_RUNNING : exec__guard_end(status_fd, &status);
+    exec_guard_end_t end = exec__guard_end(status_fd, &status);
+    if (killed && end == EXEC_GUARD_EXITED) {
+        /* The hook had ended before the guard saw the request: its own outcome counts,
+         * with all of its output. */
+        killed = false;
+        exec__drain_rest(outp[0], out, errp[0], err);
+    }
     if (killed) {
         if (timed_out) {
             snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed",

@@ -652,6 +652,9 @@ fail:
     return rc;
 }
 
+/* The least time a mutation must have left when it takes the write lock. */
+#define CLUSTER_MUTATION_FLOOR_MS 100
+
 static _Thread_local int64_t cluster__call_deadline_ms;
 
 void cluster_call_deadline(int64_t deadline_ms) {
@@ -664,12 +667,17 @@ static int64_t cluster__deadline(double t0) {
                                          : (int64_t)t0 + CLUSTER_MUTATION_BUDGET_MS;
 }
 
-/* Take write_mu for a mutation that must be answered by deadline_ms (monotonic). */
+/* Take write_mu for a mutation that must be answered by deadline_ms (monotonic), with
+ * at least CLUSTER_MUTATION_FLOOR_MS left to do its work: a change is never started
+ * (and maybe applied) that the caller will have stopped waiting for. */
 static int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
-    struct timespec until = {(time_t)(deadline_ms / 1000), (long)(deadline_ms % 1000) * 1000000L};
+    int64_t last = deadline_ms - CLUSTER_MUTATION_FLOOR_MS;
+    struct timespec until = {(time_t)(last / 1000), (long)(last % 1000) * 1000000L};
     int rc = pthread_mutex_clocklock(&c->write_mu, CLOCK_MONOTONIC, &until);
-    if (rc == 0)
+    if (rc == 0 && (int64_t)cluster__mono_ms() < last)
         return 0;
+    if (rc == 0)
+        pthread_mutex_unlock(&c->write_mu);
     return frugal_err_set(err, FRUGAL_EUNAVAIL,
                           "gave up waiting for earlier changes to be stored in %s (slow or "
                           "unreachable) within this call's budget of %d ms: nothing changed",
@@ -720,7 +728,7 @@ static bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_
     if (rc != FRUGAL_EABORTED || ++*attempt > 4 || (int64_t)cluster__mono_ms() >= deadline_ms)
         return false;
     frugal_err_t err = {0};
-    if (state_backend_sync(c->state, &err) != 0) {
+    if (state_backend_sync(c->state, deadline_ms, &err) != 0) {
         log_warn("%s", err.msg);
         return false;
     }

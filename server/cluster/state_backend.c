@@ -103,8 +103,8 @@ void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg) {
         b->ops->lease(b, fn, arg);
 }
 
-int state_backend_sync(state_backend_t *b, frugal_err_t *err) {
-    return b != NULL && b->ops->sync != NULL ? b->ops->sync(b, err) : 0;
+int state_backend_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err) {
+    return b != NULL && b->ops->sync != NULL ? b->ops->sync(b, deadline_ms, err) : 0;
 }
 
 const char *state_backend_describe(const state_backend_t *b) {

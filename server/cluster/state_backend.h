@@ -69,8 +69,9 @@ typedef struct state_backend_ops {
      * once none is running). NULL op: the replica always leads. */
     void (*lease)(state_backend_t *b, state_lease_fn fn, void *arg);
     /* After FRUGAL_EABORTED: wait until watch delivered every commit that made it fail,
-     * so that a retry sees them. NULL: nothing to wait for. */
-    int (*sync)(state_backend_t *b, frugal_err_t *err);
+     * so that a retry sees them, but not past deadline_ms (CLOCK_MONOTONIC ms; 0: the
+     * store's own timeout). NULL: nothing to wait for. */
+    int (*sync)(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err);
     /* A short description for log lines: "state file /x", "etcd prefix /p/". */
     const char *(*describe)(const state_backend_t *b);
     /* Release the lock and free everything. */
@@ -92,7 +93,7 @@ int state_backend_lock(state_backend_t *b, frugal_err_t *err);
 bool state_backend_leader(state_backend_t *b);
 int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
 void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg);
-int state_backend_sync(state_backend_t *b, frugal_err_t *err);
+int state_backend_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err);
 const char *state_backend_describe(const state_backend_t *b);
 void state_backend_destroy(state_backend_t *b);
 

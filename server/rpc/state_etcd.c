@@ -526,9 +526,11 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
 
 /* ---- sync: wait for the Watch to bring what a conflict showed ---- */
 
-static int etcd_sync(state_backend_t *b, frugal_err_t *err) {
+static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
     int64_t until = se__mono_ms() + etcd_client_timeout_ms(e->client);
+    if (deadline_ms > 0 && deadline_ms < until)
+        until = deadline_ms;
     pthread_mutex_lock(&e->mu);
     while (e->revision < e->wanted && se__mono_ms() < until) {
         struct timespec ts;
@@ -1005,6 +1007,9 @@ int state_etcd_create(const state_config_t *st, state_backend_t **out, frugal_er
     snprintf(e->description, n, "etcd prefix %s", st->prefix);
     snprintf(e->identity, sizeof(host) + 32, "%s:%ld", host, (long)getpid());
     e->lease_ttl_ms = st->lease_ttl_ms;
+    /* Both series from the start, at 0: a rate over them works before the first refusal. */
+    metrics_cell(METRICS_ETCD_TXN_REFUSED, "conflict", NULL, NULL);
+    metrics_cell(METRICS_ETCD_TXN_REFUSED, "fenced", NULL, NULL);
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->lease_mu, NULL);
     pthread_cond_init(&e->cond, NULL);

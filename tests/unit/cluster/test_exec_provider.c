@@ -297,6 +297,24 @@ static void test_timeout_kills_the_tree(void **state) {
     fixture_free(f);
 }
 
+/* A hook that exits leaving a program running in its group: the program ends with the
+ * hook and is reaped (no zombie comes to this process, a subreaper); the hook's own
+ * output still counts. */
+static void test_exit_ends_what_the_hook_left(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("sleep 30 & echo $! > $D/child; echo real-1", 10000, 2);
+    increase(f, 1);
+    assert_true(refresh_until(f, all_running, 0, 5000));
+    assert_string_equal(f->g.instances[0].id, "real-1");
+    char *pid = read_all(f, "child");
+    assert_false(process_runs((pid_t)atoi(pid)));
+    free(pid);
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    fixture_free(f);
+}
+
 static void test_delete_success_and_retry(void **state) {
     (void)state;
     fixture_t *f = fixture_new(hook_main, 10000, 4);
@@ -897,6 +915,7 @@ int main(void) {
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_release_kills_running_hooks),
         cmocka_unit_test(test_fence_ends_hooks_at_the_lease),
+        cmocka_unit_test(test_exit_ends_what_the_hook_left),
         cmocka_unit_test(test_cluster_indexes_real_ids),
         cmocka_unit_test(test_bad_command),
         cmocka_unit_test(test_failed_write_runs_no_hook),

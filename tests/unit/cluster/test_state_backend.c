@@ -62,7 +62,8 @@ static int fake_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_e
 }
 
 /* The watch catches up: "another replica" grew web-a to remote_to. */
-static int fake_sync(state_backend_t *b, frugal_err_t *err) {
+static int fake_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err) {
+    (void)deadline_ms;
     fake_t *f = b->impl;
     if (f->stored != NULL && f->fn != NULL) {
         group_t g;
