@@ -672,8 +672,24 @@ static int64_t cluster__deadline(double t0) {
  * (and maybe applied) that the caller will have stopped waiting for. */
 static int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
     int64_t last = deadline_ms - CLUSTER_MUTATION_FLOOR_MS;
-    struct timespec until = {(time_t)(last / 1000), (long)(last % 1000) * 1000000L};
-    int rc = pthread_mutex_clocklock(&c->write_mu, CLOCK_MONOTONIC, &until);
+    int rc = pthread_mutex_trylock(&c->write_mu);
+    if (rc == EBUSY) {
+        /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic budget, converted
+         * (pthread_mutex_clocklock would not need it, but ThreadSanitizer does not know
+         * that call and then reports every unlock). */
+        int64_t wait_ms = last - (int64_t)cluster__mono_ms();
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        if (wait_ms < 0)
+            wait_ms = 0;
+        until.tv_sec += (time_t)(wait_ms / 1000);
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        rc = pthread_mutex_timedlock(&c->write_mu, &until);
+    }
     if (rc == 0 && (int64_t)cluster__mono_ms() < last)
         return 0;
     if (rc == 0)
