@@ -661,16 +661,20 @@ void cluster_call_deadline(int64_t deadline_ms) {
     cluster__call_deadline_ms = deadline_ms;
 }
 
-/* When the mutation or Refresh starting at t0 must be answered (monotonic ms). */
-static int64_t cluster__deadline(double t0) {
-    return cluster__call_deadline_ms > 0 ? cluster__call_deadline_ms
-                                         : (int64_t)t0 + CLUSTER_MUTATION_BUDGET_MS;
+/* When the mutation or Refresh the calling thread runs must be answered (monotonic ms;
+ * 0: no call waits for it, e.g. the maintenance tick). */
+static int64_t cluster__deadline(void) {
+    return cluster__call_deadline_ms;
 }
 
 /* Take write_mu for a mutation that must be answered by deadline_ms (monotonic), with
  * at least CLUSTER_MUTATION_FLOOR_MS left to do its work: a change is never started
  * (and maybe applied) that the caller will have stopped waiting for. */
 static int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
+    if (deadline_ms == 0) {
+        pthread_mutex_lock(&c->write_mu);
+        return 0;
+    }
     int64_t last = deadline_ms - CLUSTER_MUTATION_FLOOR_MS;
     int rc = pthread_mutex_trylock(&c->write_mu);
     if (rc == EBUSY) {
@@ -715,7 +719,7 @@ int cluster_refresh(cluster_t *c, frugal_err_t *err) {
         return 0;
     }
     /* CA's Refresh is a call too: the same budget as a mutation. */
-    int64_t deadline = cluster__deadline(t0);
+    int64_t deadline = cluster__deadline();
     int rc = cluster__lock_until(c, deadline, err);
     if (rc == 0) {
         c->provider_work = true;
@@ -741,14 +745,15 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
 static void cluster__adopt(group_t *g, group_t *from);
 
 static bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
-    if (rc != FRUGAL_EABORTED || ++*attempt > 4 || (int64_t)cluster__mono_ms() >= deadline_ms)
+    if (rc != FRUGAL_EABORTED || ++*attempt > 4 ||
+        (deadline_ms > 0 && (int64_t)cluster__mono_ms() >= deadline_ms))
         return false;
     frugal_err_t err = {0};
     if (state_backend_sync(c->state, deadline_ms, &err) != 0) {
         log_warn("%s", err.msg);
         return false;
     }
-    return (int64_t)cluster__mono_ms() < deadline_ms;
+    return deadline_ms == 0 || (int64_t)cluster__mono_ms() < deadline_ms;
 }
 
 int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta,
@@ -757,7 +762,7 @@ int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta
     if (err == NULL)
         err = &local;
     double t0 = cluster__mono_ms();
-    int64_t deadline = cluster__deadline(t0);
+    int64_t deadline = cluster__deadline();
     int rc, attempt = 0;
     do {
         if ((rc = cluster__lock_until(c, deadline, err)) != 0)

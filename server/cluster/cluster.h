@@ -21,15 +21,17 @@
 #include "errors.h"
 #include "group.h"
 
-/* Every mutation (one CA call) is answered within this many ms: its wait for earlier
- * mutations, the store's commits and the retries after another replica's commit all
- * fit in it, below CA's 5 s call timeout. Past it the answer is FRUGAL_EUNAVAIL. */
+/* Every mutation a call asks for (and CA's Refresh) is answered within this many ms of
+ * the call's start: its wait for earlier mutations, the store's commits and the retries
+ * after another replica's commit all fit in it, below CA's 5 s call timeout. Past it
+ * the answer is FRUGAL_EUNAVAIL. */
 #define CLUSTER_MUTATION_BUDGET_MS 3500
 
 /* The call the calling thread serves must be answered by deadline_ms (CLOCK_MONOTONIC
- * ms; 0: none). The rpc layer sets it around each handler from the call's arrival, so
- * that time a call spent queued for a worker counts too; mutations and Refresh then end
- * by it. Without it a mutation gets CLUSTER_MUTATION_BUDGET_MS from its own start. */
+ * ms; 0: none). The rpc layer sets it around each handler (CLUSTER_MUTATION_BUDGET_MS
+ * from the call's start, sooner when the call's own deadline is); mutations and Refresh
+ * then end by it. Without it (the maintenance tick, tests) they wait as long as the
+ * store takes. */
 void cluster_call_deadline(int64_t deadline_ms);
 
 typedef struct cluster cluster_t;
