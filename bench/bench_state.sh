@@ -17,11 +17,8 @@ TMP=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-groups='node_groups:
-  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 1000, size: 1}
-provider: {kind: simulated, boot_seconds: 86400}'
+source "$(dirname "$0")/lib.sh"
+groups=$BENCH_GROUPS
 
 serve() { # CONFIG ADDR
     "$FRUGAL" serve -c "$1" --init-state >"$1.log" 2>&1 &
@@ -63,11 +60,6 @@ run() { # LABEL STATE_YAML: one fresh server, one bench; its lines go to $TMP/LA
     rm -f "$TMP/state"
 }
 
-# median FILE FIELD_REGEX: the median of the number after FIELD_REGEX on FILE's lines
-median() {
-    grep -o "$2 [0-9.]*" "$1" | awk '{print $NF}' | sort -g |
-        awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
-}
 summary() { # LABEL
     printf '%-14s IncreaseSize p50 %6.2f ms  p99 %6.2f ms  NodeGroupForNode %8.0f calls/s\n' "$1" \
         "$(median "$TMP/$1.out" 'p50')" "$(median "$TMP/$1.out" 'p99')" \

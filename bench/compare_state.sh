@@ -13,15 +13,14 @@ TMP=$(mktemp -d)
 SP=
 cleanup() { [ -n "$SP" ] && kill -KILL "$SP" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/lib.sh"
 
 one() { # LABEL BUILD_DIR
     local p a
     p=$(port)
     a=127.0.0.1:$p
     rm -f "$TMP"/state*
-    printf 'listen: [{address: "%s"}]\nstate_file: %s/state\nnode_groups:\n  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 1000, size: 1}\nprovider: {kind: simulated, boot_seconds: 86400}\n' \
-        "$a" "$TMP" >"$TMP/c.yaml"
+    printf 'listen: [{address: "%s"}]\nstate_file: %s/state\n%s\n' "$a" "$TMP" "$BENCH_GROUPS" >"$TMP/c.yaml"
     "$2/frugal" serve -c "$TMP/c.yaml" --init-state >"$TMP/log" 2>&1 &
     SP=$!
     for _ in $(seq 1 50); do "$2/frugal" ctl --addr "$a" health >/dev/null 2>&1 && break; sleep 0.1; done
@@ -30,11 +29,6 @@ one() { # LABEL BUILD_DIR
     echo
     kill -TERM "$SP"; wait "$SP" 2>/dev/null || true
     SP=
-}
-
-median() { # FILE FIELD_REGEX
-    grep -o "$2 [0-9.]*" "$1" | awk '{print $NF}' | sort -g |
-        awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
 }
 
 for r in $(seq 1 "$ROUNDS"); do

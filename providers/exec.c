@@ -451,30 +451,48 @@ static bool exec__drain(int fd, exec_buf_t *b) {
     return true;
 }
 
-/* Read what is left in both pipes once the hook is gone: until EOF on both, for at most
- * 100 ms (a writer that escaped the hook's group may hold one open). */
-static void exec__drain_rest(int outfd, exec_buf_t *out, int errfd, exec_buf_t *err) {
-    bool open_[2] = {true, true};
-    int fds_[2] = {outfd, errfd};
-    exec_buf_t *bufs[2] = {out, err};
-    int64_t until = exec__mono_ms() + 100;
-    while ((open_[0] || open_[1]) && exec__mono_ms() < until) {
-        struct pollfd fds[2];
-        nfds_t n = 0;
-        int which[2];
-        for (int i = 0; i < 2; i++) {
-            if (open_[i]) {
-                fds[n] = (struct pollfd){.fd = fds_[i], .events = POLLIN};
-                which[n++] = i;
-            }
-        }
-        if (poll(fds, n, 20) <= 0)
-            continue;
-        for (nfds_t k = 0; k < n; k++) {
-            if (fds[k].revents != 0 && !exec__drain(fds[k].fd, bufs[which[k]]))
-                open_[which[k]] = false;
+/* The hook's stdout and stderr pipes as they are read: fds[i] while open[i]. */
+typedef struct exec_pipes {
+    int fds[2];
+    bool open[2];
+    exec_buf_t *bufs[2];
+} exec_pipes_t;
+
+static bool exec__pipes_open(const exec_pipes_t *pp) {
+    return pp->open[0] || pp->open[1];
+}
+
+/* Wait up to slice_ms for output on the open pipes and read what came; a pipe at EOF
+ * is closed for good. */
+static void exec__pipes_read(exec_pipes_t *pp, int slice_ms) {
+    struct pollfd fds[2];
+    int which[2];
+    nfds_t n = 0;
+    for (int i = 0; i < 2; i++) {
+        if (pp->open[i]) {
+            fds[n] = (struct pollfd){.fd = pp->fds[i], .events = POLLIN};
+            which[n++] = i;
         }
     }
+    if (n == 0) {
+        struct timespec ts = {0, slice_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    if (poll(fds, n, slice_ms) <= 0)
+        return;
+    for (nfds_t k = 0; k < n; k++) {
+        if (fds[k].revents != 0 && !exec__drain(fds[k].fd, pp->bufs[which[k]]))
+            pp->open[which[k]] = false;
+    }
+}
+
+/* Read what is left once the hook is gone: until EOF on both pipes, for at most 100 ms
+ * (a writer that escaped the hook's group may hold one open). */
+static void exec__pipes_drain(exec_pipes_t *pp) {
+    int64_t until = exec__mono_ms() + 100;
+    while (exec__pipes_open(pp) && exec__mono_ms() < until)
+        exec__pipes_read(pp, 20);
 }
 
 /* The first line of b (NULL when it is empty) or its last non-empty line. */
@@ -835,15 +853,16 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     int64_t deadline = exec__mono_ms() + timeout_ms;
     int64_t exited_at = -1;
     int status = 0;
-    bool out_open = true, err_open = true, timed_out = false, killed = false;
-    while (out_open || err_open || exited_at < 0) {
+    bool timed_out = false, killed = false;
+    exec_pipes_t pipes = {.fds = {outp[0], errp[0]}, .open = {true, true}, .bufs = {out, err}};
+    while (exec__pipes_open(&pipes) || exited_at < 0) {
         int64_t now = exec__mono_ms();
         if (exited_at < 0) {
             pid_t w = waitpid(pid, &status, WNOHANG);
             if (w == pid)
                 exited_at = now;
         }
-        if (exited_at >= 0 && (!(out_open || err_open) || now - exited_at > 100))
+        if (exited_at >= 0 && (!exec__pipes_open(&pipes) || now - exited_at > 100))
             break;
         if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all) ||
                               (j->worker && atomic_load(&p->released) != j->epoch))) {
@@ -854,38 +873,14 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             }
             break;
         }
-        struct pollfd fds[2];
-        nfds_t nfds = 0;
-        if (out_open)
-            fds[nfds++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-        if (err_open)
-            fds[nfds++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
-        int slice = 50;
-        if (nfds == 0) {
-            struct timespec ts = {0, slice * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (poll(fds, nfds, slice) <= 0)
-            continue;
-        for (nfds_t i = 0; i < nfds; i++) {
-            if (fds[i].revents == 0)
-                continue;
-            bool is_out = fds[i].fd == outp[0];
-            if (!exec__drain(fds[i].fd, is_out ? out : err)) {
-                if (is_out)
-                    out_open = false;
-                else
-                    err_open = false;
-            }
-        }
+        exec__pipes_read(&pipes, 50);
     }
     exec_guard_end_t end = exec__guard_end(status_fd, &status);
     if (killed && end == EXEC_GUARD_EXITED) {
         /* The hook had ended before the guard saw the request: its own outcome counts,
          * with all of its output. */
         killed = false;
-        exec__drain_rest(outp[0], out, errp[0], err);
+        exec__pipes_drain(&pipes);
     }
     if (killed) {
         if (timed_out) {

@@ -661,12 +661,6 @@ void cluster_call_deadline(int64_t deadline_ms) {
     cluster__call_deadline_ms = deadline_ms;
 }
 
-/* When the mutation or Refresh the calling thread runs must be answered (monotonic ms;
- * 0: no call waits for it, e.g. the maintenance tick). */
-static int64_t cluster__deadline(void) {
-    return cluster__call_deadline_ms;
-}
-
 /* Take write_mu for a mutation that must be answered by deadline_ms (monotonic), with
  * at least CLUSTER_MUTATION_FLOOR_MS left to do its work: a change is never started
  * (and maybe applied) that the caller will have stopped waiting for. */
@@ -719,7 +713,7 @@ int cluster_refresh(cluster_t *c, frugal_err_t *err) {
         return 0;
     }
     /* CA's Refresh is a call too: the same budget as a mutation. */
-    int64_t deadline = cluster__deadline();
+    int64_t deadline = cluster__call_deadline_ms;
     int rc = cluster__lock_until(c, deadline, err);
     if (rc == 0) {
         c->provider_work = true;
@@ -762,7 +756,7 @@ int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta
     if (err == NULL)
         err = &local;
     double t0 = cluster__mono_ms();
-    int64_t deadline = cluster__deadline();
+    int64_t deadline = cluster__call_deadline_ms;
     int rc, attempt = 0;
     do {
         if ((rc = cluster__lock_until(c, deadline, err)) != 0)

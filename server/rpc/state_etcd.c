@@ -382,16 +382,13 @@ static void se__publish_lease(etcd_backend_t *e) {
     pthread_mutex_unlock(&e->lease_mu);
 }
 
-/* The commit's time: the client's timeout, or less when the call's budget ends sooner
- * (at least 1 ms: a budget already spent fails the request as unavailable). */
-static int64_t se__commit_timeout_ms(const etcd_backend_t *e, const state_commit_t *sc) {
+/* How long a request may take: the client's timeout, or less when the caller's
+ * deadline_ms (monotonic; 0: none) comes sooner, at least 1 ms (a budget already spent
+ * fails the request as unavailable). */
+static int64_t se__timeout_ms(const etcd_backend_t *e, int64_t deadline_ms) {
     int64_t t = etcd_client_timeout_ms(e->client);
-    if (sc->deadline_ms > 0) {
-        int64_t left = sc->deadline_ms - se__mono_ms();
-        if (left < t)
-            t = left > 1 ? left : 1;
-    }
-    return t;
+    int64_t left = deadline_ms > 0 ? deadline_ms - se__mono_ms() : t;
+    return left < t ? (left > 1 ? left : 1) : t;
 }
 
 static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_t *err) {
@@ -477,7 +474,7 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         Etcdserverpb__TxnResponse *resp = NULL;
         rc = etcd_client_call(e->client, ETCD_KV_TXN, &req.base,
                               &etcdserverpb__txn_response__descriptor, (ProtobufCMessage **)&resp,
-                              0, se__commit_timeout_ms(e, sc), err);
+                              0, se__timeout_ms(e, sc->deadline_ms), err);
         int64_t rev = rc == 0 && resp->header != NULL ? resp->header->revision : 0;
         if (rc == 0 && !resp->succeeded) {
             e->wanted = rev;
@@ -528,9 +525,7 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
 
 static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
-    int64_t until = se__mono_ms() + etcd_client_timeout_ms(e->client);
-    if (deadline_ms > 0 && deadline_ms < until)
-        until = deadline_ms;
+    int64_t until = se__mono_ms() + se__timeout_ms(e, deadline_ms);
     pthread_mutex_lock(&e->mu);
     while (e->revision < e->wanted && se__mono_ms() < until) {
         struct timespec ts;
