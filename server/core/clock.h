@@ -1,0 +1,15 @@
+/* The monotonic clock (CLOCK_MONOTONIC), the one every deadline, timeout and duration
+ * measurement of frugal is taken on: it never jumps with the wall clock. */
+#ifndef FRUGAL_CLOCK_H
+#define FRUGAL_CLOCK_H
+
+#include <stdint.h>
+
+/* Milliseconds on the monotonic clock (arbitrary origin, shared by every process of
+ * the machine, so a forked child compares it with its parent's). */
+int64_t clock_mono_ms(void);
+
+/* Seconds on the monotonic clock, to the nanosecond: for measuring durations. */
+double clock_mono_seconds(void);
+
+#endif
