@@ -344,6 +344,10 @@ void cluster__update_empty(group_t *g, int64_t now) {
         g->empty_since_ms = now;
 }
 
+/* ------------------------------------------------------------------------------------
+ * The mutation driver: budgeted lock, retry after another replica's commit, log line
+ * ---------------------------------------------------------------------------------- */
+
 /* The log line of a mutation: method, group, delta, outcome (err's message on failure)
  * and the time since t0 (cluster__mono_ms). */
 static void cluster__log(const char *method, const char *id, long delta, int rc,
