@@ -9,7 +9,8 @@
  * the machine, so a forked child compares it with its parent's). */
 int64_t clock_mono_ms(void);
 
-/* Seconds on the monotonic clock, to the nanosecond: for measuring durations. */
-double clock_mono_seconds(void);
+/* Milliseconds on the monotonic clock to the nanosecond (a fraction): for measuring
+ * durations. */
+double clock_mono_ms_exact(void);
 
 #endif
