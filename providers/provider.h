@@ -81,6 +81,13 @@ typedef struct provider_ops {
      * refresh) remains for group g: such a group is not empty for deletion. NULL: never
      * busy. */
     bool (*busy)(provider_t *p, const group_t *g);
+
+    /* A config reload is being applied: the slots called from now on read cfg (which
+     * the provider retains, config_retain, until the next configure or destroy). The
+     * cluster calls it with its write lock held, before the reload's slots, and again
+     * with the running config when the reload fails. NULL: the provider keeps nothing
+     * of the config that a reload may change. */
+    void (*configure)(provider_t *p, const frugal_config_t *cfg);
 } provider_ops_t;
 
 struct provider {
@@ -93,6 +100,9 @@ const provider_ops_t *provider_lookup(const char *kind);
 /* Convenience: look up cfg->provider_kind and create it; ENOTFOUND naming the kind. */
 int provider_create(const frugal_config_t *cfg, provider_t **out, frugal_err_t *err);
 void provider_destroy(provider_t *p);
+
+/* p's configure slot, when it has one. */
+void provider_configure(provider_t *p, const frugal_config_t *cfg);
 
 /* The backends compiled in, for the registry. */
 extern const provider_ops_t provider_simulated_ops;
