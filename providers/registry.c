@@ -31,8 +31,3 @@ void provider_destroy(provider_t *p) {
     if (p != NULL)
         p->ops->destroy(p);
 }
-
-void provider_configure(provider_t *p, const frugal_config_t *cfg) {
-    if (p->ops->configure != NULL)
-        p->ops->configure(p, cfg);
-}
