@@ -34,14 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "exec_env.h"
+#include "hook_env.h"
+#include "hook_output.h"
 #include "hook_runner.h"
 #include "log.h"
 #include "metrics.h"
@@ -107,7 +107,10 @@ typedef struct exec_backoff {
 
 typedef struct exec_provider {
     provider_t base; /* first: a provider_t * is an exec_provider_t * */
+    /* Retained; changed by configure, read by the slots (both serialised by the
+     * cluster), never by the workers. */
     const frugal_config_t *cfg;
+    char *command; /* provider.command: a restart changes it, the workers read it */
     int64_t timeout_ms;
     pthread_mutex_t mu;
     pthread_cond_t work_cv; /* pending non-empty, or stopping */
@@ -133,7 +136,6 @@ typedef struct exec_provider {
     pthread_t *threads;
     size_t threads_count;
     exec_fence_t *fence; /* a shared page: the guards read it (see hook_runner.h) */
-    int fd_limit;        /* RLIMIT_NOFILE at create, for the guards */
 } exec_provider_t;
 
 /* ------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ static void exec__job_free(exec_job_t *j) {
     free(j->group);
     free(j->key);
     free(j->arg);
-    exec_env_free(j->envp);
+    hook_env_free(j->envp);
     free(j->first_line);
     free(j->message);
     free(j);
@@ -160,16 +162,6 @@ static void exec__list_free(exec_job_t *j) {
     }
 }
 
-/* The instance name in a placeholder id frugal://GROUP/NAME, else "". */
-static const char *exec__name_of(const char *group, const char *id) {
-    static const char scheme[] = "frugal://";
-    size_t glen = strlen(group);
-    if (strncmp(id, scheme, sizeof(scheme) - 1) == 0 &&
-        strncmp(id + sizeof(scheme) - 1, group, glen) == 0 && id[sizeof(scheme) - 1 + glen] == '/')
-        return id + sizeof(scheme) - 1 + glen + 1;
-    return "";
-}
-
 /* A job for instance id of g (name: its name, "" when unknown); NULL when out of
  * memory. */
 static exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
@@ -181,7 +173,7 @@ static exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, con
     j->group = strdup(g->spec.id);
     j->key = strdup(id != NULL ? id : "");
     j->arg = strdup(verb == EXEC_CREATE ? name : id != NULL ? id : "");
-    j->envp = exec_env_build(p->cfg, g, name, id != NULL ? id : "");
+    j->envp = hook_env_build(p->cfg, g, name, id != NULL ? id : "");
     if (j->group == NULL || j->key == NULL || j->arg == NULL || j->envp == NULL) {
         exec__job_free(j);
         return NULL;
@@ -297,22 +289,8 @@ static exec_job_t *exec__orphan_of(const exec_job_t *j) {
     o->group = strdup(j->group);
     o->key = strdup(id);
     o->arg = strdup(id);
-    size_t n = 0;
-    while (j->envp[n] != NULL)
-        n++;
-    o->envp = calloc(n + 1, sizeof(*o->envp));
+    o->envp = hook_env_with_provider_id(j->envp, id);
     bool ok = o->group != NULL && o->key != NULL && o->arg != NULL && o->envp != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        static const char pid[] = "FRUGAL_PROVIDER_ID=";
-        if (strncmp(j->envp[i], pid, sizeof(pid) - 1) == 0) {
-            size_t len = sizeof(pid) + strlen(id);
-            if ((o->envp[i] = malloc(len)) != NULL)
-                snprintf(o->envp[i], len, "%s%s", pid, id);
-        } else {
-            o->envp[i] = strdup(j->envp[i]);
-        }
-        ok = o->envp[i] != NULL;
-    }
     if (!ok) {
         exec__job_free(o);
         return NULL;
@@ -352,6 +330,23 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const hook_output_
     free(line);
 }
 
+/* A create's provider id (the first line it printed) must be one token: refuse the
+ * result otherwise, so that no unusable id reaches the state, CA or kubelet. */
+static void exec__check_id(exec_job_t *j) {
+    char why[96], msg[FRUGAL_ERR_MSG_MAX];
+    const char *problem = NULL;
+    if (j->verb != EXEC_CREATE || j->first_line == NULL ||
+        (problem = hook_output_id_problem(j->first_line, why, sizeof(why))) == NULL)
+        return;
+    snprintf(msg, sizeof(msg),
+             "hook create printed a provider id that %s (a provider id is one word without "
+             "control characters): refused",
+             problem);
+    free(j->first_line);
+    j->first_line = NULL;
+    exec__fail(j, EXEC_FAILED, NULL, msg);
+}
+
 /* Whether j's running hook must end now: destroy's grace is over, or release gave the
  * work away since a worker took it. */
 typedef struct exec_stop {
@@ -368,7 +363,7 @@ static bool exec__stop_requested(void *arg) {
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
  * Never fails: a hook that cannot be started is EXEC_FAILED. */
 static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
-    const char *cmd = p->cfg->exec_command;
+    const char *cmd = p->command;
     const char *verb = exec__verb_name(j->verb);
     char *argv[] = {(char *)cmd, (char *)verb, j->group,
                     j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
@@ -378,7 +373,6 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
                         .envp = j->envp,
                         .timeout_ms = timeout_ms,
                         .fence = j->worker ? &p->fence->until_ms : NULL,
-                        .fd_limit = p->fd_limit,
                         .stop = exec__stop_requested,
                         .stop_arg = &stop};
     hook_result_t res;
@@ -426,6 +420,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
             j->outcome = EXEC_OK;
             j->first_line = hook_output_line(res.out, false);
+            exec__check_id(j);
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
             char *line = hook_output_line(err, true);
             j->outcome = EXEC_NO_RESOURCES;
@@ -546,14 +541,15 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
     int rc;
     p->base.ops = &provider_exec_ops;
+    if ((p->command = strdup(cfg->exec_command)) == NULL) {
+        free(p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
+    }
+    config_retain(cfg);
     p->cfg = cfg;
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
     atomic_init(&p->released, 0);
-    struct rlimit nofile;
-    p->fd_limit = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536
-                      ? (int)nofile.rlim_cur
-                      : 65536;
     p->fence =
         mmap(NULL, sizeof(*p->fence), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p->fence == MAP_FAILED) {
@@ -605,6 +601,8 @@ fail_cond:
 fail_mutex:
     if (p->fence != NULL && p->fence != MAP_FAILED)
         munmap(p->fence, sizeof(*p->fence));
+    config_release(p->cfg);
+    free(p->command);
     free(p);
     return rc;
 }
@@ -657,7 +655,16 @@ static void exec_destroy(provider_t *base) {
     pthread_cond_destroy(&p->idle_cv);
     pthread_mutex_destroy(&p->mu);
     munmap(p->fence, sizeof(*p->fence));
+    config_release(p->cfg);
+    free(p->command);
     free(p);
+}
+
+static void exec_configure(provider_t *base, const frugal_config_t *cfg) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    config_retain(cfg);
+    config_release(p->cfg);
+    p->cfg = cfg;
 }
 
 static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t now_ms,
@@ -725,7 +732,8 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const instance_t *in = &g->instances[indexes[i]];
-        jobs[i] = exec__job_new(p, EXEC_DELETE, g, in->id, exec__name_of(g->spec.id, in->id));
+        jobs[i] =
+            exec__job_new(p, EXEC_DELETE, g, in->id, instance_name_in_group(in->id, g->spec.id));
         if (jobs[i] == NULL) {
             for (size_t k = 0; k < i; k++)
                 exec__job_free(jobs[k]);
@@ -895,7 +903,7 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
             /* Dropped while its create ran: remove the machine it made. */
             const char *id = real != NULL ? real : j->key;
             exec_job_t *orphan =
-                exec__job_new(p, EXEC_DELETE, g, id, exec__name_of(j->group, j->key));
+                exec__job_new(p, EXEC_DELETE, g, id, instance_name_in_group(j->key, j->group));
             log_warn("exec: instance %s of %s was dropped while being created: deleting %s", j->key,
                      g->spec.id, id);
             if (orphan != NULL) {
@@ -984,7 +992,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         if (!todo || strmap_get(p->busy, in->id) != NULL ||
             !exec__backoff_allows_locked(p, g->spec.id, in->id, now_ms))
             continue;
-        const char *name = exec__name_of(g->spec.id, in->id);
+        const char *name = instance_name_in_group(in->id, g->spec.id);
         exec_job_t *j = exec__job_new(p, in->state == INSTANCE_CREATING ? EXEC_CREATE : EXEC_DELETE,
                                       g, in->id, name);
         if (j == NULL || exec__reserve_locked(p, 1) != 0) {
@@ -1182,4 +1190,5 @@ const provider_ops_t provider_exec_ops = {
     .release = exec_release,
     .fence = exec_fence,
     .busy = exec_busy,
+    .configure = exec_configure,
 };

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -389,6 +390,13 @@ static void hook_runner__wait(const hook_spec_t *spec, pid_t pid, int status_fd,
         res->end = HOOK_EXITED;
 }
 
+/* Where the guard stops closing descriptors when close_range is missing. */
+static int hook_runner__fd_limit(void) {
+    struct rlimit nofile;
+    return getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536 ? (int)nofile.rlim_cur
+                                                                             : 65536;
+}
+
 void hook_runner_run(const hook_spec_t *spec, hook_result_t *res) {
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     pid_t pid = -1; /* the guard's: see hook_runner__spawn */
@@ -417,7 +425,7 @@ void hook_runner_run(const hook_spec_t *spec, hook_result_t *res) {
                             .outfd = outp[1],
                             .errfd = errp[1],
                             .fence = spec->fence,
-                            .fd_limit = spec->fd_limit};
+                            .fd_limit = hook_runner__fd_limit()};
     int src = hook_runner__spawn(&launch, &pid, &status_fd);
     close(outp[1]);
     close(errp[1]);

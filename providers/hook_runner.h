@@ -39,7 +39,6 @@ typedef struct hook_spec {
     /* Monotonic ms (clock_mono_ms) the run may last until; NULL: not fenced. It must be
      * in memory shared with the guard (MAP_SHARED) for a later change to reach it. */
     const atomic_llong *fence;
-    int fd_limit; /* RLIMIT_NOFILE: the guard closes every fd below it without close_range */
     /* Asked about every 50 ms while the hook runs; true: kill its group now. NULL: never. */
     bool (*stop)(void *arg);
     void *stop_arg;

@@ -167,8 +167,11 @@ void config_free(frugal_config_t *cfg) {
     free(cfg->machine_types);
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         config__group_spec_release(&cfg->node_groups[i].spec);
+        kv_list_clear(&cfg->node_groups[i].provider_params);
     }
     free(cfg->node_groups);
+    kv_list_clear(&cfg->exec_params);
+    kv_list_clear(&cfg->exec_env_files);
     autoprov_config_t *ap = &cfg->autoprovisioning;
     free(ap->prefix);
     config__strings_free(ap->machine_types, ap->machine_types_count);

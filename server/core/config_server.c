@@ -494,3 +494,20 @@ void config_format_services(unsigned services, char *buf, size_t size) {
         }
     }
 }
+
+bool config_simulated_exposed(const frugal_config_t *cfg, char *buf, size_t size) {
+    if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "simulated") != 0)
+        return false;
+    for (size_t i = 0; i < cfg->listeners_count; i++) {
+        bool loopback = true;
+        if (address_problem(cfg->listeners[i].address, &loopback) == NULL && !loopback) {
+            snprintf(buf, size,
+                     "provider kind simulated on listener %s, which other machines can reach: "
+                     "scale-ups create no real machine (set provider.kind: exec to drive "
+                     "your infrastructure; docs/hooks.md)",
+                     cfg->listeners[i].address);
+            return true;
+        }
+    }
+    return false;
+}

@@ -27,8 +27,7 @@ static hook_spec_t sh_spec(const char *script, int64_t timeout_ms, char **argv) 
     argv[1] = "-c";
     argv[2] = (char *)script;
     argv[3] = NULL;
-    return (hook_spec_t){
-        .cmd = "/bin/sh", .argv = argv, .envp = no_env, .timeout_ms = timeout_ms, .fd_limit = 1024};
+    return (hook_spec_t){.cmd = "/bin/sh", .argv = argv, .envp = no_env, .timeout_ms = timeout_ms};
 }
 
 /* Whether pid runs: exists and is not a zombie. */
@@ -98,8 +97,7 @@ static void test_output_capped(void **state) {
 static void test_not_started(void **state) {
     (void)state;
     char *argv[] = {"/nonexistent/hook", NULL};
-    hook_spec_t spec = {
-        .cmd = argv[0], .argv = argv, .envp = no_env, .timeout_ms = 1000, .fd_limit = 1024};
+    hook_spec_t spec = {.cmd = argv[0], .argv = argv, .envp = no_env, .timeout_ms = 1000};
     hook_result_t r;
     hook_runner_run(&spec, &r);
     assert_int_equal(r.end, HOOK_NO_SPAWN);
