@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
         }
         free(text);
         if (provider_create(cfg, &provider, &err) != 0 ||
-            cluster_open(cfg, provider, &cluster, &err) != 0) {
+            cluster_open(cfg, provider, NULL, &cluster, &err) != 0) {
             fprintf(stderr, "cluster: %s\n", err.msg);
             return 1;
         }

@@ -56,6 +56,10 @@ const frugal_config_t *cluster_config(const cluster_t *c) {
     return c->cfg;
 }
 
+struct state_backend *cluster_state(const cluster_t *c) {
+    return c->state;
+}
+
 const frugal_config_t *cluster_config_acquire(cluster_t *c) {
     pthread_rwlock_rdlock(&c->lock);
     const frugal_config_t *cfg = c->cfg;
@@ -932,10 +936,6 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
     }
     if (rc != 0)
         return rc;
-    if (cfg->state_file != NULL && st.version < STATE_FORMAT_VERSION) /* etcd: no file format */
-        log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
-                 "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
-                 cfg->state_file, st.version, STATE_FORMAT_VERSION, cfg->state_file);
     size_t configured = v->count;
     for (size_t i = 0; i < st.count; i++) {
         group_t *sg = &st.groups[i];
@@ -1028,50 +1028,8 @@ static void cluster__free(cluster_t *c) {
     free(c);
 }
 
-int cluster_check_state_present(const frugal_config_t *cfg, bool init, frugal_err_t *err) {
-    if (cfg->state_file == NULL || access(cfg->state_file, F_OK) == 0)
-        return 0;
-    if (errno != ENOENT)
-        return frugal_err_set(err, FRUGAL_EIO, "state file %s: %s", cfg->state_file,
-                              strerror(errno));
-    if (init) {
-        log_info("state file %s does not exist: initialising it from the configuration "
-                 "(--init-state)",
-                 cfg->state_file);
-        return 0;
-    }
-    char prev[PATH_MAX];
-    snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, cfg->state_file);
-    bool has_prev = access(prev, F_OK) == 0;
-    return frugal_err_set(
-        err, FRUGAL_EPRECOND,
-        "state file %s does not exist: refusing to start with every node group at its initial "
-        "size and no instances. Check that the volume holding it is mounted and that state_file "
-        "in %s names the right path%s%s%s. To initialise a new state deliberately, start once "
-        "with: frugal serve -c %s --init-state",
-        cfg->state_file, cfg->path != NULL ? cfg->path : "the configuration",
-        has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
-        has_prev ? " to the state file restores it" : "", cfg->path != NULL ? cfg->path : "CONFIG");
-}
-
-int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
-                 frugal_err_t *err) {
-    state_backend_t *state = NULL;
-    *out = NULL;
-    int rc;
-    if (cfg->state_file != NULL &&
-        (rc = state_backend_file_create(cfg->state_file, &state, err)) != 0)
-        return rc;
-    rc = cluster_open_backend(cfg, provider, state, out, err);
-    if (rc != 0)
-        state_backend_destroy(state);
-    else
-        (*out)->owns_state = true;
-    return rc;
-}
-
-int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
-                         struct state_backend *state, cluster_t **out, frugal_err_t *err) {
+int cluster_open(const frugal_config_t *cfg, struct provider *provider, struct state_backend *state,
+                 cluster_t **out, frugal_err_t *err) {
     int rc;
     gvec_t v = {0};
     change_t *changes = NULL;
@@ -1203,10 +1161,8 @@ void cluster_close(cluster_t *c) {
     if (cluster_persist(c, &err) != 0)
         log_error("persisting the state at close failed: %s", err.msg);
     const frugal_config_t *cfg = c->cfg;
-    state_backend_t *state = c->owns_state ? c->state : NULL;
     state_backend_watch(c->state, NULL, NULL, &err); /* no callback into a freed cluster */
     cluster__free(c);
-    state_backend_destroy(state);
     config_release(cfg);
 }
 

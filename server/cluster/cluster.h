@@ -38,25 +38,18 @@ typedef struct cluster cluster_t;
 struct provider;
 
 /* Build the cluster from cfg (it holds a reference until cluster_close) and the provider, then
- * resume from cfg->state_file when it exists: groups absent from the config are reported and
- * dropped, sizes outside [min, max] are clamped with a warning. */
-int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
-                 frugal_err_t *err);
-
-/* cluster_open with the state kept by state (a state_backend_t of state_backend.h, NULL:
- * in memory only) instead of cfg->state_file. The caller keeps state and destroys it
- * after cluster_close; `frugal serve` hands the etcd backend in this way. */
+ * resume from the state kept by state (a state_backend_t of state_backend.h, built by the
+ * store layer; NULL: in memory only) when it holds any: groups absent from the config are
+ * reported and dropped, sizes outside [min, max] are clamped with a warning. The caller
+ * keeps state and destroys it after cluster_close. */
 struct state_backend;
-int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
-                         struct state_backend *state, cluster_t **out, frugal_err_t *err);
+int cluster_open(const frugal_config_t *cfg, struct provider *provider, struct state_backend *state,
+                 cluster_t **out, frugal_err_t *err);
 
-/* Whether the cluster may open: a configured state file that does not exist is refused
- * (FRUGAL_EPRECOND, naming what to check and how to initialise) unless init, so that a
- * volume that failed to mount never starts a fresh cluster by accident. 0 without a
- * state file or when it exists. */
-int cluster_check_state_present(const frugal_config_t *cfg, bool init, frugal_err_t *err);
+/* The backend the cluster was opened with (NULL: in memory). */
+struct state_backend *cluster_state(const cluster_t *c);
 
-/* Persist (when a state file is configured) and free everything. */
+/* Persist (when a backend keeps the state) and free everything but the backend. */
 void cluster_close(cluster_t *c);
 
 /* Append the node groups' gauges (frugal_node_group_{target,min,max}_size,

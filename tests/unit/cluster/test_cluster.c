@@ -15,6 +15,7 @@
 #include "log.h"
 #include "provider.h"
 #include "state.h"
+#include "store_testing.h"
 
 /* ------------------------------------------------------------------------------------
  * Fixture: a hand-built config (config_load is not used), a simulated provider, a
@@ -71,7 +72,7 @@ static int fx_setup(void **state) {
 
 static int fx_teardown(void **state) {
     fx_t *f = *state;
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     provider_destroy(f->p);
     char tmp[200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", f->path);
@@ -85,13 +86,13 @@ static int fx_teardown(void **state) {
 
 static void fx_open(fx_t *f) {
     frugal_err_t err = {0};
-    int rc = cluster_open(&f->cfg, f->p, &f->c, &err);
+    int rc = store_testing_cluster_open(&f->cfg, f->p, &f->c, &err);
     if (rc != 0)
         fail_msg("cluster_open: %s", err.msg);
 }
 
 static void fx_reopen(fx_t *f) {
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     fx_open(f);
 }
@@ -433,7 +434,7 @@ static void test_durable(void **state) {
     provider_t *p2 = NULL;
     assert_int_equal(provider_create(&f->cfg, &p2, NULL), 0);
     frugal_err_t err = {0};
-    assert_int_equal(cluster_open(&f->cfg, p2, &other, &err), 0);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, p2, &other, &err), 0);
     char *seen = snapshot(other);
     assert_string_equal(before, seen);
     assert_int_equal(target_of(other, "pool-a"), 5);
@@ -448,7 +449,7 @@ static void test_durable(void **state) {
     cluster_read_lock(other);
     assert_non_null(cluster_find_instance(other, "frugal://pool-b/pool-b-5", NULL));
     cluster_read_unlock(other);
-    cluster_close(other);
+    store_testing_cluster_close(other);
     provider_destroy(p2);
     free(seen);
     free(before);
@@ -498,7 +499,7 @@ static void test_open_unwritable(void **state) {
     snprintf(bad, sizeof(bad), "%s/missing/state", f->dir);
     f->cfg.state_file = bad;
     frugal_err_t err = {0};
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EIO);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EIO);
     assert_null(f->c);
 }
 
@@ -506,7 +507,7 @@ static void test_corrupt_rejected(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
     write_file(f->path, "frugal-state version=1\ngroup id=pool-a garbage\n");
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_null(f->c);
     char want[200];
     snprintf(want, sizeof(want), "%s:2:", f->path);
@@ -519,7 +520,7 @@ static void test_corrupt_rejected(void **state) {
     /* A file cut short (lost end record) is corrupt too. */
     unlink(f->path);
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     content = read_file(f->path);
     unseal_v1(content);
@@ -528,13 +529,13 @@ static void test_corrupt_rejected(void **state) {
     *end = '\0';
     write_file(f->path, content);
     free(content);
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_non_null(strstr(err.msg, "truncated"));
 
     /* Two groups claiming one instance. */
     unlink(f->path);
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     content = read_file(f->path);
     unseal_v1(content);
@@ -546,7 +547,7 @@ static void test_corrupt_rejected(void **state) {
             strlen(p + strlen("frugal://pool-b/pool-b-1")) + 1);
     write_file(f->path, content);
     free(content);
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_non_null(strstr(err.msg, "does not belong to the group it is listed under"));
 }
 
@@ -557,7 +558,7 @@ static void test_reconcile(void **state) {
     assert_int_equal(cluster_refresh(f->c, NULL), 0);                    /* all running */
     assert_int_equal(cluster_increase_size(f->c, "pool-a", 2, NULL),
                      0); /* 10: 8 run + 2 creating */
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
 
     /* New config: pool-b gone, pool-a max 5, main bigger, a new group pool-c. */
@@ -589,7 +590,7 @@ static void test_reconcile(void **state) {
     assert_int_equal(cluster_find_group(f->c, "pool-c")->target_size, 2);
     assert_int_equal(cluster_node_count(f->c), 5 + 4 + 2);
     cluster_read_unlock(f->c);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
 
     /* Raise pool-a's min above its target: grown to min. */
@@ -612,7 +613,7 @@ static void test_reconcile(void **state) {
 static void test_autoprovisioned_persisted(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     /* Append an autoprovisioned group with its full spec to the file. */
     char *content = read_file(f->path);

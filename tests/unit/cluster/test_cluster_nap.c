@@ -20,6 +20,7 @@
 #include "config.h"
 #include "log.h"
 #include "provider.h"
+#include "store_testing.h"
 
 #define ZONE "us-central1-a"
 #define HM "nap-n1-highmem-4-" ZONE
@@ -62,12 +63,12 @@ static void fx_open(fx_t *f, const char *extra) {
         fail_msg("config: %s", errors != NULL ? errors : "?");
     frugal_err_t err = {0};
     if (provider_create(f->cfg, &f->provider, &err) != 0 ||
-        cluster_open(f->cfg, f->provider, &f->c, &err) != 0)
+        store_testing_cluster_open(f->cfg, f->provider, &f->c, &err) != 0)
         fail_msg("open: %s", err.msg);
 }
 
 static void fx_close(fx_t *f) {
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     provider_destroy(f->provider);
     config_free(f->cfg);
     f->c = NULL;

@@ -15,7 +15,7 @@
 
 #include "cluster.h"
 #include "provider.h"
-#include "state_lock.h"
+#include "store_testing.h"
 
 typedef struct fx {
     char dir[64];
@@ -50,14 +50,14 @@ static int fx_setup(void **state) {
     snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
     f->cfg = load(f, 5, "0.2", "");
     assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
+    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
     *state = f;
     return 0;
 }
 
 static int fx_teardown(void **state) {
     fx_t *f = *state;
-    cluster_close(f->cluster);
+    store_testing_cluster_close(f->cluster);
     provider_destroy(f->provider);
     config_release(f->cfg);
     char cmd[128];
@@ -107,8 +107,8 @@ static void test_reload_applies(void **state) {
     cluster_read_unlock(f->cluster);
     assert_int_equal(target_of(f->cluster, "pool-c"), 2);
     /* The new group and its nodes are durable. */
-    cluster_close(f->cluster);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
+    store_testing_cluster_close(f->cluster);
+    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
     assert_int_equal(target_of(f->cluster, "pool-c"), -1); /* not in the original config */
     assert_int_equal(target_of(f->cluster, "pool-a"), 2);
 }

@@ -18,6 +18,7 @@
 #include "cluster.h"
 #include "cluster_nap.h"
 #include "provider.h"
+#include "store_testing.h"
 
 typedef struct fixture {
     char dir[64];
@@ -614,7 +615,7 @@ static void test_cluster_indexes_real_ids(void **state) {
     cluster_t *c = NULL;
     frugal_err_t err = {0};
     assert_int_equal(provider_create(cfg, &p, &err), 0);
-    assert_int_equal(cluster_open(cfg, p, &c, &err), 0);
+    assert_int_equal(store_testing_cluster_open(cfg, p, &c, &err), 0);
 
     assert_int_equal(cluster_increase_size(c, "a", 1, &err), 0);
     const group_t *owner = NULL;
@@ -644,7 +645,7 @@ static void test_cluster_indexes_real_ids(void **state) {
     assert_int_equal(in->state, INSTANCE_CREATING);
     cluster_read_unlock(c);
 
-    cluster_close(c);
+    store_testing_cluster_close(c);
     provider_destroy(p);
     config_free(cfg);
     fixture_free(f);
@@ -657,12 +658,12 @@ static void open_cluster(const char *text, frugal_config_t **cfg, provider_t **p
         fail_msg("config: %s", errors != NULL ? errors : "?");
     frugal_err_t err = {0};
     assert_int_equal(provider_create(*cfg, p, &err), 0);
-    if (cluster_open(*cfg, *p, c, &err) != 0)
+    if (store_testing_cluster_open(*cfg, *p, c, &err) != 0)
         fail_msg("open: %s", err.msg);
 }
 
 static void close_cluster(frugal_config_t *cfg, provider_t *p, cluster_t *c) {
-    cluster_close(c);
+    store_testing_cluster_close(c);
     provider_destroy(p);
     config_free(cfg);
 }

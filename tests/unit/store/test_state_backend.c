@@ -18,6 +18,7 @@
 #include "config.h"
 #include "provider.h"
 #include "state_backend.h"
+#include "store_testing.h"
 
 /* ---- a fake shared backend ---- */
 
@@ -113,7 +114,7 @@ static int setup(void **state) {
     f->fake.leader = true;
     f->backend.ops = &fake_ops;
     f->backend.impl = &f->fake;
-    assert_int_equal(cluster_open_backend(f->cfg, f->provider, &f->backend, &f->c, &err), 0);
+    assert_int_equal(cluster_open(f->cfg, f->provider, &f->backend, &f->c, &err), 0);
     assert_non_null(f->fake.fn); /* the cluster listens to other replicas */
     *state = f;
     return 0;

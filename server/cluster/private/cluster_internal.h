@@ -28,7 +28,6 @@ struct cluster {
     const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
     state_backend_t *state; /* NULL: in memory only */
-    bool owns_state;        /* made by cluster_open from cfg->state_file */
     bool remote;            /* publishing another replica's commit: nothing to store */
     bool provider_work;     /* committing the leader's provider work (fenced) */
     int64_t deadline_ms;    /* a mutation's commits finish by then (monotonic; 0: none) */
