@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ProposeNodeGroups is not registered\n");
             return 1;
         }
-        service_ctx_t ctx = {cfg, cluster};
+        service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
         gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC);
         for (int c = 0; c < calls && rc == 0; c++) {
             grpc_byte_buffer *in = codec_from_bytes(req_buf, req_len), *out = NULL;

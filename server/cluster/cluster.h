@@ -27,12 +27,14 @@
  * the answer is FRUGAL_EUNAVAIL. */
 #define CLUSTER_MUTATION_BUDGET_MS 3500
 
-/* The call the calling thread serves must be answered by deadline_ms (CLOCK_MONOTONIC
- * ms; 0: none). The rpc layer sets it around each handler (CLUSTER_MUTATION_BUDGET_MS
- * from the call's start, sooner when the call's own deadline is); mutations and Refresh
- * then end by it. Without it (the maintenance tick, tests) they wait as long as the
+/* The call a mutation (or Refresh) serves, passed by the handler down to the commit: it
+ * must be answered by deadline_ms (CLOCK_MONOTONIC ms; 0: no budget). The rpc layer
+ * sets it from the call (CLUSTER_MUTATION_BUDGET_MS from its start, sooner when its own
+ * deadline is). A NULL call (the maintenance tick, tests, tools) waits as long as the
  * store takes. */
-void cluster_call_deadline(int64_t deadline_ms);
+typedef struct cluster_call {
+    int64_t deadline_ms;
+} cluster_call_t;
 
 typedef struct cluster cluster_t;
 struct provider;
@@ -93,27 +95,30 @@ const group_t *cluster_find_instance(const cluster_t *c, const char *provider_id
 /* Cluster size for the ranking: sum of every group's target size, unmanaged included. */
 int64_t cluster_node_count(const cluster_t *c);
 
-/* --- mutations: serialised, validated, durable before they return 0 --- */
+/* --- mutations: serialised, validated, durable before they return 0; each within
+ * call's budget (NULL: none) --- */
 
 /* IncreaseSize: delta > 0 (else EINVAL), target + delta <= max_size (else EPRECOND),
  * unknown id ENOTFOUND, unmanaged group EPRECOND. */
-int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err);
+int cluster_increase_size(cluster_t *c, const cluster_call_t *call, const char *id, int32_t delta,
+                          frugal_err_t *err);
 
 /* DecreaseTargetSize: delta < 0 (else EINVAL); drops only not-yet-running (creating)
  * instances, newest first: target + delta must stay >= the running instances (else
  * EPRECOND) and >= min_size (else EPRECOND). */
-int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err);
+int cluster_decrease_target_size(cluster_t *c, const cluster_call_t *call, const char *id,
+                                 int32_t delta, frugal_err_t *err);
 
 /* DeleteNodes: every provider id must be an instance of the group (else EINVAL naming
  * it), target - n >= min_size (else EPRECOND). The instances become deleting and the
  * target drops by n. */
-int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provider_ids, size_t n,
-                         frugal_err_t *err);
+int cluster_delete_nodes(cluster_t *c, const cluster_call_t *call, const char *id,
+                         const char *const *provider_ids, size_t n, frugal_err_t *err);
 
 /* Advance instance states through the provider (creating -> running after boot,
  * deleting -> gone); persists when anything changed. Called by Refresh and by the
  * maintenance tick. */
-int cluster_refresh(cluster_t *c, frugal_err_t *err);
+int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err);
 
 /* Write the state file now (no-op without one). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);

@@ -86,7 +86,7 @@ static int reload(fx_t *f, frugal_config_t *next, frugal_err_t *err) {
 static void test_reload_applies(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
-    assert_int_equal(cluster_increase_size(f->cluster, "pool-a", 2, &err), 0);
+    assert_int_equal(cluster_increase_size(f->cluster, NULL, "pool-a", 2, &err), 0);
     const frugal_config_t *before = cluster_config_acquire(f->cluster);
     assert_int_equal(
         reload(f,
@@ -116,7 +116,7 @@ static void test_reload_applies(void **state) {
 static void test_reload_refusals_change_nothing(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
-    assert_int_equal(cluster_increase_size(f->cluster, "pool-a", 3, &err), 0);
+    assert_int_equal(cluster_increase_size(f->cluster, NULL, "pool-a", 3, &err), 0);
     assert_int_equal(reload(f, load(f, 2, "0.5", ""), &err), FRUGAL_EPRECOND);
     assert_non_null(strstr(err.msg, "outside the new bounds"));
     frugal_config_t *no_b = load(f, 5, "0.5", "");
@@ -154,9 +154,9 @@ static void test_reload_removes_empty_group(void **state) {
     /* pool-b has its min_size node: first lower it to 0 and delete the node */
     keep_a->node_groups[1].min_size = 0;
     assert_int_equal(reload(f, keep_a, &err), 0);
-    assert_int_equal(cluster_decrease_target_size(f->cluster, "pool-b", -1, &err), 0);
+    assert_int_equal(cluster_decrease_target_size(f->cluster, NULL, "pool-b", -1, &err), 0);
     assert_int_equal(target_of(f->cluster, "pool-b"), 0);
-    cluster_refresh(f->cluster, &err);
+    cluster_refresh(f->cluster, NULL, &err);
     assert_int_equal(reload(f, next, &err), 0);
     assert_int_equal(target_of(f->cluster, "pool-b"), -1);
     assert_int_equal(target_of(f->cluster, "pool-a"), 0);
