@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "cluster_nap.h"
+#include "cluster_testing.h"
 #include "provider.h"
 #include "store_testing.h"
 
