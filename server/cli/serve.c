@@ -200,6 +200,8 @@ int cmd_serve(int argc, char **argv) {
     char why[512];
     if (config_ranking_size_unknown(cfg, why, sizeof(why)))
         log_warn("%s", why);
+    if (config_simulated_exposed(cfg, why, sizeof(why)))
+        log_warn("%s", why);
 
     int status = 1;
     frugal_err_t err;
