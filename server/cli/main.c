@@ -22,8 +22,8 @@ static void usage(FILE *f) {
 }
 
 static int cmd_version(void) {
-    printf("frugal %s\ngrpc core %s\nbuilt %s %s\n", FRUGAL_VERSION, grpc_version_string(),
-           __DATE__, __TIME__);
+    printf("frugal %s\ncommit %s\ngrpc core %s\nbuilt %s %s\n", FRUGAL_VERSION, FRUGAL_REVISION,
+           grpc_version_string(), __DATE__, __TIME__);
     return 0;
 }
 
