@@ -62,8 +62,6 @@ assert_match 'ops_listen.*needs HOST:PORT' "$ERR" "ops_listen message"
 
 log "serve with JSON logs at debug level (from the environment)"
 export FRUGAL_LOG_FORMAT=json FRUGAL_LOG_LEVEL=debug
-# the memory budget below is the default: no container limit, whatever this machine has
-export FRUGAL_CGROUP_ROOT="$TMP/no-cgroup"
 start_server "$TMP/frugal.yaml"
 unset FRUGAL_LOG_FORMAT FRUGAL_LOG_LEVEL
 
