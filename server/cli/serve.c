@@ -218,6 +218,8 @@ int cmd_serve(int argc, char **argv) {
     if (config_ranking_size_unknown(cfg, why, sizeof(why)))
         log_warn("%s", why);
     serve__log_memory_budget(cfg);
+    if (config_simulated_exposed(cfg, why, sizeof(why)))
+        log_warn("%s", why);
 
     int status = 1;
     frugal_err_t err;
