@@ -317,6 +317,27 @@ def check_overlay(root, overlay, docs, values):
         elif not any(p["metadata"]["name"] == svol["persistentVolumeClaim"]["claimName"] for p in pvcs):
             problems.append(f"{name}: no PersistentVolumeClaim {svol['persistentVolumeClaim']['claimName']}")
 
+    # the provider: the exec hook on a volume, its credentials on a Secret, room to write
+    provider = cfg.get("provider") or {}
+    if provider.get("kind") != "exec":
+        cfg_problem("provider.kind", f"{provider.get('kind', 'simulated')}: deploy/ runs the exec hook (the simulated "
+                    "provider makes no machines)")
+    else:
+        hmp, hvol = volume_at(provider.get("command", "/"))
+        if hvol is None or not ("configMap" in hvol or "secret" in hvol):
+            cfg_problem("provider.command", f"{provider.get('command')} is not on a ConfigMap or Secret volume")
+        elif not (hvol.get("configMap") or hvol.get("secret")).get("defaultMode", 0o644) & 0o111:
+            dep_problem(f"spec.template.spec.volumes[{hvol['name']}].defaultMode", "the hook is not executable")
+        for var, f in (provider.get("env_from_files") or {}).items():
+            fmp, fvol = volume_at(f)
+            if fvol is None or "secret" not in fvol:
+                cfg_problem(f"provider.env_from_files.{var}", f"{f} is not on a Secret volume")
+        env = {e["name"]: e.get("value") for e in ctr.get("env", [])}
+        for what, path in (("/tmp", "/tmp"), ("HOME", env.get("HOME"))):
+            wmp, wvol = volume_at(path) if path else (None, None)
+            if wvol is None or "emptyDir" not in wvol or mounts[wmp].get("readOnly"):
+                dep_problem(f"{cpath}.volumeMounts", f"{what} ({path}) is not a writable emptyDir: the root filesystem is read-only")
+
     # listeners: roles, ports, TLS files on Secret volumes issued by cert-manager
     certs = {c["spec"]["secretName"]: c for c in docs if c.get("kind") == "Certificate"}
     issuers = {i["metadata"]["name"]: i for i in docs if i.get("kind") in ("Issuer", "ClusterIssuer")}
@@ -557,6 +578,13 @@ def replay(r, pki, state_dir, out_config):
         local["listen"].append(ll)
     if "state_file" in cfg:
         local["state_file"] = os.path.join(state_dir, posixpath.basename(cfg["state_file"]))
+    # a stand-in for the hook: it makes no machine, it prints an id
+    os.makedirs(state_dir, exist_ok=True)
+    hook = os.path.join(state_dir, "hook")
+    with open(hook, "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = create ] && echo "replay:///$3"\nexit 0\n')
+    os.chmod(hook, 0o755)
+    local["provider"] = {"kind": "exec", "command": hook}
     if "ops_listen" in cfg:
         local["ops_listen"] = f"127.0.0.1:{free_port()}"
         print(f"OPS_PORT={port_of(local['ops_listen'])}")

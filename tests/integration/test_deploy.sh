@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# deploy/ as shipped, replayed locally: render it with `kubectl kustomize`, check that
-# ports, Secret names, mount paths and flags agree (deploy_check.py), then run frugal
-# with the ConfigMap's config on loopback (same listener layout, scripts/dev-certs.sh
-# certificates) and call it as the kubelet and cluster-autoscaler would.
+# deploy/ as shipped, replayed locally: deploy_check.py renders every overlay with
+# `kubectl kustomize` and checks that ports, probes, memory, certificates, Secret names,
+# mount paths, the hook and CA's chart values agree, naming file and field when they do
+# not (proved on broken overlays); each overlay's config passes `frugal check`; then
+# frugal runs with the top overlay's config on loopback (same listener layout,
+# scripts/dev-certs.sh certificates, a stand-in hook) and is called as the kubelet and
+# cluster-autoscaler would.
 source "$(dirname "$0")/lib.sh"
 
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: kubectl is needed"; exit 0; }
@@ -20,18 +23,33 @@ assert_eq 0 "$RC" "every overlay agrees with itself, its config and CA's chart" 
 assert_match '^# overlays checked: \. base etcd$' "$OUT" "the overlays found [$OUT]"
 eval "$(echo "$OUT" | grep -v '^#')"
 
-# Each overlay's config passes `frugal check` as it is.
+# Each overlay's config passes `frugal check` as it is, but for the files it reads at
+# load: the hook is the ConfigMap's, the credentials the Secret's placeholders, copied here.
 for overlay in base etcd; do
     kubectl kustomize "$DEPLOY/$overlay" >"$TMP/$overlay.yaml" || fatal "kubectl kustomize deploy/$overlay failed"
     python3 -c '
-import sys, yaml
+import os, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-open(sys.argv[2], "w").write([d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["frugal.yaml"])
-' "$TMP/$overlay.yaml" "$TMP/$overlay-frugal.yaml"
+text = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "frugal-config"][0]["data"]["frugal.yaml"]
+secret = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == "frugal-hook-credentials"][0]
+files = yaml.safe_load(text)["provider"]["env_from_files"]
+for var, path in files.items():
+    local = os.path.join(sys.argv[3], os.path.basename(path))
+    open(local, "w").write(secret["stringData"][os.path.basename(path)])
+    text = text.replace(path, local)
+hook = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "frugal-hook"][0]["data"]["hook"]
+local = os.path.join(sys.argv[3], "hook")
+open(local, "w").write(hook)
+os.chmod(local, 0o755)
+text = text.replace(yaml.safe_load(text)["provider"]["command"], local)
+open(sys.argv[2], "w").write(text)
+' "$TMP/$overlay.yaml" "$TMP/$overlay-frugal.yaml" "$TMP"
     run "$FRUGAL" check -c "$TMP/$overlay-frugal.yaml"
     assert_eq 0 "$RC" "deploy/$overlay: its config passes frugal check [$ERR]"
+    assert_match "^provider +exec $TMP/hook" "$OUT" "deploy/$overlay: the exec hook"
+    [ "$overlay" = base ] || assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
 done
-assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
+assert_ok "the shipped hook is valid sh" sh -n "$TMP/hook"
 
 log "the checker finds a new overlay and names the file and field of what disagrees"
 cp -r "$DEPLOY" "$TMP/deploy"
@@ -54,9 +72,15 @@ printf '%s\n' 'resources: [../base]' 'configMapGenerator:' \
 mkdir -p "$TMP/deploy/bad-service"
 printf '%s\n' 'resources: [../base]' 'patches:' '  - target: {kind: Service, name: frugal}' \
     "    patch: '[{\"op\": \"remove\", \"path\": \"/spec/ports/1\"}]'" >"$TMP/deploy/bad-service/kustomization.yaml"
+# bad-provider: the simulated provider, which makes no machines
+mkdir -p "$TMP/deploy/bad-provider"
+sed 's/^  kind: exec$/  kind: simulated/' "$DEPLOY/base/frugal.yaml" >"$TMP/deploy/bad-provider/frugal.yaml"
+sed 's/bad-memory/bad-provider/' "$TMP/deploy/bad-memory/kustomization.yaml" >"$TMP/deploy/bad-provider/kustomization.yaml"
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
 assert_eq 1 "$RC" "the bad overlays fail"
-assert_match '^# overlays checked: \. bad-memory bad-probe bad-service base etcd$' "$OUT" "new overlays are found [$OUT]"
+assert_match '^# overlays checked: \. bad-memory bad-probe bad-provider bad-service base etcd$' "$OUT" "new overlays are found [$OUT]"
+assert_match '^FAIL: deploy/bad-provider/: bad-provider/frugal.yaml: provider.kind: simulated: deploy/ runs the exec hook' \
+    "$ERR" "the simulated provider: file and field"
 assert_match '^FAIL: deploy/bad-probe/: Deployment frugal \(base/deployment.yaml, bad-probe/probe.yaml\): spec.template.spec.containers\[frugal\].readinessProbe.httpGet.port: 8088 is not ops_listen.s port 8087' \
     "$ERR" "a probe off ops_listen: file and field"
 assert_match '^FAIL: deploy/bad-memory/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].resources.limits.memory: 1073741824 bytes cannot hold frugal.s memory budget 1073741824 \(bad-memory/frugal.yaml limits.memory\) plus the 64 MiB margin' \
@@ -69,7 +93,7 @@ assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays sta
 # CA's chart values without the chart's gate; a CA client certificate renewed too late
 sed -i 's/^autoDiscovery:/autoDiscoveryOff:/' "$TMP/deploy/cluster-autoscaler/values.yaml"
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
-rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service"
+rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service" "$TMP/deploy/bad-provider"
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
 assert_match '^FAIL: cluster-autoscaler/values.yaml: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: none is set, so the chart renders no Deployment' \
     "$ERR" "values without the chart's gate"
