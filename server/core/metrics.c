@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "revision.h"
+
 #define METRICS_MAX_LABELS 3
 #define METRICS_MAX_BUCKETS 16
 
@@ -407,7 +409,7 @@ static void metrics__histogram(metrics_buf_t *b, const metrics_family_t *f,
 
 void metrics_write(metrics_buf_t *b) {
     static const char *const version_label[] = {"version", "revision"};
-    static const char *const version_value[] = {FRUGAL_VERSION, FRUGAL_REVISION};
+    const char *const version_value[] = {FRUGAL_VERSION, revision_get()};
     metrics_buf_family(b, "frugal_build_info",
                        "frugal's version and source revision; the value is always 1.", "gauge");
     metrics_buf_sample(b, "frugal_build_info", version_label, version_value, 2, 1);
