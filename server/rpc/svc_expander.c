@@ -15,13 +15,13 @@
 #include <grpc/support/time.h>
 
 #include "decide.h"
-#include "svc_expander_testing.h"
 #include "expander_decode.h"
 #include "log.h"
 #include "metrics.h"
 #include "node_info.h"
 #include "ranking.h"
 #include "service.h"
+#include "testing/svc_expander_testing.h"
 #include "wire_names.h"
 
 /* Per template node of the request, decoded on first use. */
