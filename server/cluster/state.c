@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group_rules.h"
 #include "k8s_name.h"
 #include "strmap.h"
 
@@ -578,13 +579,21 @@ static const char *state__provider_id_problem(const char *id, const char *group)
                                            : NULL;
 }
 
-/* A label, taint or resource record's strings, checked as the config checks them. */
-static int state__check_kv(parser_t *ps, const char *what, const char *key, const char *value) {
-    const char *problem = k8s_name_key_problem(key);
-    if (problem == NULL && strcmp(what, "resource") != 0)
-        problem = k8s_name_value_problem(value);
-    if (problem == NULL && !state__text_ok(value))
+/* A label, taint or resource record's strings, checked as the config checks them: text,
+ * then a label's or a taint's with the group rules (an operator's groups are kept here:
+ * their labels may set what the template sets), a resource's name as a qualified name. */
+static int state__check_kv(parser_t *ps, const char *what, const char *key, const char *value,
+                           const char *effect) {
+    char why[FRUGAL_ERR_MSG_MAX];
+    const char *problem = NULL;
+    if (!state__text_ok(key) || !state__text_ok(value))
         problem = "not UTF-8 text";
+    else if (strcmp(what, "resource") == 0)
+        problem = k8s_name_key_problem(key);
+    else if ((strcmp(what, "label") == 0
+                  ? group_rules_label(key, value, true, why, sizeof(why))
+                  : group_rules_taint(key, value, effect, why, sizeof(why))) != GROUP_RULE_OK)
+        return parser_fail(ps, "%s", why);
     if (problem != NULL)
         return parser_fail(ps, "%s %s: %s", what, state__text_ok(key) ? key : "(not UTF-8)",
                            problem);
@@ -601,13 +610,18 @@ static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record
     if (rc == 0)
         rc = rec_check_unused(ps, r);
     if (rc == 0)
-        rc = state__check_kv(ps, what, key, value);
+        rc = state__check_kv(ps, what, key, value, NULL);
     if (rc != 0)
         return rc;
     bool found;
     kv_list_find(l, key, &found);
+    char why[FRUGAL_ERR_MSG_MAX];
+    if (found && strcmp(what, "label") == 0)
+        group_rules_label_twice(key, why, sizeof(why));
+    else if (found)
+        snprintf(why, sizeof(why), "%s %s given twice", what, key);
     if (found)
-        return parser_fail(ps, "%s %s given twice", what, key);
+        return parser_fail(ps, "%s", why);
     if (kv_list_put(l, key, value) != 0)
         return frugal_err_set(ps->err, FRUGAL_ENOMEM, "out of memory");
     return 0;
@@ -661,10 +675,12 @@ static int state__parse_taint(parser_t *ps, record_t *r, taint_list_t *l) {
         (rc = rec_strdup(ps, r, "value", true, &t.value)) != 0 ||
         (rc = rec_strdup(ps, r, "effect", true, &t.effect)) != 0 ||
         (rc = rec_check_unused(ps, r)) != 0 ||
-        (rc = state__check_kv(ps, "taint", t.key, t.value)) != 0)
+        (rc = state__check_kv(ps, "taint", t.key, t.value, t.effect)) != 0)
         goto fail;
-    if (!k8s_name_is_taint_effect(t.effect)) {
-        rc = parser_fail(ps, "taint %s: unknown effect", t.key);
+    if (taint_list_has(l, t.key, t.effect)) {
+        char why[FRUGAL_ERR_MSG_MAX];
+        group_rules_taint_twice(t.key, t.effect, why, sizeof(why));
+        rc = parser_fail(ps, "%s", why);
         goto fail;
     }
     if (state__grow((void **)&l->items, l->count, sizeof(taint_t)) != 0) {

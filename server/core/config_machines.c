@@ -15,6 +15,7 @@
 
 #include "catalog.h"
 #include "duration.h"
+#include "group_rules.h"
 #include "hook_params.h"
 #include "k8s_name.h"
 #include "quantity.h"
@@ -45,9 +46,9 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
             continue;
         }
         config__path_join(sub, path, k->u.scalar.text);
-        const char *problem = k8s_name_key_problem(k->u.scalar.text);
-        if (problem != NULL) {
-            config__error(ctx, k, sub, "invalid label key \"%s\": %s", k->u.scalar.text, problem);
+        char why[CONFIG_PATH_MAX];
+        if (group_rules_label(k->u.scalar.text, NULL, true, why, sizeof(why)) != GROUP_RULE_OK) {
+            config__error(ctx, k, sub, "%s", why);
             ok = false;
             continue;
         }
@@ -60,9 +61,8 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         if (!yaml_tree_is_null(v)) {
             value = v->u.scalar.text;
         }
-        problem = k8s_name_value_problem(value);
-        if (problem != NULL) {
-            config__error(ctx, v, sub, "invalid label value \"%s\": %s", value, problem);
+        if (group_rules_label(k->u.scalar.text, value, true, why, sizeof(why)) != GROUP_RULE_OK) {
+            config__error(ctx, v, sub, "%s", why);
             ok = false;
             continue;
         }
@@ -71,7 +71,8 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
             dup = dup || strcmp(out->items[j].key, k->u.scalar.text) == 0;
         }
         if (dup) {
-            config__error(ctx, k, sub, "duplicate label key");
+            group_rules_label_twice(k->u.scalar.text, why, sizeof(why));
+            config__error(ctx, k, sub, "%s", why);
             ok = false;
             continue;
         }
@@ -88,39 +89,32 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
     return ok;
 }
 
+/* A taint's key, value or effect, checked by group_rules_taint as the others are. */
+static bool taint_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                        const char *key, const char *value, const char *effect) {
+    char why[CONFIG_PATH_MAX];
+    if (group_rules_taint(key, value, effect, why, sizeof(why)) == GROUP_RULE_OK)
+        return true;
+    config__error(ctx, node, path, "%s", why);
+    return false;
+}
+
 static bool parse_taint_key(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                             void *field, const key_spec_t *spec) {
-    const char *problem = k8s_name_key_problem(node->u.scalar.text);
-    if (problem != NULL) {
-        config__error(ctx, node, path, "invalid taint key \"%s\": %s", node->u.scalar.text,
-                      problem);
-        return false;
-    }
-    return config__parse_string(ctx, node, path, field, spec);
+    return taint_check(ctx, node, path, node->u.scalar.text, NULL, NULL) &&
+           config__parse_string(ctx, node, path, field, spec);
 }
 
 static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                               void *field, const key_spec_t *spec) {
-    const char *problem = k8s_name_value_problem(node->u.scalar.text);
-    if (problem != NULL) {
-        config__error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text,
-                      problem);
-        return false;
-    }
-    return config__store_scalar(ctx, node, field);
+    return taint_check(ctx, node, path, NULL, node->u.scalar.text, NULL) &&
+           config__store_scalar(ctx, node, field);
 }
 
 static bool parse_taint_effect(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                void *field, const key_spec_t *spec) {
-    const char *s = node->u.scalar.text;
-    if (!k8s_name_is_taint_effect(s)) {
-        config__error(ctx, node, path,
-                      "invalid taint effect \"%s\" (expected NoSchedule, PreferNoSchedule or "
-                      "NoExecute)",
-                      s);
-        return false;
-    }
-    return config__parse_string(ctx, node, path, field, spec);
+    return taint_check(ctx, node, path, NULL, NULL, node->u.scalar.text) &&
+           config__parse_string(ctx, node, path, field, spec);
 }
 
 static const key_spec_t taint_keys[] = {
@@ -143,7 +137,9 @@ static bool parse_taints(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
             t.value = config__strdup(ctx, "");
         }
         if (ctx->error_count == before && taint_list_has(out, t.key, t.effect)) {
-            config__error(ctx, item, sub, "duplicate taint %s:%s", t.key, t.effect);
+            char why[CONFIG_PATH_MAX];
+            group_rules_taint_twice(t.key, t.effect, why, sizeof(why));
+            config__error(ctx, item, sub, "%s", why);
         }
         taint_t *slot = ctx->error_count == before && t.value != NULL
                             ? config__grow(ctx, &out->items, &out->count, sizeof(taint_t))

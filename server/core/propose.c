@@ -8,7 +8,7 @@
 #include "autoprov.h"
 #include "escalator.h"
 #include "fit.h"
-#include "k8s_name.h"
+#include "group_rules.h"
 #include "pod.h"
 #include "pricing.h"
 #include "template.h"
@@ -44,7 +44,7 @@ void propose_pod_clear(propose_pod_t *p) {
 /* Add a selector pin; a second, different value for a key makes the pod impossible, and
  * so does a key or value no node label can have (no group could ever carry it). */
 static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
-    if (!k8s_name_is_key(key) || !k8s_name_is_value(value)) {
+    if (group_rules_label(key, value, true, NULL, 0) != GROUP_RULE_OK) {
         p->impossible = true;
         return 0;
     }
@@ -100,8 +100,7 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
             t->effect != NULL && t->effect[0] != '\0' ? t->effect : PROPOSE_DEFAULT_EFFECT;
         /* A toleration of a taint no node can carry asks for nothing a group could
          * offer: the pod is served as if it did not have it. */
-        if (!k8s_name_is_key(t->key) || (!exists && !k8s_name_is_value(t->value)) ||
-            !k8s_name_is_taint_effect(effect))
+        if (group_rules_taint(t->key, exists ? NULL : t->value, effect, NULL, 0) != GROUP_RULE_OK)
             continue;
         if (taint_list_put(&p->taints, t->key, exists ? "" : propose__s(t->value), effect) != 0)
             goto nomem;
@@ -351,7 +350,7 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
     p.zone = zone;
     int rc = 0;
     for (size_t i = 0; i < set->count && rc == 0; i++)
-        if (!k8s_name_is_reserved_label(set->items[i]->key))
+        if (group_rules_label(set->items[i]->key, NULL, false, NULL, 0) != GROUP_RULE_RESERVED)
             rc = kv_list_put(&p.labels, set->items[i]->key, set->items[i]->value) < 0
                      ? FRUGAL_ENOMEM
                      : 0;

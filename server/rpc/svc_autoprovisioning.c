@@ -11,6 +11,7 @@
 #include "cluster_nap.h"
 #include "codec.h"
 #include "frugal.pb-c.h"
+#include "group_rules.h"
 #include "k8s_name.h"
 #include "pricing.h"
 #include "propose.h"
@@ -156,21 +157,24 @@ static int kv_add(kv_list_t *l, const char *key, const char *value, const char *
     return 0;
 }
 
-static int check_label(const char *what, const char *key, const char *value, frugal_err_t *err) {
-    /* The template sets these itself: a group saying otherwise would lie about its nodes. */
-    if (k8s_name_is_reserved_label(key))
-        return frugal_err_set(err, FRUGAL_EINVAL,
-                              "%s: %s is set by frugal from the machine type and zone", what, key);
-    if (!k8s_name_is_key(key))
-        return frugal_err_set(err, FRUGAL_EINVAL,
-                              "%s: invalid key \"%s\": want [prefix/]name, name 1-63 characters "
-                              "of [A-Za-z0-9-_.] starting and ending alphanumeric",
-                              what, key);
-    if (!k8s_name_is_value(value))
-        return frugal_err_set(err, FRUGAL_EINVAL,
-                              "%s: invalid value \"%s\" for key %s: want at most 63 characters "
-                              "of [A-Za-z0-9-_.] starting and ending alphanumeric",
-                              what, value, key);
+/* Add a label of the request to spec's (what: the request's map); one a client may not
+ * set, a bad key or value, or a key given with two values is refused. */
+static int label_add(kv_list_t *l, const char *what, const char *key, const char *value,
+                     frugal_err_t *err) {
+    char why[FRUGAL_ERR_MSG_MAX];
+    bool found;
+    size_t at;
+    /* The template sets the reserved ones itself: a group saying otherwise would lie about
+     * its nodes. */
+    if (group_rules_label(key, value, false, why, sizeof(why)) != GROUP_RULE_OK)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: %s", what, why);
+    at = kv_list_find(l, key, &found);
+    if (found && strcmp(l->items[at].value, value) != 0) {
+        group_rules_label_twice(key, why, sizeof(why));
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: %s", what, why);
+    }
+    if (kv_list_put(l, key, value) < 0)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -211,36 +215,27 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
     }
 
     for (size_t i = 0; i < req->n_labels; i++) {
-        if ((rc = check_label("labels", req->labels[i]->key, req->labels[i]->value, err)) != 0 ||
-            (rc = kv_add(&spec->labels, req->labels[i]->key, req->labels[i]->value, "labels",
-                         err)) != 0)
+        if ((rc = label_add(&spec->labels, "labels", req->labels[i]->key, req->labels[i]->value,
+                            err)) != 0)
             return rc;
     }
     /* System labels go on the nodes like the others; a clash with a label is an error. */
     for (size_t i = 0; i < req->n_system_labels; i++) {
-        const char *k = req->system_labels[i]->key, *v = req->system_labels[i]->value;
-        if ((rc = check_label("system_labels", k, v, err)) != 0 ||
-            (rc = kv_add(&spec->labels, k, v, "labels and system_labels", err)) != 0)
+        if ((rc = label_add(&spec->labels, "system_labels", req->system_labels[i]->key,
+                            req->system_labels[i]->value, err)) != 0)
             return rc;
     }
 
     /* Kept sorted by taint_compare, like every taint list of a group. */
     for (size_t i = 0; i < req->n_taints; i++) {
         const AP(Taint) *t = req->taints[i];
-        if (!k8s_name_is_key(t->key))
-            return frugal_err_set(err, FRUGAL_EINVAL, "taints[%zu]: invalid key \"%s\"", i, t->key);
-        if (!k8s_name_is_value(t->value))
-            return frugal_err_set(err, FRUGAL_EINVAL,
-                                  "taints[%zu]: invalid value \"%s\" for key %s", i, t->value,
-                                  t->key);
-        if (!k8s_name_is_taint_effect(t->effect))
-            return frugal_err_set(err, FRUGAL_EINVAL,
-                                  "taints[%zu]: invalid effect \"%s\" for key %s: want NoSchedule, "
-                                  "PreferNoSchedule or NoExecute",
-                                  i, t->effect, t->key);
-        if (taint_list_has(&spec->taints, t->key, t->effect))
-            return frugal_err_set(err, FRUGAL_EINVAL, "taints: %s:%s given twice", t->key,
-                                  t->effect);
+        char why[FRUGAL_ERR_MSG_MAX];
+        if (group_rules_taint(t->key, t->value, t->effect, why, sizeof(why)) != GROUP_RULE_OK)
+            return frugal_err_set(err, FRUGAL_EINVAL, "taints[%zu]: %s", i, why);
+        if (taint_list_has(&spec->taints, t->key, t->effect)) {
+            group_rules_taint_twice(t->key, t->effect, why, sizeof(why));
+            return frugal_err_set(err, FRUGAL_EINVAL, "taints[%zu]: %s", i, why);
+        }
         if (taint_list_put(&spec->taints, t->key, t->value, t->effect) != 0)
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }

@@ -143,7 +143,7 @@ static void test_strict_ids(void **state) {
     expect_refused(HDR GRP("g1") "label key=team value=%C0%80\nend groups=1 instances=0\n",
                    "label team");
     expect_refused(HDR GRP("g1") "taint key=k value=v effect=Sometimes\nend groups=1 instances=0\n",
-                   "unknown effect");
+                   "invalid taint effect \"Sometimes\"");
     expect_refused(HDR GRP("g1") "instance id=gce://p/x state=running since=1 error_code=E "
                                  "error_message=%ED%A0%80 error_class=1\n"
                                  "end groups=1 instances=1\n",

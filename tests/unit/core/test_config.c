@@ -727,14 +727,14 @@ static void test_err_taints_and_labels(void **state) {
     char text[1024];
     snprintf(text, sizeof(text), "%s    taints: [{key: k, effect: NoSchedul}]\n", head);
     expect_error(text, "t.yaml:5:31: node_groups[0].taints[0].effect: invalid taint effect "
-                       "\"NoSchedul\" (expected NoSchedule, PreferNoSchedule or NoExecute)");
+                       "\"NoSchedul\": want NoSchedule, PreferNoSchedule or NoExecute");
     snprintf(text, sizeof(text), "%s    taints: [{key: k}]\n", head);
     expect_error(text, "t.yaml:5:14: node_groups[0].taints[0]: missing required key \"effect\"");
     snprintf(text, sizeof(text),
              "%s    taints: [{key: k, effect: NoSchedule}, {key: k, value: v, effect: "
              "NoSchedule}]\n",
              head);
-    expect_error(text, "t.yaml:5:44: node_groups[0].taints[1]: duplicate taint k:NoSchedule");
+    expect_error(text, "t.yaml:5:44: node_groups[0].taints[1]: taint k:NoSchedule given twice");
     snprintf(text, sizeof(text), "%s    taints: [{key: -bad, effect: NoSchedule}]\n", head);
     expect_error(text, "t.yaml:5:20: node_groups[0].taints[0].key: invalid taint key \"-bad\": "
                        "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending with "
@@ -744,17 +744,20 @@ static void test_err_taints_and_labels(void **state) {
                        "\"Example.COM/x\": prefix must be a DNS subdomain (lowercase "
                        "alphanumerics, '-' and '.', at most 253 characters)");
     snprintf(text, sizeof(text), "%s    labels: {team: \"web team\"}\n", head);
-    expect_error(text, "t.yaml:5:20: node_groups[0].labels.team: invalid label value \"web "
-                       "team\": must be empty or 1-63 characters of [A-Za-z0-9._-], starting and "
-                       "ending with an alphanumeric");
+    expect_error(
+        text,
+        "t.yaml:5:20: node_groups[0].labels.team: invalid label value \"web "
+        "team\" for key team: must be empty or 1-63 characters of [A-Za-z0-9._-], starting and "
+        "ending with an alphanumeric");
     snprintf(text, sizeof(text),
              "%s    labels: {a: "
              "x234567890123456789012345678901234567890123456789012345678901234}\n",
              head);
-    expect_error_among(text, "t.yaml:5:17: node_groups[0].labels.a: invalid label value "
-                             "\"x234567890123456789012345678901234567890123456789012345678901234\""
-                             ": must be empty or 1-63 characters of [A-Za-z0-9._-], starting and "
-                             "ending with an alphanumeric");
+    expect_error_among(
+        text, "t.yaml:5:17: node_groups[0].labels.a: invalid label value "
+              "\"x234567890123456789012345678901234567890123456789012345678901234\""
+              " for key a: must be empty or 1-63 characters of [A-Za-z0-9._-], starting and "
+              "ending with an alphanumeric");
     expect_error("autoprovisioning: {label_sets: [{ok: yes}, {\"a b\": c}]}\n",
                  "t.yaml:1:45: autoprovisioning.label_sets[1].a b: invalid label key \"a b\": "
                  "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending with an "

@@ -336,20 +336,20 @@ static void test_new_node_group_refusals(void **state) {
      * (which the config refuses too). */
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, long_name, "x");
-    expect_invalid(f, &r, "labels: invalid key");
+    expect_invalid(f, &r, "labels: invalid label key");
     snprintf(key, sizeof(key), "%s.example.com/team", long_name);
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, key, "x");
-    expect_invalid(f, &r, "labels: invalid key");
+    expect_invalid(f, &r, "labels: invalid label key");
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, "-bad", "x");
-    expect_invalid(f, &r, "labels: invalid key \"-bad\"");
+    expect_invalid(f, &r, "labels: invalid label key \"-bad\"");
     ngr_init(&r, "n1-standard-1");
     ngr_system_label(&r, "Example.com/x", "x");
-    expect_invalid(f, &r, "system_labels: invalid key");
+    expect_invalid(f, &r, "system_labels: invalid label key");
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, "team", "bad value");
-    expect_invalid(f, &r, "invalid value \"bad value\" for key team");
+    expect_invalid(f, &r, "labels: invalid label value \"bad value\" for key team");
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, "team", long_name);
     expect_invalid(f, &r, "for key team");
@@ -371,27 +371,27 @@ static void test_new_node_group_refusals(void **state) {
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, "team", "a");
     ngr_system_label(&r, "team", "b");
-    expect_invalid(f, &r, "key team given twice");
+    expect_invalid(f, &r, "system_labels: label team given twice");
 
     /* Taints. */
     ngr_init(&r, "n1-standard-1");
     ngr_taint(&r, "bad key", "x", "NoSchedule");
-    expect_invalid(f, &r, "taints[0]: invalid key");
+    expect_invalid(f, &r, "taints[0]: invalid taint key");
     ngr_init(&r, "n1-standard-1");
     ngr_taint(&r, long_name, "x", "NoSchedule");
-    expect_invalid(f, &r, "taints[0]: invalid key");
+    expect_invalid(f, &r, "taints[0]: invalid taint key");
     ngr_init(&r, "n1-standard-1");
     ngr_taint(&r, "dedicated", "-x", "NoSchedule");
-    expect_invalid(f, &r, "taints[0]: invalid value");
+    expect_invalid(f, &r, "taints[0]: invalid taint value");
     ngr_init(&r, "n1-standard-1");
     ngr_taint(&r, "dedicated", "x", "NoSchedule");
     ngr_taint(&r, "dedicated", "y", "Sometimes");
-    expect_invalid(f, &r, "taints[1]: invalid effect \"Sometimes\"");
+    expect_invalid(f, &r, "taints[1]: invalid taint effect \"Sometimes\"");
     /* One taint per key and effect, whatever the values. */
     ngr_init(&r, "n1-standard-1");
     ngr_taint(&r, "dedicated", "x", "NoSchedule");
     ngr_taint(&r, "dedicated", "y", "NoSchedule");
-    expect_invalid(f, &r, "dedicated:NoSchedule given twice");
+    expect_invalid(f, &r, "taints[1]: taint dedicated:NoSchedule given twice");
 
     /* Extra resources. */
     ngr_init(&r, "n1-standard-1");
