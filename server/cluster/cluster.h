@@ -57,8 +57,8 @@ void cluster_close(cluster_t *c);
 /* Append the node groups' gauges (frugal_node_group_{target,min,max}_size,
  * frugal_instances, frugal_node_price_per_hour) in the Prometheus text format. Takes
  * the read lock. */
-struct metrics_buf;
-void cluster_metrics_write(cluster_t *c, struct metrics_buf *b);
+struct strbuf; /* metrics_buf_t (metrics.h) */
+void cluster_metrics_write(cluster_t *c, struct strbuf *b);
 
 /* The current config; stable while the caller holds the read lock (or is a mutation). */
 const frugal_config_t *cluster_config(const cluster_t *c);

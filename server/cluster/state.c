@@ -11,72 +11,28 @@
 
 #include "group_rules.h"
 #include "k8s_name.h"
+#include "strbuf.h"
 #include "strmap.h"
 
 /* ------------------------------------------------------------------------------------
  * Writing
  * ---------------------------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-    bool failed; /* an allocation failed: everything after is dropped */
-} sbuf_t;
-
-static void sbuf_append(sbuf_t *b, const char *s, size_t n) {
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap != 0 ? b->cap : 4096;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sbuf_puts(sbuf_t *b, const char *s) {
-    sbuf_append(b, s, strlen(s));
-}
-
-static void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sbuf_printf(sbuf_t *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof(tmp)) {
-        b->failed = true;
-        return;
-    }
-    sbuf_append(b, tmp, (size_t)n);
-}
-
 /* " key=VALUE" with VALUE percent-encoded. */
-static void sbuf_field_str(sbuf_t *b, const char *key, const char *value) {
+static void state__field_str(strbuf_t *b, const char *key, const char *value) {
     static const char hex[] = "0123456789ABCDEF";
-    sbuf_printf(b, " %s=", key);
+    strbuf_printf(b, " %s=", key);
     const unsigned char *start = (const unsigned char *)value;
     const unsigned char *p = start;
     for (; *p != '\0'; p++) {
         if (*p > ' ' && *p < 0x7f && *p != '%')
             continue;
-        sbuf_append(b, (const char *)start, (size_t)(p - start));
+        strbuf_append(b, (const char *)start, (size_t)(p - start));
         char esc[3] = {'%', hex[*p >> 4], hex[*p & 0xf]};
-        sbuf_append(b, esc, 3);
+        strbuf_append(b, esc, 3);
         start = p + 1;
     }
-    sbuf_append(b, (const char *)start, (size_t)(p - start));
+    strbuf_append(b, (const char *)start, (size_t)(p - start));
 }
 
 static const char *state__instance_state_name(instance_state_t s) {
@@ -91,50 +47,51 @@ static const char *state__instance_state_name(instance_state_t s) {
     return "?";
 }
 
-static void state__format_group(sbuf_t *b, const group_t *g) {
-    sbuf_puts(b, "group");
-    sbuf_field_str(b, "id", g->spec.id);
-    sbuf_printf(b, " managed=%d autoprovisioned=%d exists=%d min=%d max=%d target=%d", g->managed,
-                g->autoprovisioned, g->exists, (int)g->min_size, (int)g->max_size,
-                (int)g->target_size);
-    sbuf_printf(b, " next_seq=%llu empty_since=%lld", (unsigned long long)g->next_seq,
-                (long long)g->empty_since_ms);
-    sbuf_field_str(b, "machine_type", g->spec.machine_type != NULL ? g->spec.machine_type : "");
+static void state__format_group(strbuf_t *b, const group_t *g) {
+    strbuf_puts(b, "group");
+    state__field_str(b, "id", g->spec.id);
+    strbuf_printf(b, " managed=%d autoprovisioned=%d exists=%d min=%d max=%d target=%d", g->managed,
+                  g->autoprovisioned, g->exists, (int)g->min_size, (int)g->max_size,
+                  (int)g->target_size);
+    strbuf_printf(b, " next_seq=%llu empty_since=%lld", (unsigned long long)g->next_seq,
+                  (long long)g->empty_since_ms);
+    state__field_str(b, "machine_type", g->spec.machine_type != NULL ? g->spec.machine_type : "");
     if (g->spec.zone != NULL)
-        sbuf_field_str(b, "zone", g->spec.zone);
-    sbuf_printf(b, " spot=%d spot_price=%.17g\n", g->spec.spot, g->spec.spot_price);
+        state__field_str(b, "zone", g->spec.zone);
+    strbuf_printf(b, " spot=%d spot_price=%.17g\n", g->spec.spot, g->spec.spot_price);
     for (size_t i = 0; i < g->spec.labels.count; i++) {
-        sbuf_puts(b, "label");
-        sbuf_field_str(b, "key", g->spec.labels.items[i].key);
-        sbuf_field_str(b, "value", g->spec.labels.items[i].value);
-        sbuf_puts(b, "\n");
+        strbuf_puts(b, "label");
+        state__field_str(b, "key", g->spec.labels.items[i].key);
+        state__field_str(b, "value", g->spec.labels.items[i].value);
+        strbuf_puts(b, "\n");
     }
     for (size_t i = 0; i < g->spec.taints.count; i++) {
         const taint_t *t = &g->spec.taints.items[i];
-        sbuf_puts(b, "taint");
-        sbuf_field_str(b, "key", t->key);
-        sbuf_field_str(b, "value", t->value != NULL ? t->value : "");
-        sbuf_field_str(b, "effect", t->effect != NULL ? t->effect : "");
-        sbuf_puts(b, "\n");
+        strbuf_puts(b, "taint");
+        state__field_str(b, "key", t->key);
+        state__field_str(b, "value", t->value != NULL ? t->value : "");
+        state__field_str(b, "effect", t->effect != NULL ? t->effect : "");
+        strbuf_puts(b, "\n");
     }
     for (size_t i = 0; i < g->spec.extra_resources.count; i++) {
-        sbuf_puts(b, "resource");
-        sbuf_field_str(b, "key", g->spec.extra_resources.items[i].key);
-        sbuf_field_str(b, "value", g->spec.extra_resources.items[i].value);
-        sbuf_puts(b, "\n");
+        strbuf_puts(b, "resource");
+        state__field_str(b, "key", g->spec.extra_resources.items[i].key);
+        state__field_str(b, "value", g->spec.extra_resources.items[i].value);
+        strbuf_puts(b, "\n");
     }
     for (size_t i = 0; i < g->instances_count; i++) {
         const instance_t *in = &g->instances[i];
-        sbuf_puts(b, "instance");
-        sbuf_field_str(b, "id", in->id);
-        sbuf_printf(b, " state=%s since=%lld", state__instance_state_name(in->state),
-                    (long long)in->state_since_ms);
+        strbuf_puts(b, "instance");
+        state__field_str(b, "id", in->id);
+        strbuf_printf(b, " state=%s since=%lld", state__instance_state_name(in->state),
+                      (long long)in->state_since_ms);
         if (in->error_code != NULL) {
-            sbuf_field_str(b, "error_code", in->error_code);
-            sbuf_field_str(b, "error_message", in->error_message != NULL ? in->error_message : "");
-            sbuf_printf(b, " error_class=%d", (int)in->error_class);
+            state__field_str(b, "error_code", in->error_code);
+            state__field_str(b, "error_message",
+                             in->error_message != NULL ? in->error_message : "");
+            strbuf_printf(b, " error_class=%d", (int)in->error_class);
         }
-        sbuf_puts(b, "\n");
+        strbuf_puts(b, "\n");
     }
 }
 
@@ -195,49 +152,48 @@ static void state__next_line(const char *text, size_t len, size_t *pos, const ch
  * record line gets " crc=" and the CRC-32 of the line before it; the end record first
  * gets " sum=" and the CRC-32 of every byte of the file before the end line. Comment
  * and blank lines are covered by the sum only. */
-static int state__seal(const char *text, size_t len, sbuf_t *out) {
+static int state__seal(const char *text, size_t len, strbuf_t *out) {
     size_t pos = 0;
     while (pos < len) {
         const char *line;
         size_t n;
         state__next_line(text, len, &pos, &line, &n);
         if (n == 0 || line[0] == '#') {
-            sbuf_append(out, line, n);
-            sbuf_puts(out, "\n");
+            strbuf_append(out, line, n);
+            strbuf_puts(out, "\n");
             continue;
         }
         size_t start = out->len;
-        sbuf_append(out, line, n);
+        strbuf_append(out, line, n);
         if (n >= 4 && memcmp(line, "end ", 4) == 0)
-            sbuf_printf(out, " sum=%08x", state_crc32(0, out->p, start));
+            strbuf_printf(out, " sum=%08x", state_crc32(0, out->data, start));
         if (out->failed)
             return FRUGAL_ENOMEM;
-        sbuf_printf(out, " crc=%08x\n", state_crc32(0, out->p + start, out->len - start));
+        strbuf_printf(out, " crc=%08x\n", state_crc32(0, out->data + start, out->len - start));
     }
     return out->failed ? FRUGAL_ENOMEM : 0;
 }
 
 int state_format(const group_t *const *groups, size_t n, char **out, size_t *len,
                  frugal_err_t *err) {
-    sbuf_t b = {0};
+    strbuf_t b = {0};
     size_t instances = 0;
-    sbuf_puts(&b, "# frugal state file: written by the daemon, do not edit while it runs\n");
-    sbuf_printf(&b, "frugal-state version=%d\n", STATE_FORMAT_VERSION);
+    strbuf_puts(&b, "# frugal state file: written by the daemon, do not edit while it runs\n");
+    strbuf_printf(&b, "frugal-state version=%d\n", STATE_FORMAT_VERSION);
     for (size_t i = 0; i < n; i++) {
         state__format_group(&b, groups[i]);
         instances += groups[i]->instances_count;
     }
-    sbuf_printf(&b, "end groups=%zu instances=%zu\n", n, instances);
-    sbuf_t sealed = {0};
-    if (b.failed || (sealed.cap = b.len + b.len / 4 + 64, sealed.p = malloc(sealed.cap)) == NULL ||
-        state__seal(b.p, b.len, &sealed) != 0) {
-        free(b.p);
-        free(sealed.p);
+    strbuf_printf(&b, "end groups=%zu instances=%zu\n", n, instances);
+    strbuf_t sealed = {0};
+    if (b.failed || state__seal(b.data, b.len, &sealed) != 0) {
+        strbuf_free(&b);
+        strbuf_free(&sealed);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory formatting the state");
     }
-    free(b.p);
-    *out = sealed.p;
+    strbuf_free(&b);
     *len = sealed.len;
+    *out = strbuf_take(&sealed);
     return 0;
 }
 

@@ -89,10 +89,9 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
     }
     config_free(ctx.cfg);
     if (errors != NULL && rc != 0) {
-        *errors = ctx.errors;
-        ctx.errors = NULL;
+        *errors = strbuf_take(&ctx.errors);
     }
-    free(ctx.errors);
+    strbuf_free(&ctx.errors);
     return rc;
 }
 

@@ -14,25 +14,6 @@
 #include "duration.h"
 #include "quantity.h"
 
-static void ctx_append(load_ctx_t *ctx, const char *s, size_t n) {
-    if (ctx->errors_len + n + 1 > ctx->errors_cap) {
-        size_t cap = ctx->errors_cap ? ctx->errors_cap : 256;
-        while (cap < ctx->errors_len + n + 1) {
-            cap *= 2;
-        }
-        char *p = realloc(ctx->errors, cap);
-        if (p == NULL) {
-            ctx->oom = true;
-            return;
-        }
-        ctx->errors = p;
-        ctx->errors_cap = cap;
-    }
-    memcpy(ctx->errors + ctx->errors_len, s, n);
-    ctx->errors_len += n;
-    ctx->errors[ctx->errors_len] = '\0';
-}
-
 /* Record `NAME:LINE:COL: PATH: message` (path omitted when NULL or empty). */
 void config__error(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, const char *fmt,
                    ...) {
@@ -61,7 +42,8 @@ void config__error(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *pa
         len = sizeof(line) - 2;
     }
     line[len++] = '\n';
-    ctx_append(ctx, line, len);
+    strbuf_append(&ctx->errors, line, len);
+    ctx->oom = ctx->oom || ctx->errors.failed;
     ctx->error_count++;
 }
 

@@ -299,38 +299,14 @@ void metrics_reset_for_testing(void) {
 /* ---- exposition ---- */
 
 void metrics_buf_printf(metrics_buf_t *b, const char *fmt, ...) {
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n =
-            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->data != NULL && (size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len <= (size_t)n)
-            cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 void metrics_buf_free(metrics_buf_t *b) {
-    free(b->data);
-    memset(b, 0, sizeof(*b));
+    strbuf_free(b);
 }
 
 void metrics_buf_family(metrics_buf_t *b, const char *name, const char *help, const char *type) {

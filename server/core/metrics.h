@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strbuf.h"
+
 /* The families recorded through this registry. */
 typedef enum metrics_id {
     METRICS_GRPC_HANDLED,         /* counter {grpc_service, grpc_method, grpc_code} */
@@ -73,13 +75,9 @@ void metrics_reset_for_testing(void);
 
 /* ---- exposition ---- */
 
-/* A growing text buffer. On allocation failure it stops growing and sets oom. */
-typedef struct metrics_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool oom;
-} metrics_buf_t;
+/* The text of an exposition, a strbuf (strbuf.h): on allocation failure it stops
+ * growing and sets failed. */
+typedef strbuf_t metrics_buf_t;
 
 void metrics_buf_printf(metrics_buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "k8s.h"
+#include "strbuf.h"
 
 /* Labels that differ between similar groups in different zones (CA's
  * --balance-similar-node-groups ignores the same ones). */
@@ -31,50 +32,16 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A growable string. */
-typedef struct sbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} sbuf_t;
-
-static void sbuf_add(sbuf_t *s, const char *a, const char *b, const char *c) {
-    const char *parts[3] = {a, b, c};
-    for (size_t i = 0; i < 3 && !s->failed; i++) {
-        if (!parts[i])
-            continue;
-        size_t n = strlen(parts[i]);
-        if (s->len + n + 1 > s->cap) {
-            size_t cap = s->cap ? s->cap : 256;
-            while (cap < s->len + n + 1)
-                cap *= 2;
-            char *p = realloc(s->data, cap);
-            if (!p) {
-                s->failed = true;
-                return;
-            }
-            s->data = p;
-            s->cap = cap;
-        }
-        memcpy(s->data + s->len, parts[i], n);
-        s->len += n;
-        s->data[s->len] = '\0';
-    }
-}
-
 /* "\x1f"-separated so that no label text can forge another set. */
 #define SEP "\x1f"
 
 static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t *info) {
-    sbuf_t s = {0};
-    char num[96];
-    if (info->instance_type) {
-        sbuf_add(&s, "type=", info->instance_type, SEP);
-    } else {
-        snprintf(num, sizeof(num), "capacity=%" PRId64 "/%" PRId64 "/%" PRId64,
-                 info->capacity.cpu_milli, info->capacity.memory_bytes, info->capacity.gpu);
-        sbuf_add(&s, num, SEP, NULL);
-    }
+    strbuf_t s = {0};
+    if (info->instance_type)
+        strbuf_printf(&s, "type=%s" SEP, info->instance_type);
+    else
+        strbuf_printf(&s, "capacity=%" PRId64 "/%" PRId64 "/%" PRId64 SEP, info->capacity.cpu_milli,
+                      info->capacity.memory_bytes, info->capacity.gpu);
 
     const k8s_object_meta_t *meta = node->metadata;
     size_t nl = meta ? meta->n_labels : 0;
@@ -83,7 +50,7 @@ static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t
     size_t n = nl + nt, k = 0;
     char **items = calloc(n ? n : 1, sizeof(*items));
     if (!items) {
-        free(s.data);
+        strbuf_free(&s);
         return NULL;
     }
     for (size_t i = 0; i < nl; i++) {
@@ -107,21 +74,17 @@ static char *node_info__similarity_key(const k8s_node_t *node, const node_info_t
     }
     qsort(items, k, sizeof(*items), cmp_str);
     for (size_t i = 0; i < k; i++)
-        sbuf_add(&s, items[i], SEP, NULL);
+        strbuf_printf(&s, "%s" SEP, items[i]);
     for (size_t i = 0; i < k; i++)
         free(items[i]);
     free(items);
-    if (s.failed) {
-        free(s.data);
-        return NULL;
-    }
-    return s.data;
+    return strbuf_take(&s);
 
 fail:
     for (size_t i = 0; i < k; i++)
         free(items[i]);
     free(items);
-    free(s.data);
+    strbuf_free(&s);
     return NULL;
 }
 

@@ -228,7 +228,7 @@ static enum MHD_Result ops__handle(void *cls, struct MHD_Connection *conn, const
         pthread_mutex_lock(&ops->server_mu);
         ops_metrics_render(ops->cfg, ops->cluster, ops->server, &b);
         pthread_mutex_unlock(&ops->server_mu);
-        if (b.oom) {
+        if (b.failed) {
             metrics_buf_free(&b);
             return ops__text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
         }

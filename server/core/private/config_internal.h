@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "strbuf.h"
 #include "yaml_tree.h"
 
 #define CONFIG_PATH_MAX 256
@@ -17,9 +18,7 @@
 /* The state of one load: the configuration being built and the problems found. */
 typedef struct load_ctx {
     const char *name; /* file name used in messages */
-    char *errors;     /* collected lines */
-    size_t errors_len;
-    size_t errors_cap;
+    strbuf_t errors;  /* collected lines */
     size_t error_count;
     bool oom;
     frugal_config_t *cfg;
