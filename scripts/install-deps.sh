@@ -7,10 +7,11 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # libmicrohttpd-dev: the ops endpoint; libssl-dev: certificate expiry metrics;
-# prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
+# prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal;
+# libglpk-dev: replay's lower bound (linear programs).
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3 etcd-server)
+          python3 etcd-server libglpk-dev)
 if [ "${1:-}" = "--ci" ]; then
     PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git)
 fi

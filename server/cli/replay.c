@@ -23,10 +23,13 @@
 
 #define REPLAY_MAX_STRATEGIES 16
 
+/* One run, or (is_bound) the lower bound of one workload and seed. */
 typedef struct replay_job {
     size_t workload, strategy;
     uint64_t seed;
+    bool is_bound;
     replay_figures_t fig;
+    replay_bound_t bound;
     int rc;
     frugal_err_t err;
 } replay_job_t;
@@ -39,8 +42,8 @@ typedef struct replay_cmd {
     size_t strategies_count;
     size_t seeds;
     double hours;
-    replay_job_t *jobs;
-    size_t jobs_count;
+    replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
+    size_t jobs_count, bounds_count;
     atomic_size_t next, done;
     bool progress;
 } replay_cmd_t;
@@ -67,13 +70,17 @@ static void *replay__worker(void *arg) {
             break;
         replay_job_t *j = &c->jobs[i];
         frugal_err_clear(&j->err);
-        j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy], j->seed,
-                           c->hours, &j->fig, &j->err);
+        if (j->is_bound)
+            j->rc = replay_bound(c->cfg, &c->workloads[j->workload], j->seed, c->hours, &j->bound,
+                                 &j->err);
+        else
+            j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                               j->seed, c->hours, &j->fig, &j->err);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
-                    c->jobs_count, c->workloads[j->workload].name, c->strategies[j->strategy]->name,
-                    j->seed);
+                    c->jobs_count, c->workloads[j->workload].name,
+                    j->is_bound ? "bound" : c->strategies[j->strategy]->name, j->seed);
     }
     return NULL;
 }
@@ -107,8 +114,10 @@ typedef struct replay_stat {
 
 typedef struct replay_row {
     const char *workload, *strategy;
-    replay_stat_t cost, ratio, pending, nodes, vs_random;
+    replay_stat_t cost, ratio, pending, nodes, vs_random, bound, cost_bound;
     bool has_random;
+    const char *bound_error; /* NULL when every seed's bound is known */
+    uint64_t bound_error_seed;
     int64_t pods, unhostable; /* of the first seed; the mean pods */
 } replay_row_t;
 
@@ -118,6 +127,14 @@ static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
     if (k == 0 || v > s->max)
         s->max = v;
     s->mean += v;
+}
+
+/* The bound of workload w's seed s (a trace has one, its pods are the same every seed). */
+static const replay_job_t *replay__bound_of(const replay_cmd_t *c, size_t w, size_t s) {
+    const replay_job_t *j = c->jobs;
+    while (j->workload != w)
+        j++;
+    return c->workloads[w].is_trace ? j : j + s;
 }
 
 static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
@@ -135,14 +152,24 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             double pods = 0, unhost = 0;
             for (size_t s = 0; s < c->seeds; s++) {
                 const replay_figures_t *f =
-                    &c->jobs[(w * c->strategies_count + k) * c->seeds + s].fig;
+                    &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + s].fig;
+                const replay_job_t *b = replay__bound_of(c, w, s);
+                if (!b->bound.ok && r->bound_error == NULL) {
+                    r->bound_error = b->bound.reason;
+                    r->bound_error_seed = b->seed;
+                }
+                replay__stat_add(&r->bound, b->bound.cost, s);
+                replay__stat_add(&r->cost_bound, b->bound.cost > 0 ? f->cost / b->bound.cost : 0,
+                                 s);
                 replay__stat_add(&r->cost, f->cost, s);
                 replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
                 replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
                 if (r->has_random) {
                     const replay_figures_t *rf =
-                        &c->jobs[(w * c->strategies_count + random) * c->seeds + s].fig;
+                        &c->jobs[c->bounds_count + (w * c->strategies_count + random) * c->seeds +
+                                 s]
+                             .fig;
                     replay__stat_add(&r->vs_random, rf->cost > 0 ? f->cost / rf->cost : 0, s);
                 }
                 pods += (double)f->pods;
@@ -150,7 +177,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             }
             double n = (double)c->seeds;
             r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
-            r->vs_random.mean /= n;
+            r->vs_random.mean /= n, r->bound.mean /= n, r->cost_bound.mean /= n;
             r->pods = (int64_t)(pods / n + 0.5);
             r->unhostable = (int64_t)(unhost / n + 0.5);
         }
@@ -181,19 +208,30 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
         printf("\n");
-        cli_table_t t = {.ncols = 6};
-        cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "PENDING POD-MIN", "NODES BOUGHT",
-                      "VS RANDOM");
+        if (r0->bound_error != NULL) {
+            printf("  BOUND -: ");
+            if (!c->workloads[w].is_trace)
+                printf("seed %" PRIu64 ": ", r0->bound_error_seed);
+            printf("%s\n", r0->bound_error);
+        }
+        cli_table_t t = {.ncols = 8};
+        cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "BOUND", "COST/BOUND",
+                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM");
         for (size_t k = 0; k < c->strategies_count; k++) {
             const replay_row_t *r = &rows[w * c->strategies_count + k];
             char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-";
+            char bound[128] = "-", cost_bound[128] = "-";
             replay__range(cost, sizeof(cost), &r->cost, "%.2f");
             replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
+            if (r->bound_error == NULL) {
+                replay__range(bound, sizeof(bound), &r->bound, "%.2f");
+                replay__range(cost_bound, sizeof(cost_bound), &r->cost_bound, "%.3f");
+            }
             replay__range(pend, sizeof(pend), &r->pending, "%.0f");
             replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
             if (r->has_random)
                 replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
-            cli_table_row(&t, r->strategy, cost, ratio, pend, nodes, vs);
+            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs);
         }
         cli_table_flush(&t, 2);
     }
@@ -209,7 +247,8 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
                            "vs_random"};
     for (size_t i = 0; i < 5; i++)
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
-    printf("\n");
+    printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
+           "bound_error\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
@@ -222,7 +261,14 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
             replay__csv_stat(&r->vs_random);
         else
             printf(",,,");
-        printf("\n");
+        if (r->bound_error == NULL) {
+            replay__csv_stat(&r->bound);
+            replay__csv_stat(&r->cost_bound);
+            printf(",\n");
+        } else {
+            /* The reason never holds a comma or a quote. */
+            printf(",,,,,,,%s\n", r->bound_error);
+        }
     }
 }
 
@@ -255,9 +301,16 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("cost", &r->cost, false);
         replay__json_stat("cost_ratio", &r->ratio, false);
         replay__json_stat("pending_pod_minutes", &r->pending, false);
-        replay__json_stat("nodes_bought", &r->nodes, !r->has_random);
+        replay__json_stat("nodes_bought", &r->nodes, false);
         if (r->has_random)
-            replay__json_stat("vs_random", &r->vs_random, true);
+            replay__json_stat("vs_random", &r->vs_random, false);
+        if (r->bound_error == NULL) {
+            replay__json_stat("bound", &r->bound, false);
+            replay__json_stat("cost_bound", &r->cost_bound, true);
+        } else {
+            printf("\"bound\": null, \"cost_bound\": null, \"bound_error\": ");
+            replay__json_str(r->bound_error);
+        }
         printf("}");
     }
     printf("\n]}\n");
@@ -391,12 +444,18 @@ int cmd_replay(int argc, char **argv) {
         free(text);
     }
     if (status == 0) {
-        c.jobs_count = c.workloads_count * c.strategies_count * c.seeds;
+        for (size_t w = 0; w < c.workloads_count; w++)
+            c.bounds_count += c.workloads[w].is_trace ? 1 : c.seeds;
+        c.jobs_count = c.bounds_count + c.workloads_count * c.strategies_count * c.seeds;
         c.jobs = cli_xcalloc(c.jobs_count, sizeof(*c.jobs));
-        for (size_t i = 0; i < c.jobs_count; i++) {
-            c.jobs[i].workload = i / (c.strategies_count * c.seeds);
-            c.jobs[i].strategy = i / c.seeds % c.strategies_count;
-            c.jobs[i].seed = i % c.seeds + 1;
+        replay_job_t *j = c.jobs;
+        for (size_t w = 0; w < c.workloads_count; w++)
+            for (size_t s = 0; s < (c.workloads[w].is_trace ? 1 : c.seeds); s++, j++)
+                *j = (replay_job_t){.workload = w, .seed = s + 1, .is_bound = true};
+        for (size_t i = 0; i < c.jobs_count - c.bounds_count; i++, j++) {
+            j->workload = i / (c.strategies_count * c.seeds);
+            j->strategy = i / c.seeds % c.strategies_count;
+            j->seed = i % c.seeds + 1;
         }
         c.progress = isatty(STDERR_FILENO);
         status = replay__run_all(&c);
