@@ -114,8 +114,8 @@ typedef struct replay_stat {
 
 typedef struct replay_row {
     const char *workload, *strategy;
-    replay_stat_t cost, ratio, pending, nodes, vs_random, bound, cost_bound;
-    bool has_random;
+    replay_stat_t cost, ratio, pending, nodes, vs_random, vs_pricing, bound, cost_bound;
+    bool has_random, has_pricing;
     const char *bound_error; /* NULL when every seed's bound is known */
     uint64_t bound_error_seed;
     int64_t pods, unhostable; /* of the first seed; the mean pods */
@@ -129,6 +129,24 @@ static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
     s->mean += v;
 }
 
+/* The index of strategy name among c's strategies, c->strategies_count when absent. */
+static size_t replay__strategy_index(const replay_cmd_t *c, const char *name) {
+    for (size_t k = 0; k < c->strategies_count; k++)
+        if (strcmp(c->strategies[k]->name, name) == 0)
+            return k;
+    return c->strategies_count;
+}
+
+/* Add to s the cost of job (w, k, seed) over that of strategy base on the same seed. */
+static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, size_t k,
+                            size_t base, size_t seed) {
+    const replay_figures_t *f =
+        &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + seed].fig;
+    const replay_figures_t *b =
+        &c->jobs[c->bounds_count + (w * c->strategies_count + base) * c->seeds + seed].fig;
+    replay__stat_add(s, b->cost > 0 ? f->cost / b->cost : 0, seed);
+}
+
 /* The bound of workload w's seed s (a trace has one, its pods are the same every seed). */
 static const replay_job_t *replay__bound_of(const replay_cmd_t *c, size_t w, size_t s) {
     const replay_job_t *j = c->jobs;
@@ -138,10 +156,8 @@ static const replay_job_t *replay__bound_of(const replay_cmd_t *c, size_t w, siz
 }
 
 static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
-    size_t random = c->strategies_count;
-    for (size_t k = 0; k < c->strategies_count; k++)
-        if (strcmp(c->strategies[k]->name, "random") == 0)
-            random = k;
+    size_t random = replay__strategy_index(c, "random");
+    size_t pricing = replay__strategy_index(c, "pricing-proposal");
     for (size_t w = 0; w < c->workloads_count; w++) {
         for (size_t k = 0; k < c->strategies_count; k++) {
             replay_row_t *r = &rows[w * c->strategies_count + k];
@@ -149,6 +165,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             r->workload = c->workloads[w].name;
             r->strategy = c->strategies[k]->name;
             r->has_random = random < c->strategies_count;
+            r->has_pricing = pricing < c->strategies_count;
             double pods = 0, unhost = 0;
             for (size_t s = 0; s < c->seeds; s++) {
                 const replay_figures_t *f =
@@ -165,19 +182,17 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
                 replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
                 replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
-                if (r->has_random) {
-                    const replay_figures_t *rf =
-                        &c->jobs[c->bounds_count + (w * c->strategies_count + random) * c->seeds +
-                                 s]
-                             .fig;
-                    replay__stat_add(&r->vs_random, rf->cost > 0 ? f->cost / rf->cost : 0, s);
-                }
+                if (r->has_random)
+                    replay__stat_vs(c, &r->vs_random, w, k, random, s);
+                if (r->has_pricing)
+                    replay__stat_vs(c, &r->vs_pricing, w, k, pricing, s);
                 pods += (double)f->pods;
                 unhost += (double)f->unhostable;
             }
             double n = (double)c->seeds;
             r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
-            r->vs_random.mean /= n, r->bound.mean /= n, r->cost_bound.mean /= n;
+            r->vs_random.mean /= n, r->vs_pricing.mean /= n;
+            r->bound.mean /= n, r->cost_bound.mean /= n;
             r->pods = (int64_t)(pods / n + 0.5);
             r->unhostable = (int64_t)(unhost / n + 0.5);
         }
@@ -214,12 +229,12 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
                 printf("seed %" PRIu64 ": ", r0->bound_error_seed);
             printf("%s\n", r0->bound_error);
         }
-        cli_table_t t = {.ncols = 8};
+        cli_table_t t = {.ncols = 9};
         cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "BOUND", "COST/BOUND",
-                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM");
+                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM", "VS PRICING");
         for (size_t k = 0; k < c->strategies_count; k++) {
             const replay_row_t *r = &rows[w * c->strategies_count + k];
-            char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-";
+            char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-", vsp[128] = "-";
             char bound[128] = "-", cost_bound[128] = "-";
             replay__range(cost, sizeof(cost), &r->cost, "%.2f");
             replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
@@ -231,7 +246,9 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
             replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
             if (r->has_random)
                 replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
-            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs);
+            if (r->has_pricing)
+                replay__range(vsp, sizeof(vsp), &r->vs_pricing, "%.3f");
+            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs, vsp);
         }
         cli_table_flush(&t, 2);
     }
@@ -243,9 +260,9 @@ static void replay__csv_stat(const replay_stat_t *s) {
 
 static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     printf("workload,strategy,seeds,pods,unhostable");
-    const char *names[] = {"cost", "cost_ratio", "pending_pod_minutes", "nodes_bought",
-                           "vs_random"};
-    for (size_t i = 0; i < 5; i++)
+    const char *names[] = {"cost",         "cost_ratio", "pending_pod_minutes",
+                           "nodes_bought", "vs_random",  "vs_pricing"};
+    for (size_t i = 0; i < 6; i++)
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
     printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
            "bound_error\n");
@@ -259,6 +276,10 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         replay__csv_stat(&r->nodes);
         if (r->has_random)
             replay__csv_stat(&r->vs_random);
+        else
+            printf(",,,");
+        if (r->has_pricing)
+            replay__csv_stat(&r->vs_pricing);
         else
             printf(",,,");
         if (r->bound_error == NULL) {
@@ -304,6 +325,8 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("nodes_bought", &r->nodes, false);
         if (r->has_random)
             replay__json_stat("vs_random", &r->vs_random, false);
+        if (r->has_pricing)
+            replay__json_stat("vs_pricing", &r->vs_pricing, false);
         if (r->bound_error == NULL) {
             replay__json_stat("bound", &r->bound, false);
             replay__json_stat("cost_bound", &r->cost_bound, true);

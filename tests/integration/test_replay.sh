@@ -14,8 +14,17 @@ for s in random most-pods least-waste pricing-proposal demand-fit; do
     assert_match "^  $s " "$OUT" "table row $s"
 done
 assert_match "^mix: 24.0 h, 3 seeds, [0-9]+ pods per seed" "$OUT" "table header"
-assert_match "^  random .* 1.000 \[1.000-1.000\]$" "$OUT" "random is its own reference"
+assert_match "^  random .* 1.000 \[1.000-1.000\]  [0-9.]+ \[[0-9.-]+\]$" "$OUT" "random is its own reference"
+assert_match "^  pricing-proposal .* 1.000 \[1.000-1.000\]$" "$OUT" "pricing-proposal is the VS PRICING reference"
 TABLE1=$OUT
+
+log "the later workloads and their clusters (bench/workloads, docs/replay.md)"
+for pair in cluster.yaml:analytics.yaml cluster.yaml:ci.yaml cluster-gpu.yaml:gpu-models.yaml \
+    cluster-gpu.yaml:gpu-small.yaml cluster-existing.yaml:existing.yaml; do
+    assert_ok "replay ${pair#*:}" "$FRUGAL" replay -c "$W/${pair%%:*}" "$W/${pair#*:}" --seeds 1 \
+        --hours 6 --strategy pricing-proposal --strategy demand-fit
+    assert_match "^  demand-fit " "$OUT" "${pair#*:}: demand-fit row"
+done
 
 log "deterministic: the same run twice gives the same figures"
 assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
@@ -39,8 +48,8 @@ assert_ok "csv with the bound" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" "$W/gpu.
     --hours 24 -o csv
 assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error$" \
     "$OUT" "csv bound columns"
-echo "$OUT" | awk -F, 'NR > 1 && !($21 > 0 && $25 >= 1 && $27 == "") { bad++; print "row: " $0 }
-    NR > 1 { if (!($1 in b)) b[$1] = $21; else if (b[$1] != $21) { bad++; print "bound differs: " $0 } }
+echo "$OUT" | awk -F, 'NR > 1 && !($24 > 0 && $28 >= 1 && $30 == "") { bad++; print "row: " $0 }
+    NR > 1 { if (!($1 in b)) b[$1] = $24; else if (b[$1] != $24) { bad++; print "bound differs: " $0 } }
     END { exit bad > 0 }' && pass || fail "every row has a positive bound below its cost, one per workload"
 
 log "a trace of kubectl pods, with one pod no group can host (counted, not fatal)"
