@@ -7,6 +7,7 @@
  *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors (an unknown strategy included). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,12 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
+#include "duration.h"
 #include "replay.h"
+#include "replay_prom_source.h"
 
 #define REPLAY_MAX_STRATEGIES 16
 
@@ -51,12 +55,22 @@ typedef struct replay_cmd {
 static int replay__usage(FILE *f, int status) {
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
-    fprintf(f, "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
-               "[--hours H] [-o table|csv|json]\n"
-               "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
-               "  --seeds N  runs per workload and strategy (default 12)\n"
-               "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
-               "strategies (default: all):\n");
+    fprintf(f,
+            "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
+            "[--hours H] [-o table|csv|json]\n"
+            "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
+            "  --seeds N  runs per workload and strategy (default 12)\n"
+            "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
+            "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
+            "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
+            "           [--ca-file FILE] [--cert FILE --key FILE] [WORKLOAD...] [options above]\n"
+            "  --from-prometheus URL  a trace from kube-state-metrics series in Prometheus\n"
+            "  --since DURATION       how far back from --until (Go duration, e.g. 168h)\n"
+            "  --until TIME           RFC 3339 or unix seconds (default: now)\n"
+            "  --namespace REGEX      only the namespaces matching REGEX (PromQL =~)\n"
+            "  --save-trace FILE      write the JSON-lines trace built\n"
+            "  --bearer-token-file F, --ca-file F, --cert F --key F: access to Prometheus\n"
+            "strategies (default: all):\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "  %-17s %s\n", list[i]->name, list[i]->summary);
     return status;
@@ -349,12 +363,55 @@ static bool replay__positive(const char *s, double max, double *out) {
     return true;
 }
 
+/* The range of --from-prometheus: --since is required with it, --until defaults to now;
+ * the Prometheus options without --from-prometheus are usage errors. */
+static int replay__prom_args(replay_prom_source_t *p, const char *since, const char *until) {
+    if (p->http.url == NULL) {
+        if (since || until || p->namespace_re || p->save_trace || p->http.bearer_token_file ||
+            p->http.ca_file || p->http.cert_file || p->http.key_file) {
+            fprintf(stderr, "frugal replay: --since, --until, --namespace, --save-trace and the "
+                            "access options go with --from-prometheus URL\n");
+            return 2;
+        }
+        return 0;
+    }
+    int64_t ns = 0;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    if (since == NULL) {
+        fprintf(stderr, "frugal replay: --from-prometheus needs --since DURATION\n");
+        return 2;
+    }
+    if (duration_parse(since, &ns, &err) != 0 || ns < DURATION_NS_PER_SEC) {
+        fprintf(stderr, "frugal replay: --since: expected a duration of at least 1s, got \"%s\"\n",
+                since);
+        return 2;
+    }
+    p->end_s = (int64_t)time(NULL);
+    if (until != NULL && !replay_prom_parse_time(until, &p->end_s)) {
+        fprintf(stderr,
+                "frugal replay: --until: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
+                "seconds, got \"%s\"\n",
+                until);
+        return 2;
+    }
+    p->start_s = p->end_s - ns / DURATION_NS_PER_SEC;
+    if ((p->http.cert_file == NULL) != (p->http.key_file == NULL)) {
+        fprintf(stderr, "frugal replay: --cert and --key go together\n");
+        return 2;
+    }
+    return 0;
+}
+
 int cmd_replay(int argc, char **argv) {
     const char *config_path = NULL, *format = "table";
     const char **paths = cli_xcalloc((size_t)argc, sizeof(*paths));
     size_t npaths = 0;
     replay_cmd_t c;
     memset(&c, 0, sizeof(c));
+    replay_prom_source_t prom;
+    memset(&prom, 0, sizeof(prom));
+    const char *since = NULL, *until = NULL;
     c.seeds = 12;
     int status = 0;
     for (int i = 1; i < argc && status == 0; i++) {
@@ -395,6 +452,24 @@ int cmd_replay(int argc, char **argv) {
                         val);
                 status = 2;
             }
+        } else if (strcmp(opt, "--from-prometheus") == 0) {
+            prom.http.url = val;
+        } else if (strcmp(opt, "--since") == 0) {
+            since = val;
+        } else if (strcmp(opt, "--until") == 0) {
+            until = val;
+        } else if (strcmp(opt, "--namespace") == 0) {
+            prom.namespace_re = val;
+        } else if (strcmp(opt, "--save-trace") == 0) {
+            prom.save_trace = val;
+        } else if (strcmp(opt, "--bearer-token-file") == 0) {
+            prom.http.bearer_token_file = val;
+        } else if (strcmp(opt, "--ca-file") == 0) {
+            prom.http.ca_file = val;
+        } else if (strcmp(opt, "--cert") == 0) {
+            prom.http.cert_file = val;
+        } else if (strcmp(opt, "--key") == 0) {
+            prom.http.key_file = val;
         } else if (strcmp(opt, "--strategy") == 0) {
             const replay_policy_ops_t *p = replay_policy_find(val);
             if (p == NULL) {
@@ -412,11 +487,13 @@ int cmd_replay(int argc, char **argv) {
             status = replay__usage(stderr, 2);
         }
     }
-    if (status == 0 && (config_path == NULL || npaths == 0)) {
+    if (status == 0 && (config_path == NULL || (npaths == 0 && prom.http.url == NULL))) {
         fprintf(stderr, "frugal replay: %s is required\n",
-                config_path == NULL ? "-c FILE" : "a WORKLOAD file");
+                config_path == NULL ? "-c FILE" : "a WORKLOAD file or --from-prometheus URL");
         status = replay__usage(stderr, 2);
     }
+    if (status == 0)
+        status = replay__prom_args(&prom, since, until);
     if (status == 0 && strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
         strcmp(format, "json") != 0) {
         fprintf(stderr, "frugal replay: unknown output format \"%s\" (table, csv or json)\n",
@@ -446,7 +523,20 @@ int cmd_replay(int argc, char **argv) {
         return 1;
     }
     c.cfg = cfg;
-    c.workloads = cli_xcalloc(npaths, sizeof(*c.workloads));
+    c.workloads = cli_xcalloc(npaths + 1, sizeof(*c.workloads));
+    if (prom.http.url != NULL) {
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        prom.progress = isatty(STDERR_FILENO);
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (replay_prom_source_load(&prom, cfg, &c.workloads[0], &err) != 0) {
+            fprintf(stderr, "frugal replay: %s\n", err.msg);
+            status = 1;
+        } else {
+            c.workloads_count++;
+        }
+        curl_global_cleanup();
+    }
     for (size_t i = 0; i < npaths && status == 0; i++) {
         char *text = NULL;
         size_t len = 0;
@@ -458,7 +548,7 @@ int cmd_replay(int argc, char **argv) {
         }
         frugal_err_t err;
         frugal_err_clear(&err);
-        if (replay_workload_load(paths[i], text, len, &c.workloads[i], &err) != 0) {
+        if (replay_workload_load(paths[i], text, len, &c.workloads[c.workloads_count], &err) != 0) {
             fprintf(stderr, "%s\n", err.msg);
             status = 1;
         } else {
