@@ -17,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # promtool and serves it with prometheus).
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3 etcd-server libglpk-dev libcurl4-openssl-dev)
+          python3 python3-yaml etcd-server libglpk-dev libcurl4-openssl-dev)
 LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
          genisoimage busybox-static linux-image-cloud-amd64 cpio)
 if [ "${1:-}" = "--ci" ]; then
