@@ -114,6 +114,16 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                   NULL,
                                   0,
                                   NULL},
+    [METRICS_CALLS_REFUSED] = {"frugal_calls_refused_total",
+                               "Calls refused with RESOURCE_EXHAUSTED before their message was "
+                               "read: their connection held its fair share of the calls in "
+                               "flight (connection_share), or the server its cap (total).",
+                               false,
+                               1,
+                               {"reason"},
+                               NULL,
+                               0,
+                               NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
                               true,

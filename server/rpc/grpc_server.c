@@ -11,9 +11,11 @@
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
 #include "cluster.h"
+#include "conn_share.h"
 #include "log.h"
 #include "metrics.h"
 #include "status.h"
@@ -120,6 +122,7 @@ typedef struct call_state {
     gpr_timespec started;
     size_t payload_bytes;
     bool counted;                 /* included in the server's calls in flight */
+    conn_share_slot_t share_slot; /* where its connection's count is, or UNTRACKED */
     bool receive_timed_out;       /* cancelled by limits.receive_timeout */
     bool on_receive_list;         /* waiting for a body, without a deadline */
     gpr_timespec receive_by;      /* monotonic */
@@ -157,6 +160,9 @@ struct frugal_server {
     grpc_resource_quota *quota; /* the transport's memory budget */
     atomic_long inflight;       /* calls handed to a worker and not yet freed */
     long max_inflight;          /* max_calls_per_worker x workers */
+    /* calls in flight per connection; frugal_calls_refused_total's two reasons */
+    conn_share_t *shares;
+    metrics_cell_t *refused_share, *refused_total;
     gpr_timespec receive_timeout;
     pthread_mutex_t receive_mu; /* guards the receive list */
     call_state_t *receive_head; /* calls without deadline waiting for their body */
@@ -260,6 +266,7 @@ static void server__maintain(frugal_server_t *s) {
 
 static void call_state_free(call_state_t *cs) {
     if (cs->counted) {
+        conn_share_release(cs->worker->server->shares, cs->share_slot);
         atomic_fetch_sub(&cs->worker->server->inflight, 1);
         atomic_fetch_add(&cs->worker->server->freed_since_trim, 1);
     }
@@ -440,26 +447,58 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
+/* Count cs in its connection's calls in flight and in the server's, or refuse it
+ * (RESOURCE_EXHAUSTED, freed) when its connection holds its fair share or the server
+ * its cap. The first refusal of a host in a minute is logged. False: refused. */
+static bool call_admit(call_state_t *cs) {
+    frugal_server_t *s = cs->worker->server;
+    long per_worker = s->max_inflight / (long)s->workers_count;
+    char msg[300];
+    cs->counted = true;
+    long n = atomic_fetch_add(&s->inflight, 1) + 1;
+    char *peer = grpc_call_get_peer(cs->call);
+    conn_share_use_t use;
+    if (!conn_share_acquire(s->shares, peer != NULL ? peer : "", &cs->share_slot, &use)) {
+        snprintf(msg, sizeof(msg),
+                 "connection busy: %ld calls in flight, its fair share (limits."
+                 "max_calls_per_worker %ld x %zu workers / %ld connections with calls + 1, at "
+                 "least %d)",
+                 use.held, per_worker, s->workers_count, use.connections, CONN_SHARE_FLOOR);
+        metrics_cell_add(s->refused_share, 1);
+        if (conn_share_should_warn(s->shares, peer != NULL ? peer : "", mono_ms() / 1000)) {
+            char cn[256];
+            const char *who = call_peer_cn(cs, cn, sizeof(cn));
+            log_warn("refusing calls of %s%s%s: %s; further refusals of this address are not "
+                     "logged for a minute (frugal_calls_refused_total)",
+                     peer != NULL ? peer : "an unknown peer",
+                     who != NULL ? ", certificate CN " : "", who != NULL ? who : "", msg);
+        }
+    } else if (n > s->max_inflight) {
+        snprintf(msg, sizeof(msg),
+                 "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
+                 "workers)",
+                 n - 1, per_worker, s->workers_count);
+        metrics_cell_add(s->refused_total, 1);
+    } else {
+        gpr_free(peer);
+        return true;
+    }
+    gpr_free(peer);
+    call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    return false;
+}
+
 /* A call arrived, headers only: re-arm the same method first, count the call and refuse
- * it (RESOURCE_EXHAUSTED) when the server already holds its cap, else start receiving
- * its message. A call without deadline gets limits.receive_timeout for it. */
+ * it when its connection or the server is at its limit (call_admit), else start
+ * receiving its message. A call without deadline gets limits.receive_timeout for it. */
 static void call_accept(call_state_t *cs) {
     worker_t *w = cs->worker;
     frugal_server_t *s = w->server;
     server__request(w, cs->ep, cs->entry);
     cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
-    cs->counted = true;
-    long n = atomic_fetch_add(&s->inflight, 1) + 1;
-    if (n > s->max_inflight) {
-        char msg[200];
-        snprintf(msg, sizeof(msg),
-                 "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
-                 "workers)",
-                 n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
-        call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
-        call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    if (!call_admit(cs))
         return;
-    }
     if (cs->entry == NULL) {
         call_handle_request(cs);
         return;
@@ -500,6 +539,7 @@ static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) 
     }
     cs->phase = CALL_REQUESTED;
     cs->worker = w;
+    cs->share_slot = CONN_SHARE_UNTRACKED;
     cs->entry = entry;
     cs->ep = ep;
     cs->status_details = grpc_empty_slice();
@@ -567,6 +607,7 @@ static void server__free(frugal_server_t *s) {
     free(s->endpoints);
     if (s->quota != NULL)
         grpc_resource_quota_unref(s->quota);
+    conn_share_destroy(s->shares);
     pthread_mutex_destroy(&s->receive_mu);
     free(s->methods);
     free(s->workers);
@@ -685,11 +726,15 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
     s->max_inflight = (long)cfg->limits.max_calls_per_worker * (long)s->workers_count;
+    s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
+    s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);
+    s->refused_total = metrics_cell(METRICS_CALLS_REFUSED, "total", NULL, NULL);
     s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;
     s->reloaders = calloc(listeners, sizeof(*s->reloaders));
-    if (s->methods == NULL || s->endpoints == NULL || s->workers == NULL || s->reloaders == NULL) {
+    if (s->methods == NULL || s->endpoints == NULL || s->workers == NULL || s->reloaders == NULL ||
+        s->shares == NULL) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail_server;
     }
@@ -760,6 +805,8 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->calls_in_flight = atomic_load(&((frugal_server_t *)s)->inflight);
     out->calls_in_flight_max = s->max_inflight;
     out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
+    out->connection_calls_max = conn_share_busiest(s->shares);
+    out->connections_with_calls = conn_share_connections(s->shares);
 }
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
