@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
         }
         free(text);
         if (provider_create(cfg, &provider, &err) != 0 ||
-            cluster_open(cfg, provider, &cluster, &err) != 0) {
+            cluster_open(cfg, provider, NULL, &cluster, &err) != 0) {
             fprintf(stderr, "cluster: %s\n", err.msg);
             return 1;
         }
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ProposeNodeGroups is not registered\n");
             return 1;
         }
-        service_ctx_t ctx = {cfg, cluster};
+        service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
         gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC);
         for (int c = 0; c < calls && rc == 0; c++) {
             grpc_byte_buffer *in = codec_from_bytes(req_buf, req_len), *out = NULL;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "state_file.h"
 
 static double now_ms(void) {
     struct timespec t;

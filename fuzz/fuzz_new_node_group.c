@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     frugal_err_t err;
     frugal_err_clear(&err);
     if (provider_create(cfg, &provider, &err) != 0 ||
-        cluster_open(cfg, provider, &cluster, &err) != 0)
+        cluster_open(cfg, provider, NULL, &cluster, &err) != 0)
         __builtin_trap();
     service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
     size_t start = 0;

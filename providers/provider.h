@@ -98,4 +98,80 @@ void provider_destroy(provider_t *p);
 extern const provider_ops_t provider_simulated_ops;
 extern const provider_ops_t provider_exec_ops;
 
+/* ---- Calling a provider: every slot through these, never through ops directly. An
+ * optional slot that is NULL does what its comment above says; a machine slot that is
+ * NULL refuses with FRUGAL_EUNIMPL naming the provider's kind. ---- */
+
+static inline int provider__missing(const provider_t *p, const char *slot, frugal_err_t *err) {
+    return frugal_err_set(err, FRUGAL_EUNIMPL, "provider %s has no %s", p->ops->kind, slot);
+}
+
+static inline int provider_increase(provider_t *p, group_t *g, int32_t delta, int64_t now_ms,
+                                    frugal_err_t *err) {
+    return p->ops->increase != NULL ? p->ops->increase(p, g, delta, now_ms, err)
+                                    : provider__missing(p, "increase", err);
+}
+
+static inline int provider_delete_instances(provider_t *p, group_t *g, const size_t *indexes,
+                                            size_t n, int64_t now_ms, frugal_err_t *err) {
+    return p->ops->delete_instances != NULL
+               ? p->ops->delete_instances(p, g, indexes, n, now_ms, err)
+               : provider__missing(p, "delete_instances", err);
+}
+
+static inline int provider_decrease_target(provider_t *p, group_t *g, int32_t delta,
+                                           frugal_err_t *err) {
+    return p->ops->decrease_target != NULL ? p->ops->decrease_target(p, g, delta, err)
+                                           : provider__missing(p, "decrease_target", err);
+}
+
+static inline int provider_refresh(provider_t *p, group_t *g, int64_t now_ms, bool *changed,
+                                   frugal_err_t *err) {
+    return p->ops->refresh != NULL ? p->ops->refresh(p, g, now_ms, changed, err)
+                                   : provider__missing(p, "refresh", err);
+}
+
+static inline int provider_create_group(provider_t *p, group_t *g, frugal_err_t *err) {
+    return p->ops->create_group != NULL ? p->ops->create_group(p, g, err)
+                                        : provider__missing(p, "create_group", err);
+}
+
+static inline int provider_delete_group(provider_t *p, group_t *g, frugal_err_t *err) {
+    return p->ops->delete_group != NULL ? p->ops->delete_group(p, g, err)
+                                        : provider__missing(p, "delete_group", err);
+}
+
+static inline void provider_commit_staged(provider_t *p) {
+    if (p->ops->commit_staged != NULL)
+        p->ops->commit_staged(p);
+}
+
+static inline void provider_abort_staged(provider_t *p) {
+    if (p->ops->abort_staged != NULL)
+        p->ops->abort_staged(p);
+}
+
+static inline bool provider_has_release(const provider_t *p) {
+    return p->ops->release != NULL;
+}
+
+static inline void provider_release(provider_t *p) {
+    if (p->ops->release != NULL)
+        p->ops->release(p);
+}
+
+/* Whether the provider's work needs the leadership lease's fence at all. */
+static inline bool provider_has_fence(const provider_t *p) {
+    return p->ops->fence != NULL;
+}
+
+static inline void provider_fence(provider_t *p, int64_t until_ms) {
+    if (p->ops->fence != NULL)
+        p->ops->fence(p, until_ms);
+}
+
+static inline bool provider_busy(provider_t *p, const group_t *g) {
+    return p->ops->busy != NULL && p->ops->busy(p, g);
+}
+
 #endif

@@ -13,7 +13,8 @@
 #include "config.h"
 #include "state.h"
 #include "state_backend.h"
-#include "state_open.h"
+#include "state_file.h"
+#include "store.h"
 
 static int state_usage(FILE *f, int status) {
     fprintf(f, "usage: frugal state export -c FILE [-o OUT]   the configured state as a state "
@@ -64,8 +65,8 @@ static int state__import(state_backend_t *b, const char *in, frugal_err_t *err) 
     int rc = state_load(in, &st, err);
     if (rc != 0)
         return rc;
-    /* The file backend's lock keeps a running server from overwriting the import. */
-    if (strcmp(b->ops->kind, "file") == 0 && (rc = state_backend_lock(b, err)) != 0) {
+    /* A running server must not overwrite the import (the file backend's lock). */
+    if ((rc = state_backend_exclude(b, err)) != 0) {
         state_free(&st);
         return rc;
     }
@@ -126,7 +127,7 @@ int cmd_state(int argc, char **argv) {
     grpc_init();
     frugal_err_t err = {0};
     state_backend_t *b = NULL;
-    int rc = state_open(cfg, &b, &err);
+    int rc = store_open(cfg, &b, &err);
     if (rc == 0 && b == NULL)
         rc = frugal_err_set(&err, FRUGAL_EINVAL, "%s: no state configured (state or state_file)",
                             path);

@@ -3,7 +3,7 @@
 #ifndef FRUGAL_COMMANDS_H
 #define FRUGAL_COMMANDS_H
 
-#include "serve.h" /* cmd_serve, in the rpc layer */
+#include "serve.h"
 
 int cmd_check(int argc, char **argv);  /* server/cli/cmd_check.c */
 int cmd_ctl(int argc, char **argv);    /* server/cli/ctl.c */

@@ -27,36 +27,31 @@
  * the answer is FRUGAL_EUNAVAIL. */
 #define CLUSTER_MUTATION_BUDGET_MS 3500
 
-/* The call the calling thread serves must be answered by deadline_ms (CLOCK_MONOTONIC
- * ms; 0: none). The rpc layer sets it around each handler (CLUSTER_MUTATION_BUDGET_MS
- * from the call's start, sooner when the call's own deadline is); mutations and Refresh
- * then end by it. Without it (the maintenance tick, tests) they wait as long as the
+/* The call a mutation (or Refresh) serves, passed by the handler down to the commit: it
+ * must be answered by deadline_ms (CLOCK_MONOTONIC ms; 0: no budget). The rpc layer
+ * sets it from the call (CLUSTER_MUTATION_BUDGET_MS from its start, sooner when its own
+ * deadline is). A NULL call (the maintenance tick, tests, tools) waits as long as the
  * store takes. */
-void cluster_call_deadline(int64_t deadline_ms);
+typedef struct cluster_call {
+    int64_t deadline_ms;
+} cluster_call_t;
 
 typedef struct cluster cluster_t;
 struct provider;
 
 /* Build the cluster from cfg (it holds a reference until cluster_close) and the provider, then
- * resume from cfg->state_file when it exists: groups absent from the config are reported and
- * dropped, sizes outside [min, max] are clamped with a warning. */
-int cluster_open(const frugal_config_t *cfg, struct provider *provider, cluster_t **out,
-                 frugal_err_t *err);
-
-/* cluster_open with the state kept by state (a state_backend_t of state_backend.h, NULL:
- * in memory only) instead of cfg->state_file. The caller keeps state and destroys it
- * after cluster_close; `frugal serve` hands the etcd backend in this way. */
+ * resume from the state kept by state (a state_backend_t of state_backend.h, built by the
+ * store layer; NULL: in memory only) when it holds any: groups absent from the config are
+ * reported and dropped, sizes outside [min, max] are clamped with a warning. The caller
+ * keeps state and destroys it after cluster_close. */
 struct state_backend;
-int cluster_open_backend(const frugal_config_t *cfg, struct provider *provider,
-                         struct state_backend *state, cluster_t **out, frugal_err_t *err);
+int cluster_open(const frugal_config_t *cfg, struct provider *provider, struct state_backend *state,
+                 cluster_t **out, frugal_err_t *err);
 
-/* Whether the cluster may open: a configured state file that does not exist is refused
- * (FRUGAL_EPRECOND, naming what to check and how to initialise) unless init, so that a
- * volume that failed to mount never starts a fresh cluster by accident. 0 without a
- * state file or when it exists. */
-int cluster_check_state_present(const frugal_config_t *cfg, bool init, frugal_err_t *err);
+/* The backend the cluster was opened with (NULL: in memory). */
+struct state_backend *cluster_state(const cluster_t *c);
 
-/* Persist (when a state file is configured) and free everything. */
+/* Persist (when a backend keeps the state) and free everything but the backend. */
 void cluster_close(cluster_t *c);
 
 /* Append the node groups' gauges (frugal_node_group_{target,min,max}_size,
@@ -100,27 +95,30 @@ const group_t *cluster_find_instance(const cluster_t *c, const char *provider_id
 /* Cluster size for the ranking: sum of every group's target size, unmanaged included. */
 int64_t cluster_node_count(const cluster_t *c);
 
-/* --- mutations: serialised, validated, durable before they return 0 --- */
+/* --- mutations: serialised, validated, durable before they return 0; each within
+ * call's budget (NULL: none) --- */
 
 /* IncreaseSize: delta > 0 (else EINVAL), target + delta <= max_size (else EPRECOND),
  * unknown id ENOTFOUND, unmanaged group EPRECOND. */
-int cluster_increase_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err);
+int cluster_increase_size(cluster_t *c, const cluster_call_t *call, const char *id, int32_t delta,
+                          frugal_err_t *err);
 
 /* DecreaseTargetSize: delta < 0 (else EINVAL); drops only not-yet-running (creating)
  * instances, newest first: target + delta must stay >= the running instances (else
  * EPRECOND) and >= min_size (else EPRECOND). */
-int cluster_decrease_target_size(cluster_t *c, const char *id, int32_t delta, frugal_err_t *err);
+int cluster_decrease_target_size(cluster_t *c, const cluster_call_t *call, const char *id,
+                                 int32_t delta, frugal_err_t *err);
 
 /* DeleteNodes: every provider id must be an instance of the group (else EINVAL naming
  * it), target - n >= min_size (else EPRECOND). The instances become deleting and the
  * target drops by n. */
-int cluster_delete_nodes(cluster_t *c, const char *id, const char *const *provider_ids, size_t n,
-                         frugal_err_t *err);
+int cluster_delete_nodes(cluster_t *c, const cluster_call_t *call, const char *id,
+                         const char *const *provider_ids, size_t n, frugal_err_t *err);
 
 /* Advance instance states through the provider (creating -> running after boot,
  * deleting -> gone); persists when anything changed. Called by Refresh and by the
  * maintenance tick. */
-int cluster_refresh(cluster_t *c, frugal_err_t *err);
+int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err);
 
 /* Write the state file now (no-op without one). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);

@@ -198,7 +198,7 @@ void cluster__nap_expire(cluster_t *c, group_t **g, int64_t now, bool *changed, 
     }
     if (next->exists) {
         frugal_err_t perr = {0};
-        if (c->provider->ops->delete_group(c->provider, next, &perr) != 0) {
+        if (provider_delete_group(c->provider, next, &perr) != 0) {
             log_warn("deleting empty autoprovisioned node group %s failed: %s", next->spec.id,
                      perr.msg);
             return;
@@ -270,7 +270,7 @@ int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, f
     /* Never created within empty_group_ttl, it is forgotten again. */
     next->empty_since_ms = cluster_now_ms();
     change_t ch = {CLUSTER_APPEND, next, NULL};
-    if ((rc = cluster__commit(c, &ch, 1, err)) == 0) {
+    if ((rc = cluster__commit(c, NULL, &ch, 1, err)) == 0) {
         *added = true;
         log_info("NewNodeGroup group=%s machine_type=%s: theoretical group added", spec->id,
                  spec->machine_type);
@@ -280,7 +280,8 @@ out:
     return rc;
 }
 
-static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+static int cluster__nap_create_locked(cluster_t *c, const cluster_ctx_t *ctx, const char *id,
+                                      frugal_err_t *err) {
     const group_t *g = cluster_find_group(c, id);
     if (g == NULL)
         return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
@@ -296,25 +297,28 @@ static int cluster__nap_create_locked(cluster_t *c, const char *id, frugal_err_t
     group_t *next = NULL;
     if ((rc = group_dup(g, &next, err)) != 0)
         return rc;
-    if ((rc = c->provider->ops->create_group(c->provider, next, err)) != 0) {
+    if ((rc = provider_create_group(c->provider, next, err)) != 0) {
         group_free(next);
         return rc;
     }
     next->exists = true;
     next->empty_since_ms = 0;
     cluster__update_empty(next, cluster_now_ms());
-    return cluster__replace(c, g, next, err);
+    return cluster__replace(c, ctx, g, next, err);
 }
 
-static int cluster__nap_create_run(cluster_t *c, const void *id, frugal_err_t *err) {
-    return cluster__nap_create_locked(c, id, err);
+static int cluster__nap_create_run(cluster_t *c, const cluster_ctx_t *ctx, const void *id,
+                                   frugal_err_t *err) {
+    return cluster__nap_create_locked(c, ctx, id, err);
 }
 
-int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    return cluster__mutate(c, "NodeGroupCreate", id, 0, cluster__nap_create_run, id, err);
+int cluster_nap_create_group(cluster_t *c, const cluster_call_t *call, const char *id,
+                             frugal_err_t *err) {
+    return cluster__mutate(c, call, "NodeGroupCreate", id, 0, cluster__nap_create_run, id, err);
 }
 
-static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t *err) {
+static int cluster__nap_delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const char *id,
+                                      frugal_err_t *err) {
     const group_t *g = cluster_find_group(c, id);
     if (g == NULL)
         return frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
@@ -339,24 +343,26 @@ static int cluster__nap_delete_locked(cluster_t *c, const char *id, frugal_err_t
     int rc = group_dup(g, &next, err);
     if (rc != 0)
         return rc;
-    if (next->exists && (rc = c->provider->ops->delete_group(c->provider, next, err)) != 0) {
+    if (next->exists && (rc = provider_delete_group(c->provider, next, err)) != 0) {
         group_free(next);
         return rc;
     }
     if (configured) {
         next->exists = false;
         next->empty_since_ms = cluster_now_ms();
-        return cluster__replace(c, g, next, err);
+        return cluster__replace(c, ctx, g, next, err);
     }
     group_free(next);
     change_t ch = {cluster__index_of(c, g), NULL, NULL};
-    return cluster__commit(c, &ch, 1, err);
+    return cluster__commit(c, ctx, &ch, 1, err);
 }
 
-static int cluster__nap_delete_run(cluster_t *c, const void *id, frugal_err_t *err) {
-    return cluster__nap_delete_locked(c, id, err);
+static int cluster__nap_delete_run(cluster_t *c, const cluster_ctx_t *ctx, const void *id,
+                                   frugal_err_t *err) {
+    return cluster__nap_delete_locked(c, ctx, id, err);
 }
 
-int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err) {
-    return cluster__mutate(c, "NodeGroupDelete", id, 0, cluster__nap_delete_run, id, err);
+int cluster_nap_delete_group(cluster_t *c, const cluster_call_t *call, const char *id,
+                             frugal_err_t *err) {
+    return cluster__mutate(c, call, "NodeGroupDelete", id, 0, cluster__nap_delete_run, id, err);
 }

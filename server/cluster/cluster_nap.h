@@ -2,7 +2,7 @@
  * cpu/memory limits as they apply to the live groups, and the lifecycle of
  * autoprovisioned groups (theoretical -> created -> empty for empty_group_ttl ->
  * deleted). The limit steps of IncreaseSize and DeleteNodes are the cluster's own
- * (cluster_internal.h).
+ * (private/cluster_internal.h). Built on the commit engine alone (cluster.c).
  *
  * Reads (cluster_nap_totals, cluster_nap_max_size, cluster_nap_existing_groups) are
  * pure functions of the published groups: call them with the cluster's read lock held.
@@ -49,13 +49,15 @@ int cluster_nap_new_group(cluster_t *c, const group_spec_t *spec, bool *added, f
 /* NodeGroupCreate: create the theoretical autoprovisioned group id through the provider
  * (max_node_groups applies: FRUGAL_EEXHAUSTED). ENOTFOUND, EPRECOND when it is not
  * autoprovisioned, EEXISTS when it exists already. */
-int cluster_nap_create_group(cluster_t *c, const char *id, frugal_err_t *err);
+int cluster_nap_create_group(cluster_t *c, const cluster_call_t *call, const char *id,
+                             frugal_err_t *err);
 
 /* NodeGroupDelete: delete the autoprovisioned, empty group id through the provider; it
  * becomes theoretical again when the config offers its shape, else it disappears. A
  * theoretical group made by NewNodeGroup is simply forgotten. ENOTFOUND; EPRECOND when it
  * is not autoprovisioned, not empty, or a theoretical group of the config. */
-int cluster_nap_delete_group(cluster_t *c, const char *id, frugal_err_t *err);
+int cluster_nap_delete_group(cluster_t *c, const cluster_call_t *call, const char *id,
+                             frugal_err_t *err);
 
 /* Whether spec is the shape of a theoretical group the config offers (its id is one of
  * machine types x zones x label sets). */

@@ -1,6 +1,8 @@
-/* The state file: every node group's target size and instances (plus the full spec of
- * autoprovisioned groups), so that a restart resumes exactly where the last
- * acknowledged change left off (docs/state-format.md).
+/* The state codec: every node group's target size and instances (plus the full spec of
+ * autoprovisioned groups) as text, so that a restart resumes exactly where the last
+ * acknowledged change left off (docs/state-format.md). Pure: the file backend
+ * (server/store/state_file.h) writes this text whole, the etcd backend one group per
+ * key.
  *
  * Format (version 2): UTF-8/ASCII text, one record per line, '#' comment lines and
  * blank lines allowed. A record is a type word followed by space-separated key=value
@@ -39,9 +41,6 @@
 
 #define STATE_FORMAT_VERSION 2
 
-/* The previous generation of the file, kept by every write: PATH.prev. */
-#define STATE_PREVIOUS_SUFFIX ".prev"
-
 typedef struct state {
     group_t *groups; /* in file order; each owns its members */
     size_t count;
@@ -61,17 +60,5 @@ void state_free(state_t *s);
 
 /* CRC-32 (IEEE 802.3, as zlib's crc32) of data, continuing from crc (0 to start). */
 uint32_t state_crc32(uint32_t crc, const void *data, size_t len);
-
-/* Read and parse path. FRUGAL_ENOTFOUND when it does not exist, FRUGAL_EIO when it
- * cannot be read, else as state_parse. */
-int state_load(const char *path, state_t *out, frugal_err_t *err);
-
-/* Durably replace path with the serialisation of groups: write PATH.tmp, fsync it,
- * rename it over path, fsync the directory. FRUGAL_EIO (naming the step and errno)
- * leaves path as it was. */
-int state_save(const char *path, const group_t *const *groups, size_t n, frugal_err_t *err);
-
-/* The same for text already formatted. */
-int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err);
 
 #endif

@@ -1,82 +1,8 @@
-/* The state backend dispatch and the file backend: state.c's format written whole on
- * every commit (tmp, fsync, rename), state_lock.c's flock as the single-writer lock. */
+/* The state backend dispatch: every optional op tolerated when absent. The backends
+ * themselves live in server/store/. */
 #include "state_backend.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "state_lock.h"
-
-typedef struct file_backend {
-    char *path;
-    char *description;
-    int lock_fd;
-} file_backend_t;
-
-static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
-    file_backend_t *f = b->impl;
-    return state_load(f->path, out, err);
-}
-
-static int file_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err) {
-    file_backend_t *f = b->impl;
-    return state_save(f->path, c->view, c->count, err);
-}
-
-static int file_lock(state_backend_t *b, frugal_err_t *err) {
-    file_backend_t *f = b->impl;
-    if (f->lock_fd >= 0)
-        return 0;
-    return state_lock_acquire(f->path, &f->lock_fd, err);
-}
-
-static const char *file_describe(const state_backend_t *b) {
-    const file_backend_t *f = b->impl;
-    return f->description;
-}
-
-static void file_destroy(state_backend_t *b) {
-    file_backend_t *f = b->impl;
-    state_lock_release(f->lock_fd);
-    free(f->path);
-    free(f->description);
-    free(f);
-    free(b);
-}
-
-static const state_backend_ops_t file_ops = {
-    .kind = "file",
-    .load = file_load,
-    .commit = file_commit,
-    .lock = file_lock,
-    .describe = file_describe,
-    .destroy = file_destroy,
-};
-
-int state_backend_file_create(const char *path, state_backend_t **out, frugal_err_t *err) {
-    *out = NULL;
-    state_backend_t *b = calloc(1, sizeof(*b));
-    file_backend_t *f = calloc(1, sizeof(*f));
-    size_t n = strlen(path) + sizeof("state file ");
-    char *d = malloc(n);
-    char *p = strdup(path);
-    if (b == NULL || f == NULL || d == NULL || p == NULL) {
-        free(b);
-        free(f);
-        free(d);
-        free(p);
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    }
-    snprintf(d, n, "state file %s", path);
-    f->path = p;
-    f->description = d;
-    f->lock_fd = -1;
-    b->ops = &file_ops;
-    b->impl = f;
-    *out = b;
-    return 0;
-}
+#include <stddef.h>
 
 int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     return b->ops->load(b, out, err);
@@ -88,6 +14,17 @@ int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err
 
 int state_backend_lock(state_backend_t *b, frugal_err_t *err) {
     return b != NULL && b->ops->lock != NULL ? b->ops->lock(b, err) : 0;
+}
+
+int state_backend_check_present(state_backend_t *b, const char *config_path, bool init,
+                                frugal_err_t *err) {
+    return b != NULL && b->ops->check_present != NULL
+               ? b->ops->check_present(b, config_path, init, err)
+               : 0;
+}
+
+int state_backend_exclude(state_backend_t *b, frugal_err_t *err) {
+    return b != NULL && b->ops->exclude != NULL ? b->ops->exclude(b, err) : 0;
 }
 
 bool state_backend_leader(state_backend_t *b) {

@@ -5,8 +5,10 @@
  * every change before it is published (commit: OK only once the store holds it), at
  * start of `frugal serve` (lock: the file backend's single-writer flock; a shared
  * backend elects a leader instead) and, for a shared backend, to hear of changes other
- * replicas committed (watch). The file backend lives here; the etcd backend speaks gRPC
- * and so lives in server/rpc/ and is handed to cluster_open_backend by `frugal serve`. */
+ * replicas committed (watch). The backends themselves (the file, etcd) live in the store
+ * layer (server/store/), which builds the configured one; `frugal serve` hands it to
+ * cluster_open. What only one kind of store has to answer (is the state there, who holds
+ * the lock) is an op too, so that no caller asks which kind it talks to. */
 #ifndef FRUGAL_STATE_BACKEND_H
 #define FRUGAL_STATE_BACKEND_H
 
@@ -58,6 +60,14 @@ typedef struct state_backend_ops {
     /* Take what makes this process a legitimate writer before anything is served (the
      * file backend's flock; NULL: nothing to take). */
     int (*lock)(state_backend_t *b, frugal_err_t *err);
+    /* Refuse to start on a store that should hold the state but does not (a volume that
+     * failed to mount): FRUGAL_EPRECOND naming what to check and how to initialise with
+     * the configuration at config_path (NULL: unnamed); init allows it (logged). NULL
+     * op: an empty store is a fresh start. */
+    int (*check_present)(state_backend_t *b, const char *config_path, bool init, frugal_err_t *err);
+    /* Keep every other writer out while an offline command (`frugal state import`)
+     * writes: the file backend's lock. NULL: the store's transactions do already. */
+    int (*exclude)(state_backend_t *b, frugal_err_t *err);
     /* Whether this replica runs provider work (hooks, timers, expiry) now. NULL: always. */
     bool (*leader)(state_backend_t *b);
     /* Deliver other replicas' commits to fn from now on, on a thread of the backend; fn
@@ -83,13 +93,13 @@ struct state_backend {
     void *impl;
 };
 
-/* The file backend on path (state.h's format, state_lock.h's lock). */
-int state_backend_file_create(const char *path, state_backend_t **out, frugal_err_t *err);
-
 /* Dispatch helpers: each tolerates a NULL optional op. */
 int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err);
 int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err);
 int state_backend_lock(state_backend_t *b, frugal_err_t *err);
+int state_backend_check_present(state_backend_t *b, const char *config_path, bool init,
+                                frugal_err_t *err);
+int state_backend_exclude(state_backend_t *b, frugal_err_t *err);
 bool state_backend_leader(state_backend_t *b);
 int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
 void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg);

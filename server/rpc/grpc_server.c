@@ -433,9 +433,8 @@ static void call_handle_request(call_state_t *cs) {
         if (ctx.cluster != NULL)
             ctx.cfg = cluster_config_acquire(ctx.cluster);
         gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
-        cluster_call_deadline(call_budget_end(cs, deadline));
+        ctx.call.deadline_ms = call_budget_end(cs, deadline);
         rc = cs->entry->method->handler(&ctx, cs->payload, deadline, &cs->response, &err);
-        cluster_call_deadline(0);
         if (ctx.cluster != NULL)
             config_release(ctx.cfg);
     }

@@ -18,6 +18,7 @@
 typedef struct service_ctx {
     const frugal_config_t *cfg;
     cluster_t *cluster;
+    cluster_call_t call; /* this call's budget, which handlers pass to cluster mutations */
 } service_ctx_t;
 
 /* request: the received message (never NULL; an empty message is a zero-length buffer),

@@ -343,7 +343,7 @@ static int ap_node_group_create(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (rc != 0)
         return rc;
     if ((rc = require_enabled(ctx, "NodeGroupCreate", err)) == 0 &&
-        (rc = cluster_nap_create_group(ctx->cluster, req->id, err)) == 0)
+        (rc = cluster_nap_create_group(ctx->cluster, &ctx->call, req->id, err)) == 0)
         rc = reply_group(ctx, req->id, true, response, err);
     codec_free(req);
     return rc;
@@ -357,7 +357,7 @@ static int ap_node_group_delete(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (rc != 0)
         return rc;
     if ((rc = require_enabled(ctx, "NodeGroupDelete", err)) == 0 &&
-        (rc = cluster_nap_delete_group(ctx->cluster, req->id, err)) == 0) {
+        (rc = cluster_nap_delete_group(ctx->cluster, &ctx->call, req->id, err)) == 0) {
         AP(NodeGroupDeleteResponse) resp = AP_INIT(NODE_GROUP_DELETE_RESPONSE);
         rc = codec_reply(&resp.base, response, err);
     }

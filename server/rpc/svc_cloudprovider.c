@@ -366,7 +366,7 @@ static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespe
     if (rc != 0)
         return rc;
     codec_free(req);
-    rc = cluster_refresh(ctx->cluster, err);
+    rc = cluster_refresh(ctx->cluster, &ctx->call, err);
     if (rc != 0)
         return rc;
     EG(RefreshResponse) resp = EG_INIT(REFRESH_RESPONSE);
@@ -400,7 +400,7 @@ static int cp_increase_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_t
         UNPACK(NodeGroupIncreaseSizeRequest, node_group_increase_size_request, request, &req, err);
     if (rc != 0)
         return rc;
-    rc = cluster_increase_size(ctx->cluster, req->id, req->delta, err);
+    rc = cluster_increase_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
     codec_free(req);
     if (rc != 0)
         return rc;
@@ -416,7 +416,7 @@ static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request
                     request, &req, err);
     if (rc != 0)
         return rc;
-    rc = cluster_decrease_target_size(ctx->cluster, req->id, req->delta, err);
+    rc = cluster_decrease_target_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
     codec_free(req);
     if (rc != 0)
         return rc;
@@ -444,7 +444,7 @@ static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_ti
     if (rc == 0 && req->n_nodes == 0)
         rc = frugal_err_set(err, FRUGAL_EINVAL, "no nodes to delete");
     if (rc == 0)
-        rc = cluster_delete_nodes(ctx->cluster, req->id, ids, req->n_nodes, err);
+        rc = cluster_delete_nodes(ctx->cluster, &ctx->call, req->id, ids, req->n_nodes, err);
     free(ids);
     codec_free(req);
     if (rc != 0)

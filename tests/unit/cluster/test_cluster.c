@@ -15,6 +15,7 @@
 #include "log.h"
 #include "provider.h"
 #include "state.h"
+#include "store_testing.h"
 
 /* ------------------------------------------------------------------------------------
  * Fixture: a hand-built config (config_load is not used), a simulated provider, a
@@ -71,7 +72,7 @@ static int fx_setup(void **state) {
 
 static int fx_teardown(void **state) {
     fx_t *f = *state;
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     provider_destroy(f->p);
     char tmp[200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", f->path);
@@ -85,13 +86,13 @@ static int fx_teardown(void **state) {
 
 static void fx_open(fx_t *f) {
     frugal_err_t err = {0};
-    int rc = cluster_open(&f->cfg, f->p, &f->c, &err);
+    int rc = store_testing_cluster_open(&f->cfg, f->p, &f->c, &err);
     if (rc != 0)
         fail_msg("cluster_open: %s", err.msg);
 }
 
 static void fx_reopen(fx_t *f) {
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     fx_open(f);
 }
@@ -212,7 +213,7 @@ static void test_open_fresh(void **state) {
     assert_int_equal(access(f->path, F_OK), 0);
 
     /* Refresh: creating -> running (boot_seconds 0). */
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     cluster_read_lock(f->c);
     b = cluster_find_group(f->c, "pool-b");
     for (size_t i = 0; i < b->instances_count; i++)
@@ -224,7 +225,7 @@ static void test_no_state_file(void **state) {
     fx_t *f = *state;
     f->cfg.state_file = NULL;
     fx_open(f);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 2, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 2, NULL), 0);
     assert_int_equal(target_of(f->c, "pool-a"), 3);
     assert_int_equal(cluster_persist(f->c, NULL), 0);
     assert_int_equal(access(f->path, F_OK), -1);
@@ -234,7 +235,7 @@ static void test_increase(void **state) {
     fx_t *f = *state;
     fx_open(f);
     frugal_err_t err = {0};
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 6, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 6, &err), 0);
     assert_int_equal(target_of(f->c, "pool-a"), 7);
     assert_int_equal(instances_of(f->c, "pool-a"), 7);
     cluster_read_lock(f->c);
@@ -246,14 +247,14 @@ static void test_increase(void **state) {
 
     char *before = snapshot(f->c);
     char *file_before = read_file(f->path);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 5, &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 5, &err), FRUGAL_EPRECOND);
     assert_string_equal(err.msg, "increase of pool-a by 5 would exceed max_size 10 (target 7)");
     char *after = snapshot(f->c);
     char *file_after = read_file(f->path);
     assert_string_equal(before, after);
     assert_string_equal(file_before, file_after);
     /* Exactly up to max is fine. */
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 3, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 3, &err), 0);
     assert_int_equal(target_of(f->c, "pool-a"), 10);
     free(before);
     free(after);
@@ -281,13 +282,13 @@ static void test_refusals(void **state) {
     fx_t *f = *state;
     fx_open(f);
     /* pool-a: 1 running; pool-b: 2 running + 2 creating (target 4). */
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     size_t idx_dummy = 0;
     (void)idx_dummy;
     const char *b3[] = {"frugal://pool-b/pool-b-3"};
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", b3, 1, NULL), 0);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
-    assert_int_equal(cluster_increase_size(f->c, "pool-b", 2, NULL), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", b3, 1, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-b", 2, NULL), 0);
 
     char *before = snapshot(f->c);
     char *fb = read_file(f->path);
@@ -297,69 +298,71 @@ static void test_refusals(void **state) {
     const char *nobody[] = {"frugal://pool-b/pool-b-99"};
     const char *twice[] = {"frugal://pool-b/pool-b-1", "frugal://pool-b/pool-b-1"};
 
-    expect_refusal(f, cluster_increase_size(f->c, "nope", 1, &err), FRUGAL_ENOTFOUND, &err,
+    expect_refusal(f, cluster_increase_size(f->c, NULL, "nope", 1, &err), FRUGAL_ENOTFOUND, &err,
                    "node group \"nope\" not found", before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "nope", -1, &err), FRUGAL_ENOTFOUND, &err,
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "nope", -1, &err), FRUGAL_ENOTFOUND,
+                   &err, NULL, before, fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "nope", b1, 1, &err), FRUGAL_ENOTFOUND, &err,
                    NULL, before, fb);
-    expect_refusal(f, cluster_delete_nodes(f->c, "nope", b1, 1, &err), FRUGAL_ENOTFOUND, &err, NULL,
-                   before, fb);
-    expect_refusal(f, cluster_increase_size(f->c, NULL, 1, &err), FRUGAL_ENOTFOUND, &err, NULL,
-                   before, fb);
-    expect_refusal(f, cluster_increase_size(f->c, "pool-b", 0, &err), FRUGAL_EINVAL, &err,
+    expect_refusal(f, cluster_increase_size(f->c, NULL, NULL, 1, &err), FRUGAL_ENOTFOUND, &err,
+                   NULL, before, fb);
+    expect_refusal(f, cluster_increase_size(f->c, NULL, "pool-b", 0, &err), FRUGAL_EINVAL, &err,
                    "increase of pool-b: delta 0 must be positive", before, fb);
-    expect_refusal(f, cluster_increase_size(f->c, "pool-b", -1, &err), FRUGAL_EINVAL, &err, NULL,
-                   before, fb);
-    expect_refusal(f, cluster_increase_size(f->c, "pool-b", INT32_MAX, &err), FRUGAL_EPRECOND, &err,
+    expect_refusal(f, cluster_increase_size(f->c, NULL, "pool-b", -1, &err), FRUGAL_EINVAL, &err,
                    NULL, before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "pool-b", 0, &err), FRUGAL_EINVAL, &err,
-                   "decrease of pool-b: delta 0 must be negative", before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "pool-b", 1, &err), FRUGAL_EINVAL, &err,
-                   NULL, before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "pool-b", -3, &err), FRUGAL_EPRECOND, &err,
+    expect_refusal(f, cluster_increase_size(f->c, NULL, "pool-b", INT32_MAX, &err), FRUGAL_EPRECOND,
+                   &err, NULL, before, fb);
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-b", 0, &err), FRUGAL_EINVAL,
+                   &err, "decrease of pool-b: delta 0 must be negative", before, fb);
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-b", 1, &err), FRUGAL_EINVAL,
+                   &err, NULL, before, fb);
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-b", -3, &err), FRUGAL_EPRECOND,
+                   &err,
                    "decrease of pool-b by -3 would go below the 2 running instances "
                    "(target 4, 2 not yet running)",
                    before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "pool-b", INT32_MIN, &err),
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-b", INT32_MIN, &err),
                    FRUGAL_EPRECOND, &err, NULL, before, fb);
     /* pool-a: min 1, one running: going under min. Add one creating first. */
     free(before);
     free(fb);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 1, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 1, NULL), 0);
     before = snapshot(f->c);
     fb = read_file(f->path);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "pool-a", -2, &err), FRUGAL_EPRECOND, &err,
-                   NULL, before, fb);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-a", -2, &err), FRUGAL_EPRECOND,
+                   &err, NULL, before, fb);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     free(before);
     free(fb);
     before = snapshot(f->c);
     fb = read_file(f->path);
     /* pool-a has 2 running, min 1: deleting both goes under min_size. */
     const char *a12[] = {"frugal://pool-a/pool-a-1", "frugal://pool-a/pool-a-2"};
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-a", a12, 2, &err), FRUGAL_EPRECOND, &err,
-                   "deleting 2 nodes of pool-a would go below min_size 1 (target 2)", before, fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-a", a12, 2, &err), FRUGAL_EPRECOND,
+                   &err, "deleting 2 nodes of pool-a would go below min_size 1 (target 2)", before,
+                   fb);
     /* Foreign, unknown, duplicated, none. */
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-a", b1, 1, &err), FRUGAL_EINVAL, &err,
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-a", b1, 1, &err), FRUGAL_EINVAL, &err,
                    "node frugal://pool-b/pool-b-1 is not an instance of node group pool-a "
                    "(it belongs to pool-b)",
                    before, fb);
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-b", nobody, 1, &err), FRUGAL_EINVAL, &err,
-                   "node frugal://pool-b/pool-b-99 is not an instance of node group pool-b", before,
-                   fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-b", nobody, 1, &err), FRUGAL_EINVAL,
+                   &err, "node frugal://pool-b/pool-b-99 is not an instance of node group pool-b",
+                   before, fb);
     const char *mixed[] = {"frugal://pool-b/pool-b-1", "frugal://pool-a/pool-a-1"};
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-b", mixed, 2, &err), FRUGAL_EINVAL, &err,
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-b", mixed, 2, &err), FRUGAL_EINVAL,
+                   &err, NULL, before, fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-b", twice, 2, &err), FRUGAL_EINVAL,
+                   &err, "node frugal://pool-b/pool-b-1 given twice", before, fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "pool-b", b1, 0, &err), FRUGAL_EINVAL, &err,
                    NULL, before, fb);
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-b", twice, 2, &err), FRUGAL_EINVAL, &err,
-                   "node frugal://pool-b/pool-b-1 given twice", before, fb);
-    expect_refusal(f, cluster_delete_nodes(f->c, "pool-b", b1, 0, &err), FRUGAL_EINVAL, &err, NULL,
-                   before, fb);
     /* Unmanaged group: every mutation refused. */
-    expect_refusal(f, cluster_increase_size(f->c, "main", 1, &err), FRUGAL_EPRECOND, &err,
+    expect_refusal(f, cluster_increase_size(f->c, NULL, "main", 1, &err), FRUGAL_EPRECOND, &err,
                    "node group main is not managed by frugal: cannot increase it", before, fb);
-    expect_refusal(f, cluster_decrease_target_size(f->c, "main", -1, &err), FRUGAL_EPRECOND, &err,
+    expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "main", -1, &err), FRUGAL_EPRECOND,
+                   &err, NULL, before, fb);
+    expect_refusal(f, cluster_delete_nodes(f->c, NULL, "main", a1, 1, &err), FRUGAL_EPRECOND, &err,
                    NULL, before, fb);
-    expect_refusal(f, cluster_delete_nodes(f->c, "main", a1, 1, &err), FRUGAL_EPRECOND, &err, NULL,
-                   before, fb);
     free(before);
     free(fb);
 }
@@ -367,16 +370,17 @@ static void test_refusals(void **state) {
 static void test_decrease(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);                    /* b-1..b-3 running */
-    assert_int_equal(cluster_increase_size(f->c, "pool-b", 2, NULL), 0); /* b-4, b-5 creating */
-    assert_int_equal(cluster_decrease_target_size(f->c, "pool-b", -1, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0); /* b-1..b-3 running */
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-b", 2, NULL),
+                     0); /* b-4, b-5 creating */
+    assert_int_equal(cluster_decrease_target_size(f->c, NULL, "pool-b", -1, NULL), 0);
     assert_int_equal(target_of(f->c, "pool-b"), 4);
     cluster_read_lock(f->c);
     assert_non_null(cluster_find_instance(f->c, "frugal://pool-b/pool-b-4", NULL));
     assert_null(cluster_find_instance(f->c, "frugal://pool-b/pool-b-5", NULL));
     assert_int_equal(cluster_node_count(f->c), 1 + 4 + 2);
     cluster_read_unlock(f->c);
-    assert_int_equal(cluster_decrease_target_size(f->c, "pool-b", -1, NULL), 0);
+    assert_int_equal(cluster_decrease_target_size(f->c, NULL, "pool-b", -1, NULL), 0);
     assert_int_equal(target_of(f->c, "pool-b"), 3);
     assert_int_equal(instances_of(f->c, "pool-b"), 3);
 }
@@ -384,10 +388,10 @@ static void test_decrease(void **state) {
 static void test_delete_nodes(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     const char *ids[] = {"frugal://pool-b/pool-b-1", "frugal://pool-b/pool-b-3"};
     frugal_err_t err = {0};
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", ids, 2, &err), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", ids, 2, &err), 0);
     assert_int_equal(target_of(f->c, "pool-b"), 1);
     cluster_read_lock(f->c);
     const instance_t *in = NULL;
@@ -396,11 +400,11 @@ static void test_delete_nodes(void **state) {
     assert_int_equal(cluster_node_count(f->c), 1 + 1 + 2);
     cluster_read_unlock(f->c);
     /* A retry of the same deletion is a no-op, not a second decrement. */
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", ids, 2, &err), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", ids, 2, &err), 0);
     assert_int_equal(target_of(f->c, "pool-b"), 1);
     /* After the provider's delay the instances are gone. */
     fake_now += 1;
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     assert_int_equal(instances_of(f->c, "pool-b"), 1);
     cluster_read_lock(f->c);
     assert_null(cluster_find_instance(f->c, ids[0], NULL));
@@ -408,8 +412,8 @@ static void test_delete_nodes(void **state) {
     cluster_read_unlock(f->c);
     /* Deleting the last one: pool-b min 0, now empty. */
     const char *last[] = {"frugal://pool-b/pool-b-2"};
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", last, 1, &err), 0);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", last, 1, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     cluster_read_lock(f->c);
     const group_t *b = cluster_find_group(f->c, "pool-b");
     assert_int_equal(b->target_size, 0);
@@ -421,11 +425,11 @@ static void test_delete_nodes(void **state) {
 static void test_durable(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 4, NULL), 0);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 4, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     const char *ids[] = {"frugal://pool-b/pool-b-2"};
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", ids, 1, NULL), 0);
-    assert_int_equal(cluster_increase_size(f->c, "pool-b", 1, NULL), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", ids, 1, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-b", 1, NULL), 0);
     char *before = snapshot(f->c);
     /* A second cluster on the same file while the first is still open: what it reads is
      * exactly what the first acknowledged. */
@@ -433,7 +437,7 @@ static void test_durable(void **state) {
     provider_t *p2 = NULL;
     assert_int_equal(provider_create(&f->cfg, &p2, NULL), 0);
     frugal_err_t err = {0};
-    assert_int_equal(cluster_open(&f->cfg, p2, &other, &err), 0);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, p2, &other, &err), 0);
     char *seen = snapshot(other);
     assert_string_equal(before, seen);
     assert_int_equal(target_of(other, "pool-a"), 5);
@@ -444,11 +448,11 @@ static void test_durable(void **state) {
     assert_int_equal(in->state, INSTANCE_DELETING);
     cluster_read_unlock(other);
     /* Ids continue where they left off. */
-    assert_int_equal(cluster_increase_size(other, "pool-b", 1, NULL), 0);
+    assert_int_equal(cluster_increase_size(other, NULL, "pool-b", 1, NULL), 0);
     cluster_read_lock(other);
     assert_non_null(cluster_find_instance(other, "frugal://pool-b/pool-b-5", NULL));
     cluster_read_unlock(other);
-    cluster_close(other);
+    store_testing_cluster_close(other);
     provider_destroy(p2);
     free(seen);
     free(before);
@@ -457,22 +461,22 @@ static void test_durable(void **state) {
 static void test_failed_write_changes_nothing(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
-    assert_int_equal(cluster_increase_size(f->c, "pool-b", 1, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-b", 1, NULL), 0);
     char *before = snapshot(f->c);
     /* Take the directory away: every write must fail. */
     assert_int_equal(unlink(f->path), 0);
     unlink_prev(f->path);
     assert_int_equal(rmdir(f->dir), 0);
     frugal_err_t err = {0};
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 1, &err), FRUGAL_EIO);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 1, &err), FRUGAL_EIO);
     assert_non_null(strstr(err.msg, "state.tmp"));
     const char *ids[] = {"frugal://pool-b/pool-b-1"};
-    assert_int_equal(cluster_delete_nodes(f->c, "pool-b", ids, 1, &err), FRUGAL_EIO);
-    assert_int_equal(cluster_decrease_target_size(f->c, "pool-b", -1, &err), FRUGAL_EIO);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", ids, 1, &err), FRUGAL_EIO);
+    assert_int_equal(cluster_decrease_target_size(f->c, NULL, "pool-b", -1, &err), FRUGAL_EIO);
     assert_int_equal(cluster_persist(f->c, &err), FRUGAL_EIO);
     fake_now += 1000;
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 1, &err), FRUGAL_EIO);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 1, &err), FRUGAL_EIO);
     char *after = snapshot(f->c);
     assert_string_equal(before, after);
     cluster_read_lock(f->c);
@@ -480,12 +484,12 @@ static void test_failed_write_changes_nothing(void **state) {
     assert_int_equal(cluster_node_count(f->c), 1 + 4 + 2);
     cluster_read_unlock(f->c);
     /* Refresh would change pool-b-4 (creating -> running): it fails too, unchanged. */
-    assert_int_equal(cluster_refresh(f->c, &err), FRUGAL_EIO);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), FRUGAL_EIO);
     char *after2 = snapshot(f->c);
     assert_string_equal(before, after2);
     /* Bring the directory back: the next mutation succeeds. */
     assert_int_equal(mkdir(f->dir, 0755), 0);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 1, &err), 0);
     assert_int_equal(target_of(f->c, "pool-a"), 2);
     free(before);
     free(after);
@@ -498,7 +502,7 @@ static void test_open_unwritable(void **state) {
     snprintf(bad, sizeof(bad), "%s/missing/state", f->dir);
     f->cfg.state_file = bad;
     frugal_err_t err = {0};
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EIO);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EIO);
     assert_null(f->c);
 }
 
@@ -506,7 +510,7 @@ static void test_corrupt_rejected(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
     write_file(f->path, "frugal-state version=1\ngroup id=pool-a garbage\n");
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_null(f->c);
     char want[200];
     snprintf(want, sizeof(want), "%s:2:", f->path);
@@ -519,7 +523,7 @@ static void test_corrupt_rejected(void **state) {
     /* A file cut short (lost end record) is corrupt too. */
     unlink(f->path);
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     content = read_file(f->path);
     unseal_v1(content);
@@ -528,13 +532,13 @@ static void test_corrupt_rejected(void **state) {
     *end = '\0';
     write_file(f->path, content);
     free(content);
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_non_null(strstr(err.msg, "truncated"));
 
     /* Two groups claiming one instance. */
     unlink(f->path);
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     content = read_file(f->path);
     unseal_v1(content);
@@ -546,18 +550,18 @@ static void test_corrupt_rejected(void **state) {
             strlen(p + strlen("frugal://pool-b/pool-b-1")) + 1);
     write_file(f->path, content);
     free(content);
-    assert_int_equal(cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EINVAL);
     assert_non_null(strstr(err.msg, "does not belong to the group it is listed under"));
 }
 
 static void test_reconcile(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 7, NULL), 0); /* 8, creating */
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);                    /* all running */
-    assert_int_equal(cluster_increase_size(f->c, "pool-a", 2, NULL),
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 7, NULL), 0); /* 8, creating */
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);                    /* all running */
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 2, NULL),
                      0); /* 10: 8 run + 2 creating */
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
 
     /* New config: pool-b gone, pool-a max 5, main bigger, a new group pool-c. */
@@ -589,7 +593,7 @@ static void test_reconcile(void **state) {
     assert_int_equal(cluster_find_group(f->c, "pool-c")->target_size, 2);
     assert_int_equal(cluster_node_count(f->c), 5 + 4 + 2);
     cluster_read_unlock(f->c);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
 
     /* Raise pool-a's min above its target: grown to min. */
@@ -612,7 +616,7 @@ static void test_reconcile(void **state) {
 static void test_autoprovisioned_persisted(void **state) {
     fx_t *f = *state;
     fx_open(f);
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     f->c = NULL;
     /* Append an autoprovisioned group with its full spec to the file. */
     char *content = read_file(f->path);
@@ -660,7 +664,7 @@ static void test_autoprovisioned_persisted(void **state) {
     assert_null(t->spec.zone);
     cluster_read_unlock(f->c);
     /* The first increase makes the theoretical group real. */
-    assert_int_equal(cluster_increase_size(f->c, "nap-theory", 2, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "nap-theory", 2, NULL), 0);
     cluster_read_lock(f->c);
     t = cluster_find_group(f->c, "nap-theory");
     assert_true(t->exists);
@@ -705,7 +709,7 @@ static void *increase_worker(void *arg) {
     worker_t *w = arg;
     for (int i = 0; i < 4; i++) {
         frugal_err_t err = {0};
-        int rc = cluster_increase_size(w->c, "pool-b", (i % 2) + 1, &err);
+        int rc = cluster_increase_size(w->c, NULL, "pool-b", (i % 2) + 1, &err);
         if (rc == 0)
             w->ok += (i % 2) + 1;
         else if (rc == FRUGAL_EPRECOND)
@@ -713,7 +717,7 @@ static void *increase_worker(void *arg) {
         else
             w->other++;
         if (i == 2)
-            cluster_refresh(w->c, NULL);
+            cluster_refresh(w->c, NULL, NULL);
     }
     return NULL;
 }
@@ -786,8 +790,8 @@ static void test_many_instances(void **state) {
     f->ngs[1].max_size = 5000;
     f->cfg.state_file = NULL;
     fx_open(f);
-    assert_int_equal(cluster_increase_size(f->c, "pool-b", 4997, NULL), 0);
-    assert_int_equal(cluster_refresh(f->c, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "pool-b", 4997, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     cluster_read_lock(f->c);
     const group_t *b = cluster_find_group(f->c, "pool-b");
     assert_int_equal(b->instances_count, 5000);

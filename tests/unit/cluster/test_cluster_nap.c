@@ -20,6 +20,7 @@
 #include "config.h"
 #include "log.h"
 #include "provider.h"
+#include "store_testing.h"
 
 #define ZONE "us-central1-a"
 #define HM "nap-n1-highmem-4-" ZONE
@@ -62,12 +63,12 @@ static void fx_open(fx_t *f, const char *extra) {
         fail_msg("config: %s", errors != NULL ? errors : "?");
     frugal_err_t err = {0};
     if (provider_create(f->cfg, &f->provider, &err) != 0 ||
-        cluster_open(f->cfg, f->provider, &f->c, &err) != 0)
+        store_testing_cluster_open(f->cfg, f->provider, &f->c, &err) != 0)
         fail_msg("open: %s", err.msg);
 }
 
 static void fx_close(fx_t *f) {
-    cluster_close(f->c);
+    store_testing_cluster_close(f->c);
     provider_destroy(f->provider);
     config_free(f->cfg);
     f->c = NULL;
@@ -173,7 +174,7 @@ static void test_disabled(void **state) {
     assert_int_equal(cluster_nap_max_size(f->c, cluster_find_group(f->c, "as")), 2);
     cluster_read_unlock(f->c);
     /* Limits only bind with autoprovisioning on. */
-    assert_int_equal(cluster_increase_size(f->c, "as", 1, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "as", 1, NULL), 0);
     group_spec_t spec = {0};
     spec.id = "nap-x";
     spec.machine_type = "n1-standard-1";
@@ -193,7 +194,7 @@ static void test_limits_on_the_cluster(void **state) {
     assert_int_equal(snap(f, S1).max, 12);
     assert_int_equal(snap(f, "as").max, 1);
     /* The first increase creates the theoretical group. */
-    assert_int_equal(cluster_increase_size(f->c, HM, 2, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, HM, 2, &err), 0);
     snap_t hm = snap(f, HM);
     assert_int_equal(hm.exists, 1);
     assert_int_equal(hm.target, 2);
@@ -202,25 +203,25 @@ static void test_limits_on_the_cluster(void **state) {
     assert_int_equal(snap(f, HM).max, 3);
     assert_int_equal(snap(f, S1).max, 4);
     assert_int_equal(snap(f, "as").max, 1);
-    assert_int_equal(cluster_increase_size(f->c, "as", 1, &err), FRUGAL_EEXHAUSTED);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "as", 1, &err), FRUGAL_EEXHAUSTED);
     assert_non_null(strstr(err.msg, "max_cpu"));
-    assert_int_equal(cluster_increase_size(f->c, HM, 2, &err), FRUGAL_EEXHAUSTED);
+    assert_int_equal(cluster_increase_size(f->c, NULL, HM, 2, &err), FRUGAL_EEXHAUSTED);
     /* TC8: no quota for an n1-standard-4 group: refused and not created. */
-    assert_int_equal(cluster_increase_size(f->c, S4, 2, &err), FRUGAL_EEXHAUSTED);
+    assert_int_equal(cluster_increase_size(f->c, NULL, S4, 2, &err), FRUGAL_EEXHAUSTED);
     assert_int_equal(snap(f, S4).exists, 0);
-    assert_int_equal(cluster_increase_size(f->c, S1, 4, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, S1, 4, &err), 0);
     assert_int_equal(snap(f, S4).max, 0);
     assert_int_equal(snap(f, HM).max, 2);
     /* Min limit: 32 - 16 < 20, 32 - 4 >= 20. */
     char *as_node = first_instance(f, "as");
     const char *ids[1] = {as_node};
-    assert_int_equal(cluster_delete_nodes(f->c, "as", ids, 1, &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "as", ids, 1, &err), FRUGAL_EPRECOND);
     assert_non_null(strstr(err.msg, "min_cpu"));
     assert_int_equal(snap(f, "as").target, 1);
     free(as_node);
     char *hm_node = first_instance(f, HM);
     ids[0] = hm_node;
-    assert_int_equal(cluster_delete_nodes(f->c, HM, ids, 1, &err), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, HM, ids, 1, &err), 0);
     free(hm_node);
     assert_int_equal(snap(f, HM).target, 1);
 }
@@ -229,11 +230,11 @@ static void test_max_node_groups(void **state) {
     fx_t *f = *state;
     fx_open(f, "  enabled: true\n  max_node_groups: 1\n");
     frugal_err_t err = {0};
-    assert_int_equal(cluster_increase_size(f->c, S1, 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, S1, 1, &err), 0);
     assert_int_equal(snap(f, S4).max, 0);
-    assert_int_equal(cluster_increase_size(f->c, S4, 1, &err), FRUGAL_EEXHAUSTED);
+    assert_int_equal(cluster_increase_size(f->c, NULL, S4, 1, &err), FRUGAL_EEXHAUSTED);
     assert_non_null(strstr(err.msg, "max_node_groups"));
-    assert_int_equal(cluster_nap_create_group(f->c, S4, &err), FRUGAL_EEXHAUSTED);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, S4, &err), FRUGAL_EEXHAUSTED);
     assert_int_equal(snap(f, S4).exists, 0);
     cluster_read_lock(f->c);
     assert_int_equal(cluster_nap_existing_groups(f->c), 1);
@@ -278,18 +279,18 @@ static void test_new_create_delete(void **state) {
     other.machine_type = "n1-standard-1";
     assert_int_equal(cluster_nap_new_group(f->c, &other, &added, &err), FRUGAL_EEXISTS);
 
-    assert_int_equal(cluster_nap_create_group(f->c, id, &err), 0);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, id, &err), 0);
     assert_int_equal(snap(f, id).exists, 1);
-    assert_int_equal(cluster_nap_create_group(f->c, id, &err), FRUGAL_EEXISTS);
-    assert_int_equal(cluster_nap_create_group(f->c, "as", &err), FRUGAL_EPRECOND);
-    assert_int_equal(cluster_nap_create_group(f->c, "nope", &err), FRUGAL_ENOTFOUND);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, id, &err), FRUGAL_EEXISTS);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, "as", &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, "nope", &err), FRUGAL_ENOTFOUND);
 
     /* Deletions: configured, theoretical of the config, non-empty, unknown. */
-    assert_int_equal(cluster_nap_delete_group(f->c, "as", &err), FRUGAL_EPRECOND);
-    assert_int_equal(cluster_nap_delete_group(f->c, HM, &err), FRUGAL_EPRECOND);
-    assert_int_equal(cluster_nap_delete_group(f->c, "nope", &err), FRUGAL_ENOTFOUND);
-    assert_int_equal(cluster_increase_size(f->c, id, 1, &err), 0);
-    assert_int_equal(cluster_nap_delete_group(f->c, id, &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_nap_delete_group(f->c, NULL, "as", &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_nap_delete_group(f->c, NULL, HM, &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_nap_delete_group(f->c, NULL, "nope", &err), FRUGAL_ENOTFOUND);
+    assert_int_equal(cluster_increase_size(f->c, NULL, id, 1, &err), 0);
+    assert_int_equal(cluster_nap_delete_group(f->c, NULL, id, &err), FRUGAL_EPRECOND);
     assert_non_null(strstr(err.msg, "not empty"));
 
     /* Persisted with its spec across a restart. */
@@ -306,10 +307,10 @@ static void test_new_create_delete(void **state) {
     /* Emptied, it can be deleted: a NewNodeGroup shape disappears. */
     char *node = first_instance(f, id);
     const char *ids[1] = {node};
-    assert_int_equal(cluster_delete_nodes(f->c, id, ids, 1, &err), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, id, ids, 1, &err), 0);
     free(node);
-    assert_int_equal(cluster_refresh(f->c, &err), 0); /* the deleting instance goes */
-    assert_int_equal(cluster_nap_delete_group(f->c, id, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0); /* the deleting instance goes */
+    assert_int_equal(cluster_nap_delete_group(f->c, NULL, id, &err), 0);
     assert_int_equal(snap(f, id).exists, -1);
 }
 
@@ -321,24 +322,24 @@ static void test_ttl(void **state) {
     char id[128];
     group_spec_t spec = ml_spec(id);
     bool added;
-    assert_int_equal(cluster_increase_size(f->c, HM, 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, HM, 1, &err), 0);
     assert_int_equal(cluster_nap_new_group(f->c, &spec, &added, &err), 0);
-    assert_int_equal(cluster_nap_create_group(f->c, id, &err), 0);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, id, &err), 0);
 
     char *node = first_instance(f, HM);
     const char *ids[1] = {node};
-    assert_int_equal(cluster_delete_nodes(f->c, HM, ids, 1, &err), 0);
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, HM, ids, 1, &err), 0);
     free(node);
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, HM).instances, 0);
 
     fake_now += 59 * 1000;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, HM).exists, 1);
     assert_int_equal(snap(f, id).exists, 1);
 
     fake_now += 2 * 1000;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     /* The config's shape becomes theoretical again; the NewNodeGroup one disappears. */
     assert_int_equal(snap(f, HM).exists, 0);
     assert_int_equal(snap(f, HM).target, 0);
@@ -346,18 +347,18 @@ static void test_ttl(void **state) {
 
     /* A theoretical group does not expire, and comes back to life on increase. */
     fake_now += 10 * 60 * 1000;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, HM).exists, 0);
-    assert_int_equal(cluster_increase_size(f->c, HM, 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, HM, 1, &err), 0);
     assert_int_equal(snap(f, HM).exists, 1);
     /* Its empty clock restarted at creation: not deleted at the next tick. */
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, HM).exists, 1);
 
     /* A NewNodeGroup group never created is forgotten after the TTL too. */
     assert_int_equal(cluster_nap_new_group(f->c, &spec, &added, &err), 0);
     fake_now += 61 * 1000;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, id).exists, -1);
     assert_int_equal(snap(f, HM).exists, 1);
 }
@@ -395,12 +396,12 @@ static void test_max_theoretical_groups(void **state) {
     assert_int_equal(cluster_nap_new_group(f->c, &specs[0], &added, &err), 0);
     assert_false(added);
     /* Created, a group no longer counts. */
-    assert_int_equal(cluster_nap_create_group(f->c, ids[1], &err), 0);
+    assert_int_equal(cluster_nap_create_group(f->c, NULL, ids[1], &err), 0);
     assert_int_equal(cluster_nap_new_group(f->c, &specs[2], &added, &err), 0);
     assert_int_equal(cluster_nap_new_group(f->c, &specs[1], &added, &err), 0);
     /* The first one, unused for the TTL (1m), is forgotten: room for one more. */
     fake_now += 31 * 1000;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(snap(f, ids[0]).exists, -1);
     cluster_read_lock(f->c);
     assert_int_equal(cluster_nap_theoretical_groups(f->c), 1);

@@ -15,7 +15,7 @@
 
 #include "cluster.h"
 #include "provider.h"
-#include "state_lock.h"
+#include "store_testing.h"
 
 typedef struct fx {
     char dir[64];
@@ -50,14 +50,14 @@ static int fx_setup(void **state) {
     snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
     f->cfg = load(f, 5, "0.2", "");
     assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
+    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
     *state = f;
     return 0;
 }
 
 static int fx_teardown(void **state) {
     fx_t *f = *state;
-    cluster_close(f->cluster);
+    store_testing_cluster_close(f->cluster);
     provider_destroy(f->provider);
     config_release(f->cfg);
     char cmd[128];
@@ -86,7 +86,7 @@ static int reload(fx_t *f, frugal_config_t *next, frugal_err_t *err) {
 static void test_reload_applies(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
-    assert_int_equal(cluster_increase_size(f->cluster, "pool-a", 2, &err), 0);
+    assert_int_equal(cluster_increase_size(f->cluster, NULL, "pool-a", 2, &err), 0);
     const frugal_config_t *before = cluster_config_acquire(f->cluster);
     assert_int_equal(
         reload(f,
@@ -107,8 +107,8 @@ static void test_reload_applies(void **state) {
     cluster_read_unlock(f->cluster);
     assert_int_equal(target_of(f->cluster, "pool-c"), 2);
     /* The new group and its nodes are durable. */
-    cluster_close(f->cluster);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
+    store_testing_cluster_close(f->cluster);
+    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
     assert_int_equal(target_of(f->cluster, "pool-c"), -1); /* not in the original config */
     assert_int_equal(target_of(f->cluster, "pool-a"), 2);
 }
@@ -116,7 +116,7 @@ static void test_reload_applies(void **state) {
 static void test_reload_refusals_change_nothing(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
-    assert_int_equal(cluster_increase_size(f->cluster, "pool-a", 3, &err), 0);
+    assert_int_equal(cluster_increase_size(f->cluster, NULL, "pool-a", 3, &err), 0);
     assert_int_equal(reload(f, load(f, 2, "0.5", ""), &err), FRUGAL_EPRECOND);
     assert_non_null(strstr(err.msg, "outside the new bounds"));
     frugal_config_t *no_b = load(f, 5, "0.5", "");
@@ -154,9 +154,9 @@ static void test_reload_removes_empty_group(void **state) {
     /* pool-b has its min_size node: first lower it to 0 and delete the node */
     keep_a->node_groups[1].min_size = 0;
     assert_int_equal(reload(f, keep_a, &err), 0);
-    assert_int_equal(cluster_decrease_target_size(f->cluster, "pool-b", -1, &err), 0);
+    assert_int_equal(cluster_decrease_target_size(f->cluster, NULL, "pool-b", -1, &err), 0);
     assert_int_equal(target_of(f->cluster, "pool-b"), 0);
-    cluster_refresh(f->cluster, &err);
+    cluster_refresh(f->cluster, NULL, &err);
     assert_int_equal(reload(f, next, &err), 0);
     assert_int_equal(target_of(f->cluster, "pool-b"), -1);
     assert_int_equal(target_of(f->cluster, "pool-a"), 0);

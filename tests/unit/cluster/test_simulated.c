@@ -59,7 +59,7 @@ static void test_increase_ids(void **state) {
     provider_t *p = make_provider(0);
     group_t g;
     make_group(&g, "pool-a");
-    assert_int_equal(p->ops->increase(p, &g, 3, 1000, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 3, 1000, NULL), 0);
     assert_int_equal(g.target_size, 3);
     assert_int_equal(g.instances_count, 3);
     assert_int_equal(g.next_seq, 4);
@@ -69,13 +69,13 @@ static void test_increase_ids(void **state) {
         assert_int_equal(g.instances[i].state, INSTANCE_CREATING);
         assert_int_equal(g.instances[i].state_since_ms, 1000);
     }
-    assert_int_equal(p->ops->increase(p, &g, 0, 1000, NULL), FRUGAL_EINVAL);
+    assert_int_equal(provider_increase(p, &g, 0, 1000, NULL), FRUGAL_EINVAL);
     assert_int_equal(g.instances_count, 3);
 
     /* Ids are never reused, even after removal. */
     bool changed = false;
-    assert_int_equal(p->ops->decrease_target(p, &g, -1, NULL), 0);
-    assert_int_equal(p->ops->increase(p, &g, 1, 1000, NULL), 0);
+    assert_int_equal(provider_decrease_target(p, &g, -1, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 1, 1000, NULL), 0);
     assert_string_equal(g.instances[2].id, "frugal://pool-a/pool-a-4");
     (void)changed;
     group_clear(&g);
@@ -87,12 +87,12 @@ static void test_refresh_boot(void **state) {
     provider_t *p = make_provider(30);
     group_t g;
     make_group(&g, "g");
-    assert_int_equal(p->ops->increase(p, &g, 2, 1000, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 2, 1000, NULL), 0);
     bool changed = false;
-    assert_int_equal(p->ops->refresh(p, &g, 1000 + 29999, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 1000 + 29999, &changed, NULL), 0);
     assert_false(changed);
     assert_int_equal(g.instances[0].state, INSTANCE_CREATING);
-    assert_int_equal(p->ops->refresh(p, &g, 1000 + 30000, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 1000 + 30000, &changed, NULL), 0);
     assert_true(changed);
     assert_int_equal(g.instances[0].state, INSTANCE_RUNNING);
     assert_int_equal(g.instances[1].state, INSTANCE_RUNNING);
@@ -100,20 +100,20 @@ static void test_refresh_boot(void **state) {
 
     /* Delete the first: deleting for boot_seconds, then gone. */
     size_t idx = 0;
-    assert_int_equal(p->ops->delete_instances(p, &g, &idx, 1, 40000, NULL), 0);
+    assert_int_equal(provider_delete_instances(p, &g, &idx, 1, 40000, NULL), 0);
     assert_int_equal(g.target_size, 1);
     assert_int_equal(g.instances[0].state, INSTANCE_DELETING);
     changed = false;
-    assert_int_equal(p->ops->refresh(p, &g, 40000 + 29999, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 40000 + 29999, &changed, NULL), 0);
     assert_false(changed);
     assert_int_equal(g.instances_count, 2);
-    assert_int_equal(p->ops->refresh(p, &g, 40000 + 30000, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 40000 + 30000, &changed, NULL), 0);
     assert_true(changed);
     assert_int_equal(g.instances_count, 1);
     assert_string_equal(g.instances[0].id, "frugal://g/g-2");
 
     size_t bad = 5;
-    assert_int_equal(p->ops->delete_instances(p, &g, &bad, 1, 0, NULL), FRUGAL_EINVAL);
+    assert_int_equal(provider_delete_instances(p, &g, &bad, 1, 0, NULL), FRUGAL_EINVAL);
     assert_int_equal(g.target_size, 1);
     group_clear(&g);
     provider_destroy(p);
@@ -124,16 +124,16 @@ static void test_refresh_zero_boot(void **state) {
     provider_t *p = make_provider(0);
     group_t g;
     make_group(&g, "g");
-    assert_int_equal(p->ops->increase(p, &g, 1, 5000, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 1, 5000, NULL), 0);
     bool changed = false;
-    assert_int_equal(p->ops->refresh(p, &g, 5000, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 5000, &changed, NULL), 0);
     assert_true(changed);
     assert_int_equal(g.instances[0].state, INSTANCE_RUNNING);
     /* A failed creation stays creating with its error for CA to see. */
-    assert_int_equal(p->ops->increase(p, &g, 1, 5000, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 1, 5000, NULL), 0);
     g.instances[1].error_code = strdup("OUT_OF_RESOURCES");
     changed = false;
-    assert_int_equal(p->ops->refresh(p, &g, 9000, &changed, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 9000, &changed, NULL), 0);
     assert_false(changed);
     assert_int_equal(g.instances[1].state, INSTANCE_CREATING);
     group_clear(&g);
@@ -145,13 +145,13 @@ static void test_decrease_newest_creating(void **state) {
     provider_t *p = make_provider(0);
     group_t g;
     make_group(&g, "g");
-    assert_int_equal(p->ops->increase(p, &g, 2, 0, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 2, 0, NULL), 0);
     bool changed = false;
-    assert_int_equal(p->ops->refresh(p, &g, 0, &changed, NULL), 0); /* g-1, g-2 running */
-    assert_int_equal(p->ops->increase(p, &g, 3, 10, NULL), 0);      /* g-3..g-5 creating */
+    assert_int_equal(provider_refresh(p, &g, 0, &changed, NULL), 0); /* g-1, g-2 running */
+    assert_int_equal(provider_increase(p, &g, 3, 10, NULL), 0);      /* g-3..g-5 creating */
     /* Make g-2 creating again between running ones to check ordering: move nothing, just
      * drop two newest creating. */
-    assert_int_equal(p->ops->decrease_target(p, &g, -2, NULL), 0);
+    assert_int_equal(provider_decrease_target(p, &g, -2, NULL), 0);
     assert_int_equal(g.target_size, 3);
     assert_int_equal(g.instances_count, 3);
     assert_string_equal(g.instances[0].id, "frugal://g/g-1");
@@ -160,16 +160,16 @@ static void test_decrease_newest_creating(void **state) {
 
     /* Not enough creating: refused, unchanged. */
     frugal_err_t err = {0};
-    assert_int_equal(p->ops->decrease_target(p, &g, -2, &err), FRUGAL_EPRECOND);
+    assert_int_equal(provider_decrease_target(p, &g, -2, &err), FRUGAL_EPRECOND);
     assert_int_equal(g.target_size, 3);
     assert_int_equal(g.instances_count, 3);
-    assert_int_equal(p->ops->decrease_target(p, &g, 0, &err), FRUGAL_EINVAL);
+    assert_int_equal(provider_decrease_target(p, &g, 0, &err), FRUGAL_EINVAL);
 
     /* Creating instances interleaved with running ones: only creating ones go. */
-    assert_int_equal(p->ops->refresh(p, &g, 10, &changed, NULL), 0);
-    assert_int_equal(p->ops->increase(p, &g, 1, 20, NULL), 0); /* g-6 creating */
-    g.instances[1].state = INSTANCE_CREATING;                  /* g-2 creating */
-    assert_int_equal(p->ops->decrease_target(p, &g, -2, NULL), 0);
+    assert_int_equal(provider_refresh(p, &g, 10, &changed, NULL), 0);
+    assert_int_equal(provider_increase(p, &g, 1, 20, NULL), 0); /* g-6 creating */
+    g.instances[1].state = INSTANCE_CREATING;                   /* g-2 creating */
+    assert_int_equal(provider_decrease_target(p, &g, -2, NULL), 0);
     assert_int_equal(g.instances_count, 2);
     assert_string_equal(g.instances[0].id, "frugal://g/g-1");
     assert_string_equal(g.instances[1].id, "frugal://g/g-3");
@@ -184,9 +184,9 @@ static void test_groups(void **state) {
     group_t g;
     make_group(&g, "nap-x");
     g.exists = false;
-    assert_int_equal(p->ops->create_group(p, &g, NULL), 0);
+    assert_int_equal(provider_create_group(p, &g, NULL), 0);
     assert_true(g.exists);
-    assert_int_equal(p->ops->delete_group(p, &g, NULL), 0);
+    assert_int_equal(provider_delete_group(p, &g, NULL), 0);
     assert_false(g.exists);
     group_clear(&g);
     provider_destroy(p);

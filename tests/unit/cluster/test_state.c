@@ -12,6 +12,7 @@
 
 #include "cluster.h"
 #include "state.h"
+#include "store_testing.h"
 
 /* A group exercising every field, with values that need escaping. */
 static void make_group(group_t *g) {

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "state.h"
+#include "store_testing.h"
 
 /* Written by frugal before format version 2 (increase pool-a 2, delete-nodes of
  * pool-a-1, a NewNodeGroup), byte for byte. */

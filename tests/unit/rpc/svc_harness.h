@@ -32,7 +32,7 @@ static inline svc_fx_t *svc_fx_open(const char *text) {
     if (config_load_string("test.yaml", text, strlen(text), &f->cfg, &errors) != 0)
         fail_msg("config: %s", errors != NULL ? errors : "?");
     assert_int_equal(provider_create(f->cfg, &f->provider, NULL), 0);
-    assert_int_equal(cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
+    assert_int_equal(cluster_open(f->cfg, f->provider, NULL, &f->cluster, NULL), 0);
     f->ctx.cfg = f->cfg;
     f->ctx.cluster = f->cluster;
     return f;

@@ -452,7 +452,8 @@ static void test_create_and_delete(void **state) {
 
     /* Delete refusals: not empty, configured, unknown, a theoretical group of the config. */
     AP(NodeGroupDeleteRequest) del = AP_INIT(NODE_GROUP_DELETE_REQUEST);
-    assert_int_equal(cluster_increase_size(f->cluster, "nap-n1-standard-1-" ZONE_A, 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->cluster, NULL, "nap-n1-standard-1-" ZONE_A, 1, &err),
+                     0);
     del.id = "nap-n1-standard-1-" ZONE_A;
     assert_int_equal(status_of(f, "NodeGroupDelete", &del.base, &err),
                      GRPC_STATUS_FAILED_PRECONDITION);

@@ -1,4 +1,4 @@
-/* Unit tests of server/rpc/codec.c: messages round-trip through gRPC byte buffers made
+/* Unit tests of server/store/codec.c: messages round-trip through gRPC byte buffers made
  * of one slice, many slices and empty slices; empty buffers decode to the empty message;
  * garbage is FRUGAL_EINVAL naming the message type and its size; the caller keeps the
  * buffer it passes in, and a buffer made from bytes holds its own copy. Runs clean

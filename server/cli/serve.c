@@ -1,6 +1,7 @@
-/* `frugal serve -c FILE`: load the config, lock the state file, resume the cluster,
- * serve each listener's services until SIGTERM/SIGINT, then drain (10 s grace), persist
- * and exit 0. SIGHUP, or a change of the config file, reloads the config. */
+/* `frugal serve -c FILE`: the one place that wires the layers. Load the config, open the
+ * store (store.h) and take its lock, resume the cluster on it, serve each listener's
+ * services (the rpc layer) until SIGTERM/SIGINT, then drain (10 s grace), persist and exit
+ * 0. SIGHUP, or a change of the config file, reloads the config. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -24,7 +25,7 @@
 #include "provider.h"
 #include "service.h"
 #include "state_backend.h"
-#include "state_open.h"
+#include "store.h"
 
 #define SERVE_GRACE_MS 10000
 /* How often instance states advance without a Refresh (boot, deletion, NAP TTL). */
@@ -123,7 +124,7 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
         }
         frugal_err_t err;
         frugal_err_clear(&err);
-        if (cluster_refresh(cluster, &err) != 0)
+        if (cluster_refresh(cluster, NULL, &err) != 0)
             log_warn("periodic refresh failed: %s", err.msg);
     }
 }
@@ -213,7 +214,7 @@ int cmd_serve(int argc, char **argv) {
     grpc_init();
     /* One writer per state file (a shared store: a leader), before anything is bound
      * or read. */
-    if (state_open(cfg, &state, &err) != 0 || state_backend_lock(state, &err) != 0) {
+    if (store_open(cfg, &state, &err) != 0 || state_backend_lock(state, &err) != 0) {
         fprintf(stderr, "frugal serve: %s\n", err.msg);
         state_backend_destroy(state);
         grpc_shutdown_blocking();
@@ -222,11 +223,11 @@ int cmd_serve(int argc, char **argv) {
     }
     serve__warn_options(cfg, NULL);
     /* A missing state file is refused unless --init-state: never a silent fresh start. */
-    if (cluster_check_state_present(cfg, init_state, &err) != 0)
+    if (state_backend_check_present(state, cfg->path, init_state, &err) != 0)
         goto fail_provider;
     if (provider_create(cfg, &provider, &err) != 0)
         goto fail_provider;
-    if (cluster_open_backend(cfg, provider, state, &cluster, &err) != 0)
+    if (cluster_open(cfg, provider, state, &cluster, &err) != 0)
         goto fail_cluster;
     if (cfg->ops_listen != NULL && ops_http_start(cfg->ops_listen, cfg, cluster, &ops, &err) != 0)
         goto fail_server;

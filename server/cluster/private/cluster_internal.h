@@ -1,8 +1,10 @@
-/* The cluster's internals, shared by the two files that implement it and by no one
- * else: cluster.c (the groups, their indexes and the commit discipline) and
- * cluster_nap.c (node auto-provisioning, whose lifecycle mutations commit through the
- * same machinery). Everything here assumes the caller holds write_mu, or runs before the
- * cluster is shared. */
+/* The cluster's internals, shared by the files that implement it and by no one else
+ * (a PRIVATE include directory of frugal_cluster): cluster.c (the commit engine),
+ * cluster_mutate.c (the mutations), cluster_nap.c (node auto-provisioning) and
+ * cluster_open.c (open, close, reload). Calls go one way only: everything into the
+ * engine, the mutations and open into the NAP steps, open into cluster__remote; the
+ * engine calls none of them. Everything here assumes the caller holds write_mu, or
+ * runs before the cluster is shared. */
 #ifndef FRUGAL_CLUSTER_INTERNAL_H
 #define FRUGAL_CLUSTER_INTERNAL_H
 
@@ -28,10 +30,6 @@ struct cluster {
     const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
     state_backend_t *state; /* NULL: in memory only */
-    bool owns_state;        /* made by cluster_open from cfg->state_file */
-    bool remote;            /* publishing another replica's commit: nothing to store */
-    bool provider_work;     /* committing the leader's provider work (fenced) */
-    int64_t deadline_ms;    /* a mutation's commits finish by then (monotonic; 0: none) */
     pthread_rwlock_t lock;
     pthread_mutex_t write_mu;
     group_t **groups; /* config order, then autoprovisioned groups */
@@ -61,10 +59,27 @@ typedef struct gvec {
     size_t cap;
 } gvec_t;
 
-/* ---- implemented in cluster.c ---- */
+/* How a commit came about, passed from the mutation down to the backend's commit
+ * (NULL: none of these, no budget: open, reload, persist). */
+typedef struct cluster_ctx {
+    int64_t deadline_ms; /* the call's budget ends then (CLOCK_MONOTONIC ms; 0: none) */
+    bool remote;         /* publishing another replica's commit: nothing to store */
+    bool provider_work;  /* the leader's provider work (Refresh): fenced by its lease */
+} cluster_ctx_t;
+
+/* ---- implemented in cluster.c: the commit engine ---- */
+
+/* Monotonic clock in ms, for budgets and durations in log lines. */
+double cluster__mono_ms(void);
 
 /* Index of the published group g, CLUSTER_APPEND when it is not published. */
 size_t cluster__index_of(const cluster_t *c, const group_t *g);
+
+/* The provider's second phase: start the machine work its slots staged once the state
+ * that implies it is durable (a follower of a shared store drops it: the leader does
+ * it). Every path that called a slot ends in this, cluster__staged_abort or
+ * cluster__commit (which calls one of them itself). */
+void cluster__staged_commit(cluster_t *c);
 
 /* Drop the machine work the provider's slots staged (the change will not be
  * published). Every path that called a slot ends in this or in cluster__commit. */
@@ -76,18 +91,31 @@ bool cluster__provider_busy(cluster_t *c, const group_t *g);
 /* Apply changes: write the state file as it will be, then publish. Consumes every
  * changes[].next whatever the outcome, and ends the provider's staged work: committed
  * right after the write, aborted on failure (nothing changed). */
-int cluster__commit(cluster_t *c, change_t *changes, size_t n, frugal_err_t *err);
-
-/* One mutation as every public one runs: locked(c, args, err) under write_mu, run again
- * (on the cache that now holds the other replica's change) when another replica
- * committed first (FRUGAL_EABORTED), at most a few times; then the info line naming
- * method, id and delta. err may be NULL: the line still names the reason. */
-typedef int (*cluster_locked_fn)(cluster_t *c, const void *args, frugal_err_t *err);
-int cluster__mutate(cluster_t *c, const char *method, const char *id, long delta,
-                    cluster_locked_fn locked, const void *args, frugal_err_t *err);
+int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, size_t n,
+                    frugal_err_t *err);
 
 /* cluster__commit of one change: the published group old becomes next (consumed). */
-int cluster__replace(cluster_t *c, const group_t *old, group_t *next, frugal_err_t *err);
+int cluster__replace(cluster_t *c, const cluster_ctx_t *ctx, const group_t *old, group_t *next,
+                     frugal_err_t *err);
+
+/* Take write_mu for a mutation that must be answered by deadline_ms (monotonic; 0:
+ * wait as long as it takes), with some time left to do its work; FRUGAL_EUNAVAIL
+ * (nothing changed) past it. */
+int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err);
+
+/* One mutation as every public one runs: locked(c, ctx, args, err) under write_mu
+ * within call's budget (NULL: none), run again (on the cache that now holds the other
+ * replica's change) when another replica committed first (FRUGAL_EABORTED), at most a
+ * few times; then the info line naming method, id and delta. err may be NULL: the line
+ * still names the reason. ctx carries the call's deadline to the commit. */
+typedef int (*cluster_locked_fn)(cluster_t *c, const cluster_ctx_t *ctx, const void *args,
+                                 frugal_err_t *err);
+int cluster__mutate(cluster_t *c, const cluster_call_t *call, const char *method, const char *id,
+                    long delta, cluster_locked_fn locked, const void *args, frugal_err_t *err);
+
+/* Take target, instances and bookkeeping from a stored record of g (from is emptied of
+ * its instances). */
+void cluster__adopt(group_t *g, group_t *from);
 
 /* NAP bookkeeping: remember when g became empty (nothing requested, no instance left),
  * 0 while it is not. */
@@ -96,7 +124,16 @@ void cluster__update_empty(group_t *g, int64_t now);
 /* Append g (owned from now on) to v. 0 or FRUGAL_ENOMEM (g not taken). */
 int cluster__gvec_push(gvec_t *v, group_t *g, bool loaded);
 
-/* ---- implemented in cluster_nap.c: the NAP steps of cluster.c's operations ---- */
+/* Free v's groups and arrays; v is empty after. */
+void cluster__gvec_free(gvec_t *v);
+
+/* ---- implemented in cluster_mutate.c ---- */
+
+/* The backend's watch callback (state_watch_fn, arg the cluster): publish the group id as
+ * another replica stored it (sg NULL: removed). */
+void cluster__remote(void *arg, const char *id, const group_t *sg);
+
+/* ---- implemented in cluster_nap.c: the NAP steps of the mutations and of open ---- */
 
 /* The limits step of IncreaseSize, on the published groups: g may grow by delta
  * without crossing a max limit and, when g is theoretical, one more group may exist.

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "provider.h"
 #include "state_backend.h"
+#include "store_testing.h"
 
 /* ---- a fake shared backend ---- */
 
@@ -113,7 +114,7 @@ static int setup(void **state) {
     f->fake.leader = true;
     f->backend.ops = &fake_ops;
     f->backend.impl = &f->fake;
-    assert_int_equal(cluster_open_backend(f->cfg, f->provider, &f->backend, &f->c, &err), 0);
+    assert_int_equal(cluster_open(f->cfg, f->provider, &f->backend, &f->c, &err), 0);
     assert_non_null(f->fake.fn); /* the cluster listens to other replicas */
     *state = f;
     return 0;
@@ -139,7 +140,7 @@ static int32_t target_of(cluster_t *c, const char *id) {
 static void test_commit_names_the_changed_group(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
-    assert_int_equal(cluster_increase_size(f->c, "web-a", 2, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 2, &err), 0);
     assert_int_equal(f->fake.last_changed, 1);
     assert_false(f->fake.last_provider_work);
     assert_int_equal(target_of(f->c, "web-a"), 2);
@@ -156,12 +157,12 @@ static void test_conflict_retries_on_the_new_state(void **state) {
     f->fake.remote_to = 9;
     f->fake.aborts_left = 1;
     int before = f->fake.commits;
-    assert_int_equal(cluster_increase_size(f->c, "web-a", 2, &err), FRUGAL_EPRECOND);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 2, &err), FRUGAL_EPRECOND);
     assert_non_null(strstr(err.msg, "max_size"));
     assert_int_equal(f->fake.commits, before);
     assert_int_equal(target_of(f->c, "web-a"), 9);
     f->fake.aborts_left = 1;
-    assert_int_equal(cluster_increase_size(f->c, "web-a", 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
     assert_int_equal(target_of(f->c, "web-a"), 10);
 }
 
@@ -169,7 +170,7 @@ static void test_conflicts_give_up(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
     f->fake.aborts_left = 100;
-    assert_int_equal(cluster_increase_size(f->c, "web-b", 1, &err), FRUGAL_EABORTED);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-b", 1, &err), FRUGAL_EABORTED);
     assert_int_equal(target_of(f->c, "web-b"), 0);
     f->fake.aborts_left = 0;
 }
@@ -177,13 +178,13 @@ static void test_conflicts_give_up(void **state) {
 static void test_follower_does_no_provider_work(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
-    assert_int_equal(cluster_increase_size(f->c, "web-a", 1, &err), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
     f->fake.leader = false;
     int before = f->fake.commits;
-    assert_int_equal(cluster_refresh(f->c, &err), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
     assert_int_equal(f->fake.commits, before);
     f->fake.leader = true;
-    assert_int_equal(cluster_refresh(f->c, &err), 0); /* creating -> running */
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0); /* creating -> running */
     assert_int_equal(f->fake.commits, before + 1);
     assert_true(f->fake.last_provider_work);
 }

@@ -1,10 +1,11 @@
-#include "state_open.h"
+#include "store.h"
 
 #include <stddef.h>
 
 #include "state_etcd.h"
+#include "state_file.h"
 
-int state_open(const frugal_config_t *cfg, state_backend_t **out, frugal_err_t *err) {
+int store_open(const frugal_config_t *cfg, state_backend_t **out, frugal_err_t *err) {
     *out = NULL;
     switch (cfg->state.backend) {
     case STATE_BACKEND_FILE:

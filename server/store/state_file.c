@@ -1,0 +1,315 @@
+/* The state file and the file backend (state_file.h). */
+#include "state_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "state_lock.h"
+
+/* ------------------------------------------------------------------------------------
+ * The file: read, durable write, previous generation
+ * ---------------------------------------------------------------------------------- */
+
+/* Append to a checksum error where the previous good generation is and how to restore
+ * it (or that there is none). */
+static void state__hint_previous(const char *path, frugal_err_t *err) {
+    char prev[PATH_MAX];
+    char msg[FRUGAL_ERR_MSG_MAX];
+    snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, path);
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    if (access(prev, F_OK) == 0)
+        frugal_err_set(err, FRUGAL_EINVAL,
+                       "%s; the previous good generation is %s: to restore it (losing the last "
+                       "change), stop frugal and run: cp %s %s",
+                       msg, prev, prev, path);
+    else
+        frugal_err_set(err, FRUGAL_EINVAL,
+                       "%s; no previous generation %s exists: restore the file from a backup, or "
+                       "move it away and start with --init-state",
+                       msg, prev);
+}
+
+int state_load(const char *path, state_t *out, frugal_err_t *err) {
+    int rc;
+    char *data = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    memset(out, 0, sizeof(*out));
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (errno == ENOENT)
+            return frugal_err_set(err, FRUGAL_ENOTFOUND, "%s: no such file", path);
+        return frugal_err_set(err, FRUGAL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            size_t ncap = cap == 0 ? 65536 : cap * 2;
+            char *p = realloc(data, ncap);
+            if (p == NULL) {
+                rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+                goto fail;
+            }
+            data = p;
+            cap = ncap;
+        }
+        size_t n = fread(data + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    if (ferror(f)) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: read error: %s", path, strerror(errno));
+        goto fail;
+    }
+    fclose(f);
+    f = NULL;
+    data[len] = '\0';
+    rc = state_parse(path, data, len, out, err);
+    free(data);
+    if (rc == FRUGAL_EINVAL && err != NULL && strstr(err->msg, ": checksum mismatch") != NULL)
+        state__hint_previous(path, err);
+    return rc;
+fail:
+    if (f != NULL)
+        fclose(f);
+    free(data);
+    return rc;
+}
+
+static int state__fsync_dir(const char *path, frugal_err_t *err) {
+    char *dir = strdup(path);
+    if (dir == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    const char *d = ".";
+    if (slash == dir) {
+        d = "/";
+    } else if (slash != NULL) {
+        *slash = '\0';
+        d = dir;
+    }
+    int fd = open(d, O_RDONLY | O_DIRECTORY);
+    int rc = 0;
+    if (fd < 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: cannot open directory: %s", d, strerror(errno));
+    } else {
+        if (fsync(fd) != 0 && errno != EINVAL)
+            rc = frugal_err_set(err, FRUGAL_EIO, "%s: fsync of directory: %s", d, strerror(errno));
+        close(fd);
+    }
+    free(dir);
+    return rc;
+}
+
+/* Keep the file about to be replaced as PATH.prev (a hard link: no copy, no extra
+ * fsync; the directory sync after the rename covers it). Best effort: a missing file
+ * (the first write) or a filesystem without links only loses the previous generation. */
+static void state__keep_previous(const char *path) {
+    char prev[PATH_MAX];
+    if ((size_t)snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, path) >= sizeof(prev))
+        return;
+    if (unlink(prev) != 0 && errno != ENOENT)
+        return;
+    if (link(path, prev) != 0 && errno != ENOENT)
+        log_debug("keeping %s as %s: %s", path, prev, strerror(errno));
+}
+
+static int state__write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    int rc = 0;
+    if (tmp == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        goto fail_open;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = frugal_err_set(err, FRUGAL_EIO, "%s: write: %s", tmp, strerror(errno));
+            goto fail_write;
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: fsync: %s", tmp, strerror(errno));
+        goto fail_write;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: close: %s", tmp, strerror(errno));
+        goto fail_write;
+    }
+    fd = -1;
+    state__keep_previous(path);
+    if (rename(tmp, path) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: rename to %s: %s", tmp, path, strerror(errno));
+        goto fail_write;
+    }
+    free(tmp);
+    /* The rename is the commit point: the file now holds the change, so a failing sync of
+     * the directory must not report the change as refused (memory and file would then
+     * disagree). It is retried once and logged; the data itself is already synced. */
+    frugal_err_t sync_err;
+    frugal_err_clear(&sync_err);
+    if (state__fsync_dir(path, &sync_err) != 0 && state__fsync_dir(path, &sync_err) != 0)
+        log_error("%s (the change is written; a power loss now could lose it)", sync_err.msg);
+    return 0;
+
+fail_write:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+fail_open:
+    free(tmp);
+    return rc;
+}
+
+/* Timed for frugal_state_write_seconds, failures included. */
+int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = state__write_file(path, data, len, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    metrics_observe(METRICS_STATE_WRITE_SECONDS,
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, NULL,
+                    NULL);
+    return rc;
+}
+
+int state_save(const char *path, const group_t *const *groups, size_t n, frugal_err_t *err) {
+    char *data = NULL;
+    size_t len = 0;
+    int rc = state_format(groups, n, &data, &len, err);
+    if (rc != 0)
+        return rc;
+    rc = state_write_file(path, data, len, err);
+    free(data);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The file backend: the whole file written on every commit, its flock as the lock
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct file_backend {
+    char *path;
+    char *description;
+    int lock_fd;
+} file_backend_t;
+
+static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
+    file_backend_t *f = b->impl;
+    int rc = state_load(f->path, out, err);
+    if (rc == 0 && out->version < STATE_FORMAT_VERSION)
+        log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
+                 "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
+                 f->path, out->version, STATE_FORMAT_VERSION, f->path);
+    return rc;
+}
+
+static int file_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err) {
+    file_backend_t *f = b->impl;
+    return state_save(f->path, c->view, c->count, err);
+}
+
+static int file_lock(state_backend_t *b, frugal_err_t *err) {
+    file_backend_t *f = b->impl;
+    if (f->lock_fd >= 0)
+        return 0;
+    return state_lock_acquire(f->path, &f->lock_fd, err);
+}
+
+static int file_check_present(state_backend_t *b, const char *config_path, bool init,
+                              frugal_err_t *err) {
+    file_backend_t *f = b->impl;
+    if (access(f->path, F_OK) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return frugal_err_set(err, FRUGAL_EIO, "state file %s: %s", f->path, strerror(errno));
+    if (init) {
+        log_info("state file %s does not exist: initialising it from the configuration "
+                 "(--init-state)",
+                 f->path);
+        return 0;
+    }
+    char prev[PATH_MAX];
+    snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, f->path);
+    bool has_prev = access(prev, F_OK) == 0;
+    return frugal_err_set(
+        err, FRUGAL_EPRECOND,
+        "state file %s does not exist: refusing to start with every node group at its initial "
+        "size and no instances. Check that the volume holding it is mounted and that state_file "
+        "in %s names the right path%s%s%s. To initialise a new state deliberately, start once "
+        "with: frugal serve -c %s --init-state",
+        f->path, config_path != NULL ? config_path : "the configuration",
+        has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
+        has_prev ? " to the state file restores it" : "",
+        config_path != NULL ? config_path : "CONFIG");
+}
+
+static const char *file_describe(const state_backend_t *b) {
+    const file_backend_t *f = b->impl;
+    return f->description;
+}
+
+static void file_destroy(state_backend_t *b) {
+    file_backend_t *f = b->impl;
+    state_lock_release(f->lock_fd);
+    free(f->path);
+    free(f->description);
+    free(f);
+    free(b);
+}
+
+static const state_backend_ops_t file_ops = {
+    .kind = "file",
+    .load = file_load,
+    .commit = file_commit,
+    .lock = file_lock,
+    .check_present = file_check_present,
+    .exclude = file_lock,
+    .describe = file_describe,
+    .destroy = file_destroy,
+};
+
+int state_backend_file_create(const char *path, state_backend_t **out, frugal_err_t *err) {
+    *out = NULL;
+    state_backend_t *b = calloc(1, sizeof(*b));
+    file_backend_t *f = calloc(1, sizeof(*f));
+    size_t n = strlen(path) + sizeof("state file ");
+    char *d = malloc(n);
+    char *p = strdup(path);
+    if (b == NULL || f == NULL || d == NULL || p == NULL) {
+        free(b);
+        free(f);
+        free(d);
+        free(p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    snprintf(d, n, "state file %s", path);
+    f->path = p;
+    f->description = d;
+    f->lock_fd = -1;
+    b->ops = &file_ops;
+    b->impl = f;
+    *out = b;
+    return 0;
+}
