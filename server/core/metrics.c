@@ -124,6 +124,16 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                NULL,
                                0,
                                NULL},
+    [METRICS_CONNECTIONS_CLOSED] = {"frugal_connections_closed_total",
+                                    "Connections closed for holding more calls in flight than "
+                                    "limits.max_concurrent_streams lets them open (streams "
+                                    "reset faster than they are served).",
+                                    false,
+                                    0,
+                                    {NULL},
+                                    NULL,
+                                    0,
+                                    NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
                               true,

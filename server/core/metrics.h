@@ -29,6 +29,7 @@ typedef enum metrics_id {
     METRICS_ETCD_SECONDS,        /* histogram {method, outcome} */
     METRICS_ETCD_TXN_REFUSED,    /* counter {reason}: conflict | fenced */
     METRICS_CALLS_REFUSED,       /* counter {reason}: connection_share | total */
+    METRICS_CONNECTIONS_CLOSED,  /* counter, no labels */
     METRICS_FAMILIES_COUNT
 } metrics_id_t;
 

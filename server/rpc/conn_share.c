@@ -6,24 +6,29 @@
 #include <sys/random.h>
 #include <time.h>
 
-/* A slot is one 64-bit word: the connection's key (40 bits of the peer's hash, never 0)
- * above its count (24 bits). 0 is an empty slot. Key and count change together, by
- * compare-and-swap, so a slot is never seen with one half updated. */
+/* A slot is one 64-bit word: the connection's key (39 bits of the peer's hash, never
+ * 0), a bit set once the connection is closed, and its count (24 bits). 0 is an empty
+ * slot. Key, bit and count change together, by compare-and-swap, so a slot is never
+ * seen half updated. */
 #define COUNT_BITS 24
 #define COUNT_MAX ((1L << COUNT_BITS) - 1)
-#define KEY_OF(w) ((w) >> COUNT_BITS)
+#define CLOSED_BIT (1ULL << COUNT_BITS)
+#define KEY_SHIFT (COUNT_BITS + 1)
+#define KEY_OF(w) ((w) >> KEY_SHIFT)
 #define COUNT_OF(w) ((long)((w)&COUNT_MAX))
 /* How far from its home slot a connection may be placed. The table has twice the
  * cap's slots (at most half full) and a keyed hash, so a run this long is not met. */
 #define PROBE_WINDOW 32
 #define SLOTS_MAX (1u << 16)
 
-/* The warning limiter: per host, its key above the second of its last warning. */
-#define WARN_SLOTS 256
-#define WARN_WINDOW 8
-#define WARN_TIME_BITS 24
-#define WARN_TIME_MASK ((1u << WARN_TIME_BITS) - 1)
+/* The limiters (a warning per host, a close per connection): per key, the key above
+ * the second of its last event. */
+#define ONCE_SLOTS 256
+#define ONCE_WINDOW 8
+#define ONCE_TIME_BITS 24
+#define ONCE_TIME_MASK ((1u << ONCE_TIME_BITS) - 1)
 #define WARN_EVERY_S 60
+#define CLOSE_EVERY_S 1
 
 struct conn_share {
     long cap;
@@ -31,7 +36,8 @@ struct conn_share {
     uint64_t seed;
     size_t mask; /* slots - 1, slots a power of two */
     atomic_long connections;
-    _Atomic uint64_t warned[WARN_SLOTS];
+    _Atomic uint64_t warned[2][ONCE_SLOTS]; /* by event, by host */
+    _Atomic uint64_t closed[ONCE_SLOTS];    /* by connection */
     _Atomic uint64_t slots[];
 };
 
@@ -52,7 +58,7 @@ static uint64_t conn_share__hash(uint64_t seed, const char *s, size_t n) {
 }
 
 static uint64_t conn_share__key(uint64_t h) {
-    uint64_t key = h >> COUNT_BITS;
+    uint64_t key = h >> KEY_SHIFT;
     return key != 0 ? key : 1;
 }
 
@@ -71,8 +77,11 @@ conn_share_t *conn_share_create(long cap, long floor) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         t->seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)t;
     }
-    for (size_t i = 0; i < WARN_SLOTS; i++)
-        atomic_init(&t->warned[i], 0);
+    for (size_t i = 0; i < ONCE_SLOTS; i++) {
+        atomic_init(&t->warned[0][i], 0);
+        atomic_init(&t->warned[1][i], 0);
+        atomic_init(&t->closed[i], 0);
+    }
     for (size_t i = 0; i < slots; i++)
         atomic_init(&t->slots[i], 0);
     atomic_init(&t->connections, 0);
@@ -83,14 +92,15 @@ void conn_share_destroy(conn_share_t *t) {
     free(t);
 }
 
-/* Add one to the count in *w's slot while it still holds key and the count is under
- * share. 1: counted; 0: at its share; -1: the slot no longer holds key. */
+/* Add one to the count in *w's slot while it still holds key, the count is under share
+ * and the connection is not closed. 1: counted; 0: refused; -1: the slot no longer holds
+ * key. */
 static int conn_share__increment(_Atomic uint64_t *slot, uint64_t w, uint64_t key, long share,
                                  long *held) {
     while (KEY_OF(w) == key) {
         long c = COUNT_OF(w);
         *held = c;
-        if (c >= share)
+        if (c >= share || (w & CLOSED_BIT) != 0)
             return 0;
         if (atomic_compare_exchange_weak(slot, &w, w + 1)) {
             *held = c + 1;
@@ -110,7 +120,7 @@ bool conn_share_acquire(conn_share_t *t, const char *peer, conn_share_slot_t *sl
         share = t->floor;
     if (share > COUNT_MAX)
         share = COUNT_MAX;
-    conn_share_use_t u = {0, share, connections};
+    conn_share_use_t u = {0, share, connections, CONN_SHARE_UNTRACKED};
     bool counted = true;
     *slot = CONN_SHARE_UNTRACKED;
     /* The connection's slot is the first in the window that holds its key: slots are
@@ -128,19 +138,22 @@ bool conn_share_acquire(conn_share_t *t, const char *peer, conn_share_slot_t *sl
                 *slot = at;
             else if (rc == 0) {
                 counted = false;
+                u.slot = at;
                 goto out;
             }
         }
         if (*slot != CONN_SHARE_UNTRACKED || empty == CONN_SHARE_UNTRACKED)
             break;
         uint64_t zero = 0;
-        if (atomic_compare_exchange_strong(&t->slots[empty], &zero, (key << COUNT_BITS) | 1)) {
+        if (atomic_compare_exchange_strong(&t->slots[empty], &zero, (key << KEY_SHIFT) | 1)) {
             atomic_fetch_add(&t->connections, 1);
             *slot = empty;
             u.held = 1;
         }
     }
 out:
+    if (counted)
+        u.slot = *slot;
     if (use != NULL)
         *use = u;
     return counted;
@@ -155,8 +168,21 @@ void conn_share_release(conn_share_t *t, conn_share_slot_t slot) {
     do
         next = COUNT_OF(w) <= 1 ? 0 : w - 1;
     while (!atomic_compare_exchange_weak(p, &w, next));
-    if (next == 0)
+    if (next == 0 && (w & CLOSED_BIT) == 0)
         atomic_fetch_sub(&t->connections, 1);
+}
+
+bool conn_share_mark_closed(conn_share_t *t, conn_share_slot_t slot) {
+    if (slot == CONN_SHARE_UNTRACKED)
+        return false;
+    _Atomic uint64_t *p = &t->slots[slot];
+    uint64_t w = atomic_load(p);
+    do
+        if (w == 0 || (w & CLOSED_BIT) != 0)
+            return false;
+    while (!atomic_compare_exchange_weak(p, &w, w | CLOSED_BIT));
+    atomic_fetch_sub(&t->connections, 1);
+    return true;
 }
 
 long conn_share_busiest(const conn_share_t *t) {
@@ -174,29 +200,42 @@ long conn_share_connections(const conn_share_t *t) {
     return atomic_load(&((conn_share_t *)t)->connections);
 }
 
-bool conn_share_should_warn(conn_share_t *t, const char *peer, int64_t now_s) {
-    const char *colon = strrchr(peer, ':');
-    const char *bracket = strrchr(peer, ']');
-    size_t n = colon != NULL && (bracket == NULL || colon > bracket) ? (size_t)(colon - peer)
-                                                                     : strlen(peer);
-    uint64_t h = conn_share__hash(t->seed, peer, n);
-    uint64_t key = (h >> WARN_TIME_BITS) | 1;
-    uint64_t now = (uint64_t)now_s & WARN_TIME_MASK;
-    uint64_t mine = (key << WARN_TIME_BITS) | now;
-    for (size_t i = 0; i < WARN_WINDOW; i++) {
-        _Atomic uint64_t *p = &t->warned[(h + i) % WARN_SLOTS];
+/* Whether the event of the key text[0..n) may happen at now_s: true when it did not
+ * within period seconds (and it is recorded), false when it did, or when its window of
+ * the table holds other keys' events of the last period (the table bounds the events a
+ * period to ONCE_SLOTS). */
+static bool conn_share__once(const conn_share_t *t, _Atomic uint64_t *table, const char *text,
+                             size_t n, int64_t now_s, unsigned period) {
+    uint64_t h = conn_share__hash(t->seed, text, n);
+    uint64_t key = (h >> ONCE_TIME_BITS) | 1;
+    uint64_t now = (uint64_t)now_s & ONCE_TIME_MASK;
+    uint64_t mine = (key << ONCE_TIME_BITS) | now;
+    for (size_t i = 0; i < ONCE_WINDOW; i++) {
+        _Atomic uint64_t *p = &table[(h + i) % ONCE_SLOTS];
         uint64_t w = atomic_load(p);
-        bool expired = ((now - (w & WARN_TIME_MASK)) & WARN_TIME_MASK) >= WARN_EVERY_S;
-        if ((w >> WARN_TIME_BITS) == key)
+        bool expired = ((now - (w & ONCE_TIME_MASK)) & ONCE_TIME_MASK) >= period;
+        if ((w >> ONCE_TIME_BITS) == key)
             return expired && atomic_compare_exchange_strong(p, &w, mine);
     }
-    /* Not warned of lately: take an empty or expired place near its home. */
-    for (size_t i = 0; i < WARN_WINDOW; i++) {
-        _Atomic uint64_t *p = &t->warned[(h + i) % WARN_SLOTS];
+    for (size_t i = 0; i < ONCE_WINDOW; i++) {
+        _Atomic uint64_t *p = &table[(h + i) % ONCE_SLOTS];
         uint64_t w = atomic_load(p);
-        bool expired = ((now - (w & WARN_TIME_MASK)) & WARN_TIME_MASK) >= WARN_EVERY_S;
+        bool expired = ((now - (w & ONCE_TIME_MASK)) & ONCE_TIME_MASK) >= period;
         if ((w == 0 || expired) && atomic_compare_exchange_strong(p, &w, mine))
             return true;
     }
     return false;
+}
+
+bool conn_share_should_warn(conn_share_t *t, conn_share_event_t what, const char *peer,
+                            int64_t now_s) {
+    const char *colon = strrchr(peer, ':');
+    const char *bracket = strrchr(peer, ']');
+    size_t n = colon != NULL && (bracket == NULL || colon > bracket) ? (size_t)(colon - peer)
+                                                                     : strlen(peer);
+    return conn_share__once(t, t->warned[what == CONN_SHARE_CLOSED], peer, n, now_s, WARN_EVERY_S);
+}
+
+bool conn_share_should_close(conn_share_t *t, const char *peer, int64_t now_s) {
+    return conn_share__once(t, t->closed, peer, strlen(peer), now_s, CLOSE_EVERY_S);
 }

@@ -18,6 +18,7 @@
 #include "conn_share.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer_socket.h"
 #include "status.h"
 #include "tls_reload.h"
 
@@ -163,6 +164,8 @@ struct frugal_server {
     /* calls in flight per connection; frugal_calls_refused_total's two reasons */
     conn_share_t *shares;
     metrics_cell_t *refused_share, *refused_total;
+    metrics_cell_t *closed_connections; /* frugal_connections_closed_total */
+    long max_streams;                   /* limits.max_concurrent_streams */
     gpr_timespec receive_timeout;
     pthread_mutex_t receive_mu; /* guards the receive list */
     call_state_t *receive_head; /* calls without deadline waiting for their body */
@@ -446,46 +449,85 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
+/* cs's connection (peer) holds its share: count the refusal and warn once a minute per
+ * host. */
+static void call_refused_for_share(call_state_t *cs, const char *peer, const char *msg) {
+    frugal_server_t *s = cs->worker->server;
+    metrics_cell_add(s->refused_share, 1);
+    if (!conn_share_should_warn(s->shares, CONN_SHARE_REFUSED, peer, mono_ms() / 1000))
+        return;
+    char cn_buf[256];
+    const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
+    log_warn("refusing calls of %s%s%s: %s; further refusals of this address are not logged "
+             "for a minute (frugal_calls_refused_total)",
+             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", msg);
+}
+
+/* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection;
+ * holding more than twice as many calls, it resets streams faster than they are served
+ * (rapid reset). gRPC 1.51 reads such a connection in one task that lasts as long as the
+ * flood, and other connections' work queues behind it: the connection is closed (at most
+ * once a second per connection) so that the others get through. */
+static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use) {
+    frugal_server_t *s = cs->worker->server;
+    int64_t now_s = mono_ms() / 1000;
+    if (use->held <= 2 * s->max_streams || !conn_share_should_close(s->shares, peer, now_s) ||
+        peer_socket_shutdown(peer) == 0)
+        return;
+    conn_share_mark_closed(s->shares, use->slot);
+    metrics_cell_add(s->closed_connections, 1);
+    if (!conn_share_should_warn(s->shares, CONN_SHARE_CLOSED, peer, now_s))
+        return;
+    char cn_buf[256];
+    const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
+    log_warn("closed the connection of %s%s%s: it held %ld calls in flight, more than twice "
+             "the %ld streams limits.max_concurrent_streams lets it open: it resets streams "
+             "faster than they are served; further closes of this address are not logged for "
+             "a minute (frugal_connections_closed_total)",
+             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", use->held,
+             s->max_streams);
+}
+
 /* Count cs in its connection's calls in flight and in the server's, or refuse it
  * (RESOURCE_EXHAUSTED, freed) when its connection holds its fair share or the server
- * its cap. The first refusal of a host in a minute is logged. False: refused. */
+ * its cap. A connection holding more than CONN_SHARE_FLOOR calls gets 3/4 of the cap:
+ * the rest is kept for the others, so that the calls of closed flooding connections,
+ * which gRPC may take a while to cancel, do not fill it. False: refused. */
 static bool call_admit(call_state_t *cs) {
     frugal_server_t *s = cs->worker->server;
     long per_worker = s->max_inflight / (long)s->workers_count;
     char msg[300];
     cs->counted = true;
     long n = atomic_fetch_add(&s->inflight, 1) + 1;
-    char *peer = grpc_call_get_peer(cs->call);
+    char *got = grpc_call_get_peer(cs->call);
+    const char *peer = got != NULL ? got : "unknown";
     conn_share_use_t use;
-    if (!conn_share_acquire(s->shares, peer != NULL ? peer : "", &cs->share_slot, &use)) {
+    bool admitted = false;
+    bool within_share = conn_share_acquire(s->shares, peer, &cs->share_slot, &use);
+    call_close_flooder(cs, peer, &use);
+    if (!within_share) {
         snprintf(msg, sizeof(msg),
                  "connection busy: %ld calls in flight, its fair share (limits."
                  "max_calls_per_worker %ld x %zu workers / %ld connections with calls + 1, at "
                  "least %d)",
                  use.held, per_worker, s->workers_count, use.connections, CONN_SHARE_FLOOR);
-        metrics_cell_add(s->refused_share, 1);
-        if (conn_share_should_warn(s->shares, peer != NULL ? peer : "", mono_ms() / 1000)) {
-            char cn[256];
-            const char *who = call_peer_cn(cs, cn, sizeof(cn));
-            log_warn("refusing calls of %s%s%s: %s; further refusals of this address are not "
-                     "logged for a minute (frugal_calls_refused_total)",
-                     peer != NULL ? peer : "an unknown peer",
-                     who != NULL ? ", certificate CN " : "", who != NULL ? who : "", msg);
-        }
-    } else if (n > s->max_inflight) {
+        call_refused_for_share(cs, peer, msg);
+    } else if (n > s->max_inflight ||
+               (use.held > CONN_SHARE_FLOOR && n > s->max_inflight - s->max_inflight / 4)) {
         snprintf(msg, sizeof(msg),
                  "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
-                 "workers)",
-                 n - 1, per_worker, s->workers_count);
+                 "workers; 3/4 of it for a connection holding over %d)",
+                 n - 1, per_worker, s->workers_count, CONN_SHARE_FLOOR);
         metrics_cell_add(s->refused_total, 1);
     } else {
-        gpr_free(peer);
-        return true;
+        admitted = true;
     }
-    gpr_free(peer);
-    call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
-    call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
-    return false;
+    gpr_free(got);
+    if (!admitted) {
+        call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    }
+    return admitted;
 }
 
 /* A call arrived, headers only: re-arm the same method first, count the call and refuse
@@ -728,6 +770,8 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
     s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);
     s->refused_total = metrics_cell(METRICS_CALLS_REFUSED, "total", NULL, NULL);
+    s->closed_connections = metrics_cell(METRICS_CONNECTIONS_CLOSED, NULL, NULL, NULL);
+    s->max_streams = cfg->limits.max_concurrent_streams;
     s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;

@@ -2,7 +2,9 @@
 # Bounded under abuse, refusing to start wrong (docs/limits.md, docs/state-format.md):
 # a missing state file is refused without --init-state; a corrupted one is refused with
 # FILE:LINE: checksum mismatch and the previous generation; HEADERS + RST_STREAM flooded
-# on one connection keep RSS under limits.memory; headers-only calls are closed by the
+# on one connection keep RSS under limits.memory, the flooding connection is held to its
+# fair share of the calls in flight and closed, and a healthy client on another
+# connection is served all along; headers-only calls are closed by the
 # receive timeout and their memory comes back; an oversized header gets an answer;
 # NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED.
 source "$(dirname "$0")/lib.sh"
@@ -148,7 +150,7 @@ HEALTHY=$!
 SAMPLER=$!
 sleep 0.5
 run $H2 flood "$ADDR" $FLOOD_S
-echo "    flood: $OUT (RSS before ${BASE_KB} KiB)" >&2
+echo "    flood: ${OUT% ports=*} (RSS before ${BASE_KB} KiB)" >&2
 FLOOD_PORTS=$(echo "$OUT" | sed -n 's/.*ports=\([0-9,]*\).*/\1/p')
 wait "$HEALTHY"
 wait "$SAMPLER"
@@ -163,7 +165,6 @@ healthy_refused=$(metric "grpc_server_handled_total{grpc_service=\"$CP\",grpc_me
 flood_refused=$(metric 'grpc_server_handled_total{grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="RESOURCE_EXHAUSTED"}')
 echo "    refused: connection_share $share, total $total; healthy client $healthy_refused, flood $flood_refused" >&2
 assert_eq 0 "$healthy_refused" "the healthy client got no RESOURCE_EXHAUSTED"
-assert_eq 0 "$total" "no call was refused for the server's cap"
 [ "$share" -gt 0 ] && [ "$flood_refused" -ge "$share" ] && pass ||
     fail "the flooding connection got no RESOURCE_EXHAUSTED for its share"
 assert_match "refusing calls of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): connection busy: [0-9]+ calls in flight, its fair share" \
@@ -172,25 +173,29 @@ assert_no_match "refusing calls of ipv4:127.0.0.1:$HEALTHY_PORT:" "$(cat "$SERVE
     "the healthy client is not"
 [ "$(grep -c 'refusing calls of ipv4:127.0.0.1' "$SERVER_LOG")" = 1 ] && pass ||
     fail "one warning line for the flooding host within the minute"
+# It holds more calls than the streams it may open: it resets them (rapid reset), and
+# it is closed; it reconnects, and each new connection is closed in turn.
+closed=$(metric frugal_connections_closed_total)
+echo "    connections closed: $closed" >&2
+[ "$closed" -ge 1 ] && pass || fail "the flooding connection was not closed"
+assert_match "closed the connection of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): it held [0-9]+ calls in flight, more than twice the 100 streams limits.max_concurrent_streams lets it open" \
+    "$(cat "$SERVER_LOG")" "the close is logged with its reason"
+[ "$(grep -c 'closed the connection of' "$SERVER_LOG")" = 1 ] && pass ||
+    fail "one line for the closes of the flooding host within the minute"
 
 if [ $SANITIZED = 1 ]; then
     log "the flood's figures and the three-connection flood: skipped under a sanitizer"
 else
     peak_within_budget "$PEAK_KB" "the flood"
-    # KNOWN LIMITATION (docs/limits.md): with gRPC 1.51 a connection flooded this way can
-    # starve another connection's calls for seconds (main shows the same: p99 in seconds,
-    # calls timing out). Reported here; enforced only with FRUGAL_STRICT_FLOOD=1.
+    # The healthy client is served throughout: at least 99.5 % of its calls answered OK,
+    # p99 under 100 ms. gRPC 1.51 would starve it for the whole flood (every call to its
+    # 5 s deadline) if the flooding connection were not closed (docs/limits.md).
     p99=$(echo "$HEALTHY_OUT" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p')
-    errors=$(echo "$HEALTHY_OUT" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')
-    if awk -v p="$p99" -v e="$errors" 'BEGIN { exit !(p != "" && p < 100 && e == 0) }'; then
-        pass
-    elif [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ]; then
-        fail "healthy client during the flood: p99 $p99 ms, $errors errors"
-    else
-        echo "    KNOWN LIMITATION: healthy client during the flood: p99 $p99 ms, $errors errors" >&2
-    fi
-    ok=$(echo "$HEALTHY_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
-    [ "${ok:-0}" -gt 0 ] && pass || fail "the healthy client got no answer"
+    calls=$(echo "$HEALTHY_OUT" | sed -n 's/.*calls=\([0-9]*\).*/\1/p')
+    ok=$(echo "$HEALTHY_OUT" | sed -n 's/.* ok=\([0-9]*\).*/\1/p')
+    awk -v p="$p99" -v c="${calls:-0}" -v o="${ok:-0}" \
+        'BEGIN { exit !(p != "" && p < 100 && c >= 100 && o >= 0.995 * c) }' && pass ||
+        fail "healthy client during the flood: $ok of $calls calls OK, p99 $p99 ms"
     after_flood "the flood"
 
     # Three flooding connections outrun the server; when they close, the frames left in
@@ -206,7 +211,7 @@ else
         FLOODS+=($!)
     done
     wait "${FLOODS[@]}"
-    echo "    floods: $(cat "$TMP"/flood?.txt | tr '\n' ' ')" >&2
+    echo "    floods: $(sed 's/ ports=.*//' "$TMP"/flood?.txt | tr '\n' ' ')" >&2
     after_flood "the three floods"
     wait "$SAMPLER"
     PEAK_KB=$(sort -n "$TMP/rss3.txt" | tail -1)

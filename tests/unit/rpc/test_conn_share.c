@@ -68,6 +68,36 @@ static void test_share_divides_the_cap(void **state) {
     conn_share_destroy(t);
 }
 
+/* A closed connection takes no more calls and no longer divides the cap; its calls stay
+ * counted until released, and then its entry goes. */
+static void test_mark_closed(void **state) {
+    (void)state;
+    conn_share_t *t = conn_share_create(1024, 32);
+    static conn_share_slot_t a[16], b[1024];
+    conn_share_use_t use;
+    assert_int_equal(acquire_n(t, A, 10, a, &use), 10);
+    assert_int_equal(conn_share_connections(t), 1);
+    assert_true(conn_share_mark_closed(t, use.slot));
+    assert_false(conn_share_mark_closed(t, use.slot));
+    assert_false(conn_share_mark_closed(t, CONN_SHARE_UNTRACKED));
+    assert_int_equal(conn_share_connections(t), 0);
+    conn_share_slot_t extra;
+    assert_false(conn_share_acquire(t, A, &extra, &use));
+    assert_int_equal(use.held, 10);
+    /* another connection alone again: half the cap */
+    assert_int_equal(acquire_n(t, B, 1024, b, &use), 512);
+    assert_int_equal(conn_share_busiest(t), 512);
+    release_n(t, a, 10);
+    release_n(t, b, 512);
+    assert_int_equal(conn_share_connections(t), 0);
+    assert_int_equal(conn_share_busiest(t), 0);
+    /* its entry gone, the address is a new connection */
+    assert_int_equal(acquire_n(t, A, 1, a, &use), 1);
+    assert_int_equal(conn_share_connections(t), 1);
+    conn_share_release(t, a[0]);
+    conn_share_destroy(t);
+}
+
 static void test_floor(void **state) {
     (void)state;
     conn_share_t *t = conn_share_create(64, 32);
@@ -112,23 +142,38 @@ static void test_untracked_when_full(void **state) {
 static void test_warn_once_a_minute_per_host(void **state) {
     (void)state;
     conn_share_t *t = conn_share_create(1024, 32);
-    assert_true(conn_share_should_warn(t, "ipv4:10.0.0.5:1000", 100));
+    assert_true(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1000", 100));
     /* the same host on another connection, within the minute: no new line */
-    assert_false(conn_share_should_warn(t, "ipv4:10.0.0.5:1001", 130));
-    assert_false(conn_share_should_warn(t, "ipv4:10.0.0.5:1000", 159));
-    assert_true(conn_share_should_warn(t, "ipv6:[::1]:1000", 130));
-    assert_false(conn_share_should_warn(t, "ipv6:[::1]:2000", 131));
-    assert_true(conn_share_should_warn(t, "ipv4:10.0.0.6:1000", 130));
-    assert_true(conn_share_should_warn(t, "ipv4:10.0.0.5:1002", 160));
-    assert_false(conn_share_should_warn(t, "ipv4:10.0.0.5:1002", 161));
+    assert_false(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1001", 130));
+    assert_false(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1000", 159));
+    assert_true(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv6:[::1]:1000", 130));
+    assert_false(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv6:[::1]:2000", 131));
+    assert_true(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.6:1000", 130));
+    assert_true(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1002", 160));
+    assert_false(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1002", 161));
     /* at most 256 hosts a minute in all */
     char peer[64];
     int warned = 0;
     for (int i = 0; i < 2000; i++) {
         snprintf(peer, sizeof(peer), "ipv4:10.2.%d.%d:80", i / 256, i % 256);
-        warned += conn_share_should_warn(t, peer, 200);
+        warned += conn_share_should_warn(t, CONN_SHARE_REFUSED, peer, 200);
     }
     assert_true(warned > 100 && warned <= 256);
+    conn_share_destroy(t);
+}
+
+static void test_close_once_a_second_per_connection(void **state) {
+    (void)state;
+    conn_share_t *t = conn_share_create(1024, 32);
+    assert_true(conn_share_should_close(t, "ipv4:10.0.0.5:1000", 100));
+    assert_false(conn_share_should_close(t, "ipv4:10.0.0.5:1000", 100));
+    /* another connection of the same host is another connection */
+    assert_true(conn_share_should_close(t, "ipv4:10.0.0.5:1001", 100));
+    assert_true(conn_share_should_close(t, "ipv4:10.0.0.5:1000", 101));
+    /* closing does not use up the warning, nor the reverse */
+    assert_true(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1000", 101));
+    assert_false(conn_share_should_warn(t, CONN_SHARE_REFUSED, "ipv4:10.0.0.5:1000", 102));
+    assert_true(conn_share_should_close(t, "ipv4:10.0.0.5:1000", 102));
     conn_share_destroy(t);
 }
 
@@ -190,9 +235,11 @@ static void test_concurrent(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_share_divides_the_cap),
+        cmocka_unit_test(test_mark_closed),
         cmocka_unit_test(test_floor),
         cmocka_unit_test(test_untracked_when_full),
         cmocka_unit_test(test_warn_once_a_minute_per_host),
+        cmocka_unit_test(test_close_once_a_second_per_connection),
         cmocka_unit_test(test_concurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
