@@ -47,13 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_env.h"
+#include "hook_output.h"
 #include "log.h"
 #include "metrics.h"
 #include "provider.h"
 #include "quantity.h"
 #include "strmap.h"
-
-extern char **environ;
 
 #define EXEC_OUTPUT_MAX (64 * 1024) /* bytes kept of each of stdout and stderr */
 #define EXEC_RETRY_MS 30000         /* earliest re-run after a result was applied */
@@ -115,7 +115,10 @@ typedef struct exec_backoff {
 
 typedef struct exec_provider {
     provider_t base; /* first: a provider_t * is an exec_provider_t * */
+    /* Retained; changed by configure, read by the slots (both serialised by the
+     * cluster), never by the workers. */
     const frugal_config_t *cfg;
+    char *command; /* provider.command: a restart changes it, the workers read it */
     int64_t timeout_ms;
     pthread_mutex_t mu;
     pthread_cond_t work_cv; /* pending non-empty, or stopping */
@@ -154,11 +157,7 @@ static void exec__job_free(exec_job_t *j) {
     free(j->group);
     free(j->key);
     free(j->arg);
-    if (j->envp != NULL) {
-        for (char **e = j->envp; *e != NULL; e++)
-            free(*e);
-        free(j->envp);
-    }
+    hook_env_free(j->envp);
     free(j->first_line);
     free(j->message);
     free(j);
@@ -182,94 +181,6 @@ static const char *exec__name_of(const char *group, const char *id) {
     return "";
 }
 
-static int exec__env_add(char **envp, size_t *n, const char *name, const char *value) {
-    size_t len = strlen(name) + strlen(value) + 2;
-    char *s = malloc(len);
-    if (s == NULL)
-        return FRUGAL_ENOMEM;
-    snprintf(s, len, "%s=%s", name, value);
-    envp[(*n)++] = s;
-    return 0;
-}
-
-/* Join a group's labels (k=v) or taints (k=v:Effect) with commas; NULL when out of
- * memory. */
-static char *exec__join_spec(const group_spec_t *spec, bool taints) {
-    size_t len = 1;
-    size_t count = taints ? spec->taints.count : spec->labels.count;
-    for (size_t i = 0; i < count; i++) {
-        if (taints)
-            len += strlen(spec->taints.items[i].key) + strlen(spec->taints.items[i].value) +
-                   strlen(spec->taints.items[i].effect) + 3;
-        else
-            len += strlen(spec->labels.items[i].key) + strlen(spec->labels.items[i].value) + 2;
-    }
-    char *s = malloc(len);
-    if (s == NULL)
-        return NULL;
-    size_t w = 0;
-    s[0] = '\0';
-    for (size_t i = 0; i < count; i++) {
-        if (taints)
-            w += (size_t)snprintf(s + w, len - w, "%s%s=%s:%s", i > 0 ? "," : "",
-                                  spec->taints.items[i].key, spec->taints.items[i].value,
-                                  spec->taints.items[i].effect);
-        else
-            w += (size_t)snprintf(s + w, len - w, "%s%s=%s", i > 0 ? "," : "",
-                                  spec->labels.items[i].key, spec->labels.items[i].value);
-    }
-    return s;
-}
-
-/* The hook's environment: frugal's own (minus FRUGAL_* variables) plus the job's. */
-static char **exec__env_build(const exec_provider_t *p, const group_t *g, const char *name,
-                              const char *provider_id) {
-    size_t inherited = 0;
-    for (char **e = environ; e != NULL && *e != NULL; e++)
-        inherited++;
-    char **envp = calloc(inherited + 10, sizeof(*envp));
-    if (envp == NULL)
-        return NULL;
-    size_t n = 0;
-    for (char **e = environ; e != NULL && *e != NULL; e++) {
-        if (strncmp(*e, "FRUGAL_", 7) == 0)
-            continue;
-        if ((envp[n] = strdup(*e)) == NULL)
-            goto fail;
-        n++;
-    }
-    const group_spec_t *spec = &g->spec;
-    const machine_type_t *mt = config_find_machine_type(p->cfg, spec->machine_type);
-    char cpu[32] = "", mem[32] = "";
-    if (mt != NULL) {
-        quantity_format_milli(mt->cpu_milli, cpu, sizeof(cpu));
-        quantity_format_bytes(mt->memory_bytes, mem, sizeof(mem));
-    }
-    char *labels = exec__join_spec(spec, false);
-    char *taints = exec__join_spec(spec, true);
-    int rc = labels == NULL || taints == NULL;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_GROUP", spec->id) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_INSTANCE", name) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_PROVIDER_ID", provider_id) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_MACHINE_TYPE",
-                             spec->machine_type != NULL ? spec->machine_type : "") != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_ZONE", spec->zone != NULL ? spec->zone : "") != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_LABELS", labels) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_TAINTS", taints) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_CPU", cpu) != 0;
-    rc = rc || exec__env_add(envp, &n, "FRUGAL_MEMORY", mem) != 0;
-    free(labels);
-    free(taints);
-    if (rc)
-        goto fail;
-    return envp;
-fail:
-    for (size_t i = 0; i < n; i++)
-        free(envp[i]);
-    free(envp);
-    return NULL;
-}
-
 /* A job for instance id of g (name: its name, "" when unknown); NULL when out of
  * memory. */
 static exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
@@ -281,7 +192,7 @@ static exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, con
     j->group = strdup(g->spec.id);
     j->key = strdup(id != NULL ? id : "");
     j->arg = strdup(verb == EXEC_CREATE ? name : id != NULL ? id : "");
-    j->envp = exec__env_build(p, g, name, id != NULL ? id : "");
+    j->envp = hook_env_build(p->cfg, g, name, id != NULL ? id : "");
     if (j->group == NULL || j->key == NULL || j->arg == NULL || j->envp == NULL) {
         exec__job_free(j);
         return NULL;
@@ -794,6 +705,24 @@ static exec_guard_end_t exec__guard_end(int status_fd, int *status) {
     return (exec_guard_end_t)r.end;
 }
 
+/* A create's provider id (the first line it printed) must be one token: refuse the
+ * result otherwise, so that no unusable id reaches the state, CA or kubelet. */
+static void exec__check_id(exec_job_t *j) {
+    char why[96], msg[FRUGAL_ERR_MSG_MAX];
+    const char *problem = j->verb == EXEC_CREATE && j->first_line != NULL
+                              ? hook_output_id_problem(j->first_line, why, sizeof(why))
+                              : NULL;
+    if (problem == NULL)
+        return;
+    snprintf(msg, sizeof(msg),
+             "hook create printed a provider id that %s (a provider id is one word without "
+             "control characters): refused",
+             problem);
+    free(j->first_line);
+    j->first_line = NULL;
+    exec__fail(j, EXEC_FAILED, NULL, msg);
+}
+
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
  * Never fails: a hook that cannot be started is EXEC_FAILED. */
 static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
@@ -820,7 +749,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         exec__fail(j, EXEC_FAILED, NULL, what);
         goto done;
     }
-    const char *cmd = p->cfg->exec_command;
+    const char *cmd = p->command;
     char *argv[] = {(char *)cmd, (char *)exec__verb_name(j->verb), j->group,
                     j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
     exec_launch_t launch = {.cmd = cmd,
@@ -905,6 +834,7 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         j->outcome = EXEC_OK;
         j->first_line = exec__line(out, false);
+        exec__check_id(j);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
         char *line = exec__line(err, true);
         j->outcome = EXEC_NO_RESOURCES;
@@ -1034,6 +964,11 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
     int rc;
     p->base.ops = &provider_exec_ops;
+    if ((p->command = strdup(cfg->exec_command)) == NULL) {
+        free(p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
+    }
+    config_retain(cfg);
     p->cfg = cfg;
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
@@ -1093,6 +1028,8 @@ fail_cond:
 fail_mutex:
     if (p->fence != NULL && p->fence != MAP_FAILED)
         munmap(p->fence, sizeof(*p->fence));
+    config_release(p->cfg);
+    free(p->command);
     free(p);
     return rc;
 }
@@ -1145,7 +1082,16 @@ static void exec_destroy(provider_t *base) {
     pthread_cond_destroy(&p->idle_cv);
     pthread_mutex_destroy(&p->mu);
     munmap(p->fence, sizeof(*p->fence));
+    config_release(p->cfg);
+    free(p->command);
     free(p);
+}
+
+static void exec_configure(provider_t *base, const frugal_config_t *cfg) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    config_retain(cfg);
+    config_release(p->cfg);
+    p->cfg = cfg;
 }
 
 static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t now_ms,
@@ -1670,4 +1616,5 @@ const provider_ops_t provider_exec_ops = {
     .release = exec_release,
     .fence = exec_fence,
     .busy = exec_busy,
+    .configure = exec_configure,
 };

@@ -81,6 +81,13 @@ typedef struct provider_ops {
      * refresh) remains for group g: such a group is not empty for deletion. NULL: never
      * busy. */
     bool (*busy)(provider_t *p, const group_t *g);
+
+    /* A config reload is being applied: the slots called from now on read cfg (which
+     * the provider retains, config_retain, until the next configure or destroy). The
+     * cluster calls it with its write lock held, before the reload's slots, and again
+     * with the running config when the reload fails. NULL: the provider keeps nothing
+     * of the config that a reload may change. */
+    void (*configure)(provider_t *p, const frugal_config_t *cfg);
 } provider_ops_t;
 
 struct provider {
@@ -172,6 +179,11 @@ static inline void provider_fence(provider_t *p, int64_t until_ms) {
 
 static inline bool provider_busy(provider_t *p, const group_t *g) {
     return p->ops->busy != NULL && p->ops->busy(p, g);
+}
+
+static inline void provider_configure(provider_t *p, const frugal_config_t *cfg) {
+    if (p->ops->configure != NULL)
+        p->ops->configure(p, cfg);
 }
 
 #endif

@@ -2,7 +2,11 @@
 # Install frugal's build and test dependencies on Debian 12 (apt-get update first).
 #   scripts/install-deps.sh        what `scripts/test.sh` needs: compiler, CMake, libraries
 #   scripts/install-deps.sh --ci   also what the CI checks need: clang and its sanitizer
-#                                  runtimes (TSan, libFuzzer), clang-format, valgrind
+#                                  runtimes (TSan, libFuzzer), clang-format, valgrind, and
+#                                  what --libvirt installs
+#   scripts/install-deps.sh --libvirt  what tests/integration/test_libvirt.sh needs: libvirtd
+#                                  with its QEMU driver, virsh, QEMU, an ISO builder, and the
+#                                  cloud kernel and busybox its guest is made of
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -10,9 +14,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3 etcd-server)
+          python3 python3-yaml etcd-server)
+LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
+         genisoimage busybox-static linux-image-cloud-amd64 cpio)
 if [ "${1:-}" = "--ci" ]; then
-    PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git)
+    PACKAGES+=(clang clang-format libclang-rt-14-dev valgrind git "${LIBVIRT[@]}")
+elif [ "${1:-}" = "--libvirt" ]; then
+    PACKAGES+=("${LIBVIRT[@]}")
 fi
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -422,6 +422,9 @@ int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     else if (key != NULL)
         rc = frugal_err_set(err, FRUGAL_EPRECOND, "%s changes only with a restart", key);
+    bool configured = rc == 0; /* the slots below and later hooks use next */
+    if (configured)
+        provider_configure(c->provider, next);
     for (size_t i = 0; rc == 0 && i < c->count; i++) {
         if (c->groups[i]->autoprovisioned)
             continue; /* they follow the autoprovisioning settings, which apply at once */
@@ -485,6 +488,8 @@ int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err)
     for (size_t i = 0; i < n; i++)
         group_free(changes[i].next);
     free(changes);
+    if (rc != 0 && configured)
+        provider_configure(c->provider, cur);
     pthread_mutex_unlock(&c->write_mu);
     if (rc == 0)
         config_release(cur);

@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "cgroup.h"
 #include "duration.h"
+#include "hook_params.h"
 #include "k8s_name.h"
 #include "yaml_tree.h"
 
@@ -727,9 +729,13 @@ static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char 
     return true;
 }
 
-/* The names of listen[].services, bit k is LISTENER_SERVICE_* 1 << k. */
+/* The names of listen[].services, bit k is LISTENER_SERVICE_* 1 << k; each also by its
+ * fully qualified gRPC service name (the same names as rpc/wire_names.h). */
 static const char *const names_of_services[] = {"cloudprovider", "expander", "autoprovisioning",
                                                 "health"};
+static const char *const grpc_names_of_services[] = {
+    "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider", "grpcplugin.Expander",
+    "frugal.v1.Autoprovisioning", "grpc.health.v1.Health"};
 
 /* services: [cloudprovider, expander, autoprovisioning, health]; absent: all of them. */
 static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -751,13 +757,14 @@ static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         size_t k = 0;
         while (k < TABLE_LEN(names_of_services) &&
                (item->type != YAML_TREE_SCALAR ||
-                strcmp(item->u.scalar.text, names_of_services[k]) != 0)) {
+                (strcmp(item->u.scalar.text, names_of_services[k]) != 0 &&
+                 strcmp(item->u.scalar.text, grpc_names_of_services[k]) != 0))) {
             k++;
         }
         if (k == TABLE_LEN(names_of_services)) {
             ctx_error(ctx, item, sub,
                       "unknown service (expected cloudprovider, expander, autoprovisioning or "
-                      "health)");
+                      "health, or their gRPC service names)");
         } else {
             *services |= 1u << k;
         }
@@ -938,6 +945,147 @@ static bool parse_exec_command(load_ctx_t *ctx, const yaml_tree_node_t *node, co
     return parse_string(ctx, node, path, field, spec);
 }
 
+/* ---- exec hook parameters (rules in hook_params.c) ---- */
+
+/* The scalar key of entry i of mapping node with its path in sub, or NULL (reported). */
+static const char *mapping_key(load_ctx_t *ctx, const yaml_tree_node_t *node, size_t i,
+                               const char *path, char *sub) {
+    const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+    if (k->type != YAML_TREE_SCALAR || yaml_tree_is_null(k)) {
+        ctx_error(ctx, k, path, "keys must be strings, got %s", node_describe(k));
+        return NULL;
+    }
+    path_join(sub, path, k->u.scalar.text);
+    return k->u.scalar.text;
+}
+
+/* The earlier key of node (before entry i) that maps to the same variable as key. */
+static const yaml_tree_node_t *params_collision(const yaml_tree_node_t *node, size_t i,
+                                                const char *key) {
+    for (size_t j = 0; j < i; j++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[j].key;
+        if (k->type == YAML_TREE_SCALAR && hook_param_key_problem(k->u.scalar.text) == NULL &&
+            hook_param_keys_collide(k->u.scalar.text, key))
+            return k;
+    }
+    return NULL;
+}
+
+/* A mapping of hook parameters to strings ({image: debian-12}); a null value is "". */
+static bool parse_hook_params(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              void *field, const key_spec_t *spec) {
+    kv_list_t *out = field;
+    char sub[CONFIG_PATH_MAX], var[sizeof(HOOK_PARAM_PREFIX) + HOOK_PARAM_KEY_MAX];
+    kv_list_clear(out);
+    for (size_t i = 0; node != NULL && node->type == YAML_TREE_MAPPING && i < node->u.mapping.count;
+         i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        const yaml_tree_node_t *v = node->u.mapping.items[i].value;
+        const char *key = mapping_key(ctx, node, i, path, sub);
+        const char *problem = key != NULL ? hook_param_key_problem(key) : NULL;
+        const yaml_tree_node_t *first = NULL;
+        if (key == NULL)
+            continue;
+        if (problem != NULL) {
+            ctx_error(ctx, k, sub, "invalid parameter name \"%s\": %s", key, problem);
+        } else if ((first = params_collision(node, i, key)) != NULL) {
+            hook_param_env_name(key, var, sizeof(var));
+            ctx_error(ctx, k, sub, "\"%s\" and \"%s\" (line %d) are both passed as %s", key,
+                      first->u.scalar.text, first->line, var);
+        } else if (v->type != YAML_TREE_SCALAR) {
+            ctx_error(ctx, v, sub, "expected a string, got %s", node_describe(v));
+        } else if ((problem = hook_param_value_problem(v->u.scalar.text, v->u.scalar.len))) {
+            ctx_error(ctx, v, sub, "value %s", problem);
+        } else {
+            kv_t *kv = ctx_grow(ctx, &out->items, &out->count, sizeof(kv_t));
+            if (kv == NULL)
+                return false;
+            kv->key = ctx_strdup(ctx, key);
+            kv->value = ctx_strdup(ctx, yaml_tree_is_null(v) ? "" : v->u.scalar.text);
+        }
+    }
+    if (out->count > 1)
+        qsort(out->items, out->count, sizeof(kv_t), kv_compare);
+    return true;
+}
+
+/* The content of the file at path into *out (malloc'ed, NUL-terminated) and *len, or
+ * why not (written to buf). */
+static const char *env_file_read(const char *path, char **out, size_t *len, char *buf,
+                                 size_t size) {
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (f == NULL || fstat(fileno(f), &st) != 0) {
+        snprintf(buf, size, "cannot read %s: %s", path, strerror(errno));
+        if (f != NULL)
+            fclose(f);
+        return buf;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(buf, size, "cannot read %s: not a regular file", path);
+        fclose(f);
+        return buf;
+    }
+    char *data = malloc(HOOK_PARAM_VALUE_MAX + 2);
+    *len = data != NULL ? fread(data, 1, HOOK_PARAM_VALUE_MAX + 1, f) : 0;
+    bool failed = data == NULL || ferror(f);
+    fclose(f);
+    const char *problem = failed ? "cannot be read" : hook_param_value_problem(data, *len);
+    if (problem != NULL) {
+        snprintf(buf, size, "%s %s", path, problem);
+        free(data);
+        return buf;
+    }
+    data[*len] = '\0';
+    *out = data;
+    return NULL;
+}
+
+/* {VARIABLE: /path}: each file's content, read now, is passed to the hook as VARIABLE. */
+static bool parse_env_files(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    kv_list_t *out = field;
+    char sub[CONFIG_PATH_MAX], why[CONFIG_PATH_MAX + 64];
+    kv_list_clear(out);
+    for (size_t i = 0; node != NULL && node->type == YAML_TREE_MAPPING && i < node->u.mapping.count;
+         i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        const yaml_tree_node_t *v = node->u.mapping.items[i].value;
+        const char *key = mapping_key(ctx, node, i, path, sub);
+        const char *problem = key != NULL ? hook_param_key_problem(key) : NULL;
+        bool found = false;
+        if (key == NULL)
+            continue;
+        if (problem == NULL)
+            kv_list_find(out, key, &found);
+        if (problem != NULL) {
+            ctx_error(ctx, k, sub, "invalid variable name \"%s\": %s", key, problem);
+        } else if (strncmp(key, "FRUGAL_", 7) == 0) {
+            ctx_error(ctx, k, sub, "invalid variable name \"%s\": FRUGAL_ names are frugal's own",
+                      key);
+        } else if (found) {
+            ctx_error(ctx, k, sub, "duplicate variable \"%s\"", key);
+        } else if (v->type != YAML_TREE_SCALAR || yaml_tree_is_null(v) ||
+                   v->u.scalar.text[0] != '/') {
+            ctx_error(ctx, v, sub, "expected the absolute path of a file");
+        } else {
+            char *content = NULL;
+            size_t len = 0;
+            if ((problem = env_file_read(v->u.scalar.text, &content, &len, why, sizeof(why)))) {
+                ctx_error(ctx, v, sub, "%s", problem);
+                continue;
+            }
+            int rc = kv_list_put(out, key, content);
+            free(content);
+            if (rc != 0) {
+                ctx->oom = true;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static const key_spec_t provider_keys[] = {
     KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
     KEY_RANGE("boot_seconds", parse_int64, frugal_config_t, boot_seconds, "0", 0, 86400 * 365,
@@ -945,11 +1093,15 @@ static const key_spec_t provider_keys[] = {
     KEY("command", YAML_TREE_SCALAR, parse_exec_command, frugal_config_t, exec_command, NULL),
     KEY("timeout", YAML_TREE_SCALAR, parse_duration_ms, frugal_config_t, exec_timeout_ms, "10m"),
     KEY_RANGE("parallelism", parse_int32, frugal_config_t, exec_parallelism, "4", 1, 256, false),
+    KEY("params", YAML_TREE_MAPPING, parse_hook_params, frugal_config_t, exec_params, NULL),
+    KEY("env_from_files", YAML_TREE_MAPPING, parse_env_files, frugal_config_t, exec_env_files,
+        NULL),
 };
 
 /* Keys that belong to one kind only: given with the other kind they are errors. */
 static void provider_check_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
-    static const char *const exec_only[] = {"command", "timeout", "parallelism"};
+    static const char *const exec_only[] = {"command", "timeout", "parallelism", "params",
+                                            "env_from_files"};
     char sub[CONFIG_PATH_MAX];
     const frugal_config_t *cfg = ctx->cfg;
     if (node == NULL || node->type != YAML_TREE_MAPPING || cfg->provider_kind == NULL) {
@@ -1028,11 +1180,14 @@ static const key_spec_t machine_type_keys[] = {
     KEY("gpu_type", YAML_TREE_SCALAR, parse_string, machine_type_t, gpu_type, NULL),
     KEY_RANGE("price", parse_double, machine_type_t, price, NULL, 0, INFINITY, false),
     KEY_RANGE("spot_price", parse_double, machine_type_t, spot_price, NULL, 0, INFINITY, false),
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, machine_type_t, provider_params,
+        NULL),
 };
 
 static void machine_type_free(machine_type_t *mt) {
     free(mt->name);
     free(mt->gpu_type);
+    kv_list_clear(&mt->provider_params);
 }
 
 /* Builtin entries first (when pricing.catalog is builtin), then each configured type
@@ -1152,6 +1307,8 @@ static const key_spec_t group_keys[] = {
               100, true),
     KEY("scale_on_starve", YAML_TREE_SCALAR, parse_bool, node_group_config_t, scale_on_starve,
         "false"),
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, node_group_config_t,
+        provider_params, NULL),
 };
 
 static void group_spec_release(group_spec_t *s) {
@@ -1261,6 +1418,7 @@ static bool parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, con
                 : NULL;
         if (slot == NULL) {
             group_spec_release(&g.spec);
+            kv_list_clear(&g.provider_params);
             continue;
         }
         ctx->group_nodes[cfg->node_groups_count - 1] = item;
@@ -1603,6 +1761,23 @@ int config_ranking_strategy_parse(const char *name) {
     return -1;
 }
 
+bool config_simulated_exposed(const frugal_config_t *cfg, char *buf, size_t size) {
+    if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "simulated") != 0)
+        return false;
+    for (size_t i = 0; i < cfg->listeners_count; i++) {
+        bool loopback = true;
+        if (address_problem(cfg->listeners[i].address, &loopback) == NULL && !loopback) {
+            snprintf(buf, size,
+                     "provider kind simulated on listener %s, which other machines can reach: "
+                     "scale-ups create no real machine (set provider.kind: exec to drive "
+                     "your infrastructure; docs/hooks.md)",
+                     cfg->listeners[i].address);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t size) {
     const ranking_config_t *r = &cfg->ranking;
     if (r->strategy != RANKING_STRATEGY_PRICING_PROPOSAL ||
@@ -1848,8 +2023,9 @@ static const key_spec_t limits_keys_top[] = {
               INT32_MAX, false),
 };
 
-/* Relies on max_message_bytes: the memory budget defaults to room for two messages of
- * the largest size plus 64 MiB, and must hold at least one. */
+/* Relies on max_message_bytes: a memory budget that is set must hold one message of the
+ * largest size; unset, it follows the container (cgroup.h: 75 % of its limit), else room
+ * for two messages of the largest size plus 64 MiB. */
 static bool parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          void *field, const key_spec_t *spec) {
     limits_config_t *l = field;
@@ -1859,8 +2035,14 @@ static bool parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         return false;
     int64_t max_msg = ctx->cfg->max_message_bytes;
     if (l->memory_bytes == 0) {
-        l->memory_bytes = 2 * max_msg + LIMITS_MEMORY_SLACK;
-    } else if (l->memory_bytes < max_msg) {
+        l->memory_source_unreadable =
+            cgroup_memory_budget(cgroup_root(), 2 * max_msg + LIMITS_MEMORY_SLACK, &l->memory_bytes,
+                                 l->memory_source,
+                                 sizeof(l->memory_source)) == CGROUP_LIMIT_UNREADABLE;
+        return true;
+    }
+    snprintf(l->memory_source, sizeof(l->memory_source), "limits.memory");
+    if (l->memory_bytes < max_msg) {
         char sub[CONFIG_PATH_MAX];
         path_join(sub, path, "memory");
         ctx_error(ctx, yaml_tree_mapping_get(node, "memory"), sub,
@@ -2011,8 +2193,11 @@ void config_free(frugal_config_t *cfg) {
     free(cfg->machine_types);
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         group_spec_release(&cfg->node_groups[i].spec);
+        kv_list_clear(&cfg->node_groups[i].provider_params);
     }
     free(cfg->node_groups);
+    kv_list_clear(&cfg->exec_params);
+    kv_list_clear(&cfg->exec_env_files);
     autoprov_config_t *ap = &cfg->autoprovisioning;
     free(ap->prefix);
     strings_free(ap->machine_types, ap->machine_types_count);

@@ -19,10 +19,11 @@ typedef struct machine_type {
     char *name;
     int64_t cpu_milli;
     int64_t memory_bytes;
-    int32_t gpu;       /* GPUs per machine, 0 when none */
-    char *gpu_type;    /* e.g. "nvidia-tesla-t4", NULL when none */
-    double price;      /* per hour; < 0 when not given: linear from pricing */
-    double spot_price; /* per hour; < 0 when not given (catalog preemptible price) */
+    int32_t gpu;               /* GPUs per machine, 0 when none */
+    char *gpu_type;            /* e.g. "nvidia-tesla-t4", NULL when none */
+    double price;              /* per hour; < 0 when not given: linear from pricing */
+    double spot_price;         /* per hour; < 0 when not given (catalog preemptible price) */
+    kv_list_t provider_params; /* exec hook parameters of this type's groups (hook_params.h) */
 } machine_type_t;
 
 /* The services a listener offers (listen[].services); health is offered on every one. */
@@ -82,6 +83,7 @@ typedef struct node_group_config {
     int32_t scale_up_threshold; /* Escalator's utilisation target, percent in (0, 100]; 70 */
     bool scale_on_starve;       /* a pod that cannot be scheduled forces a scale-up */
     group_options_t options;
+    kv_list_t provider_params; /* exec hook parameters; win over the machine type's */
 } node_group_config_t;
 
 typedef struct pricing_config {
@@ -160,6 +162,8 @@ typedef struct state_config {
 /* What one client may make the server hold (docs/limits.md). */
 typedef struct limits_config {
     int64_t memory_bytes;           /* transport budget; default 2 x max_message_bytes + 64Mi */
+    char memory_source[640];        /* where memory_bytes came from, for the log */
+    bool memory_source_unreadable;  /* unset, and the cgroup limit could not be read */
     int64_t receive_timeout_ms;     /* for the body of a call without deadline; default 30s */
     int64_t idle_timeout_ms;        /* a connection without calls is closed; default 5m */
     int32_t max_concurrent_streams; /* per connection; default 100 */
@@ -181,6 +185,8 @@ typedef struct frugal_config {
     char *exec_command;        /* exec: the hook program (absolute path); required with exec */
     int64_t exec_timeout_ms;   /* exec: per hook invocation; default 10m */
     int32_t exec_parallelism;  /* exec: hook invocations at once; default 4 */
+    kv_list_t exec_params;     /* exec: provider.params, every hook's defaults */
+    kv_list_t exec_env_files;  /* exec: variable -> content of its env_from_files file */
     pricing_config_t pricing;
     machine_type_t *machine_types;
     size_t machine_types_count;
@@ -227,6 +233,11 @@ int config_ranking_strategy_parse(const char *name);
  * pricing-proposal, cluster_size auto, and no managed group and no autoprovisioning:
  * an expander beside another provider), writes why to buf and returns true. */
 bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t size);
+
+/* When the simulated provider would serve a listener that other machines can reach
+ * (a first install that "scales up" machines that do not exist), writes the warning to
+ * buf and returns true. */
+bool config_simulated_exposed(const frugal_config_t *cfg, char *buf, size_t size);
 
 /* Whether o overrides any of CA's autoscaling options. */
 bool config_group_has_options(const group_options_t *o);

@@ -260,6 +260,9 @@ static void server__maintain(frugal_server_t *s) {
     }
     pthread_mutex_unlock(&s->receive_mu);
     if (cancelled > 0)
+        metrics_cell_add(metrics_cell(METRICS_CALLS_REFUSED, "receive_timeout", NULL, NULL),
+                         cancelled);
+    if (cancelled > 0)
         log_warn("cancelled %zu call(s) without deadline that sent no request message within "
                  "%lld ms (limits.receive_timeout)",
                  cancelled, (long long)gpr_time_to_millis(s->receive_timeout));

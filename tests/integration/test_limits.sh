@@ -237,6 +237,10 @@ if [ $SANITIZED = 0 ]; then
 fi
 assert_match "cancelled [0-9]+ call\(s\) without deadline that sent no request message" \
     "$(cat "$SERVER_LOG")" "the receive timeout is logged"
+CANCELLED=$(sed -n 's/.*cancelled \([0-9]*\) call(s) without deadline.*/\1/p' "$SERVER_LOG" |
+    awk '{ n += $1 } END { print n + 0 }')
+assert_match "^frugal_calls_refused_total\{reason=\"receive_timeout\"\} $CANCELLED\$" \
+    "$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")" "the receive timeout is counted"
 
 log "an oversized header gets an answer (an error or the call), not silence"
 run $H2 big-header "$ADDR" 1048576

@@ -23,11 +23,11 @@ static void assert_price(double got, double want) {
 /* n1-standard-2 as config.c would merge it from the catalog, a custom type without a
  * price, a GPU type priced from the catalog, one with an unknown GPU type and a spot one. */
 static machine_type_t types[] = {
-    {"n1-standard-2", 2000, 8053063680LL, 0, NULL, 0.095, 0.02},
-    {"custom-4", 4000, 16 * GIB, 0, NULL, -1, -1},
-    {"gpu-t4", 4000, 16 * GIB, 2, "nvidia-tesla-t4", -1, -1},
-    {"gpu-mystery", 4000, 16 * GIB, 1, "acme-gpu", -1, -1},
-    {"priced-gpu", 8000, 32 * GIB, 1, "nvidia-tesla-v100", 3.0, 1.1},
+    {"n1-standard-2", 2000, 8053063680LL, 0, NULL, 0.095, 0.02, {0}},
+    {"custom-4", 4000, 16 * GIB, 0, NULL, -1, -1, {0}},
+    {"gpu-t4", 4000, 16 * GIB, 2, "nvidia-tesla-t4", -1, -1, {0}},
+    {"gpu-mystery", 4000, 16 * GIB, 1, "acme-gpu", -1, -1, {0}},
+    {"priced-gpu", 8000, 32 * GIB, 1, "nvidia-tesla-v100", 3.0, 1.1, {0}},
 };
 
 static frugal_config_t make_config(void) {

@@ -16,9 +16,9 @@
 #define GIB 1073741824LL
 
 static machine_type_t types[] = {
-    {"n1-standard-2", 2000, 8053063680LL, 0, NULL, 0.095, 0.02},
-    {"half-core", 1500, 3 * GIB / 2, 0, NULL, -1, -1},
-    {"gpu-t4", 4000, 15 * GIB, 2, "nvidia-tesla-t4", -1, -1},
+    {"n1-standard-2", 2000, 8053063680LL, 0, NULL, 0.095, 0.02, {0}},
+    {"half-core", 1500, 3 * GIB / 2, 0, NULL, -1, -1, {0}},
+    {"gpu-t4", 4000, 15 * GIB, 2, "nvidia-tesla-t4", -1, -1, {0}},
 };
 
 static frugal_config_t make_config(void) {
@@ -261,7 +261,7 @@ static void test_errors(void **state) {
  * when it has no name; the spec's machine_type is not read. */
 static void test_from_machine_type(void **state) {
     (void)state;
-    machine_type_t mt = {NULL, 3000, 6 * GIB, 1, NULL, -1, -1};
+    machine_type_t mt = {NULL, 3000, 6 * GIB, 1, NULL, -1, -1, {0}};
     group_spec_t spec = make_spec("adhoc", "ignored", "europe-west4-b");
     uint8_t *buf = NULL;
     size_t len = 0;

@@ -1,0 +1,132 @@
+#include "hook_output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+static bool hook__blank(char c) {
+    return c == ' ' || c == '\t';
+}
+
+static bool hook__control(unsigned char c) {
+    return c < 0x20 || c == 0x7f;
+}
+
+/* Why the len bytes at s are no provider id, or NULL. */
+static const char *hook__token_problem(const char *s, size_t len, char *buf, size_t size) {
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+            snprintf(buf, size, "holds whitespace at byte %zu", i + 1);
+            return buf;
+        }
+        if (hook__control(c)) {
+            snprintf(buf, size, "holds the control character 0x%02x at byte %zu", c, i + 1);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+const char *hook_output_id_problem(const char *id, char *buf, size_t size) {
+    return hook__token_problem(id, strlen(id), buf, size);
+}
+
+bool hook_listing_has(const hook_listing_t *l, const char *id) {
+    for (size_t i = 0; i < l->count; i++) {
+        if (strcmp(l->items[i].id, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+void hook_listing_clear(hook_listing_t *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].id);
+        free(l->items[i].state);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+/* Split one line (without its newline) into id and state; -1 with why when malformed,
+ * 1 when blank. */
+static int hook__split(const char *s, size_t len, size_t lineno, const char **id, size_t *id_len,
+                       const char **state, size_t *state_len, char *why, size_t size) {
+    char detail[96];
+    if (len > 0 && s[len - 1] == '\r')
+        len--;
+    size_t i = 0;
+    while (i < len && hook__blank(s[i]))
+        i++;
+    if (i == len)
+        return 1;
+    *id = s + i;
+    while (i < len && !hook__blank(s[i]))
+        i++;
+    *id_len = (size_t)(s + i - *id);
+    while (i < len && hook__blank(s[i]))
+        i++;
+    *state = s + i;
+    while (i < len && !hook__blank(s[i]))
+        i++;
+    *state_len = (size_t)(s + i - *state);
+    while (i < len && hook__blank(s[i]))
+        i++;
+    if (i < len) {
+        snprintf(why, size, "line %zu: more than PROVIDER_ID [STATE]", lineno);
+        return -1;
+    }
+    const char *problem = hook__token_problem(*id, *id_len, detail, sizeof(detail));
+    if (problem == NULL)
+        problem = hook__token_problem(*state, *state_len, detail, sizeof(detail));
+    if (problem != NULL) {
+        snprintf(why, size, "line %zu: %s", lineno, problem);
+        return -1;
+    }
+    return 0;
+}
+
+int hook_output_parse_list(const char *text, size_t len, hook_listing_t *out, char *why,
+                           size_t size) {
+    size_t lineno = 0;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        const char *id, *state;
+        size_t id_len = 0, state_len = 0;
+        int rc =
+            hook__split(text + at, end - at, ++lineno, &id, &id_len, &state, &state_len, why, size);
+        at = end + 1;
+        if (rc < 0) {
+            hook_listing_clear(out);
+            return -1;
+        }
+        if (rc > 0)
+            continue;
+        char *copy = strndup(id, id_len);
+        if (copy == NULL)
+            goto oom;
+        if (hook_listing_has(out, copy)) {
+            free(copy);
+            continue;
+        }
+        hook_machine_t *items = realloc(out->items, (out->count + 1) * sizeof(*items));
+        char *st = strndup(state, state_len);
+        if (items != NULL)
+            out->items = items;
+        if (items == NULL || st == NULL) {
+            free(copy);
+            free(st);
+            goto oom;
+        }
+        out->items[out->count++] = (hook_machine_t){.id = copy, .state = st};
+    }
+    return 0;
+oom:
+    hook_listing_clear(out);
+    return FRUGAL_ENOMEM;
+}
