@@ -105,8 +105,7 @@ int peer_socket_shutdown(const char *peer) {
         socklen_t type_len = sizeof(type);
         if (getsockopt(dup_fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM &&
             getpeername(dup_fd, (struct sockaddr *)&addr, &len) == 0 &&
-            peer_socket_matches(peer, (const struct sockaddr *)&addr) &&
-            peer_socket__abort(dup_fd))
+            peer_socket_matches(peer, (const struct sockaddr *)&addr) && peer_socket__abort(dup_fd))
             done++;
         close(dup_fd);
     }
