@@ -15,6 +15,7 @@
 #include <grpc/support/time.h>
 
 #include "cluster.h"
+#include "clock.h"
 #include "conn_share.h"
 #include "log.h"
 #include "metrics.h"
@@ -401,9 +402,7 @@ static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
         if (own < left)
             left = own;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + left;
+    return clock_mono_ms() + left;
 }
 
 /* The request message arrived: run the handler. */
@@ -457,7 +456,7 @@ static void call_handle_request(call_state_t *cs) {
 static void call_refused_for_share(call_state_t *cs, const char *peer, const char *msg) {
     frugal_server_t *s = cs->worker->server;
     metrics_cell_add(s->refused_share, 1);
-    if (!conn_share_should_warn(s->shares, CONN_SHARE_REFUSED, peer, mono_ms() / 1000))
+    if (!conn_share_should_warn(s->shares, CONN_SHARE_REFUSED, peer, clock_mono_ms() / 1000))
         return;
     char cn_buf[256];
     const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
@@ -473,7 +472,7 @@ static void call_refused_for_share(call_state_t *cs, const char *peer, const cha
  * once a second per connection) so that the others get through. */
 static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use) {
     frugal_server_t *s = cs->worker->server;
-    int64_t now_s = mono_ms() / 1000;
+    int64_t now_s = clock_mono_ms() / 1000;
     if (use->held <= 2 * s->max_streams || !conn_share_should_close(s->shares, peer, now_s) ||
         peer_socket_shutdown(peer) == 0)
         return;
