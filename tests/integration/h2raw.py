@@ -138,7 +138,7 @@ class Conn:
                     with self.cond:
                         self.goaway = True
                         self.cond.notify_all()
-        except OSError:
+        except (OSError, ValueError):  # reset, or closed under us by close()
             pass
         with self.cond:
             self.closed = True
