@@ -107,8 +107,8 @@ typedef struct replay_stat {
 
 typedef struct replay_row {
     const char *workload, *strategy;
-    replay_stat_t cost, ratio, pending, nodes, vs_random;
-    bool has_random;
+    replay_stat_t cost, ratio, pending, nodes, vs_random, vs_pricing;
+    bool has_random, has_pricing;
     int64_t pods, unhostable; /* of the first seed; the mean pods */
 } replay_row_t;
 
@@ -120,11 +120,25 @@ static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
     s->mean += v;
 }
 
-static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
-    size_t random = c->strategies_count;
+/* The index of strategy name among c's strategies, c->strategies_count when absent. */
+static size_t replay__strategy_index(const replay_cmd_t *c, const char *name) {
     for (size_t k = 0; k < c->strategies_count; k++)
-        if (strcmp(c->strategies[k]->name, "random") == 0)
-            random = k;
+        if (strcmp(c->strategies[k]->name, name) == 0)
+            return k;
+    return c->strategies_count;
+}
+
+/* Add to s the cost of job (w, k, seed) over that of strategy base on the same seed. */
+static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, size_t k,
+                            size_t base, size_t seed) {
+    const replay_figures_t *f = &c->jobs[(w * c->strategies_count + k) * c->seeds + seed].fig;
+    const replay_figures_t *b = &c->jobs[(w * c->strategies_count + base) * c->seeds + seed].fig;
+    replay__stat_add(s, b->cost > 0 ? f->cost / b->cost : 0, seed);
+}
+
+static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
+    size_t random = replay__strategy_index(c, "random");
+    size_t pricing = replay__strategy_index(c, "pricing-proposal");
     for (size_t w = 0; w < c->workloads_count; w++) {
         for (size_t k = 0; k < c->strategies_count; k++) {
             replay_row_t *r = &rows[w * c->strategies_count + k];
@@ -132,6 +146,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             r->workload = c->workloads[w].name;
             r->strategy = c->strategies[k]->name;
             r->has_random = random < c->strategies_count;
+            r->has_pricing = pricing < c->strategies_count;
             double pods = 0, unhost = 0;
             for (size_t s = 0; s < c->seeds; s++) {
                 const replay_figures_t *f =
@@ -140,17 +155,16 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
                 replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
                 replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
-                if (r->has_random) {
-                    const replay_figures_t *rf =
-                        &c->jobs[(w * c->strategies_count + random) * c->seeds + s].fig;
-                    replay__stat_add(&r->vs_random, rf->cost > 0 ? f->cost / rf->cost : 0, s);
-                }
+                if (r->has_random)
+                    replay__stat_vs(c, &r->vs_random, w, k, random, s);
+                if (r->has_pricing)
+                    replay__stat_vs(c, &r->vs_pricing, w, k, pricing, s);
                 pods += (double)f->pods;
                 unhost += (double)f->unhostable;
             }
             double n = (double)c->seeds;
             r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
-            r->vs_random.mean /= n;
+            r->vs_random.mean /= n, r->vs_pricing.mean /= n;
             r->pods = (int64_t)(pods / n + 0.5);
             r->unhostable = (int64_t)(unhost / n + 0.5);
         }
@@ -181,19 +195,21 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
         printf("\n");
-        cli_table_t t = {.ncols = 6};
+        cli_table_t t = {.ncols = 7};
         cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "PENDING POD-MIN", "NODES BOUGHT",
-                      "VS RANDOM");
+                      "VS RANDOM", "VS PRICING");
         for (size_t k = 0; k < c->strategies_count; k++) {
             const replay_row_t *r = &rows[w * c->strategies_count + k];
-            char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-";
+            char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-", vsp[128] = "-";
             replay__range(cost, sizeof(cost), &r->cost, "%.2f");
             replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
             replay__range(pend, sizeof(pend), &r->pending, "%.0f");
             replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
             if (r->has_random)
                 replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
-            cli_table_row(&t, r->strategy, cost, ratio, pend, nodes, vs);
+            if (r->has_pricing)
+                replay__range(vsp, sizeof(vsp), &r->vs_pricing, "%.3f");
+            cli_table_row(&t, r->strategy, cost, ratio, pend, nodes, vs, vsp);
         }
         cli_table_flush(&t, 2);
     }
@@ -205,9 +221,9 @@ static void replay__csv_stat(const replay_stat_t *s) {
 
 static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     printf("workload,strategy,seeds,pods,unhostable");
-    const char *names[] = {"cost", "cost_ratio", "pending_pod_minutes", "nodes_bought",
-                           "vs_random"};
-    for (size_t i = 0; i < 5; i++)
+    const char *names[] = {"cost",         "cost_ratio", "pending_pod_minutes",
+                           "nodes_bought", "vs_random",  "vs_pricing"};
+    for (size_t i = 0; i < 6; i++)
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
     printf("\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
@@ -220,6 +236,10 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         replay__csv_stat(&r->nodes);
         if (r->has_random)
             replay__csv_stat(&r->vs_random);
+        else
+            printf(",,,");
+        if (r->has_pricing)
+            replay__csv_stat(&r->vs_pricing);
         else
             printf(",,,");
         printf("\n");
@@ -255,9 +275,11 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("cost", &r->cost, false);
         replay__json_stat("cost_ratio", &r->ratio, false);
         replay__json_stat("pending_pod_minutes", &r->pending, false);
-        replay__json_stat("nodes_bought", &r->nodes, !r->has_random);
+        replay__json_stat("nodes_bought", &r->nodes, !r->has_random && !r->has_pricing);
         if (r->has_random)
-            replay__json_stat("vs_random", &r->vs_random, true);
+            replay__json_stat("vs_random", &r->vs_random, !r->has_pricing);
+        if (r->has_pricing)
+            replay__json_stat("vs_pricing", &r->vs_pricing, true);
         printf("}");
     }
     printf("\n]}\n");

@@ -71,6 +71,8 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
     double ratio = c / value;
     double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
     ranking__finish(cfg, in, ratio, gpu_factor, gpu_factor, out);
+    if (out->scored)
+        out->pods_ratio = in->pods_price > 0.0 ? c / in->pods_price : c;
 }
 
 bool ranking_scores_tie(double a, double b) {
@@ -102,6 +104,27 @@ static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, s
     return false;
 }
 
+/* demand-fit's winner: among the scored options within RANKING_DEMAND_FIT_BAND of the
+ * lowest score (best), the lowest pods_ratio; on a tie in it the lower score, then the
+ * first. The spare room is a promise: when it is all that separates two options by
+ * less than the band, the option that is cheaper for what it runs now is the safer. */
+static size_t ranking__demand_fit_pick(const ranking_figures_t *f, size_t n, size_t best) {
+    size_t pick = best;
+    double limit = f[best].score * (1.0 + RANKING_DEMAND_FIT_BAND);
+    for (size_t i = 0; i < n; i++) {
+        if (!f[i].scored || f[i].score > limit || i == pick)
+            continue;
+        if (f[i].pods_price < f[best].pods_price &&
+            !ranking_scores_tie(f[i].pods_price, f[best].pods_price))
+            continue;
+        bool same = ranking_scores_tie(f[i].pods_ratio, f[pick].pods_ratio);
+        if ((!same && f[i].pods_ratio < f[pick].pods_ratio) ||
+            (same && f[i].score < f[pick].score && !ranking_scores_tie(f[i].score, f[pick].score)))
+            pick = i;
+    }
+    return pick;
+}
+
 size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t cluster_size,
                       const ranking_input_t *in, size_t n, ranking_figures_t *figures,
                       size_t *selected) {
@@ -121,6 +144,9 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return n;
     }
 
+    bool demand_fit = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT;
+    if (demand_fit)
+        best = ranking__demand_fit_pick(figures, n, best);
     bool small[64];
     bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
     size_t count = 0;
@@ -130,7 +156,9 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        tied[i] = figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score);
+        tied[i] =
+            figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
+            (!demand_fit || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
     for (size_t i = 0; i < n; i++)
         if (tied[i] && !ranking__balanced_out(in, tied, n, i))
             selected[count++] = i;
@@ -143,9 +171,9 @@ int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_inpu
                                   size_t size) {
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
-                    "gib_per_core=%f gpu_factor=%f ratio=%f score=%f",
+                    "gib_per_core=%f gpu_factor=%f ratio=%f pods_ratio=%f score=%f",
                     f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
-                    f->suppressed, f->ratio, f->score);
+                    f->suppressed, f->ratio, f->pods_ratio, f->score);
 }
 
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
@@ -174,9 +202,9 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
         double spare, use, shape;
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
-                   "gpu_factor=%lf ratio=%lf score=%lf",
+                   "gpu_factor=%lf ratio=%lf pods_ratio=%lf score=%lf",
                    &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &f.ratio,
-                   &f.score) != 8)
+                   &f.pods_ratio, &f.score) != 9)
             return FRUGAL_EINVAL;
         f.unfitness = f.suppressed;
         *out = f;

@@ -14,6 +14,10 @@
 
 /* Two scores tie when they differ by at most this much, relative to the larger. */
 #define RANKING_TIE_RELATIVE 1e-9
+/* demand-fit: options whose score is within this share of the lowest are too close for
+ * the spare room's promise to decide; among them the one that costs least per unit of
+ * the pods it hosts now (pods_ratio) wins (docs/ranking.md, docs/decisions.md). */
+#define RANKING_DEMAND_FIT_BAND 0.01
 
 /* What the ranking needs to know about one option. */
 typedef struct ranking_input {
@@ -44,6 +48,8 @@ typedef struct ranking_figures {
     double unfitness;  /* max(pref/node, node/pref) in cpu */
     double suppressed; /* unfitness suppressed by node count, or gpu_unfitness */
     double score;      /* suppressed x ratio (x not_exist_penalty) */
+    double pods_ratio; /* demand-fit only: C / T, what the option costs per unit of the
+                        * pods it hosts now, without its spare room (C when T is 0) */
 } ranking_figures_t;
 /* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
  * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
@@ -71,7 +77,9 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
 
 /* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of
  * the answer, in request order, to selected[0..n); returns how many. The answer is the
- * options with the lowest score (ties within RANKING_TIE_RELATIVE); among tied options
+ * options with the lowest score (ties within RANKING_TIE_RELATIVE); under demand-fit,
+ * the options with the lowest pods_ratio among those within RANKING_DEMAND_FIT_BAND of
+ * the lowest score (and tied with the first of them in score too); among tied options
  * with equal similarity keys only one stays: the group with the fewest nodes now (so
  * zones fill evenly), then the option buying the fewest, then the first received.
  * When no option can be scored every index is selected: never empty for n > 0. */
@@ -89,7 +97,7 @@ int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 
 /* The same under demand-fit, with the option's input (in) for the terms of its score:
  * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
- * gib_per_core=%f gpu_factor=%f ratio=%f score=%f". */
+ * gib_per_core=%f gpu_factor=%f ratio=%f pods_ratio=%f score=%f". */
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size);
 
@@ -101,8 +109,8 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 #define RANKING_DEBUG_SEPARATOR " | frugal: "
 
 /* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part);
- * the demand-fit form fills P, T, ratio, score, and the GPU factor as unfitness and
- * suppressed.
+ * the demand-fit form fills P, T, ratio, pods_ratio, score, and the GPU factor as
+ * unfitness and suppressed.
  * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
 int ranking_parse_figures(const char *debug, ranking_figures_t *out);
 

@@ -167,8 +167,42 @@ static int64_t replay__uniform(replay_rng_t *r, replay_range_t range) {
     return range.min + (int64_t)(replay_rng_unit(r) * (double)(range.max - range.min + 1));
 }
 
-/* The mix's arrivals over the horizon: a Poisson process whose rate follows a daily
- * sine (thinning), each pod drawn from a family chosen by weight. */
+/* Append one pod of family f arriving at t, its lifetime drawn from the family, its
+ * request too unless like (the request of its burst's first pod) is given. */
+static int replay__add_pod(replay__sim_t *s, size_t *cap, const replay_workload_t *w, size_t f,
+                           int64_t t, const resources_t *like, frugal_err_t *err) {
+    if (s->pods_count == *cap) {
+        replay_pod_t *np = realloc(s->pods, *cap * 2 * sizeof(*np));
+        if (np == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        s->pods = np;
+        *cap *= 2;
+    }
+    const replay_family_t *fam = &w->families[f];
+    replay_pod_t *p = &s->pods[s->pods_count++];
+    p->arrive_s = t;
+    if (like != NULL) {
+        p->request = *like;
+    } else {
+        p->request.cpu_milli = replay__uniform(&s->rng, fam->cpu_milli);
+        int64_t mib = 1024 * 1024;
+        p->request.memory_bytes = replay__uniform(&s->rng, fam->memory_bytes) / mib * mib;
+        p->request.gpu = replay__uniform(&s->rng, fam->gpu);
+    }
+    double lo = log((double)fam->lifetime_s.min), hi = log((double)fam->lifetime_s.max);
+    p->duration_s = (int64_t)exp(lo + replay_rng_unit(&s->rng) * (hi - lo));
+    if (p->duration_s < 1)
+        p->duration_s = 1;
+    p->lifetime = pod_lifetime_of_kind(fam->owner);
+    p->shape = (uint32_t)f;
+    p->spec_pod = fam->pod;
+    return 0;
+}
+
+/* The mix's pods: each family's `initial` pods at 0, then the arrivals over the horizon,
+ * a Poisson process whose rate follows a daily sine (thinning), each arrival drawn from
+ * a family chosen by weight and bringing `burst` pods of one request. Families without
+ * initial pods or bursts draw no extra numbers, so older mixes keep their pods. */
 static int replay__generate(replay__sim_t *s, const replay_workload_t *w, frugal_err_t *err) {
     double total = 0;
     for (size_t i = 0; i < w->families_count; i++)
@@ -177,8 +211,12 @@ static int replay__generate(replay__sim_t *s, const replay_workload_t *w, frugal
     size_t cap = (size_t)(peak * (double)s->horizon_s * 1.2) + 64;
     if ((s->pods = calloc(cap, sizeof(*s->pods))) == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t f = 0; f < w->families_count && rc == 0; f++)
+        for (int64_t k = 0; k < w->families[f].initial && rc == 0; k++)
+            rc = replay__add_pod(s, &cap, w, f, 0, NULL, err);
     double t = 0;
-    for (;;) {
+    while (rc == 0) {
         t += -log(1.0 - replay_rng_unit(&s->rng)) / peak;
         if (t >= (double)s->horizon_s)
             break;
@@ -186,36 +224,22 @@ static int replay__generate(replay__sim_t *s, const replay_workload_t *w, frugal
                       (1.0 + w->diurnal * sin(2.0 * 3.14159265358979323846 * t / 86400.0));
         if (replay_rng_unit(&s->rng) * peak > rate)
             continue;
-        if (s->pods_count == cap) {
-            replay_pod_t *np = realloc(s->pods, cap * 2 * sizeof(*np));
-            if (np == NULL)
-                return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-            s->pods = np;
-            cap *= 2;
-        }
         double pick = replay_rng_unit(&s->rng) * total;
         size_t f = 0;
         while (f + 1 < w->families_count && pick >= w->families[f].weight) {
             pick -= w->families[f].weight;
             f++;
         }
-        const replay_family_t *fam = &w->families[f];
-        replay_pod_t *p = &s->pods[s->pods_count++];
-        p->arrive_s = (int64_t)t;
-        p->request.cpu_milli = replay__uniform(&s->rng, fam->cpu_milli);
-        int64_t mib = 1024 * 1024;
-        p->request.memory_bytes = replay__uniform(&s->rng, fam->memory_bytes) / mib * mib;
-        p->request.gpu = replay__uniform(&s->rng, fam->gpu);
-        double lo = log((double)fam->lifetime_s.min), hi = log((double)fam->lifetime_s.max);
-        p->duration_s = (int64_t)exp(lo + replay_rng_unit(&s->rng) * (hi - lo));
-        if (p->duration_s < 1)
-            p->duration_s = 1;
-        p->lifetime = pod_lifetime_of_kind(fam->owner);
-        p->shape = (uint32_t)f;
-        p->spec_pod = fam->pod;
+        if ((rc = replay__add_pod(s, &cap, w, f, (int64_t)t, NULL, err)) != 0)
+            break;
+        resources_t like = s->pods[s->pods_count - 1].request;
+        const replay_range_t *burst = &w->families[f].burst;
+        int64_t more = burst->max > 1 ? replay__uniform(&s->rng, *burst) - 1 : 0;
+        for (int64_t k = 0; k < more && rc == 0; k++)
+            rc = replay__add_pod(s, &cap, w, f, (int64_t)t, &like, err);
     }
     s->shapes = w->families_count;
-    return 0;
+    return rc;
 }
 
 static int replay__from_trace(replay__sim_t *s, const replay_workload_t *w, frugal_err_t *err) {

@@ -33,6 +33,8 @@
 #define REPLAY_BOOT_SECONDS 60
 /* A group's scale_down_unneeded when its options do not set one (CA's default). */
 #define REPLAY_UNNEEDED_SECONDS 600
+/* The most pods a family may start with (`initial`) or bring in one arrival (`burst`). */
+#define REPLAY_INITIAL_MAX 100000
 
 /* ---- deterministic random numbers ---- */
 
@@ -64,8 +66,10 @@ typedef struct replay_family {
     replay_range_t memory_bytes;
     replay_range_t gpu;
     replay_range_t lifetime_s;
-    char *owner;    /* controller kind, e.g. ReplicaSet, Job */
-    k8s_pod_t *pod; /* owner, nodeSelector and tolerations, shared by the family's pods */
+    replay_range_t burst; /* pods per arrival, all of one request (default [1, 1]) */
+    int64_t initial;      /* pods already running at the start (default 0) */
+    char *owner;          /* controller kind, e.g. ReplicaSet, Job */
+    k8s_pod_t *pod;       /* owner, nodeSelector and tolerations, shared by the family's pods */
 } replay_family_t;
 
 /* One line of a trace. */

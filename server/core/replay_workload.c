@@ -116,6 +116,7 @@ static int replay__family(const char *path, const yaml_tree_node_t *n, size_t in
     if (n->type != YAML_TREE_MAPPING)
         return replay__fail(err, path, n, "families", "item %zu: expected a mapping", index);
     f->weight = 1.0;
+    f->burst = (replay_range_t){1, 1};
     const yaml_tree_node_t *pod = NULL;
     bool have_cpu = false, have_mem = false, have_life = false;
     for (size_t i = 0; i < n->u.mapping.count; i++) {
@@ -144,6 +145,14 @@ static int replay__family(const char *path, const yaml_tree_node_t *n, size_t in
             if (rc == 0 && f->lifetime_s.min < 1)
                 rc = replay__fail(err, path, v, key, "must be at least 1s");
             have_life = true;
+        } else if (strcmp(name, "burst") == 0) {
+            rc = replay__range(path, v, key, REPLAY__COUNT, &f->burst, err);
+            if (rc == 0 && (f->burst.min < 1 || f->burst.max > REPLAY_INITIAL_MAX))
+                rc = replay__fail(err, path, v, key, "must be within [1, %d]", REPLAY_INITIAL_MAX);
+        } else if (strcmp(name, "initial") == 0) {
+            rc = replay__scalar(path, v, key, REPLAY__COUNT, &f->initial, err);
+            if (rc == 0 && f->initial > REPLAY_INITIAL_MAX)
+                rc = replay__fail(err, path, v, key, "must be at most %d", REPLAY_INITIAL_MAX);
         } else if (strcmp(name, "owner") == 0) {
             if (v->type != YAML_TREE_SCALAR || v->u.scalar.len == 0)
                 return replay__fail(err, path, v, key, "expected a controller kind");

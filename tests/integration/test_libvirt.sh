@@ -50,17 +50,10 @@ lv() {
     virsh -q -c "$LIBVIRT_URI" "$@"
 }
 
-# The hook as provider.command, through a wrapper that passes the groups' parameters and
-# holds a create's answer back while $TMP/hold-INSTANCE exists (the domain is made,
-# frugal has not heard of it yet).
+# The hook as provider.command, through a wrapper that holds a create's answer back
+# while $TMP/hold-INSTANCE exists (the domain is made, frugal has not heard of it yet).
 cat >"$TMP/hook" <<EOF
 #!/bin/sh
-export FRUGAL_PARAM_URI="$LIBVIRT_URI" FRUGAL_PARAM_POOL=frugal-test FRUGAL_PARAM_BASE_VOLUME=base.qcow2
-export FRUGAL_PARAM_DOMAIN_TYPE=$DTYPE FRUGAL_PARAM_NETWORK=none FRUGAL_PARAM_KERNEL=$GUEST/vmlinuz
-export FRUGAL_PARAM_INITRD=$GUEST/initrd.img FRUGAL_PARAM_CMDLINE="console=ttyS0 quiet"
-export FRUGAL_PARAM_USER_DATA=$FRUGAL_SOURCE_DIR/tests/integration/libvirt/user-data.sh
-export FRUGAL_PARAM_CONSOLE_LOG_DIR=$CONSOLE
-[ "\$2" != pool-far ] || export FRUGAL_PARAM_URI="qemu:///system?socket=$TMP/nowhere/libvirt-sock"
 out=\$("$HOOK" "\$@")
 rc=\$?
 while [ "\$1" = create ] && [ -f "$TMP/hold-\$3" ]; do sleep 0.1; done
@@ -68,7 +61,6 @@ while [ "\$1" = create ] && [ -f "$TMP/hold-\$3" ]; do sleep 0.1; done
 exit \$rc
 EOF
 chmod +x "$TMP/hook"
-export LIBVIRT_TEST_SECRET=s3cr3t-token
 
 # write_config DELETE_UNKNOWN
 write_config() {
@@ -84,6 +76,18 @@ provider:
   command: $TMP/hook
   timeout: 60s
   parallelism: 4
+  env_from_files: {LIBVIRT_TEST_SECRET: $TMP/secret}
+  params:
+    uri: "$LIBVIRT_URI"
+    pool: frugal-test
+    base_volume: base.qcow2
+    domain_type: $DTYPE
+    network: none
+    kernel: $GUEST/vmlinuz
+    initrd: $GUEST/initrd.img
+    cmdline: console=ttyS0 quiet
+    user_data: $FRUGAL_SOURCE_DIR/tests/integration/libvirt/user-data.sh
+    console_log_dir: $CONSOLE
 node_groups:
   - id: pool-a
     machine_type: vm-small
@@ -99,6 +103,7 @@ node_groups:
     machine_type: vm-small
     min_size: 0
     max_size: 2
+    provider_params: {uri: "qemu:///system?socket=$TMP/nowhere/libvirt-sock"}
 EOF
 }
 

@@ -14,8 +14,17 @@ for s in random most-pods least-waste pricing-proposal demand-fit; do
     assert_match "^  $s " "$OUT" "table row $s"
 done
 assert_match "^mix: 24.0 h, 3 seeds, [0-9]+ pods per seed" "$OUT" "table header"
-assert_match "^  random .* 1.000 \[1.000-1.000\]$" "$OUT" "random is its own reference"
+assert_match "^  random .* 1.000 \[1.000-1.000\]  [0-9.]+ \[[0-9.-]+\]$" "$OUT" "random is its own reference"
+assert_match "^  pricing-proposal .* 1.000 \[1.000-1.000\]$" "$OUT" "pricing-proposal is the VS PRICING reference"
 TABLE1=$OUT
+
+log "the later workloads and their clusters (bench/workloads, docs/replay.md)"
+for pair in cluster.yaml:analytics.yaml cluster.yaml:ci.yaml cluster-gpu.yaml:gpu-models.yaml \
+    cluster-gpu.yaml:gpu-small.yaml cluster-existing.yaml:existing.yaml; do
+    assert_ok "replay ${pair#*:}" "$FRUGAL" replay -c "$W/${pair%%:*}" "$W/${pair#*:}" --seeds 1 \
+        --hours 6 --strategy pricing-proposal --strategy demand-fit
+    assert_match "^  demand-fit " "$OUT" "${pair#*:}: demand-fit row"
+done
 
 log "deterministic: the same run twice gives the same figures"
 assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24

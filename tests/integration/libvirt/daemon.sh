@@ -32,8 +32,8 @@ libvirt_skip_unless_usable() {
         echo "$TEST_NAME: SKIPPED: missing ${missing[*]} (scripts/install-deps.sh --libvirt)"
         exit 0
     fi
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "$TEST_NAME: SKIPPED: runs libvirtd in a private mount namespace, which needs root"
+    if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
+        echo "$TEST_NAME: SKIPPED: runs libvirtd in a private mount namespace, which needs root (CAP_SYS_ADMIN)"
         exit 0
     fi
 }

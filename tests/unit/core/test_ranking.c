@@ -350,9 +350,75 @@ static void test_many_options(void **state) {
     assert_int_equal(selected[1], 1);
 }
 
+/* An option under demand-fit: P, T, the priced spare room it leaves (use 1). */
+static ranking_input_t spare_option(const char *id, int32_t count, double p, double t,
+                                    double spare) {
+    ranking_input_t in = option(id, count, p, t, 8000);
+    in.spare_value = spare;
+    in.use_share = 1.0;
+    return in;
+}
+
+/* demand-fit's band: within RANKING_DEMAND_FIT_BAND of the lowest score, the option that
+ * costs least per unit of the pods it hosts now wins; beyond it the score decides; an
+ * option hosting less than the best is never preferred for its lower pods_ratio. */
+static void test_demand_fit_band(void **state) {
+    (void)state;
+    ranking_config_t cfg = default_config();
+    cfg.strategy = RANKING_STRATEGY_DEMAND_FIT;
+    /* A 4-GPU node for one 1-GPU pod, the spare counted as three more pods: 2.92 /
+     * (0.75 + 2.25) = 0.973333; an exact 1-GPU node: 0.73 / 0.75 = 0.973333 too, a
+     * hair above. The exact fit costs 0.973333 per unit now, the large node 3.893333. */
+    ranking_input_t in[3] = {
+        spare_option("t4-4", 1, 2.92, 0.75, 2.2501),
+        spare_option("t4-1", 1, 0.73, 0.75, 0.0),
+        spare_option("far", 1, 1.2, 0.75, 0.3),
+    };
+    ranking_figures_t figs[3];
+    size_t selected[3];
+    size_t n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
+    assert_true(figs[0].score < figs[1].score);
+    assert_near(figs[0].pods_ratio, 2.92 / 0.75, 1e-9);
+    assert_near(figs[1].pods_ratio, 0.73 / 0.75, 1e-9);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 1);
+
+    /* Beyond the band the spare room's promise decides: the large node wins. */
+    in[0].spare_value = 3.0;
+    assert_true(2.92 / 3.75 < 0.973333 / (1 + RANKING_DEMAND_FIT_BAND));
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+
+    /* Within the band, an option hosting fewer pods now (lower T) is not preferred for
+     * its lower pods_ratio: the best (hosting 1.5) stays. */
+    ranking_input_t fewer[2] = {
+        spare_option("more-pods", 1, 1.5, 1.5, 0.04),    /* score 0.974026, pods_ratio 1 */
+        spare_option("fewer-pods", 1, 0.732, 0.75, 0.0), /* 0.976 and 0.976 */
+    };
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, fewer, 2, figs, selected);
+    assert_true(figs[1].score <= figs[0].score * (1 + RANKING_DEMAND_FIT_BAND));
+    assert_true(figs[1].pods_ratio < figs[0].pods_ratio);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+
+    /* Equal in score and pods_ratio (similar groups of one shape): both stay for the
+     * zone balance, which keeps the emptier group. */
+    ranking_input_t zones[2] = {
+        spare_option("zone-a", 1, 0.73, 0.75, 0.0),
+        spare_option("zone-b", 1, 0.73, 0.75, 0.0),
+    };
+    zones[0].similarity_key = zones[1].similarity_key = "t4-1";
+    zones[0].group_nodes = 3;
+    zones[1].group_nodes = 1;
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, zones, 2, figs, selected);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 1);
+}
+
 static void test_figures_round_trip(void **state) {
     (void)state;
-    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105}, g;
+    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0}, g;
     char buf[512];
     int len = ranking_format_figures(&f, buf, sizeof(buf));
     assert_true(len > 0 && (size_t)len < sizeof(buf));
@@ -383,6 +449,7 @@ int main(void) {
         cmocka_unit_test(test_unscorable_left_out),
         cmocka_unit_test(test_never_empty),
         cmocka_unit_test(test_many_options),
+        cmocka_unit_test(test_demand_fit_band),
         cmocka_unit_test(test_figures_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

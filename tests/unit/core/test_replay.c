@@ -2,7 +2,7 @@
  * mix and trace formats with the position of every refused value; the policies (CA's
  * definitions, the table order); runs that are deterministic, place every hostable pod,
  * count the pods no group can host, respect max_size, bill per loop and remove empty
- * nodes after scale_down_unneeded. */
+ * nodes after scale_down_unneeded; a family's initial pods and bursts. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +262,53 @@ static void test_run(void **state) {
     config_free(cfg);
 }
 
+/* A family's `initial` pods are there at the start, on the nodes that exist; `burst`
+ * brings several pods of one request per arrival; both refuse what makes no sense. */
+static void test_initial_and_burst(void **state) {
+    (void)state;
+    replay_workload_t w;
+    frugal_err_t err;
+    const char *text = "arrivals_per_hour: 0.0001\n"
+                       "families:\n"
+                       "  - {name: a, cpu: 1, memory: 1Gi, lifetime: 1h, initial: 4}\n";
+    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    assert_int_equal(w.families[0].initial, 4);
+    assert_int_equal(w.families[0].burst.min, 1);
+    assert_int_equal(w.families[0].burst.max, 1);
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
+    replay_figures_t f;
+    assert_int_equal(replay_run(cfg, &w, replay_policy_find("demand-fit"), 1, 2, &f, &err), 0);
+    /* The four fit the big group's existing node at 0: nothing bought, nothing waits. */
+    assert_int_equal(f.pods, 4);
+    assert_int_equal(f.nodes_bought, 0);
+    assert_true(f.pending_pod_minutes == 0.0);
+    replay_workload_free(&w);
+
+    text = "arrivals_per_hour: 3\n"
+           "families:\n"
+           "  - {name: a, cpu: [100m, 1], memory: 1Gi, lifetime: 10m, burst: 10}\n";
+    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    assert_int_equal(replay_run(cfg, &w, replay_policy_find("random"), 1, 24, &f, &err), 0);
+    assert_true(f.pods >= 20 && f.pods % 10 == 0);
+    replay_workload_free(&w);
+    config_free(cfg);
+
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: 1h, burst: 0}\n",
+                 "m.yaml:3:57: families[0].burst: must be within [1, 100000]");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: 1h, initial: [1, 2]}\n",
+                 "m.yaml:3:59: families[0].initial: expected a scalar");
+    expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
+                 "lifetime: 1h, initial: 100001}\n",
+                 "m.yaml:3:59: families[0].initial: must be at most 100000");
+}
+
 static void test_run_needs_groups(void **state) {
     (void)state;
     frugal_config_t *cfg = NULL;
@@ -290,6 +337,7 @@ int main(void) {
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_run),
+        cmocka_unit_test(test_initial_and_burst),
         cmocka_unit_test(test_run_needs_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
