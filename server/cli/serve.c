@@ -4,6 +4,7 @@
  * 0. SIGHUP, or a change of the config file, reloads the config. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,20 @@ static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_
     }
 }
 
+/* Which memory budget applies and why; a warning when the container's limit could not
+ * be read or the budget cannot hold one message of max_message_bytes. */
+static void serve__log_memory_budget(const frugal_config_t *cfg) {
+    const limits_config_t *l = &cfg->limits;
+    if (l->memory_source_unreadable)
+        log_warn("memory budget %" PRId64 " bytes: %s", l->memory_bytes, l->memory_source);
+    else
+        log_info("memory budget %" PRId64 " bytes: %s", l->memory_bytes, l->memory_source);
+    if (l->memory_bytes < cfg->max_message_bytes)
+        log_warn("memory budget %" PRId64 " bytes cannot hold one message of max_message_bytes "
+                 "(%" PRId64 "): set limits.memory or a larger container limit",
+                 l->memory_bytes, cfg->max_message_bytes);
+}
+
 /* A reload took effect. */
 static void serve__reload_applied(const frugal_config_t *cfg, const char *why) {
     metrics_config_reloaded((double)time(NULL));
@@ -74,6 +89,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     frugal_config_t *next = NULL;
     char *errors = NULL;
     if (config_load(path, &next, &errors) != 0) {
+        metrics_config_reload_failed();
         log_error("config reload (%s) refused, keeping the running config:", why);
         for (char *line = errors, *end; line != NULL && *line != '\0'; line = end + 1) {
             end = strchr(line, '\n');
@@ -88,6 +104,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     frugal_err_clear(&err);
     const frugal_config_t *old = cluster_config_acquire(cluster);
     if (cluster_reload(cluster, next, &err) != 0) {
+        metrics_config_reload_failed();
         log_error("config reload (%s) refused, keeping the running config: %s: %s", why, path,
                   err.msg);
     } else {
@@ -200,6 +217,7 @@ int cmd_serve(int argc, char **argv) {
     char why[512];
     if (config_ranking_size_unknown(cfg, why, sizeof(why)))
         log_warn("%s", why);
+    serve__log_memory_budget(cfg);
     if (config_simulated_exposed(cfg, why, sizeof(why)))
         log_warn("%s", why);
 

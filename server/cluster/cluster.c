@@ -12,6 +12,7 @@
  * and freed under the write lock. Mutators read the published groups under write_mu
  * alone: nobody else can change them. */
 #include "cluster_internal.h"
+#include "testing/cluster_testing.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "cgroup.h"
 #include "duration.h"
 #include "hook_params.h"
 #include "k8s_name.h"
@@ -728,9 +729,13 @@ static bool parse_tls(load_ctx_t *ctx, const yaml_tree_node_t *node, const char 
     return true;
 }
 
-/* The names of listen[].services, bit k is LISTENER_SERVICE_* 1 << k. */
+/* The names of listen[].services, bit k is LISTENER_SERVICE_* 1 << k; each also by its
+ * fully qualified gRPC service name (the same names as rpc/wire_names.h). */
 static const char *const names_of_services[] = {"cloudprovider", "expander", "autoprovisioning",
                                                 "health"};
+static const char *const grpc_names_of_services[] = {
+    "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider", "grpcplugin.Expander",
+    "frugal.v1.Autoprovisioning", "grpc.health.v1.Health"};
 
 /* services: [cloudprovider, expander, autoprovisioning, health]; absent: all of them. */
 static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -752,13 +757,14 @@ static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         size_t k = 0;
         while (k < TABLE_LEN(names_of_services) &&
                (item->type != YAML_TREE_SCALAR ||
-                strcmp(item->u.scalar.text, names_of_services[k]) != 0)) {
+                (strcmp(item->u.scalar.text, names_of_services[k]) != 0 &&
+                 strcmp(item->u.scalar.text, grpc_names_of_services[k]) != 0))) {
             k++;
         }
         if (k == TABLE_LEN(names_of_services)) {
             ctx_error(ctx, item, sub,
                       "unknown service (expected cloudprovider, expander, autoprovisioning or "
-                      "health)");
+                      "health, or their gRPC service names)");
         } else {
             *services |= 1u << k;
         }
@@ -2042,8 +2048,9 @@ static const key_spec_t limits_keys_top[] = {
               INT32_MAX, false),
 };
 
-/* Relies on max_message_bytes: the memory budget defaults to room for two messages of
- * the largest size plus 64 MiB, and must hold at least one. */
+/* Relies on max_message_bytes: a memory budget that is set must hold one message of the
+ * largest size; unset, it follows the container (cgroup.h: 75 % of its limit), else room
+ * for two messages of the largest size plus 64 MiB. */
 static bool parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          void *field, const key_spec_t *spec) {
     limits_config_t *l = field;
@@ -2053,8 +2060,14 @@ static bool parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         return false;
     int64_t max_msg = ctx->cfg->max_message_bytes;
     if (l->memory_bytes == 0) {
-        l->memory_bytes = 2 * max_msg + LIMITS_MEMORY_SLACK;
-    } else if (l->memory_bytes < max_msg) {
+        l->memory_source_unreadable =
+            cgroup_memory_budget(cgroup_root(), 2 * max_msg + LIMITS_MEMORY_SLACK, &l->memory_bytes,
+                                 l->memory_source,
+                                 sizeof(l->memory_source)) == CGROUP_LIMIT_UNREADABLE;
+        return true;
+    }
+    snprintf(l->memory_source, sizeof(l->memory_source), "limits.memory");
+    if (l->memory_bytes < max_msg) {
         char sub[CONFIG_PATH_MAX];
         path_join(sub, path, "memory");
         ctx_error(ctx, yaml_tree_mapping_get(node, "memory"), sub,

@@ -251,6 +251,9 @@ static void server__maintain(frugal_server_t *s) {
     }
     pthread_mutex_unlock(&s->receive_mu);
     if (cancelled > 0)
+        metrics_cell_add(metrics_cell(METRICS_CALLS_REFUSED, "receive_timeout", NULL, NULL),
+                         cancelled);
+    if (cancelled > 0)
         log_warn("cancelled %zu call(s) without deadline that sent no request message within "
                  "%lld ms (limits.receive_timeout)",
                  cancelled, (long long)gpr_time_to_millis(s->receive_timeout));
@@ -456,6 +459,7 @@ static void call_accept(call_state_t *cs) {
                  "workers)",
                  n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
         call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        metrics_count(METRICS_CALLS_REFUSED, "calls_in_flight", NULL, NULL);
         call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
         return;
     }

@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "cluster_nap.h"
+#include "cluster_testing.h"
 #include "provider.h"
 #include "store_testing.h"
 
@@ -540,7 +541,7 @@ static void test_release_kills_running_hooks(void **state) {
 static void test_fence_ends_hooks_at_the_lease(void **state) {
     (void)state;
     fixture_t *f = fixture_new("[ $1 = create-group ] && { echo $2 >> $D/groups; exit 0; }\n"
-                               "echo started >> $D/started; sleep 60 & echo $! >> $D/kids; wait",
+                               "sleep 60 & echo $! >> $D/kids; echo started >> $D/started; wait",
                                60000, 2);
     increase(f, 1);
     int64_t end = mono_ms() + 5000;
