@@ -50,6 +50,13 @@ open(sys.argv[2], "w").write(text)
     [ "$overlay" = base ] || assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
 done
 assert_ok "the shipped hook is valid sh" sh -n "$TMP/hook"
+# it writes the SSH identity from env_from_files into HOME, private, before running the
+# image's libvirt hook (absent here: that last step fails)
+mkdir -p "$TMP/home"
+run env HOME="$TMP/home" LIBVIRT_SSH_KEY="key-material" LIBVIRT_KNOWN_HOSTS="host-keys" sh "$TMP/hook" list pool-a
+assert_eq "key-material" "$(cat "$TMP/home/.ssh/id_ed25519" 2>&1)" "the hook writes the SSH key"
+assert_eq "host-keys" "$(cat "$TMP/home/.ssh/known_hosts" 2>&1)" "the hook writes known_hosts"
+assert_eq "600" "$(stat -c %a "$TMP/home/.ssh/id_ed25519" 2>&1)" "the key is private"
 
 log "the checker finds a new overlay and names the file and field of what disagrees"
 cp -r "$DEPLOY" "$TMP/deploy"

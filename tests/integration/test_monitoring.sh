@@ -8,13 +8,14 @@
 #   an etcd state) get real calls, a real Prometheus scrapes both, and every query of
 #   every panel of dashboard.json answers data (monitoring/dashboard_queries.py); a
 #   query that errors, or answers nothing, fails, naming its panel;
-# * every metric family on /metrics is documented in docs/operations.md.
+# * every metric family on /metrics is documented in docs/operations.md;
+# * a commit etcd does not answer is counted in frugal_state_write_failures_total.
 source "$(dirname "$0")/lib.sh"
 
 for tool in python3 curl promtool prometheus etcd openssl; do
     command -v "$tool" >/dev/null 2>&1 || fatal "$tool is needed (scripts/install-deps.sh)"
 done
-python3 -c 'import yaml' 2>/dev/null || fatal "python3-yaml is needed"
+python3 -c 'import yaml' 2>/dev/null || fatal "python3-yaml is needed (scripts/install-deps.sh)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 MON="$FRUGAL_SOURCE_DIR/deploy/monitoring"
 OPS_DOC="$FRUGAL_SOURCE_DIR/docs/operations.md"
@@ -219,6 +220,16 @@ assert_eq 0 "$RC" "every family documented [$OUT]"
 run check_documented "$TMP/extra.metrics"
 assert_eq 1 "$RC" "an undocumented family fails"
 assert_match '^frugal_undocumented_total: on /metrics, not in docs/operations.md$' "$OUT" "it is named"
+
+log "a state write that fails is counted: a mutation while etcd does not answer"
+kill -STOP "${ETCD_PID[0]}"
+assert_status UNAVAILABLE "increase while etcd is stopped" \
+    "$FRUGAL" ctl --addr "127.0.0.1:$PORT_B" --timeout 5000 increase e2 1
+FAILED=$(curl -s --max-time 5 "http://127.0.0.1:$OPS_B/metrics" | sed -n 's/^frugal_state_write_failures_total //p')
+kill -CONT "${ETCD_PID[0]}"
+assert_match '^[1-9][0-9]*$' "$FAILED" "frugal_state_write_failures_total counts the failed commit"
+assert_eq 0 "$(sed -n 's/^frugal_state_write_failures_total //p' "$TMP/a.metrics")" \
+    "the replica whose writes succeed counts none"
 
 kill -TERM "$PROM_PID" 2>/dev/null
 wait "$PROM_PID" 2>/dev/null
