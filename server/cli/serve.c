@@ -229,6 +229,7 @@ int cmd_serve(int argc, char **argv) {
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
     ops_http_t *ops = NULL;
+    demand_memory_t *demand = NULL;
     metrics_config_reloaded((double)time(NULL));
     gpr_set_log_function(serve_grpc_log);
     grpc_init();
@@ -251,7 +252,13 @@ int cmd_serve(int argc, char **argv) {
         goto fail_cluster;
     if (cfg->ops_listen != NULL && ops_http_start(cfg->ops_listen, cfg, cluster, &ops, &err) != 0)
         goto fail_server;
-    service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
+    /* The services' memory of recent pods (demand-fit) lives as long as the server. */
+    if ((demand = calloc(1, sizeof(*demand))) == NULL) {
+        frugal_err_set(&err, FRUGAL_ENOMEM, "out of memory");
+        goto fail_server;
+    }
+    demand_init(demand);
+    service_ctx_t ctx = {.cfg = cfg, .cluster = cluster, .demand = demand};
     const service_def_t *services[] = {&service_cloudprovider, &service_expander,
                                        &service_autoprovisioning, &service_health};
     if (frugal_server_start(&ctx, services, sizeof(services) / sizeof(services[0]), &server,
@@ -276,6 +283,7 @@ int cmd_serve(int argc, char **argv) {
 
 fail_server:
     ops_http_stop(ops);
+    free(demand); /* after the server: its calls used it */
     cluster_close(cluster);
 fail_cluster:
     provider_destroy(provider);

@@ -252,8 +252,4 @@ void config_format_options_warning(const char *id, char *buf, size_t size);
 /* "cloudprovider, expander, ..." for LISTENER_SERVICE_* bits, into buf. */
 void config_format_services(unsigned services, char *buf, size_t size);
 
-/* Print the one-screen summary of `frugal check` to f. */
-#include <stdio.h>
-void config_print_summary(const frugal_config_t *cfg, FILE *f);
-
 #endif

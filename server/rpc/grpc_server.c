@@ -14,6 +14,7 @@
 #include <grpc/support/time.h>
 
 #include "cluster.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "status.h"
@@ -391,9 +392,7 @@ static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
         if (own < left)
             left = own;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + left;
+    return clock_mono_ms() + left;
 }
 
 /* The request message arrived: run the handler. */
