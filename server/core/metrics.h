@@ -18,19 +18,20 @@
 
 /* The families recorded through this registry. */
 typedef enum metrics_id {
-    METRICS_GRPC_HANDLED,            /* counter {grpc_service, grpc_method, grpc_code} */
-    METRICS_GRPC_SECONDS,            /* histogram {grpc_service, grpc_method} */
-    METRICS_EXPANDER_DECISIONS,      /* counter {node_group} */
-    METRICS_EXPANDER_UNSCORED,       /* counter {reason} */
-    METRICS_LIMIT_REFUSALS,          /* counter {resource} */
-    METRICS_STATE_WRITE_SECONDS,     /* histogram, no labels */
-    METRICS_HOOK_RUNS,               /* counter {verb, result} */
-    METRICS_HOOK_SECONDS,            /* histogram {verb} */
-    METRICS_ETCD_SECONDS,            /* histogram {method, outcome} */
-    METRICS_ETCD_TXN_REFUSED,        /* counter {reason}: conflict | fenced */
-    METRICS_STATE_WRITE_FAILURES,    /* counter, no labels */
-    METRICS_CALLS_REFUSED,           /* counter {reason}: calls_in_flight | receive_timeout */
-    METRICS_RECONCILE_REPLACED,      /* counter {node_group} */
+    METRICS_GRPC_HANDLED,         /* counter {grpc_service, grpc_method, grpc_code} */
+    METRICS_GRPC_SECONDS,         /* histogram {grpc_service, grpc_method} */
+    METRICS_EXPANDER_DECISIONS,   /* counter {node_group} */
+    METRICS_EXPANDER_UNSCORED,    /* counter {reason} */
+    METRICS_LIMIT_REFUSALS,       /* counter {resource} */
+    METRICS_STATE_WRITE_SECONDS,  /* histogram, no labels */
+    METRICS_HOOK_RUNS,            /* counter {verb, result} */
+    METRICS_HOOK_SECONDS,         /* histogram {verb} */
+    METRICS_ETCD_SECONDS,         /* histogram {method, outcome} */
+    METRICS_ETCD_TXN_REFUSED,     /* counter {reason}: conflict | fenced */
+    METRICS_STATE_WRITE_FAILURES, /* counter, no labels */
+    METRICS_CALLS_REFUSED,        /* counter {reason}: connection_share | total | receive_timeout */
+    METRICS_CONNECTIONS_CLOSED,   /* counter, no labels */
+    METRICS_RECONCILE_REPLACED,   /* counter {node_group} */
     METRICS_RECONCILE_LIST_FAILURES, /* counter {node_group, reason} */
     METRICS_RECONCILE_UNKNOWN,       /* gauge {node_group}: set with metrics_set */
     METRICS_FAMILIES_COUNT
