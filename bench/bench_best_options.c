@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "expander.pb-c.h"
 #include "rpc_client.h"
 #include "wire_names.h"
@@ -315,12 +316,6 @@ static void request_build(pb_t *out, size_t options, size_t pods, bool legacy, s
 
 /* --- measuring --- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static long proc_status_kb(long pid, const char *key) {
     char path[64], line[256];
     snprintf(path, sizeof(path), "/proc/%ld/status", pid);
@@ -443,9 +438,9 @@ int main(int argc, char **argv) {
         free(resp);
         bool hwm = proc_reset_hwm(pid);
         double *lat = calloc(calls, sizeof(*lat));
-        double start = now_ms();
+        double start = clock_mono_ms_exact();
         for (size_t i = 0; i < calls; i++) {
-            double t0 = now_ms();
+            double t0 = clock_mono_ms_exact();
             details = NULL;
             resp = NULL;
             if (rpc_client_call(client, WIRE_EXPANDER_BEST_OPTIONS, req.data, req.len, &resp,
@@ -455,11 +450,11 @@ int main(int argc, char **argv) {
                         details ? details : "local failure");
                 status = 1;
             }
-            lat[i] = now_ms() - t0;
+            lat[i] = clock_mono_ms_exact() - t0;
             free(details);
             free(resp);
         }
-        double total = now_ms() - start;
+        double total = clock_mono_ms_exact() - start;
         qsort(lat, calls, sizeof(*lat), cmp_double);
         long peak = proc_status_kb(pid, "VmHWM");
         printf("%-8zu %6zu %6zu %6zu %7.1f %8.2f %8.2f %8.1f %12.1f%s %7.2fx\n", options, pods,

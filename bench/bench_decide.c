@@ -8,14 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "decide.h"
 #include "demand.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -81,7 +76,7 @@ int main(int argc, char **argv) {
         for (int s = 0; s < 2; s++) {
             cfg->ranking.strategy = (ranking_strategy_t)s;
             for (int c = 0; c < calls; c++) {
-                double t0 = now_ms();
+                double t0 = clock_mono_ms_exact();
                 demand_summary_t d;
                 decide_request_t req = {opts, no, pods, np, 30};
                 decide_demand_t dd = {NULL, NULL};
@@ -96,7 +91,7 @@ int main(int argc, char **argv) {
                 if (decide_best_options_demand(cfg, &req, &dd, &r, &err) != 0)
                     return 1;
                 decide_result_free(&r);
-                ms[c] = now_ms() - t0;
+                ms[c] = clock_mono_ms_exact() - t0;
             }
             qsort(ms, (size_t)calls, sizeof(*ms), cmp_double);
             printf("%-8zu %6zu %-17s %8.3f %8.3f\n", no, np, config_ranking_strategy_name(s),

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "externalgrpc.pb-c.h"
 #include "rpc_client.h"
 #include "wire_names.h"
@@ -28,12 +29,6 @@ typedef struct bench_thread {
     pthread_t thread;
 } bench_thread_t;
 
-static double bench_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void *bench_run(void *arg) {
     bench_thread_t *t = arg;
     for (int i = 0; i < t->calls; i++) {
@@ -41,10 +36,10 @@ static void *bench_run(void *arg) {
         size_t resp_len = 0;
         grpc_status_code status;
         char *details = NULL;
-        double t0 = bench_now_ms();
+        double t0 = clock_mono_ms_exact();
         int rc = rpc_client_call(t->client, WIRE_CP_NODE_GROUP_FOR_NODE, t->req, t->req_len, &resp,
                                  &resp_len, &status, &details);
-        t->lat_ms[i] = bench_now_ms() - t0;
+        t->lat_ms[i] = clock_mono_ms_exact() - t0;
         if (rc != 0 || status != GRPC_STATUS_OK)
             t->failures++;
         free(resp);
@@ -104,7 +99,7 @@ int main(int argc, char **argv) {
     /* warm up the channel before timing */
     bench_thread_t warm = {client, buf, len, 200, all, 0, 0};
     bench_run(&warm);
-    double t0 = bench_now_ms();
+    double t0 = clock_mono_ms_exact();
     for (int i = 0; i < threads; i++) {
         t[i] = (bench_thread_t){client, buf, len, calls, all + (size_t)i * (size_t)calls, 0, 0};
         pthread_create(&t[i].thread, NULL, bench_run, &t[i]);
@@ -114,7 +109,7 @@ int main(int argc, char **argv) {
         pthread_join(t[i].thread, NULL);
         failures += t[i].failures;
     }
-    double elapsed = bench_now_ms() - t0;
+    double elapsed = clock_mono_ms_exact() - t0;
     size_t n = (size_t)threads * (size_t)calls;
     qsort(all, n, sizeof(*all), bench_cmp);
     printf("NodeGroupForNode: %d threads x %d calls: %.0f calls/s, p50 %.3f ms, p99 %.3f ms, "

@@ -18,6 +18,7 @@
 
 #include <grpc/grpc.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "codec.h"
 #include "config.h"
@@ -47,12 +48,6 @@ static void print_config(FILE *f, const char *port) {
                "autoprovisioning:\n"
                "  enabled: true\n"
                "  zones: [us-central1-a, us-central1-b]\n");
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry req_entry_t;
@@ -198,10 +193,10 @@ int main(int argc, char **argv) {
             uint8_t *resp = NULL;
             grpc_status_code status;
             char *details = NULL;
-            double t0 = now_ms();
+            double t0 = clock_mono_ms_exact();
             int r = rpc_client_call(client, BENCH_METHOD, req_buf, req_len, &resp, &resp_len,
                                     &status, &details);
-            lat[c] = now_ms() - t0;
+            lat[c] = clock_mono_ms_exact() - t0;
             if (r != 0 || status != GRPC_STATUS_OK) {
                 fprintf(stderr, "call failed: %s\n", details != NULL ? details : "local failure");
                 rc = 1;
@@ -249,9 +244,9 @@ int main(int argc, char **argv) {
         gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC);
         for (int c = 0; c < calls && rc == 0; c++) {
             grpc_byte_buffer *in = codec_from_bytes(req_buf, req_len), *out = NULL;
-            double t0 = now_ms();
+            double t0 = clock_mono_ms_exact();
             int r = handler(&ctx, in, deadline, &out, &err);
-            lat[c] = now_ms() - t0;
+            lat[c] = clock_mono_ms_exact() - t0;
             grpc_byte_buffer_destroy(in);
             if (r != 0) {
                 fprintf(stderr, "handler failed: %s\n", err.msg);

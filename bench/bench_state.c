@@ -14,15 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "externalgrpc.pb-c.h"
 #include "rpc_client.h"
 #include "wire_names.h"
-
-static double bench_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int bench_cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -61,7 +56,7 @@ static void *bench_qps(void *p) {
     Clusterautoscaler__Cloudprovider__V1__Externalgrpc__NodeGroupForNodeRequest req =
         CLUSTERAUTOSCALER__CLOUDPROVIDER__V1__EXTERNALGRPC__NODE_GROUP_FOR_NODE_REQUEST__INIT;
     req.node = &node;
-    while (bench_now_ms() < a->until) {
+    while (clock_mono_ms_exact() < a->until) {
         bench_call(a->client, WIRE_CP_NODE_GROUP_FOR_NODE, &req.base);
         a->calls++;
     }
@@ -107,9 +102,9 @@ int main(int argc, char **argv) {
     if (lat == NULL)
         return 1;
     for (int i = 0; i < calls; i++) {
-        double t0 = bench_now_ms();
+        double t0 = clock_mono_ms_exact();
         bench_call(client, WIRE_CP_INCREASE_SIZE, &inc.base);
-        lat[i] = bench_now_ms() - t0;
+        lat[i] = clock_mono_ms_exact() - t0;
         bench_call(client, WIRE_CP_DECREASE_TARGET_SIZE, &dec.base);
     }
     qsort(lat, (size_t)calls, sizeof(*lat), bench_cmp);
@@ -124,7 +119,7 @@ int main(int argc, char **argv) {
     pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
     if (args == NULL || tids == NULL)
         return 1;
-    double until = bench_now_ms() + seconds * 1000;
+    double until = clock_mono_ms_exact() + seconds * 1000;
     for (int t = 0; t < threads; t++) {
         args[t] = (qps_arg_t){.client = client, .provider_id = pid, .until = until};
         pthread_create(&tids[t], NULL, bench_qps, &args[t]);

@@ -12,14 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "state.h"
 #include "state_file.h"
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -92,24 +87,24 @@ int main(int argc, char **argv) {
     frugal_err_t err = {0};
     for (int k = 0; k < writes; k++) {
         char *text = NULL;
-        double t0 = now_ms();
+        double t0 = clock_mono_ms_exact();
         if (state_format(view, (size_t)groups, &text, &len, &err) != 0)
             return 1;
-        fmt[k] = now_ms() - t0;
+        fmt[k] = clock_mono_ms_exact() - t0;
         free(text);
-        t0 = now_ms();
+        t0 = clock_mono_ms_exact();
         if (state_save(path, view, (size_t)groups, &err) != 0) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        save[k] = now_ms() - t0;
+        save[k] = clock_mono_ms_exact() - t0;
         state_t st;
-        t0 = now_ms();
+        t0 = clock_mono_ms_exact();
         if (state_load(path, &st, &err) != 0) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        load[k] = now_ms() - t0;
+        load[k] = clock_mono_ms_exact() - t0;
         state_free(&st);
     }
     printf("%d groups x %d instances: %zu bytes, %d writes\n", groups, instances, len, writes);

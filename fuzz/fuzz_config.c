@@ -8,6 +8,7 @@
 
 #include "fuzz.h"
 #include "config.h"
+#include "config_summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *devnull;
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (cfg == NULL)
             __builtin_trap();
         if (devnull != NULL)
-            config_print_summary(cfg, devnull);
+            config_summary_print(cfg, devnull);
     } else {
         if (cfg != NULL || errors == NULL || errors[0] == '\0')
             __builtin_trap();

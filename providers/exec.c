@@ -9,10 +9,10 @@
  * Slots never wait for a hook: increase and delete_instances change the group and stage
  * jobs, which commit_staged queues once the cluster has written the state file (and
  * abort_staged drops when it could not: no hook may act on a change that was not
- * published); `parallelism` worker threads run them (under a guard process, in a
- * process group of their own that dies with frugal and, with a shared store, when the
- * leadership lease runs out: exec__guard; stdout/stderr captured up to EXEC_OUTPUT_MAX,
- * the whole group killed at the timeout) and queue the results, which
+ * published); `parallelism` worker threads run them (with hook_runner: under a guard
+ * process, in a process group of their own that dies with frugal and, with a shared
+ * store, when the leadership lease runs out; stdout/stderr captured up to
+ * HOOK_OUTPUT_MAX, the whole group killed at the timeout) and queue the results, which
  * the refresh slot applies to the group it is given. Refresh also re-queues the work of
  * every creating (without error) or deleting instance that has no job: after a restart
  * from the state file, after a failed delete (at most every EXEC_RETRY_MS), or when a
@@ -26,39 +26,31 @@
  * Locking: the cluster serialises every slot and the commit/abort of the staged jobs;
  * mu guards the job queues, the busy map and the backoff list, which the workers share
  * with the slots. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* pipe2 */
-#endif
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hook_env.h"
 #include "hook_output.h"
+#include "hook_runner.h"
 #include "log.h"
 #include "metrics.h"
 #include "provider.h"
-#include "quantity.h"
 #include "strmap.h"
 
-#define EXEC_OUTPUT_MAX (64 * 1024) /* bytes kept of each of stdout and stderr */
-#define EXEC_RETRY_MS 30000         /* earliest re-run after a result was applied */
-#define EXEC_GROUP_TIMEOUT_MS 3000  /* cap of the synchronous group hooks: < CA's 5 s */
-#define EXEC_STOP_GRACE_MS 5000     /* destroy: how long running hooks may finish */
+#define EXEC_RETRY_MS 30000        /* earliest re-run after a result was applied */
+#define EXEC_GROUP_TIMEOUT_MS 3000 /* cap of the synchronous group hooks: < CA's 5 s */
+#define EXEC_STOP_GRACE_MS 5000    /* destroy: how long running hooks may finish */
 #define EXEC_EXIT_NO_RESOURCES 3
 
 typedef enum exec_verb {
@@ -143,8 +135,7 @@ typedef struct exec_provider {
     atomic_uint released; /* bumped by release: the workers kill the hooks taken before */
     pthread_t *threads;
     size_t threads_count;
-    exec_fence_t *fence; /* a shared page: the guards read it (see exec__guard) */
-    int fd_limit;        /* RLIMIT_NOFILE at create, for the guards */
+    exec_fence_t *fence; /* a shared page: the guards read it (see hook_runner.h) */
 } exec_provider_t;
 
 /* ------------------------------------------------------------------------------------
@@ -169,16 +160,6 @@ static void exec__list_free(exec_job_t *j) {
         exec__job_free(j);
         j = next;
     }
-}
-
-/* The instance name in a placeholder id frugal://GROUP/NAME, else "". */
-static const char *exec__name_of(const char *group, const char *id) {
-    static const char scheme[] = "frugal://";
-    size_t glen = strlen(group);
-    if (strncmp(id, scheme, sizeof(scheme) - 1) == 0 &&
-        strncmp(id + sizeof(scheme) - 1, group, glen) == 0 && id[sizeof(scheme) - 1 + glen] == '/')
-        return id + sizeof(scheme) - 1 + glen + 1;
-    return "";
 }
 
 /* A job for instance id of g (name: its name, "" when unknown); NULL when out of
@@ -308,22 +289,8 @@ static exec_job_t *exec__orphan_of(const exec_job_t *j) {
     o->group = strdup(j->group);
     o->key = strdup(id);
     o->arg = strdup(id);
-    size_t n = 0;
-    while (j->envp[n] != NULL)
-        n++;
-    o->envp = calloc(n + 1, sizeof(*o->envp));
+    o->envp = hook_env_with_provider_id(j->envp, id);
     bool ok = o->group != NULL && o->key != NULL && o->arg != NULL && o->envp != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        static const char pid[] = "FRUGAL_PROVIDER_ID=";
-        if (strncmp(j->envp[i], pid, sizeof(pid) - 1) == 0) {
-            size_t len = sizeof(pid) + strlen(id);
-            if ((o->envp[i] = malloc(len)) != NULL)
-                snprintf(o->envp[i], len, "%s%s", pid, id);
-        } else {
-            o->envp[i] = strdup(j->envp[i]);
-        }
-        ok = o->envp[i] != NULL;
-    }
     if (!ok) {
         exec__job_free(o);
         return NULL;
@@ -334,101 +301,6 @@ static exec_job_t *exec__orphan_of(const exec_job_t *j) {
 /* ------------------------------------------------------------------------------------
  * Running a hook
  * ---------------------------------------------------------------------------------- */
-
-static int64_t exec__mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-typedef struct exec_buf {
-    char data[EXEC_OUTPUT_MAX + 1];
-    size_t len;
-} exec_buf_t;
-
-/* Read what fd has into b (beyond the cap it is discarded); false at EOF or error. */
-static bool exec__drain(int fd, exec_buf_t *b) {
-    char tmp[4096];
-    ssize_t r = read(fd, tmp, sizeof(tmp));
-    if (r < 0)
-        return errno == EINTR || errno == EAGAIN;
-    if (r == 0)
-        return false;
-    size_t room = EXEC_OUTPUT_MAX - b->len;
-    size_t take = (size_t)r < room ? (size_t)r : room;
-    memcpy(b->data + b->len, tmp, take);
-    b->len += take;
-    b->data[b->len] = '\0';
-    return true;
-}
-
-/* The hook's stdout and stderr pipes as they are read: fds[i] while open[i]. */
-typedef struct exec_pipes {
-    int fds[2];
-    bool open[2];
-    exec_buf_t *bufs[2];
-} exec_pipes_t;
-
-static bool exec__pipes_open(const exec_pipes_t *pp) {
-    return pp->open[0] || pp->open[1];
-}
-
-/* Wait up to slice_ms for output on the open pipes and read what came; a pipe at EOF
- * is closed for good. */
-static void exec__pipes_read(exec_pipes_t *pp, int slice_ms) {
-    struct pollfd fds[2];
-    int which[2];
-    nfds_t n = 0;
-    for (int i = 0; i < 2; i++) {
-        if (pp->open[i]) {
-            fds[n] = (struct pollfd){.fd = pp->fds[i], .events = POLLIN};
-            which[n++] = i;
-        }
-    }
-    if (n == 0) {
-        struct timespec ts = {0, slice_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        return;
-    }
-    if (poll(fds, n, slice_ms) <= 0)
-        return;
-    for (nfds_t k = 0; k < n; k++) {
-        if (fds[k].revents != 0 && !exec__drain(fds[k].fd, pp->bufs[which[k]]))
-            pp->open[which[k]] = false;
-    }
-}
-
-/* Read what is left once the hook is gone: until EOF on both pipes, for at most 100 ms
- * (a writer that escaped the hook's group may hold one open). */
-static void exec__pipes_drain(exec_pipes_t *pp) {
-    int64_t until = exec__mono_ms() + 100;
-    while (exec__pipes_open(pp) && exec__mono_ms() < until)
-        exec__pipes_read(pp, 20);
-}
-
-/* The first line of b (NULL when it is empty) or its last non-empty line. */
-static char *exec__line(const exec_buf_t *b, bool last) {
-    const char *s = b->data;
-    size_t len = b->len;
-    const char *start = s, *end = s + len;
-    if (!last) {
-        const char *nl = memchr(s, '\n', len);
-        end = nl != NULL ? nl : s + len;
-    } else {
-        while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-            end--;
-        start = end;
-        while (start > s && start[-1] != '\n')
-            start--;
-    }
-    while (end > start && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    while (start < end && (*start == ' ' || *start == '\t'))
-        start++;
-    if (end == start)
-        return NULL;
-    return strndup(start, (size_t)(end - start));
-}
 
 static const char *exec__verb_name(exec_verb_t v) {
     switch (v) {
@@ -445,9 +317,9 @@ static const char *exec__verb_name(exec_verb_t v) {
 }
 
 /* Set j->message to fmt..., then ": LAST_STDERR_LINE" when there is one. */
-static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *err,
+static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const hook_output_t *err,
                        const char *what) {
-    char *line = err != NULL ? exec__line(err, true) : NULL;
+    char *line = err != NULL ? hook_output_line(err, true) : NULL;
     size_t len = strlen(what) + (line != NULL ? strlen(line) : 0) + 3;
     j->outcome = outcome;
     free(j->message);
@@ -458,261 +330,13 @@ static void exec__fail(exec_job_t *j, exec_outcome_t outcome, const exec_buf_t *
     free(line);
 }
 
-/* A hook runs under a guard: frugal forks the guard, the guard forks and execs the hook
- * in a process group of the hook's own. The guard is the hook's parent and, as a child
- * subreaper, the parent of whatever the hook starts and leaves orphaned, so it can both
- * kill the whole group and reap every process of it (no zombie is left to frugal, which
- * may be a container's PID 1). It ends the group when frugal asks (SIGUSR1: timeout,
- * shutdown, leadership lost) and on two rules frugal might not be there to enforce:
- * frugal died (even by kill -9), or, for a fenced job, the leadership lease frugal last
- * renewed ran out (even while frugal is paused: SIGSTOP, a frozen VM). So no machine
- * hook runs on beside the new leader's rerun. Between fork and exit the guard is a copy
- * of a multi-threaded process: async-signal-safe calls only, nothing allocated. */
-
-#define EXEC_GUARD_POLL_MS 10
-#define EXEC_GUARD_REAP_MS 1000 /* how long a guard reaps a killed group's processes */
-#define EXEC_GUARD_REPORT_FD 3  /* the guard's copies: report (exec errno), status */
-#define EXEC_GUARD_STATUS_FD 4
-#define EXEC_GUARD_STOP SIGUSR1 /* frugal to the guard: kill the hook's group now */
-
-/* Why the guard ended, written on its status pipe before it exits. */
-typedef enum exec_guard_end {
-    EXEC_GUARD_RUNNING,  /* not ended (never written) */
-    EXEC_GUARD_EXITED,   /* the hook exited; status: its wait status */
-    EXEC_GUARD_STOPPED,  /* frugal asked: the group was killed */
-    EXEC_GUARD_FENCED,   /* the lease ran out: the group was killed */
-    EXEC_GUARD_ORPHANED, /* frugal died: the group was killed (nobody reads this) */
-} exec_guard_end_t;
-
-typedef struct exec_guard_report {
-    int end; /* exec_guard_end_t */
-    int status;
-} exec_guard_report_t;
-
-/* Everything the guard needs, prepared before the fork. */
-typedef struct exec_launch {
-    const char *cmd;
-    char *const *argv;
-    char *const *envp;
-    int outfd, errfd;
-    const atomic_llong *fence; /* monotonic ms the job may run until; NULL: not fenced */
-    int fd_limit;              /* close_range's fallback: close every fd below it */
-} exec_launch_t;
-
-_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
-               "the fence is shared with the guard processes: it must be lock-free");
-
-static void exec__write_all(int fd, const void *data, size_t len) {
-    while (write(fd, data, len) < 0 && errno == EINTR) {
-    }
-}
-
-static void exec__guard_nap(void) {
-    struct timespec ts = {0, EXEC_GUARD_POLL_MS * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* The hook's side, between the guard's fork and execve: a process group of its own,
- * stdin /dev/null and the pipes already in place (the guard set them), SIGKILL should
- * the guard die, no blocked signal and default dispositions. What fails before execve
- * is reported as an errno. */
-static _Noreturn void exec__hook_child(pid_t guard, const exec_launch_t *l) {
-    static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
-                               SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
-    int e = 0;
-    if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-        e = errno;
-        goto fail;
-    }
-    if (getppid() != guard) /* the guard died before the death signal was armed */
-        _exit(127);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        sigaction(sigs[i], &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(l->cmd, l->argv, l->envp);
-    e = errno;
-fail:
-    exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
-    _exit(127);
-}
-
-/* Give the guard exactly fds 0-4: /dev/null, the hook's stdout and stderr, the report
- * and the status pipes (the last two close on the hook's exec). Nothing else of
- * frugal's stays open in it: no listener, no state lock, no other hook's pipe. */
-static int exec__guard_fds(const exec_launch_t *l, int report, int status) {
-    int in = open("/dev/null", O_RDONLY);
-    if (in < 0)
-        return errno;
-    int keep[5] = {in, l->outfd, l->errfd, report, status};
-    for (int i = 0; i < 5; i++) {
-        if ((keep[i] = fcntl(keep[i], F_DUPFD, 16)) < 0)
-            return errno;
-    }
-    for (int i = 0; i < 5; i++) {
-        if (dup2(keep[i], i) < 0)
-            return errno;
-    }
-    if (fcntl(EXEC_GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC) < 0 ||
-        fcntl(EXEC_GUARD_STATUS_FD, F_SETFD, FD_CLOEXEC) < 0)
-        return errno;
-    if (close_range(5, ~0U, 0) != 0) {
-        for (int fd = 5; fd < l->fd_limit; fd++)
-            close(fd);
-    }
-    return 0;
-}
-
-/* Why the guard must end the hook's group now, EXEC_GUARD_RUNNING while it may run on. */
-static exec_guard_end_t exec__guard_reason(pid_t frugal, const exec_launch_t *l) {
-    if (getppid() != frugal)
-        return EXEC_GUARD_ORPHANED;
-    if (l->fence != NULL && exec__mono_ms() >= atomic_load(l->fence))
-        return EXEC_GUARD_FENCED;
-    sigset_t pending;
-    if (sigpending(&pending) == 0 && sigismember(&pending, EXEC_GUARD_STOP))
-        return EXEC_GUARD_STOPPED;
-    return EXEC_GUARD_RUNNING;
-}
-
-/* Kill hook's group and reap the hook (unless reaped already) and, for up to
- * EXEC_GUARD_REAP_MS, what it started (orphans come to the guard, a subreaper). */
-static void exec__guard_kill(pid_t hook) {
-    kill(-hook, SIGKILL);
-    while (waitpid(hook, NULL, 0) < 0 && errno == EINTR) {
-    }
-    for (int waited = 0; waited < EXEC_GUARD_REAP_MS; waited += EXEC_GUARD_POLL_MS) {
-        pid_t r;
-        while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
-        }
-        if (r < 0 && errno == ECHILD)
-            return;
-        exec__guard_nap();
-    }
-}
-
-/* The guard: see above. It reports the hook's exec failure on report and how the hook
- * ended on status. */
-static _Noreturn void exec__guard(pid_t frugal, const exec_launch_t *l, int report, int status) {
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, EXEC_GUARD_STOP);
-    sigprocmask(SIG_BLOCK, &stop, NULL); /* kept pending: exec__guard_reason reads it */
-    int e = exec__guard_fds(l, report, status);
-    if (e == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-        e = errno;
-    if (e != 0) {
-        exec__write_all(report, &e, sizeof(e));
-        _exit(127);
-    }
-    prctl(PR_SET_NAME, "frugal-guard");
-    exec_guard_end_t end = exec__guard_reason(frugal, l);
-    if (end != EXEC_GUARD_RUNNING) {
-        e = ECANCELED; /* the lease ran out (or frugal is gone) before the hook started */
-        exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
-        _exit(127);
-    }
-    pid_t guard = getpid();
-    pid_t hook = fork();
-    if (hook == 0)
-        exec__hook_child(guard, l);
-    if (hook < 0) {
-        e = errno;
-        exec__write_all(EXEC_GUARD_REPORT_FD, &e, sizeof(e));
-        _exit(127);
-    }
-    setpgid(hook, hook);         /* as the hook does: whichever runs first, kill(-hook) works */
-    close(EXEC_GUARD_REPORT_FD); /* frugal reads EOF once the hook's exec closed its copy */
-    for (;;) {
-        int ws = 0;
-        if (waitpid(hook, &ws, WNOHANG) == hook) {
-            /* What the hook left running in its group ends with it: nothing outlives the
-             * fence or reaches frugal (maybe a container's PID 1) as a zombie. */
-            exec__guard_kill(hook);
-            exec_guard_report_t r = {EXEC_GUARD_EXITED, ws};
-            exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
-            _exit(0);
-        }
-        if ((end = exec__guard_reason(frugal, l)) != EXEC_GUARD_RUNNING) {
-            exec__guard_kill(hook);
-            exec_guard_report_t r = {(int)end, 0};
-            exec__write_all(EXEC_GUARD_STATUS_FD, &r, sizeof(r));
-            _exit(0);
-        }
-        exec__guard_nap();
-    }
-}
-
-/* Start l's hook under a guard; 0 with *guard (its pid: EXEC_GUARD_STOP asks it to
- * end the hook) and *status_fd (where the guard reports), or the errno why the hook
- * could not run (then no process remains). Returns once the hook's execve has
- * succeeded or failed. */
-static int exec__spawn(const exec_launch_t *l, pid_t *guard, int *status_fd) {
-    int rep[2], st[2];
-    if (pipe2(rep, O_CLOEXEC) != 0)
-        return errno;
-    if (pipe2(st, O_CLOEXEC) != 0) {
-        int e = errno;
-        close(rep[0]);
-        close(rep[1]);
-        return e;
-    }
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child == 0)
-        exec__guard(parent, l, rep[1], st[1]);
-    int e = child < 0 ? errno : 0;
-    close(rep[1]);
-    close(st[1]);
-    if (child > 0) {
-        /* EOF: the hook's execve succeeded; else an errno from the guard or the hook. */
-        ssize_t n;
-        while ((n = read(rep[0], &e, sizeof(e))) < 0 && errno == EINTR) {
-        }
-        if (n != (ssize_t)sizeof(e))
-            e = 0;
-        if (e != 0) {
-            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-            }
-        }
-    }
-    close(rep[0]);
-    if (e != 0) {
-        close(st[0]);
-        return e;
-    }
-    *guard = child;
-    *status_fd = st[0];
-    return 0;
-}
-
-/* How the guard said the hook ended (EXEC_GUARD_EXITED with *status), or
- * EXEC_GUARD_RUNNING when it said nothing (it was killed). Called after the guard was
- * reaped. */
-static exec_guard_end_t exec__guard_end(int status_fd, int *status) {
-    exec_guard_report_t r = {EXEC_GUARD_RUNNING, 0};
-    ssize_t n;
-    while ((n = read(status_fd, &r, sizeof(r))) < 0 && errno == EINTR) {
-    }
-    if (n != (ssize_t)sizeof(r))
-        return EXEC_GUARD_RUNNING;
-    *status = r.status;
-    return (exec_guard_end_t)r.end;
-}
-
 /* A create's provider id (the first line it printed) must be one token: refuse the
  * result otherwise, so that no unusable id reaches the state, CA or kubelet. */
 static void exec__check_id(exec_job_t *j) {
     char why[96], msg[FRUGAL_ERR_MSG_MAX];
-    const char *problem = j->verb == EXEC_CREATE && j->first_line != NULL
-                              ? hook_output_id_problem(j->first_line, why, sizeof(why))
-                              : NULL;
-    if (problem == NULL)
+    const char *problem = NULL;
+    if (j->verb != EXEC_CREATE || j->first_line == NULL ||
+        (problem = hook_output_id_problem(j->first_line, why, sizeof(why))) == NULL)
         return;
     snprintf(msg, sizeof(msg),
              "hook create printed a provider id that %s (a provider id is one word without "
@@ -723,143 +347,96 @@ static void exec__check_id(exec_job_t *j) {
     exec__fail(j, EXEC_FAILED, NULL, msg);
 }
 
+/* Whether j's running hook must end now: destroy's grace is over, or release gave the
+ * work away since a worker took it. */
+typedef struct exec_stop {
+    exec_provider_t *p;
+    const exec_job_t *j;
+} exec_stop_t;
+
+static bool exec__stop_requested(void *arg) {
+    const exec_stop_t *s = arg;
+    return atomic_load(&s->p->kill_all) ||
+           (s->j->worker && atomic_load(&s->p->released) != s->j->epoch);
+}
+
 /* Run j's hook to completion (or timeout_ms, or kill_all) and record its outcome.
  * Never fails: a hook that cannot be started is EXEC_FAILED. */
 static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    exec_buf_t *out = calloc(1, sizeof(*out));
-    exec_buf_t *err = calloc(1, sizeof(*err));
+    const char *cmd = p->command;
+    const char *verb = exec__verb_name(j->verb);
+    char *argv[] = {(char *)cmd, (char *)verb, j->group,
+                    j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
+    exec_stop_t stop = {p, j};
+    hook_spec_t spec = {.cmd = cmd,
+                        .argv = argv,
+                        .envp = j->envp,
+                        .timeout_ms = timeout_ms,
+                        .fence = j->worker ? &p->fence->until_ms : NULL,
+                        .stop = exec__stop_requested,
+                        .stop_arg = &stop};
+    hook_result_t res;
+    hook_runner_run(&spec, &res);
+    const hook_output_t *err = res.err;
+    int status = res.status;
     char what[256];
-    pid_t pid = -1; /* the guard's: see exec__spawn */
-    int status_fd = -1;
 
     j->outcome = EXEC_FAILED;
-    if (j->worker && exec__mono_ms() >= atomic_load(&p->fence->until_ms)) {
-        snprintf(what, sizeof(what), "hook %s not started: this replica's leadership lease ran out",
-                 exec__verb_name(j->verb));
-        exec__fail(j, EXEC_FENCED, NULL, what);
-        goto done;
-    }
-    if (out == NULL || err == NULL) {
+    switch (res.end) {
+    case HOOK_NO_MEMORY:
         exec__fail(j, EXEC_FAILED, NULL, "out of memory running the hook");
-        goto done;
-    }
-    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-        snprintf(what, sizeof(what), "cannot create pipes: %s", strerror(errno));
+        break;
+    case HOOK_NO_PIPES:
+        snprintf(what, sizeof(what), "cannot create pipes: %s", strerror(res.error));
         exec__fail(j, EXEC_FAILED, NULL, what);
-        goto done;
-    }
-    const char *cmd = p->command;
-    char *argv[] = {(char *)cmd, (char *)exec__verb_name(j->verb), j->group,
-                    j->verb == EXEC_CREATE || j->verb == EXEC_DELETE ? j->arg : NULL, NULL};
-    exec_launch_t launch = {.cmd = cmd,
-                            .argv = argv,
-                            .envp = j->envp,
-                            .outfd = outp[1],
-                            .errfd = errp[1],
-                            .fence = j->worker ? &p->fence->until_ms : NULL,
-                            .fd_limit = p->fd_limit};
-    int src = exec__spawn(&launch, &pid, &status_fd);
-    close(outp[1]);
-    close(errp[1]);
-    outp[1] = errp[1] = -1;
-    if (src != 0) {
-        pid = -1;
-        if (src == ECANCELED) {
-            snprintf(what, sizeof(what),
-                     "hook %s not started: this replica's leadership lease ran out",
-                     exec__verb_name(j->verb));
-            exec__fail(j, EXEC_FENCED, NULL, what);
-        } else {
-            snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(src));
-            exec__fail(j, EXEC_FAILED, NULL, what);
-        }
-        goto done;
-    }
-
-    /* Read both pipes until the guard reports the hook's end (then what is left,
-     * briefly), the deadline passes or destroy or release says stop. */
-    int64_t deadline = exec__mono_ms() + timeout_ms;
-    int64_t exited_at = -1;
-    int status = 0;
-    bool timed_out = false, killed = false;
-    exec_pipes_t pipes = {.fds = {outp[0], errp[0]}, .open = {true, true}, .bufs = {out, err}};
-    while (exec__pipes_open(&pipes) || exited_at < 0) {
-        int64_t now = exec__mono_ms();
-        if (exited_at < 0) {
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            if (w == pid)
-                exited_at = now;
-        }
-        if (exited_at >= 0 && (!exec__pipes_open(&pipes) || now - exited_at > 100))
-            break;
-        if (exited_at < 0 && (now >= deadline || atomic_load(&p->kill_all) ||
-                              (j->worker && atomic_load(&p->released) != j->epoch))) {
-            timed_out = now >= deadline;
-            killed = true;
-            kill(pid, EXEC_GUARD_STOP); /* the guard kills the group and reaps it */
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
-            break;
-        }
-        exec__pipes_read(&pipes, 50);
-    }
-    exec_guard_end_t end = exec__guard_end(status_fd, &status);
-    if (killed && end == EXEC_GUARD_EXITED) {
-        /* The hook had ended before the guard saw the request: its own outcome counts,
-         * with all of its output. */
-        killed = false;
-        exec__pipes_drain(&pipes);
-    }
-    if (killed) {
-        if (timed_out) {
-            snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed",
-                     exec__verb_name(j->verb), timeout_ms);
-            exec__fail(j, EXEC_TIMEOUT, err, what);
-        } else {
-            snprintf(what, sizeof(what), "hook %s killed: %s", exec__verb_name(j->verb),
-                     atomic_load(&p->kill_all) ? "frugal is stopping"
-                                               : "this replica is no longer the leader");
-            exec__fail(j, EXEC_FAILED, err, what);
-        }
-    } else if (end == EXEC_GUARD_FENCED) {
-        snprintf(what, sizeof(what), "hook %s killed: this replica's leadership lease ran out",
-                 exec__verb_name(j->verb));
-        exec__fail(j, EXEC_FENCED, err, what);
-    } else if (end != EXEC_GUARD_EXITED) {
+        break;
+    case HOOK_NO_SPAWN:
+        snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(res.error));
+        exec__fail(j, EXEC_FAILED, NULL, what);
+        break;
+    case HOOK_FENCED:
+        snprintf(what, sizeof(what), "hook %s %s: this replica's leadership lease ran out", verb,
+                 res.started ? "killed" : "not started");
+        exec__fail(j, EXEC_FENCED, res.started ? err : NULL, what);
+        break;
+    case HOOK_TIMED_OUT:
+        snprintf(what, sizeof(what), "hook %s timed out after %" PRId64 " ms: killed", verb,
+                 timeout_ms);
+        exec__fail(j, EXEC_TIMEOUT, err, what);
+        break;
+    case HOOK_STOPPED:
+        snprintf(what, sizeof(what), "hook %s killed: %s", verb,
+                 atomic_load(&p->kill_all) ? "frugal is stopping"
+                                           : "this replica is no longer the leader");
+        exec__fail(j, EXEC_FAILED, err, what);
+        break;
+    case HOOK_GUARD_LOST:
         snprintf(what, sizeof(what), "hook %s: its guard process ended without a report (%s %d)",
-                 exec__verb_name(j->verb), WIFSIGNALED(status) ? "signal" : "status",
+                 verb, WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         exec__fail(j, EXEC_FAILED, err, what);
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        j->outcome = EXEC_OK;
-        j->first_line = exec__line(out, false);
-        exec__check_id(j);
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
-        char *line = exec__line(err, true);
-        j->outcome = EXEC_NO_RESOURCES;
-        j->message = line != NULL ? line : strdup("out of resources (exit status 3)");
-    } else {
-        if (WIFEXITED(status))
-            snprintf(what, sizeof(what), "hook %s exited with status %d", exec__verb_name(j->verb),
-                     WEXITSTATUS(status));
-        else
-            snprintf(what, sizeof(what), "hook %s killed by signal %d", exec__verb_name(j->verb),
-                     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-        exec__fail(j, EXEC_FAILED, err, what);
+        break;
+    case HOOK_EXITED:
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            j->outcome = EXEC_OK;
+            j->first_line = hook_output_line(res.out, false);
+            exec__check_id(j);
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
+            char *line = hook_output_line(err, true);
+            j->outcome = EXEC_NO_RESOURCES;
+            j->message = line != NULL ? line : strdup("out of resources (exit status 3)");
+        } else {
+            if (WIFEXITED(status))
+                snprintf(what, sizeof(what), "hook %s exited with status %d", verb,
+                         WEXITSTATUS(status));
+            else
+                snprintf(what, sizeof(what), "hook %s killed by signal %d", verb,
+                         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            exec__fail(j, EXEC_FAILED, err, what);
+        }
+        break;
     }
-
-done:
-    if (status_fd >= 0)
-        close(status_fd);
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
-    free(out);
-    free(err);
+    hook_result_clear(&res);
 }
 
 /* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */
@@ -869,11 +446,11 @@ static void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
                                           [EXEC_FAILED] = "failed",
                                           [EXEC_TIMEOUT] = "timeout",
                                           [EXEC_FENCED] = "fenced"};
-    int64_t t0 = exec__mono_ms();
+    int64_t t0 = clock_mono_ms();
     exec__run_hook(p, j, timeout_ms);
     const char *verb = exec__verb_name(j->verb);
     metrics_count(METRICS_HOOK_RUNS, verb, results[j->outcome], NULL);
-    metrics_observe(METRICS_HOOK_SECONDS, (double)(exec__mono_ms() - t0) / 1000.0, verb, NULL);
+    metrics_observe(METRICS_HOOK_SECONDS, (double)(clock_mono_ms() - t0) / 1000.0, verb, NULL);
 }
 
 /* An orphan delete is recorded nowhere else: the leader cannot run it again. */
@@ -973,10 +550,6 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
     p->timeout_ms = cfg->exec_timeout_ms > 0 ? cfg->exec_timeout_ms : 600000;
     atomic_init(&p->kill_all, false);
     atomic_init(&p->released, 0);
-    struct rlimit nofile;
-    p->fd_limit = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536
-                      ? (int)nofile.rlim_cur
-                      : 65536;
     p->fence =
         mmap(NULL, sizeof(*p->fence), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p->fence == MAP_FAILED) {
@@ -1159,7 +732,8 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const instance_t *in = &g->instances[indexes[i]];
-        jobs[i] = exec__job_new(p, EXEC_DELETE, g, in->id, exec__name_of(g->spec.id, in->id));
+        jobs[i] =
+            exec__job_new(p, EXEC_DELETE, g, in->id, instance_name_in_group(in->id, g->spec.id));
         if (jobs[i] == NULL) {
             for (size_t k = 0; k < i; k++)
                 exec__job_free(jobs[k]);
@@ -1329,7 +903,7 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
             /* Dropped while its create ran: remove the machine it made. */
             const char *id = real != NULL ? real : j->key;
             exec_job_t *orphan =
-                exec__job_new(p, EXEC_DELETE, g, id, exec__name_of(j->group, j->key));
+                exec__job_new(p, EXEC_DELETE, g, id, instance_name_in_group(j->key, j->group));
             log_warn("exec: instance %s of %s was dropped while being created: deleting %s", j->key,
                      g->spec.id, id);
             if (orphan != NULL) {
@@ -1418,7 +992,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         if (!todo || strmap_get(p->busy, in->id) != NULL ||
             !exec__backoff_allows_locked(p, g->spec.id, in->id, now_ms))
             continue;
-        const char *name = exec__name_of(g->spec.id, in->id);
+        const char *name = instance_name_in_group(in->id, g->spec.id);
         exec_job_t *j = exec__job_new(p, in->state == INSTANCE_CREATING ? EXEC_CREATE : EXEC_DELETE,
                                       g, in->id, name);
         if (j == NULL || exec__reserve_locked(p, 1) != 0) {

@@ -249,3 +249,25 @@ void hook_env_free(char **envp) {
         free(*e);
     free(envp);
 }
+
+char **hook_env_with_provider_id(char *const *envp, const char *provider_id) {
+    static const char var[] = "FRUGAL_PROVIDER_ID=";
+    size_t n = 0;
+    while (envp[n] != NULL)
+        n++;
+    char **out = calloc(n + 1, sizeof(*out));
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        if (strncmp(envp[i], var, sizeof(var) - 1) == 0) {
+            size_t len = sizeof(var) + strlen(provider_id);
+            if ((out[i] = malloc(len)) != NULL)
+                snprintf(out[i], len, "%s%s", var, provider_id);
+        } else {
+            out[i] = strdup(envp[i]);
+        }
+        if (out[i] == NULL) {
+            hook_env_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}

@@ -16,6 +16,10 @@
 char **hook_env_build(const frugal_config_t *cfg, const group_t *g, const char *name,
                       const char *provider_id);
 
+/* A copy of envp (of hook_env_build) with FRUGAL_PROVIDER_ID set to provider_id: the
+ * environment of a delete of the machine a create made. NULL when out of memory. */
+char **hook_env_with_provider_id(char *const *envp, const char *provider_id);
+
 /* Free an environment made by hook_env_build; NULL is a no-op. */
 void hook_env_free(char **envp);
 

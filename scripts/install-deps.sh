@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3 etcd-server)
+          python3 python3-yaml etcd-server)
 LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
          genisoimage busybox-static linux-image-cloud-amd64 cpio)
 if [ "${1:-}" = "--ci" ]; then

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build >/dev/null
 cmake --build build -j"$(nproc)"
-# --init-state: the demo starts from a fresh state file when there is none yet.
+# examples/frugal.yaml keeps the state in memory (no state_file), so --init-state changes
+# nothing until its state_file line is uncommented: then the first run creates the file.
 exec build/frugal serve -c examples/frugal.yaml --init-state

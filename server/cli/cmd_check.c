@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "config_summary.h"
 
 static int check_usage(FILE *f, int status) {
     fprintf(f, "usage: frugal check -c FILE\n"
@@ -58,7 +59,7 @@ int cmd_check(int argc, char **argv) {
             fprintf(stderr, "warning: %s\n", msg);
         }
     }
-    config_print_summary(cfg, stdout);
+    config_summary_print(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <grpc/grpc.h>
 
 #include "commands.h"
+#include "revision.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: frugal COMMAND [ARGS]\n"
@@ -22,8 +23,8 @@ static void usage(FILE *f) {
 }
 
 static int cmd_version(void) {
-    printf("frugal %s\ngrpc core %s\nbuilt %s %s\n", FRUGAL_VERSION, grpc_version_string(),
-           __DATE__, __TIME__);
+    printf("frugal %s\ncommit %s\ngrpc core %s\nbuilt %s %s\n", FRUGAL_VERSION, revision_get(),
+           grpc_version_string(), __DATE__, __TIME__);
     return 0;
 }
 

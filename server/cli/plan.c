@@ -336,19 +336,16 @@ static int plan__rank(plan_t *pl) {
     frugal_err_t err;
     frugal_err_clear(&err);
     /* As a server that has just started decides its first BestOptions: demand-fit's
-     * recent demand is these pending pods, with their owners' lifetimes. */
-    demand_summary_t recent;
+     * recent demand is these pending pods, with their owners' lifetimes; the server
+     * sees only the pods some option carries (hosted). */
     demand_memory_t *memory = calloc(1, sizeof(*memory));
     if (memory == NULL)
         return plan__nomem();
     demand_init(memory);
-    for (size_t i = 0; i < pl->n_pending; i++)
-        if (pl->hosted[i]) /* the server sees only the pods some option carries */
-            demand_record(memory, &pl->requests[i], &pl->lifetimes[i], 1);
-    demand_summarize(memory, &recent);
+    int rc = decide_best_options_remember(cfg, &req, pl->lifetimes, pl->hosted, memory,
+                                          &pl->decision, &err);
     free(memory);
-    decide_demand_t demand = {pl->lifetimes, &recent};
-    if (decide_best_options_demand(cfg, &req, &demand, &pl->decision, &err) != 0)
+    if (rc != 0)
         return plan__nomem();
     pl->in = pl->decision.inputs;
     pl->figs = pl->decision.figures;

@@ -4,6 +4,7 @@
  * 0. SIGHUP, or a change of the config file, reloads the config. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,20 @@ static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_
     }
 }
 
+/* Which memory budget applies and why; a warning when the container's limit could not
+ * be read or the budget cannot hold one message of max_message_bytes. */
+static void serve__log_memory_budget(const frugal_config_t *cfg) {
+    const limits_config_t *l = &cfg->limits;
+    if (l->memory_source_unreadable)
+        log_warn("memory budget %" PRId64 " bytes: %s", l->memory_bytes, l->memory_source);
+    else
+        log_info("memory budget %" PRId64 " bytes: %s", l->memory_bytes, l->memory_source);
+    if (l->memory_bytes < cfg->max_message_bytes)
+        log_warn("memory budget %" PRId64 " bytes cannot hold one message of max_message_bytes "
+                 "(%" PRId64 "): set limits.memory or a larger container limit",
+                 l->memory_bytes, cfg->max_message_bytes);
+}
+
 /* A reload took effect. */
 static void serve__reload_applied(const frugal_config_t *cfg, const char *why) {
     metrics_config_reloaded((double)time(NULL));
@@ -74,6 +89,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     frugal_config_t *next = NULL;
     char *errors = NULL;
     if (config_load(path, &next, &errors) != 0) {
+        metrics_config_reload_failed();
         log_error("config reload (%s) refused, keeping the running config:", why);
         for (char *line = errors, *end; line != NULL && *line != '\0'; line = end + 1) {
             end = strchr(line, '\n');
@@ -88,6 +104,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     frugal_err_clear(&err);
     const frugal_config_t *old = cluster_config_acquire(cluster);
     if (cluster_reload(cluster, next, &err) != 0) {
+        metrics_config_reload_failed();
         log_error("config reload (%s) refused, keeping the running config: %s: %s", why, path,
                   err.msg);
     } else {
@@ -200,6 +217,7 @@ int cmd_serve(int argc, char **argv) {
     char why[512];
     if (config_ranking_size_unknown(cfg, why, sizeof(why)))
         log_warn("%s", why);
+    serve__log_memory_budget(cfg);
     if (config_simulated_exposed(cfg, why, sizeof(why)))
         log_warn("%s", why);
 
@@ -211,6 +229,7 @@ int cmd_serve(int argc, char **argv) {
     cluster_t *cluster = NULL;
     frugal_server_t *server = NULL;
     ops_http_t *ops = NULL;
+    demand_memory_t *demand = NULL;
     metrics_config_reloaded((double)time(NULL));
     gpr_set_log_function(serve_grpc_log);
     grpc_init();
@@ -233,7 +252,13 @@ int cmd_serve(int argc, char **argv) {
         goto fail_cluster;
     if (cfg->ops_listen != NULL && ops_http_start(cfg->ops_listen, cfg, cluster, &ops, &err) != 0)
         goto fail_server;
-    service_ctx_t ctx = {.cfg = cfg, .cluster = cluster};
+    /* The services' memory of recent pods (demand-fit) lives as long as the server. */
+    if ((demand = calloc(1, sizeof(*demand))) == NULL) {
+        frugal_err_set(&err, FRUGAL_ENOMEM, "out of memory");
+        goto fail_server;
+    }
+    demand_init(demand);
+    service_ctx_t ctx = {.cfg = cfg, .cluster = cluster, .demand = demand};
     const service_def_t *services[] = {&service_cloudprovider, &service_expander,
                                        &service_autoprovisioning, &service_health};
     if (frugal_server_start(&ctx, services, sizeof(services) / sizeof(services[0]), &server,
@@ -258,6 +283,7 @@ int cmd_serve(int argc, char **argv) {
 
 fail_server:
     ops_http_stop(ops);
+    free(demand); /* after the server: its calls used it */
     cluster_close(cluster);
 fail_cluster:
     provider_destroy(provider);

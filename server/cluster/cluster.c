@@ -12,12 +12,14 @@
  * and freed under the write lock. Mutators read the published groups under write_mu
  * alone: nobody else can change them. */
 #include "cluster_internal.h"
+#include "testing/cluster_testing.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* ------------------------------------------------------------------------------------
@@ -36,12 +38,6 @@ int64_t cluster_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-double cluster__mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -349,10 +345,10 @@ void cluster__update_empty(group_t *g, int64_t now) {
  * ---------------------------------------------------------------------------------- */
 
 /* The log line of a mutation: method, group, delta, outcome (err's message on failure)
- * and the time since t0 (cluster__mono_ms). */
+ * and the time since t0 (clock_mono_ms_exact). */
 static void cluster__log(const char *method, const char *id, long delta, int rc,
                          const frugal_err_t *err, double t0) {
-    double ms = cluster__mono_ms() - t0;
+    double ms = clock_mono_ms_exact() - t0;
     log_field_t fields[] = {
         LOG_STR("node_group", id != NULL ? id : ""),
         LOG_INT("delta", delta),
@@ -380,7 +376,7 @@ int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
         /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic budget, converted
          * (pthread_mutex_clocklock would not need it, but ThreadSanitizer does not know
          * that call and then reports every unlock). */
-        int64_t wait_ms = last - (int64_t)cluster__mono_ms();
+        int64_t wait_ms = last - clock_mono_ms();
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         if (wait_ms < 0)
@@ -393,7 +389,7 @@ int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
         }
         rc = pthread_mutex_timedlock(&c->write_mu, &until);
     }
-    if (rc == 0 && (int64_t)cluster__mono_ms() < last)
+    if (rc == 0 && clock_mono_ms() < last)
         return 0;
     if (rc == 0)
         pthread_mutex_unlock(&c->write_mu);
@@ -413,14 +409,14 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
 
 static bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
     if (rc != FRUGAL_EABORTED || ++*attempt > 4 ||
-        (deadline_ms > 0 && (int64_t)cluster__mono_ms() >= deadline_ms))
+        (deadline_ms > 0 && clock_mono_ms() >= deadline_ms))
         return false;
     frugal_err_t err = {0};
     if (state_backend_sync(c->state, deadline_ms, &err) != 0) {
         log_warn("%s", err.msg);
         return false;
     }
-    return deadline_ms == 0 || (int64_t)cluster__mono_ms() < deadline_ms;
+    return deadline_ms == 0 || clock_mono_ms() < deadline_ms;
 }
 
 int cluster__mutate(cluster_t *c, const cluster_call_t *call, const char *method, const char *id,
@@ -428,7 +424,7 @@ int cluster__mutate(cluster_t *c, const cluster_call_t *call, const char *method
     frugal_err_t local = {0};
     if (err == NULL)
         err = &local;
-    double t0 = cluster__mono_ms();
+    double t0 = clock_mono_ms_exact();
     cluster_ctx_t ctx = {.deadline_ms = call != NULL ? call->deadline_ms : 0};
     int rc, attempt = 0;
     do {

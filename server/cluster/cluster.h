@@ -120,13 +120,11 @@ int cluster_delete_nodes(cluster_t *c, const cluster_call_t *call, const char *i
  * maintenance tick. */
 int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err);
 
-/* Write the state file now (no-op without one). */
+/* Store the whole state now (no-op in memory). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);
 
-/* Wall clock in ms since the epoch, as every cluster and provider timestamp uses it.
- * Tests replace it with cluster_set_clock_for_testing (NULL restores the wall clock);
- * set it before any thread uses the cluster. */
+/* Wall clock in ms since the epoch, as every cluster and provider timestamp uses it
+ * (tests replace it: server/cluster/testing/cluster_testing.h). */
 int64_t cluster_now_ms(void);
-void cluster_set_clock_for_testing(int64_t (*now_ms)(void));
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* ------------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ fail:
 }
 
 int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err) {
-    double t0 = cluster__mono_ms();
+    double t0 = clock_mono_ms_exact();
     /* Provider work (instance states, hook results, expiry) belongs to the leader of a
      * shared store; the others learn its results through the backend's watch. A replica
      * that was leader (paused past its lease, say) ends the hooks it still runs, so they
@@ -331,7 +332,7 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     }
     if (rc != 0)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
-                 cluster__mono_ms() - t0);
+                 clock_mono_ms_exact() - t0);
     return rc;
 }
 

@@ -154,3 +154,12 @@ void group_free(group_t *g) {
     group_clear(g);
     free(g);
 }
+
+const char *instance_name_in_group(const char *id, const char *group) {
+    static const char scheme[] = "frugal://";
+    size_t glen = strlen(group);
+    if (strncmp(id, scheme, sizeof(scheme) - 1) != 0)
+        return "";
+    id += sizeof(scheme) - 1;
+    return strncmp(id, group, glen) == 0 && id[glen] == '/' ? id + glen + 1 : "";
+}

@@ -66,6 +66,10 @@ void group_free(group_t *g);
  * creating since now_ms. 0, or FRUGAL_ENOMEM (inst untouched). */
 int instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t now_ms);
 
+/* The NAME of one of frugal's own instance ids frugal://<group>/NAME of group; "" when
+ * id is not such an id (a hook's real provider id, or another group's) or names nothing. */
+const char *instance_name_in_group(const char *id, const char *group);
+
 /* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
  * the others in order. The caller has checked there are at least that many. */
 void group_drop_creating(group_t *g, size_t drop);

@@ -571,14 +571,11 @@ static bool state__text_ok(const char *s) {
 static const char *state__provider_id_problem(const char *id, const char *group) {
     if (!state__text_ok(id) || strpbrk(id, "\t\n") != NULL)
         return "not UTF-8 text on one line";
-    static const char own[] = "frugal://";
-    if (strncmp(id, own, sizeof(own) - 1) != 0)
+    if (strncmp(id, "frugal://", 9) != 0)
         return NULL;
-    const char *rest = id + sizeof(own) - 1;
-    size_t glen = strlen(group);
-    if (strncmp(rest, group, glen) != 0 || rest[glen] != '/' || rest[glen + 1] == '\0')
-        return "does not belong to the group it is listed under";
-    return NULL;
+    const char *name = instance_name_in_group(id, group);
+    return name == NULL || name[0] == '\0' ? "does not belong to the group it is listed under"
+                                           : NULL;
 }
 
 /* A label, taint or resource record's strings, checked as the config checks them. */

@@ -4,12 +4,18 @@
 
 #include <stddef.h>
 
+#include "metrics.h"
+
 int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     return b->ops->load(b, out, err);
 }
 
 int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err) {
-    return b->ops->commit(b, c, err);
+    int rc = b->ops->commit(b, c, err);
+    /* another writer winning (retried on the current state) is not a failure */
+    if (rc != 0 && rc != FRUGAL_EABORTED)
+        metrics_count(METRICS_STATE_WRITE_FAILURES, NULL, NULL, NULL);
+    return rc;
 }
 
 int state_backend_lock(state_backend_t *b, frugal_err_t *err) {

@@ -162,6 +162,8 @@ typedef struct state_config {
 /* What one client may make the server hold (docs/limits.md). */
 typedef struct limits_config {
     int64_t memory_bytes;           /* transport budget; default 2 x max_message_bytes + 64Mi */
+    char memory_source[640];        /* where memory_bytes came from, for the log */
+    bool memory_source_unreadable;  /* unset, and the cgroup limit could not be read */
     int64_t receive_timeout_ms;     /* for the body of a call without deadline; default 30s */
     int64_t idle_timeout_ms;        /* a connection without calls is closed; default 5m */
     int32_t max_concurrent_streams; /* per connection; default 100 */
@@ -246,9 +248,5 @@ void config_format_options_warning(const char *id, char *buf, size_t size);
 
 /* "cloudprovider, expander, ..." for LISTENER_SERVICE_* bits, into buf. */
 void config_format_services(unsigned services, char *buf, size_t size);
-
-/* Print the one-screen summary of `frugal check` to f. */
-#include <stdio.h>
-void config_print_summary(const frugal_config_t *cfg, FILE *f);
 
 #endif

@@ -110,6 +110,29 @@ int decide_best_options(const frugal_config_t *cfg, const decide_request_t *req,
     return decide_best_options_demand(cfg, req, NULL, out, err);
 }
 
+int decide_best_options_remember(const frugal_config_t *cfg, const decide_request_t *req,
+                                 const pod_lifetime_t *lifetimes, const bool *remember,
+                                 demand_memory_t *memory, decide_result_t *out, frugal_err_t *err) {
+    if (cfg->ranking.strategy != RANKING_STRATEGY_DEMAND_FIT)
+        return decide_best_options_demand(cfg, req, NULL, out, err);
+    demand_summary_t recent;
+    if (memory != NULL) {
+        /* Each run of remembered pods in one call: no copy of the request is needed. */
+        for (size_t i = 0; i < req->pods_count;) {
+            size_t end = i;
+            while (end < req->pods_count && (remember == NULL || remember[end]))
+                end++;
+            if (end > i)
+                demand_record(memory, &req->pods[i], lifetimes != NULL ? &lifetimes[i] : NULL,
+                              end - i);
+            i = end + 1;
+        }
+        demand_summarize(memory, &recent);
+    }
+    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL};
+    return decide_best_options_demand(cfg, req, &dd, out, err);
+}
+
 int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *demand, decide_result_t *out,
                                frugal_err_t *err) {

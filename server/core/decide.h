@@ -108,6 +108,16 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
                                const decide_demand_t *demand, decide_result_t *out,
                                frugal_err_t *err);
 
+/* Remember req's pods in memory, then decide with the recent demand they join: the one
+ * way BestOptions, `frugal plan` and `frugal replay` decide. Under demand-fit, pod i of
+ * req (lifetimes[i]; lifetimes NULL: unknown) is recorded in memory when remember is
+ * NULL or remember[i] (a pod that could not be decoded is not demand), and the decision
+ * reads memory's summary and the lifetimes; memory NULL: no recent demand. Other
+ * strategies record nothing and read neither. As decide_best_options otherwise. */
+int decide_best_options_remember(const frugal_config_t *cfg, const decide_request_t *req,
+                                 const pod_lifetime_t *lifetimes, const bool *remember,
+                                 demand_memory_t *memory, decide_result_t *out, frugal_err_t *err);
+
 void decide_result_free(decide_result_t *r);
 
 #endif

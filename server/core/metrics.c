@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "revision.h"
+
 #define METRICS_MAX_LABELS 3
 #define METRICS_MAX_BUCKETS 16
 
@@ -114,6 +116,23 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                   NULL,
                                   0,
                                   NULL},
+    [METRICS_STATE_WRITE_FAILURES] = {"frugal_state_write_failures_total",
+                                      "State commits the backend could not make durable.",
+                                      false,
+                                      0,
+                                      {NULL},
+                                      NULL,
+                                      0,
+                                      NULL},
+    [METRICS_CALLS_REFUSED] = {"frugal_calls_refused_total",
+                               "Calls refused by the server's limits: over the calls in flight "
+                               "cap, or no message within limits.receive_timeout.",
+                               false,
+                               1,
+                               {"reason"},
+                               NULL,
+                               0,
+                               NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
                               true,
@@ -124,6 +143,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
 };
 
 static _Atomic int64_t config_reload_ms;
+static _Atomic int config_reload_ok = 1;
 static _Atomic int state_leader = -1; /* -1: no replicated backend */
 static _Atomic int state_stale = -1;
 
@@ -241,6 +261,11 @@ void metrics_observe(metrics_id_t id, double seconds, const char *v1, const char
 
 void metrics_config_reloaded(double unix_seconds) {
     atomic_store(&config_reload_ms, (int64_t)(unix_seconds * 1000.0));
+    atomic_store(&config_reload_ok, 1);
+}
+
+void metrics_config_reload_failed(void) {
+    atomic_store(&config_reload_ok, 0);
 }
 
 void metrics_state_leader(bool leader) {
@@ -266,6 +291,7 @@ void metrics_reset_for_testing(void) {
         }
     }
     atomic_store(&config_reload_ms, 0);
+    atomic_store(&config_reload_ok, 1);
     atomic_store(&state_leader, -1);
     atomic_store(&state_stale, -1);
 }
@@ -382,15 +408,22 @@ static void metrics__histogram(metrics_buf_t *b, const metrics_family_t *f,
 }
 
 void metrics_write(metrics_buf_t *b) {
-    static const char *const version_label[] = {"version"};
-    static const char *const version_value[] = {FRUGAL_VERSION};
-    metrics_buf_family(b, "frugal_build_info", "frugal's version; the value is always 1.", "gauge");
-    metrics_buf_sample(b, "frugal_build_info", version_label, version_value, 1, 1);
+    static const char *const version_label[] = {"version", "revision"};
+    const char *const version_value[] = {FRUGAL_VERSION, revision_get()};
+    metrics_buf_family(b, "frugal_build_info",
+                       "frugal's version and source revision; the value is always 1.", "gauge");
+    metrics_buf_sample(b, "frugal_build_info", version_label, version_value, 2, 1);
     metrics_buf_family(b, "frugal_config_last_reload_success_timestamp_seconds",
                        "When the running configuration was loaded (seconds since the epoch).",
                        "gauge");
     metrics_buf_sample(b, "frugal_config_last_reload_success_timestamp_seconds", NULL, NULL, 0,
                        metrics_config_reload_time());
+    metrics_buf_family(b, "frugal_config_last_reload_successful",
+                       "1 when the last config reload took effect (or none was tried), 0 when "
+                       "it was refused.",
+                       "gauge");
+    metrics_buf_sample(b, "frugal_config_last_reload_successful", NULL, NULL, 0,
+                       atomic_load(&config_reload_ok));
     int leader = atomic_load(&state_leader), stale = atomic_load(&state_stale);
     if (leader >= 0) {
         metrics_buf_family(b, "frugal_state_leader",
@@ -406,6 +439,10 @@ void metrics_write(metrics_buf_t *b) {
     for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
         const metrics_family_t *f = &families[i];
         metrics_buf_family(b, f->name, f->help, f->histogram ? "histogram" : "counter");
+        /* a counter without labels has one series, shown from 0 */
+        if (!f->histogram && f->labels_count == 0 &&
+            atomic_load_explicit(&f->head, memory_order_acquire) == NULL)
+            metrics_buf_sample(b, f->name, NULL, NULL, 0, 0);
         for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
              c != NULL; c = c->next) {
             if (f->histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)

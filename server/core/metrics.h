@@ -18,16 +18,18 @@
 
 /* The families recorded through this registry. */
 typedef enum metrics_id {
-    METRICS_GRPC_HANDLED,        /* counter {grpc_service, grpc_method, grpc_code} */
-    METRICS_GRPC_SECONDS,        /* histogram {grpc_service, grpc_method} */
-    METRICS_EXPANDER_DECISIONS,  /* counter {node_group} */
-    METRICS_EXPANDER_UNSCORED,   /* counter {reason} */
-    METRICS_LIMIT_REFUSALS,      /* counter {resource} */
-    METRICS_STATE_WRITE_SECONDS, /* histogram, no labels */
-    METRICS_HOOK_RUNS,           /* counter {verb, result} */
-    METRICS_HOOK_SECONDS,        /* histogram {verb} */
-    METRICS_ETCD_SECONDS,        /* histogram {method, outcome} */
-    METRICS_ETCD_TXN_REFUSED,    /* counter {reason}: conflict | fenced */
+    METRICS_GRPC_HANDLED,         /* counter {grpc_service, grpc_method, grpc_code} */
+    METRICS_GRPC_SECONDS,         /* histogram {grpc_service, grpc_method} */
+    METRICS_EXPANDER_DECISIONS,   /* counter {node_group} */
+    METRICS_EXPANDER_UNSCORED,    /* counter {reason} */
+    METRICS_LIMIT_REFUSALS,       /* counter {resource} */
+    METRICS_STATE_WRITE_SECONDS,  /* histogram, no labels */
+    METRICS_HOOK_RUNS,            /* counter {verb, result} */
+    METRICS_HOOK_SECONDS,         /* histogram {verb} */
+    METRICS_ETCD_SECONDS,         /* histogram {method, outcome} */
+    METRICS_ETCD_TXN_REFUSED,     /* counter {reason}: conflict | fenced */
+    METRICS_STATE_WRITE_FAILURES, /* counter, no labels */
+    METRICS_CALLS_REFUSED,        /* counter {reason}: calls_in_flight | receive_timeout */
     METRICS_FAMILIES_COUNT
 } metrics_id_t;
 
@@ -54,6 +56,9 @@ uint64_t metrics_cell_value(const metrics_cell_t *cell);
  * epoch) the running config was loaded. `frugal serve` sets it at start; a config
  * reload that succeeds sets it again, one that fails leaves it. */
 void metrics_config_reloaded(double unix_seconds);
+/* frugal_config_last_reload_successful: 0 from a refused reload until the next one that
+ * takes effect (metrics_config_reloaded sets it back to 1). */
+void metrics_config_reload_failed(void);
 double metrics_config_reload_time(void);
 
 /* The replicated state backend's gauges (etcd): whether this replica holds the leader
@@ -90,7 +95,7 @@ void metrics_buf_sample(metrics_buf_t *b, const char *name, const char *const *n
                         const char *const *values, size_t n, double value);
 
 /* Append every family of the registry, with its HELP and TYPE even when it has no
- * sample yet, plus frugal_build_info and the reload timestamp. */
+ * sample yet, plus frugal_build_info and the reload gauges. */
 void metrics_write(metrics_buf_t *b);
 
 #endif

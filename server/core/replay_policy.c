@@ -167,15 +167,9 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
             .group = {true, true, g->cfg->spec.spot, g->cfg->spec.spot_price, g->nodes},
         };
     }
-    demand_summary_t demand = {0};
-    if (s->cfg.ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
-        demand_record(s->demand, pods, lts, view->pending_count);
-        demand_summarize(s->demand, &demand);
-    }
     decide_request_t req = {opts, n, pods, view->pending_count, view->cluster_nodes};
-    decide_demand_t dd = {lts, &demand};
     decide_result_t res;
-    if ((rc = decide_best_options_demand(&s->cfg, &req, &dd, &res, err)) != 0)
+    if ((rc = decide_best_options_remember(&s->cfg, &req, lts, NULL, s->demand, &res, err)) != 0)
         goto done;
     *chosen =
         res.selected[res.selected_count > 1 ? replay_rng_below(s->rng, res.selected_count) : 0];

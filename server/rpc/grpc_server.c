@@ -14,6 +14,7 @@
 #include <grpc/support/time.h>
 
 #include "cluster.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "status.h"
@@ -251,6 +252,9 @@ static void server__maintain(frugal_server_t *s) {
     }
     pthread_mutex_unlock(&s->receive_mu);
     if (cancelled > 0)
+        metrics_cell_add(metrics_cell(METRICS_CALLS_REFUSED, "receive_timeout", NULL, NULL),
+                         cancelled);
+    if (cancelled > 0)
         log_warn("cancelled %zu call(s) without deadline that sent no request message within "
                  "%lld ms (limits.receive_timeout)",
                  cancelled, (long long)gpr_time_to_millis(s->receive_timeout));
@@ -388,9 +392,7 @@ static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
         if (own < left)
             left = own;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + left;
+    return clock_mono_ms() + left;
 }
 
 /* The request message arrived: run the handler. */
@@ -456,6 +458,7 @@ static void call_accept(call_state_t *cs) {
                  "workers)",
                  n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
         call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        metrics_count(METRICS_CALLS_REFUSED, "calls_in_flight", NULL, NULL);
         call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
         return;
     }

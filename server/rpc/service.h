@@ -18,6 +18,10 @@
 typedef struct service_ctx {
     const frugal_config_t *cfg;
     cluster_t *cluster;
+    /* The memory of recent pods the demand-fit ranking reads (demand.h), owned by the
+     * caller of frugal_server_start (`serve`): BestOptions records its pods under
+     * demand-fit, and so does ProposeNodeGroups. Lock-free and bounded. NULL: none. */
+    demand_memory_t *demand;
     cluster_call_t call; /* this call's budget, which handlers pass to cluster mutations */
 } service_ctx_t;
 
@@ -44,10 +48,5 @@ extern const service_def_t service_cloudprovider;
 extern const service_def_t service_expander;
 extern const service_def_t service_health;
 extern const service_def_t service_autoprovisioning;
-
-/* The process-wide memory of recent pods the demand-fit ranking reads (demand.h; kept
- * in svc_expander.c): BestOptions records its pods under demand-fit, and so does
- * ProposeNodeGroups. Lock-free and bounded. */
-demand_memory_t *expander_demand_memory(void);
 
 #endif

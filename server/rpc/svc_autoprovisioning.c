@@ -530,13 +530,13 @@ static int ap_propose_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request,
             goto out;
         }
     }
-    if (ctx->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
+    if (ctx->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT && ctx->demand != NULL) {
         /* The pods CA asks proposals for are demand too (lifetime not decoded: unknown). */
         resources_t *seen = calloc(n ? n : 1, sizeof(*seen));
         for (size_t i = 0; seen != NULL && i < n; i++)
             seen[i] = pods[i].request;
         if (seen != NULL)
-            demand_record(expander_demand_memory(), seen, NULL, n);
+            demand_record(ctx->demand, seen, NULL, n);
         free(seen);
     }
     propose_result_t res;

@@ -99,17 +99,49 @@ static const char *node_label(const EG(ExternalGrpcNode) * node, const char *key
     return NULL;
 }
 
-/* The group a node belongs to: by provider id, then by the frugal.io/node-group label. */
-static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode) * node) {
+/* The group named by a CA template node: template-node-for-<id>-<random>, or our own
+ * template-<id>. Ids may contain dashes, so candidate ids are tried from the longest
+ * down, each an O(1) lookup: pricing calls come many times per loop. */
+static const group_t *group_from_template_name(cluster_t *c, const char *name) {
+    size_t ca_prefix = strlen(CA_TEMPLATE_NAME_PREFIX);
+    if (strncmp(name, "template-", 9) != 0)
+        return NULL;
+    if (strncmp(name, CA_TEMPLATE_NAME_PREFIX, ca_prefix) != 0)
+        return cluster_find_group(c, name + 9);
+    char id[256];
+    size_t len = strlen(name + ca_prefix);
+    if (len >= sizeof(id))
+        return NULL;
+    memcpy(id, name + ca_prefix, len + 1);
+    for (size_t k = len; k > 0; k--) {
+        if (id[k - 1] != '-')
+            continue;
+        id[k - 1] = '\0';
+        const group_t *g = cluster_find_group(c, id);
+        if (g != NULL)
+            return g;
+    }
+    return NULL;
+}
+
+/* The group a node belongs to (docs/wire.md), the one resolution of every handler: its
+ * provider id (an instance of a group), then, when by_name (pricing: CA's template
+ * nodes carry no provider id), its name as a template node's, then its
+ * frugal.io/node-group label. NULL when none matches. Managed or not: the caller
+ * decides. With the cluster's read lock held. */
+static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode) * node,
+                                         bool by_name) {
     const group_t *g = NULL;
     if (node->providerid[0] != '\0')
         g = cluster_find_instance(c, node->providerid, NULL);
+    if (g == NULL && by_name && node->name[0] != '\0')
+        g = group_from_template_name(c, node->name);
     if (g == NULL) {
         const char *label = node_label(node, FRUGAL_LABEL_NODE_GROUP);
         if (label != NULL)
             g = cluster_find_group(c, label);
     }
-    return g != NULL && g->managed ? g : NULL;
+    return g;
 }
 
 static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
@@ -128,8 +160,8 @@ static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
     resp.nodegroup = &group;
     char debug[192];
     cluster_read_lock(ctx->cluster);
-    const group_t *g = resolve_node_group(ctx->cluster, req->node);
-    if (g != NULL)
+    const group_t *g = resolve_node_group(ctx->cluster, req->node, false);
+    if (g != NULL && g->managed)
         fill_node_group(ctx->cluster, g, &group, debug, sizeof(debug));
     rc = codec_reply(&resp.base, response, err);
     cluster_read_unlock(ctx->cluster);
@@ -167,45 +199,11 @@ static int request_hours(const Google__Protobuf__Timestamp *start,
                         hours, err);
 }
 
-/* The group named by a CA template node: template-node-for-<id>-<random>, or our own
- * template-<id>. Ids may contain dashes, so candidate ids are tried from the longest
- * down, each an O(1) lookup: pricing calls come many times per loop. */
-static const group_t *group_from_template_name(cluster_t *c, const char *name) {
-    size_t ca_prefix = strlen(CA_TEMPLATE_NAME_PREFIX);
-    if (strncmp(name, "template-", 9) != 0)
-        return NULL;
-    if (strncmp(name, CA_TEMPLATE_NAME_PREFIX, ca_prefix) != 0)
-        return cluster_find_group(c, name + 9);
-    char id[256];
-    size_t len = strlen(name + ca_prefix);
-    if (len >= sizeof(id))
-        return NULL;
-    memcpy(id, name + ca_prefix, len + 1);
-    for (size_t k = len; k > 0; k--) {
-        if (id[k - 1] != '-')
-            continue;
-        id[k - 1] = '\0';
-        const group_t *g = cluster_find_group(c, id);
-        if (g != NULL)
-            return g;
-    }
-    return NULL;
-}
-
 static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) * node, double *price,
                              frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
     cluster_read_lock(ctx->cluster);
-    const group_t *g = NULL;
-    if (node->providerid[0] != '\0')
-        g = cluster_find_instance(ctx->cluster, node->providerid, NULL);
-    if (g == NULL && node->name[0] != '\0')
-        g = group_from_template_name(ctx->cluster, node->name);
-    if (g == NULL) {
-        const char *label = node_label(node, FRUGAL_LABEL_NODE_GROUP);
-        if (label != NULL)
-            g = cluster_find_group(ctx->cluster, label);
-    }
+    const group_t *g = resolve_node_group(ctx->cluster, node, true);
     double p = g != NULL ? pricing_group_node_price(cfg, &g->spec) : -1;
     cluster_read_unlock(ctx->cluster);
     if (p < 0) {

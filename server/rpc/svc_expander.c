@@ -21,6 +21,7 @@
 #include "node_info.h"
 #include "ranking.h"
 #include "service.h"
+#include "testing/svc_expander_testing.h"
 #include "wire_names.h"
 
 /* Per template node of the request, decoded on first use. */
@@ -28,20 +29,6 @@ typedef struct expander__node_cache {
     int state; /* 0 not yet, 1 decoded, -1 undecodable */
     node_info_t info;
 } expander__node_cache_t;
-
-/* Rank req and build the answer into *out. cluster may be NULL (every group then
- * counts as existing, on-demand, in an empty cluster). Pure apart from the cluster's
- * read lock and logging; 0 or FRUGAL_ENOMEM. */
-/* The recent pods demand-fit reads (demand.h): process-wide, lock-free, bounded. A
- * static object is zeroed, which is demand_init's state. */
-static demand_memory_t expander__demand;
-
-demand_memory_t *expander_demand_memory(void) {
-    return &expander__demand;
-}
-
-int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
-                     expander_response_t *out, frugal_err_t *err);
 
 /* The decoded template node of group id, decoded once per request; NULL when the
  * request has none (*missing set) or it cannot be decoded. FRUGAL_ENOMEM in *rc. */
@@ -170,8 +157,10 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
     log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
 }
 
-int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expander_request_t *req,
+int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
+    const frugal_config_t *cfg = ctx->cfg;
+    cluster_t *cluster = ctx->cluster;
     size_t n = req->options_count;
     int rc = FRUGAL_ENOMEM;
     if (n == 0) {
@@ -186,41 +175,24 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     resources_t *pods = calloc(req->pods_count ? req->pods_count : 1, sizeof(*pods));
     expander__node_cache_t *nodes = calloc(req->nodes_count ? req->nodes_count : 1, sizeof(*nodes));
     decide_result_t res = {0};
-    pod_lifetime_t *lifetimes = NULL;
-    if (!options || !missing || !debugs || !pods || !nodes) {
+    size_t m = req->pods_count ? req->pods_count : 1;
+    pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
+    bool *decoded = calloc(m, sizeof(*decoded));
+    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
     }
 
     /* Convert: the decoded request and the cluster's view of each group, as plain
-     * structs (an undecodable pod has no request; its options are left out). */
-    for (size_t i = 0; i < req->pods_count; i++)
-        if (req->pods[i].rc == 0)
+     * structs (an undecodable pod has no request; its options are left out, and it is
+     * not remembered as demand). */
+    for (size_t i = 0; i < req->pods_count; i++) {
+        decoded[i] = req->pods[i].rc == 0;
+        if (decoded[i])
             pods[i] = req->pods[i].request;
-    decide_request_t dr = {options, n, pods, req->pods_count, 0};
-    decide_demand_t dd = {NULL, NULL};
-    demand_summary_t demand;
-    if (cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT) {
-        /* Remember this request's decoded pods, then read the demand they join. */
-        lifetimes = calloc(req->pods_count ? req->pods_count : 1, sizeof(*lifetimes));
-        resources_t *seen = calloc(req->pods_count ? req->pods_count : 1, sizeof(*seen));
-        pod_lifetime_t *seen_lt = calloc(req->pods_count ? req->pods_count : 1, sizeof(*seen_lt));
-        size_t k = 0;
-        for (size_t i = 0; lifetimes && seen && seen_lt && i < req->pods_count; i++) {
-            lifetimes[i] = req->pods[i].lifetime;
-            if (req->pods[i].rc == 0) {
-                seen[k] = req->pods[i].request;
-                seen_lt[k++] = req->pods[i].lifetime;
-            }
-        }
-        if (lifetimes && seen && seen_lt)
-            demand_record(&expander__demand, seen, seen_lt, k);
-        free(seen);
-        free(seen_lt);
-        demand_summarize(&expander__demand, &demand);
-        dd.pod_lifetimes = lifetimes;
-        dd.recent = &demand;
+        lifetimes[i] = req->pods[i].lifetime;
     }
+    decide_request_t dr = {options, n, pods, req->pods_count, 0};
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);
@@ -245,7 +217,7 @@ int expander__answer(const frugal_config_t *cfg, cluster_t *cluster, const expan
     if (decode_rc != 0)
         goto done;
 
-    if (decide_best_options_demand(cfg, &dr, &dd, &res, err) != 0)
+    if (decide_best_options_remember(cfg, &dr, lifetimes, decoded, ctx->demand, &res, err) != 0)
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
@@ -280,6 +252,7 @@ done:
         free(debugs[i]);
     decide_result_free(&res);
     free(lifetimes);
+    free(decoded);
     free(debugs);
     free(nodes);
     free(pods);
@@ -398,7 +371,7 @@ static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
     if ((rc = expander__check_deadline(deadline, "decoding", err)) != 0)
         goto fail_answer;
     expander_response_t resp;
-    if ((rc = expander__answer(ctx->cfg, ctx->cluster, req, &resp, err)) != 0)
+    if ((rc = expander__answer(ctx, req, &resp, err)) != 0)
         goto fail_answer;
     if ((rc = expander__check_deadline(deadline, "ranking", err)) != 0) {
         expander_response_free(&resp);

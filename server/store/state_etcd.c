@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "etcd/rpc.pb-c.h"
 #include "etcd_client.h"
 #include "log.h"
@@ -74,12 +75,6 @@ typedef struct etcd_backend {
     state_watch_fn watch_fn;
     void *watch_arg;
 } etcd_backend_t;
-
-static int64_t se__mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* P + suffix, malloc'ed. */
 static char *se__key(const etcd_backend_t *e, const char *suffix) {
@@ -371,7 +366,7 @@ static void txn_delete(txn_build_t *t, const char *key) {
 }
 
 static bool se__leader_now(etcd_backend_t *e) {
-    return atomic_load(&e->leader) && se__mono_ms() < atomic_load(&e->valid_until);
+    return atomic_load(&e->leader) && clock_mono_ms() < atomic_load(&e->valid_until);
 }
 
 /* Tell the lease listener how long this replica surely leads (0: it does not). */
@@ -387,7 +382,7 @@ static void se__publish_lease(etcd_backend_t *e) {
  * fails the request as unavailable). */
 static int64_t se__timeout_ms(const etcd_backend_t *e, int64_t deadline_ms) {
     int64_t t = etcd_client_timeout_ms(e->client);
-    int64_t left = deadline_ms > 0 ? deadline_ms - se__mono_ms() : t;
+    int64_t left = deadline_ms > 0 ? deadline_ms - clock_mono_ms() : t;
     return left < t ? (left > 1 ? left : 1) : t;
 }
 
@@ -525,9 +520,9 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
 
 static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
-    int64_t until = se__mono_ms() + se__timeout_ms(e, deadline_ms);
+    int64_t until = clock_mono_ms() + se__timeout_ms(e, deadline_ms);
     pthread_mutex_lock(&e->mu);
-    while (e->revision < e->wanted && se__mono_ms() < until) {
+    while (e->revision < e->wanted && clock_mono_ms() < until) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 20 * 1000000;
@@ -763,7 +758,7 @@ static int se__grant(etcd_backend_t *e, frugal_err_t *err) {
     Etcdserverpb__LeaseGrantRequest req = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
     req.ttl = (e->lease_ttl_ms + 999) / 1000;
     Etcdserverpb__LeaseGrantResponse *resp = NULL;
-    int64_t t0 = se__mono_ms();
+    int64_t t0 = clock_mono_ms();
     int rc = etcd_client_call(e->client, ETCD_LEASE_GRANT, &req.base,
                               &etcdserverpb__lease_grant_response__descriptor,
                               (ProtobufCMessage **)&resp, 0, 0, err);
@@ -845,7 +840,7 @@ static bool se__keepalive(etcd_backend_t *e) {
     req.id = atomic_load(&e->lease_id);
     Etcdserverpb__LeaseKeepAliveResponse *resp = NULL;
     frugal_err_t err = {0};
-    int64_t t0 = se__mono_ms();
+    int64_t t0 = clock_mono_ms();
     if (etcd_client_call(e->client, ETCD_LEASE_KEEPALIVE, &req.base,
                          &etcdserverpb__lease_keep_alive_response__descriptor,
                          (ProtobufCMessage **)&resp, ETCD_CALL_IDEMPOTENT, 0, &err) != 0) {
@@ -867,7 +862,7 @@ static void *se__lease_main(void *arg) {
     etcd_backend_t *e = arg;
     while (!atomic_load(&e->stop)) {
         frugal_err_t err = {0};
-        if (atomic_load(&e->lease_id) == 0 || se__mono_ms() >= atomic_load(&e->valid_until)) {
+        if (atomic_load(&e->lease_id) == 0 || clock_mono_ms() >= atomic_load(&e->valid_until)) {
             if (atomic_load(&e->leader))
                 log_warn("leadership lost: the lease of %s expired", e->identity);
             atomic_store(&e->leader, false);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "state_lock.h"
@@ -184,13 +185,9 @@ fail_open:
 
 /* Timed for frugal_state_write_seconds, failures included. */
 int state_write_file(const char *path, const char *data, size_t len, frugal_err_t *err) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clock_mono_ms_exact();
     int rc = state__write_file(path, data, len, err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    metrics_observe(METRICS_STATE_WRITE_SECONDS,
-                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, NULL,
-                    NULL);
+    metrics_observe(METRICS_STATE_WRITE_SECONDS, (clock_mono_ms_exact() - t0) / 1e3, NULL, NULL);
     return rc;
 }
 

@@ -1,20 +1,49 @@
 #!/usr/bin/env python3
-"""Check that the manifests of deploy/ agree with each other and with the config frugal
-loads, and write that config for a local replay with the same listener layout.
+"""Check every overlay of deploy/ against itself, against the config frugal loads and
+against cluster-autoscaler's Helm chart; write the top overlay's config for a local
+replay with the same listener layout.
 
-usage: deploy_check.py RENDERED VALUES PKI STATE_DIR OUT_CONFIG
+usage: deploy_check.py DEPLOY_DIR PKI STATE_DIR OUT_CONFIG
 
-RENDERED is `kubectl kustomize deploy/`, VALUES the cluster-autoscaler Helm values. The
-replay config has each listener on a free loopback port (same order, services and TLS
-layout), each Secret mount path pointed at PKI/<secret name> (scripts/dev-certs.sh) and
-the state under STATE_DIR. Prints shell assignments for the test (ports, client files)
-on stdout, one line per problem on stderr; exit 1 when anything disagrees."""
+An overlay is every directory under DEPLOY_DIR (DEPLOY_DIR included) whose
+kustomization renders the Deployment frugal: a new overlay is found, never skipped. Each
+is rendered with `kubectl kustomize`, together with the shared parts it does not include
+itself (cert-manager/, cluster-autoscaler/) and the monitoring/ Component, and checked:
+probes hit the ops endpoint or a plaintext health listener its own config defines; every
+port used (probes, the Service, the NetworkPolicies, CA's flags and cloud-config, the
+ServiceMonitor) exists where it must; the container memory limit holds the budget frugal
+will use plus MEMORY_MARGIN; certificates outlive their renewal and CA's restarts; the
+hardening; CA's chart values render a Deployment. Each problem names the overlay, the
+manifest's source file(s) and the field.
+
+The replay config (top overlay only) has each listener on a free loopback port (same
+order, services and TLS layout), each Secret mount path pointed at PKI/<secret name>
+(scripts/dev-certs.sh) and the state under STATE_DIR. Prints shell assignments for the
+test (ports, client files) on stdout, one line per problem on stderr; exit 1 when
+anything disagrees."""
 import os
 import posixpath
+import re
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 
 import yaml
+
+# What the container needs beside frugal's memory budget: its code, the config, the
+# state, the calls being decoded, gRPC's threads (docs/limits.md). Unset, the budget is
+# 75 % of the container's limit, which leaves a quarter.
+MEMORY_MARGIN = 64 << 20
+BUDGET_SHARE = 0.75
+# docs/deploy.md, "CA's client certificate": without the reloader, CA must restart at
+# least this often; its client certificate must stay valid that long after a renewal.
+CA_RESTART_CADENCE_HOURS = 60 * 24
+CA_CLIENT_SECRET = "cluster-autoscaler-frugal-client"
+SHARED_PARTS = ("cert-manager", "cluster-autoscaler")
+COMPONENT = "monitoring"
+VALUES = ("cluster-autoscaler/values.yaml", "cluster-autoscaler/reloader-values.yaml")
 
 problems = []
 
@@ -32,13 +61,6 @@ def bail():
     sys.exit(1)
 
 
-def one(docs, kind, name=None):
-    found = [d for d in docs if d.get("kind") == kind and (name is None or d["metadata"]["name"] == name)]
-    if not found:
-        sys.exit(f"FAIL: no {kind} {name or ''} in the rendered manifests")
-    return found[0]
-
-
 def under(path, mount):
     return posixpath.commonpath([path, mount]) == mount
 
@@ -47,167 +69,495 @@ def port_of(address):
     return int(address.rsplit(":", 1)[1])
 
 
-def main():
-    rendered, values_path, pki, state_dir, out_config = sys.argv[1:6]
-    docs = [d for d in yaml.safe_load_all(open(rendered)) if d]
-    values = yaml.safe_load(open(values_path))
+def quantity_bytes(q):
+    """A Kubernetes quantity (64Mi, 1G, 1073741824) in bytes; None if not one."""
+    m = re.fullmatch(r"([0-9.]+)([KMGTPE]i?)?", str(q).strip())
+    if not m:
+        return None
+    unit = m.group(2) or ""
+    power = " KMGTPE".index(unit[:1]) if unit else 0
+    return int(float(m.group(1)) * ((1024 if unit.endswith("i") else 1000) ** power))
 
-    dep = one(docs, "Deployment", "frugal")
+
+def hours(d):
+    """A Go duration as cert-manager takes it (2160h, 720h0m0s, 90m) in hours."""
+    total, rest = 0.0, str(d)
+    for value, unit in re.findall(r"([0-9.]+)(h|m|s)", rest):
+        total += float(value) / {"h": 1, "m": 60, "s": 3600}[unit]
+    if not re.fullmatch(r"([0-9.]+(h|m|s))+", rest):
+        return None
+    return total
+
+
+def load_docs(path):
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def kustomization_of(d):
+    for name in ("kustomization.yaml", "kustomization.yml", "Kustomization"):
+        if os.path.isfile(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
+
+
+def sources(root, d, kind, name, seen=None):
+    """The files reachable from the kustomization in d (resources, patches, components)
+    that define or patch kind/name, relative to root."""
+    seen = seen if seen is not None else set()
+    k = kustomization_of(d)
+    if k is None or d in seen:
+        return []
+    seen.add(d)
+    spec = load_docs(k)[0]
+    found = []
+    entries = list(spec.get("resources", [])) + list(spec.get("components", []))
+    entries += [p["path"] for p in spec.get("patches", []) if isinstance(p, dict) and "path" in p]
+    entries += list(spec.get("patchesStrategicMerge", []))
+    for e in entries:
+        p = os.path.normpath(os.path.join(d, e))
+        if os.path.isdir(p):
+            found += sources(root, p, kind, name, seen)
+        elif os.path.isfile(p):
+            for doc in load_docs(p):
+                if doc.get("kind") == kind and doc.get("metadata", {}).get("name") == name:
+                    found.append(os.path.relpath(p, root))
+                    break
+    for gen in spec.get("configMapGenerator", []):
+        if kind == "ConfigMap" and gen.get("name") == name:
+            # a later generator (behavior: replace) wins over the base's
+            found = [os.path.relpath(os.path.join(d, f.split("=", 1)[-1]), root) for f in gen.get("files", [])]
+    return found
+
+
+def render(path):
+    r = subprocess.run(["kubectl", "kustomize", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        problems.append(f"{path}: kubectl kustomize failed: {r.stderr.strip()}")
+        return None
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def discover(root):
+    """Every overlay under root: a kustomization (not a Component) rendering Deployment
+    frugal. Shared parts and Components are not overlays."""
+    overlays = []
+    for d, dirs, _ in os.walk(root):
+        dirs.sort()
+        k = kustomization_of(d)
+        if k is None or load_docs(k)[0].get("kind") == "Component":
+            continue
+        docs = render(d)
+        if docs and any(x.get("kind") == "Deployment" and x["metadata"]["name"] == "frugal" for x in docs):
+            overlays.append(d)
+    return overlays
+
+
+def compose(root, overlay, docs, tmp):
+    """The overlay with the shared parts it lacks and the monitoring Component, rendered."""
+    kinds = {(x.get("kind"), x["metadata"]["name"]) for x in docs}
+    resources = [overlay]
+    if not any(k == "Certificate" for k, _ in kinds):
+        resources.append(os.path.join(root, "cert-manager"))
+    if ("Secret", "frugal-cloud-config") not in kinds:
+        resources.append(os.path.join(root, "cluster-autoscaler"))
+    components = []
+    if ("PrometheusRule", "frugal") not in kinds and os.path.isdir(os.path.join(root, COMPONENT)):
+        components.append(os.path.join(root, COMPONENT))
+    d = tempfile.mkdtemp(dir=tmp)
+    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"resources": [os.path.relpath(r, d) for r in resources],
+                        "components": [os.path.relpath(c, d) for c in components]}, f)
+    return render(d)
+
+
+def chart_renders_deployment(values):
+    """The condition of templates/deployment.yaml of the cluster-autoscaler chart 9.59.0
+    (app 1.35.0): `if or (or .Values.autoDiscovery.clusterName
+    .Values.autoDiscovery.namespace .Values.autoDiscovery.labels)
+    .Values.autoscalingGroups`; empty strings, lists and maps are false in Go templates."""
+    ad = values.get("autoDiscovery") or {}
+    return bool(ad.get("clusterName") or ad.get("namespace") or ad.get("labels")
+                or values.get("autoscalingGroups"))
+
+
+def merge(a, b):
+    """Helm's merge of values files: b over a, maps merged key by key."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def check_values(root):
+    """CA's chart values: the chart's gate, and the optional reloader values."""
+    values = yaml.safe_load(open(os.path.join(root, VALUES[0])))
+    check(chart_renders_deployment(values),
+          f"{VALUES[0]}: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: "
+          "none is set, so the chart renders no Deployment (its templates/deployment.yaml)")
+    check("autoscalingGroups" not in values,
+          f"{VALUES[0]}: autoscalingGroups: the chart turns it into --nodes flags, which "
+          "externalgrpc does not take (the groups are frugal's)")
+    reloader_path = os.path.join(root, VALUES[1])
+    if check(os.path.isfile(reloader_path), f"{VALUES[1]}: missing (the reloader option)"):
+        reloader = yaml.safe_load(open(reloader_path))
+        ann = (reloader.get("deployment") or {}).get("annotations") or {}
+        secrets = ann.get("secret.reloader.stakater.com/reload", "")
+        check(CA_CLIENT_SECRET in [s.strip() for s in secrets.split(",")]
+              or ann.get("reloader.stakater.com/auto") == "true",
+              f"{VALUES[1]}: deployment.annotations: no reloader annotation restarting CA when "
+              f"Secret {CA_CLIENT_SECRET} changes")
+        check(chart_renders_deployment(merge(values, reloader)), f"{VALUES[1]}: merged values lose the chart's gate")
+    return values
+
+
+def check_overlay(root, overlay, docs, values):
+    """Every check of one rendered overlay; returns what the replay needs."""
+    name = os.path.relpath(overlay, root)
+    name = "deploy/" if name == "." else f"deploy/{name}/"
+
+    before = len(problems)
+
+    def problem(kind, obj, field, msg):
+        found = sources(root, overlay, kind, obj)
+        for part in SHARED_PARTS + (COMPONENT,):
+            found = found or sources(root, os.path.join(root, part), kind, obj)
+        src = ", ".join(found) or "?"
+        problems.append(f"{name}: {kind} {obj} ({src}): {field}: {msg}")
+
+    def one(kind, obj=None):
+        found = [d for d in docs if d.get("kind") == kind and (obj is None or d["metadata"]["name"] == obj)]
+        if not found:
+            problems.append(f"{name}: no {kind} {obj or ''} in the rendered manifests")
+            return None
+        return found[0]
+
+    dep = one("Deployment", "frugal")
     pod = dep["spec"]["template"]["spec"]
     (ctr,) = pod["containers"]
+    cpath = "spec.template.spec.containers[frugal]"
     mounts = {m["mountPath"]: m for m in ctr["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     ns = dep["metadata"]["namespace"]
 
+    def dep_problem(field, msg):
+        problem("Deployment", "frugal", field, msg)
+
     def volume_at(path):
         for mp, m in mounts.items():
             if under(path, mp):
-                return mp, volumes[m["volumeName"] if "volumeName" in m else m["name"]]
+                return mp, volumes[m["name"]]
         return None, None
 
     # hardening
-    check(pod.get("priorityClassName") == "system-cluster-critical", "priorityClassName")
-    check(pod.get("automountServiceAccountToken") is False, "service-account token mounted")
-    check(pod["securityContext"].get("runAsNonRoot") is True, "runAsNonRoot")
-    check(pod["securityContext"].get("seccompProfile", {}).get("type") == "RuntimeDefault", "seccomp")
-    sc = ctr["securityContext"]
-    check(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation")
-    check(sc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem")
-    check(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities not all dropped")
-    check(pod.get("terminationGracePeriodSeconds", 30) > 10 + 5,
-          "terminationGracePeriodSeconds must exceed the 10 s drain and the final write")
-    check(dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate",
-          "one replica, Recreate")
-    check(all("subPath" not in m for m in ctr["volumeMounts"]), "a subPath mount never sees updates")
+    sec = pod.get("securityContext", {})
+    for ok, field in ((pod.get("priorityClassName") == "system-cluster-critical", "spec.template.spec.priorityClassName"),
+                      (pod.get("automountServiceAccountToken") is False, "spec.template.spec.automountServiceAccountToken"),
+                      (sec.get("runAsNonRoot") is True, "spec.template.spec.securityContext.runAsNonRoot"),
+                      (sec.get("seccompProfile", {}).get("type") == "RuntimeDefault", "spec.template.spec.securityContext.seccompProfile"),
+                      (ctr["securityContext"].get("allowPrivilegeEscalation") is False, f"{cpath}.securityContext.allowPrivilegeEscalation"),
+                      (ctr["securityContext"].get("readOnlyRootFilesystem") is True, f"{cpath}.securityContext.readOnlyRootFilesystem"),
+                      (ctr["securityContext"].get("capabilities", {}).get("drop") == ["ALL"], f"{cpath}.securityContext.capabilities.drop")):
+        if not ok:
+            dep_problem(field, "hardening missing")
+    if pod.get("terminationGracePeriodSeconds", 30) <= 10 + 5:
+        dep_problem("spec.template.spec.terminationGracePeriodSeconds", "must exceed the 10 s drain and the final write")
+    for m in ctr["volumeMounts"]:
+        if "subPath" in m:
+            dep_problem(f"{cpath}.volumeMounts[{m['name']}].subPath", "a subPath mount never sees updates")
 
     # the config: args -> ConfigMap volume
     args = ctr["args"]
-    check(args[:2] == ["serve", "-c"], f"args {args}")
+    if args[:2] != ["serve", "-c"]:
+        dep_problem(f"{cpath}.args", f"{args}: not serve -c FILE")
+        return None
     cfg_path = args[2]
     mp, vol = volume_at(cfg_path)
-    check(vol is not None and "configMap" in vol, f"{cfg_path} is not on a ConfigMap volume")
-    cm = one(docs, "ConfigMap", vol["configMap"]["name"])
+    if vol is None or "configMap" not in vol:
+        dep_problem(f"{cpath}.args", f"{cfg_path} is not on a ConfigMap volume")
+        return None
+    cm_name = vol["configMap"]["name"]
+    cm = one("ConfigMap", cm_name)
     key = posixpath.relpath(cfg_path, mp)
-    if not check(key in cm["data"], f"ConfigMap {cm['metadata']['name']} has no key {key}"):
-        bail()
+    if cm is None or key not in cm.get("data", {}):
+        problems.append(f"{name}: ConfigMap {cm_name} has no key {key}")
+        return None
     cfg = yaml.safe_load(cm["data"][key])
+    cfg_src = ", ".join(sources(root, overlay, "ConfigMap", cm_name)) or f"ConfigMap {cm_name}"
+
+    def cfg_problem(field, msg):
+        problems.append(f"{name}: {cfg_src}: {field}: {msg}")
+
+    # the state: a file on a PVC with one writer, or etcd with several replicas
+    state = cfg.get("state") or {}
+    pvcs = [d for d in docs if d.get("kind") == "PersistentVolumeClaim"]
+    if state.get("backend") == "etcd":
+        if dep["spec"].get("replicas", 1) < 2:
+            dep_problem("spec.replicas", "the etcd state is for several replicas")
+        if dep["spec"].get("strategy", {}).get("type") != "RollingUpdate":
+            dep_problem("spec.strategy.type", "replicas on etcd roll one at a time (RollingUpdate)")
+        if pvcs:
+            problems.append(f"{name}: a PersistentVolumeClaim, but the state is in etcd")
+        pdb = [d for d in docs if d.get("kind") == "PodDisruptionBudget"]
+        if not pdb:
+            problems.append(f"{name}: no PodDisruptionBudget for the replicas")
+        elif pdb[0]["spec"].get("minAvailable", 0) >= dep["spec"].get("replicas", 1):
+            problem("PodDisruptionBudget", pdb[0]["metadata"]["name"], "spec.minAvailable",
+                    "not below spec.replicas: a drain could never evict one")
+        for f in (state.get("tls") or {}).values():
+            if volume_at(f)[1] is None:
+                cfg_problem("state.tls", f"{f} is on no volume")
+    else:
+        if dep["spec"].get("replicas", 1) != 1 or dep["spec"].get("strategy", {}).get("type") != "Recreate":
+            dep_problem("spec.replicas, spec.strategy.type", "a state file has one writer: 1 replica, Recreate")
+        state_file = cfg.get("state_file") or state.get("path")
+        smp, svol = volume_at(state_file or "/")
+        if state_file is None or svol is None or "persistentVolumeClaim" not in svol:
+            cfg_problem("state_file", f"{state_file} is not on a PersistentVolumeClaim")
+        elif not any(p["metadata"]["name"] == svol["persistentVolumeClaim"]["claimName"] for p in pvcs):
+            problems.append(f"{name}: no PersistentVolumeClaim {svol['persistentVolumeClaim']['claimName']}")
+
+    # the provider: the exec hook on a volume, its credentials on a Secret, room to write
+    provider = cfg.get("provider") or {}
+    if provider.get("kind") != "exec":
+        cfg_problem("provider.kind", f"{provider.get('kind', 'simulated')}: deploy/ runs the exec hook (the simulated "
+                    "provider makes no machines)")
+    else:
+        hmp, hvol = volume_at(provider.get("command", "/"))
+        if hvol is None or not ("configMap" in hvol or "secret" in hvol):
+            cfg_problem("provider.command", f"{provider.get('command')} is not on a ConfigMap or Secret volume")
+        elif not (hvol.get("configMap") or hvol.get("secret")).get("defaultMode", 0o644) & 0o111:
+            dep_problem(f"spec.template.spec.volumes[{hvol['name']}].defaultMode", "the hook is not executable")
+        for var, f in (provider.get("env_from_files") or {}).items():
+            fmp, fvol = volume_at(f)
+            if fvol is None or "secret" not in fvol:
+                cfg_problem(f"provider.env_from_files.{var}", f"{f} is not on a Secret volume")
+        env = {e["name"]: e.get("value") for e in ctr.get("env", [])}
+        for what, path in (("/tmp", "/tmp"), ("HOME", env.get("HOME"))):
+            wmp, wvol = volume_at(path) if path else (None, None)
+            if wvol is None or "emptyDir" not in wvol or mounts[wmp].get("readOnly"):
+                dep_problem(f"{cpath}.volumeMounts", f"{what} ({path}) is not a writable emptyDir: the root filesystem is read-only")
 
     # listeners: roles, ports, TLS files on Secret volumes issued by cert-manager
     certs = {c["spec"]["secretName"]: c for c in docs if c.get("kind") == "Certificate"}
     issuers = {i["metadata"]["name"]: i for i in docs if i.get("kind") in ("Issuer", "ClusterIssuer")}
-    container_ports = {p["containerPort"]: p.get("name") for p in ctr["ports"]}
-    roles = {}
-    for l in cfg["listen"]:
-        services = set(l.get("services", ["cloudprovider", "expander", "autoprovisioning", "health"]))
+    container_ports = {p["containerPort"]: p.get("name") for p in ctr.get("ports", [])}
+    by_name = {v: k for k, v in container_ports.items()}
+    aliases = {"grpc.health.v1.Health": "health", "grpcplugin.Expander": "expander",
+               "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider": "cloudprovider",
+               "frugal.v1.Autoprovisioning": "autoprovisioning"}
+    roles, bound = {}, {}
+    for i, l in enumerate(cfg.get("listen", [])):
+        services = {aliases.get(s, s) for s in l.get("services", ["cloudprovider", "expander", "autoprovisioning", "health"])}
         port = port_of(l["address"])
-        check(port in container_ports, f"listener port {port} is not a container port")
+        bound[port] = f"listen[{i}]"
+        if port not in container_ports:
+            dep_problem(f"{cpath}.ports", f"no containerPort {port} for {cfg_src} listen[{i}].address")
         tls = l.get("tls")
         if services <= {"health"}:
-            check(tls is None, "the probe listener must be plaintext (probes send no certificate)")
+            if tls is not None:
+                cfg_problem(f"listen[{i}].tls", "the probe listener must be plaintext (probes send no certificate)")
             roles["health"] = l
         if "cloudprovider" in services:
-            check(tls is not None and "client_ca" in tls, "the cloudprovider listener must require client certificates")
+            if tls is None or "client_ca" not in tls:
+                cfg_problem(f"listen[{i}].tls.client_ca", "the cloudprovider listener must require client certificates")
             roles["cloudprovider"] = l
         if "expander" in services:
-            check(tls is not None and "client_ca" not in tls,
-                  "the expander listener must be TLS without client_ca (CA sends no certificate)")
+            if tls is None or "client_ca" in tls:
+                cfg_problem(f"listen[{i}].tls", "the expander listener must be TLS without client_ca (CA sends no certificate)")
             roles["expander"] = l
-        for f in (tls or {}).values():
+        for k, f in (tls or {}).items():
             fmp, fvol = volume_at(f)
-            if check(fvol is not None and "secret" in fvol, f"{f} is not on a Secret volume"):
-                secret = fvol["secret"]["secretName"]
-                check(secret in certs, f"Secret {secret} is issued by no Certificate")
-                check(posixpath.basename(f) in ("tls.crt", "tls.key", "ca.crt"), f"{f}: not a cert-manager key")
-                l.setdefault("_files", {})[f] = (secret, posixpath.relpath(f, fmp))
+            if fvol is None or "secret" not in fvol:
+                cfg_problem(f"listen[{i}].tls.{k}", f"{f} is not on a Secret volume")
+                continue
+            secret = fvol["secret"]["secretName"]
+            if secret not in certs:
+                cfg_problem(f"listen[{i}].tls.{k}", f"Secret {secret} is issued by no Certificate")
+            if posixpath.basename(f) not in ("tls.crt", "tls.key", "ca.crt"):
+                cfg_problem(f"listen[{i}].tls.{k}", f"{f}: not a cert-manager key")
+            l.setdefault("_files", {})[f] = (secret, posixpath.relpath(f, fmp))
     for role in ("health", "cloudprovider", "expander"):
-        check(role in roles, f"no listener serves {role}")
+        if role not in roles:
+            cfg_problem("listen", f"no listener serves {role}")
+    if len(problems) > before:
+        return None
+    ops_port = port_of(cfg["ops_listen"]) if "ops_listen" in cfg else None
+    if ops_port is not None:
+        bound[ops_port] = "ops_listen"
+        if ops_port not in container_ports:
+            dep_problem(f"{cpath}.ports", f"no containerPort {ops_port} for {cfg_src} ops_listen")
 
-    # probes
-    for probe in ("readinessProbe", "livenessProbe"):
-        p = ctr[probe]
+    def resolve(port):
+        return port if isinstance(port, int) else by_name.get(port)
+
+    # probes: the ops endpoint or a plaintext health listener of this config
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        p = ctr.get(probe)
+        if p is None:
+            if probe != "startupProbe":
+                dep_problem(f"{cpath}.{probe}", "missing")
+            continue
         if "grpc" in p:
-            check(p["grpc"]["port"] == port_of(roles["health"]["address"]), f"{probe} is not on the health listener")
+            if p["grpc"]["port"] != port_of(roles["health"]["address"]):
+                dep_problem(f"{cpath}.{probe}.grpc.port", f"{p['grpc']['port']} is not the plaintext health listener "
+                            f"{port_of(roles['health']['address'])} of {cfg_src}")
+        elif "httpGet" in p:
+            num = resolve(p["httpGet"]["port"])
+            if ops_port is None:
+                dep_problem(f"{cpath}.{probe}.httpGet.port", f"{p['httpGet']['port']}: {cfg_src} has no ops_listen")
+            elif num != ops_port:
+                dep_problem(f"{cpath}.{probe}.httpGet.port", f"{p['httpGet']['port']} is not ops_listen's port {ops_port} ({cfg_src})")
+            if p["httpGet"].get("path") not in ("/healthz", "/readyz"):
+                dep_problem(f"{cpath}.{probe}.httpGet.path", f"{p['httpGet'].get('path')}: the ops endpoint serves /healthz and /readyz")
         else:
-            check("httpGet" in p and "ops_listen" in cfg, f"{probe}: neither gRPC health nor the ops endpoint")
-            if "ops_listen" in cfg:
-                port = p["httpGet"]["port"]
-                num = port if isinstance(port, int) else next(k for k, v in container_ports.items() if v == port)
-                check(num == port_of(cfg["ops_listen"]), f"{probe} is not on ops_listen")
+            dep_problem(f"{cpath}.{probe}", "neither gRPC health nor the ops endpoint's httpGet")
+    ann = dep["spec"]["template"]["metadata"].get("annotations", {})
+    if "prometheus.io/port" in ann and ops_port is not None and int(ann["prometheus.io/port"]) != ops_port:
+        dep_problem("spec.template.metadata.annotations[prometheus.io/port]", f"{ann['prometheus.io/port']} is not ops_listen's port {ops_port}")
 
-    # the state file on the PVC
-    smp, svol = volume_at(cfg["state_file"])
-    check(svol is not None and "persistentVolumeClaim" in svol, "state_file is not on the PVC")
-    if svol is not None and "persistentVolumeClaim" in svol:
-        one(docs, "PersistentVolumeClaim", svol["persistentVolumeClaim"]["claimName"])
-
-    # the Service and the NetworkPolicy
-    svc = one(docs, "Service", "frugal")
+    # the Service: every target is a port frugal binds
+    svc = one("Service", "frugal")
     labels = dep["spec"]["template"]["metadata"]["labels"]
-    check(all(labels.get(k) == v for k, v in svc["spec"]["selector"].items()), "Service selector")
-    by_name = {v: k for k, v in container_ports.items()}
-    svc_ports = {}
+    for k, v in dep["spec"]["selector"]["matchLabels"].items():
+        if labels.get(k) != v:
+            dep_problem("spec.selector.matchLabels", f"{k}={v} is not a label of the pod template")
+    for k in ("app.kubernetes.io/name", "app.kubernetes.io/instance"):
+        if k not in labels:
+            dep_problem("spec.template.metadata.labels", f"no {k}")
+    if not all(labels.get(k) == v for k, v in svc["spec"]["selector"].items()):
+        problem("Service", "frugal", "spec.selector", "does not select the pods")
+    svc_ports, svc_names = {}, {}
     for sp in svc["spec"]["ports"]:
-        target = sp.get("targetPort", sp["port"])
-        svc_ports[sp["port"]] = by_name.get(target, target)
+        target = resolve(sp.get("targetPort", sp["port"]))
+        svc_ports[sp["port"]] = target
+        svc_names[sp.get("name")] = target
+        if target not in bound:
+            problem("Service", "frugal", f"spec.ports[{sp.get('name', sp['port'])}].targetPort",
+                    f"{sp.get('targetPort')} is no port frugal binds ({cfg_src})")
     for role in ("cloudprovider", "expander"):
-        check(port_of(roles[role]["address"]) in svc_ports.values(), f"the Service does not expose {role}")
-    np = one(docs, "NetworkPolicy")
-    check(all(labels.get(k) == v for k, v in np["spec"]["podSelector"]["matchLabels"].items()), "NetworkPolicy podSelector")
-    (rule,) = np["spec"]["ingress"]
-    allowed = rule["from"][0]["podSelector"]["matchLabels"]
-    check(all(values.get("podLabels", {}).get(k) == v for k, v in allowed.items()),
-          "the NetworkPolicy admits labels CA's pods do not get (values podLabels)")
-    check(sorted(p["port"] for p in rule["ports"]) == sorted(set(svc_ports.values())),
-          "NetworkPolicy ports differ from the Service's")
+        if port_of(roles[role]["address"]) not in svc_ports.values():
+            problem("Service", "frugal", "spec.ports", f"no port reaches the {role} listener {roles[role]['address']}")
+    if ops_port is not None and ops_port not in svc_ports.values():
+        problem("Service", "frugal", "spec.ports", f"no port reaches ops_listen {cfg['ops_listen']} (/metrics)")
+
+    # NetworkPolicies: CA's pods to the gRPC ports; the monitoring namespace to ops only
+    for np in (d for d in docs if d.get("kind") == "NetworkPolicy"):
+        npn = np["metadata"]["name"]
+        if not all(labels.get(k) == v for k, v in np["spec"]["podSelector"].get("matchLabels", {}).items()):
+            problem("NetworkPolicy", npn, "spec.podSelector", "does not select frugal's pods")
+        for j, rule in enumerate(np["spec"].get("ingress", [])):
+            ports = {resolve(p["port"]) for p in rule.get("ports", [])}
+            for p in ports - set(bound):
+                problem("NetworkPolicy", npn, f"spec.ingress[{j}].ports", f"{p} is no port frugal binds")
+            peers = rule.get("from", [])
+            if any("namespaceSelector" in f and "podSelector" not in f for f in peers):
+                if ops_port is not None and ports != {ops_port}:
+                    problem("NetworkPolicy", npn, f"spec.ingress[{j}].ports", f"{sorted(ports)}: a namespace may reach the ops port {ops_port} only")
+            elif any("podSelector" in f for f in peers):
+                grpc = {port_of(roles["cloudprovider"]["address"]), port_of(roles["expander"]["address"])}
+                if ports != grpc:
+                    problem("NetworkPolicy", npn, f"spec.ingress[{j}].ports", f"{sorted(ports)}: CA's pods reach the gRPC ports {sorted(grpc)}, nothing else")
+                for f in peers:
+                    for k, v in f.get("podSelector", {}).get("matchLabels", {}).items():
+                        if values.get("podLabels", {}).get(k) != v:
+                            problem("NetworkPolicy", npn, f"spec.ingress[{j}].from", f"admits {k}={v}, a label CA's pods do not get ({VALUES[0]} podLabels)")
+    for sm in (d for d in docs if d.get("kind") == "ServiceMonitor"):
+        if not all(svc["metadata"].get("labels", {}).get(k) == v for k, v in sm["spec"]["selector"]["matchLabels"].items()):
+            problem("ServiceMonitor", sm["metadata"]["name"], "spec.selector", "does not select the Service frugal")
+        for e in sm["spec"]["endpoints"]:
+            if e.get("port") not in svc_names or svc_names[e.get("port")] != ops_port:
+                problem("ServiceMonitor", sm["metadata"]["name"], "spec.endpoints[].port", f"{e.get('port')} is not the Service's port to ops_listen")
+
+    # memory: the container's limit holds the budget frugal will use plus the margin
+    limit = quantity_bytes(ctr.get("resources", {}).get("limits", {}).get("memory", ""))
+    if limit is None:
+        dep_problem(f"{cpath}.resources.limits.memory", "not set: frugal's memory budget would not be bounded by the container")
+    else:
+        configured = quantity_bytes((cfg.get("limits") or {}).get("memory", "")) if (cfg.get("limits") or {}).get("memory") else None
+        budget = configured if configured is not None else int(limit // 4 * 3)
+        source = f"{cfg_src} limits.memory" if configured is not None else "75 % of it (limits.memory unset)"
+        if budget + MEMORY_MARGIN > limit:
+            dep_problem(f"{cpath}.resources.limits.memory",
+                        f"{limit} bytes cannot hold frugal's memory budget {budget} ({source}) plus the {MEMORY_MARGIN >> 20} MiB margin")
+        max_msg = cfg.get("max_message_bytes", 536870912)
+        if budget < max_msg:
+            dep_problem(f"{cpath}.resources.limits.memory",
+                        f"frugal's budget {budget} ({source}) cannot hold one message of max_message_bytes ({max_msg})")
+
+    # certificates: renewed well before the end; CA's outlives its restart cadence
+    for c in (d for d in docs if d.get("kind") == "Certificate"):
+        spec, cn = c["spec"], c["metadata"]["name"]
+        duration = hours(spec.get("duration", "2160h"))
+        renew = hours(spec["renewBefore"]) if "renewBefore" in spec else duration / 3
+        if duration is None or renew is None:
+            problem("Certificate", cn, "spec.duration, spec.renewBefore", "not a duration")
+            continue
+        if renew >= duration:
+            problem("Certificate", cn, "spec.renewBefore", f"{spec.get('renewBefore')} is not below spec.duration {spec.get('duration')}")
+        if spec["secretName"] == CA_CLIENT_SECRET:
+            if renew <= CA_RESTART_CADENCE_HOURS:
+                problem("Certificate", cn, "spec.renewBefore",
+                        f"{spec.get('renewBefore')}: CA reads its client certificate at start; the one it holds must stay "
+                        f"valid past CA's restart cadence ({CA_RESTART_CADENCE_HOURS} h, docs/deploy.md) after a renewal")
+            if duration - renew < CA_RESTART_CADENCE_HOURS:
+                problem("Certificate", cn, "spec.duration", "renewed more often than CA's restart cadence")
 
     # cert-manager chain
     server_secret = roles["cloudprovider"]["_files"][roles["cloudprovider"]["tls"]["cert"]][0]
     server = certs[server_secret]["spec"]
     svc_dns = f"{svc['metadata']['name']}.{ns}.svc"
-    check(svc_dns in server["dnsNames"], f"server certificate lacks {svc_dns}")
-    check("server auth" in server["usages"], "server certificate without server auth")
+    if svc_dns not in server["dnsNames"]:
+        problem("Certificate", certs[server_secret]["metadata"]["name"], "spec.dnsNames", f"lacks {svc_dns}")
+    if "server auth" not in server["usages"]:
+        problem("Certificate", certs[server_secret]["metadata"]["name"], "spec.usages", "no server auth")
     ca_issuer = issuers[server["issuerRef"]["name"]]
     ca_cert = certs[ca_issuer["spec"]["ca"]["secretName"]]["spec"]
-    check(ca_cert.get("isCA") is True, "the CA Issuer's certificate is not a CA")
-    check("selfSigned" in issuers[ca_cert["issuerRef"]["name"]]["spec"], "the CA is not issued by a self-signed Issuer")
+    check(ca_cert.get("isCA") is True, f"{name}: the CA Issuer's certificate is not a CA")
+    check("selfSigned" in issuers[ca_cert["issuerRef"]["name"]]["spec"], f"{name}: the CA is not issued by a self-signed Issuer")
 
     # CA's side: values and cloud-config
-    check(values["cloudProvider"] == "externalgrpc", "cloudProvider")
+    vsrc = VALUES[0]
+    check(values["cloudProvider"] == "externalgrpc", f"{vsrc}: cloudProvider: not externalgrpc")
     extra = values["extraArgs"]
-    check(extra["expander"] == "grpc,least-waste", "expander must fall back to least-waste")
+    check(extra["expander"] == "grpc,least-waste", f"{vsrc}: extraArgs.expander: must fall back to least-waste")
     secret_mounts = {v["mountPath"]: v.get("name", k) for k, v in values["extraVolumeSecrets"].items()}
 
-    def ca_file(path):
-        for mp_, name in secret_mounts.items():
+    def ca_file(path, field):
+        for mp_, secret in secret_mounts.items():
             if under(path, mp_):
-                return name, posixpath.relpath(path, mp_)
-        problems.append(f"{path} is on no extraVolumeSecrets mount")
+                return secret, posixpath.relpath(path, mp_)
+        problems.append(f"{vsrc}: {field}: {path} is on no extraVolumeSecrets mount")
         return None, None
 
     host, port = extra["grpc-expander-url"].rsplit(":", 1)
-    check(host in server["dnsNames"], f"{host} is not in the server certificate")
+    check(host in server["dnsNames"], f"{vsrc}: extraArgs.grpc-expander-url: {host} is not in the server certificate")
     check(int(port) in svc_ports and svc_ports[int(port)] == port_of(roles["expander"]["address"]),
-          "grpc-expander-url is not the expander listener")
-    exp_secret, exp_key = ca_file(extra["grpc-expander-cert"])
-    check(exp_key == "ca.crt", "grpc-expander-cert must be the CA certificate")
-    cc_secret_name, cc_key = ca_file(extra["cloud-config"])
-    cc = yaml.safe_load(one(docs, "Secret", cc_secret_name)["stringData"][cc_key])
+          f"{vsrc}: extraArgs.grpc-expander-url: grpc-expander-url is not the expander listener (port {port} of the Service of {name})")
+    exp_secret, exp_key = ca_file(extra["grpc-expander-cert"], "extraArgs.grpc-expander-cert")
+    check(exp_key == "ca.crt", f"{vsrc}: extraArgs.grpc-expander-cert: must be the CA certificate")
+    cc_secret_name, cc_key = ca_file(extra["cloud-config"], "extraArgs.cloud-config")
+    cc_doc = one("Secret", cc_secret_name)
+    if cc_doc is None:
+        return None
+    cc = yaml.safe_load(cc_doc["stringData"][cc_key])
     host, port = cc["address"].rsplit(":", 1)
-    check(host in server["dnsNames"], f"cloud-config {host} is not in the server certificate")
+    check(host in server["dnsNames"], f"{name}: Secret {cc_secret_name}: address: {host} is not in the server certificate")
     check(int(port) in svc_ports and svc_ports[int(port)] == port_of(roles["cloudprovider"]["address"]),
-          "the cloud-config address is not the cloudprovider listener")
-    client_files = {k: ca_file(cc[k]) for k in ("cert", "key", "cacert")}
+          f"{name}: Secret {cc_secret_name}: address: port {port} is not the Service's port to the cloudprovider listener")
+    client_files = {k: ca_file(cc[k], f"cloud-config {k}") for k in ("cert", "key", "cacert")}
     for k, (secret, _) in client_files.items():
-        if check(secret in certs, f"cloud-config {k}: Secret {secret} issued by no Certificate"):
-            check("client auth" in certs[secret]["spec"]["usages"], f"{secret} lacks client auth")
+        if check(secret in certs, f"{name}: cloud-config {k}: Secret {secret} issued by no Certificate"):
+            check("client auth" in certs[secret]["spec"]["usages"], f"{name}: {secret} lacks client auth")
             check(certs[secret]["spec"]["issuerRef"]["name"] == server["issuerRef"]["name"],
-                  "client and server certificates from different issuers")
+                  f"{name}: client and server certificates from different issuers")
+    return {"cfg": cfg, "roles": roles, "svc_dns": svc_dns, "exp": (exp_secret, exp_key), "client": client_files}
 
-    if problems:
-        bail()
 
-    # the replay config; each port stays bound until all are chosen, so they differ
-    held = []
+def replay(r, pki, state_dir, out_config):
+    """The top overlay's config on loopback, and the shell assignments for the test."""
+    cfg, roles = r["cfg"], r["roles"]
+    held = []  # each port stays bound until all are chosen, so they differ
 
     def free_port():
         s = socket.socket()
@@ -226,7 +576,15 @@ def main():
         if "tls" in l:
             ll["tls"] = {k: os.path.join(pki, *l["_files"][f]) for k, f in l["tls"].items()}
         local["listen"].append(ll)
-    local["state_file"] = os.path.join(state_dir, posixpath.basename(cfg["state_file"]))
+    if "state_file" in cfg:
+        local["state_file"] = os.path.join(state_dir, posixpath.basename(cfg["state_file"]))
+    # a stand-in for the hook: it makes no machine, it prints an id
+    os.makedirs(state_dir, exist_ok=True)
+    hook = os.path.join(state_dir, "hook")
+    with open(hook, "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = create ] && echo "replay:///$3"\nexit 0\n')
+    os.chmod(hook, 0o755)
+    local["provider"] = {"kind": "exec", "command": hook}
     if "ops_listen" in cfg:
         local["ops_listen"] = f"127.0.0.1:{free_port()}"
         print(f"OPS_PORT={port_of(local['ops_listen'])}")
@@ -237,10 +595,30 @@ def main():
     print(f"HEALTH_PORT={ports[port_of(roles['health']['address'])]}")
     print(f"CP_PORT={ports[port_of(roles['cloudprovider']['address'])]}")
     print(f"EXP_PORT={ports[port_of(roles['expander']['address'])]}")
-    print(f"SERVER_NAME={svc_dns}")
-    print(f"EXPANDER_CA={os.path.join(pki, exp_secret, exp_key)}")
-    for k, (secret, key) in client_files.items():
+    print(f"SERVER_NAME={r['svc_dns']}")
+    print(f"EXPANDER_CA={os.path.join(pki, *r['exp'])}")
+    for k, (secret, key) in r["client"].items():
         print(f"CLIENT_{k.upper()}={os.path.join(pki, secret, key)}")
+
+
+def main():
+    root, pki, state_dir, out_config = (os.path.abspath(a) for a in sys.argv[1:5])
+    values = check_values(root)
+    overlays = discover(root)
+    check(root in overlays, "deploy/: renders no Deployment frugal")
+    tmp = tempfile.mkdtemp(prefix="deploy-check.")
+    results = {}
+    try:
+        for overlay in overlays:
+            docs = compose(root, overlay, render(overlay) or [], tmp)
+            if docs:
+                results[overlay] = check_overlay(root, overlay, docs, values)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("# overlays checked: " + " ".join(sorted(os.path.relpath(o, root) for o in overlays)))
+    if problems or results.get(root) is None:
+        bail()
+    replay(results[root], pki, state_dir, out_config)
 
 
 main()

@@ -1,45 +1,111 @@
 #!/usr/bin/env bash
-# deploy/ as shipped, replayed locally: render it with `kubectl kustomize`, check that
-# ports, Secret names, mount paths and flags agree (deploy_check.py), then run frugal
-# with the ConfigMap's config on loopback (same listener layout, scripts/dev-certs.sh
-# certificates) and call it as the kubelet and cluster-autoscaler would.
+# deploy/ as shipped, replayed locally: deploy_check.py renders every overlay with
+# `kubectl kustomize` and checks that ports, probes, memory, certificates, Secret names,
+# mount paths, the hook and CA's chart values agree, naming file and field when they do
+# not (proved on broken overlays); each overlay's config passes `frugal check`; then
+# frugal runs with the top overlay's config on loopback (same listener layout,
+# scripts/dev-certs.sh certificates, a stand-in hook) and is called as the kubelet and
+# cluster-autoscaler would.
 source "$(dirname "$0")/lib.sh"
 
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: kubectl is needed"; exit 0; }
 python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3-yaml is needed"; exit 0; }
 DEPLOY="$FRUGAL_SOURCE_DIR/deploy"
 
-log "render and cross-check the manifests"
-kubectl kustomize "$DEPLOY" >"$TMP/rendered.yaml" || fatal "kubectl kustomize deploy/ failed"
-kubectl kustomize "$DEPLOY/base" >/dev/null || fatal "kubectl kustomize deploy/base failed"
-kubectl kustomize "$DEPLOY/etcd" >"$TMP/etcd.yaml" || fatal "kubectl kustomize deploy/etcd failed"
-python3 -c '
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-kinds = [d["kind"] for d in docs]
-dep = [d for d in docs if d["kind"] == "Deployment"][0]
-assert dep["spec"]["replicas"] >= 2, "deploy/etcd: fewer than two replicas"
-assert "PersistentVolumeClaim" not in kinds, "deploy/etcd: a state volume"
-open(sys.argv[2], "w").write([d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["frugal.yaml"])
-' "$TMP/etcd.yaml" "$TMP/etcd-frugal.yaml"
-assert_eq 0 "$?" "deploy/etcd: replicas, no state volume"
-run "$FRUGAL" check -c "$TMP/etcd-frugal.yaml"
-assert_eq 0 "$RC" "deploy/etcd: its config passes frugal check"
-assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
+log "render every overlay and cross-check it"
+# deploy_check.py finds every overlay of deploy/ (each directory whose kustomization
+# renders Deployment frugal) and checks each with the shared parts and monitoring/.
 "$FRUGAL_SOURCE_DIR/scripts/dev-certs.sh" "$TMP/pki" >/dev/null || fatal "dev-certs.sh failed"
 mkdir -p "$TMP/state"
-run python3 "$(dirname "$0")/deploy_check.py" "$TMP/rendered.yaml" "$DEPLOY/cluster-autoscaler/values.yaml" \
-    "$TMP/pki" "$TMP/state" "$TMP/frugal.yaml"
-assert_eq 0 "$RC" "the manifests agree with each other and with the config" || { echo "$ERR"; finish; }
-eval "$OUT"
-# The checker itself catches disagreements.
-sed 's/svc:8444/svc:8443/' "$DEPLOY/cluster-autoscaler/values.yaml" >"$TMP/bad-values.yaml"
-run python3 "$(dirname "$0")/deploy_check.py" "$TMP/rendered.yaml" "$TMP/bad-values.yaml" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
-assert_match 'grpc-expander-url is not the expander listener' "$ERR" "a wrong expander port is caught"
-sed 's|mountPath: /etc/frugal/config$|mountPath: /etc/frugal/config/frugal.yaml\n          subPath: frugal.yaml|' \
-    "$TMP/rendered.yaml" >"$TMP/bad-rendered.yaml"
-run python3 "$(dirname "$0")/deploy_check.py" "$TMP/bad-rendered.yaml" "$DEPLOY/cluster-autoscaler/values.yaml" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
-assert_match 'subPath' "$ERR" "a subPath mount is caught"
+CHECK=(python3 "$(dirname "$0")/deploy_check.py")
+run "${CHECK[@]}" "$DEPLOY" "$TMP/pki" "$TMP/state" "$TMP/frugal.yaml"
+assert_eq 0 "$RC" "every overlay agrees with itself, its config and CA's chart" || { echo "$ERR"; finish; }
+assert_match '^# overlays checked: \. base etcd$' "$OUT" "the overlays found [$OUT]"
+eval "$(echo "$OUT" | grep -v '^#')"
+
+# Each overlay's config passes `frugal check` as it is, but for the files it reads at
+# load: the hook is the ConfigMap's, the credentials the Secret's placeholders, copied here.
+for overlay in base etcd; do
+    kubectl kustomize "$DEPLOY/$overlay" >"$TMP/$overlay.yaml" || fatal "kubectl kustomize deploy/$overlay failed"
+    python3 -c '
+import os, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+text = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "frugal-config"][0]["data"]["frugal.yaml"]
+secret = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == "frugal-hook-credentials"][0]
+files = yaml.safe_load(text)["provider"]["env_from_files"]
+for var, path in files.items():
+    local = os.path.join(sys.argv[3], os.path.basename(path))
+    open(local, "w").write(secret["stringData"][os.path.basename(path)])
+    text = text.replace(path, local)
+hook = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "frugal-hook"][0]["data"]["hook"]
+local = os.path.join(sys.argv[3], "hook")
+open(local, "w").write(hook)
+os.chmod(local, 0o755)
+text = text.replace(yaml.safe_load(text)["provider"]["command"], local)
+open(sys.argv[2], "w").write(text)
+' "$TMP/$overlay.yaml" "$TMP/$overlay-frugal.yaml" "$TMP"
+    run "$FRUGAL" check -c "$TMP/$overlay-frugal.yaml"
+    assert_eq 0 "$RC" "deploy/$overlay: its config passes frugal check [$ERR]"
+    assert_match "^provider +exec $TMP/hook" "$OUT" "deploy/$overlay: the exec hook"
+    [ "$overlay" = base ] || assert_match "state +etcd, prefix /frugal/prod/" "$OUT" "deploy/etcd: the etcd state"
+done
+assert_ok "the shipped hook is valid sh" sh -n "$TMP/hook"
+# it writes the SSH identity from env_from_files into HOME, private, before running the
+# image's libvirt hook (absent here: that last step fails)
+mkdir -p "$TMP/home"
+run env HOME="$TMP/home" LIBVIRT_SSH_KEY="key-material" LIBVIRT_KNOWN_HOSTS="host-keys" sh "$TMP/hook" list pool-a
+assert_eq "key-material" "$(cat "$TMP/home/.ssh/id_ed25519" 2>&1)" "the hook writes the SSH key"
+assert_eq "host-keys" "$(cat "$TMP/home/.ssh/known_hosts" 2>&1)" "the hook writes known_hosts"
+assert_eq "600" "$(stat -c %a "$TMP/home/.ssh/id_ed25519" 2>&1)" "the key is private"
+
+log "the checker finds a new overlay and names the file and field of what disagrees"
+cp -r "$DEPLOY" "$TMP/deploy"
+# bad-probe: the readiness probe on the gRPC health port, not on ops_listen
+mkdir -p "$TMP/deploy/bad-probe"
+printf '%s\n' 'resources: [../base]' 'patches: [{path: probe.yaml}]' >"$TMP/deploy/bad-probe/kustomization.yaml"
+printf '%s\n' 'apiVersion: apps/v1' 'kind: Deployment' 'metadata: {name: frugal}' 'spec:' \
+    '  template:' '    spec:' '      containers:' '        - name: frugal' \
+    '          readinessProbe: {httpGet: {path: /readyz, port: 8088}}' >"$TMP/deploy/bad-probe/probe.yaml"
+# bad-memory: limits.memory set to the whole container limit, no margin left
+mkdir -p "$TMP/deploy/bad-memory"
+{
+    cat "$DEPLOY/base/frugal.yaml"
+    echo "limits: {memory: 1Gi}"
+} >"$TMP/deploy/bad-memory/frugal.yaml"
+printf '%s\n' 'resources: [../base]' 'configMapGenerator:' \
+    '  - {name: frugal-config, behavior: replace, files: [frugal.yaml], options: {disableNameSuffixHash: true}}' \
+    >"$TMP/deploy/bad-memory/kustomization.yaml"
+# bad-service: the Service lost the expander port CA's flags name
+mkdir -p "$TMP/deploy/bad-service"
+printf '%s\n' 'resources: [../base]' 'patches:' '  - target: {kind: Service, name: frugal}' \
+    "    patch: '[{\"op\": \"remove\", \"path\": \"/spec/ports/1\"}]'" >"$TMP/deploy/bad-service/kustomization.yaml"
+# bad-provider: the simulated provider, which makes no machines
+mkdir -p "$TMP/deploy/bad-provider"
+sed 's/^  kind: exec$/  kind: simulated/' "$DEPLOY/base/frugal.yaml" >"$TMP/deploy/bad-provider/frugal.yaml"
+sed 's/bad-memory/bad-provider/' "$TMP/deploy/bad-memory/kustomization.yaml" >"$TMP/deploy/bad-provider/kustomization.yaml"
+run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
+assert_eq 1 "$RC" "the bad overlays fail"
+assert_match '^# overlays checked: \. bad-memory bad-probe bad-provider bad-service base etcd$' "$OUT" "new overlays are found [$OUT]"
+assert_match '^FAIL: deploy/bad-provider/: bad-provider/frugal.yaml: provider.kind: simulated: deploy/ runs the exec hook' \
+    "$ERR" "the simulated provider: file and field"
+assert_match '^FAIL: deploy/bad-probe/: Deployment frugal \(base/deployment.yaml, bad-probe/probe.yaml\): spec.template.spec.containers\[frugal\].readinessProbe.httpGet.port: 8088 is not ops_listen.s port 8087' \
+    "$ERR" "a probe off ops_listen: file and field"
+assert_match '^FAIL: deploy/bad-memory/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].resources.limits.memory: 1073741824 bytes cannot hold frugal.s memory budget 1073741824 \(bad-memory/frugal.yaml limits.memory\) plus the 64 MiB margin' \
+    "$ERR" "a memory limit without margin: file and field"
+assert_match '^FAIL: deploy/bad-service/: Service frugal \(base/service.yaml\): spec.ports: no port reaches the expander listener' \
+    "$ERR" "a Service without the expander port: file and field"
+assert_match 'grpc-expander-url is not the expander listener \(port 8444 of the Service of deploy/bad-service/\)' \
+    "$ERR" "CA's expander URL is off the Service"
+assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays stay clean"
+# CA's chart values without the chart's gate; a CA client certificate renewed too late
+sed -i 's/^autoDiscovery:/autoDiscoveryOff:/' "$TMP/deploy/cluster-autoscaler/values.yaml"
+sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
+rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service" "$TMP/deploy/bad-provider"
+run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
+assert_match '^FAIL: cluster-autoscaler/values.yaml: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: none is set, so the chart renders no Deployment' \
+    "$ERR" "values without the chart's gate"
+assert_match '^FAIL: deploy/etcd/: Certificate cluster-autoscaler-frugal-client \(cert-manager/pki.yaml\): spec.renewBefore: 360h: CA reads its client certificate at start' \
+    "$ERR" "a CA client certificate renewed within CA's restart cadence"
 
 log "the shipped config loads"
 assert_ok "frugal check of the replayed config" "$FRUGAL" check -c "$TMP/frugal.yaml"

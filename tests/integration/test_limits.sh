@@ -9,11 +9,13 @@ source "$(dirname "$0")/lib.sh"
 
 H2="python3 $FRUGAL_SOURCE_DIR/tests/integration/h2raw.py"
 PORT=$(free_port)
+OPS=$(free_port)
 ADDR="127.0.0.1:$PORT"
 STATE="$TMP/state.yaml"
 cat >"$TMP/frugal.yaml" <<EOF
 listen:
   - address: 127.0.0.1:$PORT
+ops_listen: 127.0.0.1:$OPS
 state_file: $STATE
 max_message_bytes: 4194304       # limits.memory defaults to 2 x 4 MiB + 64 MiB = 72 MiB
 limits:
@@ -192,6 +194,10 @@ if [ $SANITIZED = 0 ]; then
 fi
 assert_match "cancelled [0-9]+ call\(s\) without deadline that sent no request message" \
     "$(cat "$SERVER_LOG")" "the receive timeout is logged"
+CANCELLED=$(sed -n 's/.*cancelled \([0-9]*\) call(s) without deadline.*/\1/p' "$SERVER_LOG" |
+    awk '{ n += $1 } END { print n + 0 }')
+assert_match "^frugal_calls_refused_total\{reason=\"receive_timeout\"\} $CANCELLED\$" \
+    "$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")" "the receive timeout is counted"
 
 log "an oversized header gets an answer (an error or the call), not silence"
 run $H2 big-header "$ADDR" 1048576

@@ -117,7 +117,9 @@ assert_match '^frugal_instances\{node_group="s2",state="(creating|running)"\} 2$
 assert_match '^frugal_node_price_per_hour\{node_group="spot8",capacity_type="spot"\} [0-9.]+$' "$M" "spot price"
 assert_match '^frugal_node_price_per_hour\{node_group="s2",capacity_type="on_demand"\} 0.095$' "$M" "on-demand price"
 assert_match '^frugal_state_write_seconds_count [1-9]' "$M" "state writes timed"
-assert_match '^frugal_build_info\{version="[0-9.]+"\} 1$' "$M" "build info"
+assert_match '^frugal_build_info\{version="[0-9.]+",revision="([0-9a-f]{7,40}|unknown)"\} 1$' "$M" "build info"
+assert_match '^frugal_config_last_reload_successful 1$' "$M" "reload successful gauge"
+assert_match '^frugal_state_write_failures_total 0$' "$M" "state write failures from 0"
 assert_match '^frugal_config_last_reload_success_timestamp_seconds [0-9]{10}' "$M" "reload timestamp"
 assert_match '^# TYPE frugal_hook_runs_total counter$' "$M" "hook runs family"
 assert_match '^# TYPE frugal_resource_limit_refusals_total counter$' "$M" "limit refusals family"
@@ -226,7 +228,17 @@ echo "bogus_key: 1" >>"$TMP/frugal.yaml"
 kill -HUP "$SERVER_PID"
 sleep 1.5
 assert_eq "$T2" "$(reload_ts)" "reload timestamp after a refused reload"
+assert_match '^frugal_config_last_reload_successful 0$' "$(curl -s --max-time 5 "$URL/metrics")" \
+    "reload successful gauge after a refused reload"
 cp "$TMP/frugal.good" "$TMP/frugal.yaml"
+kill -HUP "$SERVER_PID"
+OKV=""
+for _ in $(seq 1 50); do
+    OKV=$(curl -s --max-time 5 "$URL/metrics" | sed -n 's/^frugal_config_last_reload_successful //p')
+    [ "$OKV" = 1 ] && break
+    sleep 0.1
+done
+assert_eq 1 "$OKV" "reload successful gauge back to 1 after a good reload"
 
 stop_server
 
@@ -280,5 +292,22 @@ if d["runner_up"] not in ("s2", "s8") or d["runner_up"] == winner or d["score"] 
 print("%d JSON lines" % len(events))
 EOF
 assert_eq 0 "$RC" "JSON log [$OUT $ERR]"
+
+log "without limits.memory the budget follows the container's cgroup limit"
+mkdir -p "$TMP/cg2" "$TMP/cg-bad"
+echo 1073741824 >"$TMP/cg2/memory.max"
+FRUGAL_CGROUP_ROOT="$TMP/cg2" start_server "$TMP/frugal.yaml"
+assert_match '^frugal_memory_budget_bytes 805306368$' "$(curl -s --max-time 5 "$URL/metrics")" \
+    "75 % of a 1 GiB cgroup v2 limit"
+assert_match 'info +memory budget 805306368 bytes: 75% of the cgroup memory limit 1073741824 bytes \(.*/cg2/memory.max\)' \
+    "$(cat "$SERVER_LOG")" "the log says which budget and why"
+stop_server
+echo "a lot" >"$TMP/cg-bad/memory.max"
+FRUGAL_CGROUP_ROOT="$TMP/cg-bad" start_server "$TMP/frugal.yaml"
+assert_match '^frugal_memory_budget_bytes 1140850688$' "$(curl -s --max-time 5 "$URL/metrics")" \
+    "an unreadable cgroup limit: the default"
+assert_match 'warn +memory budget 1140850688 bytes: the default.*cannot be read' \
+    "$(cat "$SERVER_LOG")" "an unreadable cgroup limit is a warning, not fatal"
+stop_server
 
 finish

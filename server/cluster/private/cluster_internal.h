@@ -69,9 +69,6 @@ typedef struct cluster_ctx {
 
 /* ---- implemented in cluster.c: the commit engine ---- */
 
-/* Monotonic clock in ms, for budgets and durations in log lines. */
-double cluster__mono_ms(void);
-
 /* Index of the published group g, CLUSTER_APPEND when it is not published. */
 size_t cluster__index_of(const cluster_t *c, const group_t *g);
 

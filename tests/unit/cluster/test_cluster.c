@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_testing.h"
 #include "log.h"
 #include "provider.h"
 #include "state.h"

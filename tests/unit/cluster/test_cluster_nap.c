@@ -17,6 +17,7 @@
 #include "autoprov.h"
 #include "cluster.h"
 #include "cluster_nap.h"
+#include "cluster_testing.h"
 #include "config.h"
 #include "log.h"
 #include "provider.h"

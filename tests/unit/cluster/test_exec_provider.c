@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "cluster_nap.h"
+#include "cluster_testing.h"
 #include "provider.h"
 #include "store_testing.h"
 
@@ -28,12 +30,6 @@ typedef struct fixture {
     provider_t *p;
     group_t g;
 } fixture_t;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -139,7 +135,7 @@ typedef bool (*pred_t)(const group_t *g);
 
 /* Refresh (at now + skew_ms) every 20 ms until pred holds; false after limit_ms. */
 static bool refresh_until(fixture_t *f, pred_t pred, int64_t skew_ms, int limit_ms) {
-    int64_t end = mono_ms() + limit_ms;
+    int64_t end = clock_mono_ms() + limit_ms;
     do {
         bool changed = false;
         frugal_err_t err = {0};
@@ -149,7 +145,7 @@ static bool refresh_until(fixture_t *f, pred_t pred, int64_t skew_ms, int limit_
         if (pred(&f->g))
             return true;
         sleep_ms(20);
-    } while (mono_ms() < end);
+    } while (clock_mono_ms() < end);
     return false;
 }
 
@@ -279,10 +275,10 @@ static void test_create_failed(void **state) {
 static void test_timeout_kills_the_tree(void **state) {
     (void)state;
     fixture_t *f = fixture_new("sleep 30 & echo $! > $D/child; wait", 500, 4);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     increase(f, 1);
     assert_true(refresh_until(f, first_has_error, 0, 5000));
-    assert_true(mono_ms() - t0 < 3000);
+    assert_true(clock_mono_ms() - t0 < 3000);
     const instance_t *in = &f->g.instances[0];
     assert_string_equal(in->error_code, "Timeout");
     assert_int_equal(in->error_class, 99);
@@ -332,8 +328,8 @@ static void test_delete_success_and_retry(void **state) {
     assert_int_equal(f->g.target_size, 1);
     assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
     /* The failed attempt keeps it deleting... */
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "delete-attempts") < 1 && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "delete-attempts") < 1 && clock_mono_ms() < end)
         sleep_ms(20);
     assert_false(refresh_until(f, empty, 0, 500));
     assert_int_equal(f->g.instances_count, 2);
@@ -344,8 +340,8 @@ static void test_delete_success_and_retry(void **state) {
     assert_int_equal(count_lines(f, "delete-attempts"), 1);
     /* ...but after it. */
     bool one_left = false;
-    end = mono_ms() + 5000;
-    while (!one_left && mono_ms() < end) {
+    end = clock_mono_ms() + 5000;
+    while (!one_left && clock_mono_ms() < end) {
         bool changed = false;
         provider_refresh(f->p, &f->g, cluster_now_ms() + 31000, &changed, &err);
         commit(f);
@@ -381,8 +377,8 @@ static void test_restart_reruns_pending_work(void **state) {
     g->instances_count = 3;
     g->target_size = 2;
     g->next_seq = 9;
-    int64_t end = mono_ms() + 5000;
-    while (mono_ms() < end &&
+    int64_t end = clock_mono_ms() + 5000;
+    while (clock_mono_ms() < end &&
            !(g->instances_count == 2 && g->instances[0].state == INSTANCE_RUNNING)) {
         bool changed = false;
         frugal_err_t err = {0};
@@ -409,10 +405,10 @@ static void test_parallelism_bound(void **state) {
                                "ls $D/run | wc -l >> $D/counts\n"
                                "sleep 0.3; rm $D/run/$3",
                                10000, 2);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     increase(f, 6);
     assert_true(refresh_until(f, all_running, 0, 10000));
-    int64_t took = mono_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     assert_true(took >= 850); /* three rounds of 0.3 s */
     char *counts = read_all(f, "counts");
     int max = 0;
@@ -435,16 +431,16 @@ static void test_decrease_cancels_and_cleans_orphans(void **state) {
                                "esac",
                                10000, 1);
     increase(f, 2);
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "created") < 1 && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "created") < 1 && clock_mono_ms() < end)
         sleep_ms(10);
     frugal_err_t err = {0};
     assert_int_equal(provider_decrease_target(f->p, &f->g, -2, &err), 0);
     commit(f);
     assert_int_equal(f->g.instances_count, 0);
     /* g-1 was being created: once made, it is deleted; g-2 never starts. */
-    end = mono_ms() + 5000;
-    while (count_lines(f, "deleted") < 1 && mono_ms() < end) {
+    end = clock_mono_ms() + 5000;
+    while (count_lines(f, "deleted") < 1 && clock_mono_ms() < end) {
         bool changed = false;
         provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
         commit(f);
@@ -481,13 +477,13 @@ static void test_destroy_kills_running_hooks(void **state) {
     (void)state;
     fixture_t *f = fixture_new("echo started >> $D/started; sleep 60", 60000, 2);
     increase(f, 3);
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "started") < 2 && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "started") < 2 && clock_mono_ms() < end)
         sleep_ms(10);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     provider_destroy(f->p);
     f->p = NULL;
-    int64_t took = mono_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     assert_true(took < 8000);
     /* Every hook was reaped: this process has no children left. */
     errno = 0;
@@ -503,16 +499,16 @@ static void test_release_kills_running_hooks(void **state) {
     (void)state;
     fixture_t *f = fixture_new("echo started >> $D/started; exec sleep 60", 60000, 2);
     increase(f, 3);
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "started") < 2 && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "started") < 2 && clock_mono_ms() < end)
         sleep_ms(10);
     assert_int_equal(count_lines(f, "started"), 2);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     provider_release(f->p);
     /* The workers kill and reap their hooks within a poll slice, then drop the jobs. */
-    while (provider_busy(f->p, &f->g) && mono_ms() - t0 < 2000)
+    while (provider_busy(f->p, &f->g) && clock_mono_ms() - t0 < 2000)
         sleep_ms(10);
-    assert_true(mono_ms() - t0 < 2000);
+    assert_true(clock_mono_ms() - t0 < 2000);
     errno = 0;
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
     assert_int_equal(errno, ECHILD);
@@ -524,8 +520,8 @@ static void test_release_kills_running_hooks(void **state) {
     assert_int_equal(provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
     commit(f);
     assert_true(provider_busy(f->p, &f->g));
-    end = mono_ms() + 5000;
-    while (count_lines(f, "started") < 4 && mono_ms() < end)
+    end = clock_mono_ms() + 5000;
+    while (count_lines(f, "started") < 4 && clock_mono_ms() < end)
         sleep_ms(10);
     assert_int_equal(count_lines(f, "started"), 4);
     provider_release(f->p); /* rather than destroy's grace */
@@ -540,30 +536,30 @@ static void test_release_kills_running_hooks(void **state) {
 static void test_fence_ends_hooks_at_the_lease(void **state) {
     (void)state;
     fixture_t *f = fixture_new("[ $1 = create-group ] && { echo $2 >> $D/groups; exit 0; }\n"
-                               "echo started >> $D/started; sleep 60 & echo $! >> $D/kids; wait",
+                               "sleep 60 & echo $! >> $D/kids; echo started >> $D/started; wait",
                                60000, 2);
     increase(f, 1);
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "started") < 1 && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "started") < 1 && clock_mono_ms() < end)
         sleep_ms(10);
     assert_int_equal(count_lines(f, "started"), 1);
     char *kids = read_all(f, "kids");
     pid_t kid = (pid_t)atoi(kids);
     free(kids);
     assert_true(kid > 0);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     provider_fence(f->p, t0 + 300);
-    while (process_runs(kid) && mono_ms() - t0 < 3000)
+    while (process_runs(kid) && clock_mono_ms() - t0 < 3000)
         sleep_ms(5);
-    int64_t took = mono_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     assert_false(process_runs(kid));
     assert_true(took >= 300 && took < 1500);
-    while (provider_busy(f->p, &f->g) && mono_ms() - t0 < 3000)
+    while (provider_busy(f->p, &f->g) && clock_mono_ms() - t0 < 3000)
         sleep_ms(10);
     errno = 0;
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* the guard reaped the group */
     assert_int_equal(errno, ECHILD);
-    while (provider_busy(f->p, &f->g) && mono_ms() - t0 < 3000)
+    while (provider_busy(f->p, &f->g) && clock_mono_ms() - t0 < 3000)
         sleep_ms(10);
     assert_false(provider_busy(f->p, &f->g));
     bool changed = false;
@@ -574,8 +570,8 @@ static void test_fence_ends_hooks_at_the_lease(void **state) {
     commit(f);
     assert_null(f->g.instances[0].error_code);
     assert_int_equal(f->g.instances[0].state, INSTANCE_CREATING);
-    end = mono_ms() + 3000;
-    while (provider_busy(f->p, &f->g) && mono_ms() < end)
+    end = clock_mono_ms() + 3000;
+    while (provider_busy(f->p, &f->g) && clock_mono_ms() < end)
         sleep_ms(10);
     assert_false(provider_busy(f->p, &f->g));
     assert_int_equal(count_lines(f, "started"), 1);
@@ -583,8 +579,8 @@ static void test_fence_ends_hooks_at_the_lease(void **state) {
     provider_fence(f->p, INT64_MAX);
     assert_int_equal(provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
     commit(f);
-    end = mono_ms() + 5000;
-    while (count_lines(f, "started") < 2 && mono_ms() < end)
+    end = clock_mono_ms() + 5000;
+    while (count_lines(f, "started") < 2 && clock_mono_ms() < end)
         sleep_ms(10);
     assert_int_equal(count_lines(f, "started"), 2);
     provider_release(f->p); /* rather than destroy's grace */
@@ -619,8 +615,8 @@ static void test_cluster_indexes_real_ids(void **state) {
 
     assert_int_equal(cluster_increase_size(c, NULL, "a", 1, &err), 0);
     const group_t *owner = NULL;
-    int64_t end = mono_ms() + 5000;
-    while (owner == NULL && mono_ms() < end) {
+    int64_t end = clock_mono_ms() + 5000;
+    while (owner == NULL && clock_mono_ms() < end) {
         assert_int_equal(cluster_refresh(c, NULL, &err), 0);
         cluster_read_lock(c);
         owner = cluster_find_instance(c, "same-machine", NULL);
@@ -678,14 +674,14 @@ static bool log_has(fixture_t *f, const char *what) {
 /* Refresh c every 20 ms until the hook log holds what; false after limit_ms. */
 static bool cluster_refresh_until_logged(fixture_t *f, cluster_t *c, const char *what,
                                          int limit_ms) {
-    int64_t end = mono_ms() + limit_ms;
+    int64_t end = clock_mono_ms() + limit_ms;
     do {
         frugal_err_t err = {0};
         cluster_refresh(c, NULL, &err);
         if (log_has(f, what))
             return true;
         sleep_ms(20);
-    } while (mono_ms() < end);
+    } while (clock_mono_ms() < end);
     return false;
 }
 
@@ -714,14 +710,14 @@ static void test_failed_write_runs_no_hook(void **state) {
     assert_true(cluster_refresh_until_logged(f, c, "create a a-1\n", 5000));
     /* Until its result is applied, so that nothing is left to write. */
     const instance_t *in = NULL;
-    int64_t end = mono_ms() + 5000;
+    int64_t end = clock_mono_ms() + 5000;
     for (;;) {
         assert_int_equal(cluster_refresh(c, NULL, &err), 0);
         cluster_read_lock(c);
         assert_non_null(cluster_find_instance(c, "frugal://a/a-1", &in));
         bool running = in->state == INSTANCE_RUNNING;
         cluster_read_unlock(c);
-        if (running || mono_ms() > end)
+        if (running || clock_mono_ms() > end)
             break;
         sleep_ms(20);
     }
@@ -776,8 +772,8 @@ static void test_results_of_vanished_group_are_orphan_deleted(void **state) {
     assert_true(provider_busy(f->p, &f->g));
     assert_false(provider_busy(f->p, &h));
     /* Rounds that refresh h alone: g is gone. */
-    int64_t end = mono_ms() + 5000;
-    while (count_lines(f, "deleted") < 1 && mono_ms() < end) {
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "deleted") < 1 && clock_mono_ms() < end) {
         bool changed = false;
         frugal_err_t err = {0};
         assert_int_equal(provider_refresh(f->p, &h, cluster_now_ms(), &changed, &err), 0);
@@ -788,8 +784,8 @@ static void test_results_of_vanished_group_are_orphan_deleted(void **state) {
     assert_string_equal(deleted, "real-g-1 real-g-1\n");
     free(deleted);
     /* Nothing of g is kept. */
-    end = mono_ms() + 5000;
-    while (provider_busy(f->p, &f->g) && mono_ms() < end)
+    end = clock_mono_ms() + 5000;
+    while (provider_busy(f->p, &f->g) && clock_mono_ms() < end)
         sleep_ms(10);
     assert_false(provider_busy(f->p, &f->g));
     group_clear(&h);
@@ -840,8 +836,8 @@ static void test_busy_group_is_not_deleted(void **state) {
 
     frugal_err_t err = {0};
     assert_int_equal(cluster_increase_size(c, NULL, id, 1, &err), 0);
-    int64_t end = mono_ms() + 5000;
-    while (!log_has(f, create) && mono_ms() < end)
+    int64_t end = clock_mono_ms() + 5000;
+    while (!log_has(f, create) && clock_mono_ms() < end)
         sleep_ms(10);
     assert_true(log_has(f, create));
     /* The create runs: dropping the instance empties the group... */
@@ -871,9 +867,9 @@ static void test_group_hook_capped(void **state) {
     fixture_t *f = fixture_new("case $1 in create-group) sleep 10;; esac", 60000, 1);
     f->g.exists = false;
     frugal_err_t err = {0};
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     assert_int_equal(provider_create_group(f->p, &f->g, &err), FRUGAL_EUNAVAIL);
-    int64_t took = mono_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     assert_true(took >= 2500);
     assert_true(took < 4500);
     assert_false(f->g.exists);

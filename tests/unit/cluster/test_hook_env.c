@@ -234,6 +234,24 @@ static void test_list_parsing(void **state) {
     assert_string_equal(why, "line 1: holds the control character 0x01 at byte 2");
 }
 
+/* The delete of a machine a create made runs with the create's environment, the
+ * provider id replaced; frugal's own ids name their instance within their group only. */
+static void test_orphan_env_and_own_ids(void **state) {
+    (void)state;
+    char *envp[] = {"A=1", "FRUGAL_PROVIDER_ID=frugal://g/g-1", "FRUGAL_GROUP=g", NULL};
+    char **o = hook_env_with_provider_id(envp, "libvirt://h/x");
+    assert_non_null(o);
+    assert_string_equal(env_get(o, "FRUGAL_PROVIDER_ID"), "libvirt://h/x");
+    assert_string_equal(env_get(o, "A"), "1");
+    assert_string_equal(env_get(o, "FRUGAL_GROUP"), "g");
+    assert_null(o[3]);
+    hook_env_free(o);
+    assert_string_equal(instance_name_in_group("frugal://g/g-1", "g"), "g-1");
+    assert_string_equal(instance_name_in_group("frugal://gg/g-1", "g"), "");
+    assert_string_equal(instance_name_in_group("frugal://g-a/x", "g"), "");
+    assert_string_equal(instance_name_in_group("libvirt://g/x", "g"), "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_of_configured_group),
@@ -241,6 +259,7 @@ int main(void) {
         cmocka_unit_test(test_env_follows_config),
         cmocka_unit_test(test_provider_id_rules),
         cmocka_unit_test(test_list_parsing),
+        cmocka_unit_test(test_orphan_env_and_own_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,6 +288,55 @@ static void test_lifetime(void **state) {
     assert_int_equal(pod_lifetime_of_kind(NULL), POD_LIFETIME_UNKNOWN);
 }
 
+/* decide_best_options_remember: under demand-fit the flagged pods (with their lifetimes)
+ * join the memory before the decision reads it; other strategies leave it untouched. */
+static void test_remember_then_decide(void **state) {
+    (void)state;
+    frugal_config_t *fit = load("ranking: {strategy: demand-fit}\n");
+    frugal_config_t *pricing = load("ranking: {strategy: pricing-proposal}\n");
+    assert_non_null(fit);
+    assert_non_null(pricing);
+    node_info_t std8 = node("n1-standard-8", 8000, 30 * GIB, false);
+    resources_t pods[] = {{1000, 2 * GIB, 0}, {2000, 4 * GIB, 0}, {4000, 8 * GIB, 0}};
+    pod_lifetime_t lts[] = {POD_LIFETIME_SHORT, POD_LIFETIME_LONG, POD_LIFETIME_SHORT};
+    bool remember[] = {true, false, true};
+    uint32_t refs[] = {0, 1, 2};
+    decide_option_t opts[] = {option("std", &std8, refs, 3)};
+    decide_request_t req = {opts, 1, pods, 3, 10};
+    demand_memory_t *m = calloc(1, sizeof(*m));
+    demand_init(m);
+    decide_result_t r;
+    frugal_err_t err = {0};
+
+    assert_int_equal(decide_best_options_remember(pricing, &req, lts, remember, m, &r, &err), 0);
+    decide_result_free(&r);
+    demand_summary_t s;
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 0);
+
+    assert_int_equal(decide_best_options_remember(fit, &req, lts, remember, m, &r, &err), 0);
+    assert_int_equal(r.selected_count, 1);
+    decide_result_free(&r);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 2); /* pods 0 and 2 */
+    assert_true(fabs(s.cpu_cores - 5.0) < 1e-9);
+    assert_int_equal(s.long_pods, 0); /* both short */
+
+    /* remember NULL: every pod; lifetimes NULL: unknown, which counts as staying. */
+    assert_int_equal(decide_best_options_remember(fit, &req, NULL, NULL, m, &r, &err), 0);
+    decide_result_free(&r);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 5);
+    assert_int_equal(s.long_pods, 3);
+    /* No memory: the decision still answers. */
+    assert_int_equal(decide_best_options_remember(fit, &req, lts, NULL, NULL, &r, &err), 0);
+    assert_int_equal(r.selected_count, 1);
+    decide_result_free(&r);
+    free(m);
+    config_free(fit);
+    config_free(pricing);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bounded),
@@ -296,6 +346,7 @@ int main(void) {
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_lifetime),
+        cmocka_unit_test(test_remember_then_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "revision.h"
 
 static int reset(void **state) {
     (void)state;
@@ -42,7 +43,26 @@ static void test_counter_cells(void **state) {
     assert_non_null(strstr(
         text,
         "grpc_server_handled_total{grpc_service=\"svc\",grpc_method=\"M\",grpc_code=\"OK\"} 3\n"));
-    assert_non_null(strstr(text, "frugal_build_info{version=\"" FRUGAL_VERSION "\"} 1\n"));
+    char info[128];
+    snprintf(info, sizeof(info), "frugal_build_info{version=\"%s\",revision=\"%s\"} 1\n",
+             FRUGAL_VERSION, revision_get());
+    assert_non_null(strstr(text, info));
+    assert_true(strlen(revision_get()) == 12 || strcmp(revision_get(), "unknown") == 0);
+    free(text);
+}
+
+/* A counter without labels is exported at 0 before its first failure. */
+static void test_state_write_failures(void **state) {
+    (void)state;
+    char *text = exposition();
+    assert_non_null(strstr(text, "# TYPE frugal_state_write_failures_total counter\n"
+                                 "frugal_state_write_failures_total 0\n"));
+    free(text);
+    metrics_count(METRICS_STATE_WRITE_FAILURES, NULL, NULL, NULL);
+    metrics_count(METRICS_STATE_WRITE_FAILURES, NULL, NULL, NULL);
+    text = exposition();
+    assert_non_null(strstr(text, "\nfrugal_state_write_failures_total 2\n"));
+    assert_null(strstr(text, "frugal_state_write_failures_total 0\n"));
     free(text);
 }
 
@@ -92,6 +112,18 @@ static void test_reload_time_and_samples(void **state) {
     char *text = exposition();
     assert_non_null(
         strstr(text, "frugal_config_last_reload_success_timestamp_seconds 1700000000.5\n"));
+    assert_non_null(strstr(text, "frugal_config_last_reload_successful 1\n"));
+    free(text);
+    /* a refused reload: the gauge drops, the timestamp stays; the next good one restores */
+    metrics_config_reload_failed();
+    text = exposition();
+    assert_non_null(strstr(text, "frugal_config_last_reload_successful 0\n"));
+    assert_non_null(
+        strstr(text, "frugal_config_last_reload_success_timestamp_seconds 1700000000.5\n"));
+    free(text);
+    metrics_config_reloaded(1700000001);
+    text = exposition();
+    assert_non_null(strstr(text, "frugal_config_last_reload_successful 1\n"));
     free(text);
     metrics_buf_t b = {0};
     const char *names[] = {"node_group", "state"};
@@ -143,6 +175,7 @@ int main(void) {
         cmocka_unit_test_setup(test_label_escaping, reset),
         cmocka_unit_test_setup(test_histogram, reset),
         cmocka_unit_test_setup(test_reload_time_and_samples, reset),
+        cmocka_unit_test_setup(test_state_write_failures, reset),
         cmocka_unit_test_setup(test_concurrent_recording, reset),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

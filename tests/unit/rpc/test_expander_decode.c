@@ -1,6 +1,7 @@
 /* Unit tests of the streaming BestOptionsRequest decoder and the response builder
  * (server/rpc/expander_decode.c), plus the service's ranking glue without gRPC
- * (server/rpc/svc_expander.c, included for its internal expander__answer). */
+ * (server/rpc/svc_expander.c: expander__answer through its test-only header, the
+ * handler through the service's method table). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,10 +12,13 @@
 
 #include <cmocka.h>
 
-#include "../../../server/rpc/svc_expander.c"
 #include "config.h"
+#include "demand.h"
 #include "expander.pb-c.h"
 #include "k8s.h"
+#include "node_info.h"
+#include "ranking.h"
+#include "svc_expander_testing.h"
 
 typedef K8s__Io__Api__Core__V1__ResourceRequirements__RequestsEntry requests_entry_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry capacity_entry_t;
@@ -691,7 +695,9 @@ static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const
     expander_request_t *req = decode_one(bytes, len);
     expander_response_t resp;
     frugal_err_t err = {0};
-    assert_int_equal(expander__answer(cfg, NULL, req, &resp, &err), 0);
+    static demand_memory_t memory; /* zeroed: demand_init's state, as serve's */
+    service_ctx_t ctx = {.cfg = cfg, .cluster = NULL, .demand = &memory};
+    assert_int_equal(expander__answer(&ctx, req, &resp, &err), 0);
     uint8_t *out;
     size_t out_len;
     assert_int_equal(expander_response_flatten(req, &resp, &out, &out_len, &err), 0);
@@ -719,11 +725,13 @@ static void test_handler_deadline(void **state) {
     frugal_err_t err = {0};
     gpr_timespec past =
         gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(1, GPR_TIMESPAN));
-    assert_int_equal(expander_best_options(&ctx, request, past, &response, &err), FRUGAL_EDEADLINE);
+    assert_int_equal(service_expander.methods[0].handler(&ctx, request, past, &response, &err),
+                     FRUGAL_EDEADLINE);
     assert_null(response);
     assert_int_equal(frugal_err_status(FRUGAL_EDEADLINE), GRPC_STATUS_DEADLINE_EXCEEDED);
     gpr_timespec future = gpr_inf_future(GPR_CLOCK_MONOTONIC);
-    assert_int_equal(expander_best_options(&ctx, request, future, &response, &err), 0);
+    assert_int_equal(service_expander.methods[0].handler(&ctx, request, future, &response, &err),
+                     0);
     assert_non_null(response);
     grpc_byte_buffer_destroy(response);
     grpc_byte_buffer_destroy(request);

@@ -1,0 +1,16 @@
+/* The monotonic clock (CLOCK_MONOTONIC), the one every deadline, timeout and duration
+ * measurement of frugal is taken on: it never jumps with the wall clock. */
+#ifndef FRUGAL_CLOCK_H
+#define FRUGAL_CLOCK_H
+
+#include <stdint.h>
+
+/* Milliseconds on the monotonic clock (arbitrary origin, shared by every process of
+ * the machine, so a forked child compares it with its parent's). */
+int64_t clock_mono_ms(void);
+
+/* Milliseconds on the monotonic clock to the nanosecond (a fraction): for measuring
+ * durations. */
+double clock_mono_ms_exact(void);
+
+#endif

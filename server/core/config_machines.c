@@ -1,0 +1,694 @@
+/* Configuration sections of the machines: provider, pricing, machine types (the
+ * effective catalog), node groups with their labels and taints. */
+#include "config_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "duration.h"
+#include "hook_params.h"
+#include "k8s_name.h"
+#include "quantity.h"
+
+/* ---- labels and taints ---- */
+
+/* A mapping of label keys to values ({team: web}); null values are "". */
+bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                          void *field, const key_spec_t *spec) {
+    kv_list_t *out = field;
+    char sub[CONFIG_PATH_MAX];
+    bool ok = true;
+    kv_list_clear(out);
+    if (node == NULL || yaml_tree_is_null(node)) {
+        return true;
+    }
+    if (node->type != YAML_TREE_MAPPING) {
+        config__error(ctx, node, path, "expected a mapping, got %s", config__node_describe(node));
+        return false;
+    }
+    for (size_t i = 0; i < node->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        const yaml_tree_node_t *v = node->u.mapping.items[i].value;
+        if (k->type != YAML_TREE_SCALAR) {
+            config__error(ctx, k, path, "label keys must be scalars, got %s",
+                          config__node_describe(k));
+            ok = false;
+            continue;
+        }
+        config__path_join(sub, path, k->u.scalar.text);
+        const char *problem = k8s_name_key_problem(k->u.scalar.text);
+        if (problem != NULL) {
+            config__error(ctx, k, sub, "invalid label key \"%s\": %s", k->u.scalar.text, problem);
+            ok = false;
+            continue;
+        }
+        const char *value = "";
+        if (v->type != YAML_TREE_SCALAR) {
+            config__error(ctx, v, sub, "expected a value, got %s", config__node_describe(v));
+            ok = false;
+            continue;
+        }
+        if (!yaml_tree_is_null(v)) {
+            value = v->u.scalar.text;
+        }
+        problem = k8s_name_value_problem(value);
+        if (problem != NULL) {
+            config__error(ctx, v, sub, "invalid label value \"%s\": %s", value, problem);
+            ok = false;
+            continue;
+        }
+        bool dup = false;
+        for (size_t j = 0; j < out->count; j++) {
+            dup = dup || strcmp(out->items[j].key, k->u.scalar.text) == 0;
+        }
+        if (dup) {
+            config__error(ctx, k, sub, "duplicate label key");
+            ok = false;
+            continue;
+        }
+        kv_t *kv = config__grow(ctx, &out->items, &out->count, sizeof(kv_t));
+        if (kv == NULL) {
+            return false;
+        }
+        kv->key = config__strdup(ctx, k->u.scalar.text);
+        kv->value = config__strdup(ctx, value);
+    }
+    if (out->count > 1) {
+        qsort(out->items, out->count, sizeof(kv_t), kv_compare);
+    }
+    return ok;
+}
+
+static bool parse_taint_key(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    const char *problem = k8s_name_key_problem(node->u.scalar.text);
+    if (problem != NULL) {
+        config__error(ctx, node, path, "invalid taint key \"%s\": %s", node->u.scalar.text,
+                      problem);
+        return false;
+    }
+    return config__parse_string(ctx, node, path, field, spec);
+}
+
+static bool parse_taint_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              void *field, const key_spec_t *spec) {
+    const char *problem = k8s_name_value_problem(node->u.scalar.text);
+    if (problem != NULL) {
+        config__error(ctx, node, path, "invalid taint value \"%s\": %s", node->u.scalar.text,
+                      problem);
+        return false;
+    }
+    return config__store_scalar(ctx, node, field);
+}
+
+static bool parse_taint_effect(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    if (!k8s_name_is_taint_effect(s)) {
+        config__error(ctx, node, path,
+                      "invalid taint effect \"%s\" (expected NoSchedule, PreferNoSchedule or "
+                      "NoExecute)",
+                      s);
+        return false;
+    }
+    return config__parse_string(ctx, node, path, field, spec);
+}
+
+static const key_spec_t taint_keys[] = {
+    KEY_REQ("key", YAML_TREE_SCALAR, parse_taint_key, taint_t, key),
+    KEY("value", YAML_TREE_SCALAR, parse_taint_value, taint_t, value, NULL),
+    KEY_REQ("effect", YAML_TREE_SCALAR, parse_taint_effect, taint_t, effect),
+};
+
+static bool parse_taints(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                         void *field, const key_spec_t *spec) {
+    taint_list_t *out = field;
+    char sub[CONFIG_PATH_MAX];
+    for (size_t i = 0; i < config__seq_count(node); i++) {
+        const yaml_tree_node_t *item = node->u.sequence.items[i];
+        config__path_index(sub, path, i);
+        size_t before = ctx->error_count;
+        taint_t t = {0};
+        config__section_parse(ctx, item, sub, taint_keys, TABLE_LEN(taint_keys), &t);
+        if (t.value == NULL) {
+            t.value = config__strdup(ctx, "");
+        }
+        if (ctx->error_count == before && taint_list_has(out, t.key, t.effect)) {
+            config__error(ctx, item, sub, "duplicate taint %s:%s", t.key, t.effect);
+        }
+        taint_t *slot = ctx->error_count == before && t.value != NULL
+                            ? config__grow(ctx, &out->items, &out->count, sizeof(taint_t))
+                            : NULL;
+        if (slot == NULL) {
+            free(t.key);
+            free(t.value);
+            free(t.effect);
+            continue;
+        }
+        *slot = t;
+    }
+    return true;
+}
+
+/* ---- provider and pricing ---- */
+
+static bool parse_provider_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    if (strcmp(s, "simulated") != 0 && strcmp(s, "exec") != 0) {
+        config__error(ctx, node, path, "unknown provider kind \"%s\" (expected simulated or exec)",
+                      s);
+        return false;
+    }
+    return config__parse_string(ctx, node, path, field, spec);
+}
+
+/* The exec hook: an absolute path to an executable file (checked here, so that `frugal
+ * check` catches a typo; the server checks again when it starts the provider). */
+static bool parse_exec_command(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    if (s[0] != '/') {
+        config__error(ctx, node, path, "must be an absolute path, got \"%s\"", s);
+        return false;
+    }
+    struct stat st;
+    if (stat(s, &st) != 0 || !S_ISREG(st.st_mode) || access(s, X_OK) != 0) {
+        config__error(ctx, node, path, "%s is not an executable file", s);
+        return false;
+    }
+    return config__parse_string(ctx, node, path, field, spec);
+}
+
+/* ---- exec hook parameters (rules in hook_params.c) ---- */
+
+/* The scalar key of entry i of mapping node with its path in sub, or NULL (reported). */
+static const char *mapping_key(load_ctx_t *ctx, const yaml_tree_node_t *node, size_t i,
+                               const char *path, char *sub) {
+    const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+    if (k->type != YAML_TREE_SCALAR || yaml_tree_is_null(k)) {
+        config__error(ctx, k, path, "keys must be strings, got %s", config__node_describe(k));
+        return NULL;
+    }
+    config__path_join(sub, path, k->u.scalar.text);
+    return k->u.scalar.text;
+}
+
+/* The earlier key of node (before entry i) that maps to the same variable as key. */
+static const yaml_tree_node_t *params_collision(const yaml_tree_node_t *node, size_t i,
+                                                const char *key) {
+    for (size_t j = 0; j < i; j++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[j].key;
+        if (k->type == YAML_TREE_SCALAR && hook_param_key_problem(k->u.scalar.text) == NULL &&
+            hook_param_keys_collide(k->u.scalar.text, key))
+            return k;
+    }
+    return NULL;
+}
+
+/* A mapping of hook parameters to strings ({image: debian-12}); a null value is "". */
+static bool parse_hook_params(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              void *field, const key_spec_t *spec) {
+    kv_list_t *out = field;
+    char sub[CONFIG_PATH_MAX], var[sizeof(HOOK_PARAM_PREFIX) + HOOK_PARAM_KEY_MAX];
+    kv_list_clear(out);
+    for (size_t i = 0; node != NULL && node->type == YAML_TREE_MAPPING && i < node->u.mapping.count;
+         i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        const yaml_tree_node_t *v = node->u.mapping.items[i].value;
+        const char *key = mapping_key(ctx, node, i, path, sub);
+        const char *problem = key != NULL ? hook_param_key_problem(key) : NULL;
+        const yaml_tree_node_t *first = NULL;
+        if (key == NULL)
+            continue;
+        if (problem != NULL) {
+            config__error(ctx, k, sub, "invalid parameter name \"%s\": %s", key, problem);
+        } else if ((first = params_collision(node, i, key)) != NULL) {
+            hook_param_env_name(key, var, sizeof(var));
+            config__error(ctx, k, sub, "\"%s\" and \"%s\" (line %d) are both passed as %s", key,
+                          first->u.scalar.text, first->line, var);
+        } else if (v->type != YAML_TREE_SCALAR) {
+            config__error(ctx, v, sub, "expected a string, got %s", config__node_describe(v));
+        } else if ((problem = hook_param_value_problem(v->u.scalar.text, v->u.scalar.len))) {
+            config__error(ctx, v, sub, "value %s", problem);
+        } else {
+            kv_t *kv = config__grow(ctx, &out->items, &out->count, sizeof(kv_t));
+            if (kv == NULL)
+                return false;
+            kv->key = config__strdup(ctx, key);
+            kv->value = config__strdup(ctx, yaml_tree_is_null(v) ? "" : v->u.scalar.text);
+        }
+    }
+    if (out->count > 1)
+        qsort(out->items, out->count, sizeof(kv_t), kv_compare);
+    return true;
+}
+
+/* The content of the file at path into *out (malloc'ed, NUL-terminated) and *len, or
+ * why not (written to buf). */
+static const char *env_file_read(const char *path, char **out, size_t *len, char *buf,
+                                 size_t size) {
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (f == NULL || fstat(fileno(f), &st) != 0) {
+        snprintf(buf, size, "cannot read %s: %s", path, strerror(errno));
+        if (f != NULL)
+            fclose(f);
+        return buf;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(buf, size, "cannot read %s: not a regular file", path);
+        fclose(f);
+        return buf;
+    }
+    char *data = malloc(HOOK_PARAM_VALUE_MAX + 2);
+    *len = data != NULL ? fread(data, 1, HOOK_PARAM_VALUE_MAX + 1, f) : 0;
+    bool failed = data == NULL || ferror(f);
+    fclose(f);
+    const char *problem = failed ? "cannot be read" : hook_param_value_problem(data, *len);
+    if (problem != NULL) {
+        snprintf(buf, size, "%s %s", path, problem);
+        free(data);
+        return buf;
+    }
+    data[*len] = '\0';
+    *out = data;
+    return NULL;
+}
+
+/* {VARIABLE: /path}: each file's content, read now, is passed to the hook as VARIABLE. */
+static bool parse_env_files(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    kv_list_t *out = field;
+    char sub[CONFIG_PATH_MAX], why[CONFIG_PATH_MAX + 64];
+    kv_list_clear(out);
+    for (size_t i = 0; node != NULL && node->type == YAML_TREE_MAPPING && i < node->u.mapping.count;
+         i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        const yaml_tree_node_t *v = node->u.mapping.items[i].value;
+        const char *key = mapping_key(ctx, node, i, path, sub);
+        const char *problem = key != NULL ? hook_param_key_problem(key) : NULL;
+        bool found = false;
+        if (key == NULL)
+            continue;
+        if (problem == NULL)
+            kv_list_find(out, key, &found);
+        if (problem != NULL) {
+            config__error(ctx, k, sub, "invalid variable name \"%s\": %s", key, problem);
+        } else if (strncmp(key, "FRUGAL_", 7) == 0) {
+            config__error(ctx, k, sub,
+                          "invalid variable name \"%s\": FRUGAL_ names are frugal's own", key);
+        } else if (found) {
+            config__error(ctx, k, sub, "duplicate variable \"%s\"", key);
+        } else if (v->type != YAML_TREE_SCALAR || yaml_tree_is_null(v) ||
+                   v->u.scalar.text[0] != '/') {
+            config__error(ctx, v, sub, "expected the absolute path of a file");
+        } else {
+            char *content = NULL;
+            size_t len = 0;
+            if ((problem = env_file_read(v->u.scalar.text, &content, &len, why, sizeof(why)))) {
+                config__error(ctx, v, sub, "%s", problem);
+                continue;
+            }
+            int rc = kv_list_put(out, key, content);
+            free(content);
+            if (rc != 0) {
+                ctx->oom = true;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static const key_spec_t provider_keys[] = {
+    KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
+    KEY_RANGE("boot_seconds", config__parse_int64, frugal_config_t, boot_seconds, "0", 0,
+              86400 * 365, false),
+    KEY("command", YAML_TREE_SCALAR, parse_exec_command, frugal_config_t, exec_command, NULL),
+    KEY("timeout", YAML_TREE_SCALAR, config__parse_duration_ms, frugal_config_t, exec_timeout_ms,
+        "10m"),
+    KEY_RANGE("parallelism", config__parse_int32, frugal_config_t, exec_parallelism, "4", 1, 256,
+              false),
+    KEY("params", YAML_TREE_MAPPING, parse_hook_params, frugal_config_t, exec_params, NULL),
+    KEY("env_from_files", YAML_TREE_MAPPING, parse_env_files, frugal_config_t, exec_env_files,
+        NULL),
+};
+
+/* Keys that belong to one kind only: given with the other kind they are errors. */
+static void provider_check_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
+    static const char *const exec_only[] = {"command", "timeout", "parallelism", "params",
+                                            "env_from_files"};
+    char sub[CONFIG_PATH_MAX];
+    const frugal_config_t *cfg = ctx->cfg;
+    if (node == NULL || node->type != YAML_TREE_MAPPING || cfg->provider_kind == NULL) {
+        return;
+    }
+    bool exec = strcmp(cfg->provider_kind, "exec") == 0;
+    for (size_t i = 0; i < node->u.mapping.count; i++) {
+        const yaml_tree_node_t *k = node->u.mapping.items[i].key;
+        if (k->type != YAML_TREE_SCALAR) {
+            continue;
+        }
+        bool only_exec = false;
+        for (size_t j = 0; j < TABLE_LEN(exec_only); j++) {
+            only_exec = only_exec || strcmp(k->u.scalar.text, exec_only[j]) == 0;
+        }
+        config__path_join(sub, path, k->u.scalar.text);
+        if (only_exec && !exec) {
+            config__error(ctx, k, sub, "only valid with provider kind exec");
+        } else if (exec && strcmp(k->u.scalar.text, "boot_seconds") == 0) {
+            config__error(ctx, k, sub, "only valid with provider kind simulated");
+        }
+    }
+    const yaml_tree_node_t *tn = yaml_tree_mapping_get(node, "timeout");
+    int64_t ns = 0;
+    if (exec && tn != NULL && tn->type == YAML_TREE_SCALAR &&
+        duration_parse(tn->u.scalar.text, &ns, NULL) == 0 && ns < 1000000) {
+        config__path_join(sub, path, "timeout");
+        config__error(ctx, tn, sub, "must be at least 1ms, got %s", tn->u.scalar.text);
+    }
+    const yaml_tree_node_t *cmd = yaml_tree_mapping_get(node, "command");
+    if (exec && (cmd == NULL || yaml_tree_is_null(cmd))) {
+        config__error(ctx, node, path, "missing required key \"command\" (provider kind exec)");
+    }
+}
+
+bool config__parse_provider(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                            void *field, const key_spec_t *spec) {
+    config__section_parse(ctx, node, path, provider_keys, TABLE_LEN(provider_keys), ctx->cfg);
+    provider_check_kind(ctx, node, path);
+    return true;
+}
+
+static bool parse_catalog_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    const char *s = node->u.scalar.text;
+    if (strcmp(s, "builtin") == 0 || strcmp(s, "none") == 0) {
+        *(bool *)field = strcmp(s, "builtin") == 0;
+        return true;
+    }
+    config__error(ctx, node, path, "unknown catalog \"%s\" (expected builtin or none)", s);
+    return false;
+}
+
+static const key_spec_t pricing_keys[] = {
+    KEY_RANGE("cpu", config__parse_double, pricing_config_t, cpu, "0.033174", 0, INFINITY, false),
+    KEY_RANGE("memory_gib", config__parse_double, pricing_config_t, memory_gib, "0.004446", 0,
+              INFINITY, false),
+    KEY_RANGE("gpu", config__parse_double, pricing_config_t, gpu, "0.7", 0, INFINITY, false),
+    KEY("catalog", YAML_TREE_SCALAR, parse_catalog_kind, pricing_config_t, builtin_catalog,
+        "builtin"),
+};
+
+bool config__parse_pricing(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                           void *field, const key_spec_t *spec) {
+    config__section_parse(ctx, node, path, pricing_keys, TABLE_LEN(pricing_keys), field);
+    return true;
+}
+
+/* ---- machine types: the effective catalog ---- */
+
+static const key_spec_t machine_type_keys[] = {
+    KEY_REQ("name", YAML_TREE_SCALAR, config__parse_string, machine_type_t, name),
+    KEY_REQ_RANGE("cpu", config__parse_cpu, machine_type_t, cpu_milli, 0, INFINITY, true),
+    KEY_REQ_RANGE("memory", config__parse_bytes, machine_type_t, memory_bytes, 0, INFINITY, true),
+    KEY_RANGE("gpu", config__parse_int32, machine_type_t, gpu, "0", 0, INT32_MAX, false),
+    KEY("gpu_type", YAML_TREE_SCALAR, config__parse_string, machine_type_t, gpu_type, NULL),
+    KEY_RANGE("price", config__parse_double, machine_type_t, price, NULL, 0, INFINITY, false),
+    KEY_RANGE("spot_price", config__parse_double, machine_type_t, spot_price, NULL, 0, INFINITY,
+              false),
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, machine_type_t, provider_params,
+        NULL),
+};
+
+void config__machine_type_free(machine_type_t *mt) {
+    free(mt->name);
+    free(mt->gpu_type);
+    kv_list_clear(&mt->provider_params);
+}
+
+/* Builtin entries first (when pricing.catalog is builtin), then each configured type
+ * replaces the entry of the same name or is appended. Relies on pricing. */
+bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                 void *field, const key_spec_t *spec) {
+    frugal_config_t *cfg = ctx->cfg;
+    char sub[CONFIG_PATH_MAX];
+    size_t builtin = 0;
+    if (cfg->pricing.builtin_catalog) {
+        for (size_t i = 0; i < catalog_machines_count; i++) {
+            const catalog_machine_t *cm = &catalog_machines[i];
+            machine_type_t *mt =
+                config__grow(ctx, &cfg->machine_types, &cfg->machine_types_count, sizeof(*mt));
+            if (mt == NULL) {
+                return false;
+            }
+            mt->name = config__strdup(ctx, cm->name);
+            mt->cpu_milli = (int64_t)cm->cpu * 1000;
+            mt->memory_bytes = catalog_machine_memory_bytes(cm);
+            mt->price = cm->price;
+            mt->spot_price = cm->preemptible_price;
+            if (mt->name == NULL) {
+                return false;
+            }
+        }
+        builtin = cfg->machine_types_count;
+    }
+    const yaml_tree_node_t **names = config__calloc(ctx, config__seq_count(node), sizeof(*names));
+    if (names == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < config__seq_count(node); i++) {
+        const yaml_tree_node_t *item = node->u.sequence.items[i];
+        machine_type_t mt = {.price = -1, .spot_price = -1};
+        size_t before = ctx->error_count;
+        config__path_index(sub, path, i);
+        config__section_parse(ctx, item, sub, machine_type_keys, TABLE_LEN(machine_type_keys), &mt);
+        names[i] = yaml_tree_mapping_get(item, "name");
+        if (mt.name == NULL || ctx->error_count != before) {
+            config__machine_type_free(&mt);
+            continue;
+        }
+        bool dup = false;
+        for (size_t j = 0; j < i && !dup; j++) {
+            if (names[j] != NULL && names[j]->type == YAML_TREE_SCALAR &&
+                strcmp(names[j]->u.scalar.text, mt.name) == 0) {
+                char name_path[CONFIG_PATH_MAX];
+                config__path_join(name_path, sub, "name");
+                config__error(ctx, names[i], name_path,
+                              "duplicate machine type \"%s\" (first at line %d)", mt.name,
+                              names[j]->line);
+                dup = true;
+            }
+        }
+        size_t k = 0;
+        while (k < builtin && strcmp(cfg->machine_types[k].name, mt.name) != 0) {
+            k++;
+        }
+        machine_type_t *slot = NULL;
+        if (!dup && k < builtin) {
+            slot = &cfg->machine_types[k];
+            config__machine_type_free(slot);
+        } else if (!dup) {
+            slot = config__grow(ctx, &cfg->machine_types, &cfg->machine_types_count, sizeof(mt));
+        }
+        if (slot == NULL) {
+            config__machine_type_free(&mt);
+            continue;
+        }
+        *slot = mt;
+    }
+    free(names);
+    return true;
+}
+
+/* ---- node groups ---- */
+
+static const key_spec_t options_keys[] = {
+    KEY_OPT("scale_down_utilization_threshold", config__parse_double, group_options_t,
+            scale_down_utilization_threshold, has_scale_down_utilization_threshold, 0, 1),
+    KEY_OPT("scale_down_gpu_utilization_threshold", config__parse_double, group_options_t,
+            scale_down_gpu_utilization_threshold, has_scale_down_gpu_utilization_threshold, 0, 1),
+    KEY_OPT("scale_down_unneeded", config__parse_positive_duration_ns, group_options_t,
+            scale_down_unneeded_ns, has_scale_down_unneeded, -INFINITY, INFINITY),
+    KEY_OPT("scale_down_unready", config__parse_positive_duration_ns, group_options_t,
+            scale_down_unready_ns, has_scale_down_unready, -INFINITY, INFINITY),
+    KEY_OPT("max_node_provision", config__parse_positive_duration_ns, group_options_t,
+            max_node_provision_ns, has_max_node_provision, -INFINITY, INFINITY),
+    KEY_OPT("zero_or_max_node_scaling", config__parse_bool, group_options_t,
+            zero_or_max_node_scaling, has_zero_or_max_node_scaling, -INFINITY, INFINITY),
+    KEY_OPT("ignore_daemonsets_utilization", config__parse_bool, group_options_t,
+            ignore_daemonsets_utilization, has_ignore_daemonsets_utilization, -INFINITY, INFINITY),
+};
+
+static bool parse_group_options(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                                void *field, const key_spec_t *spec) {
+    config__section_parse(ctx, node, path, options_keys, TABLE_LEN(options_keys), field);
+    return true;
+}
+
+static const key_spec_t group_keys[] = {
+    KEY_REQ("id", YAML_TREE_SCALAR, config__parse_string, node_group_config_t, spec.id),
+    KEY_REQ("machine_type", YAML_TREE_SCALAR, config__parse_string, node_group_config_t,
+            spec.machine_type),
+    KEY("zone", YAML_TREE_SCALAR, config__parse_string, node_group_config_t, spec.zone, NULL),
+    KEY_RANGE("min_size", config__parse_int32, node_group_config_t, min_size, "0", 0, INT32_MAX,
+              false),
+    KEY_RANGE("max_size", config__parse_int32, node_group_config_t, max_size, NULL, 0, INT32_MAX,
+              false),
+    KEY_RANGE("size", config__parse_int32, node_group_config_t, size, NULL, 0, INT32_MAX, false),
+    KEY("managed", YAML_TREE_SCALAR, config__parse_bool, node_group_config_t, managed, "true"),
+    KEY("labels", YAML_TREE_MAPPING, config__parse_labels, node_group_config_t, spec.labels, NULL),
+    KEY("taints", YAML_TREE_SEQUENCE, parse_taints, node_group_config_t, spec.taints, NULL),
+    KEY("options", YAML_TREE_MAPPING, parse_group_options, node_group_config_t, options, NULL),
+    KEY("spot", YAML_TREE_SCALAR, config__parse_bool, node_group_config_t, spec.spot, "false"),
+    KEY_RANGE("spot_price", config__parse_double, node_group_config_t, spec.spot_price, NULL, 0,
+              INFINITY, false),
+    KEY_RANGE("scale_up_threshold", config__parse_int32, node_group_config_t, scale_up_threshold,
+              "70", 0, 100, true),
+    KEY("scale_on_starve", YAML_TREE_SCALAR, config__parse_bool, node_group_config_t,
+        scale_on_starve, "false"),
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, node_group_config_t,
+        provider_params, NULL),
+};
+
+void config__group_spec_release(group_spec_t *s) {
+    free(s->id);
+    free(s->machine_type);
+    free(s->zone);
+    kv_list_clear(&s->labels);
+    taint_list_clear(&s->taints);
+    kv_list_clear(&s->extra_resources);
+}
+
+/* Sizes of one group: managed groups need max_size and min <= size <= max; unmanaged
+ * groups have a fixed size that stands for min and max alike. */
+static void group_check_sizes(load_ctx_t *ctx, const yaml_tree_node_t *item, const char *path,
+                              node_group_config_t *g) {
+    char sub[CONFIG_PATH_MAX];
+    const yaml_tree_node_t *min_n = yaml_tree_mapping_get(item, "min_size");
+    const yaml_tree_node_t *max_n = yaml_tree_mapping_get(item, "max_size");
+    const yaml_tree_node_t *size_n = yaml_tree_mapping_get(item, "size");
+    if (!g->managed) {
+        if (min_n != NULL && !yaml_tree_is_null(min_n)) {
+            config__path_join(sub, path, "min_size");
+            config__error(ctx, min_n, sub, "not allowed for an unmanaged group (set size)");
+        }
+        if (max_n != NULL && !yaml_tree_is_null(max_n)) {
+            config__path_join(sub, path, "max_size");
+            config__error(ctx, max_n, sub, "not allowed for an unmanaged group (set size)");
+        }
+        if (size_n == NULL || yaml_tree_is_null(size_n)) {
+            config__error(ctx, item, path,
+                          "missing required key \"size\" (an unmanaged group has a "
+                          "fixed size)");
+        } else if (g->size >= 0) {
+            g->min_size = g->max_size = g->size;
+        }
+        return;
+    }
+    if (max_n == NULL || yaml_tree_is_null(max_n)) {
+        config__error(ctx, item, path, "missing required key \"max_size\"");
+        return;
+    }
+    if (g->max_size < 0) {
+        return; /* already reported */
+    }
+    if (g->min_size > g->max_size) {
+        config__path_join(sub, path, "min_size");
+        config__error(ctx, min_n, sub, "min_size %" PRId32 " is greater than max_size %" PRId32,
+                      g->min_size, g->max_size);
+        return;
+    }
+    if (g->size >= 0 && (g->size < g->min_size || g->size > g->max_size)) {
+        config__path_join(sub, path, "size");
+        config__error(ctx, size_n, sub,
+                      "size %" PRId32 " is outside [min_size %" PRId32 ", max_size %" PRId32 "]",
+                      g->size, g->min_size, g->max_size);
+    }
+}
+
+/* Relies on the effective catalog (machine_types). */
+bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    frugal_config_t *cfg = ctx->cfg;
+    char sub[CONFIG_PATH_MAX];
+    char key_path[CONFIG_PATH_MAX];
+    size_t n = config__seq_count(node);
+    const yaml_tree_node_t **ids = config__calloc(ctx, n, sizeof(*ids));
+    ctx->group_nodes = config__calloc(ctx, n, sizeof(*ctx->group_nodes));
+    if (ids == NULL || ctx->group_nodes == NULL) {
+        free(ids);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const yaml_tree_node_t *item = node->u.sequence.items[i];
+        node_group_config_t g = {.max_size = -1, .size = -1, .spec.spot_price = -1};
+        size_t before = ctx->error_count;
+        config__path_index(sub, path, i);
+        config__section_parse(ctx, item, sub, group_keys, TABLE_LEN(group_keys), &g);
+        if (item->type == YAML_TREE_MAPPING) {
+            group_check_sizes(ctx, item, sub, &g);
+        }
+        const yaml_tree_node_t *id_n = yaml_tree_mapping_get(item, "id");
+        ids[i] = g.spec.id != NULL ? id_n : NULL;
+        config__path_join(key_path, sub, "id");
+        if (g.spec.id != NULL && !k8s_name_is_dns_label(g.spec.id)) {
+            config__error(
+                ctx, id_n, key_path,
+                "invalid id \"%s\": must be 1-63 lowercase alphanumerics or '-', starting "
+                "and ending with an alphanumeric",
+                g.spec.id);
+        }
+        for (size_t j = 0; g.spec.id != NULL && j < i; j++) {
+            if (ids[j] != NULL && strcmp(ids[j]->u.scalar.text, g.spec.id) == 0) {
+                config__error(ctx, id_n, key_path,
+                              "duplicate node group id \"%s\" (first at line %d)", g.spec.id,
+                              ids[j]->line);
+                break;
+            }
+        }
+        if (g.spec.machine_type != NULL &&
+            config_find_machine_type(cfg, g.spec.machine_type) == NULL) {
+            config__path_join(key_path, sub, "machine_type");
+            config__error(ctx, yaml_tree_mapping_get(item, "machine_type"), key_path,
+                          "unknown machine type \"%s\"%s", g.spec.machine_type,
+                          cfg->pricing.builtin_catalog ? "" : " (pricing.catalog is none)");
+        }
+        node_group_config_t *slot =
+            ctx->error_count == before
+                ? config__grow(ctx, &cfg->node_groups, &cfg->node_groups_count, sizeof(g))
+                : NULL;
+        if (slot == NULL) {
+            config__group_spec_release(&g.spec);
+            kv_list_clear(&g.provider_params);
+            continue;
+        }
+        ctx->group_nodes[cfg->node_groups_count - 1] = item;
+        *slot = g;
+    }
+    free(ids);
+    return true;
+}
+
+bool config_group_has_options(const group_options_t *o) {
+    return o->has_scale_down_utilization_threshold || o->has_scale_down_gpu_utilization_threshold ||
+           o->has_scale_down_unneeded || o->has_scale_down_unready || o->has_max_node_provision ||
+           o->has_zero_or_max_node_scaling || o->has_ignore_daemonsets_utilization;
+}
+
+void config_format_options_warning(const char *id, char *buf, size_t size) {
+    snprintf(buf, size,
+             "node group \"%s\" overrides options: cluster-autoscaler >= 1.35 will use a node "
+             "startup time of 0 for it (kubernetes/autoscaler#10245)",
+             id);
+}
