@@ -11,10 +11,13 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # libmicrohttpd-dev: the ops endpoint; libssl-dev: certificate expiry metrics;
-# prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal.
+# prometheus (promtool too) and curl: tests/integration/test_ops.sh scrapes frugal;
+# libglpk-dev: replay's lower bound (linear programs); libcurl4-openssl-dev: replay
+# --from-prometheus (tests/integration/test_replay_prometheus.sh backfills a TSDB with
+# promtool and serves it with prometheus).
 PACKAGES=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           libyaml-dev libcmocka-dev openssl libmicrohttpd-dev libssl-dev prometheus curl
-          python3 python3-yaml etcd-server)
+          python3 python3-yaml etcd-server libglpk-dev libcurl4-openssl-dev)
 LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
          genisoimage busybox-static linux-image-cloud-amd64 cpio)
 if [ "${1:-}" = "--ci" ]; then

@@ -7,6 +7,7 @@
  *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors (an unknown strategy included). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,19 +15,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
+#include "duration.h"
 #include "replay.h"
+#include "replay_prom_source.h"
 
 #define REPLAY_MAX_STRATEGIES 16
 
+/* One run, or (is_bound) the lower bound of one workload and seed. */
 typedef struct replay_job {
     size_t workload, strategy;
     uint64_t seed;
+    bool is_bound;
     replay_figures_t fig;
+    replay_bound_t bound;
     int rc;
     frugal_err_t err;
 } replay_job_t;
@@ -39,8 +46,8 @@ typedef struct replay_cmd {
     size_t strategies_count;
     size_t seeds;
     double hours;
-    replay_job_t *jobs;
-    size_t jobs_count;
+    replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
+    size_t jobs_count, bounds_count;
     atomic_size_t next, done;
     bool progress;
 } replay_cmd_t;
@@ -48,12 +55,22 @@ typedef struct replay_cmd {
 static int replay__usage(FILE *f, int status) {
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
-    fprintf(f, "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
-               "[--hours H] [-o table|csv|json]\n"
-               "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
-               "  --seeds N  runs per workload and strategy (default 12)\n"
-               "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
-               "strategies (default: all):\n");
+    fprintf(f,
+            "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
+            "[--hours H] [-o table|csv|json]\n"
+            "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
+            "  --seeds N  runs per workload and strategy (default 12)\n"
+            "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
+            "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
+            "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
+            "           [--ca-file FILE] [--cert FILE --key FILE] [WORKLOAD...] [options above]\n"
+            "  --from-prometheus URL  a trace from kube-state-metrics series in Prometheus\n"
+            "  --since DURATION       how far back from --until (Go duration, e.g. 168h)\n"
+            "  --until TIME           RFC 3339 or unix seconds (default: now)\n"
+            "  --namespace REGEX      only the namespaces matching REGEX (PromQL =~)\n"
+            "  --save-trace FILE      write the JSON-lines trace built\n"
+            "  --bearer-token-file F, --ca-file F, --cert F --key F: access to Prometheus\n"
+            "strategies (default: all):\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "  %-17s %s\n", list[i]->name, list[i]->summary);
     return status;
@@ -67,13 +84,17 @@ static void *replay__worker(void *arg) {
             break;
         replay_job_t *j = &c->jobs[i];
         frugal_err_clear(&j->err);
-        j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy], j->seed,
-                           c->hours, &j->fig, &j->err);
+        if (j->is_bound)
+            j->rc = replay_bound(c->cfg, &c->workloads[j->workload], j->seed, c->hours, &j->bound,
+                                 &j->err);
+        else
+            j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                               j->seed, c->hours, &j->fig, &j->err);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
-                    c->jobs_count, c->workloads[j->workload].name, c->strategies[j->strategy]->name,
-                    j->seed);
+                    c->jobs_count, c->workloads[j->workload].name,
+                    j->is_bound ? "bound" : c->strategies[j->strategy]->name, j->seed);
     }
     return NULL;
 }
@@ -107,8 +128,10 @@ typedef struct replay_stat {
 
 typedef struct replay_row {
     const char *workload, *strategy;
-    replay_stat_t cost, ratio, pending, nodes, vs_random, vs_pricing;
+    replay_stat_t cost, ratio, pending, nodes, vs_random, vs_pricing, bound, cost_bound;
     bool has_random, has_pricing;
+    const char *bound_error; /* NULL when every seed's bound is known */
+    uint64_t bound_error_seed;
     int64_t pods, unhostable; /* of the first seed; the mean pods */
 } replay_row_t;
 
@@ -131,9 +154,19 @@ static size_t replay__strategy_index(const replay_cmd_t *c, const char *name) {
 /* Add to s the cost of job (w, k, seed) over that of strategy base on the same seed. */
 static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, size_t k,
                             size_t base, size_t seed) {
-    const replay_figures_t *f = &c->jobs[(w * c->strategies_count + k) * c->seeds + seed].fig;
-    const replay_figures_t *b = &c->jobs[(w * c->strategies_count + base) * c->seeds + seed].fig;
+    const replay_figures_t *f =
+        &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + seed].fig;
+    const replay_figures_t *b =
+        &c->jobs[c->bounds_count + (w * c->strategies_count + base) * c->seeds + seed].fig;
     replay__stat_add(s, b->cost > 0 ? f->cost / b->cost : 0, seed);
+}
+
+/* The bound of workload w's seed s (a trace has one, its pods are the same every seed). */
+static const replay_job_t *replay__bound_of(const replay_cmd_t *c, size_t w, size_t s) {
+    const replay_job_t *j = c->jobs;
+    while (j->workload != w)
+        j++;
+    return c->workloads[w].is_trace ? j : j + s;
 }
 
 static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
@@ -150,7 +183,15 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             double pods = 0, unhost = 0;
             for (size_t s = 0; s < c->seeds; s++) {
                 const replay_figures_t *f =
-                    &c->jobs[(w * c->strategies_count + k) * c->seeds + s].fig;
+                    &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + s].fig;
+                const replay_job_t *b = replay__bound_of(c, w, s);
+                if (!b->bound.ok && r->bound_error == NULL) {
+                    r->bound_error = b->bound.reason;
+                    r->bound_error_seed = b->seed;
+                }
+                replay__stat_add(&r->bound, b->bound.cost, s);
+                replay__stat_add(&r->cost_bound, b->bound.cost > 0 ? f->cost / b->bound.cost : 0,
+                                 s);
                 replay__stat_add(&r->cost, f->cost, s);
                 replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
@@ -165,6 +206,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             double n = (double)c->seeds;
             r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
             r->vs_random.mean /= n, r->vs_pricing.mean /= n;
+            r->bound.mean /= n, r->cost_bound.mean /= n;
             r->pods = (int64_t)(pods / n + 0.5);
             r->unhostable = (int64_t)(unhost / n + 0.5);
         }
@@ -195,21 +237,32 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
         printf("\n");
-        cli_table_t t = {.ncols = 7};
-        cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "PENDING POD-MIN", "NODES BOUGHT",
-                      "VS RANDOM", "VS PRICING");
+        if (r0->bound_error != NULL) {
+            printf("  BOUND -: ");
+            if (!c->workloads[w].is_trace)
+                printf("seed %" PRIu64 ": ", r0->bound_error_seed);
+            printf("%s\n", r0->bound_error);
+        }
+        cli_table_t t = {.ncols = 9};
+        cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "BOUND", "COST/BOUND",
+                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM", "VS PRICING");
         for (size_t k = 0; k < c->strategies_count; k++) {
             const replay_row_t *r = &rows[w * c->strategies_count + k];
             char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-", vsp[128] = "-";
+            char bound[128] = "-", cost_bound[128] = "-";
             replay__range(cost, sizeof(cost), &r->cost, "%.2f");
             replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
+            if (r->bound_error == NULL) {
+                replay__range(bound, sizeof(bound), &r->bound, "%.2f");
+                replay__range(cost_bound, sizeof(cost_bound), &r->cost_bound, "%.3f");
+            }
             replay__range(pend, sizeof(pend), &r->pending, "%.0f");
             replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
             if (r->has_random)
                 replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
             if (r->has_pricing)
                 replay__range(vsp, sizeof(vsp), &r->vs_pricing, "%.3f");
-            cli_table_row(&t, r->strategy, cost, ratio, pend, nodes, vs, vsp);
+            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs, vsp);
         }
         cli_table_flush(&t, 2);
     }
@@ -225,7 +278,8 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
                            "nodes_bought", "vs_random",  "vs_pricing"};
     for (size_t i = 0; i < 6; i++)
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
-    printf("\n");
+    printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
+           "bound_error\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
@@ -242,7 +296,14 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
             replay__csv_stat(&r->vs_pricing);
         else
             printf(",,,");
-        printf("\n");
+        if (r->bound_error == NULL) {
+            replay__csv_stat(&r->bound);
+            replay__csv_stat(&r->cost_bound);
+            printf(",\n");
+        } else {
+            /* The reason never holds a comma or a quote. */
+            printf(",,,,,,,%s\n", r->bound_error);
+        }
     }
 }
 
@@ -275,11 +336,18 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("cost", &r->cost, false);
         replay__json_stat("cost_ratio", &r->ratio, false);
         replay__json_stat("pending_pod_minutes", &r->pending, false);
-        replay__json_stat("nodes_bought", &r->nodes, !r->has_random && !r->has_pricing);
+        replay__json_stat("nodes_bought", &r->nodes, false);
         if (r->has_random)
-            replay__json_stat("vs_random", &r->vs_random, !r->has_pricing);
+            replay__json_stat("vs_random", &r->vs_random, false);
         if (r->has_pricing)
-            replay__json_stat("vs_pricing", &r->vs_pricing, true);
+            replay__json_stat("vs_pricing", &r->vs_pricing, false);
+        if (r->bound_error == NULL) {
+            replay__json_stat("bound", &r->bound, false);
+            replay__json_stat("cost_bound", &r->cost_bound, true);
+        } else {
+            printf("\"bound\": null, \"cost_bound\": null, \"bound_error\": ");
+            replay__json_str(r->bound_error);
+        }
         printf("}");
     }
     printf("\n]}\n");
@@ -295,12 +363,55 @@ static bool replay__positive(const char *s, double max, double *out) {
     return true;
 }
 
+/* The range of --from-prometheus: --since is required with it, --until defaults to now;
+ * the Prometheus options without --from-prometheus are usage errors. */
+static int replay__prom_args(replay_prom_source_t *p, const char *since, const char *until) {
+    if (p->http.url == NULL) {
+        if (since || until || p->namespace_re || p->save_trace || p->http.bearer_token_file ||
+            p->http.ca_file || p->http.cert_file || p->http.key_file) {
+            fprintf(stderr, "frugal replay: --since, --until, --namespace, --save-trace and the "
+                            "access options go with --from-prometheus URL\n");
+            return 2;
+        }
+        return 0;
+    }
+    int64_t ns = 0;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    if (since == NULL) {
+        fprintf(stderr, "frugal replay: --from-prometheus needs --since DURATION\n");
+        return 2;
+    }
+    if (duration_parse(since, &ns, &err) != 0 || ns < DURATION_NS_PER_SEC) {
+        fprintf(stderr, "frugal replay: --since: expected a duration of at least 1s, got \"%s\"\n",
+                since);
+        return 2;
+    }
+    p->end_s = (int64_t)time(NULL);
+    if (until != NULL && !replay_prom_parse_time(until, &p->end_s)) {
+        fprintf(stderr,
+                "frugal replay: --until: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
+                "seconds, got \"%s\"\n",
+                until);
+        return 2;
+    }
+    p->start_s = p->end_s - ns / DURATION_NS_PER_SEC;
+    if ((p->http.cert_file == NULL) != (p->http.key_file == NULL)) {
+        fprintf(stderr, "frugal replay: --cert and --key go together\n");
+        return 2;
+    }
+    return 0;
+}
+
 int cmd_replay(int argc, char **argv) {
     const char *config_path = NULL, *format = "table";
     const char **paths = cli_xcalloc((size_t)argc, sizeof(*paths));
     size_t npaths = 0;
     replay_cmd_t c;
     memset(&c, 0, sizeof(c));
+    replay_prom_source_t prom;
+    memset(&prom, 0, sizeof(prom));
+    const char *since = NULL, *until = NULL;
     c.seeds = 12;
     int status = 0;
     for (int i = 1; i < argc && status == 0; i++) {
@@ -341,6 +452,24 @@ int cmd_replay(int argc, char **argv) {
                         val);
                 status = 2;
             }
+        } else if (strcmp(opt, "--from-prometheus") == 0) {
+            prom.http.url = val;
+        } else if (strcmp(opt, "--since") == 0) {
+            since = val;
+        } else if (strcmp(opt, "--until") == 0) {
+            until = val;
+        } else if (strcmp(opt, "--namespace") == 0) {
+            prom.namespace_re = val;
+        } else if (strcmp(opt, "--save-trace") == 0) {
+            prom.save_trace = val;
+        } else if (strcmp(opt, "--bearer-token-file") == 0) {
+            prom.http.bearer_token_file = val;
+        } else if (strcmp(opt, "--ca-file") == 0) {
+            prom.http.ca_file = val;
+        } else if (strcmp(opt, "--cert") == 0) {
+            prom.http.cert_file = val;
+        } else if (strcmp(opt, "--key") == 0) {
+            prom.http.key_file = val;
         } else if (strcmp(opt, "--strategy") == 0) {
             const replay_policy_ops_t *p = replay_policy_find(val);
             if (p == NULL) {
@@ -358,11 +487,13 @@ int cmd_replay(int argc, char **argv) {
             status = replay__usage(stderr, 2);
         }
     }
-    if (status == 0 && (config_path == NULL || npaths == 0)) {
+    if (status == 0 && (config_path == NULL || (npaths == 0 && prom.http.url == NULL))) {
         fprintf(stderr, "frugal replay: %s is required\n",
-                config_path == NULL ? "-c FILE" : "a WORKLOAD file");
+                config_path == NULL ? "-c FILE" : "a WORKLOAD file or --from-prometheus URL");
         status = replay__usage(stderr, 2);
     }
+    if (status == 0)
+        status = replay__prom_args(&prom, since, until);
     if (status == 0 && strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
         strcmp(format, "json") != 0) {
         fprintf(stderr, "frugal replay: unknown output format \"%s\" (table, csv or json)\n",
@@ -392,7 +523,20 @@ int cmd_replay(int argc, char **argv) {
         return 1;
     }
     c.cfg = cfg;
-    c.workloads = cli_xcalloc(npaths, sizeof(*c.workloads));
+    c.workloads = cli_xcalloc(npaths + 1, sizeof(*c.workloads));
+    if (prom.http.url != NULL) {
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        prom.progress = isatty(STDERR_FILENO);
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (replay_prom_source_load(&prom, cfg, &c.workloads[0], &err) != 0) {
+            fprintf(stderr, "frugal replay: %s\n", err.msg);
+            status = 1;
+        } else {
+            c.workloads_count++;
+        }
+        curl_global_cleanup();
+    }
     for (size_t i = 0; i < npaths && status == 0; i++) {
         char *text = NULL;
         size_t len = 0;
@@ -404,7 +548,7 @@ int cmd_replay(int argc, char **argv) {
         }
         frugal_err_t err;
         frugal_err_clear(&err);
-        if (replay_workload_load(paths[i], text, len, &c.workloads[i], &err) != 0) {
+        if (replay_workload_load(paths[i], text, len, &c.workloads[c.workloads_count], &err) != 0) {
             fprintf(stderr, "%s\n", err.msg);
             status = 1;
         } else {
@@ -413,12 +557,18 @@ int cmd_replay(int argc, char **argv) {
         free(text);
     }
     if (status == 0) {
-        c.jobs_count = c.workloads_count * c.strategies_count * c.seeds;
+        for (size_t w = 0; w < c.workloads_count; w++)
+            c.bounds_count += c.workloads[w].is_trace ? 1 : c.seeds;
+        c.jobs_count = c.bounds_count + c.workloads_count * c.strategies_count * c.seeds;
         c.jobs = cli_xcalloc(c.jobs_count, sizeof(*c.jobs));
-        for (size_t i = 0; i < c.jobs_count; i++) {
-            c.jobs[i].workload = i / (c.strategies_count * c.seeds);
-            c.jobs[i].strategy = i / c.seeds % c.strategies_count;
-            c.jobs[i].seed = i % c.seeds + 1;
+        replay_job_t *j = c.jobs;
+        for (size_t w = 0; w < c.workloads_count; w++)
+            for (size_t s = 0; s < (c.workloads[w].is_trace ? 1 : c.seeds); s++, j++)
+                *j = (replay_job_t){.workload = w, .seed = s + 1, .is_bound = true};
+        for (size_t i = 0; i < c.jobs_count - c.bounds_count; i++, j++) {
+            j->workload = i / (c.strategies_count * c.seeds);
+            j->strategy = i / c.seeds % c.strategies_count;
+            j->seed = i % c.seeds + 1;
         }
         c.progress = isatty(STDERR_FILENO);
         status = replay__run_all(&c);

@@ -709,24 +709,66 @@ static int64_t replay__min(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
+/* The groups, the pods of seed over the horizon and which groups each can go to. */
+static int replay__setup(replay__sim_t *s, const frugal_config_t *cfg, const replay_workload_t *w,
+                         uint64_t seed, double hours, frugal_err_t *err) {
+    s->cfg = cfg;
+    replay_rng_seed(&s->rng, seed);
+    if (hours > 0)
+        s->horizon_s = (int64_t)(hours * 3600.0);
+    else
+        s->horizon_s = w->is_trace ? w->trace_span_s : 7 * 86400;
+    int rc = replay__groups(s, err);
+    if (rc == 0)
+        rc = w->is_trace ? replay__from_trace(s, w, err) : replay__generate(s, w, err);
+    if (rc == 0)
+        rc = replay__compat(s, err);
+    return rc;
+}
+
+int replay_bound(const frugal_config_t *cfg, const replay_workload_t *w, uint64_t seed,
+                 double hours, replay_bound_t *out, frugal_err_t *err) {
+    replay__sim_t s;
+    memset(&s, 0, sizeof(s));
+    memset(out, 0, sizeof(*out));
+    int rc = replay__setup(&s, cfg, w, seed, hours, err);
+    size_t G = s.groups_count;
+    replay_bound_group_t *groups = calloc(G ? G : 1, sizeof(*groups));
+    replay_bound_pod_t *pods = calloc(s.pods_count ? s.pods_count : 1, sizeof(*pods));
+    bool *hosts = calloc(s.pods_count * G + 1, sizeof(*hosts));
+    if (rc == 0 && (!groups || !pods || !hosts))
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t g = 0; rc == 0 && g < G; g++) {
+        const replay_group_t *grp = &s.groups[g];
+        groups[g] = (replay_bound_group_t){grp->info.capacity, grp->price, grp->cfg->min_size,
+                                           grp->cfg->max_size};
+    }
+    for (size_t i = 0; rc == 0 && i < s.pods_count; i++) {
+        const replay_pod_t *p = &s.pods[i];
+        for (size_t g = 0; g < G; g++)
+            hosts[i * G + g] = replay__can_host(&s, p, g);
+        pods[i] = (replay_bound_pod_t){p->arrive_s, p->arrive_s + p->duration_s, p->request,
+                                       hosts + i * G};
+    }
+    if (rc == 0)
+        rc = replay_bound_compute(groups, G, cfg->autoprovisioning.max_cpu_milli,
+                                  cfg->autoprovisioning.max_memory_bytes, pods, s.pods_count,
+                                  s.horizon_s, out, err);
+    free(groups);
+    free(pods);
+    free(hosts);
+    replay__free(&s);
+    return rc;
+}
+
 int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
                const replay_policy_ops_t *policy, uint64_t seed, double hours,
                replay_figures_t *out, frugal_err_t *err) {
     replay__sim_t s;
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
-    s.cfg = cfg;
     s.policy = policy;
-    replay_rng_seed(&s.rng, seed);
-    if (hours > 0)
-        s.horizon_s = (int64_t)(hours * 3600.0);
-    else
-        s.horizon_s = w->is_trace ? w->trace_span_s : 7 * 86400;
-    int rc = replay__groups(&s, err);
-    if (rc == 0)
-        rc = w->is_trace ? replay__from_trace(&s, w, err) : replay__generate(&s, w, err);
-    if (rc == 0)
-        rc = replay__compat(&s, err);
+    int rc = replay__setup(&s, cfg, w, seed, hours, err);
     size_t m = s.pods_count ? s.pods_count : 1;
     if (rc == 0 &&
         (!(s.pending = calloc(m, sizeof(*s.pending))) || !(s.bound = calloc(m, sizeof(*s.bound))) ||

@@ -27,6 +27,7 @@
 #include "node_info.h"
 #include "pod.h"
 #include "quantity.h"
+#include "replay_bound.h"
 
 /* CA's loop period, and how long a bought node takes to become ready. */
 #define REPLAY_LOOP_SECONDS 10
@@ -192,5 +193,12 @@ typedef struct replay_figures {
 int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
                const replay_policy_ops_t *policy, uint64_t seed, double hours,
                replay_figures_t *out, frugal_err_t *err);
+
+/* The fluid lower bound (replay_bound.h) of the pods replay_run(cfg, w, any policy, seed,
+ * hours) would see, at their trace times, on cfg's managed groups; the pods no group can
+ * host are left out. The same errors as replay_run; an LP GLPK cannot solve is not one
+ * (out->ok false, out->reason). */
+int replay_bound(const frugal_config_t *cfg, const replay_workload_t *w, uint64_t seed,
+                 double hours, replay_bound_t *out, frugal_err_t *err);
 
 #endif

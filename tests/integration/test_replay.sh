@@ -43,6 +43,15 @@ if command -v python3 >/dev/null; then
     echo "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && pass || fail "json parses"
 fi
 
+log "the fluid lower bound: never above any strategy's cost, the same for every strategy"
+assert_ok "csv with the bound" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" "$W/gpu.yaml" --seeds 2 \
+    --hours 24 -o csv
+assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error$" \
+    "$OUT" "csv bound columns"
+echo "$OUT" | awk -F, 'NR > 1 && !($24 > 0 && $28 >= 1 && $30 == "") { bad++; print "row: " $0 }
+    NR > 1 { if (!($1 in b)) b[$1] = $24; else if (b[$1] != $24) { bad++; print "bound differs: " $0 } }
+    END { exit bad > 0 }' && pass || fail "every row has a positive bound below its cost, one per workload"
+
 log "a trace of kubectl pods, with one pod no group can host (counted, not fatal)"
 pod() { # NAME CPU MEMORY OWNER
     printf '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s", "namespace": "default", "ownerReferences": [{"kind": "%s", "name": "x", "controller": true}]}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "%s", "memory": "%s"}}}]}}' "$1" "$4" "$2" "$3"
@@ -56,6 +65,25 @@ pod() { # NAME CPU MEMORY OWNER
 } >"$TMP/trace.jsonl"
 assert_ok "replay trace" "$FRUGAL" replay -c "$CFG" "$TMP/trace.jsonl" --seeds 2
 assert_match "^trace: 2.0 h, 2 seeds, 4 pods per seed, 1 that no group can host" "$OUT" "trace header"
+
+log "a bound the solver cannot find: '-' with the reason, the rest of the report stands"
+cat >"$TMP/small.yaml" <<'EOF'
+node_groups:
+  - {id: std-4, machine_type: n1-standard-4, min_size: 0, max_size: 1}
+EOF
+{
+    echo "{\"t\": 0, \"pod\": $(pod a 3 1Gi ReplicaSet), \"duration\": 7200}"
+    echo "{\"t\": 1800, \"pod\": $(pod b 3 1Gi ReplicaSet), \"duration\": 3600}"
+} >"$TMP/two.jsonl"
+assert_ok "replay past max_size" "$FRUGAL" replay -c "$TMP/small.yaml" "$TMP/two.jsonl" --seeds 1 \
+    --strategy random --strategy demand-fit
+assert_match "^  BOUND -: no feasible solution at 0.50 h: the pods running then need more nodes" \
+    "$OUT" "the reason"
+assert_match "^  demand-fit +[0-9.]+ .* - +- +[0-9]" "$OUT" "bound and ratio shown as -, the costs stand"
+assert_ok "json past max_size" "$FRUGAL" replay -c "$TMP/small.yaml" "$TMP/two.jsonl" --seeds 1 \
+    --strategy random -o json
+assert_match '"bound": null, "cost_bound": null, "bound_error": "no feasible solution at 0.50 h' \
+    "$OUT" "json bound error"
 
 log "bad input: FILE:LINE:COL (or the trace line) and nothing printed on stdout"
 printf '{"t": 0, "pod": {}, "duration": 60}\n{"t": 5, "pod": {, "duration": 60}\n' >"$TMP/bad.jsonl"

@@ -1,0 +1,152 @@
+/* GET requests to Prometheus with libcurl: see prom_http.h. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "prom_http.h"
+
+struct prom_http {
+    const prom_http_opts_t *o;
+    CURL *curl;
+    struct curl_slist *headers;
+};
+
+typedef struct prom__body {
+    char *data;
+    size_t len, cap;
+    bool nomem;
+} prom__body_t;
+
+static size_t prom__write(char *ptr, size_t size, size_t n, void *arg) {
+    prom__body_t *b = arg;
+    size_t add = size * n;
+    if (b->len + add + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + add + 1)
+            cap *= 2;
+        char *nd = realloc(b->data, cap);
+        if (nd == NULL) {
+            b->nomem = true;
+            return 0;
+        }
+        b->data = nd, b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, add);
+    b->len += add;
+    b->data[b->len] = '\0';
+    return add;
+}
+
+int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *err) {
+    prom_http_t *h = calloc(1, sizeof(*h));
+    if (h == NULL || (h->curl = curl_easy_init()) == NULL) {
+        free(h);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    h->o = o;
+    if (o->bearer_token_file != NULL) {
+        char *token = NULL;
+        size_t len = 0;
+        int e = cli_read_file(o->bearer_token_file, &token, &len);
+        while (len > 0 &&
+               (token[len - 1] == '\n' || token[len - 1] == '\r' || token[len - 1] == ' '))
+            token[--len] = '\0';
+        if (e != 0 || len == 0) {
+            free(token);
+            prom_http_close(h);
+            return frugal_err_set(err, FRUGAL_EINVAL, "--bearer-token-file %s: %s",
+                                  o->bearer_token_file, e ? strerror(e) : "empty");
+        }
+        size_t hl = len + 32;
+        char *header = malloc(hl);
+        if (header != NULL) {
+            snprintf(header, hl, "Authorization: Bearer %s", token);
+            h->headers = curl_slist_append(NULL, header);
+        }
+        free(header);
+        free(token);
+        if (h->headers == NULL) {
+            prom_http_close(h);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        }
+    }
+    *out = h;
+    return 0;
+}
+
+void prom_http_close(prom_http_t *h) {
+    if (h == NULL)
+        return;
+    curl_slist_free_all(h->headers);
+    curl_easy_cleanup(h->curl);
+    free(h);
+}
+
+int prom_http_get(prom_http_t *h, const char *path, const char *const *params, size_t count,
+                  char **body, size_t *len, frugal_err_t *err) {
+    *body = NULL, *len = 0;
+    prom__body_t b = {0};
+    FILE *u;
+    char *url = NULL;
+    size_t url_len = 0;
+    if ((u = open_memstream(&url, &url_len)) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    const char *base = h->o->url;
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    fprintf(u, "%.*s%s", (int)bl, base, path);
+    for (size_t i = 0; i + 1 < 2 * count; i += 2) {
+        char *v = curl_easy_escape(h->curl, params[i + 1], 0);
+        fprintf(u, "%c%s=%s", i ? '&' : '?', params[i], v ? v : "");
+        curl_free(v);
+    }
+    if (fclose(u) != 0) {
+        free(url);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    CURL *c = h->curl;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, prom__write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (h->headers)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
+    if (h->o->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->o->ca_file);
+    if (h->o->cert_file)
+        curl_easy_setopt(c, CURLOPT_SSLCERT, h->o->cert_file);
+    if (h->o->key_file)
+        curl_easy_setopt(c, CURLOPT_SSLKEY, h->o->key_file);
+    CURLcode rc = curl_easy_perform(c);
+    free(url);
+    if (b.nomem) {
+        free(b.data);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    if (rc != CURLE_OK) {
+        free(b.data);
+        return frugal_err_set(err, FRUGAL_EUNAVAIL, "cannot reach %s: %s", h->o->url,
+                              curl_easy_strerror(rc));
+    }
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const char *type = NULL;
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
+    bool json = type != NULL && strstr(type, "json") != NULL;
+    if (status != 200 && !(json && status >= 400)) {
+        free(b.data);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)",
+                              h->o->url, path, status, json ? "" : ", not JSON");
+    }
+    if (b.data == NULL && (b.data = calloc(1, 1)) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    *body = b.data, *len = b.len;
+    return 0;
+}

@@ -1,0 +1,221 @@
+/* `frugal replay --from-prometheus`: see replay_prom_source.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "replay_prom.h"
+#include "replay_prom_source.h"
+
+/* Series without which there is no trace. */
+static const replay_prom_series_t source__required[] = {REPLAY_PROM_CREATED, REPLAY_PROM_INFO_SEEN,
+                                                        REPLAY_PROM_REQUESTS};
+
+/* Label keys a nodeSelector may name besides the groups' own labels. */
+static const char *const source__well_known[] = {
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+    "kubernetes.io/hostname",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-nodepool",
+    "frugal.io/node-group",
+    "beta.kubernetes.io/instance-type",
+};
+
+bool replay_prom_parse_time(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*s != '\0' && *end == '\0' && errno == 0 && v > 0) {
+        *out = v;
+        return true;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    int used = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec, &used) != 6 ||
+        used != 19)
+        return false;
+    tm.tm_year -= 1900, tm.tm_mon -= 1;
+    const char *rest = s + used;
+    if (*rest == '.') /* fractions of a second */
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+            ;
+    int64_t offset = 0;
+    if (*rest == 'Z' || *rest == 'z') {
+        rest++;
+    } else if ((*rest == '+' || *rest == '-') && strlen(rest) == 6 && rest[3] == ':') {
+        int hh = atoi(rest + 1), mm = atoi(rest + 4);
+        offset = (rest[0] == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
+        rest += 6;
+    } else {
+        return false;
+    }
+    if (*rest != '\0')
+        return false;
+    *out = (int64_t)timegm(&tm) - offset;
+    return true;
+}
+
+/* The known label keys: the well-known ones and every managed group's labels. */
+static const char **source__known_keys(const frugal_config_t *cfg, size_t *count) {
+    size_t n = sizeof(source__well_known) / sizeof(*source__well_known);
+    for (size_t g = 0; g < cfg->node_groups_count; g++)
+        n += cfg->node_groups[g].spec.labels.count;
+    const char **keys = calloc(n + 1, sizeof(*keys));
+    if (keys == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof(source__well_known) / sizeof(*source__well_known); i++)
+        keys[k++] = source__well_known[i];
+    for (size_t g = 0; g < cfg->node_groups_count; g++)
+        for (size_t i = 0; i < cfg->node_groups[g].spec.labels.count; i++)
+            keys[k++] = cfg->node_groups[g].spec.labels.items[i].key;
+    *count = k;
+    return keys;
+}
+
+static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, frugal_err_t *err) {
+    char *body = NULL;
+    size_t len = 0;
+    int rc = prom_http_get(h, "/api/v1/label/__name__/values", NULL, 0, &body, &len, err);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; rc == 0 && i < sizeof(source__required) / sizeof(*source__required); i++) {
+        const char *metric = replay_prom_metric(source__required[i]);
+        bool has = false;
+        frugal_err_t e;
+        frugal_err_clear(&e);
+        if ((rc = replay_prom_has_metric(body, len, metric, &has, &e)) != 0)
+            frugal_err_set(err, rc, "%s: %s", o->http.url, e.msg);
+        else if (!has)
+            rc = frugal_err_set(err, FRUGAL_EINVAL,
+                                "%s has no %s series: is kube-state-metrics scraped by this "
+                                "Prometheus?",
+                                o->http.url, metric);
+    }
+    free(body);
+    return rc;
+}
+
+/* Every series over the range, window by window, into b. */
+static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, replay_prom_t *b,
+                             frugal_err_t *err) {
+    char selector[1024] = "";
+    if (o->namespace_re != NULL) {
+        char *p = selector + snprintf(selector, sizeof(selector), "{namespace=~\"");
+        for (const char *s = o->namespace_re; *s && p < selector + sizeof(selector) - 8; s++) {
+            if (*s == '"' || *s == '\\')
+                *p++ = '\\';
+            *p++ = *s;
+        }
+        strcpy(p, "\"}");
+    }
+    int64_t windows = (o->end_s - o->start_s + REPLAY_PROM_WINDOW_S - 1) / REPLAY_PROM_WINDOW_S;
+    int64_t total = windows * REPLAY_PROM_SERIES_COUNT, done = 0;
+    for (int s = 0; s < REPLAY_PROM_SERIES_COUNT; s++) {
+        char query[1200];
+        replay_prom_query((replay_prom_series_t)s, selector, query, sizeof(query));
+        for (int64_t w = 0; w < windows; w++) {
+            int64_t from = o->start_s + w * REPLAY_PROM_WINDOW_S;
+            int64_t to =
+                from + REPLAY_PROM_WINDOW_S < o->end_s ? from + REPLAY_PROM_WINDOW_S : o->end_s;
+            char start[32], end[32], step[32];
+            snprintf(start, sizeof(start), "%" PRId64, from);
+            snprintf(end, sizeof(end), "%" PRId64, to);
+            snprintf(step, sizeof(step), "%d", REPLAY_PROM_STEP_S);
+            const char *params[] = {"query", query, "start", start, "end", end, "step", step};
+            char *body = NULL;
+            size_t len = 0;
+            int rc = prom_http_get(h, "/api/v1/query_range", params, 4, &body, &len, err);
+            if (rc == 0) {
+                frugal_err_t e;
+                frugal_err_clear(&e);
+                if ((rc = replay_prom_add(b, (replay_prom_series_t)s, body, len, &e)) != 0)
+                    frugal_err_set(err, rc, "%s: %s: %s", o->http.url, query, e.msg);
+            }
+            free(body);
+            if (rc != 0)
+                return rc;
+            if (o->progress)
+                fprintf(stderr,
+                        "\rfrugal replay: prometheus %" PRId64 "/%" PRId64 " queries (%s)\033[K",
+                        ++done, total, replay_prom_metric((replay_prom_series_t)s));
+        }
+    }
+    if (o->progress)
+        fprintf(stderr, "\r\033[K");
+    return 0;
+}
+
+/* Write text to path through path.tmp and a rename: a partial trace is never left. */
+static int source__save(const char *path, const char *text, size_t len, frugal_err_t *err) {
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (tmp == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = 0;
+    if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", path, strerror(errno));
+        if (f != NULL)
+            remove(tmp);
+    } else if (rename(tmp, path) != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", path, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
+                            replay_workload_t *out, frugal_err_t *err) {
+    memset(out, 0, sizeof(*out));
+    prom_http_t *h = NULL;
+    replay_prom_t *b = NULL;
+    char *text = NULL;
+    size_t len = 0, nkeys = 0;
+    const char **keys = NULL;
+    replay_prom_stats_t st;
+    int rc = prom_http_open(&o->http, &h, err);
+    if (rc == 0)
+        rc = source__check_metrics(h, o, err);
+    if (rc == 0)
+        rc = replay_prom_new(o->start_s, o->end_s, &b, err);
+    if (rc == 0)
+        rc = source__query_all(h, o, b, err);
+    if (rc == 0 && (keys = source__known_keys(cfg, &nkeys)) == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = replay_prom_trace(b, keys, nkeys, &text, &len, &st, err);
+    if (rc == 0 && st.no_created > 0)
+        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
+                st.no_created);
+    if (rc == 0 && st.pods == 0) {
+        char a[32], z[32];
+        time_t ta = (time_t)o->start_s, tz = (time_t)o->end_s;
+        strftime(a, sizeof(a), "%Y-%m-%dT%H:%M:%SZ", gmtime(&ta));
+        strftime(z, sizeof(z), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tz));
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s",
+                            o->http.url, a, z, o->namespace_re ? " in namespaces matching \"" : "",
+                            o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "");
+    }
+    if (rc == 0) {
+        const char *name = o->save_trace ? o->save_trace : "prometheus";
+        rc = replay_workload_load(name, text, len, out, err);
+    }
+    if (rc == 0 && o->save_trace != NULL && (rc = source__save(o->save_trace, text, len, err)) != 0)
+        replay_workload_free(out);
+    free(keys);
+    free(text);
+    replay_prom_free(b);
+    prom_http_close(h);
+    return rc;
+}

@@ -1,0 +1,38 @@
+/* `frugal replay --from-prometheus`: a replay workload built from kube-state-metrics
+ * series in Prometheus (docs/replay.md). The HTTP is prom_http.c's, the series -> trace
+ * logic core/replay_prom.c's; this file asks for each series window by window, saves the
+ * trace when asked, and loads it as a trace workload. */
+#ifndef FRUGAL_REPLAY_PROM_SOURCE_H
+#define FRUGAL_REPLAY_PROM_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errors.h"
+#include "prom_http.h"
+#include "replay.h"
+
+/* The query_range step, and the longest range asked in one query. */
+#define REPLAY_PROM_STEP_S 60
+#define REPLAY_PROM_WINDOW_S (6 * 3600)
+
+typedef struct replay_prom_source {
+    prom_http_opts_t http;
+    int64_t start_s, end_s;   /* unix seconds */
+    const char *namespace_re; /* may be NULL */
+    const char *save_trace;   /* may be NULL */
+    bool progress;            /* a progress line on stderr */
+} replay_prom_source_t;
+
+/* Build, save (all or nothing: FILE.tmp renamed) and load the trace into *out. Every
+ * failure is one line in err (unreachable URL, not a Prometheus answer, a missing
+ * kube-state-metrics metric named, no pod in the range); pods with requests but no
+ * creation time are left out and counted on stderr. */
+int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
+                            replay_workload_t *out, frugal_err_t *err);
+
+/* Parse --until: RFC 3339 (2026-11-25T12:00:00Z, or with an offset) or unix seconds. */
+bool replay_prom_parse_time(const char *s, int64_t *out);
+
+#endif

@@ -1,0 +1,543 @@
+/* kube-state-metrics series -> a replay trace: see replay_prom.h. */
+#include <ctype.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_prom.h"
+#include "strmap.h"
+#include "yaml_tree.h"
+
+static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
+    "kube_pod_created",
+    "kube_pod_info",
+    "kube_pod_start_time",
+    "kube_pod_completion_time",
+    "kube_pod_container_resource_requests",
+    "kube_pod_init_container_resource_requests",
+    "kube_pod_owner",
+    "kube_pod_nodeselectors",
+    "kube_pod_tolerations",
+};
+
+typedef struct prom__request {
+    char *container;
+    bool init;
+    int resource; /* 0 cpu, 1 memory, 2 nvidia.com/gpu, 3 amd.com/gpu */
+    double value;
+} prom__request_t;
+
+typedef struct prom__pair {
+    char *a, *b, *c, *d; /* selector: key, value; toleration: key, operator, value, effect */
+} prom__pair_t;
+
+typedef struct prom__pod {
+    char *key, *ns, *name;
+    double created, start, completion, seen; /* unix seconds; NAN when unknown */
+    char *owner_kind, *owner_name;
+    prom__request_t *reqs;
+    size_t reqs_count;
+    prom__pair_t *sels, *tols;
+    size_t sels_count, tols_count;
+} prom__pod_t;
+
+struct replay_prom {
+    int64_t start_s, end_s;
+    strmap_t *index;
+    prom__pod_t **pods;
+    size_t pods_count, pods_cap;
+};
+
+const char *replay_prom_metric(replay_prom_series_t s) {
+    return prom__metrics[s];
+}
+
+const char *replay_prom_query(replay_prom_series_t s, const char *selector, char *buf,
+                              size_t size) {
+    if (s == REPLAY_PROM_INFO_SEEN)
+        snprintf(buf, size, "timestamp(kube_pod_info%s)", selector);
+    else
+        snprintf(buf, size, "%s%s", prom__metrics[s], selector);
+    return buf;
+}
+
+int replay_prom_new(int64_t start_s, int64_t end_s, replay_prom_t **out, frugal_err_t *err) {
+    replay_prom_t *b = calloc(1, sizeof(*b));
+    if (b == NULL || strmap_create(1024, &b->index) != 0) {
+        free(b);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    b->start_s = start_s, b->end_s = end_s;
+    *out = b;
+    return 0;
+}
+
+static void prom__pairs_free(prom__pair_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(p[i].a), free(p[i].b), free(p[i].c), free(p[i].d);
+    free(p);
+}
+
+void replay_prom_free(replay_prom_t *b) {
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->pods_count; i++) {
+        prom__pod_t *p = b->pods[i];
+        free(p->key), free(p->ns), free(p->name), free(p->owner_kind), free(p->owner_name);
+        for (size_t k = 0; k < p->reqs_count; k++)
+            free(p->reqs[k].container);
+        free(p->reqs);
+        prom__pairs_free(p->sels, p->sels_count);
+        prom__pairs_free(p->tols, p->tols_count);
+        free(p);
+    }
+    free(b->pods);
+    strmap_destroy(b->index);
+    free(b);
+}
+
+static const char *prom__label(const yaml_tree_node_t *metric, const char *name) {
+    const yaml_tree_node_t *v = yaml_tree_mapping_get(metric, name);
+    return v != NULL && v->type == YAML_TREE_SCALAR ? v->u.scalar.text : NULL;
+}
+
+static char *prom__dup(const char *s) {
+    return strdup(s ? s : "");
+}
+
+/* The pod a series' labels name, created on first sight; NULL without a pod label. */
+static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, bool *nomem) {
+    const char *ns = prom__label(metric, "namespace"), *name = prom__label(metric, "pod");
+    const char *uid = prom__label(metric, "uid");
+    if (name == NULL)
+        return NULL;
+    char key[512];
+    if (uid != NULL && uid[0] != '\0')
+        snprintf(key, sizeof(key), "%s", uid);
+    else
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
+    prom__pod_t *p = strmap_get(b->index, key);
+    if (p != NULL)
+        return p;
+    if (b->pods_count == b->pods_cap) {
+        size_t cap = b->pods_cap ? b->pods_cap * 2 : 256;
+        prom__pod_t **np = realloc(b->pods, cap * sizeof(*np));
+        if (np == NULL)
+            goto nomem;
+        b->pods = np, b->pods_cap = cap;
+    }
+    if ((p = calloc(1, sizeof(*p))) == NULL)
+        goto nomem;
+    p->created = p->start = p->completion = p->seen = NAN;
+    p->key = strdup(key), p->ns = prom__dup(ns), p->name = prom__dup(name);
+    if (!p->key || !p->ns || !p->name || strmap_put(b->index, p->key, p, NULL) != 0) {
+        free(p->key), free(p->ns), free(p->name), free(p);
+        goto nomem;
+    }
+    b->pods[b->pods_count++] = p;
+    return p;
+nomem:
+    *nomem = true;
+    return NULL;
+}
+
+/* The last value of a series' samples, and the largest (for timestamps). */
+static bool prom__values(const yaml_tree_node_t *values, double *last, double *max) {
+    if (values == NULL || values->type != YAML_TREE_SEQUENCE || values->u.sequence.count == 0)
+        return false;
+    *max = -INFINITY;
+    for (size_t i = 0; i < values->u.sequence.count; i++) {
+        const yaml_tree_node_t *pt = values->u.sequence.items[i];
+        if (pt->type != YAML_TREE_SEQUENCE || pt->u.sequence.count != 2 ||
+            pt->u.sequence.items[1]->type != YAML_TREE_SCALAR)
+            return false;
+        char *end;
+        double v = strtod(pt->u.sequence.items[1]->u.scalar.text, &end);
+        if (*end != '\0')
+            return false;
+        *last = v;
+        if (v > *max)
+            *max = v;
+    }
+    return true;
+}
+
+static int prom__resource(const char *r) {
+    if (r == NULL)
+        return -1;
+    if (strcmp(r, "cpu") == 0)
+        return 0;
+    if (strcmp(r, "memory") == 0)
+        return 1;
+    if (strcmp(r, "nvidia_com_gpu") == 0 || strcmp(r, "nvidia.com/gpu") == 0)
+        return 2;
+    if (strcmp(r, "amd_com_gpu") == 0 || strcmp(r, "amd.com/gpu") == 0)
+        return 3;
+    return -1;
+}
+
+static int prom__add_request(prom__pod_t *p, const yaml_tree_node_t *metric, bool init,
+                             double value) {
+    const char *container = prom__label(metric, "container");
+    int res = prom__resource(prom__label(metric, "resource"));
+    if (res < 0)
+        return 0;
+    for (size_t i = 0; i < p->reqs_count; i++) {
+        prom__request_t *r = &p->reqs[i];
+        if (r->init == init && r->resource == res &&
+            strcmp(r->container, container ? container : "") == 0) {
+            r->value = value;
+            return 0;
+        }
+    }
+    prom__request_t *nr = realloc(p->reqs, (p->reqs_count + 1) * sizeof(*nr));
+    if (nr == NULL)
+        return FRUGAL_ENOMEM;
+    p->reqs = nr;
+    prom__request_t *r = &p->reqs[p->reqs_count];
+    if ((r->container = prom__dup(container)) == NULL)
+        return FRUGAL_ENOMEM;
+    r->init = init, r->resource = res, r->value = value;
+    p->reqs_count++;
+    return 0;
+}
+
+static bool prom__same(const char *x, const char *y) {
+    return strcmp(x ? x : "", y ? y : "") == 0;
+}
+
+/* Add a pair unless an equal one is there (a series comes again in every window). */
+static int prom__add_pair(prom__pair_t **list, size_t *count, const char *a, const char *b,
+                          const char *c, const char *d) {
+    for (size_t i = 0; i < *count; i++) {
+        prom__pair_t *p = &(*list)[i];
+        if (prom__same(p->a, a) && prom__same(p->b, b) && prom__same(p->c, c) &&
+            prom__same(p->d, d))
+            return 0;
+    }
+    prom__pair_t *n = realloc(*list, (*count + 1) * sizeof(*n));
+    if (n == NULL)
+        return FRUGAL_ENOMEM;
+    *list = n;
+    prom__pair_t *p = &n[*count];
+    p->a = prom__dup(a), p->b = prom__dup(b), p->c = prom__dup(c), p->d = prom__dup(d);
+    if (!p->a || !p->b || !p->c || !p->d) {
+        free(p->a), free(p->b), free(p->c), free(p->d);
+        return FRUGAL_ENOMEM;
+    }
+    (*count)++;
+    return 0;
+}
+
+static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tree_node_t *item,
+                        frugal_err_t *err) {
+    const yaml_tree_node_t *metric = yaml_tree_mapping_get(item, "metric");
+    const yaml_tree_node_t *values = yaml_tree_mapping_get(item, "values");
+    double last = 0, max = 0;
+    if (metric == NULL || metric->type != YAML_TREE_MAPPING || !prom__values(values, &last, &max))
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "not a Prometheus answer: a %s series without metric or values",
+                              prom__metrics[s]);
+    bool nomem = false;
+    prom__pod_t *p = prom__pod(b, metric, &nomem);
+    if (p == NULL)
+        return nomem ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
+    int rc = 0;
+    switch (s) {
+    case REPLAY_PROM_CREATED:
+        p->created = last;
+        break;
+    case REPLAY_PROM_INFO_SEEN:
+        p->seen = isnan(p->seen) || max > p->seen ? max : p->seen;
+        break;
+    case REPLAY_PROM_START:
+        p->start = last;
+        break;
+    case REPLAY_PROM_COMPLETION:
+        p->completion = last;
+        break;
+    case REPLAY_PROM_REQUESTS:
+    case REPLAY_PROM_INIT_REQUESTS:
+        rc = prom__add_request(p, metric, s == REPLAY_PROM_INIT_REQUESTS, last);
+        break;
+    case REPLAY_PROM_OWNER: {
+        const char *kind = prom__label(metric, "owner_kind");
+        const char *ctl = prom__label(metric, "owner_is_controller");
+        if (kind == NULL || strcmp(kind, "<none>") == 0 || (ctl && strcmp(ctl, "false") == 0))
+            break;
+        free(p->owner_kind), free(p->owner_name);
+        p->owner_kind = prom__dup(kind);
+        p->owner_name = prom__dup(prom__label(metric, "owner_name"));
+        if (!p->owner_kind || !p->owner_name)
+            rc = FRUGAL_ENOMEM;
+        break;
+    }
+    case REPLAY_PROM_NODESELECTORS:
+        for (size_t i = 0; i < metric->u.mapping.count && rc == 0; i++) {
+            const yaml_tree_pair_t *kv = &metric->u.mapping.items[i];
+            const char *k = kv->key->u.scalar.text;
+            if (strncmp(k, "nodeselector_", 13) == 0 && kv->value->type == YAML_TREE_SCALAR)
+                rc = prom__add_pair(&p->sels, &p->sels_count, k + 13, kv->value->u.scalar.text,
+                                    NULL, NULL);
+        }
+        break;
+    case REPLAY_PROM_TOLERATIONS:
+        rc = prom__add_pair(&p->tols, &p->tols_count, prom__label(metric, "key"),
+                            prom__label(metric, "operator"), prom__label(metric, "value"),
+                            prom__label(metric, "effect"));
+        break;
+    default:
+        break;
+    }
+    return rc ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
+}
+
+int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, size_t len,
+                    frugal_err_t *err) {
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t ye;
+    if (yaml_tree_load(text, len, &root, &ye) != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s", ye.message);
+    int rc = 0;
+    const yaml_tree_node_t *status = NULL, *data = NULL, *result = NULL;
+    if (root != NULL && root->type == YAML_TREE_MAPPING) {
+        status = yaml_tree_mapping_get(root, "status");
+        data = yaml_tree_mapping_get(root, "data");
+    }
+    if (status == NULL || status->type != YAML_TREE_SCALAR) {
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: no \"status\"");
+        goto done;
+    }
+    if (strcmp(status->u.scalar.text, "success") != 0) {
+        const yaml_tree_node_t *e = yaml_tree_mapping_get(root, "error");
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "Prometheus answered %s: %s", status->u.scalar.text,
+                            e && e->type == YAML_TREE_SCALAR ? e->u.scalar.text : "no message");
+        goto done;
+    }
+    if (data != NULL && data->type == YAML_TREE_MAPPING)
+        result = yaml_tree_mapping_get(data, "result");
+    if (result == NULL || result->type != YAML_TREE_SEQUENCE) {
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: no data.result list");
+        goto done;
+    }
+    for (size_t i = 0; i < result->u.sequence.count && rc == 0; i++)
+        rc = prom__series(b, s, result->u.sequence.items[i], err);
+done:
+    yaml_tree_free(root);
+    return rc;
+}
+
+int replay_prom_has_metric(const char *text, size_t len, const char *metric, bool *has,
+                           frugal_err_t *err) {
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t ye;
+    *has = false;
+    if (yaml_tree_load(text, len, &root, &ye) != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s", ye.message);
+    const yaml_tree_node_t *status = NULL, *data = NULL;
+    if (root != NULL && root->type == YAML_TREE_MAPPING) {
+        status = yaml_tree_mapping_get(root, "status");
+        data = yaml_tree_mapping_get(root, "data");
+    }
+    int rc = 0;
+    if (status == NULL || status->type != YAML_TREE_SCALAR || data == NULL ||
+        data->type != YAML_TREE_SEQUENCE)
+        rc = frugal_err_set(err, FRUGAL_EINVAL,
+                            "not a Prometheus answer: expected {\"status\", \"data\": [...]}");
+    for (size_t i = 0; rc == 0 && i < data->u.sequence.count && !*has; i++) {
+        const yaml_tree_node_t *v = data->u.sequence.items[i];
+        *has = v->type == YAML_TREE_SCALAR && strcmp(v->u.scalar.text, metric) == 0;
+    }
+    yaml_tree_free(root);
+    return rc;
+}
+
+/* ---- the trace ---- */
+
+static void prom__json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* kube-state-metrics' label name of a Kubernetes label key: every character that is not
+ * a letter, digit or underscore becomes an underscore. */
+static bool prom__sanitised_is(const char *label_key, const char *sanitised) {
+    for (; *label_key && *sanitised; label_key++, sanitised++) {
+        char c = isalnum((unsigned char)*label_key) ? *label_key : '_';
+        if (c != *sanitised)
+            return false;
+    }
+    return *label_key == '\0' && *sanitised == '\0';
+}
+
+static void prom__requests(FILE *f, const prom__pod_t *p, bool init) {
+    static const char *const names[] = {"cpu", "memory", "nvidia.com/gpu", "amd.com/gpu"};
+    bool first_container = true;
+    for (size_t i = 0; i < p->reqs_count; i++) {
+        const prom__request_t *r = &p->reqs[i];
+        bool seen = false; /* one entry per container: its first request opens it */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = p->reqs[j].init == init && strcmp(p->reqs[j].container, r->container) == 0;
+        if (r->init != init || seen)
+            continue;
+        fputs(first_container ? "" : ", ", f);
+        first_container = false;
+        fputs("{\"name\": ", f);
+        prom__json_str(f, r->container);
+        fputs(", \"resources\": {\"requests\": {", f);
+        bool first = true;
+        for (size_t j = i; j < p->reqs_count; j++) {
+            const prom__request_t *q = &p->reqs[j];
+            if (q->init != init || strcmp(q->container, r->container) != 0)
+                continue;
+            fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[q->resource]);
+            if (q->resource == 0)
+                fprintf(f, "\"%lldm\"", (long long)llround(q->value * 1000.0));
+            else
+                fprintf(f, "\"%lld\"", (long long)llround(q->value));
+            first = false;
+        }
+        fputs("}}}", f);
+    }
+}
+
+static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *known,
+                           size_t known_count) {
+    fputs("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": ", f);
+    prom__json_str(f, p->name);
+    fputs(", \"namespace\": ", f);
+    prom__json_str(f, p->ns);
+    if (p->owner_kind != NULL) {
+        fputs(", \"ownerReferences\": [{\"kind\": ", f);
+        prom__json_str(f, p->owner_kind);
+        fputs(", \"name\": ", f);
+        prom__json_str(f, p->owner_name);
+        fputs(", \"controller\": true}]", f);
+    }
+    fputs("}, \"spec\": {\"containers\": [", f);
+    prom__requests(f, p, false);
+    fputs("]", f);
+    bool has_init = false;
+    for (size_t i = 0; i < p->reqs_count; i++)
+        has_init = has_init || p->reqs[i].init;
+    if (has_init) {
+        fputs(", \"initContainers\": [", f);
+        prom__requests(f, p, true);
+        fputs("]", f);
+    }
+    if (p->sels_count > 0) {
+        fputs(", \"nodeSelector\": {", f);
+        for (size_t i = 0; i < p->sels_count; i++) {
+            const char *key = p->sels[i].a;
+            for (size_t k = 0; k < known_count; k++)
+                if (prom__sanitised_is(known[k], p->sels[i].a))
+                    key = known[k];
+            fputs(i ? ", " : "", f);
+            prom__json_str(f, key);
+            fputs(": ", f);
+            prom__json_str(f, p->sels[i].b);
+        }
+        fputs("}", f);
+    }
+    if (p->tols_count > 0) {
+        fputs(", \"tolerations\": [", f);
+        for (size_t i = 0; i < p->tols_count; i++) {
+            const prom__pair_t *t = &p->tols[i];
+            fputs(i ? ", {" : "{", f);
+            const char *names[] = {"key", "operator", "value", "effect"};
+            const char *vals[] = {t->a, t->b, t->c, t->d};
+            bool first = true;
+            for (int k = 0; k < 4; k++) {
+                if (vals[k][0] == '\0')
+                    continue;
+                fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[k]);
+                prom__json_str(f, vals[k]);
+                first = false;
+            }
+            fputs("}", f);
+        }
+        fputs("]", f);
+    }
+    fputs("}}", f);
+}
+
+typedef struct prom__line {
+    int64_t t, duration;
+    const prom__pod_t *pod;
+} prom__line_t;
+
+static int prom__line_cmp(const void *a, const void *b) {
+    const prom__line_t *x = a, *y = b;
+    if (x->t != y->t)
+        return (x->t > y->t) - (x->t < y->t);
+    int c = strcmp(x->pod->ns, y->pod->ns);
+    return c ? c : strcmp(x->pod->name, y->pod->name);
+}
+
+int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, size_t known_count,
+                      char **text, size_t *len, replay_prom_stats_t *stats, frugal_err_t *err) {
+    memset(stats, 0, sizeof(*stats));
+    *text = NULL, *len = 0;
+    prom__line_t *lines = calloc(b->pods_count + 1, sizeof(*lines));
+    if (lines == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < b->pods_count; i++) {
+        const prom__pod_t *p = b->pods[i];
+        if (isnan(p->created)) {
+            stats->no_created += p->reqs_count > 0;
+            continue;
+        }
+        if (p->owner_kind != NULL && strcmp(p->owner_kind, "DaemonSet") == 0) {
+            stats->daemonset++;
+            continue;
+        }
+        double from = isnan(p->start) ? p->created : p->start;
+        double to = !isnan(p->completion) ? p->completion
+                    : !isnan(p->seen)     ? p->seen
+                                          : (double)b->end_s;
+        double arrive = p->created > (double)b->start_s ? p->created : (double)b->start_s;
+        if (from < arrive)
+            from = arrive;
+        if (to > (double)b->end_s)
+            to = (double)b->end_s;
+        if (to <= from || from >= (double)b->end_s) {
+            stats->outside++;
+            continue;
+        }
+        lines[n++] = (prom__line_t){llround(arrive - (double)b->start_s),
+                                    llround(to - arrive) - llround(from - arrive), p};
+        if (lines[n - 1].duration < 1)
+            lines[n - 1].duration = 1;
+    }
+    qsort(lines, n, sizeof(*lines), prom__line_cmp);
+    FILE *f = open_memstream(text, len);
+    if (f == NULL) {
+        free(lines);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "{\"t\": %lld, \"pod\": ", (long long)lines[i].t);
+        prom__pod_json(f, lines[i].pod, known_keys, known_count);
+        fprintf(f, ", \"duration\": %lld}\n", (long long)lines[i].duration);
+    }
+    stats->pods = n;
+    free(lines);
+    if (fclose(f) != 0) {
+        free(*text);
+        *text = NULL, *len = 0;
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    return 0;
+}

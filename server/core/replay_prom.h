@@ -1,0 +1,75 @@
+/* A replay trace built from kube-state-metrics series (docs/replay.md, "--from-prometheus"):
+ * the answers of Prometheus' /api/v1/query_range for a few series are added one by one
+ * (a long range comes as several windows of the same series), then written as the
+ * JSON-lines trace that replay_workload_load reads. Pure: the HTTP side is the caller's.
+ *
+ * Per pod (keyed by its uid, else namespace/name):
+ *  - arrival: the value of kube_pod_created;
+ *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time,
+ *    else until the last sample of kube_pod_info (the answer of timestamp(kube_pod_info));
+ *  - requests: kube_pod_container_resource_requests and
+ *    kube_pod_init_container_resource_requests as containers and init containers (cpu,
+ *    memory, nvidia.com/gpu, amd.com/gpu), combined by pod_effective_request as the
+ *    scheduler does;
+ *  - owner: kube_pod_owner's controller; DaemonSet pods are left out;
+ *  - kube_pod_nodeselectors and kube_pod_tolerations when present. */
+#ifndef FRUGAL_REPLAY_PROM_H
+#define FRUGAL_REPLAY_PROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+typedef enum replay_prom_series {
+    REPLAY_PROM_CREATED,
+    REPLAY_PROM_INFO_SEEN, /* timestamp(kube_pod_info) */
+    REPLAY_PROM_START,
+    REPLAY_PROM_COMPLETION,
+    REPLAY_PROM_REQUESTS,
+    REPLAY_PROM_INIT_REQUESTS,
+    REPLAY_PROM_OWNER,
+    REPLAY_PROM_NODESELECTORS,
+    REPLAY_PROM_TOLERATIONS,
+    REPLAY_PROM_SERIES_COUNT
+} replay_prom_series_t;
+
+/* The metric each series comes from, and the PromQL that asks for it given a label
+ * selector ("" or `{namespace=~"..."}`) into buf. */
+const char *replay_prom_metric(replay_prom_series_t s);
+const char *replay_prom_query(replay_prom_series_t s, const char *selector, char *buf, size_t size);
+
+/* Whether the answer of /api/v1/label/__name__/values lists metric. FRUGAL_EINVAL when
+ * the text is not such a Prometheus answer; FRUGAL_ENOMEM. */
+int replay_prom_has_metric(const char *text, size_t len, const char *metric, bool *has,
+                           frugal_err_t *err);
+
+typedef struct replay_prom replay_prom_t;
+
+typedef struct replay_prom_stats {
+    size_t pods;       /* written to the trace */
+    size_t daemonset;  /* left out: owned by a DaemonSet */
+    size_t no_created; /* left out: requests but no kube_pod_created */
+    size_t outside;    /* left out: not running within the range */
+} replay_prom_stats_t;
+
+/* A builder for the range [start_s, end_s) (unix seconds). FRUGAL_ENOMEM. */
+int replay_prom_new(int64_t start_s, int64_t end_s, replay_prom_t **out, frugal_err_t *err);
+void replay_prom_free(replay_prom_t *b);
+
+/* Add one answer of query_range for series s. FRUGAL_EINVAL when the text is not a
+ * Prometheus answer ("not a Prometheus answer: ...") or an error answer (its message).
+ * FRUGAL_ENOMEM. */
+int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, size_t len,
+                    frugal_err_t *err);
+
+/* Write the trace: one `{"t": S, "pod": POD, "duration": S}` line per pod running within
+ * the range, ordered by arrival; t is seconds from start_s. Label keys of node selectors
+ * come sanitised from kube-state-metrics (dots and slashes as underscores): one that is
+ * the sanitised form of one of known_keys (the groups' labels) is written as that key.
+ * *text is malloc'd (free it). FRUGAL_ENOMEM. */
+int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, size_t known_count,
+                      char **text, size_t *len, replay_prom_stats_t *stats, frugal_err_t *err);
+
+#endif

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# `frugal replay --from-prometheus`: a known synthetic cluster history is written as
+# kube-state-metrics series (OpenMetrics), backfilled into a TSDB with promtool, and
+# served by a real Prometheus (Debian's) on loopback. The trace frugal builds from it
+# must match the history (same pods, requests, owners; arrivals and durations within one
+# query step), and replaying it must give the same figures as replaying the history
+# written directly as a trace. Then every bad input of docs/replay.md: one line, exit 1,
+# no partial trace.
+source "$(dirname "$0")/lib.sh"
+
+for tool in python3 promtool prometheus; do
+    command -v "$tool" >/dev/null || fatal "$tool is required (scripts/install-deps.sh)"
+done
+
+# The history ends an hour ago (on a 30 s grid) and spans 8 h: two query windows of 6 h.
+END=$(( $(date +%s) / 60 * 60 - 3600 ))
+START=$((END - 8 * 3600))
+mkdir -p "$TMP/prom"
+python3 - "$START" "$END" "$TMP/history.om" "$TMP/expected.jsonl" <<'PY'
+import json, sys
+start, end, om_path, trace_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# name, ns, owner kind, created offset, start delay, run seconds (None: still running),
+# completed (Job), containers [(name, cpu, mem bytes, gpu)], init containers,
+# node selector {key: value}, tolerations [(key, op, value, effect)]
+GI = 1 << 30
+pods = [
+    ("web-1", "shop", "ReplicaSet", 0, 30, None, False, [("app", 0.5, GI, 0)], [], {}, []),
+    ("web-2", "shop", "ReplicaSet", 600, 30, 5 * 3600, False, [("app", 0.5, GI, 0), ("proxy", 0.1, 128 << 20, 0)], [], {}, []),
+    ("cache-0", "shop", "StatefulSet", 1200, 60, None, False, [("redis", 1.0, 12 * GI, 0)], [], {}, []),
+    ("etl-1", "batch", "Job", 3600, 90, 1800, True, [("etl", 2.0, 2 * GI, 0)], [("fetch", 3.0, GI, 0)], {}, []),
+    ("etl-2", "batch", "Job", 7200, 30, 2 * 3600, True, [("etl", 2.5, 3 * GI, 0)], [], {}, []),
+    ("etl-3", "batch", "Job", 4 * 3600, 0, 3600, True, [("etl", 1.5, GI, 0)], [], {}, []),
+    ("train-1", "ml", "Job", 2 * 3600, 120, 3 * 3600, True, [("train", 4.0, 16 * GI, 1)], [],
+     {"example.com/pool": "gpu"}, [("nvidia.com/gpu", "Exists", "", "NoSchedule")]),
+    ("api-1", "shop", "ReplicaSet", 5 * 3600, 30, None, False, [("api", 0.75, 2 * GI, 0)], [], {}, []),
+    ("node-exporter-x", "monitoring", "DaemonSet", 0, 10, None, False, [("exporter", 0.1, 64 << 20, 0)], [], {}, []),
+]
+step = 30
+families = {k: [] for k in ["kube_pod_created", "kube_pod_start_time", "kube_pod_completion_time",
+    "kube_pod_info", "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests",
+    "kube_pod_owner", "kube_pod_nodeselectors", "kube_pod_tolerations"]}
+def lab(d):
+    return "{" + ",".join('%s="%s"' % (k, v) for k, v in d.items()) + "}"
+def series(fam, labels, value, t0, t1):
+    t = t0
+    while t <= t1:
+        families[fam].append("%s%s %s %d" % (fam, lab(labels), repr(value), t))
+        t += step
+trace = []
+for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerate(pods):
+    created = start + off
+    started = created + delay
+    stop = started + run if run is not None else end
+    base = {"namespace": ns, "pod": name, "uid": "uid-%d" % i}
+    # Series exist from creation to the pod's end (a completed Job lingers 10 min).
+    last = min(end, stop + (600 if done else 0))
+    series("kube_pod_created", base, float(created), created, last)
+    series("kube_pod_start_time", base, float(started), started, last)
+    if done:
+        series("kube_pod_completion_time", base, float(stop), stop, last)
+    series("kube_pod_info", dict(base, node="node-%d" % i, created_by_kind=kind), 1.0, created, stop)
+    series("kube_pod_owner", dict(base, owner_kind=kind, owner_name=name.rsplit("-", 1)[0], owner_is_controller="true"), 1.0, created, last)
+    for fam, cl in (("kube_pod_container_resource_requests", cs), ("kube_pod_init_container_resource_requests", inits)):
+        for (c, cpu, mem, gpu) in cl:
+            for res, unit, v in (("cpu", "core", cpu), ("memory", "byte", float(mem)), ("nvidia_com_gpu", "integer", float(gpu))):
+                if v:
+                    series(fam, dict(base, container=c, node="node-%d" % i, resource=res, unit=unit), v, created, last)
+    if sel:
+        series("kube_pod_nodeselectors", dict(base, **{"nodeselector_" + "".join(ch if ch.isalnum() else "_" for ch in k): v for k, v in sel.items()}), 1.0, created, last)
+    for (k, op, v, eff) in tols:
+        series("kube_pod_tolerations", dict(base, key=k, operator=op, value=v, effect=eff), 1.0, created, last)
+    if kind == "DaemonSet":
+        continue
+    def cont(c):
+        req = {"cpu": "%dm" % round(c[1] * 1000), "memory": "%d" % c[2]}
+        if c[3]:
+            req["nvidia.com/gpu"] = "%d" % c[3]
+        return {"name": c[0], "resources": {"requests": req}}
+    spec = {"containers": [cont(c) for c in cs]}
+    if inits:
+        spec["initContainers"] = [cont(c) for c in inits]
+    if sel:
+        spec["nodeSelector"] = sel
+    if tols:
+        spec["tolerations"] = [dict((k2, v2) for k2, v2 in zip(("key", "operator", "value", "effect"), t) if v2) for t in tols]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns,
+           "ownerReferences": [{"kind": kind, "name": name.rsplit("-", 1)[0], "controller": True}]}, "spec": spec}
+    trace.append((created - start, name, {"t": created - start, "pod": pod, "duration": stop - started}))
+# A pod with requests but no creation time: counted, left out.
+series("kube_pod_container_resource_requests", {"namespace": "shop", "pod": "ghost", "uid": "uid-ghost", "container": "c", "resource": "cpu", "unit": "core"}, 1.0, start + 60, start + 600)
+with open(om_path, "w") as f:
+    for fam, lines in families.items():
+        f.write("# TYPE %s gauge\n" % fam)
+        f.write("\n".join(lines) + "\n")
+    f.write("# EOF\n")
+with open(trace_path, "w") as f:
+    for _, _, line in sorted(trace, key=lambda x: (x[0], x[1])):
+        f.write(json.dumps(line) + "\n")
+PY
+[ -s "$TMP/history.om" ] || fatal "no history written"
+promtool tsdb create-blocks-from openmetrics "$TMP/history.om" "$TMP/prom/data" >"$TMP/prom/promtool.log" 2>&1 ||
+    { tail -5 "$TMP/prom/promtool.log" >&2; fatal "promtool could not backfill"; }
+
+PROM_PORT=$(free_port)
+printf 'global: {scrape_interval: 1m}\n' >"$TMP/prom/prometheus.yml"
+prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/prom/data" \
+    --storage.tsdb.retention.time=30d --web.listen-address="127.0.0.1:$PROM_PORT" \
+    >"$TMP/prom/log" 2>&1 &
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null || { tail -5 "$TMP/prom/log" >&2; fatal "prometheus not ready"; }
+PROM="http://127.0.0.1:$PROM_PORT"
+
+cat >"$TMP/cluster.yaml" <<'EOF'
+machine_types:
+  - {name: g1-gpu-t4, cpu: 8, memory: 30Gi, gpu: 1, gpu_type: nvidia-tesla-t4, price: 0.73}
+node_groups:
+  - {id: std-4, machine_type: n1-standard-4, min_size: 0, max_size: 20}
+  - {id: mem-8, machine_type: n1-highmem-8, min_size: 0, max_size: 20}
+  - id: gpu
+    machine_type: g1-gpu-t4
+    min_size: 0
+    max_size: 5
+    labels: {example.com/pool: gpu}
+    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+EOF
+
+log "the trace built from Prometheus matches the history"
+assert_ok "replay from prometheus" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/built.jsonl" --seeds 2 -o csv
+FROM_PROM=$OUT
+assert_match "1 pods with requests but no kube_pod_created left out" "$ERR" "the pod without creation time is counted"
+python3 - "$TMP/expected.jsonl" "$TMP/built.jsonl" <<'PY' && pass || fail "built trace differs from the history"
+import json, sys
+def load(p):
+    out = {}
+    for line in open(p):
+        if line.strip():
+            d = json.loads(line)
+            m = d["pod"]["metadata"]
+            out[(m["namespace"], m["name"])] = d
+    return out
+want, got = load(sys.argv[1]), load(sys.argv[2])
+bad = []
+if set(want) != set(got):
+    bad.append("pods: want %s got %s" % (sorted(want), sorted(got)))
+for k in set(want) & set(got):
+    w, g = want[k], got[k]
+    if abs(w["t"] - g["t"]) > 60 or abs(w["duration"] - g["duration"]) > 60:
+        bad.append("%s: t %s/%s duration %s/%s" % (k, w["t"], g["t"], w["duration"], g["duration"]))
+    for key in ("containers", "initContainers", "nodeSelector", "tolerations"):
+        if w["pod"]["spec"].get(key) != g["pod"]["spec"].get(key):
+            bad.append("%s: %s %s != %s" % (k, key, w["pod"]["spec"].get(key), g["pod"]["spec"].get(key)))
+    if w["pod"]["metadata"]["ownerReferences"] != g["pod"]["metadata"].get("ownerReferences"):
+        bad.append("%s: owner" % (k,))
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
+log "replaying it gives the same figures as the history written as a trace"
+assert_ok "replay the history" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --seeds 2 -o csv
+assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" "same figures"
+assert_ok "replay the saved trace" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/built.jsonl" --seeds 2 -o csv
+assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" "the saved trace replays the same"
+
+log "--namespace keeps only the matching namespaces"
+assert_ok "namespace batch" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --namespace 'batch|ml' --save-trace "$TMP/ns.jsonl" --seeds 1
+assert_eq 4 "$(grep -c . "$TMP/ns.jsonl")" "3 ETL jobs and the training job"
+
+log "bad input: one line, exit 1, no partial trace"
+DEAD=$(free_port)
+assert_exit 1 "unreachable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$DEAD" \
+    --since 1h --save-trace "$TMP/bad1.jsonl"
+assert_match "^frugal replay: cannot reach http://127.0.0.1:$DEAD: " "$ERR" "unreachable named"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+[ ! -e "$TMP/bad1.jsonl" ] && [ ! -e "$TMP/bad1.jsonl.tmp" ] && pass || fail "no trace written"
+
+FAKE_PORT=$(free_port)
+mkdir -p "$TMP/fake/api/v1/label/__name__" "$TMP/nokube/api/v1/label/__name__"
+echo '<html>hello</html>' >"$TMP/fake/api/v1/label/__name__/values"
+(cd "$TMP/fake" && exec python3 -m http.server "$FAKE_PORT" --bind 127.0.0.1) >/dev/null 2>&1 &
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$FAKE_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+assert_exit 1 "not prometheus" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT" \
+    --since 1h --save-trace "$TMP/bad2.jsonl"
+assert_match "not a Prometheus answer" "$ERR" "not Prometheus named"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+assert_exit 1 "not found" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT/sub" \
+    --since 1h
+assert_match "not a Prometheus answer \(HTTP 404" "$ERR" "HTTP 404 named"
+[ ! -e "$TMP/bad2.jsonl" ] && pass || fail "no trace written"
+
+log "a Prometheus without kube-state-metrics: the missing metric is named"
+PROM2_PORT=$(free_port)
+mkdir -p "$TMP/prom2"
+prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/prom2/data" \
+    --web.listen-address="127.0.0.1:$PROM2_PORT" >"$TMP/prom2/log" 2>&1 &
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$PROM2_PORT/-/ready" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+assert_exit 1 "no kube-state-metrics" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$PROM2_PORT" --since 1h --save-trace "$TMP/bad3.jsonl"
+assert_match "has no kube_pod_created series: is kube-state-metrics scraped" "$ERR" "missing metric named"
+[ ! -e "$TMP/bad3.jsonl" ] && pass || fail "no trace written"
+
+log "a range with no pods"
+assert_exit 1 "empty range" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 2h --until "$((START - 3 * 3600))" --save-trace "$TMP/bad4.jsonl"
+assert_match "no pod ran between" "$ERR" "empty range named"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+[ ! -e "$TMP/bad4.jsonl" ] && pass || fail "no trace written"
+
+log "usage errors"
+assert_exit 2 "no --since" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM"
+assert_match "needs --since" "$ERR" "--since required"
+assert_exit 2 "bad --until" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --until yesterday
+assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
+assert_exit 2 "--cert without --key" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --cert x
+
+finish

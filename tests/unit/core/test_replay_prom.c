@@ -1,0 +1,150 @@
+/* Unit tests of the trace built from kube-state-metrics answers (server/core/replay_prom.c):
+ * a pod's arrival, run and requests (init containers included), owners and DaemonSets,
+ * node selectors with their sanitised keys resolved, tolerations, pods without creation
+ * time counted, the range's cut, and answers that are not Prometheus'. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "replay_prom.h"
+
+#define T0 1700000000
+
+/* A matrix answer of one series with labels (JSON object body) and samples "[t, v]". */
+static void add(replay_prom_t *b, replay_prom_series_t s, const char *labels, const char *values) {
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":"
+             "[{\"metric\":{%s},\"values\":[%s]}]}}",
+             labels, values);
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_add(b, s, text, strlen(text), &err), 0);
+}
+
+#define POD(name) "\"namespace\":\"ns\",\"pod\":\"" name "\",\"uid\":\"u-" name "\""
+
+static void test_trace(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 7200, &b, &err), 0);
+    /* web: created at +60, started at +90, seen until +3690: t 60, duration 3600. */
+    add(b, REPLAY_PROM_CREATED, POD("web"), "[1700000100,\"1700000060\"]");
+    add(b, REPLAY_PROM_START, POD("web"), "[1700000100,\"1700000090\"]");
+    add(b, REPLAY_PROM_INFO_SEEN, POD("web"),
+        "[1700000100,\"1700000090\"],[1700003700,\"1700003690\"]");
+    add(b, REPLAY_PROM_REQUESTS, POD("web") ",\"container\":\"app\",\"resource\":\"cpu\"",
+        "[1700000100,\"0.25\"]");
+    add(b, REPLAY_PROM_REQUESTS, POD("web") ",\"container\":\"app\",\"resource\":\"memory\"",
+        "[1700000100,\"1073741824\"]");
+    add(b, REPLAY_PROM_INIT_REQUESTS, POD("web") ",\"container\":\"init\",\"resource\":\"cpu\"",
+        "[1700000100,\"2\"]");
+    add(b, REPLAY_PROM_OWNER,
+        POD("web") ",\"owner_kind\":\"ReplicaSet\",\"owner_name\":\"web-7f\","
+                   "\"owner_is_controller\":\"true\"",
+        "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_NODESELECTORS, POD("web") ",\"nodeselector_example_com_pool\":\"a\"",
+        "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_TOLERATIONS,
+        POD("web") ",\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"web\","
+                   "\"effect\":\"NoSchedule\"",
+        "[1700000100,\"1\"]");
+    /* job: created before the range, completed inside: t 0, runs from the range's start. */
+    add(b, REPLAY_PROM_CREATED, POD("job"), "[1700000000,\"1699999000\"]");
+    add(b, REPLAY_PROM_COMPLETION, POD("job"), "[1700000600,\"1700000500\"]");
+    add(b, REPLAY_PROM_INFO_SEEN, POD("job"), "[1700000600,\"1700000500\"]");
+    /* A DaemonSet pod, a pod with requests and no creation, a pod gone before the range. */
+    add(b, REPLAY_PROM_CREATED, POD("ds"), "[1700000000,\"1700000000\"]");
+    add(b, REPLAY_PROM_OWNER, POD("ds") ",\"owner_kind\":\"DaemonSet\",\"owner_name\":\"x\"",
+        "[1700000000,\"1\"]");
+    add(b, REPLAY_PROM_REQUESTS, POD("ghost") ",\"container\":\"c\",\"resource\":\"cpu\"",
+        "[1700000000,\"1\"]");
+    add(b, REPLAY_PROM_CREATED, POD("old"), "[1700000000,\"1699990000\"]");
+    add(b, REPLAY_PROM_COMPLETION, POD("old"), "[1700000000,\"1699995000\"]");
+
+    const char *known[] = {"example.com/pool"};
+    char *text = NULL;
+    size_t len = 0;
+    replay_prom_stats_t st;
+    assert_int_equal(replay_prom_trace(b, known, 1, &text, &len, &st, &err), 0);
+    assert_int_equal(st.pods, 2);
+    assert_int_equal(st.daemonset, 1);
+    assert_int_equal(st.no_created, 1);
+    assert_int_equal(st.outside, 1);
+    const char *job = text, *web = strchr(text, '\n') + 1;
+    assert_true(strncmp(job, "{\"t\": 0, ", 9) == 0);
+    assert_non_null(strstr(job, "\"name\": \"job\""));
+    assert_non_null(strstr(job, "\"duration\": 500}"));
+    assert_true(strncmp(web, "{\"t\": 60, ", 10) == 0);
+    assert_non_null(strstr(web, "\"duration\": 3600}"));
+    assert_non_null(strstr(web, "{\"name\": \"app\", \"resources\": {\"requests\": {\"cpu\": "
+                                "\"250m\", \"memory\": \"1073741824\"}}}"));
+    assert_non_null(strstr(web, "\"initContainers\": [{\"name\": \"init\", \"resources\": "
+                                "{\"requests\": {\"cpu\": \"2000m\"}}}]"));
+    assert_non_null(strstr(web, "\"ownerReferences\": [{\"kind\": \"ReplicaSet\", \"name\": "
+                                "\"web-7f\", \"controller\": true}]"));
+    assert_non_null(strstr(web, "\"nodeSelector\": {\"example.com/pool\": \"a\"}"));
+    assert_non_null(strstr(web, "\"tolerations\": [{\"key\": \"dedicated\", \"operator\": "
+                                "\"Equal\", \"value\": \"web\", \"effect\": \"NoSchedule\"}]"));
+    free(text);
+    replay_prom_free(b);
+}
+
+static void expect_refused(const char *text, const char *message) {
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 60, &b, &err), 0);
+    assert_int_equal(replay_prom_add(b, REPLAY_PROM_CREATED, text, strlen(text), &err),
+                     FRUGAL_EINVAL);
+    if (strstr(err.msg, message) == NULL)
+        fail_msg("expected \"%s\" in \"%s\"", message, err.msg);
+    replay_prom_free(b);
+}
+
+static void test_not_prometheus(void **state) {
+    (void)state;
+    expect_refused("<html>hello</html>", "not a Prometheus answer");
+    expect_refused("{\"data\": 1}", "not a Prometheus answer: no \"status\"");
+    expect_refused("{\"status\": \"success\", \"data\": {}}", "no data.result list");
+    expect_refused("{\"status\": \"error\", \"errorType\": \"bad_data\", \"error\": \"parse "
+                   "error\"}",
+                   "Prometheus answered error: parse error");
+    expect_refused("{\"status\": \"success\", \"data\": {\"result\": [{\"values\": []}]}}",
+                   "without metric or values");
+}
+
+static void test_has_metric(void **state) {
+    (void)state;
+    const char *names = "{\"status\":\"success\",\"data\":[\"up\",\"kube_pod_created\"]}";
+    bool has = false;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_has_metric(names, strlen(names), "kube_pod_created", &has, &err),
+                     0);
+    assert_true(has);
+    assert_int_equal(replay_prom_has_metric(names, strlen(names), "kube_pod_info", &has, &err), 0);
+    assert_false(has);
+    assert_int_equal(replay_prom_has_metric("hello", 5, "x", &has, &err), FRUGAL_EINVAL);
+    char buf[128];
+    assert_string_equal(
+        replay_prom_query(REPLAY_PROM_INFO_SEEN, "{namespace=~\"a\"}", buf, sizeof(buf)),
+        "timestamp(kube_pod_info{namespace=~\"a\"})");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_not_prometheus),
+        cmocka_unit_test(test_has_metric),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
