@@ -125,14 +125,26 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                       0,
                                       NULL},
     [METRICS_CALLS_REFUSED] = {"frugal_calls_refused_total",
-                               "Calls refused by the server's limits: over the calls in flight "
-                               "cap, or no message within limits.receive_timeout.",
+                               "Calls refused by the server's limits: their connection held its "
+                               "fair share of the calls in flight (connection_share, "
+                               "RESOURCE_EXHAUSTED), the server its cap (total), or no message "
+                               "came within limits.receive_timeout (DEADLINE_EXCEEDED).",
                                false,
                                1,
                                {"reason"},
                                NULL,
                                0,
                                NULL},
+    [METRICS_CONNECTIONS_CLOSED] = {"frugal_connections_closed_total",
+                                    "Connections closed for holding more calls in flight than "
+                                    "limits.max_concurrent_streams lets them open (streams "
+                                    "reset faster than they are served).",
+                                    false,
+                                    0,
+                                    {NULL},
+                                    NULL,
+                                    0,
+                                    NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
                               true,

@@ -29,7 +29,8 @@ typedef enum metrics_id {
     METRICS_ETCD_SECONDS,         /* histogram {method, outcome} */
     METRICS_ETCD_TXN_REFUSED,     /* counter {reason}: conflict | fenced */
     METRICS_STATE_WRITE_FAILURES, /* counter, no labels */
-    METRICS_CALLS_REFUSED,        /* counter {reason}: calls_in_flight | receive_timeout */
+    METRICS_CALLS_REFUSED,        /* counter {reason}: connection_share | total | receive_timeout */
+    METRICS_CONNECTIONS_CLOSED,   /* counter, no labels */
     METRICS_FAMILIES_COUNT
 } metrics_id_t;
 

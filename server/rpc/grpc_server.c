@@ -11,12 +11,15 @@
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
 #include "cluster.h"
 #include "clock.h"
+#include "conn_share.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer_socket.h"
 #include "status.h"
 #include "tls_reload.h"
 
@@ -121,6 +124,7 @@ typedef struct call_state {
     gpr_timespec started;
     size_t payload_bytes;
     bool counted;                 /* included in the server's calls in flight */
+    conn_share_slot_t share_slot; /* where its connection's count is, or UNTRACKED */
     bool receive_timed_out;       /* cancelled by limits.receive_timeout */
     bool on_receive_list;         /* waiting for a body, without a deadline */
     gpr_timespec receive_by;      /* monotonic */
@@ -158,6 +162,11 @@ struct frugal_server {
     grpc_resource_quota *quota; /* the transport's memory budget */
     atomic_long inflight;       /* calls handed to a worker and not yet freed */
     long max_inflight;          /* max_calls_per_worker x workers */
+    /* calls in flight per connection; frugal_calls_refused_total's two reasons */
+    conn_share_t *shares;
+    metrics_cell_t *refused_share, *refused_total;
+    metrics_cell_t *closed_connections; /* frugal_connections_closed_total */
+    long max_streams;                   /* limits.max_concurrent_streams */
     gpr_timespec receive_timeout;
     pthread_mutex_t receive_mu; /* guards the receive list */
     call_state_t *receive_head; /* calls without deadline waiting for their body */
@@ -264,6 +273,7 @@ static void server__maintain(frugal_server_t *s) {
 
 static void call_state_free(call_state_t *cs) {
     if (cs->counted) {
+        conn_share_release(cs->worker->server->shares, cs->share_slot);
         atomic_fetch_sub(&cs->worker->server->inflight, 1);
         atomic_fetch_add(&cs->worker->server->freed_since_trim, 1);
     }
@@ -441,27 +451,97 @@ static void call_handle_request(call_state_t *cs) {
     call_reply(cs, status, message);
 }
 
+/* cs's connection (peer) holds its share: count the refusal and warn once a minute per
+ * host. */
+static void call_refused_for_share(call_state_t *cs, const char *peer, const char *msg) {
+    frugal_server_t *s = cs->worker->server;
+    metrics_cell_add(s->refused_share, 1);
+    if (!conn_share_should_warn(s->shares, CONN_SHARE_REFUSED, peer, clock_mono_ms() / 1000))
+        return;
+    char cn_buf[256];
+    const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
+    log_warn("refusing calls of %s%s%s: %s; further refusals of this address are not logged "
+             "for a minute (frugal_calls_refused_total)",
+             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", msg);
+}
+
+/* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection;
+ * holding more than twice as many calls, it resets streams faster than they are served
+ * (rapid reset). gRPC 1.51 reads such a connection in one task that lasts as long as the
+ * flood, and other connections' work queues behind it: the connection is closed (at most
+ * once a second per connection) so that the others get through. */
+static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use) {
+    frugal_server_t *s = cs->worker->server;
+    int64_t now_s = clock_mono_ms() / 1000;
+    if (use->held <= 2 * s->max_streams || !conn_share_should_close(s->shares, peer, now_s) ||
+        peer_socket_shutdown(peer) == 0)
+        return;
+    conn_share_mark_closed(s->shares, use->slot);
+    metrics_cell_add(s->closed_connections, 1);
+    if (!conn_share_should_warn(s->shares, CONN_SHARE_CLOSED, peer, now_s))
+        return;
+    char cn_buf[256];
+    const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
+    log_warn("closed the connection of %s%s%s: it held %ld calls in flight, more than twice "
+             "the %ld streams limits.max_concurrent_streams lets it open: it resets streams "
+             "faster than they are served; further closes of this address are not logged for "
+             "a minute (frugal_connections_closed_total)",
+             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", use->held,
+             s->max_streams);
+}
+
+/* Count cs in its connection's calls in flight and in the server's, or refuse it
+ * (RESOURCE_EXHAUSTED, freed) when its connection holds its fair share or the server
+ * its cap. A connection holding more than CONN_SHARE_FLOOR calls gets 3/4 of the cap:
+ * the rest is kept for the others, so that the calls of closed flooding connections,
+ * which gRPC may take a while to cancel, do not fill it. False: refused. */
+static bool call_admit(call_state_t *cs) {
+    frugal_server_t *s = cs->worker->server;
+    long per_worker = s->max_inflight / (long)s->workers_count;
+    char msg[300];
+    cs->counted = true;
+    long n = atomic_fetch_add(&s->inflight, 1) + 1;
+    char *got = grpc_call_get_peer(cs->call);
+    const char *peer = got != NULL ? got : "unknown";
+    conn_share_use_t use;
+    bool admitted = false;
+    bool within_share = conn_share_acquire(s->shares, peer, &cs->share_slot, &use);
+    call_close_flooder(cs, peer, &use);
+    if (!within_share) {
+        snprintf(msg, sizeof(msg),
+                 "connection busy: %ld calls in flight, its fair share (limits."
+                 "max_calls_per_worker %ld x %zu workers / %ld connections with calls + 1, at "
+                 "least %d)",
+                 use.held, per_worker, s->workers_count, use.connections, CONN_SHARE_FLOOR);
+        call_refused_for_share(cs, peer, msg);
+    } else if (n > s->max_inflight ||
+               (use.held > CONN_SHARE_FLOOR && n > s->max_inflight - s->max_inflight / 4)) {
+        snprintf(msg, sizeof(msg),
+                 "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
+                 "workers; 3/4 of it for a connection holding over %d)",
+                 n - 1, per_worker, s->workers_count, CONN_SHARE_FLOOR);
+        metrics_cell_add(s->refused_total, 1);
+    } else {
+        admitted = true;
+    }
+    gpr_free(got);
+    if (!admitted) {
+        call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    }
+    return admitted;
+}
+
 /* A call arrived, headers only: re-arm the same method first, count the call and refuse
- * it (RESOURCE_EXHAUSTED) when the server already holds its cap, else start receiving
- * its message. A call without deadline gets limits.receive_timeout for it. */
+ * it when its connection or the server is at its limit (call_admit), else start
+ * receiving its message. A call without deadline gets limits.receive_timeout for it. */
 static void call_accept(call_state_t *cs) {
     worker_t *w = cs->worker;
     frugal_server_t *s = w->server;
     server__request(w, cs->ep, cs->entry);
     cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
-    cs->counted = true;
-    long n = atomic_fetch_add(&s->inflight, 1) + 1;
-    if (n > s->max_inflight) {
-        char msg[200];
-        snprintf(msg, sizeof(msg),
-                 "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
-                 "workers)",
-                 n - 1, s->max_inflight / (long)s->workers_count, s->workers_count);
-        call_log(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
-        metrics_count(METRICS_CALLS_REFUSED, "calls_in_flight", NULL, NULL);
-        call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+    if (!call_admit(cs))
         return;
-    }
     if (cs->entry == NULL) {
         call_handle_request(cs);
         return;
@@ -502,6 +582,7 @@ static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) 
     }
     cs->phase = CALL_REQUESTED;
     cs->worker = w;
+    cs->share_slot = CONN_SHARE_UNTRACKED;
     cs->entry = entry;
     cs->ep = ep;
     cs->status_details = grpc_empty_slice();
@@ -569,6 +650,7 @@ static void server__free(frugal_server_t *s) {
     free(s->endpoints);
     if (s->quota != NULL)
         grpc_resource_quota_unref(s->quota);
+    conn_share_destroy(s->shares);
     pthread_mutex_destroy(&s->receive_mu);
     free(s->methods);
     free(s->workers);
@@ -687,11 +769,17 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
     s->max_inflight = (long)cfg->limits.max_calls_per_worker * (long)s->workers_count;
+    s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
+    s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);
+    s->refused_total = metrics_cell(METRICS_CALLS_REFUSED, "total", NULL, NULL);
+    s->closed_connections = metrics_cell(METRICS_CONNECTIONS_CLOSED, NULL, NULL, NULL);
+    s->max_streams = cfg->limits.max_concurrent_streams;
     s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;
     s->reloaders = calloc(listeners, sizeof(*s->reloaders));
-    if (s->methods == NULL || s->endpoints == NULL || s->workers == NULL || s->reloaders == NULL) {
+    if (s->methods == NULL || s->endpoints == NULL || s->workers == NULL || s->reloaders == NULL ||
+        s->shares == NULL) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail_server;
     }
@@ -762,6 +850,8 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->calls_in_flight = atomic_load(&((frugal_server_t *)s)->inflight);
     out->calls_in_flight_max = s->max_inflight;
     out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
+    out->connection_calls_max = conn_share_busiest(s->shares);
+    out->connections_with_calls = conn_share_connections(s->shares);
 }
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {

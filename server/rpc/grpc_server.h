@@ -26,6 +26,8 @@ typedef struct frugal_server_usage {
     long calls_in_flight;        /* handed to a worker and not yet freed */
     long calls_in_flight_max;    /* limits.max_calls_per_worker x workers */
     long calls_awaiting_body;    /* without deadline, under limits.receive_timeout */
+    long connection_calls_max;   /* calls in flight of the busiest connection */
+    long connections_with_calls; /* connections holding calls in flight */
 } frugal_server_usage_t;
 
 /* A snapshot of server's usage; safe from any thread while the server runs. */

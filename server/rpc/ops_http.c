@@ -160,6 +160,12 @@ static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b)
         {"frugal_calls_awaiting_body",
          "Calls without deadline whose message has not arrived (limits.receive_timeout).",
          (double)u.calls_awaiting_body},
+        {"frugal_connection_calls_in_flight_max",
+         "Calls in flight of the busiest connection (past its fair share, RESOURCE_EXHAUSTED).",
+         (double)u.connection_calls_max},
+        {"frugal_connections_with_calls",
+         "Connections holding calls in flight: the cap is shared among them.",
+         (double)u.connections_with_calls},
     };
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
         metrics_buf_family(b, gauges[i].name, gauges[i].help, "gauge");

@@ -5,11 +5,13 @@ Modes (each prints one line of key=value results):
 
   flood HOST:PORT SECONDS
       one connection sending HEADERS + RST_STREAM pairs (the "rapid reset" pattern)
-      for SECONDS; reconnects when the server closes the connection.
-  healthy HOST:PORT SECONDS
-      sequential grpc.health.v1.Health/Check calls on one connection; an answer is a
-      DATA frame followed by the trailers (END_STREAM); anything else is an error.
-      Prints the call count, errors and latency percentiles.
+      for SECONDS; reconnects when the server closes the connection. Prints the local
+      port of each connection it made.
+  healthy HOST:PORT SECONDS [health|ngfn]
+      sequential calls on one connection: grpc.health.v1.Health/Check, or with ngfn
+      CloudProvider/NodeGroupForNode (what cluster-autoscaler calls most); an answer is
+      a DATA frame followed by the trailers (END_STREAM); anything else is an error.
+      Prints the call count, errors, latency percentiles and the local port.
   headers-only HOST:PORT CALLS CONNECTIONS WAIT
       opens CALLS streams (HEADERS without END_STREAM, no grpc-timeout, no body) spread
       over CONNECTIONS connections, then waits up to WAIT seconds for the server to close
@@ -136,7 +138,7 @@ class Conn:
                     with self.cond:
                         self.goaway = True
                         self.cond.notify_all()
-        except OSError:
+        except (OSError, ValueError):  # reset, or closed under us by close()
             pass
         with self.cond:
             self.closed = True
@@ -171,6 +173,7 @@ def flood(addr, seconds, path=HEALTH):
     end = time.monotonic() + seconds
     streams = reconnects = 0
     conn = Conn(addr)
+    ports = [conn.sock.getsockname()[1]]
     while time.monotonic() < end:
         batch = []
         for _ in range(500):
@@ -189,19 +192,32 @@ def flood(addr, seconds, path=HEALTH):
             except OSError:
                 time.sleep(0.1)
                 conn = Conn(addr)
+            ports.append(conn.sock.getsockname()[1])
         if conn.next_id > (1 << 30):
             conn.close()
             conn = Conn(addr)
+            ports.append(conn.sock.getsockname()[1])
             reconnects += 1
     goaway = conn.goaway
     conn.close()
-    print(f"streams={streams} reconnects={reconnects} goaway={int(goaway)}")
+    print(f"streams={streams} reconnects={reconnects} goaway={int(goaway)} "
+          f"ports={','.join(map(str, ports))}")
 
 
-def healthy(addr, seconds):
+# NodeGroupForNode of a node frugal does not manage: answered OK with no group.
+NODE_GROUP_FOR_NODE = "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroupForNode"
+NGFN_BODY = b"\x0a\x0d" + b"\x0a\x0b" + b"kind://none"  # node { providerID }
+
+
+def grpc_message(body):
+    return b"\x00" + struct.pack(">I", len(body)) + body
+
+
+def healthy(addr, seconds, method="health"):
     conn = Conn(addr)
-    block = request_block(HEALTH, [("grpc-timeout", "5S")])
-    body = frame(DATA, END_STREAM, 0, b"")  # placeholder, stream set per call
+    path, body = (HEALTH, b"") if method == "health" else (NODE_GROUP_FOR_NODE, NGFN_BODY)
+    block = request_block(path, [("grpc-timeout", "5S")])
+    port = conn.sock.getsockname()[1]
     lat, errors, kinds = [], 0, {}
     start = time.monotonic()
     end = start + seconds
@@ -210,7 +226,7 @@ def healthy(addr, seconds):
         t0 = time.monotonic()
         try:
             conn.send(frame(HEADERS, END_HEADERS, sid, block) +
-                      frame(DATA, END_STREAM, sid, b"\x00\x00\x00\x00\x00"))
+                      frame(DATA, END_STREAM, sid, grpc_message(body)))
         except OSError:
             errors += 1
             conn.close()
@@ -230,7 +246,6 @@ def healthy(addr, seconds):
                 conn.close()
                 conn = Conn(addr)
         time.sleep(0.005)
-    del body
     conn.close()
     lat.sort()
 
@@ -238,7 +253,7 @@ def healthy(addr, seconds):
         return lat[min(len(lat) - 1, int(len(lat) * p))] * 1000 if lat else -1
     print(f"calls={len(lat) + errors} ok={len(lat)} errors={errors} "
           f"p50_ms={pct(0.50):.2f} p99_ms={pct(0.99):.2f} max_ms={pct(1.0):.2f} "
-          f"error_kinds={kinds}")
+          f"port={port} error_kinds={kinds}")
 
 
 def headers_only(addr, calls, connections, wait):
@@ -287,7 +302,7 @@ def main(argv):
     if mode == "flood":
         flood(argv[2], float(argv[3]), *argv[4:5])
     elif mode == "healthy":
-        healthy(argv[2], float(argv[3]))
+        healthy(argv[2], float(argv[3]), *argv[4:5])
     elif mode == "headers-only":
         headers_only(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
     elif mode == "big-header":

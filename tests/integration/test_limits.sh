@@ -2,7 +2,9 @@
 # Bounded under abuse, refusing to start wrong (docs/limits.md, docs/state-format.md):
 # a missing state file is refused without --init-state; a corrupted one is refused with
 # FILE:LINE: checksum mismatch and the previous generation; HEADERS + RST_STREAM flooded
-# on one connection keep RSS under limits.memory; headers-only calls are closed by the
+# on one connection keep RSS under limits.memory, the flooding connection is held to its
+# fair share of the calls in flight and closed, and a healthy client on another
+# connection is served all along; headers-only calls are closed by the
 # receive timeout and their memory comes back; an oversized header gets an answer;
 # NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED.
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +22,6 @@ state_file: $STATE
 max_message_bytes: 4194304       # limits.memory defaults to 2 x 4 MiB + 64 MiB = 72 MiB
 limits:
   receive_timeout: 2s
-  max_calls_per_worker: 600      # 2,400 calls with 4 workers: room for the 2,000 below
 node_groups:
   - id: pool-a
     machine_type: n1-standard-2
@@ -35,6 +36,12 @@ BUDGET_KB=$(((2 * 4 + 64) * 1024))
 
 rss_kb() {
     awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status" 2>/dev/null || echo 0
+}
+
+# metric 'NAME{LABELS}': its value on /metrics, 0 when it has no sample.
+metric() {
+    curl -s "http://127.0.0.1:$OPS/metrics" |
+        awk -v m="$1" 'index($0, m " ") == 1 { v = $2 } END { print v + 0 }'
 }
 
 # peak_within_budget PEAK_KB WHAT: the flood's peak RSS is within the budget. KNOWN
@@ -118,45 +125,81 @@ assert_match "max_theoretical_groups 3" "$ERR" "names the limit"
 
 # Under a sanitizer (scripts/test.sh --sanitize / --tsan) memory and speed are the
 # sanitizer's: its shadow memory and quarantine make RSS meaningless against the budget,
-# and a slowed server cannot keep the flood's pace. There the flood is skipped and the
-# receive timeout is checked on fewer calls, without the RSS figures.
+# and a slowed server cannot keep the flood's pace. There the flood is shorter and only
+# its fairness is checked (who gets RESOURCE_EXHAUSTED), the three-connection flood is
+# skipped and the receive timeout is checked on fewer calls, without the RSS figures.
 SANITIZED=0
 [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && SANITIZED=1
 HEADERS_ONLY=2000
-[ $SANITIZED = 1 ] && HEADERS_ONLY=200
+FLOOD_S=10
+if [ $SANITIZED = 1 ]; then
+    HEADERS_ONLY=200
+    FLOOD_S=4
+fi
+
+# A flood on one connection beside a healthy client on its own, which plays
+# cluster-autoscaler (NodeGroupForNode; the flood opens Health/Check calls, so the two
+# are told apart in grpc_server_handled_total): the flooding connection is held to its
+# fair share of the calls in flight and gets RESOURCE_EXHAUSTED past it, the healthy
+# one never does.
+log "HEADERS + RST_STREAM flood for $FLOOD_S s on one connection, a healthy client on another"
+BASE_KB=$(rss_kb)
+$H2 healthy "$ADDR" $((FLOOD_S + 1)) ngfn >"$TMP/healthy.txt" 2>&1 &
+HEALTHY=$!
+( for _ in $(seq 1 $((FLOOD_S * 10 + 20))); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
+SAMPLER=$!
+sleep 0.5
+run $H2 flood "$ADDR" $FLOOD_S
+echo "    flood: ${OUT% ports=*} (RSS before ${BASE_KB} KiB)" >&2
+FLOOD_PORTS=$(echo "$OUT" | sed -n 's/.*ports=\([0-9,]*\).*/\1/p')
+wait "$HEALTHY"
+wait "$SAMPLER"
+PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
+HEALTHY_OUT=$(cat "$TMP/healthy.txt")
+HEALTHY_PORT=$(echo "$HEALTHY_OUT" | sed -n 's/.*port=\([0-9]*\).*/\1/p')
+echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
+CP=clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
+share=$(metric 'frugal_calls_refused_total{reason="connection_share"}')
+total=$(metric 'frugal_calls_refused_total{reason="total"}')
+healthy_refused=$(metric "grpc_server_handled_total{grpc_service=\"$CP\",grpc_method=\"NodeGroupForNode\",grpc_code=\"RESOURCE_EXHAUSTED\"}")
+flood_refused=$(metric 'grpc_server_handled_total{grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="RESOURCE_EXHAUSTED"}')
+echo "    refused: connection_share $share, total $total; healthy client $healthy_refused, flood $flood_refused" >&2
+assert_eq 0 "$healthy_refused" "the healthy client got no RESOURCE_EXHAUSTED"
+[ "$share" -gt 0 ] && [ "$flood_refused" -ge "$share" ] && pass ||
+    fail "the flooding connection got no RESOURCE_EXHAUSTED for its share"
+assert_match "refusing calls of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): connection busy: [0-9]+ calls in flight, its fair share" \
+    "$(cat "$SERVER_LOG")" "the flooding connection's address is logged"
+assert_no_match "refusing calls of ipv4:127.0.0.1:$HEALTHY_PORT:" "$(cat "$SERVER_LOG")" \
+    "the healthy client is not"
+[ "$(grep -c 'refusing calls of ipv4:127.0.0.1' "$SERVER_LOG")" = 1 ] && pass ||
+    fail "one warning line for the flooding host within the minute"
+# It holds more calls than the streams it may open: it resets them (rapid reset), and
+# it is closed; it reconnects, and each new connection is closed in turn.
+closed=$(metric frugal_connections_closed_total)
+echo "    connections closed: $closed" >&2
+[ "$closed" -ge 1 ] && pass || fail "the flooding connection was not closed"
+assert_match "closed the connection of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): it held [0-9]+ calls in flight, more than twice the 100 streams limits.max_concurrent_streams lets it open" \
+    "$(cat "$SERVER_LOG")" "the close is logged with its reason"
+[ "$(grep -c 'closed the connection of' "$SERVER_LOG")" = 1 ] && pass ||
+    fail "one line for the closes of the flooding host within the minute"
 
 if [ $SANITIZED = 1 ]; then
-    log "HEADERS + RST_STREAM flood: skipped under a sanitizer"
+    log "the flood's figures and the three-connection flood: skipped under a sanitizer"
 else
-    log "HEADERS + RST_STREAM flood for 10 s on one connection"
-    BASE_KB=$(rss_kb)
-    $H2 healthy "$ADDR" 11 >"$TMP/healthy.txt" 2>&1 &
-    HEALTHY=$!
-    ( for _ in $(seq 1 120); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
-    SAMPLER=$!
-    sleep 0.5
-    run $H2 flood "$ADDR" 10
-    echo "    flood: $OUT (RSS before ${BASE_KB} KiB)" >&2
-    wait "$HEALTHY"
-    wait "$SAMPLER"
-    PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
-    HEALTHY_OUT=$(cat "$TMP/healthy.txt")
-    echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
     peak_within_budget "$PEAK_KB" "the flood"
-    # KNOWN LIMITATION (docs/limits.md): with gRPC 1.51 a connection flooded this way can
-    # starve another connection's reads for seconds (main shows the same: p99 in seconds,
-    # calls timing out). Reported here; enforced only with FRUGAL_STRICT_FLOOD=1.
+    # The healthy client is served throughout: at least 99.5 % of its calls answered OK.
+    # gRPC 1.51 would starve it for the whole flood (every call to its 5 s deadline) if
+    # the flooding connection were not closed (docs/limits.md). Its p99 is under 100 ms
+    # on a quiet machine (4-54 ms measured); on a loaded one (the flood client shares the
+    # cores) it reached 280 ms, so 1 s is enforced and 100 ms with FRUGAL_STRICT_FLOOD=1.
     p99=$(echo "$HEALTHY_OUT" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p')
-    errors=$(echo "$HEALTHY_OUT" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')
-    if awk -v p="$p99" -v e="$errors" 'BEGIN { exit !(p != "" && p < 100 && e == 0) }'; then
-        pass
-    elif [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ]; then
-        fail "healthy client during the flood: p99 $p99 ms, $errors errors"
-    else
-        echo "    KNOWN LIMITATION: healthy client during the flood: p99 $p99 ms, $errors errors" >&2
-    fi
-    ok=$(echo "$HEALTHY_OUT" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')
-    [ "${ok:-0}" -gt 0 ] && pass || fail "the healthy client got no answer"
+    calls=$(echo "$HEALTHY_OUT" | sed -n 's/.*calls=\([0-9]*\).*/\1/p')
+    ok=$(echo "$HEALTHY_OUT" | sed -n 's/.* ok=\([0-9]*\).*/\1/p')
+    p99_max=1000
+    [ "${FRUGAL_STRICT_FLOOD:-0}" = 1 ] && p99_max=100
+    awk -v p="$p99" -v m=$p99_max -v c="${calls:-0}" -v o="${ok:-0}" \
+        'BEGIN { exit !(p != "" && p < m && c >= 100 && o >= 0.995 * c) }' && pass ||
+        fail "healthy client during the flood: $ok of $calls calls OK, p99 $p99 ms (max $p99_max)"
     after_flood "the flood"
 
     # Three flooding connections outrun the server; when they close, the frames left in
@@ -172,7 +215,7 @@ else
         FLOODS+=($!)
     done
     wait "${FLOODS[@]}"
-    echo "    floods: $(cat "$TMP"/flood?.txt | tr '\n' ' ')" >&2
+    echo "    floods: $(sed 's/ ports=.*//' "$TMP"/flood?.txt | tr '\n' ' ')" >&2
     after_flood "the three floods"
     wait "$SAMPLER"
     PEAK_KB=$(sort -n "$TMP/rss3.txt" | tail -1)
@@ -180,6 +223,10 @@ else
     peak_within_budget "$PEAK_KB" "the three floods"
 fi
 
+# 2,400 calls in flight with 4 workers: room for the 2,000 below
+stop_server
+sed 's/^  receive_timeout: 2s$/&\n  max_calls_per_worker: 600/' "$TMP/frugal.yaml" >"$TMP/roomy.yaml"
+start_server "$TMP/roomy.yaml"
 log "$HEADERS_ONLY headers-only calls are closed by the receive timeout; their memory comes back"
 BASE_KB=$(rss_kb)
 run $H2 headers-only "$ADDR" "$HEADERS_ONLY" 25 15
