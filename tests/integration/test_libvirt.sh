@@ -182,12 +182,12 @@ assert_match "labels=.*team=web.* taints=dedicated=ci:NoSchedule secret=s3cr3t-t
 assert_match "instance-id: [0-9a-f-]{36} local-hostname: pool-a-1" "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" \
     "meta-data names the domain"
 assert_match "root disk vda: 131072 sectors" "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" "the overlay is the root disk"
-assert_match "backing file: $POOL_DIR/base.qcow2" "$(qemu-img info -U "$POOL_DIR/pool-a-1.qcow2")" \
+ID1=$(id_of pool-a-1)
+assert_match "backing file: $POOL_DIR/base.qcow2" "$(qemu-img info -U "$POOL_DIR/pool-a-1-${ID1##*/}.qcow2")" \
     "the root disk is an overlay of the base image"
 log "timing: create to running $(elapsed "$t0" "$t_running") s, running to console line $(elapsed "$t_running" "$t_console") s ($DTYPE)"
 
 log "delete-nodes removes the domain and its disks"
-ID1=$(id_of pool-a-1)
 t0=$(now)
 assert_ok "delete-nodes" ctl delete-nodes pool-a "$ID1"
 wait_for 30 domain_gone pool-a-1 || fail "domain pool-a-1 still defined"
