@@ -1,6 +1,9 @@
-/* The memory limit of the cgroup frugal runs in (a container's limits.memory), read from
- * the cgroup filesystem: cgroup v2's memory.max, else cgroup v1's
- * memory/memory.limit_in_bytes, both at the root of the mount as a container sees it. */
+/* The memory limit of the cgroup frugal runs in (a container's limits.memory, a systemd
+ * unit's MemoryMax), read from the cgroup filesystem: cgroup v2's memory.max, else cgroup
+ * v1's memory.limit_in_bytes. Each is looked up first in the process's own cgroup (its
+ * path in /proc/self/cgroup, under the mount), then at the root of the mount, which is
+ * the container's own cgroup when the runtime gives it a cgroup namespace or bind-mounts
+ * it there. */
 #ifndef FRUGAL_CGROUP_H
 #define FRUGAL_CGROUP_H
 
@@ -17,14 +20,20 @@ typedef enum cgroup_limit {
  * only), else /sys/fs/cgroup. */
 const char *cgroup_root(void);
 
-/* Read the memory limit under root. *bytes is set with CGROUP_LIMIT_SET; file (size
- * bytes) gets the path read, and with CGROUP_LIMIT_UNREADABLE the reason too. */
-cgroup_limit_t cgroup_memory_limit(const char *root, int64_t *bytes, char *file, size_t size);
+/* The file naming this process's cgroups: /proc/self/cgroup, or NULL when
+ * $FRUGAL_CGROUP_ROOT replaces the mount (a test's tree knows nothing of this process). */
+const char *cgroup_self(void);
 
-/* The memory budget when limits.memory is not set: 75 % of the cgroup's limit under
- * root when there is one, else default_bytes (also when the limit cannot be read). why
- * says which and why, for the log. Returns what the limit lookup found. */
-cgroup_limit_t cgroup_memory_budget(const char *root, int64_t default_bytes, int64_t *budget,
-                                    char *why, size_t size);
+/* Read the memory limit under root, for the process whose cgroups self lists (NULL:
+ * root's files only). *bytes is set with CGROUP_LIMIT_SET; file (size bytes) gets the
+ * path read, and with CGROUP_LIMIT_UNREADABLE the reason too. */
+cgroup_limit_t cgroup_memory_limit(const char *root, const char *self, int64_t *bytes, char *file,
+                                   size_t size);
+
+/* The memory budget when limits.memory is not set: 75 % of the cgroup's limit when there
+ * is one, else default_bytes (also when the limit cannot be read). why says which and
+ * why, for the log. Returns what the limit lookup found. */
+cgroup_limit_t cgroup_memory_budget(const char *root, const char *self, int64_t default_bytes,
+                                    int64_t *budget, char *why, size_t size);
 
 #endif

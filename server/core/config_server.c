@@ -480,8 +480,8 @@ bool config__parse_limits(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
     int64_t max_msg = ctx->cfg->max_message_bytes;
     if (l->memory_bytes == 0) {
         l->memory_source_unreadable =
-            cgroup_memory_budget(cgroup_root(), 2 * max_msg + LIMITS_MEMORY_SLACK, &l->memory_bytes,
-                                 l->memory_source,
+            cgroup_memory_budget(cgroup_root(), cgroup_self(), 2 * max_msg + LIMITS_MEMORY_SLACK,
+                                 &l->memory_bytes, l->memory_source,
                                  sizeof(l->memory_source)) == CGROUP_LIMIT_UNREADABLE;
         return true;
     }
