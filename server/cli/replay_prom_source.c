@@ -117,19 +117,25 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
         }
         strcpy(p, "\"}");
     }
-    int64_t windows = (o->end_s - o->start_s + REPLAY_PROM_WINDOW_S - 1) / REPLAY_PROM_WINDOW_S;
+    /* Points end, end - step, ... back to the first whose step reaches the start; asked
+     * REPLAY_PROM_WINDOW_POINTS at a time. */
+    int64_t step_s = REPLAY_PROM_STEP_S;
+    int64_t points = (o->end_s - o->start_s + step_s - 1) / step_s;
+    int64_t first = o->end_s - (points - 1) * step_s;
+    int64_t windows = (points + REPLAY_PROM_WINDOW_POINTS - 1) / REPLAY_PROM_WINDOW_POINTS;
     int64_t total = windows * REPLAY_PROM_SERIES_COUNT, done = 0;
     for (int s = 0; s < REPLAY_PROM_SERIES_COUNT; s++) {
         char query[1200];
-        replay_prom_query((replay_prom_series_t)s, selector, query, sizeof(query));
+        replay_prom_query((replay_prom_series_t)s, selector, step_s, query, sizeof(query));
         for (int64_t w = 0; w < windows; w++) {
-            int64_t from = o->start_s + w * REPLAY_PROM_WINDOW_S;
-            int64_t to =
-                from + REPLAY_PROM_WINDOW_S < o->end_s ? from + REPLAY_PROM_WINDOW_S : o->end_s;
+            int64_t from = first + w * REPLAY_PROM_WINDOW_POINTS * step_s;
+            int64_t to = from + (REPLAY_PROM_WINDOW_POINTS - 1) * step_s;
+            if (to > o->end_s)
+                to = o->end_s;
             char start[32], end[32], step[32];
             snprintf(start, sizeof(start), "%" PRId64, from);
             snprintf(end, sizeof(end), "%" PRId64, to);
-            snprintf(step, sizeof(step), "%d", REPLAY_PROM_STEP_S);
+            snprintf(step, sizeof(step), "%" PRId64, step_s);
             const char *params[] = {"query", query, "start", start, "end", end, "step", step};
             char *body = NULL;
             size_t len = 0;

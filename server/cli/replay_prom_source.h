@@ -13,9 +13,10 @@
 #include "prom_http.h"
 #include "replay.h"
 
-/* The query_range step, and the longest range asked in one query. */
-#define REPLAY_PROM_STEP_S 60
-#define REPLAY_PROM_WINDOW_S (6 * 3600)
+/* The query_range step (each point sums up the step before it), and the most points
+ * asked in one query (a window of 6 h: answers stay small on large clusters). */
+#define REPLAY_PROM_STEP_S 3600
+#define REPLAY_PROM_WINDOW_POINTS 6
 
 typedef struct replay_prom_source {
     prom_http_opts_t http;

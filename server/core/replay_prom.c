@@ -54,12 +54,14 @@ const char *replay_prom_metric(replay_prom_series_t s) {
     return prom__metrics[s];
 }
 
-const char *replay_prom_query(replay_prom_series_t s, const char *selector, char *buf,
-                              size_t size) {
+const char *replay_prom_query(replay_prom_series_t s, const char *selector, int64_t step_s,
+                              char *buf, size_t size) {
     if (s == REPLAY_PROM_INFO_SEEN)
-        snprintf(buf, size, "timestamp(kube_pod_info%s)", selector);
+        snprintf(buf, size, "max_over_time(timestamp(kube_pod_info%s)[%llds:1m])", selector,
+                 (long long)step_s);
     else
-        snprintf(buf, size, "%s%s", prom__metrics[s], selector);
+        snprintf(buf, size, "max_over_time(%s%s[%llds])", prom__metrics[s], selector,
+                 (long long)step_s);
     return buf;
 }
 

@@ -36,9 +36,13 @@ typedef enum replay_prom_series {
 } replay_prom_series_t;
 
 /* The metric each series comes from, and the PromQL that asks for it given a label
- * selector ("" or `{namespace=~"..."}`) into buf. */
+ * selector ("" or `{namespace=~"..."}`) into buf: evaluated every step_s seconds, each
+ * point sums up the step before it, one sample per series and step
+ * (`max_over_time(METRIC{...}[STEPs])`; the end of a pod's kube_pod_info as
+ * `max_over_time(timestamp(kube_pod_info{...})[STEPs:1m])`, its last sample's own time). */
 const char *replay_prom_metric(replay_prom_series_t s);
-const char *replay_prom_query(replay_prom_series_t s, const char *selector, char *buf, size_t size);
+const char *replay_prom_query(replay_prom_series_t s, const char *selector, int64_t step_s,
+                              char *buf, size_t size);
 
 /* Whether the answer of /api/v1/label/__name__/values lists metric. FRUGAL_EINVAL when
  * the text is not such a Prometheus answer; FRUGAL_ENOMEM. */

@@ -488,8 +488,8 @@ def check_overlay(root, overlay, docs, values):
     # certificates: renewed well before the end; CA's outlives its restart cadence
     for c in (d for d in docs if d.get("kind") == "Certificate"):
         spec, cn = c["spec"], c["metadata"]["name"]
-        duration = hours(spec.get("duration", "2160h"))
-        renew = hours(spec["renewBefore"]) if "renewBefore" in spec else duration / 3
+        duration = hours(spec.get("duration", "2160h"))  # cert-manager's defaults: 90 days,
+        renew = hours(spec.get("renewBefore", "0h")) if "renewBefore" in spec else (duration or 0) / 3  # a third
         if duration is None or renew is None:
             problem("Certificate", cn, "spec.duration, spec.renewBefore", "not a duration")
             continue

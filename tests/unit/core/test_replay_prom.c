@@ -136,8 +136,10 @@ static void test_has_metric(void **state) {
     assert_int_equal(replay_prom_has_metric("hello", 5, "x", &has, &err), FRUGAL_EINVAL);
     char buf[128];
     assert_string_equal(
-        replay_prom_query(REPLAY_PROM_INFO_SEEN, "{namespace=~\"a\"}", buf, sizeof(buf)),
-        "timestamp(kube_pod_info{namespace=~\"a\"})");
+        replay_prom_query(REPLAY_PROM_INFO_SEEN, "{namespace=~\"a\"}", 3600, buf, sizeof(buf)),
+        "max_over_time(timestamp(kube_pod_info{namespace=~\"a\"})[3600s:1m])");
+    assert_string_equal(replay_prom_query(REPLAY_PROM_OWNER, "", 600, buf, sizeof(buf)),
+                        "max_over_time(kube_pod_owner[600s])");
 }
 
 int main(void) {
