@@ -3,6 +3,7 @@
  *
  *     HOOK create GROUP INSTANCE        HOOK delete GROUP PROVIDER_ID
  *     HOOK create-group GROUP           HOOK delete-group GROUP
+ *     HOOK list GROUP
  *
  * with FRUGAL_* environment variables describing the group and the instance.
  *
@@ -18,6 +19,13 @@
  * from the state file, after a failed delete (at most every EXEC_RETRY_MS), or when a
  * refresh result was not kept. Hooks must therefore be idempotent per INSTANCE name and per
  * PROVIDER_ID.
+ *
+ * With provider.reconcile_interval, refresh also queues a list of each group's machines
+ * every interval (one at a time per group, never staged: it changes nothing by itself)
+ * and judges its result (reconcile.h): a running instance missing from enough lists in a
+ * row is replaced, a listed machine frugal does not know is reported (and deleted with
+ * reconcile_delete_unknown). The judgement changes the group like any refresh, so the
+ * cluster commits it before the staged creates and deletes it implies run.
  *
  * create-group and delete-group are the exception: they run synchronously, capped at
  * min(timeout, EXEC_GROUP_TIMEOUT_MS) (within CA's 5 s call timeout), because the
@@ -46,6 +54,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "provider.h"
+#include "reconcile.h"
 #include "strmap.h"
 
 #define EXEC_RETRY_MS 30000        /* earliest re-run after a result was applied */
@@ -58,6 +67,7 @@ typedef enum exec_verb {
     EXEC_DELETE,
     EXEC_CREATE_GROUP,
     EXEC_DELETE_GROUP,
+    EXEC_LIST, /* a group's machines (reconciliation): no instance, its own key "" */
 } exec_verb_t;
 
 typedef enum exec_outcome {
@@ -89,7 +99,10 @@ typedef struct exec_job {
     char **envp; /* NULL-terminated, owned */
     exec_outcome_t outcome;
     char *first_line; /* first line of stdout, NULL when empty */
-    char *message;    /* what went wrong, NULL when OK */
+    char *output;     /* list: the whole stdout (output_len bytes), NULL otherwise */
+    size_t output_len;
+    bool truncated; /* stdout was longer than HOOK_OUTPUT_MAX */
+    char *message;  /* what went wrong, NULL when OK */
 } exec_job_t;
 
 /* Until when (CLOCK_MONOTONIC ms) this replica may run machine work: INT64_MAX unless a
@@ -135,7 +148,8 @@ typedef struct exec_provider {
     atomic_uint released; /* bumped by release: the workers kill the hooks taken before */
     pthread_t *threads;
     size_t threads_count;
-    exec_fence_t *fence; /* a shared page: the guards read it (see hook_runner.h) */
+    exec_fence_t *fence;   /* a shared page: the guards read it (see hook_runner.h) */
+    reconcile_t reconcile; /* the groups' lists: refresh, commit and release, under mu */
 } exec_provider_t;
 
 /* ------------------------------------------------------------------------------------
@@ -150,6 +164,7 @@ static void exec__job_free(exec_job_t *j) {
     free(j->arg);
     hook_env_free(j->envp);
     free(j->first_line);
+    free(j->output);
     free(j->message);
     free(j);
 }
@@ -190,7 +205,7 @@ static void exec__enqueue_locked(exec_provider_t *p, exec_job_t *j) {
     else
         p->pending = j;
     p->pending_tail = j;
-    if (!j->orphan)
+    if (!j->orphan && j->verb != EXEC_LIST)
         strmap_put(p->busy, j->key, j, NULL);
     pthread_cond_signal(&p->work_cv);
 }
@@ -312,6 +327,8 @@ static const char *exec__verb_name(exec_verb_t v) {
         return "create-group";
     case EXEC_DELETE_GROUP:
         return "delete-group";
+    case EXEC_LIST:
+        return "list";
     }
     return "?";
 }
@@ -345,6 +362,17 @@ static void exec__check_id(exec_job_t *j) {
     free(j->first_line);
     j->first_line = NULL;
     exec__fail(j, EXEC_FAILED, NULL, msg);
+}
+
+/* A list's whole stdout, for its judgement. */
+static void exec__keep_list(exec_job_t *j, const hook_output_t *out) {
+    if ((j->output = malloc(out->len + 1)) == NULL) {
+        exec__fail(j, EXEC_FAILED, NULL, "out of memory keeping the list");
+        return;
+    }
+    memcpy(j->output, out->data, out->len + 1);
+    j->output_len = out->len;
+    j->truncated = out->overflow;
 }
 
 /* Whether j's running hook must end now: destroy's grace is over, or release gave the
@@ -421,6 +449,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             j->outcome = EXEC_OK;
             j->first_line = hook_output_line(res.out, false);
             exec__check_id(j);
+            if (j->verb == EXEC_LIST)
+                exec__keep_list(j, res.out);
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
             char *line = hook_output_line(err, true);
             j->outcome = EXEC_NO_RESOURCES;
@@ -642,6 +672,7 @@ static void exec_destroy(provider_t *base) {
     exec__list_free(p->staged);
     exec__seen_clear(p);
     free(p->seen);
+    reconcile_clear(&p->reconcile);
     while (p->backoff != NULL) {
         exec_backoff_t *b = p->backoff;
         p->backoff = b->next;
@@ -963,13 +994,205 @@ static void exec__results_unlink(exec_provider_t *p, exec_job_t *prev, exec_job_
         p->results_tail = prev;
 }
 
+/* Whether list holds machine work (any job but a list) of group. */
+static bool exec__list_has_group(const exec_job_t *j, const char *group) {
+    for (; j != NULL; j = j->next) {
+        if (j->verb != EXEC_LIST && j->group != NULL && strcmp(j->group, group) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether machine work of group is staged, queued, running or not yet applied. */
+static bool exec__group_busy_locked(const exec_provider_t *p, const char *group) {
+    return exec__list_has_group(p->pending, group) || exec__list_has_group(p->active, group) ||
+           exec__list_has_group(p->results, group) || exec__list_has_group(p->staged, group);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Reconciliation (the judgement itself is reconcile.c's)
+ * ---------------------------------------------------------------------------------- */
+
+static bool exec__has_list(const exec_job_t *j, const char *group) {
+    for (; j != NULL; j = j->next) {
+        if (j->verb == EXEC_LIST && strcmp(j->group, group) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Queue g's list when reconciliation is on, its interval has passed and no list of g is
+ * queued, running or unapplied. With mu held. */
+static void exec__list_queue_locked(exec_provider_t *p, const group_t *g, reconcile_group_t *rg,
+                                    int64_t now) {
+    int64_t interval = p->cfg->exec_reconcile_interval_ms;
+    if (interval <= 0 || now < rg->next_list_ms || exec__has_list(p->pending, g->spec.id) ||
+        exec__has_list(p->active, g->spec.id) || exec__has_list(p->results, g->spec.id))
+        return;
+    exec_job_t *j = exec__job_new(p, EXEC_LIST, g, NULL, "");
+    if (j == NULL)
+        return; /* out of memory: tried again at the next refresh */
+    rg->listed_ms = now;
+    rg->next_list_ms = now + interval;
+    rg->settled = !exec__group_busy_locked(p, g->spec.id);
+    rg->work_at = rg->work;
+    exec__enqueue_locked(p, j);
+}
+
+/* Why the list job j cannot be judged (and its metric reason), NULL when l holds it. */
+static const char *exec__list_problem(const exec_job_t *j, hook_listing_t *l, const char **reason,
+                                      char *why, size_t size) {
+    if (j->outcome != EXEC_OK) {
+        *reason = j->outcome == EXEC_TIMEOUT ? "timeout" : "failed";
+        return j->message != NULL ? j->message : "the hook failed";
+    }
+    if (j->truncated) {
+        *reason = "truncated";
+        snprintf(why, size, "its output is over %d KiB", HOOK_OUTPUT_MAX / 1024);
+        return why;
+    }
+    int rc = hook_output_parse_list(j->output, j->output_len, l, why, size);
+    if (rc == FRUGAL_ENOMEM) {
+        *reason = "failed";
+        return "out of memory reading it";
+    }
+    *reason = "malformed";
+    return rc != 0 ? why : NULL;
+}
+
+/* Replace g's instances at v's indexes: each is dropped (an orphan delete removes what
+ * may remain of its machine) and a new instance is appended, whose create is staged;
+ * the target size stays. All or nothing. With mu held. */
+static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile_verdict_t *v,
+                                 int64_t now, bool *changed) {
+    size_t n = v->replace_count;
+    instance_t *added = calloc(n, sizeof(*added));
+    exec_job_t **jobs = calloc(2 * n, sizeof(*jobs)); /* creates, then deletes */
+    bool ok = added != NULL && jobs != NULL;
+    for (size_t k = 0; ok && k < n; k++) {
+        const instance_t *old = &g->instances[v->replace[k]];
+        ok = instance_init_new(&added[k], g, g->next_seq + k, now) == 0;
+        if (ok)
+            jobs[k] = exec__job_new(p, EXEC_CREATE, g, added[k].id, strrchr(added[k].id, '/') + 1);
+        if (ok)
+            jobs[n + k] = exec__job_new(p, EXEC_DELETE, g, old->id,
+                                        instance_name_in_group(old->id, g->spec.id));
+        ok = ok && jobs[k] != NULL && jobs[n + k] != NULL && exec__reserve_locked(p, k + 1) == 0;
+    }
+    if (!ok) {
+        log_error("exec: out of memory replacing %zu missing instances of %s: retried at a "
+                  "later list",
+                  n, g->spec.id);
+        for (size_t k = 0; added != NULL && jobs != NULL && k < n; k++) {
+            instance_clear(&added[k]);
+            exec__job_free(jobs[k]);
+            exec__job_free(jobs[n + k]);
+        }
+        free(added);
+        free(jobs);
+        return;
+    }
+    for (size_t k = n; k-- > 0;) { /* descending: the indexes below stay valid */
+        instance_t *old = &g->instances[v->replace[k]];
+        log_warn("exec: instance %s of %s is running but missing from %d lists of the hook: "
+                 "replaced by %s",
+                 old->id, g->spec.id, (int)p->cfg->exec_reconcile_missing_after, added[k].id);
+        metrics_count(METRICS_RECONCILE_REPLACED, g->spec.id, NULL, NULL);
+        instance_clear(old);
+        memmove(old, old + 1, (g->instances_count - v->replace[k] - 1) * sizeof(*old));
+        g->instances_count--;
+        jobs[n + k]->orphan = true;
+        exec__stage_locked(p, jobs[n + k], EXEC_STAGE_ENQUEUE);
+    }
+    for (size_t k = 0; k < n; k++) { /* the count is unchanged: the array has the room */
+        g->instances[g->instances_count++] = added[k];
+        exec__stage_locked(p, jobs[k], EXEC_STAGE_ENQUEUE);
+    }
+    g->next_seq += n;
+    *changed = true;
+    free(added);
+    free(jobs);
+}
+
+/* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines g
+ * does not hold. With mu held. */
+static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hook_listing_t *l,
+                                 const reconcile_verdict_t *v) {
+    bool remove = p->cfg->exec_reconcile_delete_unknown;
+    metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
+    for (size_t i = 0; i < v->unknown_count; i++) {
+        const char *id = v->unknown[i], *state = "";
+        for (size_t k = 0; k < l->count; k++) {
+            if (l->items[k].id == id)
+                state = l->items[k].state;
+        }
+        log_warn("exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
+                 "not know it (a leak)%s",
+                 id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
+                 remove ? ": deleting it"
+                        : "; provider.reconcile_delete_unknown deletes such "
+                          "machines");
+        exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
+        if (j != NULL) {
+            j->orphan = true;
+            exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
+        } else if (remove) {
+            log_error("exec: out of memory: machine %s of %s is not deleted this time", id,
+                      g->spec.id);
+        }
+    }
+}
+
+/* Judge g's finished list j and act on it. A list that failed or cannot be read
+ * changes nothing. With mu held. */
+static void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *rg,
+                                   const exec_job_t *j, int64_t now, bool *changed) {
+    hook_listing_t l = {0};
+    char why[160];
+    const char *reason = NULL;
+    const char *problem = exec__list_problem(j, &l, &reason, why, sizeof(why));
+    if (problem != NULL) {
+        log_warn("exec: list of node group %s ignored (%s): %s", g->spec.id, reason, problem);
+        metrics_count(METRICS_RECONCILE_LIST_FAILURES, g->spec.id, reason, NULL);
+        return;
+    }
+    const reconcile_policy_t policy = {.interval_ms = p->cfg->exec_reconcile_interval_ms,
+                                       .missing_after = p->cfg->exec_reconcile_missing_after};
+    bool judge_unknown =
+        rg->settled && rg->work == rg->work_at && !exec__group_busy_locked(p, g->spec.id);
+    reconcile_verdict_t v;
+    if (reconcile_judge(rg, g, &l, &policy, judge_unknown, &v) != 0) {
+        log_error("exec: out of memory judging the list of node group %s", g->spec.id);
+    } else {
+        log_debug("exec: list of %s: %zu machines, %zu instances to replace, %zu unknown%s",
+                  g->spec.id, l.count, v.replace_count, v.unknown_count,
+                  v.unknown_judged ? "" : " (not judged: machine work in flight)");
+        if (v.unknown_judged)
+            exec__unknown_locked(p, g, &l, &v);
+        if (v.replace_count > 0)
+            exec__replace_locked(p, g, &v, now, changed);
+        reconcile_verdict_clear(&v);
+    }
+    hook_listing_clear(&l);
+}
+
+/* reconcile_prune's test: the group was refreshed this round. */
+static bool exec__reconcile_keep(void *arg, const char *group) {
+    exec_provider_t *p = arg;
+    if (exec__seen_has(p, group))
+        return true;
+    metrics_set(METRICS_RECONCILE_UNKNOWN, 0, group, NULL);
+    return false;
+}
+
 static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *changed,
                         frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
     pthread_mutex_lock(&p->mu);
     exec__seen_add(p, g->spec.id);
-    /* 1. Apply this group's finished jobs. */
-    exec_job_t *prev = NULL;
+    /* 1. Apply this group's finished jobs (its list is judged last). */
+    exec_job_t *prev = NULL, *list = NULL;
+    reconcile_group_t *rg = reconcile_group(&p->reconcile, g->spec.id);
     for (exec_job_t *j = p->results; j != NULL;) {
         exec_job_t *next = j->next;
         if (strcmp(j->group, g->spec.id) != 0) {
@@ -978,11 +1201,20 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
             continue;
         }
         exec__results_unlink(p, prev, j);
+        if (j->verb == EXEC_LIST) {
+            exec__job_free(list);
+            list = j;
+            j = next;
+            continue;
+        }
         strmap_remove(p->busy, j->key);
         exec__apply_locked(p, g, j, now_ms, changed);
         exec__job_free(j);
+        if (rg != NULL)
+            rg->work++;
         j = next;
     }
+
     /* 2. Re-queue the work of instances that have none (restart, failed delete). */
     exec__backoff_allows_locked(p, g->spec.id, NULL, now_ms);
     for (size_t i = 0; i < g->instances_count; i++) {
@@ -997,6 +1229,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
                                       g, in->id, name);
         if (j == NULL || exec__reserve_locked(p, 1) != 0) {
             exec__job_free(j);
+            exec__job_free(list);
             pthread_mutex_unlock(&p->mu);
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory queueing hooks");
         }
@@ -1005,6 +1238,13 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
                  exec__verb_name(j->verb));
         exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
     }
+    /* 3. Judge the group's list (its replacements come with their jobs), then queue the
+     * next one every reconcile_interval. */
+    if (list != NULL && rg != NULL)
+        exec__reconcile_locked(p, g, rg, list, now_ms, changed);
+    exec__job_free(list);
+    if (rg != NULL)
+        exec__list_queue_locked(p, g, rg, now_ms);
     pthread_mutex_unlock(&p->mu);
     return 0;
 }
@@ -1100,8 +1340,10 @@ static void exec_commit_staged(provider_t *base) {
         }
         j = next;
     }
-    if (p->refreshed && !p->seen_oom)
+    if (p->refreshed && !p->seen_oom) {
         exec__sweep_locked(p);
+        reconcile_prune(&p->reconcile, exec__reconcile_keep, p);
+    }
     exec__seen_clear(p);
     pthread_mutex_unlock(&p->mu);
 }
@@ -1153,24 +1395,14 @@ static void exec_release(provider_t *base) {
         p->pending = p->pending_tail = NULL;
         p->results = p->results_tail = NULL;
     }
+    reconcile_clear(&p->reconcile); /* a later leadership starts counting afresh */
     pthread_mutex_unlock(&p->mu);
-}
-
-static bool exec__list_has_group(const exec_job_t *j, const char *group) {
-    for (; j != NULL; j = j->next) {
-        if (j->group != NULL && strcmp(j->group, group) == 0)
-            return true;
-    }
-    return false;
 }
 
 static bool exec_busy(provider_t *base, const group_t *g) {
     exec_provider_t *p = (exec_provider_t *)base;
     pthread_mutex_lock(&p->mu);
-    bool busy = exec__list_has_group(p->pending, g->spec.id) ||
-                exec__list_has_group(p->active, g->spec.id) ||
-                exec__list_has_group(p->results, g->spec.id) ||
-                exec__list_has_group(p->staged, g->spec.id);
+    bool busy = exec__group_busy_locked(p, g->spec.id);
     pthread_mutex_unlock(&p->mu);
     return busy;
 }

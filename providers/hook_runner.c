@@ -31,6 +31,7 @@ static bool hook_runner__drain(int fd, hook_output_t *b) {
         return false;
     size_t room = HOOK_OUTPUT_MAX - b->len;
     size_t take = (size_t)r < room ? (size_t)r : room;
+    b->overflow = b->overflow || take < (size_t)r;
     memcpy(b->data + b->len, tmp, take);
     b->len += take;
     b->data[b->len] = '\0';

@@ -27,6 +27,7 @@
 typedef struct hook_output {
     char data[HOOK_OUTPUT_MAX + 1];
     size_t len;
+    bool overflow; /* the stream wrote more than HOOK_OUTPUT_MAX bytes */
 } hook_output_t;
 
 /* What to run and the rules it runs under. Nothing is copied: all must stay valid

@@ -187,6 +187,9 @@ typedef struct frugal_config {
     int32_t exec_parallelism;  /* exec: hook invocations at once; default 4 */
     kv_list_t exec_params;     /* exec: provider.params, every hook's defaults */
     kv_list_t exec_env_files;  /* exec: variable -> content of its env_from_files file */
+    int64_t exec_reconcile_interval_ms;   /* exec: `HOOK list` period; 0 (default): off */
+    int32_t exec_reconcile_missing_after; /* exec: lists missing a machine to replace it; 2 */
+    bool exec_reconcile_delete_unknown;   /* exec: delete listed machines frugal does not know */
     pricing_config_t pricing;
     machine_type_t *machine_types;
     size_t machine_types_count;

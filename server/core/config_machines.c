@@ -330,6 +330,20 @@ static bool parse_env_files(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     return true;
 }
 
+/* 0 (off), or how often the hook lists each group's machines: at least 1s. */
+static bool parse_reconcile_interval(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                     const char *path, void *field, const key_spec_t *spec) {
+    if (!config__parse_duration_ms(ctx, node, path, field, spec))
+        return false;
+    int64_t ms = *(int64_t *)field;
+    if (ms != 0 && ms < 1000) {
+        config__error(ctx, node, path, "must be 0 (off) or at least 1s, got %s",
+                      node->u.scalar.text);
+        return false;
+    }
+    return true;
+}
+
 static const key_spec_t provider_keys[] = {
     KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
     KEY_RANGE("boot_seconds", config__parse_int64, frugal_config_t, boot_seconds, "0", 0,
@@ -342,12 +356,24 @@ static const key_spec_t provider_keys[] = {
     KEY("params", YAML_TREE_MAPPING, parse_hook_params, frugal_config_t, exec_params, NULL),
     KEY("env_from_files", YAML_TREE_MAPPING, parse_env_files, frugal_config_t, exec_env_files,
         NULL),
+    KEY("reconcile_interval", YAML_TREE_SCALAR, parse_reconcile_interval, frugal_config_t,
+        exec_reconcile_interval_ms, "0"),
+    KEY_RANGE("reconcile_missing_after", config__parse_int32, frugal_config_t,
+              exec_reconcile_missing_after, "2", 1, 1000, false),
+    KEY("reconcile_delete_unknown", YAML_TREE_SCALAR, config__parse_bool, frugal_config_t,
+        exec_reconcile_delete_unknown, "false"),
 };
 
 /* Keys that belong to one kind only: given with the other kind they are errors. */
 static void provider_check_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
-    static const char *const exec_only[] = {"command", "timeout", "parallelism", "params",
-                                            "env_from_files"};
+    static const char *const exec_only[] = {"command",
+                                            "timeout",
+                                            "parallelism",
+                                            "params",
+                                            "env_from_files",
+                                            "reconcile_interval",
+                                            "reconcile_missing_after",
+                                            "reconcile_delete_unknown"};
     char sub[CONFIG_PATH_MAX];
     const frugal_config_t *cfg = ctx->cfg;
     if (node == NULL || node->type != YAML_TREE_MAPPING || cfg->provider_kind == NULL) {

@@ -23,10 +23,16 @@ struct metrics_cell {
     _Atomic uint64_t buckets[METRICS_MAX_BUCKETS + 1]; /* per bucket, the last is +Inf */
 };
 
+typedef enum metrics_kind {
+    METRICS__COUNTER,
+    METRICS__HISTOGRAM,
+    METRICS__GAUGE, /* set, not added to: metrics_set */
+} metrics_kind_t;
+
 typedef struct metrics_family {
     const char *name;
     const char *help;
-    bool histogram;
+    metrics_kind_t kind;
     size_t labels_count;
     const char *labels[METRICS_MAX_LABELS];
     const double *bounds; /* histogram upper bounds, ascending */
@@ -48,7 +54,7 @@ static const double hook_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
     [METRICS_GRPC_HANDLED] = {"grpc_server_handled_total",
                               "RPCs completed on the server, by method and status code.",
-                              false,
+                              METRICS__COUNTER,
                               3,
                               {"grpc_service", "grpc_method", "grpc_code"},
                               NULL,
@@ -56,14 +62,14 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               NULL},
     [METRICS_GRPC_SECONDS] = {"grpc_server_handling_seconds",
                               "Time from receiving an RPC to replying to it.",
-                              true,
+                              METRICS__HISTOGRAM,
                               2,
                               {"grpc_service", "grpc_method"},
                               BOUNDS(rpc_bounds),
                               NULL},
     [METRICS_EXPANDER_DECISIONS] = {"frugal_expander_decisions_total",
                                     "BestOptions answers, by node group of each chosen option.",
-                                    false,
+                                    METRICS__COUNTER,
                                     1,
                                     {"node_group"},
                                     NULL,
@@ -71,7 +77,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL},
     [METRICS_EXPANDER_UNSCORED] = {"frugal_expander_options_unscored_total",
                                    "BestOptions options that could not be scored, by reason.",
-                                   false,
+                                   METRICS__COUNTER,
                                    1,
                                    {"reason"},
                                    NULL,
@@ -79,7 +85,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                    NULL},
     [METRICS_LIMIT_REFUSALS] = {"frugal_resource_limit_refusals_total",
                                 "Size changes refused by an autoprovisioning resource limit.",
-                                false,
+                                METRICS__COUNTER,
                                 1,
                                 {"resource"},
                                 NULL,
@@ -87,14 +93,14 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                 NULL},
     [METRICS_STATE_WRITE_SECONDS] = {"frugal_state_write_seconds",
                                      "Time to write and sync the state file.",
-                                     true,
+                                     METRICS__HISTOGRAM,
                                      0,
                                      {NULL},
                                      BOUNDS(write_bounds),
                                      NULL},
     [METRICS_HOOK_RUNS] = {"frugal_hook_runs_total",
                            "Exec provider hook runs, by verb and result.",
-                           false,
+                           METRICS__COUNTER,
                            2,
                            {"verb", "result"},
                            NULL,
@@ -102,7 +108,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                            NULL},
     [METRICS_ETCD_SECONDS] = {"frugal_etcd_request_seconds",
                               "etcd requests of the etcd state backend, by method and outcome.",
-                              true,
+                              METRICS__HISTOGRAM,
                               2,
                               {"method", "outcome"},
                               BOUNDS(rpc_bounds),
@@ -110,7 +116,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
     [METRICS_ETCD_TXN_REFUSED] = {"frugal_etcd_txn_refused_total",
                                   "etcd transactions whose compares failed: another replica "
                                   "wrote first (conflict), or this one lost its lease (fenced).",
-                                  false,
+                                  METRICS__COUNTER,
                                   1,
                                   {"reason"},
                                   NULL,
@@ -118,7 +124,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                   NULL},
     [METRICS_STATE_WRITE_FAILURES] = {"frugal_state_write_failures_total",
                                       "State commits the backend could not make durable.",
-                                      false,
+                                      METRICS__COUNTER,
                                       0,
                                       {NULL},
                                       NULL,
@@ -129,7 +135,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                "fair share of the calls in flight (connection_share, "
                                "RESOURCE_EXHAUSTED), the server its cap (total), or no message "
                                "came within limits.receive_timeout (DEADLINE_EXCEEDED).",
-                               false,
+                               METRICS__COUNTER,
                                1,
                                {"reason"},
                                NULL,
@@ -139,7 +145,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     "Connections closed for holding more calls in flight than "
                                     "limits.max_concurrent_streams lets them open (streams "
                                     "reset faster than they are served).",
-                                    false,
+                                    METRICS__COUNTER,
                                     0,
                                     {NULL},
                                     NULL,
@@ -147,11 +153,38 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
-                              true,
+                              METRICS__HISTOGRAM,
                               1,
                               {"verb"},
                               BOUNDS(hook_bounds),
                               NULL},
+    [METRICS_RECONCILE_REPLACED] = {"frugal_reconcile_replaced_total",
+                                    "Running instances the exec hook's list no longer showed, "
+                                    "replaced by new ones.",
+                                    METRICS__COUNTER,
+                                    1,
+                                    {"node_group"},
+                                    NULL,
+                                    0,
+                                    NULL},
+    [METRICS_RECONCILE_LIST_FAILURES] = {"frugal_reconcile_list_failures_total",
+                                         "Exec hook lists ignored, by reason: failed, timeout, "
+                                         "malformed, truncated.",
+                                         METRICS__COUNTER,
+                                         2,
+                                         {"node_group", "reason"},
+                                         NULL,
+                                         0,
+                                         NULL},
+    [METRICS_RECONCILE_UNKNOWN] = {"frugal_reconcile_unknown_machines",
+                                   "Machines the exec hook's last judged list showed that frugal "
+                                   "does not know (leaks).",
+                                   METRICS__GAUGE,
+                                   1,
+                                   {"node_group"},
+                                   NULL,
+                                   0,
+                                   NULL},
 };
 
 static _Atomic int64_t config_reload_ms;
@@ -261,6 +294,12 @@ void metrics_cell_observe(metrics_cell_t *cell, double seconds) {
 
 uint64_t metrics_cell_value(const metrics_cell_t *cell) {
     return cell ? atomic_load_explicit(&cell->count, memory_order_relaxed) : 0;
+}
+
+void metrics_set(metrics_id_t id, uint64_t value, const char *v1, const char *v2) {
+    metrics_cell_t *cell = metrics_cell(id, v1, v2, NULL);
+    if (cell != NULL)
+        atomic_store_explicit(&cell->count, value, memory_order_relaxed);
 }
 
 void metrics_count(metrics_id_t id, const char *v1, const char *v2, const char *v3) {
@@ -450,16 +489,20 @@ void metrics_write(metrics_buf_t *b) {
     }
     for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
         const metrics_family_t *f = &families[i];
-        metrics_buf_family(b, f->name, f->help, f->histogram ? "histogram" : "counter");
+        static const char *const types[] = {[METRICS__COUNTER] = "counter",
+                                            [METRICS__HISTOGRAM] = "histogram",
+                                            [METRICS__GAUGE] = "gauge"};
+        bool histogram = f->kind == METRICS__HISTOGRAM;
+        metrics_buf_family(b, f->name, f->help, types[f->kind]);
         /* a counter without labels has one series, shown from 0 */
-        if (!f->histogram && f->labels_count == 0 &&
+        if (f->kind == METRICS__COUNTER && f->labels_count == 0 &&
             atomic_load_explicit(&f->head, memory_order_acquire) == NULL)
             metrics_buf_sample(b, f->name, NULL, NULL, 0, 0);
         for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
              c != NULL; c = c->next) {
-            if (f->histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
+            if (histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
                 continue; /* a method never called has no latency to show */
-            if (f->histogram)
+            if (histogram)
                 metrics__histogram(b, f, c);
             else
                 metrics_buf_sample(b, f->name, f->labels, c->values, f->labels_count,

@@ -31,6 +31,9 @@ typedef enum metrics_id {
     METRICS_STATE_WRITE_FAILURES, /* counter, no labels */
     METRICS_CALLS_REFUSED,        /* counter {reason}: connection_share | total | receive_timeout */
     METRICS_CONNECTIONS_CLOSED,   /* counter, no labels */
+    METRICS_RECONCILE_REPLACED,   /* counter {node_group} */
+    METRICS_RECONCILE_LIST_FAILURES, /* counter {node_group, reason} */
+    METRICS_RECONCILE_UNKNOWN,       /* gauge {node_group}: set with metrics_set */
     METRICS_FAMILIES_COUNT
 } metrics_id_t;
 
@@ -49,6 +52,9 @@ void metrics_cell_observe(metrics_cell_t *cell, double seconds);
 /* Look up and record in one call, for paths that are not hot. */
 void metrics_count(metrics_id_t id, const char *v1, const char *v2, const char *v3);
 void metrics_observe(metrics_id_t id, double seconds, const char *v1, const char *v2);
+
+/* Set a gauge family's cell to value. */
+void metrics_set(metrics_id_t id, uint64_t value, const char *v1, const char *v2);
 
 /* A counter cell's value, or a histogram cell's observation count (tests, logs). */
 uint64_t metrics_cell_value(const metrics_cell_t *cell);

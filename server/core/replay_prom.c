@@ -344,8 +344,14 @@ int replay_prom_has_metric(const char *text, size_t len, const char *metric, boo
         data = yaml_tree_mapping_get(root, "data");
     }
     int rc = 0;
-    if (status == NULL || status->type != YAML_TREE_SCALAR || data == NULL ||
-        data->type != YAML_TREE_SEQUENCE)
+    const yaml_tree_node_t *e = root != NULL && root->type == YAML_TREE_MAPPING
+                                    ? yaml_tree_mapping_get(root, "error")
+                                    : NULL;
+    if (status != NULL && status->type == YAML_TREE_SCALAR &&
+        strcmp(status->u.scalar.text, "error") == 0 && e != NULL && e->type == YAML_TREE_SCALAR)
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "Prometheus answered error: %s", e->u.scalar.text);
+    else if (status == NULL || status->type != YAML_TREE_SCALAR || data == NULL ||
+             data->type != YAML_TREE_SEQUENCE)
         rc = frugal_err_set(err, FRUGAL_EINVAL,
                             "not a Prometheus answer: expected {\"status\", \"data\": [...]}");
     for (size_t i = 0; rc == 0 && i < data->u.sequence.count && !*has; i++) {

@@ -4,7 +4,8 @@
 # leader dies in the middle of a hook, its hook process (and what the hook started)
 # dies with it and the new leader runs it again, never beside the old run; when the
 # leader is paused (SIGSTOP) past its lease, its hook is killed before the lease ends,
-# so the new leader's rerun never overlaps it either.
+# so the new leader's rerun never overlaps it either. Reconciliation's lists run on the
+# leader only.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
@@ -19,6 +20,11 @@ cat >"$HOOK" <<HOOK_EOF
 $(declare -f alive)
 delay=\$(cat $TMP/delay 2>/dev/null)
 frugal=\$(ps -o ppid= -p \$PPID | tr -d ' ')
+if [ "\$1" = list ]; then
+    echo "list \$2 \$frugal" >> $TMP/lists
+    cat $TMP/machines 2>/dev/null
+    exit 0
+fi
 echo \$\$ > $TMP/pid.\$3
 echo "start \$1 \$3 \$frugal" >> $TMP/calls
 lock=$TMP/lock.\$3
@@ -34,7 +40,10 @@ if [ -n "\$delay" ]; then
 fi
 echo "end \$1 \$3 \$frugal" >> $TMP/calls
 rm -rf "\$lock"
-[ "\$1" = create ] && echo "real:///\$3"
+if [ "\$1" = create ]; then
+    echo "real:///\$3" >> $TMP/machines
+    echo "real:///\$3"
+fi
 exit 0
 HOOK_EOF
 chmod +x "$HOOK"
@@ -42,7 +51,7 @@ chmod +x "$HOOK"
 etcd_start 1
 hook_config() { # FILE PORT
     replica_config "$1" "$2" /frugal/hooks/
-    sed -i "s|^provider:.*|provider: {kind: exec, command: $HOOK, timeout: 20s}|" "$1"
+    sed -i "s|^provider:.*|provider: {kind: exec, command: $HOOK, timeout: 20s, reconcile_interval: 1s}|" "$1"
 }
 P1=$(free_port)
 P2=$(free_port)
@@ -81,6 +90,9 @@ assert_eq 2 "$(grep -c '^start create' "$TMP/calls")" "two create hooks"
 assert_eq 0 "$(grep '^start create' "$TMP/calls" | grep -vc " $LEAD\$")" "all run by the leader"
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
 assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
+for _ in $(seq 1 30); do [ "$(grep -c '^list web-a' "$TMP/lists" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+assert_match "^list web-a $LEAD$" "$(cat "$TMP/lists")" "the leader lists its groups"
+assert_eq 0 "$(grep -vc " $LEAD\$" "$TMP/lists")" "no list on the follower"
 
 log "the leader dies during a hook: the hook dies too, the new leader runs it again"
 slow_create web-a-3 "$LEAD" 6
@@ -93,6 +105,8 @@ gone "$CHILD_PID" 10 "the process the hook started"
 for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
+for _ in $(seq 1 30); do grep -q "^list web-a $FPID$" "$TMP/lists" && break; sleep 0.1; done
+assert_match "^list web-a $FPID$" "$(cat "$TMP/lists")" "the new leader lists"
 for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
 assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"

@@ -229,6 +229,28 @@ static void test_env_files_refused(void **state) {
     unlink(nul);
 }
 
+static void test_reconcile_keys(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok(EXEC_HEAD);
+    assert_int_equal(cfg->exec_reconcile_interval_ms, 0);
+    assert_int_equal(cfg->exec_reconcile_missing_after, 2);
+    assert_false(cfg->exec_reconcile_delete_unknown);
+    config_free(cfg);
+    cfg = load_ok(EXEC_HEAD "  reconcile_interval: 30s\n  reconcile_missing_after: 3\n"
+                            "  reconcile_delete_unknown: true\n");
+    assert_int_equal(cfg->exec_reconcile_interval_ms, 30000);
+    assert_int_equal(cfg->exec_reconcile_missing_after, 3);
+    assert_true(cfg->exec_reconcile_delete_unknown);
+    config_free(cfg);
+    expect_error(EXEC_HEAD "  reconcile_interval: 500ms\n",
+                 "t.yaml:4:23: provider.reconcile_interval: must be 0 (off) or at least 1s, got "
+                 "500ms");
+    expect_error(EXEC_HEAD "  reconcile_missing_after: 0\n",
+                 "t.yaml:4:28: provider.reconcile_missing_after: must be at least 1, got 0");
+    expect_error("provider:\n  reconcile_interval: 1m\n",
+                 "t.yaml:2:3: provider.reconcile_interval: only valid with provider kind exec");
+}
+
 /* The simulated provider on a listener other machines reach is worth a warning. */
 static void test_simulated_exposed(void **state) {
     (void)state;
@@ -251,6 +273,7 @@ int main(void) {
         cmocka_unit_test(test_value_rules),       cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_params_loaded),     cmocka_unit_test(test_params_refused),
         cmocka_unit_test(test_env_files_refused), cmocka_unit_test(test_simulated_exposed),
+        cmocka_unit_test(test_reconcile_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

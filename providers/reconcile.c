@@ -1,0 +1,116 @@
+#include "reconcile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+reconcile_group_t *reconcile_group(reconcile_t *r, const char *group) {
+    for (reconcile_group_t *rg = r->groups; rg != NULL; rg = rg->next) {
+        if (strcmp(rg->group, group) == 0)
+            return rg;
+    }
+    reconcile_group_t *rg = calloc(1, sizeof(*rg));
+    if (rg == NULL || (rg->group = strdup(group)) == NULL) {
+        free(rg);
+        return NULL;
+    }
+    rg->next = r->groups;
+    r->groups = rg;
+    return rg;
+}
+
+static void reconcile__misses_free(reconcile_miss_t *m, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(m[i].id);
+    free(m);
+}
+
+static void reconcile__group_free(reconcile_group_t *rg) {
+    reconcile__misses_free(rg->misses, rg->misses_count);
+    free(rg->group);
+    free(rg);
+}
+
+void reconcile_prune(reconcile_t *r, bool (*keep)(void *arg, const char *group), void *arg) {
+    for (reconcile_group_t **at = &r->groups; *at != NULL;) {
+        reconcile_group_t *rg = *at;
+        if (keep(arg, rg->group)) {
+            at = &rg->next;
+            continue;
+        }
+        *at = rg->next;
+        reconcile__group_free(rg);
+    }
+}
+
+void reconcile_clear(reconcile_t *r) {
+    while (r->groups != NULL) {
+        reconcile_group_t *rg = r->groups;
+        r->groups = rg->next;
+        reconcile__group_free(rg);
+    }
+}
+
+static int32_t reconcile__missed(const reconcile_group_t *rg, const char *id) {
+    for (size_t i = 0; i < rg->misses_count; i++) {
+        if (strcmp(rg->misses[i].id, id) == 0)
+            return rg->misses[i].count;
+    }
+    return 0;
+}
+
+static bool reconcile__held(const group_t *g, const char *id) {
+    for (size_t i = 0; i < g->instances_count; i++) {
+        if (strcmp(g->instances[i].id, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+void reconcile_verdict_clear(reconcile_verdict_t *v) {
+    free(v->replace);
+    free(v->unknown);
+    memset(v, 0, sizeof(*v));
+}
+
+int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
+                    const reconcile_policy_t *policy, bool judge_unknown,
+                    reconcile_verdict_t *out) {
+    memset(out, 0, sizeof(*out));
+    size_t n = g->instances_count;
+    reconcile_miss_t *misses = calloc(n > 0 ? n : 1, sizeof(*misses));
+    size_t kept = 0;
+    out->replace = calloc(n > 0 ? n : 1, sizeof(*out->replace));
+    out->unknown = calloc(l->count > 0 ? l->count : 1, sizeof(*out->unknown));
+    if (misses == NULL || out->replace == NULL || out->unknown == NULL)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const instance_t *in = &g->instances[i];
+        /* Creating, deleting, or created within the last interval: not judged. */
+        if (in->state != INSTANCE_RUNNING ||
+            in->state_since_ms > rg->listed_ms - policy->interval_ms || hook_listing_has(l, in->id))
+            continue;
+        int32_t count = reconcile__missed(rg, in->id) + 1;
+        if (count >= policy->missing_after) {
+            out->replace[out->replace_count++] = i;
+            continue;
+        }
+        if ((misses[kept].id = strdup(in->id)) == NULL)
+            goto oom;
+        misses[kept++].count = count;
+    }
+    out->unknown_judged = judge_unknown;
+    for (size_t i = 0; judge_unknown && i < l->count; i++) {
+        if (!reconcile__held(g, l->items[i].id))
+            out->unknown[out->unknown_count++] = l->items[i].id;
+    }
+    reconcile__misses_free(rg->misses, rg->misses_count);
+    rg->misses = misses;
+    rg->misses_count = kept;
+    return 0;
+oom:
+    reconcile__misses_free(misses, kept);
+    reconcile_verdict_clear(out);
+    return FRUGAL_ENOMEM;
+}

@@ -1,0 +1,77 @@
+/* Reconciliation of the exec provider's groups with what the infrastructure lists
+ * (docs/hooks.md, "Reconciliation"): the judgement of one `HOOK list GROUP` against the
+ * group frugal holds, and what frugal remembers of a group between two lists. No I/O and
+ * no locks: the exec provider runs the hooks, calls these under its own lock and acts on
+ * the verdict. */
+#ifndef FRUGAL_RECONCILE_H
+#define FRUGAL_RECONCILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "group.h"
+#include "hook_output.h"
+
+/* A running instance some lists in a row did not show. */
+typedef struct reconcile_miss {
+    char *id;
+    int32_t count;
+} reconcile_miss_t;
+
+/* What frugal remembers of one group between its lists. */
+typedef struct reconcile_group {
+    struct reconcile_group *next;
+    char *group;
+    int64_t next_list_ms; /* no list is queued before (the clock of the refresh) */
+    int64_t listed_ms;    /* when the list in flight was queued */
+    /* Unknown machines are judged only when no machine work of the group ran from the
+     * list's queueing to its judgement: a machine being made or removed then is neither
+     * known nor a leak. */
+    bool settled;     /* no machine work queued or running when the list was queued */
+    uint64_t work;    /* machine work results applied to the group so far */
+    uint64_t work_at; /* work when the list in flight was queued */
+    reconcile_miss_t *misses;
+    size_t misses_count;
+} reconcile_group_t;
+
+/* Every group's record. */
+typedef struct reconcile {
+    reconcile_group_t *groups;
+} reconcile_t;
+
+/* group's record, created (next list: at once) on first use; NULL when out of memory. */
+reconcile_group_t *reconcile_group(reconcile_t *r, const char *group);
+
+/* Forget the groups keep(arg, id) refuses. */
+void reconcile_prune(reconcile_t *r, bool (*keep)(void *arg, const char *group), void *arg);
+
+/* Forget everything (this replica no longer owns the machine work). */
+void reconcile_clear(reconcile_t *r);
+
+/* How a list is judged. */
+typedef struct reconcile_policy {
+    int64_t interval_ms;   /* an instance running for less than this is never missing */
+    int32_t missing_after; /* consecutive lists without a running instance to replace it */
+} reconcile_policy_t;
+
+typedef struct reconcile_verdict {
+    size_t *replace; /* indexes into g->instances, ascending */
+    size_t replace_count;
+    const char **unknown; /* listed ids g does not hold (borrowed from the listing) */
+    size_t unknown_count;
+    bool unknown_judged; /* false: the round could not tell (machine work in flight) */
+} reconcile_verdict_t;
+
+/* Judge listing l, queued at rg->listed_ms, against g: a running instance that was
+ * running already an interval before the list and is not listed misses once more, and
+ * is to be replaced at missing_after misses (its count then starts over); any other
+ * instance's count is dropped. With judge_unknown, the listed ids no instance of g has
+ * are unknown. Updates rg's misses. 0, or FRUGAL_ENOMEM with rg unchanged and *out
+ * empty. */
+int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
+                    const reconcile_policy_t *policy, bool judge_unknown, reconcile_verdict_t *out);
+
+void reconcile_verdict_clear(reconcile_verdict_t *v);
+
+#endif

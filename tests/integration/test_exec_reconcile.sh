@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Reconciliation through the real server: with provider.reconcile_interval the hook's
+# `list` is run every interval; a running machine that disappeared behind frugal's back is
+# replaced after reconcile_missing_after lists (target size kept, its remains deleted); a
+# list that fails or prints a malformed line changes nothing and is counted; a listed
+# machine frugal does not know is reported (warning, gauge) and, once a reload turns on
+# reconcile_delete_unknown, deleted through the delete hook.
+source "$(dirname "$0")/lib.sh"
+
+PORT=$(free_port)
+OPS_PORT=$(free_port)
+ADDR="127.0.0.1:$PORT"
+HOOK="$TMP/hook"
+CFG="$TMP/frugal.yaml"
+M="$TMP/machines" # one file per machine: the "infrastructure"
+mkdir -p "$M"
+
+cat >"$HOOK" <<HOOK_EOF
+#!/bin/bash
+D=$TMP
+M=$M
+case \$1 in
+create)
+    touch "\$M/\$3"
+    echo "test://\$3"
+    ;;
+delete)
+    rm -f "\$M/\${3#test://}"
+    echo "\$3" >> \$D/deleted
+    ;;
+list)
+    echo "\$2" >> \$D/lists
+    [ -f \$D/list-fail ] && { echo "cannot reach the API" >&2; exit 1; }
+    [ -f \$D/list-bad ] && echo "test://x running but odd"
+    for f in \$(ls "\$M"); do echo "test://\$f running"; done
+    ;;
+esac
+exit 0
+HOOK_EOF
+chmod +x "$HOOK"
+
+# write_config DELETE_UNKNOWN
+write_config() {
+    cat >"$CFG" <<CONFIG_EOF
+listen:
+  - address: 127.0.0.1:$PORT
+ops_listen: 127.0.0.1:$OPS_PORT
+provider:
+  kind: exec
+  command: $HOOK
+  timeout: 20s
+  reconcile_interval: 1s
+  reconcile_missing_after: 2
+  reconcile_delete_unknown: $1
+node_groups:
+  - id: pool-a
+    machine_type: n1-standard-2
+    min_size: 0
+    max_size: 5
+CONFIG_EOF
+}
+
+# metric LINE_REGEX: the value of the first /metrics sample matching it ("" when none).
+metric() {
+    curl -s --max-time 5 "http://127.0.0.1:$OPS_PORT/metrics" | grep -E "^$1 " | head -1 |
+        awk '{ print $2 }'
+}
+
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+wait_for() {
+    local limit=$(($1 * 5)) i
+    shift
+    for i in $(seq 1 "$limit"); do
+        "$@" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+nodes_match() {
+    run ctl nodes pool-a
+    echo "$OUT" | grep -Eq -- "$1"
+}
+
+write_config false
+assert_ok "check accepts the reconcile keys" "$FRUGAL" check -c "$CFG"
+start_server "$CFG"
+
+log "lists run every interval"
+assert_ok "increase pool-a" ctl increase pool-a 2
+wait_for 10 nodes_match "^test://pool-a-2 +running" || fail "pool-a-2 never ran"
+wait_for 10 nodes_match "^test://pool-a-1 +running" || fail "pool-a-1 never ran"
+wait_for 5 test -s "$TMP/lists" || fail "no list ran"
+assert_match "^pool-a$" "$(cat "$TMP/lists")" "HOOK list GROUP"
+sleep 1.5 # the instances have been running for an interval: they may now be judged
+
+log "a machine removed behind frugal's back is replaced"
+rm "$M/pool-a-1"
+wait_for 15 nodes_match "^test://pool-a-3 +running" || fail "no replacement ran"
+assert_no_match "pool-a-1" "$OUT" "the missing instance is dropped"
+assert_match "^test://pool-a-2 +running" "$OUT" "the other instance stays"
+assert_eq 2 "$(target_size pool-a)" "the target size is kept"
+assert_match "instance test://pool-a-1 of pool-a is running but missing from 2 lists of the hook: replaced by frugal://pool-a/pool-a-3" \
+    "$(cat "$SERVER_LOG")" "the replacement is logged"
+wait_for 5 grep -q "^test://pool-a-1$" "$TMP/deleted" || fail "the remains were not deleted"
+assert_eq 1 "$(metric 'frugal_reconcile_replaced_total\{node_group="pool-a"\}')" \
+    "frugal_reconcile_replaced_total"
+sleep 1.5
+
+log "a malformed list changes nothing"
+touch "$TMP/list-bad"
+rm "$M/pool-a-2"
+wait_for 10 grep -q "list of node group pool-a ignored (malformed): line 1: more than PROVIDER_ID \[STATE\]" \
+    "$SERVER_LOG" || fail "the malformed list was not reported"
+sleep 2.5
+run ctl nodes pool-a
+assert_match "^test://pool-a-2 +running" "$OUT" "pool-a-2 is kept while lists are malformed"
+MALFORMED=$(metric 'frugal_reconcile_list_failures_total\{node_group="pool-a",reason="malformed"\}')
+[ "${MALFORMED:-0}" -ge 2 ] && pass || fail "malformed lists counted: [$MALFORMED]"
+
+log "a failing list changes nothing"
+rm "$TMP/list-bad"
+touch "$TMP/list-fail"
+wait_for 10 grep -q "list of node group pool-a ignored (failed): hook list exited with status 1: cannot reach the API" \
+    "$SERVER_LOG" || fail "the failed list was not reported"
+sleep 2.5
+run ctl nodes pool-a
+assert_match "^test://pool-a-2 +running" "$OUT" "pool-a-2 is kept while lists fail"
+FAILED=$(metric 'frugal_reconcile_list_failures_total\{node_group="pool-a",reason="failed"\}')
+[ "${FAILED:-0}" -ge 2 ] && pass || fail "failed lists counted: [$FAILED]"
+rm "$TMP/list-fail"
+wait_for 15 nodes_match "^test://pool-a-4 +running" || fail "pool-a-2 not replaced once lists work"
+assert_no_match "pool-a-2" "$OUT" "pool-a-2 replaced once lists work again"
+sleep 1.5
+
+log "a machine frugal does not know is reported, then deleted once the reload allows it"
+touch "$M/stray"
+wait_for 10 grep -q "machine test://stray (running) is listed by the hook for node group pool-a but frugal does not know it" \
+    "$SERVER_LOG" || fail "the leak was not reported"
+assert_eq 1 "$(metric 'frugal_reconcile_unknown_machines\{node_group="pool-a"\}')" \
+    "frugal_reconcile_unknown_machines"
+sleep 1.5
+assert_eq yes "$([ -f "$M/stray" ] && echo yes)" "not deleted without reconcile_delete_unknown"
+write_config true
+kill -HUP "$SERVER_PID"
+wait_for 10 grep -q "^test://stray$" "$TMP/deleted" 2>/dev/null || fail "the leak was not deleted"
+assert_eq no "$([ -f "$M/stray" ] && echo yes || echo no)" "the stray machine is gone"
+no_unknown() { [ "$(metric 'frugal_reconcile_unknown_machines\{node_group="pool-a"\}')" = 0 ]; }
+wait_for 10 no_unknown || fail "the gauge did not return to 0"
+run ctl nodes pool-a
+assert_match "^test://pool-a-3 +running" "$OUT" "the known instances stay"
+assert_match "^test://pool-a-4 +running" "$OUT" "the known instances stay"
+stop_server
+
+finish
