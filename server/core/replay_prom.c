@@ -184,7 +184,8 @@ static int prom__add_request(prom__pod_t *p, const yaml_tree_node_t *metric, boo
                              double value) {
     const char *container = prom__label(metric, "container");
     int res = prom__resource(prom__label(metric, "resource"));
-    if (res < 0)
+    /* Far beyond any node (10^6 cores or GPUs, 10^15 bytes): not a request to replay. */
+    if (res < 0 || !isfinite(value) || value < 0 || value > (res == 1 ? 1e15 : 1e6))
         return 0;
     for (size_t i = 0; i < p->reqs_count; i++) {
         prom__request_t *r = &p->reqs[i];
