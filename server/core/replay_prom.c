@@ -184,7 +184,8 @@ static int prom__add_request(prom__pod_t *p, const yaml_tree_node_t *metric, boo
                              double value) {
     const char *container = prom__label(metric, "container");
     int res = prom__resource(prom__label(metric, "resource"));
-    if (res < 0)
+    /* Far beyond any node (10^6 cores or GPUs, 10^15 bytes): not a request to replay. */
+    if (res < 0 || !isfinite(value) || value < 0 || value > (res == 1 ? 1e15 : 1e6))
         return 0;
     for (size_t i = 0; i < p->reqs_count; i++) {
         prom__request_t *r = &p->reqs[i];
@@ -344,8 +345,14 @@ int replay_prom_has_metric(const char *text, size_t len, const char *metric, boo
         data = yaml_tree_mapping_get(root, "data");
     }
     int rc = 0;
-    if (status == NULL || status->type != YAML_TREE_SCALAR || data == NULL ||
-        data->type != YAML_TREE_SEQUENCE)
+    const yaml_tree_node_t *e = root != NULL && root->type == YAML_TREE_MAPPING
+                                    ? yaml_tree_mapping_get(root, "error")
+                                    : NULL;
+    if (status != NULL && status->type == YAML_TREE_SCALAR &&
+        strcmp(status->u.scalar.text, "error") == 0 && e != NULL && e->type == YAML_TREE_SCALAR)
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "Prometheus answered error: %s", e->u.scalar.text);
+    else if (status == NULL || status->type != YAML_TREE_SCALAR || data == NULL ||
+             data->type != YAML_TREE_SEQUENCE)
         rc = frugal_err_set(err, FRUGAL_EINVAL,
                             "not a Prometheus answer: expected {\"status\", \"data\": [...]}");
     for (size_t i = 0; rc == 0 && i < data->u.sequence.count && !*has; i++) {

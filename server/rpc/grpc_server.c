@@ -466,14 +466,18 @@ static void call_refused_for_share(call_state_t *cs, const char *peer, const cha
 }
 
 /* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection;
- * holding more than twice as many calls, it resets streams faster than they are served
- * (rapid reset). gRPC 1.51 reads such a connection in one task that lasts as long as the
- * flood, and other connections' work queues behind it: the connection is closed (at most
- * once a second per connection) so that the others get through. */
-static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use) {
+ * holding more than twice as many calls, or more than that many and its whole share, it
+ * resets streams faster than they are served (rapid reset; the margin is for calls whose
+ * stream ended but which a worker has not freed yet). gRPC 1.51 reads such a connection
+ * in one task that lasts as long as the flood, and other connections' work queues behind
+ * it: the connection is closed (at most once a second per connection) so that the others
+ * get through. within_share: the call was admitted. */
+static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use,
+                               bool within_share) {
     frugal_server_t *s = cs->worker->server;
     int64_t now_s = clock_mono_ms() / 1000;
-    if (use->held <= 2 * s->max_streams || !conn_share_should_close(s->shares, peer, now_s) ||
+    long over = within_share ? 2 * s->max_streams : s->max_streams;
+    if (use->held <= over || !conn_share_should_close(s->shares, peer, now_s) ||
         peer_socket_shutdown(peer) == 0)
         return;
     conn_share_mark_closed(s->shares, use->slot);
@@ -482,8 +486,8 @@ static void call_close_flooder(call_state_t *cs, const char *peer, const conn_sh
         return;
     char cn_buf[256];
     const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
-    log_warn("closed the connection of %s%s%s: it held %ld calls in flight, more than twice "
-             "the %ld streams limits.max_concurrent_streams lets it open: it resets streams "
+    log_warn("closed the connection of %s%s%s: it held %ld calls in flight, more than the "
+             "%ld streams limits.max_concurrent_streams lets it open: it resets streams "
              "faster than they are served; further closes of this address are not logged for "
              "a minute (frugal_connections_closed_total)",
              peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", use->held,
@@ -506,7 +510,7 @@ static bool call_admit(call_state_t *cs) {
     conn_share_use_t use;
     bool admitted = false;
     bool within_share = conn_share_acquire(s->shares, peer, &cs->share_slot, &use);
-    call_close_flooder(cs, peer, &use);
+    call_close_flooder(cs, peer, &use, within_share);
     if (!within_share) {
         snprintf(msg, sizeof(msg),
                  "connection busy: %ld calls in flight, its fair share (limits."

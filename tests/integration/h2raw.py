@@ -110,8 +110,8 @@ class Conn:
             self.cond.notify_all()
 
     def _read(self):
-        self.sock.settimeout(None)
         try:
+            self.sock.settimeout(None)
             while True:
                 head = self._recv_exact(9)
                 n = (head[0] << 16) | (head[1] << 8) | head[2]

@@ -183,6 +183,8 @@ assert_match "instance-id: [0-9a-f-]{36} local-hostname: pool-a-1" "$(tr -d '\r'
     "meta-data names the domain"
 assert_match "root disk vda: 131072 sectors" "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" "the overlay is the root disk"
 ID1=$(id_of pool-a-1)
+assert_match "<memory unit='KiB'>131072</memory>" "$(lv dumpxml pool-a-1)" "memory of the machine type"
+assert_match "<vcpu[^>]*>1</vcpu>" "$(lv dumpxml pool-a-1)" "vcpus of the machine type"
 assert_match "backing file: $POOL_DIR/base.qcow2" "$(qemu-img info -U "$POOL_DIR/pool-a-1-${ID1##*/}.qcow2")" \
     "the root disk is an overlay of the base image"
 log "timing: create to running $(elapsed "$t0" "$t_running") s, running to console line $(elapsed "$t_running" "$t_console") s ($DTYPE)"

@@ -125,67 +125,67 @@ assert_match "max_theoretical_groups 3" "$ERR" "names the limit"
 
 # Under a sanitizer (scripts/test.sh --sanitize / --tsan) memory and speed are the
 # sanitizer's: its shadow memory and quarantine make RSS meaningless against the budget,
-# and a slowed server cannot keep the flood's pace. There the flood is shorter and only
-# its fairness is checked (who gets RESOURCE_EXHAUSTED), the three-connection flood is
-# skipped and the receive timeout is checked on fewer calls, without the RSS figures.
+# and a slowed server cannot keep the flood's pace: under ASan a 4 s flood never made
+# the server hold one connection's share (gRPC dropped the reset streams before frugal
+# saw them), so who gets RESOURCE_EXHAUSTED cannot be checked there either. There the
+# floods are skipped (the accounting's races are checked by unit/rpc/test_conn_share
+# under the sanitizers) and the receive timeout is checked on fewer calls, without the
+# RSS figures.
 SANITIZED=0
 [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && SANITIZED=1
 HEADERS_ONLY=2000
 FLOOD_S=10
-if [ $SANITIZED = 1 ]; then
-    HEADERS_ONLY=200
-    FLOOD_S=4
-fi
-
-# A flood on one connection beside a healthy client on its own, which plays
-# cluster-autoscaler (NodeGroupForNode; the flood opens Health/Check calls, so the two
-# are told apart in grpc_server_handled_total): the flooding connection is held to its
-# fair share of the calls in flight and gets RESOURCE_EXHAUSTED past it, the healthy
-# one never does.
-log "HEADERS + RST_STREAM flood for $FLOOD_S s on one connection, a healthy client on another"
-BASE_KB=$(rss_kb)
-$H2 healthy "$ADDR" $((FLOOD_S + 1)) ngfn >"$TMP/healthy.txt" 2>&1 &
-HEALTHY=$!
-( for _ in $(seq 1 $((FLOOD_S * 10 + 20))); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
-SAMPLER=$!
-sleep 0.5
-run $H2 flood "$ADDR" $FLOOD_S
-echo "    flood: ${OUT% ports=*} (RSS before ${BASE_KB} KiB)" >&2
-FLOOD_PORTS=$(echo "$OUT" | sed -n 's/.*ports=\([0-9,]*\).*/\1/p')
-wait "$HEALTHY"
-wait "$SAMPLER"
-PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
-HEALTHY_OUT=$(cat "$TMP/healthy.txt")
-HEALTHY_PORT=$(echo "$HEALTHY_OUT" | sed -n 's/.*port=\([0-9]*\).*/\1/p')
-echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
-CP=clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
-share=$(metric 'frugal_calls_refused_total{reason="connection_share"}')
-total=$(metric 'frugal_calls_refused_total{reason="total"}')
-healthy_refused=$(metric "grpc_server_handled_total{grpc_service=\"$CP\",grpc_method=\"NodeGroupForNode\",grpc_code=\"RESOURCE_EXHAUSTED\"}")
-flood_refused=$(metric 'grpc_server_handled_total{grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="RESOURCE_EXHAUSTED"}')
-echo "    refused: connection_share $share, total $total; healthy client $healthy_refused, flood $flood_refused" >&2
-assert_eq 0 "$healthy_refused" "the healthy client got no RESOURCE_EXHAUSTED"
-[ "$share" -gt 0 ] && [ "$flood_refused" -ge "$share" ] && pass ||
-    fail "the flooding connection got no RESOURCE_EXHAUSTED for its share"
-assert_match "refusing calls of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): connection busy: [0-9]+ calls in flight, its fair share" \
-    "$(cat "$SERVER_LOG")" "the flooding connection's address is logged"
-assert_no_match "refusing calls of ipv4:127.0.0.1:$HEALTHY_PORT:" "$(cat "$SERVER_LOG")" \
-    "the healthy client is not"
-[ "$(grep -c 'refusing calls of ipv4:127.0.0.1' "$SERVER_LOG")" = 1 ] && pass ||
-    fail "one warning line for the flooding host within the minute"
-# It holds more calls than the streams it may open: it resets them (rapid reset), and
-# it is closed; it reconnects, and each new connection is closed in turn.
-closed=$(metric frugal_connections_closed_total)
-echo "    connections closed: $closed" >&2
-[ "$closed" -ge 1 ] && pass || fail "the flooding connection was not closed"
-assert_match "closed the connection of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): it held [0-9]+ calls in flight, more than twice the 100 streams limits.max_concurrent_streams lets it open" \
-    "$(cat "$SERVER_LOG")" "the close is logged with its reason"
-[ "$(grep -c 'closed the connection of' "$SERVER_LOG")" = 1 ] && pass ||
-    fail "one line for the closes of the flooding host within the minute"
+[ $SANITIZED = 1 ] && HEADERS_ONLY=200
 
 if [ $SANITIZED = 1 ]; then
-    log "the flood's figures and the three-connection flood: skipped under a sanitizer"
+    log "HEADERS + RST_STREAM floods: skipped under a sanitizer"
 else
+    # A flood on one connection beside a healthy client on its own, which plays
+    # cluster-autoscaler (NodeGroupForNode; the flood opens Health/Check calls, so the two
+    # are told apart in grpc_server_handled_total): the flooding connection is held to its
+    # fair share of the calls in flight and gets RESOURCE_EXHAUSTED past it, the healthy
+    # one never does.
+    log "HEADERS + RST_STREAM flood for $FLOOD_S s on one connection, a healthy client on another"
+    BASE_KB=$(rss_kb)
+    $H2 healthy "$ADDR" $((FLOOD_S + 1)) ngfn >"$TMP/healthy.txt" 2>&1 &
+    HEALTHY=$!
+    ( for _ in $(seq 1 $((FLOOD_S * 10 + 20))); do rss_kb; sleep 0.1; done ) >"$TMP/rss.txt" &
+    SAMPLER=$!
+    sleep 0.5
+    run $H2 flood "$ADDR" $FLOOD_S
+    echo "    flood: ${OUT% ports=*} (RSS before ${BASE_KB} KiB)" >&2
+    FLOOD_PORTS=$(echo "$OUT" | sed -n 's/.*ports=\([0-9,]*\).*/\1/p')
+    wait "$HEALTHY"
+    wait "$SAMPLER"
+    PEAK_KB=$(sort -n "$TMP/rss.txt" | tail -1)
+    HEALTHY_OUT=$(cat "$TMP/healthy.txt")
+    HEALTHY_PORT=$(echo "$HEALTHY_OUT" | sed -n 's/.*port=\([0-9]*\).*/\1/p')
+    echo "    healthy client: $HEALTHY_OUT; peak RSS ${PEAK_KB} KiB, budget ${BUDGET_KB} KiB" >&2
+    CP=clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
+    share=$(metric 'frugal_calls_refused_total{reason="connection_share"}')
+    total=$(metric 'frugal_calls_refused_total{reason="total"}')
+    healthy_refused=$(metric "grpc_server_handled_total{grpc_service=\"$CP\",grpc_method=\"NodeGroupForNode\",grpc_code=\"RESOURCE_EXHAUSTED\"}")
+    flood_refused=$(metric 'grpc_server_handled_total{grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="RESOURCE_EXHAUSTED"}')
+    echo "    refused: connection_share $share, total $total; healthy client $healthy_refused, flood $flood_refused" >&2
+    assert_eq 0 "$healthy_refused" "the healthy client got no RESOURCE_EXHAUSTED"
+    [ "$share" -gt 0 ] && [ "$flood_refused" -ge "$share" ] && pass ||
+        fail "the flooding connection got no RESOURCE_EXHAUSTED for its share"
+    assert_match "refusing calls of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): connection busy: [0-9]+ calls in flight, its fair share" \
+        "$(cat "$SERVER_LOG")" "the flooding connection's address is logged"
+    assert_no_match "refusing calls of ipv4:127.0.0.1:$HEALTHY_PORT:" "$(cat "$SERVER_LOG")" \
+        "the healthy client is not"
+    [ "$(grep -c 'refusing calls of ipv4:127.0.0.1' "$SERVER_LOG")" = 1 ] && pass ||
+        fail "one warning line for the flooding host within the minute"
+    # It holds more calls than the streams it may open: it resets them (rapid reset), and
+    # it is closed; it reconnects, and each new connection is closed in turn.
+    closed=$(metric frugal_connections_closed_total)
+    echo "    connections closed: $closed" >&2
+    [ "$closed" -ge 1 ] && pass || fail "the flooding connection was not closed"
+    assert_match "closed the connection of ipv4:127.0.0.1:(${FLOOD_PORTS//,/|}): it held [0-9]+ calls in flight, more than the 100 streams limits.max_concurrent_streams lets it open" \
+        "$(cat "$SERVER_LOG")" "the close is logged with its reason"
+    [ "$(grep -c 'closed the connection of' "$SERVER_LOG")" = 1 ] && pass ||
+        fail "one line for the closes of the flooding host within the minute"
+
     peak_within_budget "$PEAK_KB" "the flood"
     # The healthy client is served throughout: at least 99.5 % of its calls answered OK.
     # gRPC 1.51 would starve it for the whole flood (every call to its 5 s deadline) if

@@ -8,7 +8,7 @@
 # no partial trace.
 source "$(dirname "$0")/lib.sh"
 
-for tool in python3 promtool prometheus; do
+for tool in python3 promtool prometheus openssl curl; do
     command -v "$tool" >/dev/null || fatal "$tool is required (scripts/install-deps.sh)"
 done
 
@@ -194,20 +194,84 @@ assert_exit 1 "not found" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometh
 assert_match "not a Prometheus answer \(HTTP 404" "$ERR" "HTTP 404 named"
 [ ! -e "$TMP/bad2.jsonl" ] && pass || fail "no trace written"
 
-log "a Prometheus without kube-state-metrics: the missing metric is named"
+log "a Prometheus without kube-state-metrics, over mutual TLS: the missing metric is named"
+PKI="$TMP/pki"
+mkdir -p "$PKI"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=test-ca" \
+    -keyout "$PKI/ca.key" -out "$PKI/ca.crt" >/dev/null 2>&1 || fatal "openssl: CA"
+make_cert() { # NAME USAGE [SAN]
+    {
+        echo "basicConstraints=CA:FALSE"
+        echo "extendedKeyUsage=$2"
+        [ -n "${3:-}" ] && echo "subjectAltName=$3"
+    } >"$PKI/$1.ext"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$PKI/$1.key" \
+        -out "$PKI/$1.csr" >/dev/null 2>&1 || fatal "openssl: csr $1"
+    openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+        -days 2 -extfile "$PKI/$1.ext" -out "$PKI/$1.crt" >/dev/null 2>&1 || fatal "openssl: sign $1"
+}
+make_cert server serverAuth "IP:127.0.0.1"
+make_cert client clientAuth
+cat >"$TMP/prom/web.yml" <<EOF
+tls_server_config:
+  cert_file: $PKI/server.crt
+  key_file: $PKI/server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: $PKI/ca.crt
+EOF
 PROM2_PORT=$(free_port)
 mkdir -p "$TMP/prom2"
 prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/prom2/data" \
-    --web.listen-address="127.0.0.1:$PROM2_PORT" >"$TMP/prom2/log" 2>&1 &
+    --web.config.file="$TMP/prom/web.yml" --web.listen-address="127.0.0.1:$PROM2_PORT" \
+    >"$TMP/prom2/log" 2>&1 &
 ALL_SERVER_PIDS+=("$!")
+TLS_CURL=(curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/client.crt" --key "$PKI/client.key")
 for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$PROM2_PORT/-/ready" >/dev/null 2>&1 && break
+    "${TLS_CURL[@]}" "https://127.0.0.1:$PROM2_PORT/-/ready" >/dev/null 2>&1 && break
     sleep 0.2
 done
 assert_exit 1 "no kube-state-metrics" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
-    --from-prometheus "http://127.0.0.1:$PROM2_PORT" --since 1h --save-trace "$TMP/bad3.jsonl"
-assert_match "has no kube_pod_created series: is kube-state-metrics scraped" "$ERR" "missing metric named"
+    --from-prometheus "https://127.0.0.1:$PROM2_PORT" --since 1h --save-trace "$TMP/bad3.jsonl" \
+    --ca-file "$PKI/ca.crt" --cert "$PKI/client.crt" --key "$PKI/client.key"
+assert_match "^frugal replay: https://127.0.0.1:$PROM2_PORT has no kube_pod_created series: is kube-state-metrics scraped" \
+    "$ERR" "missing metric named (TLS and the client certificate accepted)"
 [ ! -e "$TMP/bad3.jsonl" ] && pass || fail "no trace written"
+assert_exit 1 "no client certificate" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "https://127.0.0.1:$PROM2_PORT" --since 1h --ca-file "$PKI/ca.crt"
+assert_match "^frugal replay: cannot reach https://127.0.0.1:$PROM2_PORT: " "$ERR" "refused without a client certificate"
+assert_exit 1 "unknown CA" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "https://127.0.0.1:$PROM2_PORT" --since 1h --cert "$PKI/client.crt" --key "$PKI/client.key"
+assert_match "^frugal replay: cannot reach https://127.0.0.1:$PROM2_PORT: " "$ERR" "server not trusted without --ca-file"
+
+log "--bearer-token-file: the token is sent as Authorization: Bearer"
+AUTH_PORT=$(free_port)
+python3 - "$AUTH_PORT" <<'PY' >/dev/null 2>&1 &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer s3cret"
+        body = b'{"status":"success","data":["up"]}' if ok else b'{"status":"error","errorType":"unauthorized","error":"no token"}'
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$AUTH_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+printf 's3cret\n' >"$TMP/token"
+assert_exit 1 "with the token" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/token"
+assert_match "has no kube_pod_created series" "$ERR" "the token was accepted"
+assert_exit 1 "without the token" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h
+assert_match "Prometheus answered error: no token" "$ERR" "refused without the token, Prometheus' message shown"
+assert_exit 1 "missing token file" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/none"
+assert_match "^frugal replay: --bearer-token-file $TMP/none: No such file" "$ERR" "missing token file named"
 
 log "a range with no pods"
 assert_exit 1 "empty range" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
