@@ -62,7 +62,7 @@ exit \$rc
 EOF
 chmod +x "$TMP/hook"
 
-# write_config DELETE_UNKNOWN
+# write_config DELETE_UNKNOWN: the config, with reconcile_delete_unknown DELETE_UNKNOWN.
 write_config() {
     cat >"$TMP/frugal.yaml" <<EOF
 listen:
@@ -76,6 +76,9 @@ provider:
   command: $TMP/hook
   timeout: 60s
   parallelism: 4
+  reconcile_interval: 1s
+  reconcile_missing_after: 2
+  reconcile_delete_unknown: $1
   env_from_files: {LIBVIRT_TEST_SECRET: $TMP/secret}
   params:
     uri: "$LIBVIRT_URI"
@@ -209,6 +212,29 @@ wait_for 60 eval '[ "$(running_ids pool-a | wc -l)" -eq 2 ]' || fail "pool-a-3 n
 assert_eq 1 "$(domain_count pool-a-3)" "one domain for pool-a-3"
 assert_match "^$(id_of pool-a-3) +running" "$(ctl nodes pool-a)" "frugal holds pool-a-3's domain"
 assert_eq 2 "$(lv list --all --name | grep -c '^pool-a-')" "two domains in all"
+
+log "a domain removed behind frugal's back is replaced"
+ID2=$(id_of pool-a-2)
+lv destroy pool-a-2 >/dev/null && lv undefine pool-a-2 >/dev/null || fail "cannot remove pool-a-2"
+wait_for 60 eval '! nodes_match pool-a "^$ID2 " && [ "$(running_ids pool-a | wc -l)" -eq 2 ]' ||
+    fail "pool-a-2 not replaced: $(ctl nodes pool-a)"
+assert_eq 2 "$(target_size pool-a)" "the target is kept"
+assert_eq 2 "$(lv list --name | grep -c '^pool-a-')" "two running domains again"
+assert_match "instance $ID2 of pool-a is running but missing from 2 lists.*replaced by" \
+    "$(cat "$SERVER_LOG")" "the replacement is logged"
+wait_for 20 eval '! ls "$POOL_DIR" | grep -q "^pool-a-2-"' || fail "the vanished domain's disks are left"
+
+log "a stray domain of the group is reported, then deleted"
+STRAY=$(hook_direct create pool-a stray-1) || fail "cannot make a stray domain"
+wait_for 20 eval 'grep -q "machine $STRAY.* listed by the hook for node group pool-a" "$SERVER_LOG"' ||
+    fail "the stray is not reported"
+assert_eq running "$(lv domstate stray-1 | head -n 1)" "reported, not deleted"
+stop_server
+write_config true
+start_server "$TMP/frugal.yaml"
+wait_for 30 domain_gone stray-1 || fail "the stray is not deleted with reconcile_delete_unknown"
+assert_eq "" "$(ls "$POOL_DIR" | grep '^stray-1')" "the stray's disks are gone"
+assert_eq 2 "$(running_ids pool-a | wc -l)" "frugal's own domains stay"
 
 log "a domain larger than the host is OutOfResources; an unreachable URI is not"
 assert_ok "increase pool-big" ctl increase pool-big 1
