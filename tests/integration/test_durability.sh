@@ -15,7 +15,7 @@ listen:
 state_file: $STATE
 provider:
   kind: simulated
-  boot_seconds: 0
+  boot_seconds: 30   # instances stay creating: "decrease h -1" may only drop unregistered ones, and a tick between increase and decrease must not register them
 node_groups:
   - id: g
     machine_type: n1-standard-2
