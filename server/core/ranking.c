@@ -144,8 +144,11 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return n;
     }
 
-    bool demand_fit = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT;
-    if (demand_fit)
+    /* demand-fit's band is for GPU pods on GPU nodes: a pod takes whole GPUs, so a node
+     * of exactly its GPUs is an exact fit, and a larger one gains nothing in packing. */
+    bool band =
+        cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu && !in[best].gpu_unused;
+    if (band)
         best = ranking__demand_fit_pick(figures, n, best);
     bool small[64];
     bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
@@ -156,9 +159,8 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        tied[i] =
-            figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
-            (!demand_fit || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
+        tied[i] = figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
+                  (!band || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
     for (size_t i = 0; i < n; i++)
         if (tied[i] && !ranking__balanced_out(in, tied, n, i))
             selected[count++] = i;

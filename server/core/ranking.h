@@ -14,9 +14,10 @@
 
 /* Two scores tie when they differ by at most this much, relative to the larger. */
 #define RANKING_TIE_RELATIVE 1e-9
-/* demand-fit: options whose score is within this share of the lowest are too close for
- * the spare room's promise to decide; among them the one that costs least per unit of
- * the pods it hosts now (pods_ratio) wins (docs/ranking.md, docs/decisions.md). */
+/* demand-fit, when the lowest score is a GPU node for pods that request GPUs: options
+ * whose score is within this share of it are too close for the spare room's promise to
+ * decide; among them the one that costs least per unit of the pods it hosts now
+ * (pods_ratio) wins (docs/ranking.md, docs/decisions.md). */
 #define RANKING_DEMAND_FIT_BAND 0.01
 
 /* What the ranking needs to know about one option. */
@@ -78,8 +79,9 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
 /* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of
  * the answer, in request order, to selected[0..n); returns how many. The answer is the
  * options with the lowest score (ties within RANKING_TIE_RELATIVE); under demand-fit,
- * the options with the lowest pods_ratio among those within RANKING_DEMAND_FIT_BAND of
- * the lowest score (and tied with the first of them in score too); among tied options
+ * when the lowest score is a GPU node for pods that request GPUs, the options with the
+ * lowest pods_ratio among those within RANKING_DEMAND_FIT_BAND of the lowest score and
+ * hosting no less (T) (and tied with the first of them in score too); among tied options
  * with equal similarity keys only one stays: the group with the fewest nodes now (so
  * zones fill evenly), then the option buying the fewest, then the first received.
  * When no option can be scored every index is selected: never empty for n > 0. */

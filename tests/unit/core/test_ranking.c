@@ -351,18 +351,22 @@ static void test_many_options(void **state) {
     assert_int_equal(selected[1], 1);
 }
 
-/* An option under demand-fit: P, T, the priced spare room it leaves (use 1). */
+/* A GPU option under demand-fit for pods that request GPUs: P, T, the priced spare
+ * room it leaves (use 1). */
 static ranking_input_t spare_option(const char *id, int32_t count, double p, double t,
                                     double spare) {
     ranking_input_t in = option(id, count, p, t, 8000);
     in.spare_value = spare;
     in.use_share = 1.0;
+    in.has_gpu = true;
     return in;
 }
 
-/* demand-fit's band: within RANKING_DEMAND_FIT_BAND of the lowest score, the option that
- * costs least per unit of the pods it hosts now wins; beyond it the score decides; an
- * option hosting less than the best is never preferred for its lower pods_ratio. */
+/* demand-fit's band, for GPU pods on GPU nodes: within RANKING_DEMAND_FIT_BAND of the
+ * lowest score, the option that costs least per unit of the pods it hosts now wins;
+ * beyond it the score decides; an option hosting less than the best is never preferred
+ * for its lower pods_ratio; plain nodes and GPU nodes for pods without GPUs are ranked
+ * by their score alone. */
 static void test_demand_fit_band(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
@@ -400,6 +404,19 @@ static void test_demand_fit_band(void **state) {
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, fewer, 2, figs, selected);
     assert_true(figs[1].score <= figs[0].score * (1 + RANKING_DEMAND_FIT_BAND));
     assert_true(figs[1].pods_ratio < figs[0].pods_ratio);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+
+    /* Plain nodes: the score alone decides, the band is for GPUs. */
+    in[0].spare_value = 2.2501;
+    in[0].has_gpu = in[1].has_gpu = in[2].has_gpu = false;
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+    /* GPU nodes for pods that request no GPU: the same. */
+    in[0].has_gpu = in[1].has_gpu = in[2].has_gpu = true;
+    in[0].gpu_unused = in[1].gpu_unused = in[2].gpu_unused = true;
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 0);
 
