@@ -15,6 +15,19 @@ static int check_usage(FILE *f, int status) {
     return status;
 }
 
+int cmd_load_config(const char *path, frugal_config_t **cfg) {
+    char *errors = NULL;
+    int rc = config_load(path, cfg, &errors);
+    if (rc == 0)
+        return 0;
+    if (errors != NULL)
+        fputs(errors, stderr);
+    else
+        fprintf(stderr, "%s: %s\n", path, frugal_err_describe(rc));
+    free(errors);
+    return 1;
+}
+
 int cmd_check(int argc, char **argv) {
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -41,17 +54,8 @@ int cmd_check(int argc, char **argv) {
     }
 
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    int rc = config_load(path, &cfg, &errors);
-    if (rc != 0) {
-        if (errors != NULL) {
-            fputs(errors, stderr);
-        } else {
-            fprintf(stderr, "%s: %s\n", path, frugal_err_describe(rc));
-        }
-        free(errors);
+    if (cmd_load_config(path, &cfg) != 0)
         return 1;
-    }
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         if (config_group_has_options(&cfg->node_groups[i].options)) {
             char msg[300];

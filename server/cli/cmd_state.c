@@ -118,12 +118,8 @@ int cmd_state(int argc, char **argv) {
         (import && (in == NULL || out != NULL)))
         return state_usage(stderr, 2);
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    if (config_load(path, &cfg, &errors) != 0) {
-        fputs(errors != NULL ? errors : "invalid configuration\n", stderr);
-        free(errors);
+    if (cmd_load_config(path, &cfg) != 0)
         return 1;
-    }
     grpc_init();
     frugal_err_t err = {0};
     state_backend_t *b = NULL;

@@ -3,6 +3,7 @@
 #ifndef FRUGAL_COMMANDS_H
 #define FRUGAL_COMMANDS_H
 
+#include "config.h"
 #include "serve.h"
 
 int cmd_check(int argc, char **argv);  /* server/cli/cmd_check.c */
@@ -10,5 +11,9 @@ int cmd_ctl(int argc, char **argv);    /* server/cli/ctl.c */
 int cmd_plan(int argc, char **argv);   /* server/cli/plan.c */
 int cmd_replay(int argc, char **argv); /* server/cli/replay.c */
 int cmd_state(int argc, char **argv);  /* server/cli/cmd_state.c */
+
+/* Load the config at path for a command; on failure print its FILE:LINE:COL errors (or
+ * why it could not be read) to stderr and return 1, else 0 (server/cli/cmd_check.c). */
+int cmd_load_config(const char *path, frugal_config_t **cfg);
 
 #endif

@@ -16,6 +16,7 @@
 #include <grpc/support/log.h>
 
 #include "cluster.h"
+#include "commands.h"
 #include "serve.h"
 #include "config.h"
 #include "file_version.h"
@@ -207,12 +208,8 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    if (config_load(path, &cfg, &errors) != 0) {
-        fputs(errors != NULL ? errors : "invalid configuration\n", stderr);
-        free(errors);
+    if (cmd_load_config(path, &cfg) != 0)
         return 1;
-    }
 
     char why[512];
     if (config_ranking_size_unknown(cfg, why, sizeof(why)))

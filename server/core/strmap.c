@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "hash.h"
 
 typedef struct strmap_slot {
     const char *key; /* NULL: empty slot */
@@ -18,20 +19,12 @@ struct strmap {
     size_t count;
 };
 
-/* FNV-1a over the bytes, then the murmur3 finaliser so that ids differing only in their
- * last characters ("pool-a-17", "pool-a-18") spread over the whole table. */
+/* hash.h's hash of a NUL-terminated key, in one pass. */
 static uint64_t strmap__hash(const char *key) {
-    uint64_t h = 14695981039346656037ULL;
-    for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++) {
-        h ^= *p;
-        h *= 1099511628211ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    uint64_t h = HASH_FNV_OFFSET;
+    for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
+        h = hash_fnv_byte(h, *p);
+    return hash_finish(h);
 }
 
 /* Smallest power-of-two capacity keeping count entries at most 3/4 full. */

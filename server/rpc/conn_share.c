@@ -6,6 +6,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "hash.h"
+
 /* A slot is one 64-bit word: the connection's key (39 bits of the peer's hash, never
  * 0), a bit set once the connection is closed, and its count (24 bits). 0 is an empty
  * slot. Key, bit and count change together, by compare-and-swap, so a slot is never
@@ -41,20 +43,13 @@ struct conn_share {
     _Atomic uint64_t slots[];
 };
 
-/* A keyed hash (FNV-1a over the bytes, then a 64-bit finalizer), so that a client
+/* hash.h's hash keyed with a random seed, so that a client
  * cannot choose addresses that land on another's slot. */
 static uint64_t conn_share__hash(uint64_t seed, const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    uint64_t h = HASH_FNV_OFFSET ^ seed;
+    for (size_t i = 0; i < n; i++)
+        h = hash_fnv_byte(h, (unsigned char)s[i]);
+    return hash_finish(h);
 }
 
 static uint64_t conn_share__key(uint64_t h) {
