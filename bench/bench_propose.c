@@ -135,11 +135,11 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The ProposeNodeGroups handler of the service table. */
-static service_handler_fn find_handler(void) {
+/* The ProposeNodeGroups method of the service table. */
+static const service_method_t *find_method(void) {
     for (size_t i = 0; i < service_autoprovisioning.methods_count; i++)
         if (strcmp(service_autoprovisioning.methods[i].path, BENCH_METHOD) == 0)
-            return service_autoprovisioning.methods[i].handler;
+            return &service_autoprovisioning.methods[i];
     return NULL;
 }
 
@@ -235,8 +235,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cluster: %s\n", err.msg);
             return 1;
         }
-        service_handler_fn handler = find_handler();
-        if (handler == NULL) {
+        const service_method_t *method = find_method();
+        if (method == NULL) {
             fprintf(stderr, "ProposeNodeGroups is not registered\n");
             return 1;
         }
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < calls && rc == 0; c++) {
             grpc_byte_buffer *in = codec_from_bytes(req_buf, req_len), *out = NULL;
             double t0 = clock_mono_ms_exact();
-            int r = handler(&ctx, in, deadline, &out, &err);
+            int r = service_method_call(method, &ctx, in, deadline, &out, &err);
             lat[c] = clock_mono_ms_exact() - t0;
             grpc_byte_buffer_destroy(in);
             if (r != 0) {

@@ -30,7 +30,7 @@ static const char CONFIG[] = "node_groups:\n"
                              "  max_theoretical_groups: 4\n";
 
 static frugal_config_t *cfg;
-static service_handler_fn handler;
+static const service_method_t *method;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -41,9 +41,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         __builtin_trap();
     for (size_t i = 0; i < service_autoprovisioning.methods_count; i++) {
         if (strcmp(service_autoprovisioning.methods[i].path, WIRE_AP_NEW_NODE_GROUP) == 0)
-            handler = service_autoprovisioning.methods[i].handler;
+            method = &service_autoprovisioning.methods[i];
     }
-    if (handler == NULL)
+    if (method == NULL)
         __builtin_trap();
     log_set_level(LOG_LEVEL_ERROR);
     return 0;
@@ -56,7 +56,8 @@ static void call(service_ctx_t *ctx, const uint8_t *data, size_t size) {
     grpc_byte_buffer *resp = NULL;
     frugal_err_t err;
     frugal_err_clear(&err);
-    int rc = handler(ctx, req, gpr_inf_future(GPR_CLOCK_MONOTONIC), &resp, &err);
+    int rc =
+        service_method_call(method, ctx, req, gpr_inf_future(GPR_CLOCK_MONOTONIC), &resp, &err);
     grpc_byte_buffer_destroy(req);
     if (rc == 0) {
         if (resp == NULL)

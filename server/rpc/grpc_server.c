@@ -439,7 +439,8 @@ static void call_handle_request(call_state_t *cs) {
             ctx.cfg = cluster_config_acquire(ctx.cluster);
         gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
         ctx.call.deadline_ms = call_budget_end(cs, deadline);
-        rc = cs->entry->method->handler(&ctx, cs->payload, deadline, &cs->response, &err);
+        rc = service_method_call(cs->entry->method, &ctx, cs->payload, deadline, &cs->response,
+                                 &err);
         if (ctx.cluster != NULL)
             config_release(ctx.cfg);
     }

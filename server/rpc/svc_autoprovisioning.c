@@ -2,6 +2,7 @@
  * client. Converts requests, validates them, calls the cluster (cluster_nap.h), the
  * template and the proposal modules, converts answers. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,6 @@
 #include "autoprov.h"
 #include "cluster.h"
 #include "cluster_nap.h"
-#include "codec.h"
 #include "frugal.pb-c.h"
 #include "group_rules.h"
 #include "k8s_name.h"
@@ -18,9 +18,6 @@
 #include "service.h"
 #include "template.h"
 #include "wire_names.h"
-
-#define UNPACK(desc, request, out, err)                                                            \
-    codec_unpack(AP_DESC(desc), request, (ProtobufCMessage **)(out), err)
 
 static int require_enabled(const service_ctx_t *ctx, const char *what, frugal_err_t *err) {
     if (!ctx->cfg->autoprovisioning.enabled)
@@ -31,112 +28,107 @@ static int require_enabled(const service_ctx_t *ctx, const char *what, frugal_er
 }
 
 /* ------------------------------------------------------------------------------------
- * GroupInfo of a published group (read lock held while it is packed)
+ * GroupInfo of a published group (copied under the read lock)
  * ---------------------------------------------------------------------------------- */
 
-typedef struct info_buf {
-    AP(GroupInfo) info;
-    AP(GroupInfo__LabelsEntry) * labels;
-    AP(GroupInfo__LabelsEntry) * *label_ptrs;
-    AP(Taint) * taints;
-    AP(Taint) * *taint_ptrs;
-} info_buf_t;
-
-static void info_free(info_buf_t *b) {
-    free(b->labels);
-    free(b->label_ptrs);
-    free(b->taints);
-    free(b->taint_ptrs);
+/* The labels of a GroupInfo or a Proposal (entry: the map's entry type), copied into
+ * mem; NULL when out of memory. */
+static void *labels_message(const kv_list_t *l, const ProtobufCMessageDescriptor *entry,
+                            service_mem_t *mem) {
+    /* protobuf-c lays out every map<string, string> entry alike: base, key, value. */
+    _Static_assert(offsetof(AP(GroupInfo__LabelsEntry), value) ==
+                       offsetof(AP(Proposal__LabelsEntry), value),
+                   "map entries differ");
+    AP(GroupInfo__LabelsEntry) **out = service_alloc(mem, l->count, sizeof(*out));
+    for (size_t i = 0; out != NULL && i < l->count; i++) {
+        if ((out[i] = service_message(mem, entry)) == NULL)
+            return NULL;
+        out[i]->key = service_strdup(mem, l->items[i].key);
+        out[i]->value = service_strdup(mem, l->items[i].value);
+    }
+    return out;
 }
 
-/* Strings are borrowed from g: pack before releasing the read lock. */
-static int info_fill(const cluster_t *c, const group_t *g, info_buf_t *b, frugal_err_t *err) {
-    AP(GroupInfo) init = AP_INIT(GROUP_INFO);
-    memset(b, 0, sizeof(*b));
-    b->info = init;
-    size_t nl = g->spec.labels.count, nt = g->spec.taints.count;
-    b->labels = calloc(nl ? nl : 1, sizeof(*b->labels));
-    b->label_ptrs = calloc(nl ? nl : 1, sizeof(*b->label_ptrs));
-    b->taints = calloc(nt ? nt : 1, sizeof(*b->taints));
-    b->taint_ptrs = calloc(nt ? nt : 1, sizeof(*b->taint_ptrs));
-    if (b->labels == NULL || b->label_ptrs == NULL || b->taints == NULL || b->taint_ptrs == NULL) {
-        info_free(b);
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+/* The taints of a GroupInfo or a Proposal, copied into mem; NULL when out of memory. */
+static AP(Taint) * *taints_message(const taint_list_t *l, service_mem_t *mem) {
+    AP(Taint) **out = service_alloc(mem, l->count, sizeof(*out));
+    for (size_t i = 0; out != NULL && i < l->count; i++) {
+        if ((out[i] = service_message(mem, AP_DESC(taint))) == NULL)
+            return NULL;
+        out[i]->key = service_strdup(mem, l->items[i].key);
+        out[i]->value = service_strdup(mem, l->items[i].value);
+        out[i]->effect = service_strdup(mem, l->items[i].effect);
     }
-    for (size_t i = 0; i < nl; i++) {
-        AP(GroupInfo__LabelsEntry) e = AP_INIT(GROUP_INFO__LABELS_ENTRY);
-        e.key = g->spec.labels.items[i].key;
-        e.value = g->spec.labels.items[i].value;
-        b->labels[i] = e;
-        b->label_ptrs[i] = &b->labels[i];
-    }
-    for (size_t i = 0; i < nt; i++) {
-        AP(Taint) t = AP_INIT(TAINT);
-        t.key = g->spec.taints.items[i].key;
-        t.value = g->spec.taints.items[i].value != NULL ? g->spec.taints.items[i].value : "";
-        t.effect = g->spec.taints.items[i].effect;
-        b->taints[i] = t;
-        b->taint_ptrs[i] = &b->taints[i];
-    }
-    b->info.id = g->spec.id;
-    b->info.exists = g->exists;
-    b->info.autoprovisioned = g->autoprovisioned;
-    b->info.machine_type = g->spec.machine_type;
-    b->info.zone = g->spec.zone != NULL ? g->spec.zone : "";
-    b->info.n_labels = nl;
-    b->info.labels = b->label_ptrs;
-    b->info.n_taints = nt;
-    b->info.taints = b->taint_ptrs;
-    b->info.min_size = g->min_size;
+    return out;
+}
+
+/* The GroupInfo of g, copied into mem (the cluster's read lock is held); NULL when out
+ * of memory. */
+static AP(GroupInfo) * group_info(const cluster_t *c, const group_t *g, service_mem_t *mem) {
+    AP(GroupInfo) *info = service_message(mem, AP_DESC(group_info));
+    if (info == NULL ||
+        (info->labels = labels_message(&g->spec.labels, AP_DESC(group_info__labels_entry), mem)) ==
+            NULL ||
+        (info->taints = taints_message(&g->spec.taints, mem)) == NULL)
+        return NULL;
+    info->n_labels = g->spec.labels.count;
+    info->n_taints = g->spec.taints.count;
+    info->id = service_strdup(mem, g->spec.id);
+    info->exists = g->exists;
+    info->autoprovisioned = g->autoprovisioned;
+    info->machine_type = service_strdup(mem, g->spec.machine_type);
+    info->zone = service_strdup(mem, g->spec.zone);
+    info->min_size = g->min_size;
     /* What CA is told: max_size cut by the cluster-wide limits. */
-    b->info.max_size = g->managed ? cluster_nap_max_size(c, g) : g->max_size;
-    b->info.target_size = g->target_size;
-    return 0;
+    info->max_size = g->managed ? cluster_nap_max_size(c, g) : g->max_size;
+    info->target_size = g->target_size;
+    return info;
+}
+
+/* *group: the GroupInfo of group id; FRUGAL_ENOTFOUND when there is none. */
+static int find_group_info(service_ctx_t *ctx, const char *id, AP(GroupInfo) * *group,
+                           service_mem_t *mem, frugal_err_t *err) {
+    int rc = 0;
+    cluster_read_lock(ctx->cluster);
+    const group_t *g = cluster_find_group(ctx->cluster, id);
+    if (g == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
+    else if ((*group = group_info(ctx->cluster, g, mem)) == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    cluster_read_unlock(ctx->cluster);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------
  * GetAvailableMachineTypes
  * ---------------------------------------------------------------------------------- */
 
-static int ap_get_available_machine_types(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                          gpr_timespec deadline, grpc_byte_buffer **response,
-                                          frugal_err_t *err) {
-    AP(GetAvailableMachineTypesRequest) * req;
-    int rc = UNPACK(get_available_machine_types_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
+static int ap_get_available_machine_types(service_ctx_t *ctx, const void *request, void *response,
+                                          service_mem_t *mem, frugal_err_t *err) {
+    AP(GetAvailableMachineTypesResponse) *resp = response;
     const frugal_config_t *cfg = ctx->cfg;
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     size_t n = ap->machine_types_count;
-    AP(MachineType) *types = calloc(n ? n : 1, sizeof(*types));
-    AP(MachineType) **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-    if (types == NULL || ptrs == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    AP(GetAvailableMachineTypesResponse) resp = AP_INIT(GET_AVAILABLE_MACHINE_TYPES_RESPONSE);
+    resp->machine_types = service_alloc(mem, n, sizeof(*resp->machine_types));
+    if (resp->machine_types == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const machine_type_t *mt = config_find_machine_type(cfg, ap->machine_types[i]);
         if (mt == NULL)
             continue;
-        AP(MachineType) t = AP_INIT(MACHINE_TYPE);
-        t.name = mt->name;
-        t.cpu_milli = mt->cpu_milli;
-        t.memory_bytes = mt->memory_bytes;
-        t.gpu = mt->gpu;
-        t.gpu_type = mt->gpu_type != NULL ? mt->gpu_type : "";
-        t.price = pricing_machine_price(cfg, mt, false, -1);
-        types[resp.n_machine_types] = t;
-        ptrs[resp.n_machine_types] = &types[resp.n_machine_types];
-        resp.n_machine_types++;
+        AP(MachineType) *t = service_message(mem, AP_DESC(machine_type));
+        if (t == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        /* The configuration outlives the packing: its names are not copied. */
+        t->name = mt->name;
+        t->cpu_milli = mt->cpu_milli;
+        t->memory_bytes = mt->memory_bytes;
+        t->gpu = mt->gpu;
+        t->gpu_type = mt->gpu_type != NULL ? mt->gpu_type : "";
+        t->price = pricing_machine_price(cfg, mt, false, -1);
+        resp->machine_types[resp->n_machine_types++] = t;
     }
-    resp.machine_types = ptrs;
-    rc = codec_reply(&resp.base, response, err);
-out:
-    free(types);
-    free(ptrs);
-    return rc;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -263,41 +255,29 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
                              &spec->taints, &spec->extra_resources, &spec->id, err);
 }
 
-static int ap_new_node_group(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                             grpc_byte_buffer **response, frugal_err_t *err) {
-    AP(NewNodeGroupRequest) * req;
-    int rc = UNPACK(new_node_group_request, request, &req, err);
-    if (rc != 0)
-        return rc;
+static int ap_new_node_group(service_ctx_t *ctx, const void *request, void *response,
+                             service_mem_t *mem, frugal_err_t *err) {
+    const AP(NewNodeGroupRequest) *req = request;
+    AP(NewNodeGroupResponse) *resp = response;
     group_spec_t spec;
     memset(&spec, 0, sizeof(spec));
     uint8_t *node = NULL;
     size_t len = 0;
     bool added = false;
+    int rc;
     if ((rc = require_enabled(ctx, "NewNodeGroup", err)) != 0 ||
         (rc = build_spec(ctx->cfg, req, &spec, err)) != 0 ||
         (rc = template_build(ctx->cfg, &spec, &node, &len, err)) != 0 ||
         (rc = cluster_nap_new_group(ctx->cluster, &spec, &added, err)) != 0)
         goto out;
-
-    cluster_read_lock(ctx->cluster);
-    const group_t *g = cluster_find_group(ctx->cluster, spec.id);
-    info_buf_t info;
-    if (g == NULL)
+    rc = find_group_info(ctx, spec.id, &resp->group, mem, err);
+    if (rc == FRUGAL_ENOTFOUND)
         rc = frugal_err_set(err, FRUGAL_EINTERNAL, "node group %s vanished", spec.id);
-    else if ((rc = info_fill(ctx->cluster, g, &info, err)) == 0) {
-        AP(NewNodeGroupResponse) resp = AP_INIT(NEW_NODE_GROUP_RESPONSE);
-        resp.group = &info.info;
-        resp.template_node.data = node;
-        resp.template_node.len = len;
-        rc = codec_reply(&resp.base, response, err);
-        info_free(&info);
-    }
-    cluster_read_unlock(ctx->cluster);
+    if (rc == 0)
+        resp->template_node = service_bytes(mem, node, len);
 out:
     free(node);
     group_spec_clear(&spec);
-    codec_free(req);
     return rc;
 }
 
@@ -305,98 +285,55 @@ out:
  * NodeGroupCreate, NodeGroupDelete, NodeGroupInfo
  * ---------------------------------------------------------------------------------- */
 
-/* Pack a response holding the GroupInfo of id; desc-specific wrapping by the caller. */
-static int reply_group(service_ctx_t *ctx, const char *id, bool create_response,
-                       grpc_byte_buffer **response, frugal_err_t *err) {
+static int ap_node_group_create(service_ctx_t *ctx, const void *request, void *response,
+                                service_mem_t *mem, frugal_err_t *err) {
+    const AP(NodeGroupCreateRequest) *req = request;
+    AP(NodeGroupCreateResponse) *resp = response;
     int rc;
-    cluster_read_lock(ctx->cluster);
-    const group_t *g = cluster_find_group(ctx->cluster, id);
-    info_buf_t info;
-    if (g == NULL)
-        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", id);
-    else if ((rc = info_fill(ctx->cluster, g, &info, err)) == 0) {
-        if (create_response) {
-            AP(NodeGroupCreateResponse) resp = AP_INIT(NODE_GROUP_CREATE_RESPONSE);
-            resp.group = &info.info;
-            rc = codec_reply(&resp.base, response, err);
-        } else {
-            AP(NodeGroupInfoResponse) resp = AP_INIT(NODE_GROUP_INFO_RESPONSE);
-            resp.group = &info.info;
-            rc = codec_reply(&resp.base, response, err);
-        }
-        info_free(&info);
-    }
-    cluster_read_unlock(ctx->cluster);
-    return rc;
+    if ((rc = require_enabled(ctx, "NodeGroupCreate", err)) != 0 ||
+        (rc = cluster_nap_create_group(ctx->cluster, &ctx->call, req->id, err)) != 0)
+        return rc;
+    return find_group_info(ctx, req->id, &resp->group, mem, err);
 }
 
-static int ap_node_group_create(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                gpr_timespec deadline, grpc_byte_buffer **response,
-                                frugal_err_t *err) {
-    AP(NodeGroupCreateRequest) * req;
-    int rc = UNPACK(node_group_create_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    if ((rc = require_enabled(ctx, "NodeGroupCreate", err)) == 0 &&
-        (rc = cluster_nap_create_group(ctx->cluster, &ctx->call, req->id, err)) == 0)
-        rc = reply_group(ctx, req->id, true, response, err);
-    codec_free(req);
-    return rc;
+static int ap_node_group_delete(service_ctx_t *ctx, const void *request, void *response,
+                                service_mem_t *mem, frugal_err_t *err) {
+    const AP(NodeGroupDeleteRequest) *req = request;
+    int rc = require_enabled(ctx, "NodeGroupDelete", err);
+    return rc != 0 ? rc : cluster_nap_delete_group(ctx->cluster, &ctx->call, req->id, err);
 }
 
-static int ap_node_group_delete(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                gpr_timespec deadline, grpc_byte_buffer **response,
-                                frugal_err_t *err) {
-    AP(NodeGroupDeleteRequest) * req;
-    int rc = UNPACK(node_group_delete_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    if ((rc = require_enabled(ctx, "NodeGroupDelete", err)) == 0 &&
-        (rc = cluster_nap_delete_group(ctx->cluster, &ctx->call, req->id, err)) == 0) {
-        AP(NodeGroupDeleteResponse) resp = AP_INIT(NODE_GROUP_DELETE_RESPONSE);
-        rc = codec_reply(&resp.base, response, err);
-    }
-    codec_free(req);
-    return rc;
-}
-
-static int ap_node_group_info(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                              grpc_byte_buffer **response, frugal_err_t *err) {
-    AP(NodeGroupInfoRequest) * req;
-    int rc = UNPACK(node_group_info_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    rc = reply_group(ctx, req->id, false, response, err);
-    codec_free(req);
-    return rc;
+static int ap_node_group_info(service_ctx_t *ctx, const void *request, void *response,
+                              service_mem_t *mem, frugal_err_t *err) {
+    const AP(NodeGroupInfoRequest) *req = request;
+    AP(NodeGroupInfoResponse) *resp = response;
+    return find_group_info(ctx, req->id, &resp->group, mem, err);
 }
 
 /* ------------------------------------------------------------------------------------
  * GetResourceLimiter
  * ---------------------------------------------------------------------------------- */
 
-static int ap_get_resource_limiter(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                   gpr_timespec deadline, grpc_byte_buffer **response,
-                                   frugal_err_t *err) {
-    AP(GetResourceLimiterRequest) * req;
-    int rc = UNPACK(get_resource_limiter_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
+static int ap_get_resource_limiter(service_ctx_t *ctx, const void *request, void *response,
+                                   service_mem_t *mem, frugal_err_t *err) {
+    AP(GetResourceLimiterResponse) *resp = response;
     const autoprov_config_t *ap = &ctx->cfg->autoprovisioning;
-    AP(ResourceLimit) cpu = AP_INIT(RESOURCE_LIMIT), mem = AP_INIT(RESOURCE_LIMIT);
-    cpu.resource = "cpu";
+    AP(ResourceLimit) *cpu = service_message(mem, AP_DESC(resource_limit));
+    AP(ResourceLimit) *memory = service_message(mem, AP_DESC(resource_limit));
+    resp->limits = service_alloc(mem, 2, sizeof(*resp->limits));
+    if (cpu == NULL || memory == NULL || resp->limits == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    cpu->resource = "cpu";
     /* Whole cores: a min rounds up, a max down, so the limits are never loosened. */
-    cpu.min = (ap->min_cpu_milli + 999) / 1000;
-    cpu.max = ap->max_cpu_milli == INT64_MAX ? INT64_MAX : ap->max_cpu_milli / 1000;
-    mem.resource = "memory";
-    mem.min = ap->min_memory_bytes;
-    mem.max = ap->max_memory_bytes;
-    AP(ResourceLimit) * limits[2] = {&cpu, &mem};
-    AP(GetResourceLimiterResponse) resp = AP_INIT(GET_RESOURCE_LIMITER_RESPONSE);
-    resp.n_limits = 2;
-    resp.limits = limits;
-    return codec_reply(&resp.base, response, err);
+    cpu->min = (ap->min_cpu_milli + 999) / 1000;
+    cpu->max = ap->max_cpu_milli == INT64_MAX ? INT64_MAX : ap->max_cpu_milli / 1000;
+    memory->resource = "memory";
+    memory->min = ap->min_memory_bytes;
+    memory->max = ap->max_memory_bytes;
+    resp->n_limits = 2;
+    resp->limits[0] = cpu;
+    resp->limits[1] = memory;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -408,108 +345,48 @@ static bool group_exists(void *ctx, const char *id) {
     return g != NULL && g->exists;
 }
 
-typedef struct proposal_buf {
-    AP(Proposal) * items;
-    AP(Proposal) * *ptrs;
-    AP(Proposal__LabelsEntry) * labels;
-    AP(Proposal__LabelsEntry) * *label_ptrs;
-    AP(Taint) * taints;
-    AP(Taint) * *taint_ptrs;
-    char **names;
-    char **unschedulable;
-} proposal_buf_t;
-
-static void proposal_buf_free(proposal_buf_t *b) {
-    free(b->items);
-    free(b->ptrs);
-    free(b->labels);
-    free(b->label_ptrs);
-    free(b->taints);
-    free(b->taint_ptrs);
-    free(b->names);
-    free(b->unschedulable);
-}
-
+/* The proposals of res for pods, copied into resp's memory. */
 static int reply_proposals(const propose_pod_t *pods, const propose_result_t *res,
-                           grpc_byte_buffer **response, frugal_err_t *err) {
-    size_t n = res->count, nl = 0, nt = 0, np = 0;
-    for (size_t i = 0; i < n; i++) {
-        nl += res->proposals[i].labels.count;
-        nt += res->proposals[i].taints.count;
-        np += res->proposals[i].pods_count;
-    }
-    proposal_buf_t b;
-    b.items = calloc(n + 1, sizeof(*b.items));
-    b.ptrs = calloc(n + 1, sizeof(*b.ptrs));
-    b.labels = calloc(nl + 1, sizeof(*b.labels));
-    b.label_ptrs = calloc(nl + 1, sizeof(*b.label_ptrs));
-    b.taints = calloc(nt + 1, sizeof(*b.taints));
-    b.taint_ptrs = calloc(nt + 1, sizeof(*b.taint_ptrs));
-    b.names = calloc(np + 1, sizeof(*b.names));
-    b.unschedulable = calloc(res->unschedulable_count + 1, sizeof(*b.unschedulable));
-    int rc;
-    if (b.items == NULL || b.ptrs == NULL || b.labels == NULL || b.label_ptrs == NULL ||
-        b.taints == NULL || b.taint_ptrs == NULL || b.names == NULL || b.unschedulable == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    size_t il = 0, it = 0, ip = 0;
-    for (size_t i = 0; i < n; i++) {
+                           AP(ProposeNodeGroupsResponse) * resp, service_mem_t *mem,
+                           frugal_err_t *err) {
+    resp->proposals = service_alloc(mem, res->count, sizeof(*resp->proposals));
+    resp->unschedulable_pods =
+        service_alloc(mem, res->unschedulable_count, sizeof(*resp->unschedulable_pods));
+    if (resp->proposals == NULL || resp->unschedulable_pods == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < res->count; i++) {
         const propose_proposal_t *p = &res->proposals[i];
-        AP(Proposal) init = AP_INIT(PROPOSAL);
-        AP(Proposal) *q = &b.items[i];
-        *q = init;
-        q->group_id = p->group_id;
-        q->machine_type = p->machine_type->name;
+        AP(Proposal) *q = service_message(mem, AP_DESC(proposal));
+        if (q == NULL ||
+            (q->labels = labels_message(&p->labels, AP_DESC(proposal__labels_entry), mem)) ==
+                NULL ||
+            (q->taints = taints_message(&p->taints, mem)) == NULL ||
+            (q->pods = service_alloc(mem, p->pods_count, sizeof(*q->pods))) == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        q->group_id = service_strdup(mem, p->group_id);
+        q->machine_type = p->machine_type->name; /* the configuration's */
         q->zone = p->zone != NULL ? (char *)p->zone : "";
-        q->labels = &b.label_ptrs[il];
-        for (size_t j = 0; j < p->labels.count; j++, il++) {
-            AP(Proposal__LabelsEntry) e = AP_INIT(PROPOSAL__LABELS_ENTRY);
-            e.key = p->labels.items[j].key;
-            e.value = p->labels.items[j].value;
-            b.labels[il] = e;
-            b.label_ptrs[il] = &b.labels[il];
-        }
         q->n_labels = p->labels.count;
-        q->taints = &b.taint_ptrs[it];
-        for (size_t j = 0; j < p->taints.count; j++, it++) {
-            AP(Taint) t = AP_INIT(TAINT);
-            t.key = p->taints.items[j].key;
-            t.value = p->taints.items[j].value;
-            t.effect = p->taints.items[j].effect;
-            b.taints[it] = t;
-            b.taint_ptrs[it] = &b.taints[it];
-        }
         q->n_taints = p->taints.count;
-        q->pods = &b.names[ip];
         for (size_t j = 0; j < p->pods_count; j++)
-            b.names[ip++] = pods[p->pods[j]].name;
+            q->pods[j] = service_strdup(mem, pods[p->pods[j]].name);
         q->n_pods = p->pods_count;
         q->node_count = p->node_count;
         q->score = p->figures.score;
         q->exists = p->exists;
-        b.ptrs[i] = q;
+        resp->proposals[i] = q;
     }
+    resp->n_proposals = res->count;
     for (size_t i = 0; i < res->unschedulable_count; i++)
-        b.unschedulable[i] = pods[res->unschedulable[i]].name;
-    AP(ProposeNodeGroupsResponse) resp = AP_INIT(PROPOSE_NODE_GROUPS_RESPONSE);
-    resp.n_proposals = n;
-    resp.proposals = b.ptrs;
-    resp.n_unschedulable_pods = res->unschedulable_count;
-    resp.unschedulable_pods = b.unschedulable;
-    rc = codec_reply(&resp.base, response, err);
-out:
-    proposal_buf_free(&b);
-    return rc;
+        resp->unschedulable_pods[i] = service_strdup(mem, pods[res->unschedulable[i]].name);
+    resp->n_unschedulable_pods = res->unschedulable_count;
+    return 0;
 }
 
-static int ap_propose_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                  gpr_timespec deadline, grpc_byte_buffer **response,
-                                  frugal_err_t *err) {
-    AP(ProposeNodeGroupsRequest) * req;
-    int rc = UNPACK(propose_node_groups_request, request, &req, err);
-    if (rc != 0)
-        return rc;
+static int ap_propose_node_groups(service_ctx_t *ctx, const void *request, void *response,
+                                  service_mem_t *mem, frugal_err_t *err) {
+    const AP(ProposeNodeGroupsRequest) *req = request;
+    int rc = 0;
     size_t n = req->n_pods, decoded = 0;
     propose_pod_t *pods = calloc(n ? n : 1, sizeof(*pods));
     if (pods == NULL) {
@@ -541,25 +418,29 @@ static int ap_propose_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request,
     rc = propose_node_groups(&params, pods, n, &res, err);
     cluster_read_unlock(ctx->cluster);
     if (rc == 0) {
-        rc = reply_proposals(pods, &res, response, err);
+        rc = reply_proposals(pods, &res, response, mem, err);
         propose_result_clear(&res);
     }
 out:
     for (size_t i = 0; i < decoded; i++)
         propose_pod_clear(&pods[i]);
     free(pods);
-    codec_free(req);
     return rc;
 }
 
+/* A method of the table: its path, its request and response types, its handler. */
+#define AP_METHOD(path, type, fn)                                                                  \
+    SERVICE_TYPED(path, AP_DESC(type##_request), AP_DESC(type##_response), fn)
+
 static const service_method_t autoprovisioning_methods[] = {
-    {WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, ap_get_available_machine_types},
-    {WIRE_AP_NEW_NODE_GROUP, ap_new_node_group},
-    {WIRE_AP_NODE_GROUP_CREATE, ap_node_group_create},
-    {WIRE_AP_NODE_GROUP_DELETE, ap_node_group_delete},
-    {WIRE_AP_NODE_GROUP_INFO, ap_node_group_info},
-    {WIRE_AP_GET_RESOURCE_LIMITER, ap_get_resource_limiter},
-    {WIRE_AP_PROPOSE_NODE_GROUPS, ap_propose_node_groups},
+    AP_METHOD(WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, get_available_machine_types,
+              ap_get_available_machine_types),
+    AP_METHOD(WIRE_AP_NEW_NODE_GROUP, new_node_group, ap_new_node_group),
+    AP_METHOD(WIRE_AP_NODE_GROUP_CREATE, node_group_create, ap_node_group_create),
+    AP_METHOD(WIRE_AP_NODE_GROUP_DELETE, node_group_delete, ap_node_group_delete),
+    AP_METHOD(WIRE_AP_NODE_GROUP_INFO, node_group_info, ap_node_group_info),
+    AP_METHOD(WIRE_AP_GET_RESOURCE_LIMITER, get_resource_limiter, ap_get_resource_limiter),
+    AP_METHOD(WIRE_AP_PROPOSE_NODE_GROUPS, propose_node_groups, ap_propose_node_groups),
 };
 
 const service_def_t service_autoprovisioning = {

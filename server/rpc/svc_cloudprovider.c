@@ -9,7 +9,6 @@
 #include "catalog.h"
 #include "cluster.h"
 #include "cluster_nap.h"
-#include "codec.h"
 #include "externalgrpc.pb-c.h"
 #include "k8s.h"
 #include "log.h"
@@ -31,9 +30,6 @@ typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration meta_duration_t;
 #define CA_DEFAULT_MAX_NODE_PROVISION_NS (15LL * 60 * 1000000000)
 #define CA_DEFAULT_UTILIZATION_THRESHOLD 0.5
 
-#define UNPACK(type, desc, request, out, err)                                                      \
-    codec_unpack(EG_DESC(desc), request, (ProtobufCMessage **)(out), err)
-
 /* Groups CA may see: managed ones. Unmanaged groups are only counted; TargetSize still
  * answers for them (the size frugal counts), for operators. */
 static const group_t *find_visible_group(cluster_t *c, const char *id) {
@@ -41,55 +37,38 @@ static const group_t *find_visible_group(cluster_t *c, const char *id) {
     return g != NULL && g->managed ? g : NULL;
 }
 
-static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out, char *debug,
-                            size_t size) {
-    snprintf(debug, size, "machine_type=%s%s%s target=%d%s%s", g->spec.machine_type,
+/* With the cluster's read lock held: what out points to is copied into mem. */
+static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
+                            service_mem_t *mem) {
+    char debug[192];
+    snprintf(debug, sizeof(debug), "machine_type=%s%s%s target=%d%s%s", g->spec.machine_type,
              g->spec.zone != NULL ? " zone=" : "", g->spec.zone != NULL ? g->spec.zone : "",
              g->target_size, g->autoprovisioned ? " autoprovisioned" : "",
              g->exists ? "" : " theoretical");
-    out->id = g->spec.id;
+    out->id = service_strdup(mem, g->spec.id);
     out->minsize = g->min_size;
     out->maxsize = cluster_nap_max_size(c, g); /* max_size cut by the NAP limits */
-    out->debug = debug;
+    out->debug = service_strdup(mem, debug);
 }
 
-static int cp_node_groups(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                          grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupsRequest) * req;
-    int rc = UNPACK(NodeGroupsRequest, node_groups_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
-
+static int cp_node_groups(service_ctx_t *ctx, const void *request, void *response,
+                          service_mem_t *mem, frugal_err_t *err) {
+    EG(NodeGroupsResponse) *resp = response;
     cluster_read_lock(ctx->cluster);
     size_t n = cluster_groups_count(ctx->cluster);
-    EG(NodeGroup) *groups = calloc(n ? n : 1, sizeof(*groups));
-    EG(NodeGroup) **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-    char(*debug)[192] = calloc(n ? n : 1, sizeof(*debug));
-    if (groups == NULL || ptrs == NULL || debug == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    EG(NodeGroupsResponse) resp = EG_INIT(NODE_GROUPS_RESPONSE);
-    for (size_t i = 0; i < n; i++) {
+    resp->nodegroups = service_alloc(mem, n, sizeof(*resp->nodegroups));
+    for (size_t i = 0; resp->nodegroups != NULL && i < n; i++) {
         const group_t *g = cluster_group_at(ctx->cluster, i);
         if (!g->managed)
             continue;
-        EG(NodeGroup) init = EG_INIT(NODE_GROUP);
-        groups[resp.n_nodegroups] = init;
-        fill_node_group(ctx->cluster, g, &groups[resp.n_nodegroups], debug[resp.n_nodegroups],
-                        sizeof(debug[0]));
-        ptrs[resp.n_nodegroups] = &groups[resp.n_nodegroups];
-        resp.n_nodegroups++;
+        EG(NodeGroup) *group = service_message(mem, EG_DESC(node_group));
+        if (group == NULL)
+            break;
+        fill_node_group(ctx->cluster, g, group, mem);
+        resp->nodegroups[resp->n_nodegroups++] = group;
     }
-    resp.nodegroups = ptrs;
-    rc = codec_reply(&resp.base, response, err);
-out:
     cluster_read_unlock(ctx->cluster);
-    free(groups);
-    free(ptrs);
-    free(debug);
-    return rc;
+    return mem->out_of_memory ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
 }
 
 static const char *node_label(const EG(ExternalGrpcNode) * node, const char *key) {
@@ -144,29 +123,21 @@ static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode
     return g;
 }
 
-static int cp_node_group_for_node(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                  gpr_timespec deadline, grpc_byte_buffer **response,
-                                  frugal_err_t *err) {
-    EG(NodeGroupForNodeRequest) * req;
-    int rc = UNPACK(NodeGroupForNodeRequest, node_group_for_node_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    if (req->node == NULL) {
-        codec_free(req);
+static int cp_node_group_for_node(service_ctx_t *ctx, const void *request, void *response,
+                                  service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupForNodeRequest) *req = request;
+    EG(NodeGroupForNodeResponse) *resp = response;
+    if (req->node == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "node is missing");
-    }
-    EG(NodeGroup) group = EG_INIT(NODE_GROUP);
-    EG(NodeGroupForNodeResponse) resp = EG_INIT(NODE_GROUP_FOR_NODE_RESPONSE);
-    resp.nodegroup = &group;
-    char debug[192];
+    resp->nodegroup = service_message(mem, EG_DESC(node_group));
+    if (resp->nodegroup == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     cluster_read_lock(ctx->cluster);
     const group_t *g = resolve_node_group(ctx->cluster, req->node, false);
     if (g != NULL && g->managed)
-        fill_node_group(ctx->cluster, g, &group, debug, sizeof(debug));
-    rc = codec_reply(&resp.base, response, err);
+        fill_node_group(ctx->cluster, g, resp->nodegroup, mem);
     cluster_read_unlock(ctx->cluster);
-    codec_free(req);
-    return rc;
+    return 0;
 }
 
 /* Hours between two instants; EINVAL when a bound is missing or the period is inverted. */
@@ -223,243 +194,166 @@ static int node_hourly_price(service_ctx_t *ctx, const EG(ExternalGrpcNode) * no
     return 0;
 }
 
-static int cp_pricing_node_price(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                 gpr_timespec deadline, grpc_byte_buffer **response,
-                                 frugal_err_t *err) {
-    EG(PricingNodePriceRequest) * req;
-    int rc = UNPACK(PricingNodePriceRequest, pricing_node_price_request, request, &req, err);
-    if (rc != 0)
-        return rc;
+static int cp_pricing_node_price(service_ctx_t *ctx, const void *request, void *response,
+                                 service_mem_t *mem, frugal_err_t *err) {
+    const EG(PricingNodePriceRequest) *req = request;
+    EG(PricingNodePriceResponse) *resp = response;
     double hours = 0, hourly = 0;
+    int rc;
     if (req->node == NULL)
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "node is missing");
-    if (rc == 0)
-        rc = request_hours(req->starttimestamp, req->endtimestamp, req->starttime, req->endtime,
-                           &hours, err);
-    if (rc == 0)
-        rc = node_hourly_price(ctx, req->node, &hourly, err);
-    if (rc == 0) {
-        EG(PricingNodePriceResponse) resp = EG_INIT(PRICING_NODE_PRICE_RESPONSE);
-        resp.price = hourly * hours;
-        rc = codec_reply(&resp.base, response, err);
-    }
-    codec_free(req);
-    return rc;
+        return frugal_err_set(err, FRUGAL_EINVAL, "node is missing");
+    if ((rc = request_hours(req->starttimestamp, req->endtimestamp, req->starttime, req->endtime,
+                            &hours, err)) != 0 ||
+        (rc = node_hourly_price(ctx, req->node, &hourly, err)) != 0)
+        return rc;
+    resp->price = hourly * hours;
+    return 0;
 }
 
-static int cp_pricing_pod_price(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                gpr_timespec deadline, grpc_byte_buffer **response,
-                                frugal_err_t *err) {
-    EG(PricingPodPriceRequest) * req;
-    int rc = UNPACK(PricingPodPriceRequest, pricing_pod_price_request, request, &req, err);
-    if (rc != 0)
-        return rc;
+static int cp_pricing_pod_price(service_ctx_t *ctx, const void *request, void *response,
+                                service_mem_t *mem, frugal_err_t *err) {
+    const EG(PricingPodPriceRequest) *req = request;
+    EG(PricingPodPriceResponse) *resp = response;
     double hours = 0;
     resources_t r;
+    int rc;
     /* The current pod_bytes wins over the legacy embedded pod when both are present. */
     const ProtobufCBinaryData *pod = req->pod_bytes.len > 0 ? &req->pod_bytes : &req->pod;
     if (pod->len == 0)
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "pod is missing (neither pod_bytes nor pod set)");
-    if (rc == 0)
-        rc = request_hours(req->starttimestamp, req->endtimestamp, req->starttime, req->endtime,
-                           &hours, err);
-    if (rc == 0)
-        rc = pod_decode_request(pod->data, pod->len, &r, err);
-    if (rc == 0) {
-        EG(PricingPodPriceResponse) resp = EG_INIT(PRICING_POD_PRICE_RESPONSE);
-        resp.price = pricing_linear(&ctx->cfg->pricing, &r) * hours;
-        rc = codec_reply(&resp.base, response, err);
-    }
-    codec_free(req);
-    return rc;
-}
-
-static int cp_gpu_label(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                        grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(GPULabelRequest) * req;
-    int rc = UNPACK(GPULabelRequest, gpulabel_request, request, &req, err);
-    if (rc != 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "pod is missing (neither pod_bytes nor pod set)");
+    if ((rc = request_hours(req->starttimestamp, req->endtimestamp, req->starttime, req->endtime,
+                            &hours, err)) != 0 ||
+        (rc = pod_decode_request(pod->data, pod->len, &r, err)) != 0)
         return rc;
-    codec_free(req);
-    EG(GPULabelResponse) resp = EG_INIT(GPULABEL_RESPONSE);
-    resp.label = (char *)FRUGAL_GPU_LABEL;
-    return codec_reply(&resp.base, response, err);
+    resp->price = pricing_linear(&ctx->cfg->pricing, &r) * hours;
+    return 0;
 }
 
-static bool name_listed(char **names, size_t n, const char *name) {
+static int cp_gpu_label(service_ctx_t *ctx, const void *request, void *response, service_mem_t *mem,
+                        frugal_err_t *err) {
+    EG(GPULabelResponse) *resp = response;
+    resp->label = (char *)FRUGAL_GPU_LABEL;
+    return 0;
+}
+
+static bool type_listed(EG(GetAvailableGPUTypesResponse__GpuTypesEntry) * *entries, size_t n,
+                        const char *name) {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0)
+        if (strcmp(entries[i]->key, name) == 0)
             return true;
     return false;
 }
 
 /* GPU types: the builtin catalog's (when in use) and those of configured machine types. */
-static int cp_get_available_gpu_types(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                      gpr_timespec deadline, grpc_byte_buffer **response,
-                                      frugal_err_t *err) {
-    EG(GetAvailableGPUTypesRequest) * req;
-    int rc =
-        UNPACK(GetAvailableGPUTypesRequest, get_available_gputypes_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
+static int cp_get_available_gpu_types(service_ctx_t *ctx, const void *request, void *response,
+                                      service_mem_t *mem, frugal_err_t *err) {
+    EG(GetAvailableGPUTypesResponse) *resp = response;
     const frugal_config_t *cfg = ctx->cfg;
     size_t n = cfg->machine_types_count + (cfg->pricing.builtin_catalog ? catalog_gpus_count : 0);
-    typedef EG(GetAvailableGPUTypesResponse__GpuTypesEntry) entry_t;
-    entry_t *entries = calloc(n ? n : 1, sizeof(*entries));
-    entry_t **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-    char **names = calloc(n ? n : 1, sizeof(*names));
-    Google__Protobuf__Any *anys = calloc(n ? n : 1, sizeof(*anys));
-    if (entries == NULL || ptrs == NULL || names == NULL || anys == NULL) {
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    EG(GetAvailableGPUTypesResponse) resp = EG_INIT(GET_AVAILABLE_GPUTYPES_RESPONSE);
+    resp->gputypes = service_alloc(mem, n, sizeof(*resp->gputypes));
+    if (resp->gputypes == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const char *gpu_type;
         if (i < cfg->machine_types_count)
             gpu_type = cfg->machine_types[i].gpu > 0 ? cfg->machine_types[i].gpu_type : NULL;
         else
             gpu_type = catalog_gpus[i - cfg->machine_types_count].name;
-        if (gpu_type == NULL || name_listed(names, resp.n_gputypes, gpu_type))
+        if (gpu_type == NULL || type_listed(resp->gputypes, resp->n_gputypes, gpu_type))
             continue;
-        entry_t init = EG_INIT(GET_AVAILABLE_GPUTYPES_RESPONSE__GPU_TYPES_ENTRY);
-        Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
-        size_t k = resp.n_gputypes++;
-        entries[k] = init;
-        anys[k] = any;
-        names[k] = (char *)gpu_type;
-        entries[k].key = (char *)gpu_type;
-        entries[k].value = &anys[k];
-        ptrs[k] = &entries[k];
+        EG(GetAvailableGPUTypesResponse__GpuTypesEntry) *entry =
+            service_message(mem, EG_DESC(get_available_gputypes_response__gpu_types_entry));
+        Google__Protobuf__Any *any = service_message(mem, &google__protobuf__any__descriptor);
+        if (entry == NULL || any == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        /* The configuration outlives the packing: its names are not copied. */
+        entry->key = (char *)gpu_type;
+        entry->value = any;
+        resp->gputypes[resp->n_gputypes++] = entry;
     }
-    resp.gputypes = ptrs;
-    rc = codec_reply(&resp.base, response, err);
-out:
-    free(entries);
-    free(ptrs);
-    free(names);
-    free(anys);
-    return rc;
+    return 0;
 }
 
-static int cp_cleanup(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                      grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(CleanupRequest) * req;
-    int rc = UNPACK(CleanupRequest, cleanup_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
-    rc = cluster_persist(ctx->cluster, err);
-    if (rc != 0)
-        return rc;
-    EG(CleanupResponse) resp = EG_INIT(CLEANUP_RESPONSE);
-    return codec_reply(&resp.base, response, err);
+static int cp_cleanup(service_ctx_t *ctx, const void *request, void *response, service_mem_t *mem,
+                      frugal_err_t *err) {
+    return cluster_persist(ctx->cluster, err);
 }
 
-static int cp_refresh(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                      grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(RefreshRequest) * req;
-    int rc = UNPACK(RefreshRequest, refresh_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    codec_free(req);
-    rc = cluster_refresh(ctx->cluster, &ctx->call, err);
-    if (rc != 0)
-        return rc;
-    EG(RefreshResponse) resp = EG_INIT(REFRESH_RESPONSE);
-    return codec_reply(&resp.base, response, err);
+static int cp_refresh(service_ctx_t *ctx, const void *request, void *response, service_mem_t *mem,
+                      frugal_err_t *err) {
+    return cluster_refresh(ctx->cluster, &ctx->call, err);
 }
 
-static int cp_target_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                          grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupTargetSizeRequest) * req;
-    int rc = UNPACK(NodeGroupTargetSizeRequest, node_group_target_size_request, request, &req, err);
-    if (rc != 0)
-        return rc;
+static int cp_target_size(service_ctx_t *ctx, const void *request, void *response,
+                          service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupTargetSizeRequest) *req = request;
+    EG(NodeGroupTargetSizeResponse) *resp = response;
+    int rc = 0;
     cluster_read_lock(ctx->cluster);
     const group_t *g = cluster_find_group(ctx->cluster, req->id);
-    EG(NodeGroupTargetSizeResponse) resp = EG_INIT(NODE_GROUP_TARGET_SIZE_RESPONSE);
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
     else
-        resp.targetsize = g->target_size;
+        resp->targetsize = g->target_size;
     cluster_read_unlock(ctx->cluster);
-    if (rc == 0)
-        rc = codec_reply(&resp.base, response, err);
-    codec_free(req);
     return rc;
 }
 
-static int cp_increase_size(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                            grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupIncreaseSizeRequest) * req;
-    int rc =
-        UNPACK(NodeGroupIncreaseSizeRequest, node_group_increase_size_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    rc = cluster_increase_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
-    codec_free(req);
-    if (rc != 0)
-        return rc;
-    EG(NodeGroupIncreaseSizeResponse) resp = EG_INIT(NODE_GROUP_INCREASE_SIZE_RESPONSE);
-    return codec_reply(&resp.base, response, err);
+static int cp_increase_size(service_ctx_t *ctx, const void *request, void *response,
+                            service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupIncreaseSizeRequest) *req = request;
+    return cluster_increase_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
 }
 
-static int cp_decrease_target_size(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                   gpr_timespec deadline, grpc_byte_buffer **response,
-                                   frugal_err_t *err) {
-    EG(NodeGroupDecreaseTargetSizeRequest) * req;
-    int rc = UNPACK(NodeGroupDecreaseTargetSizeRequest, node_group_decrease_target_size_request,
-                    request, &req, err);
-    if (rc != 0)
-        return rc;
-    rc = cluster_decrease_target_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
-    codec_free(req);
-    if (rc != 0)
-        return rc;
-    EG(NodeGroupDecreaseTargetSizeResponse)
-    resp = EG_INIT(NODE_GROUP_DECREASE_TARGET_SIZE_RESPONSE);
-    return codec_reply(&resp.base, response, err);
+static int cp_decrease_target_size(service_ctx_t *ctx, const void *request, void *response,
+                                   service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupDecreaseTargetSizeRequest) *req = request;
+    return cluster_decrease_target_size(ctx->cluster, &ctx->call, req->id, req->delta, err);
 }
 
-static int cp_delete_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                           grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupDeleteNodesRequest) * req;
-    int rc =
-        UNPACK(NodeGroupDeleteNodesRequest, node_group_delete_nodes_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    const char **ids = calloc(req->n_nodes ? req->n_nodes : 1, sizeof(*ids));
+static int cp_delete_nodes(service_ctx_t *ctx, const void *request, void *response,
+                           service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupDeleteNodesRequest) *req = request;
+    const char **ids = service_alloc(mem, req->n_nodes, sizeof(*ids));
     if (ids == NULL)
-        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < req->n_nodes; i++) {
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < req->n_nodes; i++) {
         ids[i] = req->nodes[i]->providerid;
         if (ids[i][0] == '\0')
-            rc = frugal_err_set(err, FRUGAL_EINVAL, "node \"%s\" has no providerID",
-                                req->nodes[i]->name);
+            return frugal_err_set(err, FRUGAL_EINVAL, "node \"%s\" has no providerID",
+                                  req->nodes[i]->name);
     }
-    if (rc == 0 && req->n_nodes == 0)
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "no nodes to delete");
-    if (rc == 0)
-        rc = cluster_delete_nodes(ctx->cluster, &ctx->call, req->id, ids, req->n_nodes, err);
-    free(ids);
-    codec_free(req);
-    if (rc != 0)
-        return rc;
-    EG(NodeGroupDeleteNodesResponse) resp = EG_INIT(NODE_GROUP_DELETE_NODES_RESPONSE);
-    return codec_reply(&resp.base, response, err);
+    if (req->n_nodes == 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "no nodes to delete");
+    return cluster_delete_nodes(ctx->cluster, &ctx->call, req->id, ids, req->n_nodes, err);
 }
 
-static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                    grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupNodesRequest) * req;
-    int rc = UNPACK(NodeGroupNodesRequest, node_group_nodes_request, request, &req, err);
-    if (rc != 0)
-        return rc;
-    EG(Instance) *instances = NULL, **ptrs = NULL;
-    EG(InstanceStatus) *statuses = NULL;
-    EG(InstanceErrorInfo) *errors = NULL;
+/* inst's status, its ids and error copied into mem (the cluster's lock is held). */
+static EG(Instance) * instance_message(const instance_t *inst, service_mem_t *mem) {
+    EG(Instance) *instance = service_message(mem, EG_DESC(instance));
+    EG(InstanceStatus) *status = service_message(mem, EG_DESC(instance_status));
+    if (instance == NULL || status == NULL)
+        return NULL;
+    instance->id = service_strdup(mem, inst->id);
+    instance->status = status;
+    status->instancestate = (EG(InstanceStatus__InstanceState))inst->state;
+    if (inst->error_code != NULL) {
+        EG(InstanceErrorInfo) *error = service_message(mem, EG_DESC(instance_error_info));
+        if (error == NULL)
+            return NULL;
+        error->errorcode = service_strdup(mem, inst->error_code);
+        error->errormessage = service_strdup(mem, inst->error_message);
+        error->instanceerrorclass = inst->error_class;
+        status->errorinfo = error;
+    }
+    return instance;
+}
+
+static int cp_nodes(service_ctx_t *ctx, const void *request, void *response, service_mem_t *mem,
+                    frugal_err_t *err) {
+    const EG(NodeGroupNodesRequest) *req = request;
+    EG(NodeGroupNodesResponse) *resp = response;
+    int rc = 0;
     cluster_read_lock(ctx->cluster);
     const group_t *g = cluster_find_group(ctx->cluster, req->id);
     if (g == NULL || !g->managed) {
@@ -470,58 +364,25 @@ static int cp_nodes(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec 
                             req->id);
         goto out;
     }
-    size_t n = g->instances_count ? g->instances_count : 1;
-    instances = calloc(n, sizeof(*instances));
-    ptrs = calloc(n, sizeof(*ptrs));
-    statuses = calloc(n, sizeof(*statuses));
-    errors = calloc(n, sizeof(*errors));
-    if (instances == NULL || ptrs == NULL || statuses == NULL || errors == NULL) {
+    resp->instances = service_alloc(mem, g->instances_count, sizeof(*resp->instances));
+    for (size_t i = 0; resp->instances != NULL && i < g->instances_count; i++)
+        if ((resp->instances[resp->n_instances++] = instance_message(&g->instances[i], mem)) ==
+            NULL)
+            break;
+    if (mem->out_of_memory)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < g->instances_count; i++) {
-        const instance_t *inst = &g->instances[i];
-        EG(Instance) instance_init = EG_INIT(INSTANCE);
-        EG(InstanceStatus) status_init = EG_INIT(INSTANCE_STATUS);
-        instances[i] = instance_init;
-        statuses[i] = status_init;
-        instances[i].id = inst->id;
-        instances[i].status = &statuses[i];
-        statuses[i].instancestate = (EG(InstanceStatus__InstanceState))inst->state;
-        if (inst->error_code != NULL) {
-            EG(InstanceErrorInfo) error_init = EG_INIT(INSTANCE_ERROR_INFO);
-            errors[i] = error_init;
-            errors[i].errorcode = inst->error_code;
-            errors[i].errormessage = inst->error_message != NULL ? inst->error_message : "";
-            errors[i].instanceerrorclass = inst->error_class;
-            statuses[i].errorinfo = &errors[i];
-        }
-        ptrs[i] = &instances[i];
-    }
-    EG(NodeGroupNodesResponse) resp = EG_INIT(NODE_GROUP_NODES_RESPONSE);
-    resp.n_instances = g->instances_count;
-    resp.instances = ptrs;
-    rc = codec_reply(&resp.base, response, err);
 out:
     cluster_read_unlock(ctx->cluster);
-    free(instances);
-    free(ptrs);
-    free(statuses);
-    free(errors);
-    codec_free(req);
     return rc;
 }
 
-static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
-                                 gpr_timespec deadline, grpc_byte_buffer **response,
-                                 frugal_err_t *err) {
-    EG(NodeGroupTemplateNodeInfoRequest) * req;
-    int rc = UNPACK(NodeGroupTemplateNodeInfoRequest, node_group_template_node_info_request,
-                    request, &req, err);
-    if (rc != 0)
-        return rc;
+static int cp_template_node_info(service_ctx_t *ctx, const void *request, void *response,
+                                 service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupTemplateNodeInfoRequest) *req = request;
+    EG(NodeGroupTemplateNodeInfoResponse) *resp = response;
     uint8_t *node = NULL;
     size_t len = 0;
+    int rc;
     cluster_read_lock(ctx->cluster);
     const group_t *g = find_visible_group(ctx->cluster, req->id);
     if (g == NULL)
@@ -531,16 +392,10 @@ static int cp_template_node_info(service_ctx_t *ctx, grpc_byte_buffer *request,
     cluster_read_unlock(ctx->cluster);
     if (rc == 0) {
         /* Both generations: the legacy embedded message and the current bytes. */
-        EG(NodeGroupTemplateNodeInfoResponse)
-        resp = EG_INIT(NODE_GROUP_TEMPLATE_NODE_INFO_RESPONSE);
-        resp.nodeinfo.data = node;
-        resp.nodeinfo.len = len;
-        resp.nodebytes.data = node;
-        resp.nodebytes.len = len;
-        rc = codec_reply(&resp.base, response, err);
+        resp->nodeinfo = service_bytes(mem, node, len);
+        resp->nodebytes = resp->nodeinfo;
     }
     free(node);
-    codec_free(req);
     return rc;
 }
 
@@ -580,13 +435,11 @@ static void set_duration(duration_pair_t *pair, int64_t ns, Google__Protobuf__Du
     *legacy = &pair->legacy;
 }
 
-static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                          grpc_byte_buffer **response, frugal_err_t *err) {
-    EG(NodeGroupAutoscalingOptionsRequest) * req;
-    int rc = UNPACK(NodeGroupAutoscalingOptionsRequest, node_group_autoscaling_options_request,
-                    request, &req, err);
-    if (rc != 0)
-        return rc;
+static int cp_get_options(service_ctx_t *ctx, const void *request, void *response,
+                          service_mem_t *mem, frugal_err_t *err) {
+    const EG(NodeGroupAutoscalingOptionsRequest) *req = request;
+    EG(NodeGroupAutoscalingOptionsResponse) *resp = response;
+    int rc = 0;
     group_options_t o = {0};
     cluster_read_lock(ctx->cluster);
     const group_t *g = find_visible_group(ctx->cluster, req->id);
@@ -601,28 +454,30 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
     else
         o = g->options;
     cluster_read_unlock(ctx->cluster);
-    if (rc != 0) {
-        codec_free(req);
+    if (rc != 0)
         return rc;
-    }
 
     const EG(NodeGroupAutoscalingOptions) *d = req->defaults;
-    EG(NodeGroupAutoscalingOptions) opts = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
-    opts.scaledownutilizationthreshold = o.has_scale_down_utilization_threshold
-                                             ? o.scale_down_utilization_threshold
-                                         : d != NULL ? d->scaledownutilizationthreshold
-                                                     : CA_DEFAULT_UTILIZATION_THRESHOLD;
-    opts.scaledowngpuutilizationthreshold = o.has_scale_down_gpu_utilization_threshold
-                                                ? o.scale_down_gpu_utilization_threshold
-                                            : d != NULL ? d->scaledowngpuutilizationthreshold
-                                                        : CA_DEFAULT_UTILIZATION_THRESHOLD;
-    opts.zeroormaxnodescaling = o.has_zero_or_max_node_scaling ? o.zero_or_max_node_scaling
-                                : d != NULL                    ? d->zeroormaxnodescaling
-                                                               : 0;
-    opts.ignoredaemonsetsutilization = o.has_ignore_daemonsets_utilization
-                                           ? o.ignore_daemonsets_utilization
-                                       : d != NULL ? d->ignoredaemonsetsutilization
-                                                   : 0;
+    EG(NodeGroupAutoscalingOptions) *opts =
+        service_message(mem, EG_DESC(node_group_autoscaling_options));
+    duration_pair_t *pairs = service_alloc(mem, 3, sizeof(*pairs));
+    if (opts == NULL || pairs == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    opts->scaledownutilizationthreshold = o.has_scale_down_utilization_threshold
+                                              ? o.scale_down_utilization_threshold
+                                          : d != NULL ? d->scaledownutilizationthreshold
+                                                      : CA_DEFAULT_UTILIZATION_THRESHOLD;
+    opts->scaledowngpuutilizationthreshold = o.has_scale_down_gpu_utilization_threshold
+                                                 ? o.scale_down_gpu_utilization_threshold
+                                             : d != NULL ? d->scaledowngpuutilizationthreshold
+                                                         : CA_DEFAULT_UTILIZATION_THRESHOLD;
+    opts->zeroormaxnodescaling = o.has_zero_or_max_node_scaling ? o.zero_or_max_node_scaling
+                                 : d != NULL                    ? d->zeroormaxnodescaling
+                                                                : 0;
+    opts->ignoredaemonsetsutilization = o.has_ignore_daemonsets_utilization
+                                            ? o.ignore_daemonsets_utilization
+                                        : d != NULL ? d->ignoredaemonsetsutilization
+                                                    : 0;
     int64_t unneeded = o.has_scale_down_unneeded
                            ? o.scale_down_unneeded_ns
                            : default_duration_ns(d ? d->scaledownunneededduration : NULL,
@@ -638,33 +493,36 @@ static int cp_get_options(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_tim
                             : default_duration_ns(d ? d->maxnodeprovisionduration : NULL,
                                                   d ? d->maxnodeprovisiontime : NULL,
                                                   CA_DEFAULT_MAX_NODE_PROVISION_NS);
-    duration_pair_t pairs[3];
-    set_duration(&pairs[0], unneeded, &opts.scaledownunneededduration, &opts.scaledownunneededtime);
-    set_duration(&pairs[1], unready, &opts.scaledownunreadyduration, &opts.scaledownunreadytime);
-    set_duration(&pairs[2], provision, &opts.maxnodeprovisionduration, &opts.maxnodeprovisiontime);
-    EG(NodeGroupAutoscalingOptionsResponse) resp = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_RESPONSE);
-    resp.nodegroupautoscalingoptions = &opts;
-    rc = codec_reply(&resp.base, response, err);
-    codec_free(req);
-    return rc;
+    set_duration(&pairs[0], unneeded, &opts->scaledownunneededduration,
+                 &opts->scaledownunneededtime);
+    set_duration(&pairs[1], unready, &opts->scaledownunreadyduration, &opts->scaledownunreadytime);
+    set_duration(&pairs[2], provision, &opts->maxnodeprovisionduration,
+                 &opts->maxnodeprovisiontime);
+    resp->nodegroupautoscalingoptions = opts;
+    return 0;
 }
 
+/* A method of the table: its path, its request and response types, its handler. */
+#define CP_METHOD(path, type, fn)                                                                  \
+    SERVICE_TYPED(path, EG_DESC(type##_request), EG_DESC(type##_response), fn)
+
 static const service_method_t cloudprovider_methods[] = {
-    {WIRE_CP_NODE_GROUPS, cp_node_groups},
-    {WIRE_CP_NODE_GROUP_FOR_NODE, cp_node_group_for_node},
-    {WIRE_CP_PRICING_NODE_PRICE, cp_pricing_node_price},
-    {WIRE_CP_PRICING_POD_PRICE, cp_pricing_pod_price},
-    {WIRE_CP_GPU_LABEL, cp_gpu_label},
-    {WIRE_CP_GET_AVAILABLE_GPU_TYPES, cp_get_available_gpu_types},
-    {WIRE_CP_CLEANUP, cp_cleanup},
-    {WIRE_CP_REFRESH, cp_refresh},
-    {WIRE_CP_TARGET_SIZE, cp_target_size},
-    {WIRE_CP_INCREASE_SIZE, cp_increase_size},
-    {WIRE_CP_DELETE_NODES, cp_delete_nodes},
-    {WIRE_CP_DECREASE_TARGET_SIZE, cp_decrease_target_size},
-    {WIRE_CP_NODES, cp_nodes},
-    {WIRE_CP_TEMPLATE_NODE_INFO, cp_template_node_info},
-    {WIRE_CP_GET_OPTIONS, cp_get_options},
+    CP_METHOD(WIRE_CP_NODE_GROUPS, node_groups, cp_node_groups),
+    CP_METHOD(WIRE_CP_NODE_GROUP_FOR_NODE, node_group_for_node, cp_node_group_for_node),
+    CP_METHOD(WIRE_CP_PRICING_NODE_PRICE, pricing_node_price, cp_pricing_node_price),
+    CP_METHOD(WIRE_CP_PRICING_POD_PRICE, pricing_pod_price, cp_pricing_pod_price),
+    CP_METHOD(WIRE_CP_GPU_LABEL, gpulabel, cp_gpu_label),
+    CP_METHOD(WIRE_CP_GET_AVAILABLE_GPU_TYPES, get_available_gputypes, cp_get_available_gpu_types),
+    CP_METHOD(WIRE_CP_CLEANUP, cleanup, cp_cleanup),
+    CP_METHOD(WIRE_CP_REFRESH, refresh, cp_refresh),
+    CP_METHOD(WIRE_CP_TARGET_SIZE, node_group_target_size, cp_target_size),
+    CP_METHOD(WIRE_CP_INCREASE_SIZE, node_group_increase_size, cp_increase_size),
+    CP_METHOD(WIRE_CP_DELETE_NODES, node_group_delete_nodes, cp_delete_nodes),
+    CP_METHOD(WIRE_CP_DECREASE_TARGET_SIZE, node_group_decrease_target_size,
+              cp_decrease_target_size),
+    CP_METHOD(WIRE_CP_NODES, node_group_nodes, cp_nodes),
+    CP_METHOD(WIRE_CP_TEMPLATE_NODE_INFO, node_group_template_node_info, cp_template_node_info),
+    CP_METHOD(WIRE_CP_GET_OPTIONS, node_group_autoscaling_options, cp_get_options),
 };
 
 const service_def_t service_cloudprovider = {WIRE_SERVICE_CLOUDPROVIDER, cloudprovider_methods,

@@ -393,8 +393,10 @@ fail_decode:
     return rc;
 }
 
+/* A raw method (service.h): unpacking the request whole would copy hundreds of MiB and
+ * decode every repeated pod again; the streaming decoder does neither. */
 static const service_method_t expander_methods[] = {
-    {WIRE_EXPANDER_BEST_OPTIONS, expander_best_options},
+    SERVICE_RAW(WIRE_EXPANDER_BEST_OPTIONS, expander_best_options),
 };
 
 const service_def_t service_expander = {WIRE_SERVICE_EXPANDER, expander_methods,

@@ -3,7 +3,6 @@
  * gRPC health-checking protocol's answer to an unknown service). */
 #include <string.h>
 
-#include "codec.h"
 #include "grpc_server.h"
 #include "health.pb-c.h"
 #include "service.h"
@@ -20,28 +19,21 @@ static bool health_knows(const char *name) {
     return false;
 }
 
-static int health_check(service_ctx_t *ctx, grpc_byte_buffer *request, gpr_timespec deadline,
-                        grpc_byte_buffer **response, frugal_err_t *err) {
-    Grpc__Health__V1__HealthCheckRequest *req;
-    int rc = codec_unpack(&grpc__health__v1__health_check_request__descriptor, request,
-                          (ProtobufCMessage **)&req, err);
-    if (rc != 0)
-        return rc;
-    if (!health_knows(req->service)) {
-        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "unknown service \"%s\"", req->service);
-        protobuf_c_message_free_unpacked(&req->base, NULL);
-        return rc;
-    }
-    protobuf_c_message_free_unpacked(&req->base, NULL);
-    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-    resp.status = frugal_server_is_stopping()
-                      ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
-                      : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-    return codec_reply(&resp.base, response, err);
+static int health_check(service_ctx_t *ctx, const void *request, void *response, service_mem_t *mem,
+                        frugal_err_t *err) {
+    const Grpc__Health__V1__HealthCheckRequest *req = request;
+    Grpc__Health__V1__HealthCheckResponse *resp = response;
+    if (!health_knows(req->service))
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "unknown service \"%s\"", req->service);
+    resp->status = frugal_server_is_stopping()
+                       ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+                       : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    return 0;
 }
 
 static const service_method_t health_methods[] = {
-    {WIRE_HEALTH_CHECK, health_check},
+    SERVICE_TYPED(WIRE_HEALTH_CHECK, &grpc__health__v1__health_check_request__descriptor,
+                  &grpc__health__v1__health_check_response__descriptor, health_check),
 };
 
 const service_def_t service_health = {WIRE_SERVICE_HEALTH, health_methods,

@@ -1,7 +1,7 @@
 /* The harness of the service unit tests: a cluster opened from YAML text over the
- * simulated provider, and a service's handler called directly (no network) with a
- * packed request. Header-only, so that each test stays one executable of one file;
- * include it after cmocka.h. */
+ * simulated provider, and a service's method called directly (no network) with a
+ * packed request, through the plumbing's codec step (service_method_call). Header-only, so that
+ * each test stays one executable of one file; include it after cmocka.h. */
 #ifndef FRUGAL_TEST_SVC_HARNESS_H
 #define FRUGAL_TEST_SVC_HARNESS_H
 
@@ -64,7 +64,7 @@ static inline int svc_call(svc_fx_t *f, const service_def_t *svc, const char *me
     grpc_byte_buffer *in = codec_pack(req);
     grpc_byte_buffer *out = NULL;
     frugal_err_clear(err);
-    int rc = m->handler(&f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, err);
+    int rc = service_method_call(m, &f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, err);
     grpc_byte_buffer_destroy(in);
     if (rc == 0) {
         assert_non_null(out);
@@ -87,8 +87,8 @@ static inline void svc_expect_garbage_refused(svc_fx_t *f, const service_def_t *
         grpc_byte_buffer *out = NULL;
         frugal_err_t err;
         frugal_err_clear(&err);
-        int rc =
-            svc->methods[i].handler(&f->ctx, in, gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, &err);
+        int rc = service_method_call(&svc->methods[i], &f->ctx, in,
+                                     gpr_inf_future(GPR_CLOCK_MONOTONIC), &out, &err);
         grpc_byte_buffer_destroy(in);
         assert_int_equal(frugal_err_status(rc), GRPC_STATUS_INVALID_ARGUMENT);
         assert_null(out);
