@@ -1,5 +1,5 @@
-/* `frugal ctl`: global options, the dispatcher, ctl_call, and the verbs of the
- * CloudProvider and health services (see ctl.h). Output is a table by default and
+/* `frugal ctl`: global options, the dispatcher, and the verbs of the CloudProvider and
+ * health services (see ctl.h). Output is a table by default and
  * YAML with -o yaml; every verb exits 0 on gRPC OK, 1 on any other status, 2 on a
  * usage error. */
 #include "ctl.h"
@@ -81,41 +81,6 @@ static const char *ctl__optarg(int argc, char **argv, int *i) {
     }
     (*i)++;
     return argv[*i];
-}
-
-/* ------------------------------------------------------------------------------------
- * ctl_call */
-
-int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *req,
-             const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp) {
-    size_t len = protobuf_c_message_get_packed_size(req);
-    uint8_t *body = cli_xcalloc(len, 1);
-    protobuf_c_message_pack(req, body);
-
-    uint8_t *reply = NULL;
-    size_t reply_len = 0;
-    grpc_status_code status = GRPC_STATUS_UNKNOWN;
-    char *details = NULL;
-    int rc = rpc_client_call(client, method, body, len, &reply, &reply_len, &status, &details);
-    free(body);
-    if (rc != 0) {
-        fprintf(stderr, "error: %s: local failure calling %s\n", frugal_err_name(rc), method);
-        return 1;
-    }
-    if (status != GRPC_STATUS_OK) {
-        fprintf(stderr, "%s: %s\n", rpc_status_name(status), details);
-        free(details);
-        free(reply);
-        return 1;
-    }
-    free(details);
-    *resp = protobuf_c_message_unpack(resp_desc, NULL, reply_len, reply);
-    free(reply);
-    if (*resp == NULL) {
-        fprintf(stderr, "error: the reply of %s is not a valid %s\n", method, resp_desc->name);
-        return 1;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------------------------------

@@ -183,24 +183,6 @@ void config_free(frugal_config_t *cfg) {
     free(cfg);
 }
 
-const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const char *name) {
-    for (size_t i = 0; name != NULL && i < cfg->machine_types_count; i++) {
-        if (strcmp(cfg->machine_types[i].name, name) == 0) {
-            return &cfg->machine_types[i];
-        }
-    }
-    return NULL;
-}
-
-const node_group_config_t *config_find_node_group(const frugal_config_t *cfg, const char *id) {
-    for (size_t i = 0; id != NULL && i < cfg->node_groups_count; i++) {
-        if (strcmp(cfg->node_groups[i].spec.id, id) == 0) {
-            return &cfg->node_groups[i];
-        }
-    }
-    return NULL;
-}
-
 void config_retain(const frugal_config_t *cfg) {
     __atomic_fetch_add(&((frugal_config_t *)cfg)->extra_refs, 1, __ATOMIC_RELAXED);
 }

@@ -714,3 +714,23 @@ void config_format_options_warning(const char *id, char *buf, size_t size) {
              "startup time of 0 for it (kubernetes/autoscaler#10245)",
              id);
 }
+
+/* ---- lookups ---- */
+
+const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const char *name) {
+    for (size_t i = 0; name != NULL && i < cfg->machine_types_count; i++) {
+        if (strcmp(cfg->machine_types[i].name, name) == 0) {
+            return &cfg->machine_types[i];
+        }
+    }
+    return NULL;
+}
+
+const node_group_config_t *config_find_node_group(const frugal_config_t *cfg, const char *id) {
+    for (size_t i = 0; id != NULL && i < cfg->node_groups_count; i++) {
+        if (strcmp(cfg->node_groups[i].spec.id, id) == 0) {
+            return &cfg->node_groups[i];
+        }
+    }
+    return NULL;
+}

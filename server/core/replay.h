@@ -28,6 +28,7 @@
 #include "pod.h"
 #include "quantity.h"
 #include "replay_bound.h"
+#include "replay_rng.h"
 
 /* CA's loop period, and how long a bought node takes to become ready. */
 #define REPLAY_LOOP_SECONDS 10
@@ -36,20 +37,6 @@
 #define REPLAY_UNNEEDED_SECONDS 600
 /* The most pods a family may start with (`initial`) or bring in one arrival (`burst`). */
 #define REPLAY_INITIAL_MAX 100000
-
-/* ---- deterministic random numbers ---- */
-
-/* splitmix64: tiny, fast, and good enough for sampling workloads. */
-typedef struct replay_rng {
-    uint64_t state;
-} replay_rng_t;
-
-void replay_rng_seed(replay_rng_t *r, uint64_t seed);
-uint64_t replay_rng_next(replay_rng_t *r);
-/* Uniform in [0, 1). */
-double replay_rng_unit(replay_rng_t *r);
-/* Uniform in [0, n); n > 0. */
-size_t replay_rng_below(replay_rng_t *r, size_t n);
 
 /* ---- workloads ---- */
 

@@ -1,7 +1,8 @@
 /* `frugal ctl`: the operator's client of the server's own API (README.md, "frugal ctl").
- * server/ctl.c parses the global options, opens the client and dispatches to a verb;
- * verbs live in small files by service (ctl.c for CloudProvider and health,
- * ctl_best_options.c for the expander, ctl_autoprov.c for frugal.v1.Autoprovisioning). */
+ * server/cli/ctl.c parses the global options, opens the client and dispatches to a
+ * verb; verbs live in small files by service (ctl.c for CloudProvider and health,
+ * ctl_best_options.c for the expander, ctl_autoprov.c for frugal.v1.Autoprovisioning),
+ * and all of them call the server through ctl_call.c, which calls none of them. */
 #ifndef FRUGAL_CTL_H
 #define FRUGAL_CTL_H
 

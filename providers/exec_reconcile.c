@@ -1,0 +1,178 @@
+/* The exec provider's reconciliation: queue each group's `list` every
+ * provider.reconcile_interval, and act on the judgement of its result (the judgement
+ * itself is reconcile.c's): replace the running instances it misses, report (and with
+ * reconcile_delete_unknown, delete) the machines frugal does not know
+ * (exec_internal.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+#include "hook_output.h"
+#include "hook_runner.h"
+#include "log.h"
+#include "metrics.h"
+
+/* Why the list job j cannot be judged (and its metric reason), NULL when l holds it. */
+static const char *exec__list_problem(const exec_job_t *j, hook_listing_t *l, const char **reason,
+                                      char *why, size_t size) {
+    if (j->outcome != EXEC_OK) {
+        *reason = j->outcome == EXEC_TIMEOUT ? "timeout" : "failed";
+        return j->message != NULL ? j->message : "the hook failed";
+    }
+    if (j->truncated) {
+        *reason = "truncated";
+        snprintf(why, size, "its output is over %d KiB", HOOK_OUTPUT_MAX / 1024);
+        return why;
+    }
+    int rc = hook_output_parse_list(j->output, j->output_len, l, why, size);
+    if (rc == FRUGAL_ENOMEM) {
+        *reason = "failed";
+        return "out of memory reading it";
+    }
+    *reason = "malformed";
+    return rc != 0 ? why : NULL;
+}
+
+/* Replace g's instances at v's indexes: each is dropped (an orphan delete removes what
+ * may remain of its machine) and a new instance is appended, whose create is staged;
+ * the target size stays. All or nothing. With mu held. */
+static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile_verdict_t *v,
+                                 int64_t now, bool *changed) {
+    size_t n = v->replace_count;
+    instance_t *added = calloc(n, sizeof(*added));
+    exec_job_t **jobs = calloc(2 * n, sizeof(*jobs)); /* creates, then deletes */
+    bool ok = added != NULL && jobs != NULL;
+    for (size_t k = 0; ok && k < n; k++) {
+        const instance_t *old = &g->instances[v->replace[k]];
+        ok = instance_init_new(&added[k], g, g->next_seq + k, now) == 0;
+        if (ok)
+            jobs[k] = exec__job_new(p, EXEC_CREATE, g, added[k].id, strrchr(added[k].id, '/') + 1);
+        if (ok)
+            jobs[n + k] = exec__job_new(p, EXEC_DELETE, g, old->id,
+                                        instance_name_in_group(old->id, g->spec.id));
+        ok = ok && jobs[k] != NULL && jobs[n + k] != NULL && exec__reserve_locked(p, k + 1) == 0;
+    }
+    if (!ok) {
+        log_error("exec: out of memory replacing %zu missing instances of %s: retried at a "
+                  "later list",
+                  n, g->spec.id);
+        for (size_t k = 0; added != NULL && jobs != NULL && k < n; k++) {
+            instance_clear(&added[k]);
+            exec__job_free(jobs[k]);
+            exec__job_free(jobs[n + k]);
+        }
+        free(added);
+        free(jobs);
+        return;
+    }
+    for (size_t k = n; k-- > 0;) { /* descending: the indexes below stay valid */
+        instance_t *old = &g->instances[v->replace[k]];
+        log_warn("exec: instance %s of %s is running but missing from %d lists of the hook: "
+                 "replaced by %s",
+                 old->id, g->spec.id, (int)p->cfg->exec_reconcile_missing_after, added[k].id);
+        metrics_count(METRICS_RECONCILE_REPLACED, g->spec.id, NULL, NULL);
+        instance_clear(old);
+        memmove(old, old + 1, (g->instances_count - v->replace[k] - 1) * sizeof(*old));
+        g->instances_count--;
+        jobs[n + k]->orphan = true;
+        exec__stage_locked(p, jobs[n + k], EXEC_STAGE_ENQUEUE);
+    }
+    for (size_t k = 0; k < n; k++) { /* the count is unchanged: the array has the room */
+        g->instances[g->instances_count++] = added[k];
+        exec__stage_locked(p, jobs[k], EXEC_STAGE_ENQUEUE);
+    }
+    g->next_seq += n;
+    *changed = true;
+    free(added);
+    free(jobs);
+}
+
+/* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines g
+ * does not hold. With mu held. */
+static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hook_listing_t *l,
+                                 const reconcile_verdict_t *v) {
+    bool remove = p->cfg->exec_reconcile_delete_unknown;
+    metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
+    for (size_t i = 0; i < v->unknown_count; i++) {
+        const char *id = v->unknown[i], *state = "";
+        for (size_t k = 0; k < l->count; k++) {
+            if (l->items[k].id == id)
+                state = l->items[k].state;
+        }
+        log_warn("exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
+                 "not know it (a leak)%s",
+                 id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
+                 remove ? ": deleting it"
+                        : "; provider.reconcile_delete_unknown deletes such "
+                          "machines");
+        exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
+        if (j != NULL) {
+            j->orphan = true;
+            exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
+        } else if (remove) {
+            log_error("exec: out of memory: machine %s of %s is not deleted this time", id,
+                      g->spec.id);
+        }
+    }
+}
+
+/* Queue g's list when reconciliation is on, its interval has passed and no list of g is
+ * queued, running or unapplied. With mu held. */
+void exec__list_queue_locked(exec_provider_t *p, const group_t *g, reconcile_group_t *rg,
+                             int64_t now) {
+    int64_t interval = p->cfg->exec_reconcile_interval_ms;
+    if (interval <= 0 || now < rg->next_list_ms || exec__has_list(p->pending, g->spec.id) ||
+        exec__has_list(p->active, g->spec.id) || exec__has_list(p->results, g->spec.id))
+        return;
+    exec_job_t *j = exec__job_new(p, EXEC_LIST, g, NULL, "");
+    if (j == NULL)
+        return; /* out of memory: tried again at the next refresh */
+    rg->listed_ms = now;
+    rg->next_list_ms = now + interval;
+    rg->settled = !exec__group_busy_locked(p, g->spec.id);
+    rg->work_at = rg->work;
+    exec__enqueue_locked(p, j);
+}
+
+/* Judge g's finished list j and act on it. A list that failed or cannot be read
+ * changes nothing. With mu held. */
+void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *rg,
+                            const exec_job_t *j, int64_t now, bool *changed) {
+    hook_listing_t l = {0};
+    char why[160];
+    const char *reason = NULL;
+    const char *problem = exec__list_problem(j, &l, &reason, why, sizeof(why));
+    if (problem != NULL) {
+        log_warn("exec: list of node group %s ignored (%s): %s", g->spec.id, reason, problem);
+        metrics_count(METRICS_RECONCILE_LIST_FAILURES, g->spec.id, reason, NULL);
+        return;
+    }
+    const reconcile_policy_t policy = {.interval_ms = p->cfg->exec_reconcile_interval_ms,
+                                       .missing_after = p->cfg->exec_reconcile_missing_after};
+    bool judge_unknown =
+        rg->settled && rg->work == rg->work_at && !exec__group_busy_locked(p, g->spec.id);
+    reconcile_verdict_t v;
+    if (reconcile_judge(rg, g, &l, &policy, judge_unknown, &v) != 0) {
+        log_error("exec: out of memory judging the list of node group %s", g->spec.id);
+    } else {
+        log_debug("exec: list of %s: %zu machines, %zu instances to replace, %zu unknown%s",
+                  g->spec.id, l.count, v.replace_count, v.unknown_count,
+                  v.unknown_judged ? "" : " (not judged: machine work in flight)");
+        if (v.unknown_judged)
+            exec__unknown_locked(p, g, &l, &v);
+        if (v.replace_count > 0)
+            exec__replace_locked(p, g, &v, now, changed);
+        reconcile_verdict_clear(&v);
+    }
+    hook_listing_clear(&l);
+}
+
+/* reconcile_prune's test: the group was refreshed this round. */
+bool exec__reconcile_keep(void *arg, const char *group) {
+    exec_provider_t *p = arg;
+    if (exec__seen_has(p, group))
+        return true;
+    metrics_set(METRICS_RECONCILE_UNKNOWN, 0, group, NULL);
+    return false;
+}
