@@ -161,6 +161,11 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, out->cluster_size);
     bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
     double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
+    /* Whether GPU pods take several GPUs, among the recent pods or the request's: then
+     * the spare GPUs of a multi-GPU node are room a 1-GPU node cannot offer. */
+    bool gpu_multi = dd->recent != NULL && dd->recent->gpu > (double)dd->recent->gpu_pods;
+    for (size_t i = 0; i < req->pods_count; i++)
+        gpu_multi = gpu_multi || req->pods[i].gpu > 1;
 
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
@@ -184,8 +189,10 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         r->group_nodes = o->group.known ? o->group.nodes : 0;
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
-        if (demand_fit)
+        if (demand_fit) {
             decide__demand_fit(cfg, req, dd, o, gib_per_core, r);
+            r->gpu_multi = gpu_multi;
+        }
     }
     free(pod_prices);
 

@@ -46,7 +46,9 @@ void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
         out->pods++;
         out->cpu_cores += cpu;
         out->memory_gib += mem;
-        out->gpu += (double)atomic_load_explicit(&s->gpu, memory_order_relaxed);
+        int64_t gpu = atomic_load_explicit(&s->gpu, memory_order_relaxed);
+        out->gpu += (double)gpu;
+        out->gpu_pods += gpu > 0;
         if (atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT) {
             out->long_pods++;
             out->long_cpu_cores += cpu;

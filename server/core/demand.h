@@ -41,6 +41,7 @@ typedef struct demand_summary {
     double cpu_cores; /* their summed requests */
     double memory_gib;
     double gpu;
+    size_t gpu_pods;       /* of them, the pods that request GPUs */
     double long_share;     /* share of pods whose lifetime is long or unknown */
     size_t long_pods;      /* of them, the pods whose lifetime is long or unknown ... */
     double long_cpu_cores; /* ... and their summed requests */

@@ -44,6 +44,13 @@ static void test_bounded(void **state) {
     assert_int_equal(s.long_pods, 2);
     assert_true(fabs(s.long_cpu_cores - 3.0) < 1e-9);
     assert_true(fabs(s.long_memory_gib - 4.0) < 1e-9);
+    assert_int_equal(s.gpu_pods, 0);
+    /* GPU pods are counted apart from the GPUs they take. */
+    resources_t gpus[2] = {{1000, GIB, 1}, {1000, GIB, 4}};
+    demand_record(m, gpus, NULL, 2);
+    demand_summarize(m, &s);
+    assert_int_equal(s.gpu_pods, 2);
+    assert_true(fabs(s.gpu - 5.0) < 1e-9);
     for (int i = 0; i < 5000; i++)
         demand_record(m, pods, NULL, 3);
     demand_summarize(m, &s);
@@ -218,6 +225,74 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     config_free(cfg);
 }
 
+/* The GPU band (docs/ranking.md) holds only while every GPU pod takes one GPU: a 4-GPU
+ * node for one 1-GPU pod, whose spare GPUs score it a hair below the exact 1-GPU node at
+ * the same price per GPU, loses to it; once the recent pods or the request's own include
+ * a pod of several GPUs, the spare room decides and the 4-GPU node wins. */
+static void test_demand_fit_gpu_band_multi(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("machine_types:\n"
+                                "  - {name: t4x1, cpu: 8, memory: 30Gi, gpu: 1, price: 0.73}\n"
+                                "  - {name: t4x4, cpu: 32, memory: 120Gi, gpu: 4, price: 2.919}\n");
+    assert_non_null(cfg);
+    node_info_t one = node("t4x1", 8000, 30 * GIB, true);
+    node_info_t four = node("t4x4", 32000, 120 * GIB, true);
+    one.capacity.gpu = 1;
+    four.capacity.gpu = 4;
+    resources_t pods[] = {{2000, 8 * GIB, 1}, {8000, 32 * GIB, 2}};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1)};
+    decide_request_t req = {opts, 2, pods, 1, 0};
+    demand_summary_t d = {.pods = 100,
+                          .cpu_cores = 200,
+                          .memory_gib = 800,
+                          .gpu = 100,
+                          .gpu_pods = 100,
+                          .long_pods = 100,
+                          .long_cpu_cores = 200,
+                          .long_memory_gib = 800,
+                          .long_share = 1};
+    decide_demand_t dd = {NULL, &d};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_multi);
+    assert_true(r.figures[0].score < r.figures[1].score);
+    assert_true(r.figures[0].score > r.figures[1].score / (1 + RANKING_DEMAND_FIT_BAND));
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 1);
+    char buf[512];
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
+    assert_non_null(strstr(buf, " multi_gpu=0 "));
+    decide_result_free(&r);
+
+    /* A recent pod took 4 GPUs: 103 GPUs over 100 GPU pods. */
+    d.gpu = 103;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_multi && r.inputs[1].gpu_multi);
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 0);
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[0], &r.inputs[0], buf,
+                                    sizeof(buf));
+    char debug[600];
+    snprintf(debug, sizeof(debug), "ca%s%s", RANKING_DEBUG_SEPARATOR, buf);
+    ranking_figures_t back;
+    assert_int_equal(ranking_parse_figures(debug, &back), 0);
+    assert_true(back.multi_gpu);
+    assert_true(fabs(back.score - r.figures[0].score) < 1e-5);
+    decide_result_free(&r);
+
+    /* The request's own 2-GPU pod does the same. */
+    d.gpu = 100;
+    req.pods_count = 2;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_multi);
+    assert_int_equal(r.selected[0], 0);
+    decide_result_free(&r);
+    config_free(cfg);
+}
+
 static void test_cluster_size(void **state) {
     (void)state;
     frugal_config_t *cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 50}\n");
@@ -343,6 +418,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_demand_fit_shape),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
+        cmocka_unit_test(test_demand_fit_gpu_band_multi),
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_lifetime),
