@@ -495,7 +495,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
             j = next;
             continue;
         }
-        exec__results_unlink(p, prev, j);
+        exec__list_unlink(&p->results, &p->results_tail, prev, j);
         if (j->verb == EXEC_LIST) {
             exec__job_free(list);
             list = j;
@@ -588,7 +588,7 @@ static void exec__sweep_locked(exec_provider_t *p) {
             j = next;
             continue;
         }
-        exec__results_unlink(p, prev, j);
+        exec__list_unlink(&p->results, &p->results_tail, prev, j);
         if (strmap_get(p->busy, j->key) == j)
             strmap_remove(p->busy, j->key);
         if (j->verb == EXEC_CREATE && j->outcome == EXEC_OK) {

@@ -30,18 +30,20 @@ void exec__list_free(exec_job_t *j) {
     }
 }
 
-/* A job for instance id of g (name: its name, "" when unknown); NULL when out of
- * memory. */
-exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
-                          const char *id, const char *name) {
+/* A job of verb in group: its key, argv[3] and environment (envp, taken: freed on
+ * failure); NULL when out of memory. */
+static exec_job_t *exec__job_make(exec_verb_t verb, const char *group, const char *key,
+                                  const char *arg, char **envp) {
     exec_job_t *j = calloc(1, sizeof(*j));
-    if (j == NULL)
+    if (j == NULL) {
+        hook_env_free(envp);
         return NULL;
+    }
     j->verb = verb;
-    j->group = strdup(g->spec.id);
-    j->key = strdup(id != NULL ? id : "");
-    j->arg = strdup(verb == EXEC_CREATE ? name : id != NULL ? id : "");
-    j->envp = hook_env_build(p->cfg, g, name, id != NULL ? id : "");
+    j->envp = envp;
+    j->group = strdup(group);
+    j->key = strdup(key);
+    j->arg = strdup(arg);
     if (j->group == NULL || j->key == NULL || j->arg == NULL || j->envp == NULL) {
         exec__job_free(j);
         return NULL;
@@ -49,37 +51,49 @@ exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const grou
     return j;
 }
 
+/* A job for instance id of g (name: its name, "" when unknown); NULL when out of
+ * memory. */
+exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
+                          const char *id, const char *name) {
+    const char *key = id != NULL ? id : "";
+    return exec__job_make(verb, g->spec.id, key, verb == EXEC_CREATE ? name : key,
+                          hook_env_build(p->cfg, g, name, key));
+}
+
 /* An orphan delete of the machine made by the finished create j, whose instance no
  * group lists any more (j's own environment, FRUGAL_PROVIDER_ID set to the machine's
  * id); NULL when out of memory. */
 exec_job_t *exec__orphan_of(const exec_job_t *j) {
     const char *id = j->first_line != NULL ? j->first_line : j->key;
-    exec_job_t *o = calloc(1, sizeof(*o));
-    if (o == NULL)
-        return NULL;
-    o->verb = EXEC_DELETE;
-    o->orphan = true;
-    o->group = strdup(j->group);
-    o->key = strdup(id);
-    o->arg = strdup(id);
-    o->envp = hook_env_with_provider_id(j->envp, id);
-    bool ok = o->group != NULL && o->key != NULL && o->arg != NULL && o->envp != NULL;
-    if (!ok) {
-        exec__job_free(o);
-        return NULL;
-    }
+    exec_job_t *o =
+        exec__job_make(EXEC_DELETE, j->group, id, id, hook_env_with_provider_id(j->envp, id));
+    if (o != NULL)
+        o->orphan = true;
     return o;
+}
+
+void exec__list_append(exec_job_t **head, exec_job_t **tail, exec_job_t *j) {
+    j->next = NULL;
+    if (*tail != NULL)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
+}
+
+void exec__list_unlink(exec_job_t **head, exec_job_t **tail, exec_job_t *prev, exec_job_t *j) {
+    if (prev != NULL)
+        prev->next = j->next;
+    else
+        *head = j->next;
+    if (*tail == j)
+        *tail = prev;
 }
 
 /* Queue j; with mu held. Cannot fail: busy was reserved by the caller. */
 void exec__enqueue_locked(exec_provider_t *p, exec_job_t *j) {
     j->queued = true;
-    j->next = NULL;
-    if (p->pending_tail != NULL)
-        p->pending_tail->next = j;
-    else
-        p->pending = j;
-    p->pending_tail = j;
+    exec__list_append(&p->pending, &p->pending_tail, j);
     if (!j->orphan && j->verb != EXEC_LIST)
         strmap_put(p->busy, j->key, j, NULL);
     pthread_cond_signal(&p->work_cv);
@@ -95,12 +109,7 @@ bool exec__cancel_locked(exec_provider_t *p, const char *id) {
     for (exec_job_t *q = p->pending; q != NULL; prev = q, q = q->next) {
         if (q != j)
             continue;
-        if (prev != NULL)
-            prev->next = q->next;
-        else
-            p->pending = q->next;
-        if (p->pending_tail == q)
-            p->pending_tail = prev;
+        exec__list_unlink(&p->pending, &p->pending_tail, prev, j);
         strmap_remove(p->busy, id);
         exec__job_free(j);
         return true;
@@ -112,12 +121,7 @@ bool exec__cancel_locked(exec_provider_t *p, const char *id) {
  * strmap_count(busy) + staged_busy + its jobs. */
 void exec__stage_locked(exec_provider_t *p, exec_job_t *j, exec_stage_t stage) {
     j->stage = stage;
-    j->next = NULL;
-    if (p->staged_tail != NULL)
-        p->staged_tail->next = j;
-    else
-        p->staged = j;
-    p->staged_tail = j;
+    exec__list_append(&p->staged, &p->staged_tail, j);
     if (stage != EXEC_STAGE_CANCEL && !j->orphan)
         p->staged_busy++;
 }
@@ -125,16 +129,6 @@ void exec__stage_locked(exec_provider_t *p, exec_job_t *j, exec_stage_t stage) {
 /* Reserve busy for n more staged jobs; with mu held. */
 int exec__reserve_locked(exec_provider_t *p, size_t n) {
     return strmap_reserve(p->busy, strmap_count(p->busy) + p->staged_busy + n);
-}
-
-/* Take j (preceded by prev, NULL when first) out of the results list. Lock held. */
-void exec__results_unlink(exec_provider_t *p, exec_job_t *prev, exec_job_t *j) {
-    if (prev != NULL)
-        prev->next = j->next;
-    else
-        p->results = j->next;
-    if (p->results_tail == j)
-        p->results_tail = prev;
 }
 
 void exec__seen_clear(exec_provider_t *p) {

@@ -215,11 +215,7 @@ void *exec__worker(void *arg) {
         if (j->orphan || j->outcome == EXEC_FENCED) {
             exec__job_free(j);
         } else {
-            if (p->results_tail != NULL)
-                p->results_tail->next = j;
-            else
-                p->results = j;
-            p->results_tail = j;
+            exec__list_append(&p->results, &p->results_tail, j);
         }
         pthread_cond_broadcast(&p->idle_cv);
     }

@@ -129,6 +129,12 @@ void exec__job_free(exec_job_t *j);
 
 void exec__list_free(exec_job_t *j);
 
+/* Append j to the list *head .. *tail (one of pending, staged, results). */
+void exec__list_append(exec_job_t **head, exec_job_t **tail, exec_job_t *j);
+
+/* Take j (preceded by prev, NULL when first) out of the list *head .. *tail. */
+void exec__list_unlink(exec_job_t **head, exec_job_t **tail, exec_job_t *prev, exec_job_t *j);
+
 /* A job for instance id of g (name: its name, "" when unknown); NULL when out of
  * memory. */
 exec_job_t *exec__job_new(const exec_provider_t *p, exec_verb_t verb, const group_t *g,
@@ -152,9 +158,6 @@ void exec__stage_locked(exec_provider_t *p, exec_job_t *j, exec_stage_t stage);
 
 /* Reserve busy for n more staged jobs; with mu held. */
 int exec__reserve_locked(exec_provider_t *p, size_t n);
-
-/* Take j (preceded by prev, NULL when first) out of the results list. Lock held. */
-void exec__results_unlink(exec_provider_t *p, exec_job_t *prev, exec_job_t *j);
 
 void exec__seen_clear(exec_provider_t *p);
 

@@ -1118,16 +1118,8 @@ int cmd_plan(int argc, char **argv) {
     }
 
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    int rc = config_load(config_path, &cfg, &errors);
-    if (rc != 0) {
-        if (errors != NULL)
-            fputs(errors, stderr);
-        else
-            fprintf(stderr, "%s: %s\n", config_path, frugal_err_describe(rc));
-        free(errors);
+    if (cmd_load_config(config_path, &cfg) != 0)
         return 1;
-    }
 
     plan_t pl;
     memset(&pl, 0, sizeof(pl));

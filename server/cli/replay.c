@@ -512,13 +512,7 @@ int cmd_replay(int argc, char **argv) {
     }
 
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    if (config_load(config_path, &cfg, &errors) != 0) {
-        if (errors != NULL)
-            fputs(errors, stderr);
-        else
-            fprintf(stderr, "%s: cannot load\n", config_path);
-        free(errors);
+    if (cmd_load_config(config_path, &cfg) != 0) {
         free(paths);
         return 1;
     }

@@ -6,41 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* *dst = a copy of src (NULL stays NULL). 0 or FRUGAL_ENOMEM. */
-static int group__dup_str(char **dst, const char *src) {
-    *dst = NULL;
-    if (src == NULL)
-        return 0;
-    *dst = strdup(src);
-    return *dst != NULL ? 0 : FRUGAL_ENOMEM;
-}
-
-void group_spec_clear(group_spec_t *spec) {
-    free(spec->id);
-    free(spec->machine_type);
-    free(spec->zone);
-    kv_list_clear(&spec->labels);
-    taint_list_clear(&spec->taints);
-    kv_list_clear(&spec->extra_resources);
-    memset(spec, 0, sizeof(*spec));
-}
-
-int group_spec_copy(group_spec_t *dst, const group_spec_t *src) {
-    memset(dst, 0, sizeof(*dst));
-    dst->spot = src->spot;
-    dst->spot_price = src->spot_price;
-    if (group__dup_str(&dst->id, src->id) != 0 ||
-        group__dup_str(&dst->machine_type, src->machine_type) != 0 ||
-        group__dup_str(&dst->zone, src->zone) != 0 ||
-        kv_list_copy(&dst->labels, &src->labels) != 0 ||
-        taint_list_copy(&dst->taints, &src->taints) != 0 ||
-        kv_list_copy(&dst->extra_resources, &src->extra_resources) != 0) {
-        group_spec_clear(dst);
-        return FRUGAL_ENOMEM;
-    }
-    return 0;
-}
-
 void instance_clear(instance_t *inst) {
     free(inst->id);
     free(inst->error_code);
@@ -53,9 +18,9 @@ int instance_copy(instance_t *dst, const instance_t *src) {
     dst->id = NULL;
     dst->error_code = NULL;
     dst->error_message = NULL;
-    if (group__dup_str(&dst->id, src->id) != 0 ||
-        group__dup_str(&dst->error_code, src->error_code) != 0 ||
-        group__dup_str(&dst->error_message, src->error_message) != 0) {
+    if (labels_strdup(&dst->id, src->id) != 0 ||
+        labels_strdup(&dst->error_code, src->error_code) != 0 ||
+        labels_strdup(&dst->error_message, src->error_message) != 0) {
         instance_clear(dst);
         return FRUGAL_ENOMEM;
     }

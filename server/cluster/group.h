@@ -42,11 +42,9 @@ typedef struct group {
     group_options_t options;
 } group_t;
 
-/* Deep copies and releases. A copy that fails returns FRUGAL_ENOMEM and leaves dst
- * zeroed; *_clear frees the members and zeroes the struct (clearing a zeroed struct is
- * a no-op). */
-int group_spec_copy(group_spec_t *dst, const group_spec_t *src);
-void group_spec_clear(group_spec_t *spec);
+/* Deep copies and releases (a spec's: group_spec_copy, group_spec_clear in config.h).
+ * A copy that fails returns FRUGAL_ENOMEM and leaves dst zeroed; *_clear frees the
+ * members and zeroes the struct (clearing a zeroed struct is a no-op). */
 int instance_copy(instance_t *dst, const instance_t *src);
 void instance_clear(instance_t *inst);
 int group_copy(group_t *dst, const group_t *src);

@@ -165,7 +165,7 @@ void config_free(frugal_config_t *cfg) {
     }
     free(cfg->machine_types);
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
-        config__group_spec_release(&cfg->node_groups[i].spec);
+        group_spec_clear(&cfg->node_groups[i].spec);
         kv_list_clear(&cfg->node_groups[i].provider_params);
     }
     free(cfg->node_groups);

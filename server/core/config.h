@@ -74,6 +74,12 @@ typedef struct group_spec {
     kv_list_t extra_resources; /* resource name -> quantity string (NAP NewNodeGroup) */
 } group_spec_t;
 
+/* A spec's deep copy and release (group_spec.c). A copy that fails returns
+ * FRUGAL_ENOMEM and leaves dst zeroed; group_spec_clear frees the members and zeroes
+ * the struct (clearing a zeroed spec is a no-op). */
+int group_spec_copy(group_spec_t *dst, const group_spec_t *src);
+void group_spec_clear(group_spec_t *spec);
+
 typedef struct node_group_config {
     group_spec_t spec;
     int32_t min_size;

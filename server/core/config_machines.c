@@ -583,15 +583,6 @@ static const key_spec_t group_keys[] = {
         provider_params, NULL),
 };
 
-void config__group_spec_release(group_spec_t *s) {
-    free(s->id);
-    free(s->machine_type);
-    free(s->zone);
-    kv_list_clear(&s->labels);
-    taint_list_clear(&s->taints);
-    kv_list_clear(&s->extra_resources);
-}
-
 /* Sizes of one group: managed groups need max_size and min <= size <= max; unmanaged
  * groups have a fixed size that stands for min and max alike. */
 static void group_check_sizes(load_ctx_t *ctx, const yaml_tree_node_t *item, const char *path,
@@ -691,7 +682,7 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
                 ? config__grow(ctx, &cfg->node_groups, &cfg->node_groups_count, sizeof(g))
                 : NULL;
         if (slot == NULL) {
-            config__group_spec_release(&g.spec);
+            group_spec_clear(&g.spec);
             kv_list_clear(&g.provider_params);
             continue;
         }

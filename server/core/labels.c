@@ -4,8 +4,7 @@
 
 #include "labels.h"
 
-/* *dst = a copy of src (NULL stays NULL). 0 or FRUGAL_ENOMEM. */
-static int labels__dup(char **dst, const char *src) {
+int labels_strdup(char **dst, const char *src) {
     *dst = NULL;
     if (src == NULL)
         return 0;
@@ -32,8 +31,8 @@ int kv_list_copy(kv_list_t *dst, const kv_list_t *src) {
         return FRUGAL_ENOMEM;
     for (size_t i = 0; i < src->count; i++) {
         dst->count = i + 1;
-        if (labels__dup(&dst->items[i].key, src->items[i].key) != 0 ||
-            labels__dup(&dst->items[i].value, src->items[i].value) != 0) {
+        if (labels_strdup(&dst->items[i].key, src->items[i].key) != 0 ||
+            labels_strdup(&dst->items[i].value, src->items[i].value) != 0) {
             kv_list_clear(dst);
             return FRUGAL_ENOMEM;
         }
@@ -115,9 +114,9 @@ int taint_list_copy(taint_list_t *dst, const taint_list_t *src) {
         return FRUGAL_ENOMEM;
     for (size_t i = 0; i < src->count; i++) {
         dst->count = i + 1;
-        if (labels__dup(&dst->items[i].key, src->items[i].key) != 0 ||
-            labels__dup(&dst->items[i].value, src->items[i].value) != 0 ||
-            labels__dup(&dst->items[i].effect, src->items[i].effect) != 0) {
+        if (labels_strdup(&dst->items[i].key, src->items[i].key) != 0 ||
+            labels_strdup(&dst->items[i].value, src->items[i].value) != 0 ||
+            labels_strdup(&dst->items[i].effect, src->items[i].effect) != 0) {
             taint_list_clear(dst);
             return FRUGAL_ENOMEM;
         }

@@ -31,6 +31,9 @@ typedef struct taint_list {
     size_t count;
 } taint_list_t;
 
+/* *dst = a copy of src (NULL stays NULL). 0 or FRUGAL_ENOMEM. */
+int labels_strdup(char **dst, const char *src);
+
 /* Free every entry and leave l empty. */
 void kv_list_clear(kv_list_t *l);
 /* *dst = a deep copy of src, same order (dst's old content is not freed). 0 or

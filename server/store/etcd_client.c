@@ -8,7 +8,6 @@
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
-#include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
 #include "codec.h"
@@ -16,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pem.h"
+#include "unary_call.h"
 
 typedef struct etcd_endpoint {
     char *url;    /* as configured, for messages */
@@ -156,12 +156,18 @@ static bool etcd__wait_ready(grpc_channel *ch, int64_t at_ms) {
     return ready;
 }
 
-/* One attempt on one endpoint. *status and details (malloc'ed) describe the outcome;
- * *sent tells whether the request may have reached etcd. */
+/* One unary call on e's channel until at_ms: *status, *details (malloc'ed), *resp. */
 static void etcd__call_once(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
                             int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
-                            char **details);
+                            char **details) {
+    if (unary_call(e->channel, method, etcd__deadline(at_ms), req, resp, status, details) != 0) {
+        *status = GRPC_STATUS_INTERNAL;
+        *details = strdup("");
+    }
+}
 
+/* One attempt on one endpoint. *status and details (malloc'ed) describe the outcome;
+ * *sent tells whether the request may have reached etcd. */
 static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
                          int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
                          char **details, bool *sent) {
@@ -191,48 +197,6 @@ static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffe
     *sent = true;
     etcd__call_once(e, method, req, at_ms, resp, status, details);
     return 0;
-}
-
-/* One unary call on e's channel until at_ms: *status, *details (malloc'ed), *resp. */
-static void etcd__call_once(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
-                            int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
-                            char **details) {
-    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
-    grpc_slice m = grpc_slice_from_static_string(method);
-    grpc_call *call = grpc_channel_create_call(e->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m,
-                                               NULL, etcd__deadline(at_ms), NULL);
-    grpc_metadata_array im, tm;
-    grpc_metadata_array_init(&im);
-    grpc_metadata_array_init(&tm);
-    grpc_slice sd = grpc_empty_slice();
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = req;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &im;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = resp;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &tm;
-    ops[5].data.recv_status_on_client.status = status;
-    ops[5].data.recv_status_on_client.status_details = &sd;
-    int tag;
-    if (grpc_call_start_batch(call, ops, 6, &tag, NULL) != GRPC_CALL_OK) {
-        *status = GRPC_STATUS_INTERNAL;
-    } else {
-        grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    }
-    char *d = grpc_slice_to_c_string(sd);
-    *details = strdup(d);
-    gpr_free(d);
-    grpc_slice_unref(sd);
-    grpc_metadata_array_destroy(&im);
-    grpc_metadata_array_destroy(&tm);
-    grpc_call_unref(call);
-    etcd__queue_drain(cq);
 }
 
 static int etcd__status_error(grpc_status_code st, const char *method, const char *url,

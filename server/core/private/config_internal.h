@@ -173,7 +173,6 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
 bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                           void *field, const key_spec_t *spec);
 void config__machine_type_free(machine_type_t *mt);
-void config__group_spec_release(group_spec_t *s);
 
 /* config_ranking.c: autoprovisioning (relies on the node groups), ranking. */
 bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
