@@ -99,14 +99,17 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
 
 /* Whether the request carries a GPU pod that takes several GPUs or that some GPU option
  * of the request does not carry (its model is named, or it is too large for some GPU
- * nodes); flags[i], when flags is not NULL, whether pod i is such a pod. scratch holds
- * pods_count entries. */
+ * nodes); flags[i], when flags is not NULL, whether pod i is such a pod. An option that
+ * reaches its group's max_size may leave pods out for want of nodes: it does not count.
+ * scratch holds pods_count entries. */
 static bool decide__gpu_mixed(const decide_request_t *req, size_t *scratch, bool *flags) {
     size_t gpu_options = 0;
     memset(scratch, 0, req->pods_count * sizeof(*scratch));
     for (size_t i = 0; i < req->options_count; i++) {
         const decide_option_t *o = &req->options[i];
-        if (o->node == NULL || !o->node->has_gpu || o->node_count <= 0)
+        if (o->node == NULL || !o->node->has_gpu || o->node_count <= 0 ||
+            (o->group.known && o->group.max_size > 0 &&
+             o->group.nodes + o->node_count >= o->group.max_size))
             continue;
         gpu_options++;
         for (size_t k = 0; k < o->pods_count; k++)

@@ -327,6 +327,17 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
     assert_true(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
+    /* Unless that group reaches its max_size with the option: then it may have left pod 0
+     * out for want of nodes, and pod 0 does not count as restricted. */
+    three[2].group.max_size = 2;
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    three[2].group.max_size = 3;
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    three[2].group.max_size = 0;
     three[2].pods = both;
     three[2].pods_count = 2;
     three[2].node_count = 2;
