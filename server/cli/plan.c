@@ -328,7 +328,8 @@ static int plan__rank(plan_t *pl) {
                       .exists = true,
                       .spot = spec->spot,
                       .spot_price = spec->spot_price,
-                      .nodes = plan__initial_size(g->cfg)},
+                      .nodes = plan__initial_size(g->cfg),
+                      .max_size = g->cfg->max_size},
         };
     }
     decide_request_t req = {pl->options, pl->n_options, pl->requests, pl->n_pending,

@@ -97,6 +97,58 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
     r->gpu_unused = o->node->has_gpu && gpu == 0;
 }
 
+/* Whether the request carries a GPU pod that takes several GPUs or that some GPU option
+ * of the request does not carry (its model is named, or it is too large for some GPU
+ * nodes); flags[i], when flags is not NULL, whether pod i is such a pod. An option that
+ * reaches its group's max_size may leave pods out for want of nodes: it does not count.
+ * scratch holds pods_count entries. */
+static bool decide__gpu_mixed(const decide_request_t *req, size_t *scratch, bool *flags) {
+    size_t gpu_options = 0;
+    memset(scratch, 0, req->pods_count * sizeof(*scratch));
+    for (size_t i = 0; i < req->options_count; i++) {
+        const decide_option_t *o = &req->options[i];
+        if (o->node == NULL || !o->node->has_gpu || o->node_count <= 0 ||
+            (o->group.known && o->group.max_size > 0 &&
+             o->group.nodes + o->node_count >= o->group.max_size))
+            continue;
+        gpu_options++;
+        for (size_t k = 0; k < o->pods_count; k++)
+            if (o->pods[k] < req->pods_count)
+                scratch[o->pods[k]]++;
+    }
+    bool any = false;
+    for (size_t i = 0; i < req->pods_count; i++) {
+        const resources_t *p = &req->pods[i];
+        bool mixed = p->gpu > 1 || (p->gpu > 0 && scratch[i] < gpu_options);
+        if (flags != NULL)
+            flags[i] = mixed;
+        any = any || mixed;
+    }
+    return any;
+}
+
+/* Whether the cluster runs nodes of an offered GPU group that costs more per GPU (by more
+ * than RANKING_DEMAND_FIT_BAND) than the cheapest GPU group offered: the nodes on whose
+ * free GPUs a pod that takes any model lands at a higher price. Options scored (P set). */
+static bool decide__pricier_gpu_nodes(const decide_request_t *req, const decide_result_t *out) {
+    double lowest = INFINITY;
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < req->options_count; i++) {
+            const decide_option_t *o = &req->options[i];
+            if (out->skips[i] != DECIDE_SKIP_NONE || !o->node->has_gpu ||
+                o->node->capacity.gpu <= 0)
+                continue;
+            double per_gpu = out->inputs[i].node_price / (double)o->node->capacity.gpu;
+            if (pass == 0)
+                lowest = fmin(lowest, per_gpu);
+            else if (o->group.known && o->group.nodes > 0 &&
+                     per_gpu > lowest * (1.0 + RANKING_DEMAND_FIT_BAND))
+                return true;
+        }
+    }
+    return false;
+}
+
 void decide_result_free(decide_result_t *r) {
     free(r->skips);
     free(r->inputs);
@@ -117,16 +169,29 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
         return decide_best_options_demand(cfg, req, NULL, out, err);
     demand_summary_t recent;
     if (memory != NULL) {
+        size_t m = req->pods_count > 0 ? req->pods_count : 1;
+        size_t *scratch = calloc(m, sizeof(*scratch));
+        bool *mixed = calloc(m, sizeof(*mixed));
+        if (scratch == NULL || mixed == NULL) {
+            free(scratch);
+            free(mixed);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory remembering %zu pods",
+                                  req->pods_count);
+        }
+        decide__gpu_mixed(req, scratch, mixed);
         /* Each run of remembered pods in one call: no copy of the request is needed. */
         for (size_t i = 0; i < req->pods_count;) {
             size_t end = i;
             while (end < req->pods_count && (remember == NULL || remember[end]))
                 end++;
             if (end > i)
-                demand_record(memory, &req->pods[i], lifetimes != NULL ? &lifetimes[i] : NULL,
-                              end - i);
+                demand_record_restricted(memory, &req->pods[i],
+                                         lifetimes != NULL ? &lifetimes[i] : NULL, &mixed[i],
+                                         end - i);
             i = end + 1;
         }
+        free(scratch);
+        free(mixed);
         demand_summarize(memory, &recent);
     }
     decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL};
@@ -146,9 +211,11 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     out->selected = calloc(m, sizeof(*out->selected));
     /* A pod is priced once however many options carry it (CA repeats them all). */
     double *pod_prices = calloc(req->pods_count > 0 ? req->pods_count : 1, sizeof(*pod_prices));
+    size_t *scratch = calloc(req->pods_count > 0 ? req->pods_count : 1, sizeof(*scratch));
     if (out->skips == NULL || out->inputs == NULL || out->figures == NULL ||
-        out->selected == NULL || pod_prices == NULL) {
+        out->selected == NULL || pod_prices == NULL || scratch == NULL) {
         free(pod_prices);
+        free(scratch);
         decide_result_free(out);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
     }
@@ -161,6 +228,14 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, out->cluster_size);
     bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
     double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
+    /* Mixed GPU demand (docs/ranking.md): some GPU pods, among the recent ones or the
+     * request's, take several GPUs or cannot go to every GPU group; it turns the band off
+     * only while the cluster also runs GPU nodes pricier per GPU than the cheapest
+     * offered (checked below, once P is known). */
+    const demand_summary_t *rd = dd->recent;
+    bool gpu_mixed =
+        demand_fit && ((rd != NULL && (rd->gpu > (double)rd->gpu_pods || rd->gpu_restricted > 0)) ||
+                       decide__gpu_mixed(req, scratch, NULL));
 
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
@@ -184,10 +259,16 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         r->group_nodes = o->group.known ? o->group.nodes : 0;
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
-        if (demand_fit)
+        if (demand_fit) {
             decide__demand_fit(cfg, req, dd, o, gib_per_core, r);
+            r->gpu_mixed = gpu_mixed;
+        }
     }
     free(pod_prices);
+    free(scratch);
+    if (gpu_mixed && !decide__pricier_gpu_nodes(req, out))
+        for (size_t i = 0; i < n; i++)
+            out->inputs[i].gpu_mixed = false;
 
     out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
                                          out->inputs, n, out->figures, out->selected);

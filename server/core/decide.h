@@ -33,6 +33,7 @@ typedef struct decide_group {
     bool spot;         /* priced at the spot price */
     double spot_price; /* the group's spot price override; < 0 when not given */
     int64_t nodes;     /* current size (target), for the zone balance */
+    int64_t max_size;  /* the group's max_size; 0: not known */
 } decide_group_t;
 
 /* One scale-up option. Everything is borrowed for the call (and by the result, see

@@ -11,12 +11,18 @@ void demand_init(demand_memory_t *m) {
         atomic_init(&s->memory_bytes, 0);
         atomic_init(&s->gpu, 0);
         atomic_init(&s->lifetime, 0);
+        atomic_init(&s->restricted, 0);
         atomic_init(&s->used, 0);
     }
 }
 
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n) {
+    demand_record_restricted(m, pods, lifetimes, NULL, n);
+}
+
+void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
+                              const pod_lifetime_t *lifetimes, const bool *restricted, size_t n) {
     if (n == 0)
         return;
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
@@ -29,6 +35,8 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
         atomic_store_explicit(&s->gpu, pods[i].gpu, memory_order_relaxed);
         atomic_store_explicit(&s->lifetime,
                               (uint8_t)(lifetimes ? lifetimes[i] : POD_LIFETIME_UNKNOWN),
+                              memory_order_relaxed);
+        atomic_store_explicit(&s->restricted, (uint8_t)(restricted != NULL && restricted[i]),
                               memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);
     }
@@ -46,7 +54,11 @@ void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
         out->pods++;
         out->cpu_cores += cpu;
         out->memory_gib += mem;
-        out->gpu += (double)atomic_load_explicit(&s->gpu, memory_order_relaxed);
+        int64_t gpu = atomic_load_explicit(&s->gpu, memory_order_relaxed);
+        out->gpu += (double)gpu;
+        out->gpu_pods += gpu > 0;
+        out->gpu_restricted +=
+            gpu > 0 && atomic_load_explicit(&s->restricted, memory_order_relaxed) != 0;
         if (atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT) {
             out->long_pods++;
             out->long_cpu_cores += cpu;

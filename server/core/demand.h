@@ -13,6 +13,7 @@
 #define FRUGAL_DEMAND_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +27,8 @@ typedef struct demand_slot {
     _Atomic int64_t cpu_milli;
     _Atomic int64_t memory_bytes;
     _Atomic int64_t gpu;
-    _Atomic uint8_t lifetime; /* pod_lifetime_t */
+    _Atomic uint8_t lifetime;   /* pod_lifetime_t */
+    _Atomic uint8_t restricted; /* a GPU pod some GPU group of its request could not host */
     _Atomic uint8_t used;
 } demand_slot_t;
 
@@ -41,6 +43,8 @@ typedef struct demand_summary {
     double cpu_cores; /* their summed requests */
     double memory_gib;
     double gpu;
+    size_t gpu_pods;       /* of them, the pods that request GPUs ... */
+    size_t gpu_restricted; /* ... and of those, the ones restricted to some GPU groups */
     double long_share;     /* share of pods whose lifetime is long or unknown */
     size_t long_pods;      /* of them, the pods whose lifetime is long or unknown ... */
     double long_cpu_cores; /* ... and their summed requests */
@@ -53,6 +57,11 @@ void demand_init(demand_memory_t *m);
 /* Remember n pods (lifetimes may be NULL: unknown), overwriting the oldest ones. */
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n);
+
+/* The same, with whether each pod is restricted to some of the GPU groups its request
+ * offered (restricted may be NULL: none is). */
+void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
+                              const pod_lifetime_t *lifetimes, const bool *restricted, size_t n);
 
 /* Summarise what m remembers into *out. */
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out);

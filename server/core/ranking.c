@@ -144,10 +144,13 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return n;
     }
 
-    /* demand-fit's band is for GPU pods on GPU nodes: a pod takes whole GPUs, so a node
-     * of exactly its GPUs is an exact fit, and a larger one gains nothing in packing. */
-    bool band =
-        cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu && !in[best].gpu_unused;
+    /* demand-fit's band is for GPU pods on GPU nodes when the GPU pods are interchangeable
+     * (one GPU each, any GPU group): a pod takes whole GPUs, so a node of exactly its GPUs
+     * is an exact fit, and a larger one gains nothing in packing. When the GPU demand is
+     * mixed, a larger node's spare GPUs are room no 1-GPU node offers (docs/ranking.md),
+     * and the spare room decides as for cpu. */
+    bool band = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu &&
+                !in[best].gpu_unused && !in[best].gpu_mixed;
     if (band)
         best = ranking__demand_fit_pick(figures, n, best);
     bool small[64];
@@ -173,9 +176,9 @@ int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_inpu
                                   size_t size) {
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
-                    "gib_per_core=%f gpu_factor=%f ratio=%f pods_ratio=%f score=%f",
+                    "gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f score=%f",
                     f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
-                    f->suppressed, f->ratio, f->pods_ratio, f->score);
+                    f->suppressed, in->gpu_mixed ? 1 : 0, f->ratio, f->pods_ratio, f->score);
 }
 
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
@@ -202,12 +205,14 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     ranking_figures_t f = {.scored = true};
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
         double spare, use, shape;
+        int multi;
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
-                   "gpu_factor=%lf ratio=%lf pods_ratio=%lf score=%lf",
-                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &f.ratio,
-                   &f.pods_ratio, &f.score) != 9)
+                   "gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf score=%lf",
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &multi,
+                   &f.ratio, &f.pods_ratio, &f.score) != 10)
             return FRUGAL_EINVAL;
+        f.mixed_gpu = multi != 0;
         f.unfitness = f.suppressed;
         *out = f;
         return 0;

@@ -14,7 +14,9 @@
 
 /* Two scores tie when they differ by at most this much, relative to the larger. */
 #define RANKING_TIE_RELATIVE 1e-9
-/* demand-fit, when the lowest score is a GPU node for pods that request GPUs: options
+/* demand-fit, when the lowest score is a GPU node for pods that request GPUs and no
+ * recent or requested GPU pod takes several GPUs or is restricted to some GPU groups
+ * (ranking_input_t.gpu_mixed): options
  * whose score is within this share of it are too close for the spare room's promise to
  * decide; among them the one that costs least per unit of the pods it hosts now
  * (pods_ratio) wins (docs/ranking.md, docs/decisions.md). */
@@ -38,6 +40,8 @@ typedef struct ranking_input {
     double use_share;    /* the share of that room expected to be used */
     double gib_per_core; /* the demand shape used */
     bool gpu_unused;     /* GPU nodes for pods that request no GPU */
+    bool gpu_mixed;      /* some recent or requested GPU pod takes several GPUs or is
+                          * restricted to some GPU groups: the band does not apply */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
@@ -51,6 +55,7 @@ typedef struct ranking_figures {
     double score;      /* suppressed x ratio (x not_exist_penalty) */
     double pods_ratio; /* demand-fit only: C / T, what the option costs per unit of the
                         * pods it hosts now, without its spare room (C when T is 0) */
+    bool mixed_gpu;    /* demand-fit, parsed back only: the option's gpu_mixed */
 } ranking_figures_t;
 /* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
  * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
@@ -79,7 +84,8 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
 /* Score every option (under cfg->strategy) into figures[0..n) and write the indexes of
  * the answer, in request order, to selected[0..n); returns how many. The answer is the
  * options with the lowest score (ties within RANKING_TIE_RELATIVE); under demand-fit,
- * when the lowest score is a GPU node for pods that request GPUs, the options with the
+ * when the lowest score is a GPU node for pods that request GPUs and gpu_mixed is
+ * false, the options with the
  * lowest pods_ratio among those within RANKING_DEMAND_FIT_BAND of the lowest score and
  * hosting no less (T) (and tied with the first of them in score too); among tied options
  * with equal similarity keys only one stays: the group with the fewest nodes now (so
@@ -99,7 +105,7 @@ int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 
 /* The same under demand-fit, with the option's input (in) for the terms of its score:
  * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
- * gib_per_core=%f gpu_factor=%f ratio=%f pods_ratio=%f score=%f". */
+ * gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f score=%f". */
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size);
 
@@ -111,8 +117,8 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 #define RANKING_DEBUG_SEPARATOR " | frugal: "
 
 /* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part);
- * the demand-fit form fills P, T, ratio, pods_ratio, score, and the GPU factor as
- * unfitness and suppressed.
+ * the demand-fit form fills P, T, ratio, pods_ratio, score, mixed_gpu, and the GPU
+ * factor as unfitness and suppressed.
  * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
 int ranking_parse_figures(const char *debug, ranking_figures_t *out);
 

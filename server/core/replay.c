@@ -435,7 +435,7 @@ static int replay__buy_balanced(replay__sim_t *s, size_t g, int64_t count, int64
     escalator_split(keys, sizes, max, G, g, count, share);
     for (size_t k = 0; k < G && rc == 0; k++) {
         for (int64_t i = 0; i < share[k] && rc == 0; i++) {
-            uint32_t id;
+            uint32_t id = 0;
             if ((rc = replay__buy(s, k, now, &id, err)) == 0) {
                 s->nodes[id].ready_s = now + REPLAY_BOOT_SECONDS;
                 (*bought)++;

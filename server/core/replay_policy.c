@@ -164,7 +164,8 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
             .node = &g->info,
             .pods = o->pods,
             .pods_count = o->pods_count,
-            .group = {true, true, g->cfg->spec.spot, g->cfg->spec.spot_price, g->nodes},
+            .group = {true, true, g->cfg->spec.spot, g->cfg->spec.spot_price, g->nodes,
+                      g->cfg->max_size},
         };
     }
     decide_request_t req = {opts, n, pods, view->pending_count, view->cluster_nodes};

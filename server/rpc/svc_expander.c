@@ -209,8 +209,8 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         d->node = expander__template(req, nodes, o->group_id, &missing[i], &decode_rc, err);
         const group_t *g = cluster ? cluster_find_group(cluster, o->group_id) : NULL;
         if (g)
-            d->group =
-                (decide_group_t){true, g->exists, g->spec.spot, g->spec.spot_price, g->target_size};
+            d->group = (decide_group_t){
+                true, g->exists, g->spec.spot, g->spec.spot_price, g->target_size, g->max_size};
     }
     if (cluster)
         cluster_read_unlock(cluster);

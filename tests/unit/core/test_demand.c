@@ -44,6 +44,13 @@ static void test_bounded(void **state) {
     assert_int_equal(s.long_pods, 2);
     assert_true(fabs(s.long_cpu_cores - 3.0) < 1e-9);
     assert_true(fabs(s.long_memory_gib - 4.0) < 1e-9);
+    assert_int_equal(s.gpu_pods, 0);
+    /* GPU pods are counted apart from the GPUs they take. */
+    resources_t gpus[2] = {{1000, GIB, 1}, {1000, GIB, 4}};
+    demand_record(m, gpus, NULL, 2);
+    demand_summarize(m, &s);
+    assert_int_equal(s.gpu_pods, 2);
+    assert_true(fabs(s.gpu - 5.0) < 1e-9);
     for (int i = 0; i < 5000; i++)
         demand_record(m, pods, NULL, 3);
     demand_summarize(m, &s);
@@ -218,6 +225,147 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     config_free(cfg);
 }
 
+/* The GPU band (docs/ranking.md) holds only while every GPU pod takes one GPU and could go
+ * to every GPU group: a 4-GPU
+ * node for one 1-GPU pod, whose spare GPUs score it a hair below the exact 1-GPU node at
+ * the same price per GPU, loses to it; once the recent pods or the request's own include
+ * a pod of several GPUs or one restricted to some GPU groups, and a pricier GPU group
+ * runs nodes, the spare room decides and the 4-GPU node wins. */
+static void test_demand_fit_gpu_band_multi(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("machine_types:\n"
+                                "  - {name: t4x1, cpu: 8, memory: 30Gi, gpu: 1, price: 0.73}\n"
+                                "  - {name: t4x4, cpu: 32, memory: 120Gi, gpu: 4, price: 2.919}\n"
+                                "  - {name: a100x1, cpu: 12, memory: 85Gi, gpu: 1, price: 3.67}\n");
+    assert_non_null(cfg);
+    node_info_t one = node("t4x1", 8000, 30 * GIB, true);
+    node_info_t four = node("t4x4", 32000, 120 * GIB, true);
+    one.capacity.gpu = 1;
+    four.capacity.gpu = 4;
+    node_info_t a100 = node("a100x1", 12000, 85 * GIB, true);
+    a100.capacity.gpu = 1;
+    resources_t pods[] = {{2000, 8 * GIB, 1}, {8000, 32 * GIB, 2}};
+    uint32_t refs[] = {0};
+    /* An A100 group, five times the price per GPU, runs a node. */
+    decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1),
+                              option("a100-1", &a100, refs, 1)};
+    opts[2].group.nodes = 1;
+    decide_request_t req = {opts, 3, pods, 1, 0};
+    demand_summary_t d = {.pods = 100,
+                          .cpu_cores = 200,
+                          .memory_gib = 800,
+                          .gpu = 100,
+                          .gpu_pods = 100,
+                          .long_pods = 100,
+                          .long_cpu_cores = 200,
+                          .long_memory_gib = 800,
+                          .long_share = 1};
+    decide_demand_t dd = {NULL, &d};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    assert_true(r.figures[0].score < r.figures[1].score);
+    assert_true(r.figures[0].score > r.figures[1].score / (1 + RANKING_DEMAND_FIT_BAND));
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 1);
+    char buf[512];
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
+    assert_non_null(strstr(buf, " mixed_gpu=0 "));
+    decide_result_free(&r);
+
+    /* A recent pod took 4 GPUs: 103 GPUs over 100 GPU pods. */
+    d.gpu = 103;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed && r.inputs[1].gpu_mixed);
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 0);
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[0], &r.inputs[0], buf,
+                                    sizeof(buf));
+    char debug[600];
+    snprintf(debug, sizeof(debug), "ca%s%s", RANKING_DEBUG_SEPARATOR, buf);
+    ranking_figures_t back;
+    assert_int_equal(ranking_parse_figures(debug, &back), 0);
+    assert_true(back.mixed_gpu);
+    assert_true(fabs(back.score - r.figures[0].score) < 1e-5);
+    decide_result_free(&r);
+
+    /* Mixed demand, but no node of a pricier GPU group runs: the band holds. */
+    opts[2].group.nodes = 0;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    assert_int_equal(r.selected[0], 1);
+    decide_result_free(&r);
+    opts[2].group.nodes = 1;
+
+    /* A recent GPU pod was restricted to some GPU groups (it named a model). */
+    d.gpu = 100;
+    d.gpu_restricted = 1;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    assert_int_equal(r.selected[0], 0);
+    decide_result_free(&r);
+    d.gpu_restricted = 0;
+
+    /* The request's own 2-GPU pod does the same. */
+    req.pods_count = 2;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    assert_int_equal(r.selected[0], 0);
+    decide_result_free(&r);
+
+    /* So does a 1-GPU pod of the request that some GPU option does not carry: the A100
+     * group carries only pod 1 (pod 0 names the T4). */
+    resources_t two[] = {{2000, 8 * GIB, 1}, {2000, 8 * GIB, 1}};
+    uint32_t both[] = {0, 1}, only1[] = {1};
+    decide_option_t three[] = {option("t4-4", &four, both, 2), option("t4-1", &one, both, 2),
+                               option("a100-1", &a100, only1, 1)};
+    three[1].node_count = 2;
+    three[2].group.nodes = 1;
+    decide_request_t req3 = {three, 3, two, 2, 0};
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    /* Unless that group reaches its max_size with the option: then it may have left pod 0
+     * out for want of nodes, and pod 0 does not count as restricted. */
+    three[2].group.max_size = 2;
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    three[2].group.max_size = 3;
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    three[2].group.max_size = 0;
+    three[2].pods = both;
+    three[2].pods_count = 2;
+    three[2].node_count = 2;
+    assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+
+    /* Remembered: a restricted pod seen once keeps the band off for later requests whose
+     * own pods are all unrestricted. */
+    demand_memory_t *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    demand_init(m);
+    three[2].pods = only1;
+    three[2].pods_count = 1;
+    assert_int_equal(decide_best_options_remember(cfg, &req3, NULL, NULL, m, &r, &err), 0);
+    decide_result_free(&r);
+    demand_summary_t seen;
+    demand_summarize(m, &seen);
+    assert_int_equal(seen.gpu_pods, 2);
+    assert_int_equal(seen.gpu_restricted, 1);
+    req.pods_count = 1;
+    assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
+    free(m);
+    config_free(cfg);
+}
+
 static void test_cluster_size(void **state) {
     (void)state;
     frugal_config_t *cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 50}\n");
@@ -343,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_demand_fit_shape),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
+        cmocka_unit_test(test_demand_fit_gpu_band_multi),
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_lifetime),

@@ -407,8 +407,16 @@ static void test_demand_fit_band(void **state) {
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 0);
 
-    /* Plain nodes: the score alone decides, the band is for GPUs. */
+    /* When some GPU pods take several GPUs, the band is off: the 4-GPU node's spare
+     * room is room a 1-GPU node cannot offer, and its lower score wins. */
     in[0].spare_value = 2.2501;
+    in[0].gpu_mixed = in[1].gpu_mixed = in[2].gpu_mixed = true;
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+    in[0].gpu_mixed = in[1].gpu_mixed = in[2].gpu_mixed = false;
+
+    /* Plain nodes: the score alone decides, the band is for GPUs. */
     in[0].has_gpu = in[1].has_gpu = in[2].has_gpu = false;
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
     assert_int_equal(n, 1);
@@ -436,7 +444,7 @@ static void test_demand_fit_band(void **state) {
 
 static void test_figures_round_trip(void **state) {
     (void)state;
-    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0}, g;
+    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0, false}, g;
     char buf[512];
     int len = ranking_format_figures(&f, buf, sizeof(buf));
     assert_true(len > 0 && (size_t)len < sizeof(buf));
