@@ -33,3 +33,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# Without libvirt-daemon-system (which needs systemd), nothing creates the directories
+# and the user the qemu driver of libvirtd expects: make them, so test_libvirt can start it.
+if [ "${1:-}" = "--ci" ] || [ "${1:-}" = "--libvirt" ]; then
+    $SUDO mkdir -p /var/lib/libvirt /var/log/libvirt /var/cache/libvirt
+    getent passwd libvirt-qemu >/dev/null || $SUDO useradd --system --no-create-home libvirt-qemu
+fi
