@@ -127,7 +127,7 @@ static decide_option_t option(const char *id, const node_info_t *ni, const uint3
                          .node = ni,
                          .pods = pods,
                          .pods_count = n,
-                         .group = {true, true, false, -1.0, 0}};
+                         .group = {true, true, false, -1.0, 0, 0}};
     return o;
 }
 
