@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
                                         .node = &nodes[i],
                                         .pods = refs,
                                         .pods_count = np,
-                                        .group = {true, true, false, -1.0, (int64_t)i}};
+                                        .group = {true, true, false, -1.0, (int64_t)i, 0}};
         }
         for (int s = 0; s < 2; s++) {
             cfg->ranking.strategy = (ranking_strategy_t)s;
