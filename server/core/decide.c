@@ -168,6 +168,7 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
     if (cfg->ranking.strategy != RANKING_STRATEGY_DEMAND_FIT)
         return decide_best_options_demand(cfg, req, NULL, out, err);
     demand_summary_t recent;
+    decide_gpu_mix_t request_mix = DECIDE_GPU_MIX_UNKNOWN;
     if (memory != NULL) {
         size_t m = req->pods_count > 0 ? req->pods_count : 1;
         size_t *scratch = calloc(m, sizeof(*scratch));
@@ -178,7 +179,8 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory remembering %zu pods",
                                   req->pods_count);
         }
-        decide__gpu_mixed(req, scratch, mixed);
+        request_mix =
+            decide__gpu_mixed(req, scratch, mixed) ? DECIDE_GPU_MIX_SOME : DECIDE_GPU_MIX_NONE;
         /* Each run of remembered pods in one call: no copy of the request is needed. */
         for (size_t i = 0; i < req->pods_count;) {
             size_t end = i;
@@ -194,14 +196,14 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
         free(mixed);
         demand_summarize(memory, &recent);
     }
-    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL};
+    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL, request_mix};
     return decide_best_options_demand(cfg, req, &dd, out, err);
 }
 
 int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *demand, decide_result_t *out,
                                frugal_err_t *err) {
-    decide_demand_t none = {NULL, NULL};
+    decide_demand_t none = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN};
     const decide_demand_t *dd = demand != NULL ? demand : &none;
     size_t n = req->options_count, m = n > 0 ? n : 1;
     memset(out, 0, sizeof(*out));
@@ -233,9 +235,12 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
      * only while the cluster also runs GPU nodes pricier per GPU than the cheapest
      * offered (checked below, once P is known). */
     const demand_summary_t *rd = dd->recent;
+    bool request_mixed = dd->request_gpu_mix == DECIDE_GPU_MIX_UNKNOWN
+                             ? demand_fit && decide__gpu_mixed(req, scratch, NULL)
+                             : dd->request_gpu_mix == DECIDE_GPU_MIX_SOME;
     bool gpu_mixed =
         demand_fit && ((rd != NULL && (rd->gpu > (double)rd->gpu_pods || rd->gpu_restricted > 0)) ||
-                       decide__gpu_mixed(req, scratch, NULL));
+                       request_mixed);
 
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];

@@ -59,10 +59,20 @@ typedef struct decide_request {
 
 /* What demand-fit reads beyond the request (decide_best_options_demand); both may be
  * NULL. */
+/* Whether a request carries mixed GPU demand (docs/ranking.md): not known yet (the
+ * decision finds out), or known to be one or the other. */
+typedef enum {
+    DECIDE_GPU_MIX_UNKNOWN = 0,
+    DECIDE_GPU_MIX_NONE,
+    DECIDE_GPU_MIX_SOME
+} decide_gpu_mix_t;
+
 typedef struct decide_demand {
     const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
     const demand_summary_t *recent;      /* recent demand; NULL or few pods: the
                                           * request's own pods give the shape */
+    decide_gpu_mix_t request_gpu_mix;    /* the request's GPU pods, when the caller
+                                          * already knows (decide_best_options_remember) */
 } decide_demand_t;
 
 /* demand-fit: the share of an option's spare room expected to be used, for a node whose

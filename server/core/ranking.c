@@ -205,14 +205,14 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     ranking_figures_t f = {.scored = true};
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
         double spare, use, shape;
-        int multi;
+        int mixed;
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
                    "gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf score=%lf",
-                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &multi,
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &mixed,
                    &f.ratio, &f.pods_ratio, &f.score) != 10)
             return FRUGAL_EINVAL;
-        f.mixed_gpu = multi != 0;
+        f.mixed_gpu = mixed != 0;
         f.unfitness = f.suppressed;
         *out = f;
         return 0;
