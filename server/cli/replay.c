@@ -1,9 +1,9 @@
 /* `frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H]
- * [-o table|csv|json]`: what each scale-up strategy would have cost on a workload
- * (docs/replay.md). The simulation is core/replay.h's; this file reads the inputs,
- * runs every (workload, strategy, seed) on the machine's cores, and prints mean and
- * min-max over the seeds. Runs are independent and deterministic: the figures do not
- * depend on how many threads ran them.
+ * [--scale-down-utilization F] [-o table|csv|json]`: what each scale-up strategy would have cost on
+ * a workload (docs/replay.md). The simulation is core/replay.h's; this file reads the inputs, runs
+ * every (workload, strategy, seed) on the machine's cores, and prints mean and min-max over the
+ * seeds. Runs are independent and deterministic: the figures do not depend on how many threads ran
+ * them.
  *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors (an unknown strategy included). */
@@ -46,6 +46,7 @@ typedef struct replay_cmd {
     size_t strategies_count;
     size_t seeds;
     double hours;
+    replay_options_t opts;
     replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
     size_t jobs_count, bounds_count;
     atomic_size_t next, done;
@@ -57,10 +58,13 @@ static int replay__usage(FILE *f, int status) {
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
     fprintf(f,
             "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
-            "[--hours H] [-o table|csv|json]\n"
+            "[--hours H]\n"
+            "           [--scale-down-utilization F] [-o table|csv|json]\n"
             "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
             "  --seeds N  runs per workload and strategy (default 12)\n"
             "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
+            "  --scale-down-utilization F  also scale down nodes below utilisation F (0-1],\n"
+            "             as CA does (default: only empty nodes)\n"
             "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
             "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
             "           [--ca-file FILE] [--cert FILE --key FILE] [WORKLOAD...] [options above]\n"
@@ -88,8 +92,8 @@ static void *replay__worker(void *arg) {
             j->rc = replay_bound(c->cfg, &c->workloads[j->workload], j->seed, c->hours, &j->bound,
                                  &j->err);
         else
-            j->rc = replay_run(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
-                               j->seed, c->hours, &j->fig, &j->err);
+            j->rc = replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                                    j->seed, c->hours, &c->opts, &j->fig, &j->err);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
@@ -236,6 +240,8 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
                replay__hours(c, w), c->seeds, r0->pods);
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
+        if (c->opts.scale_down_utilization > 0)
+            printf(", nodes below utilisation %g scaled down", c->opts.scale_down_utilization);
         printf("\n");
         if (r0->bound_error != NULL) {
             printf("  BOUND -: ");
@@ -449,6 +455,14 @@ int cmd_replay(int argc, char **argv) {
                 fprintf(stderr,
                         "frugal replay: --hours: expected a positive number of hours, "
                         "got \"%s\"\n",
+                        val);
+                status = 2;
+            }
+        } else if (strcmp(opt, "--scale-down-utilization") == 0) {
+            if (!replay__positive(val, 1, &c.opts.scale_down_utilization)) {
+                fprintf(stderr,
+                        "frugal replay: --scale-down-utilization: expected a fraction above 0 "
+                        "and at most 1, got \"%s\"\n",
                         val);
                 status = 2;
             }

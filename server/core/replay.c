@@ -16,7 +16,9 @@
  *      max_size and the cluster-wide cpu/memory limits; the policy picks one; its nodes
  *      are bought, ready REPLAY_BOOT_SECONDS later, with their pods bound;
  *   6. a ready node empty for its group's scale_down_unneeded is removed (never below
- *      min_size). */
+ *      min_size);
+ *   7. with replay_options_t.scale_down_utilization, CA's scale-down of under-utilised
+ *      nodes (replay__consolidate). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,8 @@ typedef struct replay__node {
     int64_t empty_since_s; /* when its last pod left (or it became ready empty) */
     int32_t pods;          /* running or bound */
     int64_t tainted_s;     /* Escalator: when the node was tainted; -1 when it is not */
+    int64_t unneeded_s;    /* since when it is unneeded though not empty (step 7); -1 */
+    int32_t candidate;     /* step 7's scratch: its index among the loop's candidates, -1 */
 } replay__node_t;
 
 typedef struct replay__heap_item {
@@ -73,6 +77,9 @@ typedef struct replay__sim {
     int64_t *start_s; /* per pod; -1 until it runs */
     int64_t cpu_alive, mem_alive;
     replay_figures_t fig;
+    /* step 7, when on: each group's thresholds (cpu/memory, GPU); the last scale-up */
+    double *threshold, *gpu_threshold;
+    int64_t last_up_s;
 } replay__sim_t;
 
 /* ---- the running pods' end times: a binary min-heap ---- */
@@ -300,7 +307,9 @@ static int replay__buy(replay__sim_t *s, size_t g, int64_t now, uint32_t *id, fr
                           .bought_s = now,
                           .ready_s = now,
                           .empty_since_s = now,
-                          .tainted_s = -1};
+                          .tainted_s = -1,
+                          .unneeded_s = -1,
+                          .candidate = -1};
     s->alive[s->alive_count++] = *id;
     s->groups[g].nodes++;
     s->cpu_alive += grp->info.capacity.cpu_milli;
@@ -635,6 +644,8 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
         goto done;
     s->fig.nodes_bought += bought;
     s->fig.decisions++;
+    if (bought > 0)
+        s->last_up_s = now;
     bool *taken = (bool *)keys; /* P bytes are free in keys now */
     memset(taken, 0, P * sizeof(bool));
     for (size_t k = 0; k < o->pods_count; k++) {
@@ -682,10 +693,168 @@ static void replay__free(replay__sim_t *s) {
     free(s->bound_node);
     free(s->heap);
     free(s->start_s);
+    free(s->threshold);
+    free(s->gpu_threshold);
 }
 
 static int64_t replay__min(int64_t a, int64_t b) {
     return a < b ? a : b;
+}
+
+/* ---- step 7: CA's scale-down of under-utilised nodes ---- */
+
+/* Whether the ready node n is below its group's threshold: its GPU share for a GPU
+ * node, else the larger of its cpu and memory shares (requests over capacity). */
+static bool replay__underused(const replay__sim_t *s, const replay__node_t *n) {
+    const resources_t *cap = &s->groups[n->group].info.capacity;
+    if (cap->gpu > 0)
+        return (double)(cap->gpu - n->free.gpu) / (double)cap->gpu < s->gpu_threshold[n->group];
+    double cpu = cap->cpu_milli > 0
+                     ? (double)(cap->cpu_milli - n->free.cpu_milli) / (double)cap->cpu_milli
+                     : 0;
+    double mem = cap->memory_bytes > 0 ? (double)(cap->memory_bytes - n->free.memory_bytes) /
+                                             (double)cap->memory_bytes
+                                       : 0;
+    return (cpu > mem ? cpu : mem) < s->threshold[n->group];
+}
+
+#define REPLAY__REMOVING 1 /* unneeded in this loop: its pods go elsewhere */
+#define REPLAY__TOUCHED 2  /* receives the pods of a node unneeded in this loop */
+
+/* Step 7 (docs/replay.md, "Scale-down of under-utilised nodes"). A ready node below its
+ * threshold with pods is a candidate; in purchase order, a candidate that received no
+ * pods in this pass is unneeded when each of its pods fits, first fit in purchase order,
+ * on another ready node that is not unneeded in this pass (the pods are taken from a
+ * copy of the nodes' free capacity, and their new nodes are touched). A node unneeded
+ * for its group's scale_down_unneeded is drained, its pods moved where the pass put them
+ * (they keep running, their end unchanged) and it is removed: never below min_size,
+ * not within REPLAY_DELAY_AFTER_ADD_SECONDS of a scale-up, one a loop. *next is lowered
+ * to the loop at which the next unneeded node could go. */
+static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, frugal_err_t *err) {
+    size_t A = s->alive_count, C = 0;
+    for (size_t a = 0; a < A; a++) {
+        replay__node_t *n = &s->nodes[s->alive[a]];
+        n->candidate = -1;
+        if (n->ready_s <= now && n->pods > 0 && n->tainted_s < 0 && replay__underused(s, n))
+            n->candidate = (int32_t)C++;
+        else
+            n->unneeded_s = -1;
+    }
+    if (C == 0)
+        return 0;
+    /* The candidates' pods (ready nodes hold running pods only): heap slots, bucketed. */
+    size_t *start = calloc(C + 1, sizeof(*start)), *fill = calloc(C, sizeof(*fill));
+    resources_t *room = calloc(A, sizeof(*room));
+    uint8_t *flag = calloc(A, sizeof(*flag));
+    uint32_t *slot = NULL, *dest = NULL;
+    int rc = 0;
+    if (!start || !fill || !room || !flag) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t h = 0; h < s->heap_count; h++) {
+        int32_t c = s->nodes[s->heap[h].node].candidate;
+        if (c >= 0)
+            start[c + 1]++;
+    }
+    for (size_t c = 0; c < C; c++) {
+        start[c + 1] += start[c];
+        fill[c] = start[c];
+    }
+    slot = calloc(start[C] + 1, sizeof(*slot));
+    dest = calloc(start[C] + 1, sizeof(*dest));
+    if (!slot || !dest) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t h = 0; h < s->heap_count; h++) {
+        int32_t c = s->nodes[s->heap[h].node].candidate;
+        if (c >= 0)
+            slot[fill[c]++] = (uint32_t)h;
+    }
+    for (size_t a = 0; a < A; a++)
+        room[a] = s->nodes[s->alive[a]].free;
+
+    /* Which candidates are unneeded in this loop. */
+    for (size_t a = 0; a < A; a++) {
+        replay__node_t *n = &s->nodes[s->alive[a]];
+        if (n->candidate < 0)
+            continue;
+        if (flag[a] & REPLAY__TOUCHED) {
+            n->unneeded_s = -1;
+            continue;
+        }
+        size_t c = (size_t)n->candidate, k = start[c];
+        for (; k < start[c + 1]; k++) {
+            const replay_pod_t *p = &s->pods[s->heap[slot[k]].pod];
+            size_t b = 0;
+            for (; b < A; b++) {
+                const replay__node_t *m = &s->nodes[s->alive[b]];
+                if (b != a && !(flag[b] & REPLAY__REMOVING) && m->ready_s <= now &&
+                    m->tainted_s < 0 && s->compat[p->shape * s->groups_count + m->group] &&
+                    replay__fits(&p->request, &room[b]))
+                    break;
+            }
+            if (b == A)
+                break;
+            replay__take(&room[b], &p->request, 1);
+            dest[k] = (uint32_t)b;
+        }
+        if (k < start[c + 1]) { /* a pod fits nowhere: give back what the others took */
+            for (size_t j = start[c]; j < k; j++)
+                replay__take(&room[dest[j]], &s->pods[s->heap[slot[j]].pod].request, -1);
+            n->unneeded_s = -1;
+            continue;
+        }
+        flag[a] |= REPLAY__REMOVING;
+        for (size_t j = start[c]; j < k; j++)
+            flag[dest[j]] |= REPLAY__TOUCHED;
+        if (n->unneeded_s < 0)
+            n->unneeded_s = now;
+    }
+
+    /* The first due one goes; the others set when the next loop is. */
+    int64_t quiet = s->last_up_s + REPLAY_DELAY_AFTER_ADD_SECONDS;
+    size_t drain = A;
+    for (size_t a = 0; a < A; a++) {
+        const replay__node_t *n = &s->nodes[s->alive[a]];
+        const replay_group_t *g = &s->groups[n->group];
+        if (!(flag[a] & REPLAY__REMOVING) || g->nodes <= g->cfg->min_size)
+            continue;
+        int64_t due = n->unneeded_s + g->unneeded_s;
+        if (due > now)
+            *next = replay__min(*next, due);
+        else if (now < quiet)
+            *next = replay__min(*next, quiet);
+        else if (drain < A)
+            *next = replay__min(*next, now + REPLAY_LOOP_SECONDS);
+        else
+            drain = a;
+    }
+    if (drain < A) {
+        replay__node_t *n = &s->nodes[s->alive[drain]];
+        size_t c = (size_t)n->candidate;
+        for (size_t k = start[c]; k < start[c + 1]; k++) {
+            replay__heap_item_t *it = &s->heap[slot[k]];
+            const resources_t *r = &s->pods[it->pod].request;
+            it->node = s->alive[dest[k]];
+            replay__take(&s->nodes[it->node].free, r, 1);
+            s->nodes[it->node].pods++;
+            replay__take(&n->free, r, -1);
+        }
+        n->pods = 0;
+        n->unneeded_s = -1;
+        replay__remove(s, drain, now);
+        s->fig.nodes_drained++;
+    }
+done:
+    free(start);
+    free(fill);
+    free(room);
+    free(flag);
+    free(slot);
+    free(dest);
+    return rc;
 }
 
 /* The groups, the pods of seed over the horizon and which groups each can go to. */
@@ -743,11 +912,41 @@ int replay_bound(const frugal_config_t *cfg, const replay_workload_t *w, uint64_
 int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
                const replay_policy_ops_t *policy, uint64_t seed, double hours,
                replay_figures_t *out, frugal_err_t *err) {
+    return replay_run_with(cfg, w, policy, seed, hours, NULL, out, err);
+}
+
+/* Step 7's thresholds, when opts turns it on: the group's own, else opts'. */
+static int replay__thresholds(replay__sim_t *s, const replay_options_t *opts, frugal_err_t *err) {
+    if (opts == NULL || !(opts->scale_down_utilization > 0) ||
+        s->policy == &replay_policy_escalator)
+        return 0;
+    size_t G = s->groups_count ? s->groups_count : 1;
+    s->threshold = calloc(G, sizeof(*s->threshold));
+    s->gpu_threshold = calloc(G, sizeof(*s->gpu_threshold));
+    if (!s->threshold || !s->gpu_threshold)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t g = 0; g < s->groups_count; g++) {
+        const group_options_t *o = &s->groups[g].cfg->options;
+        s->threshold[g] = o->has_scale_down_utilization_threshold
+                              ? o->scale_down_utilization_threshold
+                              : opts->scale_down_utilization;
+        s->gpu_threshold[g] = o->has_scale_down_gpu_utilization_threshold
+                                  ? o->scale_down_gpu_utilization_threshold
+                                  : opts->scale_down_utilization;
+    }
+    return 0;
+}
+
+int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
+                    const replay_policy_ops_t *policy, uint64_t seed, double hours,
+                    const replay_options_t *opts, replay_figures_t *out, frugal_err_t *err) {
     replay__sim_t s;
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
     s.policy = policy;
     int rc = replay__setup(&s, cfg, w, seed, hours, err);
+    if (rc == 0)
+        rc = replay__thresholds(&s, opts, err);
     size_t m = s.pods_count ? s.pods_count : 1;
     if (rc == 0 &&
         (!(s.pending = calloc(m, sizeof(*s.pending))) || !(s.bound = calloc(m, sizeof(*s.bound))) ||
@@ -841,6 +1040,9 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
             }
             a++;
         }
+        /* 7. under-utilised nodes */
+        if (s.threshold != NULL && (rc = replay__consolidate(&s, now, &next, err)) != 0)
+            break;
         if (next_pod < s.pods_count)
             next = replay__min(next, s.pods[next_pod].arrive_s);
         if (s.heap_count > 0)

@@ -169,9 +169,10 @@ typedef struct replay_figures {
     double ideal_cost; /* the pods' requests priced linearly for as long as they ran */
     double pending_pod_minutes;
     int64_t nodes_bought;
-    int64_t pods;       /* pods that arrived */
-    int64_t unhostable; /* pods no group can ever host: counted, never placed */
-    int64_t decisions;  /* loops in which the policy picked an option */
+    int64_t pods;          /* pods that arrived */
+    int64_t unhostable;    /* pods no group can ever host: counted, never placed */
+    int64_t decisions;     /* loops in which the policy picked an option */
+    int64_t nodes_drained; /* non-empty nodes removed (replay_options_t) */
 } replay_figures_t;
 
 /* Simulate hours of w (a trace: hours <= 0 means its whole span) under cfg's managed
@@ -180,6 +181,25 @@ typedef struct replay_figures {
 int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
                const replay_policy_ops_t *policy, uint64_t seed, double hours,
                replay_figures_t *out, frugal_err_t *err);
+
+/* CA's delay between a scale-up and the next scale-down of a non-empty node
+ * (--scale-down-delay-after-add). */
+#define REPLAY_DELAY_AFTER_ADD_SECONDS 600
+
+/* How a run simulates beyond its inputs; all zero is replay_run's simulation. */
+typedef struct replay_options {
+    /* 0: only empty nodes are removed. In (0, 1]: CA's scale-down of under-utilised
+     * nodes too (docs/replay.md), a node being unneeded when its utilisation is below
+     * this; a group's options.scale_down_utilization_threshold (for a GPU node
+     * scale_down_gpu_utilization_threshold) overrides it. Not for escalator, which
+     * removes what it tainted. */
+    double scale_down_utilization;
+} replay_options_t;
+
+/* replay_run with opts (NULL: all zero). */
+int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
+                    const replay_policy_ops_t *policy, uint64_t seed, double hours,
+                    const replay_options_t *opts, replay_figures_t *out, frugal_err_t *err);
 
 /* The fluid lower bound (replay_bound.h) of the pods replay_run(cfg, w, any policy, seed,
  * hours) would see, at their trace times, on cfg's managed groups; the pods no group can

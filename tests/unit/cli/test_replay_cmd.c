@@ -1,7 +1,7 @@
 /* Unit tests of `frugal replay`'s command line (server/cli/replay.c): usage errors exit
- * 2 (an unknown strategy, a bad --seeds or --hours, no workload, an unknown output
- * format), unreadable or invalid input exits 1, and a short run on a reference
- * workload exits 0. */
+ * 2 (an unknown strategy, a bad --seeds, --hours or --scale-down-utilization, no
+ * workload, an unknown output format), unreadable or invalid input exits 1, and short
+ * runs on a reference workload exit 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +35,10 @@ static void test_usage(void **state) {
     assert_int_equal(RUN("-c", cfg, web, "-o", "xml"), 2);
     assert_int_equal(RUN("-c", cfg, web, "--bogus", "1"), 2);
     assert_int_equal(RUN("-c", cfg, web, "--seeds"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "0"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "1.5"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "-0.5"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "half"), 2);
 }
 
 static void test_inputs(void **state) {
@@ -47,9 +51,12 @@ static void test_inputs(void **state) {
     stdout = fopen("/dev/null", "w");
     int rc = RUN("-c", cfg, web, "--strategy", "random", "--strategy", "demand-fit", "--seeds", "2",
                  "--hours", "2", "-o", "csv");
+    int rc2 = RUN("-c", cfg, web, "--strategy", "demand-fit", "--seeds", "1", "--hours", "2",
+                  "--scale-down-utilization", "1");
     fclose(stdout);
     stdout = saved;
     assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
 }
 
 int main(void) {

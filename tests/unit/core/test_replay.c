@@ -2,12 +2,14 @@
  * mix and trace formats with the position of every refused value; the policies (CA's
  * definitions, the table order); runs that are deterministic, place every hostable pod,
  * count the pods no group can host, respect max_size, bill per loop and remove empty
- * nodes after scale_down_unneeded; a family's initial pods and bursts. */
+ * nodes after scale_down_unneeded; a family's initial pods and bursts; the scale-down of
+ * under-utilised nodes (replay_options_t). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,6 +331,152 @@ static void test_run_needs_groups(void **state) {
     config_free(cfg);
 }
 
+/* Three pods on two ready n1-standard-8 (0.38/h, 8 cores), first
+ * fit: A (4 cores, 5 min) and B (2 cores) on node 0, C (3 cores, or 6.5 with c6) on node
+ * 1; B and C run the whole 2 h. After A ends node 0 holds 2 cores (25 %). */
+static const char *consolidate_trace(bool c6) {
+    return c6 ? "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"4\"}}}]}}, \"duration\": 300}\n"
+                "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"2\"}}}]}}, \"duration\": 7200}\n"
+                "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"6500m\"}}}]}}, \"duration\": 7200}\n"
+              : "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"4\"}}}]}}, \"duration\": 300}\n"
+                "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"2\"}}}]}}, \"duration\": 7200}\n"
+                "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "
+                "{\"cpu\": \"3\"}}}]}}, \"duration\": 7200}\n";
+}
+
+/* Run trace (plus extra lines) for 2 h on a group of two nodes with the given options
+ * and --scale-down-utilization threshold (0: off). */
+static replay_figures_t consolidate_run(const char *group_extra, const char *trace_text,
+                                        double threshold) {
+    char cluster_text[512];
+    snprintf(cluster_text, sizeof(cluster_text),
+             "node_groups:\n"
+             "  - {id: big, machine_type: n1-standard-8, max_size: 3, size: 2%s}\n",
+             group_extra);
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(
+        config_load_string("c.yaml", cluster_text, strlen(cluster_text), &cfg, &errors), 0);
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("t.jsonl", trace_text, &w, &err), 0);
+    replay_options_t opts = {threshold};
+    replay_figures_t f;
+    assert_int_equal(replay_run_with(cfg, &w, replay_policy_find("random"), 1, 2, &opts, &f, &err),
+                     0);
+    assert_int_equal(f.pods, w.trace_count);
+    replay_workload_free(&w);
+    config_free(cfg);
+    return f;
+}
+
+static void assert_cost(const replay_figures_t *f, double node_seconds) {
+    if (fabs(f->cost - 0.38 * node_seconds / 3600.0) > 1e-9)
+        fail_msg("cost %f, expected %f", f->cost, 0.38 * node_seconds / 3600.0);
+}
+
+/* Node 0 at 25 % is unneeded from 300 s (B fits node 1); CA's 10 min later it is drained:
+ * B moves to node 1 and keeps running, node 0 goes at 900 s. */
+static void test_scale_down_underused(void **state) {
+    (void)state;
+    replay_figures_t f = consolidate_run(", min_size: 0", consolidate_trace(false), 0.5);
+    assert_int_equal(f.nodes_drained, 1);
+    assert_true(f.pending_pod_minutes == 0.0);
+    assert_cost(&f, 900 + 7200);
+    /* Without the option both nodes run to the end, as before. */
+    replay_figures_t off = consolidate_run(", min_size: 0", consolidate_trace(false), 0);
+    assert_int_equal(off.nodes_drained, 0);
+    assert_cost(&off, 7200 + 7200);
+    /* With scale_down_unneeded 1m node 0 is due at 360 s, but CA scales nothing down
+     * within 10 min of its start (its last scale-up time): it goes at 600 s. */
+    f = consolidate_run(", min_size: 0, options: {scale_down_unneeded: 1m}",
+                        consolidate_trace(false), 0.5);
+    assert_int_equal(f.nodes_drained, 1);
+    assert_cost(&f, 600 + 7200);
+}
+
+/* Nodes that stay: B does not fit node 1 beside a 6.5-core C; 25 % is not below a group's
+ * own threshold of 0.2 (it overrides the option); min_size 2. */
+static void test_scale_down_underused_stays(void **state) {
+    (void)state;
+    replay_figures_t f = consolidate_run(", min_size: 0", consolidate_trace(true), 0.5);
+    assert_int_equal(f.nodes_drained, 0);
+    assert_cost(&f, 7200 + 7200);
+    f = consolidate_run(", min_size: 0, options: {scale_down_utilization_threshold: 0.2}",
+                        consolidate_trace(false), 0.5);
+    assert_int_equal(f.nodes_drained, 0); /* node 1, at 38 %, is not below 0.2 either */
+    assert_cost(&f, 7200 + 7200);
+    f = consolidate_run(", min_size: 2", consolidate_trace(false), 0.5);
+    assert_int_equal(f.nodes_drained, 0);
+    assert_cost(&f, 7200 + 7200);
+    /* A 0.2 option alone keeps them too; the group's 0.5 drains under it. */
+    f = consolidate_run(", min_size: 0", consolidate_trace(false), 0.2);
+    assert_int_equal(f.nodes_drained, 0);
+    f = consolidate_run(", min_size: 0, options: {scale_down_utilization_threshold: 0.5}",
+                        consolidate_trace(false), 0.2);
+    assert_int_equal(f.nodes_drained, 1);
+}
+
+/* A scale-up at 400 s (D, 7.5 cores, fits no node) holds the drain of node 0 (due at
+ * 360 s) until 400 + 600 s; D's node bills from 400 s. */
+static void test_scale_down_after_add(void **state) {
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "%s{\"t\": 400, \"pod\": {\"spec\": {\"containers\": [{\"resources\": "
+             "{\"requests\": {\"cpu\": \"7500m\"}}}]}}, \"duration\": 7200}\n",
+             consolidate_trace(false));
+    replay_figures_t f =
+        consolidate_run(", min_size: 0, options: {scale_down_unneeded: 1m}", text, 0.5);
+    assert_int_equal(f.nodes_bought, 1);
+    assert_int_equal(f.nodes_drained, 1);
+    assert_cost(&f, 1000 + 7200 + (7200 - 400));
+}
+
+/* Without the option (NULL or zero) a run is replay_run's, byte for byte; escalator
+ * ignores it; with it every strategy stays deterministic. */
+static void test_scale_down_option_off(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
+    const char *text = "arrivals_per_hour: 10\n"
+                       "families:\n"
+                       "  - {name: a, cpu: [100m, 2], memory: [128Mi, 4Gi], lifetime: [5m, 4h]}\n";
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    replay_options_t zero = {0}, half = {0.5};
+    bool drained = false;
+    for (size_t i = 0; i < n; i++) {
+        replay_figures_t f1, f2, f3, f4, f5;
+        assert_int_equal(replay_run(cfg, &w, list[i], 2, 24, &f1, &err), 0);
+        assert_int_equal(replay_run_with(cfg, &w, list[i], 2, 24, NULL, &f2, &err), 0);
+        assert_int_equal(replay_run_with(cfg, &w, list[i], 2, 24, &zero, &f3, &err), 0);
+        assert_memory_equal(&f1, &f2, sizeof(f1));
+        assert_memory_equal(&f1, &f3, sizeof(f1));
+        assert_int_equal(f1.nodes_drained, 0);
+        assert_int_equal(replay_run_with(cfg, &w, list[i], 2, 24, &half, &f4, &err), 0);
+        assert_int_equal(replay_run_with(cfg, &w, list[i], 2, 24, &half, &f5, &err), 0);
+        assert_memory_equal(&f4, &f5, sizeof(f4));
+        assert_int_equal(f4.pods, f1.pods);
+        if (list[i] == &replay_policy_escalator)
+            assert_memory_equal(&f4, &f1, sizeof(f1));
+        else
+            drained = drained || f4.nodes_drained > 0;
+    }
+    assert_true(drained);
+    replay_workload_free(&w);
+    config_free(cfg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rng),
@@ -339,6 +487,10 @@ int main(void) {
         cmocka_unit_test(test_run),
         cmocka_unit_test(test_initial_and_burst),
         cmocka_unit_test(test_run_needs_groups),
+        cmocka_unit_test(test_scale_down_underused),
+        cmocka_unit_test(test_scale_down_underused_stays),
+        cmocka_unit_test(test_scale_down_after_add),
+        cmocka_unit_test(test_scale_down_option_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
