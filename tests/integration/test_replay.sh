@@ -135,6 +135,14 @@ assert_exit 1 "bad ranking.cluster_size" "$FRUGAL" check -c "$TMP/size.yaml"
 assert_match "size.yaml:1:25: ranking.cluster_size: expected auto or a node count" "$ERR" "config size"
 assert_exit 2 "no workload" "$FRUGAL" replay -c "$CFG"
 assert_exit 2 "bad seeds" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 0
+assert_exit 2 "bad scale-down utilization" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" \
+    --scale-down-utilization 1.5
+assert_match "^frugal replay: --scale-down-utilization: expected a fraction above 0 and at most 1, got \"1.5\"$" \
+    "$ERR" "scale-down utilization refused in one line"
+assert_ok "replay with CA's scale-down" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 1 \
+    --hours 12 --strategy demand-fit --scale-down-utilization 0.5
+assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed, nodes below utilisation 0.5 scaled down$" \
+    "$OUT" "the header says the scale-down is on"
 
 log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
 PORT=$(free_port)
