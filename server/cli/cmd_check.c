@@ -63,6 +63,15 @@ int cmd_check(int argc, char **argv) {
             fprintf(stderr, "warning: %s\n", msg);
         }
     }
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        size_t twin = config_spot_twin(cfg, i);
+        if (twin < cfg->node_groups_count) {
+            char msg[400];
+            config_format_spot_twin_warning(cfg->node_groups[i].spec.id,
+                                            cfg->node_groups[twin].spec.id, msg, sizeof(msg));
+            fprintf(stderr, "warning: %s\n", msg);
+        }
+    }
     config_summary_print(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -64,6 +64,31 @@ static void serve__warn_options(const frugal_config_t *cfg, const frugal_config_
     }
 }
 
+/* The warning of every spot group of cfg balanced with an on-demand twin, unless old
+ * (NULL at start) had the same pair. */
+static void serve__warn_spot_twins(const frugal_config_t *cfg, const frugal_config_t *old) {
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        size_t twin = config_spot_twin(cfg, i);
+        if (twin == cfg->node_groups_count)
+            continue;
+        const char *id = cfg->node_groups[i].spec.id, *twin_id = cfg->node_groups[twin].spec.id;
+        bool warned = false;
+        for (size_t j = 0; old != NULL && j < old->node_groups_count; j++) {
+            if (strcmp(old->node_groups[j].spec.id, id) != 0)
+                continue;
+            size_t t = config_spot_twin(old, j);
+            warned =
+                t < old->node_groups_count && strcmp(old->node_groups[t].spec.id, twin_id) == 0;
+            break;
+        }
+        if (warned)
+            continue;
+        char msg[400];
+        config_format_spot_twin_warning(id, twin_id, msg, sizeof(msg));
+        log_warn("%s", msg);
+    }
+}
+
 /* Which memory budget applies and why; a warning when the container's limit could not
  * be read or the budget cannot hold one message of max_message_bytes. */
 static void serve__log_memory_budget(const frugal_config_t *cfg) {
@@ -110,6 +135,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
                   err.msg);
     } else {
         serve__warn_options(next, old);
+        serve__warn_spot_twins(next, old);
         serve__reload_applied(next, why);
     }
     config_release(old);
@@ -240,6 +266,7 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     serve__warn_options(cfg, NULL);
+    serve__warn_spot_twins(cfg, NULL);
     /* A missing state file is refused unless --init-state: never a silent fresh start. */
     if (state_backend_check_present(state, cfg->path, init_state, &err) != 0)
         goto fail_provider;

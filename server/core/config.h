@@ -255,6 +255,16 @@ bool config_group_has_options(const group_options_t *o);
  * whose options are overridden (kubernetes/autoscaler#10245; docs/wire.md). */
 void config_format_options_warning(const char *id, char *buf, size_t size);
 
+/* The first on-demand group that cluster-autoscaler's --balance-similar-node-groups
+ * would balance with spot group i (same machine type, labels and taints: its template
+ * differs only in zone); cfg->node_groups_count when group i is not spot or has none. */
+size_t config_spot_twin(const frugal_config_t *cfg, size_t i);
+
+/* Into buf: the warning that spot group spot_id and on-demand group twin_id are
+ * balanced as one set, at different prices. */
+void config_format_spot_twin_warning(const char *spot_id, const char *twin_id, char *buf,
+                                     size_t size);
+
 /* "cloudprovider, expander, ..." for LISTENER_SERVICE_* bits, into buf. */
 void config_format_services(unsigned services, char *buf, size_t size);
 

@@ -706,6 +706,57 @@ void config_format_options_warning(const char *id, char *buf, size_t size) {
              id);
 }
 
+static bool config__same_labels(const kv_list_t *a, const kv_list_t *b) {
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < a->count; i++) /* both sorted by key */
+        if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
+            strcmp(a->items[i].value, b->items[i].value) != 0)
+            return false;
+    return true;
+}
+
+static bool config__has_taint(const taint_list_t *l, const taint_t *t) {
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i].key, t->key) == 0 && strcmp(l->items[i].value, t->value) == 0 &&
+            strcmp(l->items[i].effect, t->effect) == 0)
+            return true;
+    return false;
+}
+
+static bool config__same_taints(const taint_list_t *a, const taint_list_t *b) {
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < a->count; i++)
+        if (!config__has_taint(b, &a->items[i]))
+            return false;
+    return true;
+}
+
+size_t config_spot_twin(const frugal_config_t *cfg, size_t i) {
+    const group_spec_t *s = &cfg->node_groups[i].spec;
+    if (!s->spot)
+        return cfg->node_groups_count;
+    for (size_t j = 0; j < cfg->node_groups_count; j++) {
+        const group_spec_t *o = &cfg->node_groups[j].spec;
+        if (!o->spot && strcmp(o->machine_type, s->machine_type) == 0 &&
+            config__same_labels(&o->labels, &s->labels) &&
+            config__same_taints(&o->taints, &s->taints))
+            return j;
+    }
+    return cfg->node_groups_count;
+}
+
+void config_format_spot_twin_warning(const char *spot_id, const char *twin_id, char *buf,
+                                     size_t size) {
+    snprintf(buf, size,
+             "node groups \"%s\" (spot) and \"%s\" (on demand) differ only in price: "
+             "cluster-autoscaler's --balance-similar-node-groups spreads a scale-up over "
+             "both; give the spot group a label of its own (e.g. "
+             "cloud.google.com/gke-spot: \"true\")",
+             spot_id, twin_id);
+}
+
 /* ---- lookups ---- */
 
 const machine_type_t *config_find_machine_type(const frugal_config_t *cfg, const char *name) {

@@ -57,11 +57,17 @@ assert_near 0.5 "$(price_of)" "price after SIGHUP"
 assert_eq 2 "$(target_size pool-a)" "the reload kept pool-a's nodes"
 
 log "a change of the file is picked up without a signal"
-write_config 0.5 7 "  - {id: pool-c, machine_type: test-4, min_size: 1, max_size: 2}"
+write_config 0.5 7 "  - {id: pool-c, machine_type: test-4, min_size: 1, max_size: 2}
+  - {id: pool-s, machine_type: test-4, max_size: 3, spot: true}"
 for _ in $(seq 1 50); do [ "$(target_size pool-c)" = 1 ] && break; sleep 0.1; done
 assert_eq 1 "$(target_size pool-c)" "new group pool-c started at its min_size"
 assert_ok "node-groups" ctl -o yaml node-groups
 assert_match '^  maxSize: 7$' "$(echo "$OUT" | sed -n '/^- id: "pool-a"$/,/^- /p')" "pool-a's new max_size"
+assert_eq 1 "$(grep -c 'node groups "pool-s" (spot) and "pool-a" (on demand) differ only in price' "$SERVER_LOG")" \
+    "the reload warns that spot pool-s is balanced with its on-demand twin"
+run "$FRUGAL" check -c "$CFG"
+assert_match 'warning: node groups "pool-s" \(spot\) and "pool-a" \(on demand\) differ only in price: .*balance-similar-node-groups.*label of its own' \
+    "$ERR" "check warns about the spot twin"
 
 log "invalid config: refused, every error logged as FILE:LINE:COL, the running config kept"
 cp "$CFG" "$TMP/good.yaml"
@@ -98,6 +104,7 @@ for _ in $(seq 1 50); do grep -q 'state_file changes only with a restart' "$SERV
 assert_match 'state_file changes only with a restart' "$(cat "$SERVER_LOG")" "restart-only key named"
 assert_eq 2 "$(target_size pool-a)" "nothing changed"
 
+assert_eq 1 "$(grep -c 'node groups "pool-s" (spot)' "$SERVER_LOG")" "the spot twin warned once over every reload"
 stop_server
 assert_match 'target=2' "$(grep 'id=pool-a' "$STATE")" "pool-a's nodes are in the state file"
 assert_no_match 'pool-c' "$(cat "$STATE")" "the removed group is gone from the state file"

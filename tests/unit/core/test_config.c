@@ -499,6 +499,34 @@ static void test_machine_type_adds_to_catalog(void **state) {
     config_free(cfg);
 }
 
+/* A spot group whose template differs from an on-demand group's only in zone is that
+ * group's twin: CA balances the two as one set at different prices. */
+static void test_spot_twin(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok(
+        "node_groups:\n"
+        "  - {id: od, machine_type: n1-standard-8, max_size: 1, labels: {team: web}, zone: a}\n"
+        "  - {id: sp, machine_type: n1-standard-8, max_size: 1, labels: {team: web}, zone: b, "
+        "spot: true}\n"
+        "  - {id: sp-labelled, machine_type: n1-standard-8, spot: true, max_size: 1,\n"
+        "     labels: {team: web, cloud.google.com/gke-spot: 'true'}}\n"
+        "  - {id: sp-other-type, machine_type: n1-standard-4, max_size: 1, labels: {team: web}, "
+        "spot: true}\n"
+        "  - {id: sp-tainted, machine_type: n1-standard-8, max_size: 1, labels: {team: web}, spot: "
+        "true,\n"
+        "     taints: [{key: spot, effect: NoSchedule}]}\n");
+    size_t n = cfg->node_groups_count;
+    assert_int_equal(config_spot_twin(cfg, 0), n); /* on demand itself */
+    assert_int_equal(config_spot_twin(cfg, 1), 0);
+    assert_int_equal(config_spot_twin(cfg, 2), n);
+    assert_int_equal(config_spot_twin(cfg, 3), n);
+    assert_int_equal(config_spot_twin(cfg, 4), n);
+    char msg[400];
+    config_format_spot_twin_warning("sp", "od", msg, sizeof(msg));
+    assert_non_null(strstr(msg, "\"sp\" (spot) and \"od\" (on demand)"));
+    config_free(cfg);
+}
+
 static void test_load_file(void **state) {
     (void)state;
     char path[] = "/tmp/frugal-test-config-XXXXXX";
@@ -1100,6 +1128,7 @@ int main(void) {
         cmocka_unit_test(test_product_example),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_machine_type_adds_to_catalog),
+        cmocka_unit_test(test_spot_twin),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_err_yaml_syntax),
