@@ -54,6 +54,37 @@ static double decide__gib_per_core(const decide_request_t *req, const decide_dem
     return cpu > 0 ? mem / cpu : 0.0;
 }
 
+/* How many pods of the kind (with GPUs or without) reached frugal per hour lately: the
+ * remembered ones seen at a known time, over the time since the oldest of them. 0 when
+ * not known: the request has no time, or every such pod came at once (a burst of
+ * unknown rate); the spare room then counts in full. -1 when fewer than two such pods
+ * were ever seen: one pod is no sign that more will come. */
+static double decide__arrivals_per_hour(const decide_demand_t *dd, bool gpu) {
+    const demand_summary_t *d = dd->recent;
+    if (d == NULL || dd->now_ms < 0)
+        return 0.0;
+    size_t n = gpu ? d->timed_gpu_pods : d->timed_pods;
+    if (n < 2)
+        return -1.0;
+    if (dd->now_ms <= d->oldest_ms)
+        return 0.0;
+    return (double)(n - 1) * 3600000.0 / (double)(dd->now_ms - d->oldest_ms);
+}
+
+/* The share of k spare pods' room used over a horizon in which m pods arrive, slot j
+ * filled after j/m of it: 1 when the rate is not known (m == 0), 0 when none is
+ * expected (m < 0). */
+static double decide__spare_filled(double k, double m) {
+    if (m < 0.0)
+        return 0.0;
+    if (m == 0.0 || k < 1.0)
+        return 1.0;
+    if (k <= m)
+        return 1.0 - (k + 1.0) / (2.0 * m);
+    double whole = floor(m);
+    return (whole - whole * (whole + 1.0) / (2.0 * m)) / k;
+}
+
 /* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
  * after its pods, counted in pods of the demand's shape and priced; the share of it
  * expected to be used. */
@@ -92,7 +123,12 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
                        (int64_t)ceil(pg)};
     r->spare_value = fits * pricing_linear(&cfg->pricing, &one);
     double share = long_lived / pods;
-    r->use_share = DECIDE_USE_LONG * share + DECIDE_USE_SHORT * (1.0 - share);
+    double rate = decide__arrivals_per_hour(dd, gpu > 0);
+    double long_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_LONG_H;
+    double short_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_SHORT_H;
+    r->arrivals_per_hour = rate > 0.0 ? rate : 0.0;
+    r->use_share = DECIDE_USE_LONG * share * decide__spare_filled(fits, long_m) +
+                   DECIDE_USE_SHORT * (1.0 - share) * decide__spare_filled(fits, short_m);
     r->gib_per_core = pc > 0 ? pm / pc : gib_per_core;
     r->gpu_unused = o->node->has_gpu && gpu == 0;
 }
@@ -187,23 +223,23 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
             while (end < req->pods_count && (remember == NULL || remember[end]))
                 end++;
             if (end > i)
-                demand_record_restricted(memory, &req->pods[i],
-                                         lifetimes != NULL ? &lifetimes[i] : NULL, &mixed[i],
-                                         end - i);
+                demand_record_at(memory, &req->pods[i], lifetimes != NULL ? &lifetimes[i] : NULL,
+                                 &mixed[i], end - i, req->timed ? req->now_ms : -1);
             i = end + 1;
         }
         free(scratch);
         free(mixed);
         demand_summarize(memory, &recent);
     }
-    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL, request_mix};
+    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL, request_mix,
+                          req->timed ? req->now_ms : -1};
     return decide_best_options_demand(cfg, req, &dd, out, err);
 }
 
 int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *demand, decide_result_t *out,
                                frugal_err_t *err) {
-    decide_demand_t none = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN};
+    decide_demand_t none = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN, -1};
     const decide_demand_t *dd = demand != NULL ? demand : &none;
     size_t n = req->options_count, m = n > 0 ? n : 1;
     memset(out, 0, sizeof(*out));

@@ -55,6 +55,8 @@ typedef struct decide_request {
     size_t pods_count;
     int64_t cluster_size; /* nodes frugal counts, for the preferred node size (replaced by
                            * ranking.cluster_size when that is a number) */
+    bool timed;           /* now_ms is known: demand-fit weighs spare room by the arrival rate */
+    int64_t now_ms;       /* when the request came, on the caller's (monotonic) clock */
 } decide_request_t;
 
 /* What demand-fit reads beyond the request (decide_best_options_demand); both may be
@@ -73,6 +75,7 @@ typedef struct decide_demand {
                                           * request's own pods give the shape */
     decide_gpu_mix_t request_gpu_mix;    /* the request's GPU pods, when the caller
                                           * already knows (decide_best_options_remember) */
+    int64_t now_ms;                      /* when the request came; -1: not known */
 } decide_demand_t;
 
 /* demand-fit: the share of an option's spare room expected to be used, for a node whose
@@ -80,6 +83,12 @@ typedef struct decide_demand {
  * be removed before arrivals fill it). Chosen with `frugal replay` (docs/decisions.md). */
 #define DECIDE_USE_LONG 1.0
 #define DECIDE_USE_SHORT 0.8
+/* demand-fit: the time in which the spare room must be filled to count, in hours, for
+ * pods that stay (a node of services lives for days) and for pods that run to
+ * completion (a node of Jobs goes when they end). Slot j of k is filled after j over
+ * the recent arrival rate; the share of the horizon it is used is what it is worth. */
+#define DECIDE_SPARE_HORIZON_LONG_H 72.0
+#define DECIDE_SPARE_HORIZON_SHORT_H 8.0
 /* demand-fit: below this many remembered pods the request's own pods give the shape;
  * below this many remembered pods that stay, every remembered pod does. */
 #define DECIDE_DEMAND_MIN_PODS 16

@@ -13,6 +13,7 @@ void demand_init(demand_memory_t *m) {
         atomic_init(&s->lifetime, 0);
         atomic_init(&s->restricted, 0);
         atomic_init(&s->used, 0);
+        atomic_init(&s->seen_ms, -1);
     }
 }
 
@@ -23,6 +24,11 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
 
 void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
                               const pod_lifetime_t *lifetimes, const bool *restricted, size_t n) {
+    demand_record_at(m, pods, lifetimes, restricted, n, -1);
+}
+
+void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
+                      const bool *restricted, size_t n, int64_t seen_ms) {
     if (n == 0)
         return;
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
@@ -38,12 +44,14 @@ void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
                               memory_order_relaxed);
         atomic_store_explicit(&s->restricted, (uint8_t)(restricted != NULL && restricted[i]),
                               memory_order_relaxed);
+        atomic_store_explicit(&s->seen_ms, seen_ms, memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);
     }
 }
 
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
     memset(out, 0, sizeof(*out));
+    out->oldest_ms = INT64_MAX;
     for (size_t i = 0; i < DEMAND_SLOTS; i++) {
         const demand_slot_t *s = &m->slots[i];
         if (!atomic_load_explicit(&s->used, memory_order_relaxed))
@@ -59,6 +67,12 @@ void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
         out->gpu_pods += gpu > 0;
         out->gpu_restricted +=
             gpu > 0 && atomic_load_explicit(&s->restricted, memory_order_relaxed) != 0;
+        int64_t seen = atomic_load_explicit(&s->seen_ms, memory_order_relaxed);
+        if (seen >= 0) {
+            out->timed_pods += gpu == 0;
+            out->timed_gpu_pods += gpu > 0;
+            out->oldest_ms = seen < out->oldest_ms ? seen : out->oldest_ms;
+        }
         if (atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT) {
             out->long_pods++;
             out->long_cpu_cores += cpu;

@@ -1,7 +1,8 @@
 /* The bounded memory of recent pods that the demand-fit ranking reads (docs/ranking.md):
  * the effective requests and lifetimes of the last DEMAND_SLOTS distinct pods frugal
  * saw in BestOptions and proposals, summarised as the cluster's recent demand (GiB per
- * core of all of them and of the long-lived ones, share of long-lived pods).
+ * core of all of them and of the long-lived ones, share of long-lived pods, and how
+ * fast pods came lately).
  *
  * Thread-safe without locks: BestOptions runs on several gRPC worker threads at once.
  * A writer reserves its slots with one atomic add on the head and stores each field
@@ -30,6 +31,7 @@ typedef struct demand_slot {
     _Atomic uint8_t lifetime;   /* pod_lifetime_t */
     _Atomic uint8_t restricted; /* a GPU pod some GPU group of its request could not host */
     _Atomic uint8_t used;
+    _Atomic int64_t seen_ms; /* when it was seen, on the caller's clock; -1: not known */
 } demand_slot_t;
 
 typedef struct demand_memory {
@@ -49,6 +51,9 @@ typedef struct demand_summary {
     size_t long_pods;      /* of them, the pods whose lifetime is long or unknown ... */
     double long_cpu_cores; /* ... and their summed requests */
     double long_memory_gib;
+    size_t timed_pods;     /* pods seen at a known time, without GPUs ... */
+    size_t timed_gpu_pods; /* ... and with */
+    int64_t oldest_ms;     /* the earliest such time; INT64_MAX when none */
 } demand_summary_t;
 
 /* Zero m (no pod seen). */
@@ -62,6 +67,10 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
  * offered (restricted may be NULL: none is). */
 void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
                               const pod_lifetime_t *lifetimes, const bool *restricted, size_t n);
+
+/* The same, the pods seen at seen_ms on the caller's clock (-1: not known). */
+void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
+                      const bool *restricted, size_t n, int64_t seen_ms);
 
 /* Summarise what m remembers into *out. */
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out);

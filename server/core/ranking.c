@@ -176,9 +176,11 @@ int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_inpu
                                   size_t size) {
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
-                    "gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f score=%f",
-                    f->node_price, f->pods_price, in->spare_value, in->use_share, in->gib_per_core,
-                    f->suppressed, in->gpu_mixed ? 1 : 0, f->ratio, f->pods_ratio, f->score);
+                    "arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f "
+                    "pods_ratio=%f score=%f",
+                    f->node_price, f->pods_price, in->spare_value, in->use_share,
+                    in->arrivals_per_hour, in->gib_per_core, f->suppressed, in->gpu_mixed ? 1 : 0,
+                    f->ratio, f->pods_ratio, f->score);
 }
 
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
@@ -204,13 +206,14 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
         return FRUGAL_EINVAL;
     ranking_figures_t f = {.scored = true};
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
-        double spare, use, shape;
+        double spare, use, rate, shape;
         int mixed;
         if (sscanf(p + 20,
-                   "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
-                   "gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf score=%lf",
-                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &mixed,
-                   &f.ratio, &f.pods_ratio, &f.score) != 10)
+                   "node_price=%lf pods_price=%lf spare_value=%lf use=%lf arrivals_per_hour=%lf "
+                   "gib_per_core=%lf gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf "
+                   "score=%lf",
+                   &f.node_price, &f.pods_price, &spare, &use, &rate, &shape, &f.suppressed, &mixed,
+                   &f.ratio, &f.pods_ratio, &f.score) != 11)
             return FRUGAL_EINVAL;
         f.mixed_gpu = mixed != 0;
         f.unfitness = f.suppressed;

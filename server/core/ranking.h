@@ -35,13 +35,14 @@ typedef struct ranking_input {
     const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
     int64_t group_nodes;        /* the group's current size (target), for the zone balance */
     /* demand-fit only (decide.c fills them): */
-    double spare_value;  /* the new nodes' room left after the pods, in the cluster's
-                          * recent demand shape, priced linearly (per hour) */
-    double use_share;    /* the share of that room expected to be used */
-    double gib_per_core; /* the demand shape used */
-    bool gpu_unused;     /* GPU nodes for pods that request no GPU */
-    bool gpu_mixed;      /* some recent or requested GPU pod takes several GPUs or is
-                          * restricted to some GPU groups: the band does not apply */
+    double spare_value;       /* the new nodes' room left after the pods, in the cluster's
+                               * recent demand shape, priced linearly (per hour) */
+    double use_share;         /* the share of that room expected to be used */
+    double arrivals_per_hour; /* the recent arrival rate use_share was weighed by; 0: none */
+    double gib_per_core;      /* the demand shape used */
+    bool gpu_unused;          /* GPU nodes for pods that request no GPU */
+    bool gpu_mixed;           /* some recent or requested GPU pod takes several GPUs or is
+                               * restricted to some GPU groups: the band does not apply */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
@@ -105,7 +106,8 @@ int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 
 /* The same under demand-fit, with the option's input (in) for the terms of its score:
  * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
- * gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f score=%f". */
+ * arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f
+ * score=%f". */
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size);
 

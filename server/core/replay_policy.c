@@ -168,7 +168,8 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
                       g->cfg->max_size},
         };
     }
-    decide_request_t req = {opts, n, pods, view->pending_count, view->cluster_nodes};
+    decide_request_t req = {
+        opts, n, pods, view->pending_count, view->cluster_nodes, true, view->now_s * 1000};
     decide_result_t res;
     if ((rc = decide_best_options_remember(&s->cfg, &req, lts, NULL, s->demand, &res, err)) != 0)
         goto done;

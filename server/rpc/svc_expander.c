@@ -14,6 +14,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/time.h>
 
+#include "clock.h"
 #include "decide.h"
 #include "expander_decode.h"
 #include "log.h"
@@ -192,7 +193,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
             pods[i] = req->pods[i].request;
         lifetimes[i] = req->pods[i].lifetime;
     }
-    decide_request_t dr = {options, n, pods, req->pods_count, 0};
+    decide_request_t dr = {options, n, pods, req->pods_count, 0, true, clock_mono_ms()};
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);

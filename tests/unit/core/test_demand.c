@@ -5,7 +5,7 @@
  * shape (that of the recent pods that stay), in whole pods, keeps the GPU and not-exist
  * factors, and answers for pods never seen; demand-fit is the default;
  * ranking.cluster_size replaces the counted size; the demand-fit figures round-trip
- * through the debug string. */
+ * through the debug string; the spare room is weighed by how fast pods came lately. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -131,6 +131,89 @@ static decide_option_t option(const char *id, const node_info_t *ni, const uint3
     return o;
 }
 
+/* The memory keeps when each pod was seen; the summary counts the timed pods of each kind
+ * and the oldest time. */
+static void test_timed(void **state) {
+    (void)state;
+    demand_memory_t *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    demand_init(m);
+    demand_summary_t s;
+    demand_summarize(m, &s);
+    assert_int_equal(s.timed_pods, 0);
+    assert_true(s.oldest_ms == INT64_MAX);
+    resources_t cpu[2] = {{1000, GIB, 0}, {1000, GIB, 0}}, gpu[1] = {{1000, GIB, 1}};
+    demand_record(m, cpu, NULL, 2); /* no time: not counted */
+    demand_record_at(m, cpu, NULL, NULL, 2, 5000);
+    demand_record_at(m, gpu, NULL, NULL, 1, 9000);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 5);
+    assert_int_equal(s.timed_pods, 2);
+    assert_int_equal(s.timed_gpu_pods, 1);
+    assert_int_equal(s.oldest_ms, 5000);
+    free(m);
+}
+
+/* One pod of 1.5 cores; a 2-core node fits it snugly, a 16-core node leaves room for 9
+ * more. The spare room counts in full when the time is not known; by the share of it
+ * that the recent arrivals fill within DECIDE_SPARE_HORIZON_LONG_H otherwise; not at all
+ * when only one pod was ever seen. */
+static size_t rate_pick(const frugal_config_t *cfg, demand_memory_t *m, bool timed, int64_t now_ms,
+                        double *use_big) {
+    node_info_t std2 = node("n1-standard-2", 2000, (int64_t)(7.5 * GIB), false);
+    node_info_t std16 = node("n1-standard-16", 16000, 60 * GIB, false);
+    resources_t pods[] = {{1500, 2 * GIB, 0}};
+    pod_lifetime_t lts[] = {POD_LIFETIME_LONG};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("small", &std2, refs, 1), option("big", &std16, refs, 1)};
+    decide_request_t req = {opts, 2, pods, 1, 0, timed, now_ms};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options_remember(cfg, &req, lts, NULL, m, &r, &err), 0);
+    size_t pick = r.selected[0];
+    assert_int_equal(r.selected_count, 1);
+    *use_big = r.inputs[1].use_share;
+    char buf[512];
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
+    assert_non_null(strstr(buf, " arrivals_per_hour="));
+    decide_result_free(&r);
+    return pick;
+}
+
+static void test_demand_fit_arrival_rate(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
+    assert_non_null(cfg);
+    demand_memory_t *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    double use = 0;
+    /* No clock (plan of old, direct calls): today's full credit, the big node wins. */
+    demand_init(m);
+    assert_int_equal(rate_pick(cfg, m, false, 0, &use), 1);
+    assert_true(fabs(use - DECIDE_USE_LONG) < 1e-12);
+    /* A fresh server's first pod: one pod is no sign of more; the snug node wins. */
+    demand_init(m);
+    assert_int_equal(rate_pick(cfg, m, true, 0, &use), 0);
+    assert_true(use == 0.0);
+    /* 200 pods an hour lately: the big node's room fills within minutes. */
+    demand_init(m);
+    resources_t web[] = {{1500, 2 * GIB, 0}};
+    pod_lifetime_t lt[] = {POD_LIFETIME_LONG};
+    for (int i = 0; i < 200; i++)
+        demand_record_at(m, web, lt, NULL, 1, (int64_t)i * 18000);
+    assert_int_equal(rate_pick(cfg, m, true, 3600000, &use), 1);
+    assert_true(use > 0.95 && use < 1.0);
+    /* One pod every 10 hours: the room would take days to fill; the snug node wins. */
+    demand_init(m);
+    for (int i = 0; i < 10; i++)
+        demand_record_at(m, web, lt, NULL, 1, (int64_t)i * 36000000);
+    assert_int_equal(rate_pick(cfg, m, true, 360000000, &use), 0);
+    assert_true(use < 0.5);
+    free(m);
+    config_free(cfg);
+}
+
 static void test_demand_fit_shape(void **state) {
     (void)state;
     frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
@@ -144,7 +227,7 @@ static void test_demand_fit_shape(void **state) {
     uint32_t refs[] = {0, 0};
     decide_option_t opts[] = {option("std", &std8, refs, 2), option("mem", &mem8, refs, 2),
                               option("cpu", &cpu8, refs, 1)};
-    decide_request_t req = {opts, 3, pods, 1, 0};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -171,7 +254,7 @@ static void test_demand_fit_shape(void **state) {
      * count their room at DECIDE_USE_SHORT. */
     demand_summary_t d = {.pods = 100, .cpu_cores = 100, .memory_gib = 100, .long_share = 0};
     pod_lifetime_t lts[] = {POD_LIFETIME_SHORT};
-    decide_demand_t dd = {lts, &d, DECIDE_GPU_MIX_UNKNOWN};
+    decide_demand_t dd = {lts, &d, DECIDE_GPU_MIX_UNKNOWN, -1};
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_true(fabs(r.inputs[1].gib_per_core - sqrt(6.0)) < 1e-9);
     assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_SHORT) < 1e-12);
@@ -200,7 +283,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("gpu", &gpu, refs, 1), option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0};
+    decide_request_t req = {opts, 2, pods, 1, 0, false, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -250,7 +333,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1),
                               option("a100-1", &a100, refs, 1)};
     opts[2].group.nodes = 1;
-    decide_request_t req = {opts, 3, pods, 1, 0};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0};
     demand_summary_t d = {.pods = 100,
                           .cpu_cores = 200,
                           .memory_gib = 800,
@@ -260,7 +343,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
                           .long_cpu_cores = 200,
                           .long_memory_gib = 800,
                           .long_share = 1};
-    decide_demand_t dd = {NULL, &d, DECIDE_GPU_MIX_UNKNOWN};
+    decide_demand_t dd = {NULL, &d, DECIDE_GPU_MIX_UNKNOWN, -1};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
@@ -323,7 +406,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
                                option("a100-1", &a100, only1, 1)};
     three[1].node_count = 2;
     three[2].group.nodes = 1;
-    decide_request_t req3 = {three, 3, two, 2, 0};
+    decide_request_t req3 = {three, 3, two, 2, 0, false, 0};
     assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
     assert_true(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
@@ -375,7 +458,7 @@ static void test_cluster_size(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 1, pods, 1, 0};
+    decide_request_t req = {opts, 1, pods, 1, 0, false, 0};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -450,7 +533,7 @@ static void test_remember_then_decide(void **state) {
     bool remember[] = {true, false, true};
     uint32_t refs[] = {0, 1, 2};
     decide_option_t opts[] = {option("std", &std8, refs, 3)};
-    decide_request_t req = {opts, 1, pods, 3, 10};
+    decide_request_t req = {opts, 1, pods, 3, 10, false, 0};
     demand_memory_t *m = calloc(1, sizeof(*m));
     demand_init(m);
     decide_result_t r;
@@ -490,6 +573,8 @@ int main(void) {
         cmocka_unit_test(test_bounded),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_demand_fit_shape),
+        cmocka_unit_test(test_timed),
+        cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
         cmocka_unit_test(test_demand_fit_gpu_band_multi),
         cmocka_unit_test(test_cluster_size),

@@ -38,6 +38,18 @@ static void test_rng(void **state) {
         assert_true(k < 5);
     }
     assert_true(differs);
+    /* Nearby seeds draw unrelated numbers: no draw of seed 8 is among seed 7's first
+     * thousand (seed s + 1 once replayed seed s's stream one draw later). */
+    uint64_t seen[1000];
+    replay_rng_seed(&a, 7);
+    replay_rng_seed(&c, 8);
+    for (int i = 0; i < 1000; i++)
+        seen[i] = replay_rng_next(&a);
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = replay_rng_next(&c);
+        for (int j = 0; j < 1000; j++)
+            assert_true(x != seen[j]);
+    }
 }
 
 static int load(const char *path, const char *text, replay_workload_t *w, frugal_err_t *err) {
