@@ -1,9 +1,9 @@
 /* `frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H]
- * [--scale-down-utilization F] [-o table|csv|json]`: what each scale-up strategy would have cost on
- * a workload (docs/replay.md). The simulation is core/replay.h's; this file reads the inputs, runs
- * every (workload, strategy, seed) on the machine's cores, and prints mean and min-max over the
- * seeds. Runs are independent and deterministic: the figures do not depend on how many threads ran
- * them.
+ * [--scale-down-utilization F] [--placement P] [-o table|csv|json]`: what each scale-up strategy
+ * would have cost on a workload (docs/replay.md). The simulation is core/replay.h's; this file
+ * reads the inputs, runs every (workload, strategy, seed) on the machine's cores, and prints mean
+ * and min-max over the seeds. Runs are independent and deterministic: the figures do not depend on
+ * how many threads ran them.
  *
  * Exit status: 0, 1 on unreadable or invalid input (PATH:LINE:COL: message), 2 on
  * usage errors (an unknown strategy included). */
@@ -59,12 +59,14 @@ static int replay__usage(FILE *f, int status) {
     fprintf(f,
             "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
             "[--hours H]\n"
-            "           [--scale-down-utilization F] [-o table|csv|json]\n"
+            "           [--scale-down-utilization F] [--placement P] [-o table|csv|json]\n"
             "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
             "  --seeds N  runs per workload and strategy (default 12)\n"
             "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
             "  --scale-down-utilization F  also scale down nodes below utilisation F (0-1],\n"
             "             as CA does (default: only empty nodes)\n"
+            "  --placement P  where the scheduler puts a pending pod among the existing nodes:\n"
+            "             first-fit (default), least-allocated or most-allocated\n"
             "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
             "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
             "           [--ca-file FILE] [--cert FILE --key FILE] [WORKLOAD...] [options above]\n"
@@ -242,6 +244,8 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
         if (c->opts.scale_down_utilization > 0)
             printf(", nodes below utilisation %g scaled down", c->opts.scale_down_utilization);
+        if (c->opts.placement != REPLAY_PLACE_FIRST_FIT)
+            printf(", pods placed %s", replay_placement_name(c->opts.placement));
         printf("\n");
         if (r0->bound_error != NULL) {
             printf("  BOUND -: ");
@@ -463,6 +467,14 @@ int cmd_replay(int argc, char **argv) {
                 fprintf(stderr,
                         "frugal replay: --scale-down-utilization: expected a fraction above 0 "
                         "and at most 1, got \"%s\"\n",
+                        val);
+                status = 2;
+            }
+        } else if (strcmp(opt, "--placement") == 0) {
+            if (replay_placement_parse(val, &c.opts.placement) != 0) {
+                fprintf(stderr,
+                        "frugal replay: --placement: expected first-fit, least-allocated or "
+                        "most-allocated, got \"%s\"\n",
                         val);
                 status = 2;
             }

@@ -9,8 +9,9 @@
  *   3. the pods that arrived are pending (a pod no group could ever host is counted and
  *      dropped);
  *   4. pending pods go onto free capacity, ready or booting nodes, first fit in the
- *      order the nodes were bought (the scheduler places a pod as soon as it fits; a pod
- *      that fits a booting node is not a reason to scale up, as in CA);
+ *      order the nodes were bought, or the node replay_options_t.placement scores best
+ *      (the scheduler places a pod as soon as it fits; a pod that fits a booting node is
+ *      not a reason to scale up, as in CA);
  *   5. if pods are still pending, each group with room offers an option: its pods
  *      placed first-fit-decreasing (CA's estimator order) onto new nodes, within
  *      max_size and the cluster-wide cpu/memory limits; the policy picks one; its nodes
@@ -80,6 +81,7 @@ typedef struct replay__sim {
     /* step 7, when on: each group's thresholds (cpu/memory, GPU); the last scale-up */
     double *threshold, *gpu_threshold;
     int64_t last_up_s;
+    replay_placement_t placement; /* steps 4 and 7 */
 } replay__sim_t;
 
 /* ---- the running pods' end times: a binary min-heap ---- */
@@ -277,6 +279,67 @@ static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
     }
     free(done);
     return 0;
+}
+
+/* ---- placement (replay_options_t.placement) ---- */
+
+static const char *const replay__placements[] = {
+    [REPLAY_PLACE_FIRST_FIT] = "first-fit",
+    [REPLAY_PLACE_LEAST_ALLOCATED] = "least-allocated",
+    [REPLAY_PLACE_MOST_ALLOCATED] = "most-allocated",
+};
+
+int replay_placement_parse(const char *name, replay_placement_t *out) {
+    for (size_t i = 0; i < sizeof(replay__placements) / sizeof(*replay__placements); i++)
+        if (strcmp(name, replay__placements[i]) == 0) {
+            *out = (replay_placement_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *replay_placement_name(replay_placement_t p) {
+    return (size_t)p < sizeof(replay__placements) / sizeof(*replay__placements)
+               ? replay__placements[p]
+               : "?";
+}
+
+/* How s->placement ranks a node of group g with free room free_ for a pod of request r
+ * that fits it (higher is better): the mean over cpu and memory (those the node has) of
+ * the share of its capacity left free once the pod is on it, negated for
+ * most-allocated. */
+static double replay__score(const replay__sim_t *s, uint32_t g, const resources_t *free_,
+                            const resources_t *r) {
+    const resources_t *cap = &s->groups[g].info.capacity;
+    double sum = 0;
+    int count = 0;
+    if (cap->cpu_milli > 0) {
+        sum += (double)(free_->cpu_milli - r->cpu_milli) / (double)cap->cpu_milli;
+        count++;
+    }
+    if (cap->memory_bytes > 0) {
+        sum += (double)(free_->memory_bytes - r->memory_bytes) / (double)cap->memory_bytes;
+        count++;
+    }
+    double share = count > 0 ? sum / count : 0;
+    return s->placement == REPLAY_PLACE_MOST_ALLOCATED ? -share : share;
+}
+
+/* Whether node b, which can host r, is where the placement puts r rather than *best (A
+ * when none yet, *best_score its score); the nodes are offered in purchase order. Returns
+ * true when the search can stop (first fit). */
+static bool replay__consider(const replay__sim_t *s, size_t b, const resources_t *free_,
+                             const resources_t *r, size_t A, size_t *best, double *best_score) {
+    if (s->placement == REPLAY_PLACE_FIRST_FIT) {
+        *best = b;
+        return true;
+    }
+    double score = replay__score(s, s->nodes[s->alive[b]].group, free_, r);
+    if (*best == A || score > *best_score) {
+        *best = b;
+        *best_score = score;
+    }
+    return false;
 }
 
 static bool replay__can_host(const replay__sim_t *s, const replay_pod_t *p, size_t g) {
@@ -595,11 +658,13 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
-        size_t a = 0;
-        for (; a < s->alive_count; a++) {
-            const replay__node_t *n = &s->nodes[s->alive[a]];
+        size_t a = s->alive_count;
+        double score = 0;
+        for (size_t b = 0; b < s->alive_count; b++) {
+            const replay__node_t *n = &s->nodes[s->alive[b]];
             if (s->compat[p->shape * s->groups_count + n->group] && n->tainted_s < 0 &&
-                replay__fits(&p->request, &n->free))
+                replay__fits(&p->request, &n->free) &&
+                replay__consider(s, b, &n->free, &p->request, s->alive_count, &a, &score))
                 break;
         }
         if (a < s->alive_count)
@@ -723,12 +788,12 @@ static bool replay__underused(const replay__sim_t *s, const replay__node_t *n) {
 
 /* Step 7 (docs/replay.md, "Scale-down of under-utilised nodes"). A ready node below its
  * threshold with pods is a candidate; in purchase order, a candidate that received no
- * pods in this pass is unneeded when each of its pods fits, first fit in purchase order,
- * on another ready node that is not unneeded in this pass (the pods are taken from a
- * copy of the nodes' free capacity, and their new nodes are touched). A node unneeded
- * for its group's scale_down_unneeded is drained, its pods moved where the pass put them
- * (they keep running, their end unchanged) and it is removed: never below min_size,
- * not within REPLAY_DELAY_AFTER_ADD_SECONDS of a scale-up, one a loop. *next is lowered
+ * pods in this pass is unneeded when each of its pods fits (placed as in step 4: first
+ * fit in purchase order or by s->placement's score) on another ready node that is not unneeded in
+ * this pass (the pods are taken from a copy of the nodes' free capacity, and their new nodes are
+ * touched). A node unneeded for its group's scale_down_unneeded is drained, its pods moved where
+ * the pass put them (they keep running, their end unchanged) and it is removed: never below
+ * min_size, not within REPLAY_DELAY_AFTER_ADD_SECONDS of a scale-up, one a loop. *next is lowered
  * to the loop at which the next unneeded node could go. */
 static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, frugal_err_t *err) {
     size_t A = s->alive_count, C = 0;
@@ -787,12 +852,14 @@ static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, fru
         size_t c = (size_t)n->candidate, k = start[c];
         for (; k < start[c + 1]; k++) {
             const replay_pod_t *p = &s->pods[s->heap[slot[k]].pod];
-            size_t b = 0;
-            for (; b < A; b++) {
-                const replay__node_t *m = &s->nodes[s->alive[b]];
-                if (b != a && !(flag[b] & REPLAY__REMOVING) && m->ready_s <= now &&
+            size_t b = A;
+            double score = 0;
+            for (size_t to = 0; to < A; to++) {
+                const replay__node_t *m = &s->nodes[s->alive[to]];
+                if (to != a && !(flag[to] & REPLAY__REMOVING) && m->ready_s <= now &&
                     m->tainted_s < 0 && s->compat[p->shape * s->groups_count + m->group] &&
-                    replay__fits(&p->request, &room[b]))
+                    replay__fits(&p->request, &room[to]) &&
+                    replay__consider(s, to, &room[to], &p->request, A, &b, &score))
                     break;
             }
             if (b == A)
@@ -944,6 +1011,9 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
     s.policy = policy;
+    s.placement = opts != NULL ? opts->placement : REPLAY_PLACE_FIRST_FIT;
+    if ((unsigned)s.placement > REPLAY_PLACE_MOST_ALLOCATED)
+        return frugal_err_set(err, FRUGAL_EINVAL, "unknown placement %d", (int)s.placement);
     int rc = replay__setup(&s, cfg, w, seed, hours, err);
     if (rc == 0)
         rc = replay__thresholds(&s, opts, err);

@@ -186,6 +186,20 @@ int replay_run(const frugal_config_t *cfg, const replay_workload_t *w,
  * (--scale-down-delay-after-add). */
 #define REPLAY_DELAY_AFTER_ADD_SECONDS 600
 
+/* Where the simulated scheduler puts a pending pod among the existing nodes that can
+ * host it (step 4, and step 7's moves): */
+typedef enum replay_placement {
+    REPLAY_PLACE_FIRST_FIT = 0,   /* the first in the order the nodes were bought */
+    REPLAY_PLACE_LEAST_ALLOCATED, /* kube-scheduler's default scoring: the emptiest */
+    REPLAY_PLACE_MOST_ALLOCATED,  /* its bin-packing scoring: the fullest */
+} replay_placement_t;
+
+/* The placement called name (first-fit, least-allocated, most-allocated): 0, or -1 for
+ * an unknown name. */
+int replay_placement_parse(const char *name, replay_placement_t *out);
+/* The name of p, as replay_placement_parse reads it. */
+const char *replay_placement_name(replay_placement_t p);
+
 /* How a run simulates beyond its inputs; all zero is replay_run's simulation. */
 typedef struct replay_options {
     /* 0: only empty nodes are removed. In (0, 1]: CA's scale-down of under-utilised
@@ -194,6 +208,12 @@ typedef struct replay_options {
      * scale_down_gpu_utilization_threshold) overrides it. Not for escalator, which
      * removes what it tainted. */
     double scale_down_utilization;
+    /* Among the nodes that can host a pod (compatible, not tainted by Escalator, with
+     * room), least- and most-allocated pick the highest, resp. lowest, mean over cpu and
+     * memory of the free share of capacity once the pod is on it, as kube-scheduler's
+     * LeastAllocated and MostAllocated score nodes; ties go to the node bought first.
+     * The options' new nodes are still filled first-fit-decreasing (CA's estimator). */
+    replay_placement_t placement;
 } replay_options_t;
 
 /* replay_run with opts (NULL: all zero). */

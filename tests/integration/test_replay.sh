@@ -143,6 +143,16 @@ assert_ok "replay with CA's scale-down" "$FRUGAL" replay -c "$CFG" "$W/web.yaml"
     --hours 12 --strategy demand-fit --scale-down-utilization 0.5
 assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed, nodes below utilisation 0.5 scaled down$" \
     "$OUT" "the header says the scale-down is on"
+assert_exit 2 "bad placement" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --placement best-fit
+assert_match "^frugal replay: --placement: expected first-fit, least-allocated or most-allocated, got \"best-fit\"$" \
+    "$ERR" "placement refused in one line"
+assert_ok "replay with least-allocated placement" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" \
+    --seeds 1 --hours 12 --strategy demand-fit --placement least-allocated
+assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed, pods placed least-allocated$" \
+    "$OUT" "the header says the placement"
+assert_ok "replay with first-fit placement" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 1 \
+    --hours 12 --strategy demand-fit --placement first-fit
+assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, the default, is not said"
 
 log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
 PORT=$(free_port)

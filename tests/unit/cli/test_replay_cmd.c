@@ -1,7 +1,7 @@
 /* Unit tests of `frugal replay`'s command line (server/cli/replay.c): usage errors exit
- * 2 (an unknown strategy, a bad --seeds, --hours or --scale-down-utilization, no
- * workload, an unknown output format), unreadable or invalid input exits 1, and short
- * runs on a reference workload exit 0. */
+ * 2 (an unknown strategy, a bad --seeds, --hours, --scale-down-utilization or
+ * --placement, no workload, an unknown output format), unreadable or invalid input exits 1, and
+ * short runs on a reference workload exit 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +39,9 @@ static void test_usage(void **state) {
     assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "1.5"), 2);
     assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "-0.5"), 2);
     assert_int_equal(RUN("-c", cfg, web, "--scale-down-utilization", "half"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--placement", "best-fit"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--placement", "Least-Allocated"), 2);
+    assert_int_equal(RUN("-c", cfg, web, "--placement"), 2);
 }
 
 static void test_inputs(void **state) {
@@ -53,10 +56,16 @@ static void test_inputs(void **state) {
                  "--hours", "2", "-o", "csv");
     int rc2 = RUN("-c", cfg, web, "--strategy", "demand-fit", "--seeds", "1", "--hours", "2",
                   "--scale-down-utilization", "1");
+    int rc3 = RUN("-c", cfg, web, "--strategy", "demand-fit", "--seeds", "1", "--hours", "2",
+                  "--placement", "least-allocated");
+    int rc4 = RUN("-c", cfg, web, "--strategy", "random", "--seeds", "1", "--hours", "2",
+                  "--placement", "most-allocated", "--scale-down-utilization", "0.5");
     fclose(stdout);
     stdout = saved;
     assert_int_equal(rc, 0);
     assert_int_equal(rc2, 0);
+    assert_int_equal(rc3, 0);
+    assert_int_equal(rc4, 0);
 }
 
 int main(void) {

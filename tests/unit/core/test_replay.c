@@ -3,7 +3,7 @@
  * definitions, the table order); runs that are deterministic, place every hostable pod,
  * count the pods no group can host, respect max_size, bill per loop and remove empty
  * nodes after scale_down_unneeded; a family's initial pods and bursts; the scale-down of
- * under-utilised nodes (replay_options_t). */
+ * under-utilised nodes and the placements of pending pods (replay_options_t). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -361,10 +361,10 @@ static const char *consolidate_trace(bool c6) {
                 "{\"cpu\": \"3\"}}}]}}, \"duration\": 7200}\n";
 }
 
-/* Run trace (plus extra lines) for 2 h on a group of two nodes with the given options
- * and --scale-down-utilization threshold (0: off). */
-static replay_figures_t consolidate_run(const char *group_extra, const char *trace_text,
-                                        double threshold) {
+/* Run trace (plus extra lines) for 2 h on a group of two nodes with the given options,
+ * --scale-down-utilization threshold (0: off) and placement. */
+static replay_figures_t placement_run(const char *group_extra, const char *trace_text,
+                                      double threshold, replay_placement_t placement) {
     char cluster_text[512];
     snprintf(cluster_text, sizeof(cluster_text),
              "node_groups:\n"
@@ -377,7 +377,7 @@ static replay_figures_t consolidate_run(const char *group_extra, const char *tra
     replay_workload_t w;
     frugal_err_t err;
     assert_int_equal(load("t.jsonl", trace_text, &w, &err), 0);
-    replay_options_t opts = {threshold};
+    replay_options_t opts = {threshold, placement};
     replay_figures_t f;
     assert_int_equal(replay_run_with(cfg, &w, replay_policy_find("random"), 1, 2, &opts, &f, &err),
                      0);
@@ -385,6 +385,11 @@ static replay_figures_t consolidate_run(const char *group_extra, const char *tra
     replay_workload_free(&w);
     config_free(cfg);
     return f;
+}
+
+static replay_figures_t consolidate_run(const char *group_extra, const char *trace_text,
+                                        double threshold) {
+    return placement_run(group_extra, trace_text, threshold, REPLAY_PLACE_FIRST_FIT);
 }
 
 static void assert_cost(const replay_figures_t *f, double node_seconds) {
@@ -465,7 +470,7 @@ static void test_scale_down_option_off(void **state) {
     assert_int_equal(load("w.yaml", text, &w, &err), 0);
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
-    replay_options_t zero = {0}, half = {0.5};
+    replay_options_t zero = {0, REPLAY_PLACE_FIRST_FIT}, half = {0.5, REPLAY_PLACE_FIRST_FIT};
     bool drained = false;
     for (size_t i = 0; i < n; i++) {
         replay_figures_t f1, f2, f3, f4, f5;
@@ -489,6 +494,111 @@ static void test_scale_down_option_off(void **state) {
     config_free(cfg);
 }
 
+static void test_placement_names(void **state) {
+    (void)state;
+    const char *names[] = {"first-fit", "least-allocated", "most-allocated"};
+    for (int i = 0; i < 3; i++) {
+        replay_placement_t p = REPLAY_PLACE_MOST_ALLOCATED;
+        assert_int_equal(replay_placement_parse(names[i], &p), 0);
+        assert_int_equal(p, i);
+        assert_string_equal(replay_placement_name(p), names[i]);
+    }
+    replay_placement_t p = REPLAY_PLACE_LEAST_ALLOCATED;
+    assert_int_equal(replay_placement_parse("best-fit", &p), -1);
+    assert_int_equal(replay_placement_parse("", &p), -1);
+    assert_int_equal(p, REPLAY_PLACE_LEAST_ALLOCATED);
+}
+
+#define PLACEMENT_POD(t, cpu, duration)                                                            \
+    "{\"t\": " #t ", \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": "        \
+    "{\"cpu\": \"" cpu "\"}}}]}}, \"duration\": " #duration "}\n"
+
+/* Two ready n1-standard-8 (8 cores), never scaled down (min_size 2), room for one more.
+ * A probe P (1 core) arrives at 100 s when one node is half full (4 cores) and the other
+ * empty; Q (7.5 cores) at 110 s fits without a new node only if P left the empty node
+ * alone. first_full: node 0 (the first bought) is the half-full one (H); else node 1 is
+ * (X, 5 cores, fills node 0 until 50 s, so H goes to node 1).
+ *   node 0 half full: first fit and most-allocated put P on node 0, least-allocated on
+ *   node 1 (7/8 free after it against 3/8): only least-allocated buys a node for Q;
+ *   node 1 half full: first fit and least-allocated put P on node 0, most-allocated on
+ *   node 1 (3/8 free after it against 7/8): only most-allocated buys none. */
+static int64_t placement_bought(bool first_full, replay_placement_t placement) {
+    const char *pods = first_full ? PLACEMENT_POD(0, "4", 7200) PLACEMENT_POD(100, "1", 7200)
+                                        PLACEMENT_POD(110, "7500m", 600)
+                                  : PLACEMENT_POD(0, "5", 50) PLACEMENT_POD(0, "4", 7200)
+                                        PLACEMENT_POD(100, "1", 7200)
+                                            PLACEMENT_POD(110, "7500m", 600);
+    replay_figures_t f = placement_run(", min_size: 2", pods, 0, placement);
+    assert_int_equal(f.unhostable, 0);
+    return f.nodes_bought;
+}
+
+static void test_placement(void **state) {
+    (void)state;
+    assert_int_equal(placement_bought(true, REPLAY_PLACE_FIRST_FIT), 0);
+    assert_int_equal(placement_bought(true, REPLAY_PLACE_LEAST_ALLOCATED), 1);
+    assert_int_equal(placement_bought(true, REPLAY_PLACE_MOST_ALLOCATED), 0);
+    assert_int_equal(placement_bought(false, REPLAY_PLACE_FIRST_FIT), 1);
+    assert_int_equal(placement_bought(false, REPLAY_PLACE_LEAST_ALLOCATED), 1);
+    assert_int_equal(placement_bought(false, REPLAY_PLACE_MOST_ALLOCATED), 0);
+}
+
+/* consolidate_trace's pods under the other placements. least-allocated puts B (2 cores)
+ * and C (3) on the empty node 1, so node 0 holds A alone, empties at 300 s and goes as
+ * an empty node at 900 s: nothing to drain, the same cost. most-allocated packs B beside
+ * A as first fit does (C no longer fits there), and the drain moves B as before. */
+static void test_placement_and_scale_down(void **state) {
+    (void)state;
+    replay_figures_t f =
+        placement_run(", min_size: 0", consolidate_trace(false), 0.5, REPLAY_PLACE_LEAST_ALLOCATED);
+    assert_int_equal(f.nodes_drained, 0);
+    assert_cost(&f, 900 + 7200);
+    f = placement_run(", min_size: 0", consolidate_trace(false), 0, REPLAY_PLACE_LEAST_ALLOCATED);
+    assert_cost(&f, 900 + 7200);
+    f = placement_run(", min_size: 0", consolidate_trace(false), 0.5, REPLAY_PLACE_MOST_ALLOCATED);
+    assert_int_equal(f.nodes_drained, 1);
+    assert_true(f.pending_pod_minutes == 0.0);
+    assert_cost(&f, 900 + 7200);
+    f = placement_run(", min_size: 0", consolidate_trace(false), 0, REPLAY_PLACE_MOST_ALLOCATED);
+    assert_cost(&f, 7200 + 7200);
+}
+
+/* Every strategy runs deterministically under each placement, on the same pods; a
+ * placement outside the enum is refused. */
+static void test_placement_runs(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
+    const char *text = "arrivals_per_hour: 10\n"
+                       "families:\n"
+                       "  - {name: a, cpu: [100m, 2], memory: [128Mi, 4Gi], lifetime: [5m, 4h]}\n";
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    for (size_t i = 0; i < n; i++) {
+        replay_figures_t ff;
+        assert_int_equal(replay_run(cfg, &w, list[i], 3, 24, &ff, &err), 0);
+        for (int p = REPLAY_PLACE_LEAST_ALLOCATED; p <= REPLAY_PLACE_MOST_ALLOCATED; p++) {
+            replay_options_t opts = {p == REPLAY_PLACE_MOST_ALLOCATED ? 0.5 : 0,
+                                     (replay_placement_t)p};
+            replay_figures_t f1, f2;
+            assert_int_equal(replay_run_with(cfg, &w, list[i], 3, 24, &opts, &f1, &err), 0);
+            assert_int_equal(replay_run_with(cfg, &w, list[i], 3, 24, &opts, &f2, &err), 0);
+            assert_memory_equal(&f1, &f2, sizeof(f1));
+            assert_int_equal(f1.pods, ff.pods);
+            assert_int_equal(f1.unhostable, ff.unhostable);
+        }
+    }
+    replay_options_t bad = {0, (replay_placement_t)7};
+    replay_figures_t f;
+    assert_int_equal(replay_run_with(cfg, &w, list[0], 3, 24, &bad, &f, &err), FRUGAL_EINVAL);
+    replay_workload_free(&w);
+    config_free(cfg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rng),
@@ -503,6 +613,10 @@ int main(void) {
         cmocka_unit_test(test_scale_down_underused_stays),
         cmocka_unit_test(test_scale_down_after_add),
         cmocka_unit_test(test_scale_down_option_off),
+        cmocka_unit_test(test_placement_names),
+        cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_placement_and_scale_down),
+        cmocka_unit_test(test_placement_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
