@@ -24,11 +24,17 @@
 
 #define GIB (1024LL * 1024 * 1024)
 
-static void test_bounded(void **state) {
-    (void)state;
+/* A new, empty memory (free it). */
+static demand_memory_t *empty_memory(void) {
     demand_memory_t *m = malloc(sizeof(*m));
     assert_non_null(m);
     demand_init(m);
+    return m;
+}
+
+static void test_bounded(void **state) {
+    (void)state;
+    demand_memory_t *m = empty_memory();
     demand_summary_t s;
     demand_summarize(m, &s);
     assert_int_equal(s.pods, 0);
@@ -135,9 +141,7 @@ static decide_option_t option(const char *id, const node_info_t *ni, const uint3
  * and the oldest time. */
 static void test_timed(void **state) {
     (void)state;
-    demand_memory_t *m = malloc(sizeof(*m));
-    assert_non_null(m);
-    demand_init(m);
+    demand_memory_t *m = empty_memory();
     demand_summary_t s;
     demand_summarize(m, &s);
     assert_int_equal(s.timed_pods, 0);

@@ -455,19 +455,25 @@ static void test_scale_down_after_add(void **state) {
     assert_cost(&f, 1000 + 7200 + (7200 - 400));
 }
 
+/* The cluster and a small mix (10 pods an hour, minutes to hours) of the option tests. */
+static void load_option_case(frugal_config_t **cfg, replay_workload_t *w) {
+    char *errors = NULL;
+    frugal_err_t err;
+    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), cfg, &errors), 0);
+    const char *text = "arrivals_per_hour: 10\n"
+                       "families:\n"
+                       "  - {name: a, cpu: [100m, 2], memory: [128Mi, 4Gi], lifetime: [5m, 4h]}\n";
+    assert_int_equal(load("w.yaml", text, w, &err), 0);
+}
+
 /* Without the option (NULL or zero) a run is replay_run's, byte for byte; escalator
  * ignores it; with it every strategy stays deterministic. */
 static void test_scale_down_option_off(void **state) {
     (void)state;
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
-    const char *text = "arrivals_per_hour: 10\n"
-                       "families:\n"
-                       "  - {name: a, cpu: [100m, 2], memory: [128Mi, 4Gi], lifetime: [5m, 4h]}\n";
     replay_workload_t w;
     frugal_err_t err;
-    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    load_option_case(&cfg, &w);
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
     replay_options_t zero = {0, REPLAY_PLACE_FIRST_FIT}, half = {0.5, REPLAY_PLACE_FIRST_FIT};
@@ -568,14 +574,9 @@ static void test_placement_and_scale_down(void **state) {
 static void test_placement_runs(void **state) {
     (void)state;
     frugal_config_t *cfg = NULL;
-    char *errors = NULL;
-    assert_int_equal(config_load_string("c.yaml", cluster, strlen(cluster), &cfg, &errors), 0);
-    const char *text = "arrivals_per_hour: 10\n"
-                       "families:\n"
-                       "  - {name: a, cpu: [100m, 2], memory: [128Mi, 4Gi], lifetime: [5m, 4h]}\n";
     replay_workload_t w;
     frugal_err_t err;
-    assert_int_equal(load("w.yaml", text, &w, &err), 0);
+    load_option_case(&cfg, &w);
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
     for (size_t i = 0; i < n; i++) {
