@@ -999,8 +999,10 @@ static int plan__print_yaml(const plan_t *pl) {
         plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
         if (pl->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT)
-            printf("  spare_value: %.6f\n  use_share: %.6f\n  gib_per_core: %.6f\n",
-                   pl->in[o].spare_value, pl->in[o].use_share, pl->in[o].gib_per_core);
+            printf("  spare_value: %.6f\n  use_share: %.6f\n  arrivals_per_hour: %.6f\n"
+                   "  gib_per_core: %.6f\n",
+                   pl->in[o].spare_value, pl->in[o].use_share, pl->in[o].arrivals_per_hour,
+                   pl->in[o].gib_per_core);
         if (pl->winner[o])
             plan__yaml_split(pl, pl->option_group[o]);
     }

@@ -114,11 +114,35 @@ static void expander__option_fields(log_field_t *f, const char *const *keys,
     f[7] = LOG_NUM(keys[7], fig->suppressed);
 }
 
+/* demand-fit's own terms of an option's score, for the decision line. */
+#define EXPANDER__DEMAND_FIELDS 5
+static const char *const expander__winner_demand_keys[EXPANDER__DEMAND_FIELDS] = {
+    "spare_value", "use", "arrivals_per_hour", "pods_ratio", "mixed_gpu"};
+static const char *const expander__runner_up_demand_keys[EXPANDER__DEMAND_FIELDS] = {
+    "runner_up_spare_value", "runner_up_use", "runner_up_arrivals_per_hour", "runner_up_pods_ratio",
+    "runner_up_mixed_gpu"};
+
+static void expander__demand_fields(log_field_t *f, const char *const *keys,
+                                    const ranking_input_t *in, const ranking_figures_t *fig) {
+    if (in == NULL) {
+        for (size_t i = 0; i < EXPANDER__DEMAND_FIELDS; i++)
+            f[i] = LOG_STR(keys[i], NULL);
+        return;
+    }
+    f[0] = LOG_NUM(keys[0], in->spare_value);
+    f[1] = LOG_NUM(keys[1], in->use_share);
+    f[2] = LOG_NUM(keys[2], in->arrivals_per_hour);
+    f[3] = LOG_NUM(keys[3], fig->pods_ratio);
+    f[4] = LOG_INT(keys[4], in->gpu_mixed ? 1 : 0);
+}
+
 /* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
  * frugal_expander_options_unscored_total per reason) and its one info line: the winner
- * and the runner-up (the best other scored option) with every figure of their scores.
- * res NULL: the request had no option. */
-static void expander__log_decision(const expander_request_t *req, const decide_result_t *res) {
+ * and the runner-up (the best other scored option) with every figure of their scores,
+ * demand-fit's own terms too under that strategy. res NULL: the request had no
+ * option. */
+static void expander__log_decision(const expander_request_t *req, const decide_result_t *res,
+                                   bool demand_fit) {
     static const char *const reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
                                           [DECIDE_SKIP_NODE_COUNT] = "node_count",
                                           [DECIDE_SKIP_BAD_POD] = "bad_pod",
@@ -143,8 +167,8 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
     for (size_t k = 0; k < res->selected_count; k++)
         metrics_count(METRICS_EXPANDER_DECISIONS, req->options[res->selected[k]].group_id, NULL,
                       NULL);
-    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2] = {LOG_INT("options", n),
-                                                          LOG_INT("selected", res->selected_count)};
+    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2 * EXPANDER__DEMAND_FIELDS + 2] = {
+        LOG_INT("options", n), LOG_INT("selected", res->selected_count)};
     size_t count = 2;
     expander__option_fields(f + count, expander__winner_keys, &req->options[win],
                             &res->figures[win]);
@@ -153,6 +177,15 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
                             second < n ? &req->options[second] : NULL,
                             second < n ? &res->figures[second] : NULL);
     count += EXPANDER__OPTION_FIELDS;
+    if (demand_fit) {
+        expander__demand_fields(f + count, expander__winner_demand_keys, &res->inputs[win],
+                                &res->figures[win]);
+        count += EXPANDER__DEMAND_FIELDS;
+        expander__demand_fields(f + count, expander__runner_up_demand_keys,
+                                second < n ? &res->inputs[second] : NULL,
+                                second < n ? &res->figures[second] : NULL);
+        count += EXPANDER__DEMAND_FIELDS;
+    }
     f[count++] = LOG_NUM("damper_price", res->damper_price);
     f[count++] = LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli);
     log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
@@ -166,7 +199,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     int rc = FRUGAL_ENOMEM;
     if (n == 0) {
         log_warn("BestOptions: empty request, answering no option");
-        expander__log_decision(req, NULL);
+        expander__log_decision(req, NULL, false);
         return expander_response_build(req, NULL, 0, NULL, out, err);
     }
 
@@ -222,7 +255,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
-    expander__log_decision(req, &res);
+    expander__log_decision(req, &res, cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT);
     if (!res.any_scored) {
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",

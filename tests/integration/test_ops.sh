@@ -284,7 +284,11 @@ if d["level"] != "info" or d["node_group"] != winner or d["options"] != 3:
     sys.exit("decision: %r" % d)
 for k in ("price", "pods_price", "score", "ratio", "unfitness", "suppressed_unfitness",
           "runner_up_price", "runner_up_pods_price", "runner_up_score", "runner_up_ratio",
-          "runner_up_unfitness", "runner_up_suppressed_unfitness"):
+          "runner_up_unfitness", "runner_up_suppressed_unfitness",
+          # demand-fit (the default)'s own terms
+          "spare_value", "use", "arrivals_per_hour", "pods_ratio", "mixed_gpu",
+          "runner_up_spare_value", "runner_up_use", "runner_up_arrivals_per_hour",
+          "runner_up_pods_ratio", "runner_up_mixed_gpu"):
     if not isinstance(d.get(k), (int, float)):
         sys.exit("decision has no figure %s: %r" % (k, d))
 if d["runner_up"] not in ("s2", "s8") or d["runner_up"] == winner or d["score"] > d["runner_up_score"]:
