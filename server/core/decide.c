@@ -87,10 +87,11 @@ static double decide__spare_filled(double k, double m) {
 
 /* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
  * after its pods, counted in pods of the demand's shape and priced; the share of it
- * expected to be used. */
+ * expected to be used, by the recent arrival rate of pods without GPUs (rates[0]) or
+ * with (rates[1]). */
 static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *dd, const decide_option_t *o,
-                               double gib_per_core, ranking_input_t *r) {
+                               double gib_per_core, const double rates[2], ranking_input_t *r) {
     double cpu = 0, mem = 0, gpu = 0, long_lived = 0;
     for (size_t k = 0; k < o->pods_count; k++) {
         const resources_t *p = &req->pods[o->pods[k]];
@@ -123,7 +124,7 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
                        (int64_t)ceil(pg)};
     r->spare_value = fits * pricing_linear(&cfg->pricing, &one);
     double share = long_lived / pods;
-    double rate = decide__arrivals_per_hour(dd, gpu > 0);
+    double rate = rates[gpu > 0];
     double long_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_LONG_H;
     double short_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_SHORT_H;
     r->arrivals_per_hour = rate > 0.0 ? rate : 0.0;
@@ -266,6 +267,9 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     out->preferred_cpu_milli = ranking_preferred_cpu_milli(&cfg->ranking, out->cluster_size);
     bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
     double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
+    /* The arrival rates are the same for every option of a kind: read them once. */
+    double rates[2] = {demand_fit ? decide__arrivals_per_hour(dd, false) : 0.0,
+                       demand_fit ? decide__arrivals_per_hour(dd, true) : 0.0};
     /* Mixed GPU demand (docs/ranking.md): some GPU pods, among the recent ones or the
      * request's, take several GPUs or cannot go to every GPU group; it turns the band off
      * only while the cluster also runs GPU nodes pricier per GPU than the cheapest
@@ -301,7 +305,7 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
         if (demand_fit) {
-            decide__demand_fit(cfg, req, dd, o, gib_per_core, r);
+            decide__demand_fit(cfg, req, dd, o, gib_per_core, rates, r);
             r->gpu_mixed = gpu_mixed;
         }
     }
