@@ -308,18 +308,22 @@ fail:
     return rc;
 }
 
+/* A replica that was leader (paused past its lease, say) ends the hooks it still runs, so
+ * they never run beside the new leader's. */
+static void cluster__follow(cluster_t *c) {
+    if (provider_has_release(c->provider)) {
+        pthread_mutex_lock(&c->write_mu);
+        provider_release(c->provider);
+        pthread_mutex_unlock(&c->write_mu);
+    }
+}
+
 int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err) {
     double t0 = clock_mono_ms_exact();
     /* Provider work (instance states, hook results, expiry) belongs to the leader of a
-     * shared store; the others learn its results through the backend's watch. A replica
-     * that was leader (paused past its lease, say) ends the hooks it still runs, so they
-     * never run beside the new leader's. */
+     * shared store; the others learn its results through the backend's watch. */
     if (!state_backend_leader(c->state)) {
-        if (provider_has_release(c->provider)) {
-            pthread_mutex_lock(&c->write_mu);
-            provider_release(c->provider);
-            pthread_mutex_unlock(&c->write_mu);
-        }
+        cluster__follow(c);
         return 0;
     }
     /* CA's Refresh is a call too: the same budget as a mutation. */
@@ -329,6 +333,16 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     if (rc == 0) {
         rc = cluster__refresh_locked(c, &ctx, err);
         pthread_mutex_unlock(&c->write_mu);
+    }
+    if (rc != 0 && !state_backend_leader(c->state)) {
+        /* Paused past the lease in the middle of it: the store refused the write, as it
+         * must, and the new leader does the work. Not a failure of this replica. */
+        log_info("Refresh abandoned: the leadership moved during it: %s (duration_ms=%.1f)",
+                 err != NULL ? err->msg : "", clock_mono_ms_exact() - t0);
+        if (err != NULL)
+            frugal_err_clear(err);
+        cluster__follow(c);
+        return 0;
     }
     if (rc != 0)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",

@@ -3,8 +3,7 @@
 # replicas on the etcd state backend.
 
 if ! command -v etcd >/dev/null 2>&1; then
-    echo "$TEST_NAME: SKIPPED: etcd is not installed (scripts/install-deps.sh installs etcd-server)"
-    exit 0
+    skip "etcd is not installed (scripts/install-deps.sh installs etcd-server)"
 fi
 
 ETCD_N=0

@@ -8,8 +8,8 @@
 # cluster-autoscaler would.
 source "$(dirname "$0")/lib.sh"
 
-command -v kubectl >/dev/null 2>&1 || { echo "SKIP: kubectl is needed"; exit 0; }
-python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3-yaml is needed"; exit 0; }
+command -v kubectl >/dev/null 2>&1 || skip "kubectl is needed"
+python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is needed"
 DEPLOY="$FRUGAL_SOURCE_DIR/deploy"
 
 log "render every overlay and cross-check it"

@@ -19,8 +19,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/libvirt/daemon.sh"
 
 if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
-    echo "$TEST_NAME: SKIPPED under sanitizers: the guests dominate, frugal's part is in test_exec_provider"
-    exit 0
+    skip "under sanitizers: the guests dominate, frugal's part is in test_exec_provider"
 fi
 libvirt_skip_unless_usable
 

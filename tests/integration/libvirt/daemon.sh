@@ -1,7 +1,7 @@
 # Sourced by tests that need libvirt (after lib.sh): a private libvirtd of their own, and
 # a guest made from Debian packages (build-guest.sh).
 #
-#   libvirt_skip_unless_usable   exit 0 with SKIPPED when the machine cannot run it
+#   libvirt_skip_unless_usable   skip (lib.sh) when the machine cannot run it
 #   libvirt_start                start libvirtd; sets LIBVIRT_URI, LIBVIRT_DIR
 #   libvirt_domain_type          kvm when KVM works here, else qemu (software emulation)
 #
@@ -29,12 +29,10 @@ libvirt_skip_unless_usable() {
         missing+=(genisoimage)
     compgen -G "/boot/vmlinuz-*-cloud-amd64" >/dev/null || missing+=(linux-image-cloud-amd64)
     if [ ${#missing[@]} -gt 0 ]; then
-        echo "$TEST_NAME: SKIPPED: missing ${missing[*]} (scripts/install-deps.sh --libvirt)"
-        exit 0
+        skip "missing ${missing[*]} (scripts/install-deps.sh --libvirt)"
     fi
     if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
-        echo "$TEST_NAME: SKIPPED: runs libvirtd in a private mount namespace, which needs root (CAP_SYS_ADMIN)"
-        exit 0
+        skip "runs libvirtd in a private mount namespace, which needs root (CAP_SYS_ADMIN)"
     fi
 }
 

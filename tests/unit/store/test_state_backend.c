@@ -2,7 +2,8 @@
  * backend's round trip and lock, and the cluster's side of a shared backend through a
  * fake one: commits name the groups they change, a lost race (FRUGAL_EABORTED) is
  * retried on the state the watch brought and still holds max_size, another replica's
- * commit is published, and a follower does no provider work. */
+ * commit is published, a follower does no provider work, and a leader whose write was
+ * fenced steps down without an error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@ typedef struct fake {
     int aborts_left;   /* commits to refuse with FRUGAL_EABORTED */
     int32_t remote_to; /* on sync after an abort: deliver web-a at this target */
     bool leader;
+    bool fence_next; /* the next provider-work commit finds the lease gone (a pause) */
     size_t last_changed;
     bool last_provider_work;
     state_watch_fn fn;
@@ -43,6 +45,11 @@ static int fake_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t
     fake_t *f = b->impl;
     f->last_changed = c->changed_count;
     f->last_provider_work = c->provider_work;
+    if (f->fence_next && c->provider_work) {
+        f->fence_next = false;
+        f->leader = false;
+        return frugal_err_set(err, FRUGAL_EPRECOND, "this replica lost the leadership");
+    }
     if (f->aborts_left > 0) {
         f->aborts_left--;
         return frugal_err_set(err, FRUGAL_EABORTED, "another replica changed it first");
@@ -189,6 +196,34 @@ static void test_follower_does_no_provider_work(void **state) {
     assert_true(f->fake.last_provider_work);
 }
 
+/* Paused past the lease between the leader check and the write: the store fences the
+ * write, and the replica steps down quietly (no error: the new leader does the work);
+ * as leader again, the same refresh commits. */
+static void test_fenced_refresh_steps_down(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err = {0};
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
+    int before = f->fake.commits;
+    f->fake.fence_next = true;
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
+    assert_int_equal(err.code, 0);
+    assert_int_equal(f->fake.commits, before);
+    f->fake.leader = true;
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
+    assert_int_equal(f->fake.commits, before + 1);
+}
+
+/* A refused write while still leader is a failure, and says so. */
+static void test_refused_refresh_as_leader_fails(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err = {0};
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
+    f->fake.aborts_left = 100;
+    assert_int_not_equal(cluster_refresh(f->c, NULL, &err), 0);
+    assert_int_not_equal(err.code, 0);
+    f->fake.aborts_left = 0;
+}
+
 /* ---- the file backend ---- */
 
 static void test_file_backend_round_trip(void **state) {
@@ -239,6 +274,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_conflict_retries_on_the_new_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflicts_give_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_does_no_provider_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_refresh_steps_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_refresh_as_leader_fails, setup, teardown),
         cmocka_unit_test(test_file_backend_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
