@@ -109,7 +109,11 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "    UNAVAILABLE after $ms ms (request_timeout 1s)"
 assert_eq 1 "$(( ms < 2500 ))" "answered within request_timeout"
 # CA may send several at once: they wait for one another on this replica, yet each
-# must answer within CA's 5 s (the mutation budget is 3.5 s from arrival).
+# must answer within CA's 5 s (the mutation budget is 3.5 s from arrival). CA's deadline
+# runs from its own send, so each call is timed by the server (duration_ms in its log
+# line), not by the wall clock around six ctl processes, whose start-up a loaded machine
+# staggers by a second or more.
+seen=$(wc -l <"$LEAD_LOG")
 t0=$(date +%s%N)
 CONC=()
 for i in 1 2 3 4 5 6; do
@@ -120,7 +124,10 @@ wait "${CONC[@]}"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "    six concurrent mutations answered after $ms ms: $(cat "$TMP"/conc.? | cut -c1-60 | sort | uniq -c | tr -s ' \n' ' ')"
 assert_eq 6 "$(cat "$TMP"/conc.? | grep -c '^UNAVAILABLE')" "each concurrent mutation: UNAVAILABLE, not a timeout"
-assert_eq 1 "$(( ms < 5000 ))" "all within CA's 5 s (six ctl processes included)"
+durations=$(tail -n +"$((seen + 1))" "$LEAD_LOG" | grep "DeleteNodes" | sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p')
+echo "    their durations in the server (ms): $(echo $durations)"
+assert_eq 6 "$(echo "$durations" | grep -c .)" "six DeleteNodes answered"
+assert_eq 0 "$(echo "$durations" | awk '$1 > 4000' | wc -l)" "each within the 3.5 s budget (4 s with slack), well inside CA's 5 s"
 assert_eq 10 "$(ADDR=$A target_size web-a)" "reads keep serving from the cache"
 if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
 stale=0
