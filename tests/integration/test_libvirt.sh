@@ -36,11 +36,13 @@ mkdir -p "$GUEST" "$POOL_DIR" "$CONSOLE"
 log "libvirtd, the guest, the storage pool (domain type $DTYPE)"
 start=$SECONDS
 libvirt_start
-log "libvirtd ready in $((SECONDS - start)) s"
+log "libvirtd ($LIBVIRT_MODE mode) ready in $((SECONDS - start)) s"
+libvirt_give "$POOL_DIR" "$CONSOLE"
 bash "$FRUGAL_SOURCE_DIR/tests/integration/libvirt/build-guest.sh" "$GUEST" || fatal "cannot build the guest"
 virsh -q -c "$LIBVIRT_URI" pool-define-as frugal-test dir --target "$POOL_DIR" >/dev/null &&
     virsh -q -c "$LIBVIRT_URI" pool-start frugal-test >/dev/null || fatal "cannot start the pool"
 qemu-img create -q -f qcow2 "$POOL_DIR/base.qcow2" 64M || fatal "cannot make the base image"
+libvirt_give "$POOL_DIR/base.qcow2"
 virsh -q -c "$LIBVIRT_URI" pool-refresh frugal-test >/dev/null || fatal "cannot refresh the pool"
 echo "s3cr3t-token" >"$TMP/secret"
 
