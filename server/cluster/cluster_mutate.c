@@ -334,7 +334,7 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
         rc = cluster__refresh_locked(c, &ctx, err);
         pthread_mutex_unlock(&c->write_mu);
     }
-    if (rc != 0 && !state_backend_leader(c->state)) {
+    if (rc == FRUGAL_EPRECOND && !state_backend_leader(c->state)) {
         /* Paused past the lease in the middle of it: the store refused the write, as it
          * must, and the new leader does the work. Not a failure of this replica. */
         log_info("Refresh abandoned: the leadership moved during it: %s (duration_ms=%.1f)",
