@@ -134,7 +134,7 @@ typedef struct replay_stat {
 
 typedef struct replay_row {
     const char *workload, *strategy;
-    replay_stat_t cost, ratio, pending, nodes, vs_random, vs_pricing, bound, cost_bound;
+    replay_stat_t cost, ratio, pending, nodes, drained, vs_random, vs_pricing, bound, cost_bound;
     bool has_random, has_pricing;
     const char *bound_error; /* NULL when every seed's bound is known */
     uint64_t bound_error_seed;
@@ -202,6 +202,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
                 replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
                 replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
+                replay__stat_add(&r->drained, (double)f->nodes_drained, s);
                 if (r->has_random)
                     replay__stat_vs(c, &r->vs_random, w, k, random, s);
                 if (r->has_pricing)
@@ -211,6 +212,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             }
             double n = (double)c->seeds;
             r->cost.mean /= n, r->ratio.mean /= n, r->pending.mean /= n, r->nodes.mean /= n;
+            r->drained.mean /= n;
             r->vs_random.mean /= n, r->vs_pricing.mean /= n;
             r->bound.mean /= n, r->cost_bound.mean /= n;
             r->pods = (int64_t)(pods / n + 0.5);
@@ -253,12 +255,16 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
                 printf("seed %" PRIu64 ": ", r0->bound_error_seed);
             printf("%s\n", r0->bound_error);
         }
-        cli_table_t t = {.ncols = 9};
+        /* NODES DRAINED (non-empty nodes scaled down) only when that can happen. */
+        bool drains = c->opts.scale_down_utilization > 0;
+        cli_table_t t = {.ncols = drains ? 10 : 9};
         cli_table_row(&t, "STRATEGY", "COST", "COST/IDEAL", "BOUND", "COST/BOUND",
-                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM", "VS PRICING");
+                      "PENDING POD-MIN", "NODES BOUGHT", "VS RANDOM", "VS PRICING",
+                      "NODES DRAINED");
         for (size_t k = 0; k < c->strategies_count; k++) {
             const replay_row_t *r = &rows[w * c->strategies_count + k];
             char cost[128], ratio[128], pend[128], nodes[128], vs[128] = "-", vsp[128] = "-";
+            char drained[128];
             char bound[128] = "-", cost_bound[128] = "-";
             replay__range(cost, sizeof(cost), &r->cost, "%.2f");
             replay__range(ratio, sizeof(ratio), &r->ratio, "%.3f");
@@ -268,11 +274,13 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
             }
             replay__range(pend, sizeof(pend), &r->pending, "%.0f");
             replay__range(nodes, sizeof(nodes), &r->nodes, "%.0f");
+            replay__range(drained, sizeof(drained), &r->drained, "%.0f");
             if (r->has_random)
                 replay__range(vs, sizeof(vs), &r->vs_random, "%.3f");
             if (r->has_pricing)
                 replay__range(vsp, sizeof(vsp), &r->vs_pricing, "%.3f");
-            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs, vsp);
+            cli_table_row(&t, r->strategy, cost, ratio, bound, cost_bound, pend, nodes, vs, vsp,
+                          drained);
         }
         cli_table_flush(&t, 2);
     }
@@ -289,7 +297,8 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     for (size_t i = 0; i < 6; i++)
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
     printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
-           "bound_error\n");
+           "bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,"
+           "scale_down_utilization,placement\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
@@ -309,11 +318,14 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         if (r->bound_error == NULL) {
             replay__csv_stat(&r->bound);
             replay__csv_stat(&r->cost_bound);
-            printf(",\n");
+            printf(",");
         } else {
             /* The reason never holds a comma or a quote. */
-            printf(",,,,,,,%s\n", r->bound_error);
+            printf(",,,,,,,%s", r->bound_error);
         }
+        replay__csv_stat(&r->drained);
+        printf(",%g,%s\n", c->opts.scale_down_utilization,
+               replay_placement_name(c->opts.placement));
     }
 }
 
@@ -335,7 +347,9 @@ static void replay__json_str(const char *s) {
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
-    printf("{\"seeds\": %zu, \"results\": [", c->seeds);
+    printf("{\"seeds\": %zu, \"scale_down_utilization\": %g, \"placement\": \"%s\", "
+           "\"results\": [",
+           c->seeds, c->opts.scale_down_utilization, replay_placement_name(c->opts.placement));
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
@@ -347,6 +361,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("cost_ratio", &r->ratio, false);
         replay__json_stat("pending_pod_minutes", &r->pending, false);
         replay__json_stat("nodes_bought", &r->nodes, false);
+        replay__json_stat("nodes_drained", &r->drained, false);
         if (r->has_random)
             replay__json_stat("vs_random", &r->vs_random, false);
         if (r->has_pricing)

@@ -407,7 +407,7 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
     return rc;
 }
 
-static bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
+bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
     if (rc != FRUGAL_EABORTED || ++*attempt > 4 ||
         (deadline_ms > 0 && clock_mono_ms() >= deadline_ms))
         return false;

@@ -329,12 +329,15 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     /* CA's Refresh is a call too: the same budget as a mutation. */
     cluster_ctx_t ctx = {.deadline_ms = call != NULL ? call->deadline_ms : 0,
                          .provider_work = true};
-    int rc = cluster__lock_until(c, ctx.deadline_ms, err);
-    if (rc == 0) {
+    /* A mutation on another replica may commit first: refresh again on its result. */
+    int rc, attempt = 0;
+    do {
+        if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0)
+            break;
         rc = cluster__refresh_locked(c, &ctx, err);
         pthread_mutex_unlock(&c->write_mu);
-    }
-    if (rc != 0 && !state_backend_leader(c->state)) {
+    } while (cluster__retry(c, rc, &attempt, ctx.deadline_ms));
+    if (rc == FRUGAL_EPRECOND && !state_backend_leader(c->state)) {
         /* Paused past the lease in the middle of it: the store refused the write, as it
          * must, and the new leader does the work. Not a failure of this replica. */
         log_info("Refresh abandoned: the leadership moved during it: %s (duration_ms=%.1f)",

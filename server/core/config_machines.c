@@ -706,16 +706,6 @@ void config_format_options_warning(const char *id, char *buf, size_t size) {
              id);
 }
 
-static bool config__same_labels(const kv_list_t *a, const kv_list_t *b) {
-    if (a->count != b->count)
-        return false;
-    for (size_t i = 0; i < a->count; i++) /* both sorted by key */
-        if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
-            strcmp(a->items[i].value, b->items[i].value) != 0)
-            return false;
-    return true;
-}
-
 static bool config__has_taint(const taint_list_t *l, const taint_t *t) {
     for (size_t i = 0; i < l->count; i++)
         if (strcmp(l->items[i].key, t->key) == 0 && strcmp(l->items[i].value, t->value) == 0 &&
@@ -733,15 +723,18 @@ static bool config__same_taints(const taint_list_t *a, const taint_list_t *b) {
     return true;
 }
 
+/* Only groups CA sees (managed ones) are balanced, and only if their templates match:
+ * machine type, labels, taints and extra resources. */
 size_t config_spot_twin(const frugal_config_t *cfg, size_t i) {
     const group_spec_t *s = &cfg->node_groups[i].spec;
-    if (!s->spot)
+    if (!s->spot || !cfg->node_groups[i].managed)
         return cfg->node_groups_count;
     for (size_t j = 0; j < cfg->node_groups_count; j++) {
         const group_spec_t *o = &cfg->node_groups[j].spec;
-        if (!o->spot && strcmp(o->machine_type, s->machine_type) == 0 &&
-            config__same_labels(&o->labels, &s->labels) &&
-            config__same_taints(&o->taints, &s->taints))
+        if (!o->spot && cfg->node_groups[j].managed &&
+            strcmp(o->machine_type, s->machine_type) == 0 &&
+            kv_list_equal(&o->labels, &s->labels) && config__same_taints(&o->taints, &s->taints) &&
+            kv_list_equal(&o->extra_resources, &s->extra_resources))
             return j;
     }
     return cfg->node_groups_count;

@@ -55,7 +55,9 @@ static double decide__gib_per_core(const decide_request_t *req, const decide_dem
 }
 
 /* How many pods of the kind (with GPUs or without) reached frugal per hour lately: the
- * remembered ones seen at a known time, over the time since the oldest of them. 0 when
+ * remembered ones seen at a known time, over the time the memory has watched (since the
+ * oldest timed pod of either kind: few pods of a kind in a long watch are a low rate,
+ * not the burst rate of their own short span). 0 when
  * not known: the request has no time, or every such pod came at once (a burst of
  * unknown rate); the spare room then counts in full. -1 when fewer than two such pods
  * were ever seen: one pod is no sign that more will come. */

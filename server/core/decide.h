@@ -59,8 +59,6 @@ typedef struct decide_request {
     int64_t now_ms;       /* when the request came, on the caller's (monotonic) clock */
 } decide_request_t;
 
-/* What demand-fit reads beyond the request (decide_best_options_demand); both may be
- * NULL. */
 /* Whether a request carries mixed GPU demand (docs/ranking.md): not known yet (the
  * decision finds out), or known to be one or the other. */
 typedef enum {
@@ -69,6 +67,8 @@ typedef enum {
     DECIDE_GPU_MIX_SOME
 } decide_gpu_mix_t;
 
+/* What demand-fit reads beyond the request (decide_best_options_demand); the two
+ * pointers may be NULL. */
 typedef struct decide_demand {
     const pod_lifetime_t *pod_lifetimes; /* per distinct pod; NULL: all unknown */
     const demand_summary_t *recent;      /* recent demand; NULL or few pods: the

@@ -208,12 +208,19 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
     if (strncmp(p, "strategy=demand-fit ", 20) == 0) {
         double spare, use, rate, shape;
         int mixed;
+        /* Servers from before the arrival-rate weighing wrote no arrivals_per_hour: a newer
+         * ctl still reads their figures. */
         if (sscanf(p + 20,
                    "node_price=%lf pods_price=%lf spare_value=%lf use=%lf arrivals_per_hour=%lf "
                    "gib_per_core=%lf gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf "
                    "score=%lf",
                    &f.node_price, &f.pods_price, &spare, &use, &rate, &shape, &f.suppressed, &mixed,
-                   &f.ratio, &f.pods_ratio, &f.score) != 11)
+                   &f.ratio, &f.pods_ratio, &f.score) != 11 &&
+            sscanf(p + 20,
+                   "node_price=%lf pods_price=%lf spare_value=%lf use=%lf gib_per_core=%lf "
+                   "gpu_factor=%lf mixed_gpu=%d ratio=%lf pods_ratio=%lf score=%lf",
+                   &f.node_price, &f.pods_price, &spare, &use, &shape, &f.suppressed, &mixed,
+                   &f.ratio, &f.pods_ratio, &f.score) != 10)
             return FRUGAL_EINVAL;
         f.mixed_gpu = mixed != 0;
         f.unfitness = f.suppressed;

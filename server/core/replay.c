@@ -658,15 +658,25 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
-        size_t a = s->alive_count;
+        size_t a = s->alive_count, booting = s->alive_count;
         double score = 0;
         for (size_t b = 0; b < s->alive_count; b++) {
             const replay__node_t *n = &s->nodes[s->alive[b]];
-            if (s->compat[p->shape * s->groups_count + n->group] && n->tainted_s < 0 &&
-                replay__fits(&p->request, &n->free) &&
-                replay__consider(s, b, &n->free, &p->request, s->alive_count, &a, &score))
+            if (!s->compat[p->shape * s->groups_count + n->group] || n->tainted_s >= 0 ||
+                !replay__fits(&p->request, &n->free))
+                continue;
+            /* A scoring scheduler sees only nodes that exist: a booting one (the
+             * autoscaler's promise of room) takes the pod only when no ready one can. */
+            if (s->placement != REPLAY_PLACE_FIRST_FIT && n->ready_s > now) {
+                if (booting == s->alive_count)
+                    booting = b;
+                continue;
+            }
+            if (replay__consider(s, b, &n->free, &p->request, s->alive_count, &a, &score))
                 break;
         }
+        if (a == s->alive_count)
+            a = booting;
         if (a < s->alive_count)
             replay__place(s, pod, s->alive[a], now);
         else

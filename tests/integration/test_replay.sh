@@ -46,8 +46,9 @@ fi
 log "the fluid lower bound: never above any strategy's cost, the same for every strategy"
 assert_ok "csv with the bound" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" "$W/gpu.yaml" --seeds 2 \
     --hours 24 -o csv
-assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error$" \
-    "$OUT" "csv bound columns"
+assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,scale_down_utilization,placement$" \
+    "$OUT" "csv bound columns, then the drained nodes and the simulator's options"
+assert_match ",0,first-fit$" "$OUT" "csv rows end with the options (defaults)"
 echo "$OUT" | awk -F, 'NR > 1 && !($24 > 0 && $28 >= 1 && $30 == "") { bad++; print "row: " $0 }
     NR > 1 { if (!($1 in b)) b[$1] = $24; else if (b[$1] != $24) { bad++; print "bound differs: " $0 } }
     END { exit bad > 0 }' && pass || fail "every row has a positive bound below its cost, one per workload"

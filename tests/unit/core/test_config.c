@@ -500,7 +500,8 @@ static void test_machine_type_adds_to_catalog(void **state) {
 }
 
 /* A spot group whose template differs from an on-demand group's only in zone is that
- * group's twin: CA balances the two as one set at different prices. */
+ * group's twin: CA balances the two as one set at different prices. Groups CA does not
+ * see (unmanaged) are nobody's twin. */
 static void test_spot_twin(void **state) {
     (void)state;
     frugal_config_t *cfg = load_ok(
@@ -514,13 +515,16 @@ static void test_spot_twin(void **state) {
         "spot: true}\n"
         "  - {id: sp-tainted, machine_type: n1-standard-8, max_size: 1, labels: {team: web}, spot: "
         "true,\n"
-        "     taints: [{key: spot, effect: NoSchedule}]}\n");
+        "     taints: [{key: spot, effect: NoSchedule}]}\n"
+        "  - {id: sp-unmanaged, machine_type: n1-standard-8, size: 1, managed: false,\n"
+        "     labels: {team: web}, spot: true}\n");
     size_t n = cfg->node_groups_count;
     assert_int_equal(config_spot_twin(cfg, 0), n); /* on demand itself */
     assert_int_equal(config_spot_twin(cfg, 1), 0);
     assert_int_equal(config_spot_twin(cfg, 2), n);
     assert_int_equal(config_spot_twin(cfg, 3), n);
     assert_int_equal(config_spot_twin(cfg, 4), n);
+    assert_int_equal(config_spot_twin(cfg, 5), n); /* CA never sees an unmanaged group */
     char msg[400];
     config_format_spot_twin_warning("sp", "od", msg, sizeof(msg));
     assert_non_null(strstr(msg, "\"sp\" (spot) and \"od\" (on demand)"));

@@ -461,6 +461,29 @@ static void test_figures_round_trip(void **state) {
     assert_int_equal(ranking_parse_figures(" | frugal: node_price=1", &g), FRUGAL_EINVAL);
 }
 
+/* demand-fit's figures, as this server writes them and as servers from before the
+ * arrival rate did (no arrivals_per_hour): both parse. */
+static void test_demand_figures_parse(void **state) {
+    (void)state;
+    const char *now = "strategy=demand-fit node_price=0.5 pods_price=0.2 spare_value=0.1 "
+                      "use=0.9 arrivals_per_hour=12.5 gib_per_core=4 gpu_factor=1 mixed_gpu=0 "
+                      "ratio=2.5 pods_ratio=1.5 score=2.25";
+    const char *before = "strategy=demand-fit node_price=0.5 pods_price=0.2 spare_value=0.1 "
+                         "use=0.9 gib_per_core=4 gpu_factor=1 mixed_gpu=1 ratio=2.5 "
+                         "pods_ratio=1.5 score=2.25";
+    const char *cases[] = {now, before};
+    for (size_t i = 0; i < 2; i++) {
+        char debug[600];
+        snprintf(debug, sizeof(debug), "x%s%s", RANKING_DEBUG_SEPARATOR, cases[i]);
+        ranking_figures_t g;
+        assert_int_equal(ranking_parse_figures(debug, &g), 0);
+        assert_near(g.node_price, 0.5, 1e-9);
+        assert_near(g.pods_ratio, 1.5, 1e-9);
+        assert_near(g.score, 2.25, 1e-9);
+        assert_int_equal(g.mixed_gpu, i == 1);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suppress_values),
@@ -477,6 +500,7 @@ int main(void) {
         cmocka_unit_test(test_many_options),
         cmocka_unit_test(test_demand_fit_band),
         cmocka_unit_test(test_figures_round_trip),
+        cmocka_unit_test(test_demand_figures_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

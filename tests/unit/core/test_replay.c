@@ -549,6 +549,22 @@ static void test_placement(void **state) {
     assert_int_equal(placement_bought(false, REPLAY_PLACE_MOST_ALLOCATED), 0);
 }
 
+/* A scoring scheduler places on nodes that exist. Node 0 holds A (6 of 8 cores), node 1
+ * X (8: full); B (4 cores) at 100 s buys node 2. C (1 core) at 110 s fits ready node 0
+ * (2 free) and booting node 2 (4 free after B): least-allocated prefers node 2's room,
+ * but C goes to node 0 at once, as under first fit, instead of waiting out the boot. */
+static void test_placement_ready_first(void **state) {
+    (void)state;
+    const char *pods = PLACEMENT_POD(0, "6", 7200) PLACEMENT_POD(0, "8", 7200)
+        PLACEMENT_POD(100, "4", 7200) PLACEMENT_POD(110, "1", 7200);
+    replay_figures_t first = placement_run(", min_size: 2", pods, 0, REPLAY_PLACE_FIRST_FIT);
+    replay_figures_t least = placement_run(", min_size: 2", pods, 0, REPLAY_PLACE_LEAST_ALLOCATED);
+    assert_int_equal(first.nodes_bought, 1);
+    assert_int_equal(least.nodes_bought, 1);
+    assert_true(first.pending_pod_minutes > 0); /* B waits for node 2 */
+    assert_true(fabs(least.pending_pod_minutes - first.pending_pod_minutes) < 1e-9);
+}
+
 /* consolidate_trace's pods under the other placements. least-allocated puts B (2 cores)
  * and C (3) on the empty node 1, so node 0 holds A alone, empties at 300 s and goes as
  * an empty node at 900 s: nothing to drain, the same cost. most-allocated packs B beside
@@ -616,6 +632,7 @@ int main(void) {
         cmocka_unit_test(test_scale_down_option_off),
         cmocka_unit_test(test_placement_names),
         cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_placement_ready_first),
         cmocka_unit_test(test_placement_and_scale_down),
         cmocka_unit_test(test_placement_runs),
     };

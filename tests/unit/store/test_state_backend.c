@@ -213,7 +213,19 @@ static void test_fenced_refresh_steps_down(void **state) {
     assert_int_equal(f->fake.commits, before + 1);
 }
 
-/* A refused write while still leader is a failure, and says so. */
+/* Another replica's mutation committed first: the refresh runs again on it, and commits. */
+static void test_refresh_retries_after_conflict(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err = {0};
+    assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
+    int before = f->fake.commits;
+    f->fake.aborts_left = 1;
+    assert_int_equal(cluster_refresh(f->c, NULL, &err), 0);
+    assert_int_equal(f->fake.commits, before + 1);
+    assert_true(f->fake.last_provider_work);
+}
+
+/* A refused write while still leader (conflicts every time) is a failure, and says so. */
 static void test_refused_refresh_as_leader_fails(void **state) {
     fx_t *f = *state;
     frugal_err_t err = {0};
@@ -275,6 +287,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_conflicts_give_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_does_no_provider_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_refresh_steps_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refresh_retries_after_conflict, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_refresh_as_leader_fails, setup, teardown),
         cmocka_unit_test(test_file_backend_round_trip),
     };
