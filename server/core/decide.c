@@ -61,16 +61,17 @@ static double decide__gib_per_core(const decide_request_t *req, const decide_dem
  * not known: the request has no time, or every such pod came at once (a burst of
  * unknown rate); the spare room then counts in full. -1 when fewer than two such pods
  * were ever seen: one pod is no sign that more will come. */
-static double decide__arrivals_per_hour(const decide_demand_t *dd, bool gpu) {
+static double decide__arrivals_per_hour(const decide_request_t *req, const decide_demand_t *dd,
+                                        bool gpu) {
     const demand_summary_t *d = dd->recent;
-    if (d == NULL || dd->now_ms < 0)
+    if (d == NULL || !req->timed)
         return 0.0;
     size_t n = gpu ? d->timed_gpu_pods : d->timed_pods;
     if (n < 2)
         return -1.0;
-    if (dd->now_ms <= d->oldest_ms)
+    if (req->now_ms <= d->oldest_ms)
         return 0.0;
-    return (double)(n - 1) * 3600000.0 / (double)(dd->now_ms - d->oldest_ms);
+    return (double)(n - 1) * 3600000.0 / (double)(req->now_ms - d->oldest_ms);
 }
 
 /* The share of k spare pods' room used over a horizon in which m pods arrive, slot j
@@ -234,15 +235,14 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
         free(mixed);
         demand_summarize(memory, &recent);
     }
-    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL, request_mix,
-                          req->timed ? req->now_ms : -1};
+    decide_demand_t dd = {lifetimes, memory != NULL ? &recent : NULL, request_mix};
     return decide_best_options_demand(cfg, req, &dd, out, err);
 }
 
 int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *demand, decide_result_t *out,
                                frugal_err_t *err) {
-    decide_demand_t none = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN, -1};
+    decide_demand_t none = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN};
     const decide_demand_t *dd = demand != NULL ? demand : &none;
     size_t n = req->options_count, m = n > 0 ? n : 1;
     memset(out, 0, sizeof(*out));
@@ -270,8 +270,8 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
     double gib_per_core = demand_fit ? decide__gib_per_core(req, dd) : 0.0;
     /* The arrival rates are the same for every option of a kind: read them once. */
-    double rates[2] = {demand_fit ? decide__arrivals_per_hour(dd, false) : 0.0,
-                       demand_fit ? decide__arrivals_per_hour(dd, true) : 0.0};
+    double rates[2] = {demand_fit ? decide__arrivals_per_hour(req, dd, false) : 0.0,
+                       demand_fit ? decide__arrivals_per_hour(req, dd, true) : 0.0};
     /* Mixed GPU demand (docs/ranking.md): some GPU pods, among the recent ones or the
      * request's, take several GPUs or cannot go to every GPU group; it turns the band off
      * only while the cluster also runs GPU nodes pricier per GPU than the cheapest

@@ -75,7 +75,6 @@ typedef struct decide_demand {
                                           * request's own pods give the shape */
     decide_gpu_mix_t request_gpu_mix;    /* the request's GPU pods, when the caller
                                           * already knows (decide_best_options_remember) */
-    int64_t now_ms;                      /* when the request came; -1: not known */
 } decide_demand_t;
 
 /* demand-fit: the share of an option's spare room expected to be used, for a node whose

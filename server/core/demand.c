@@ -19,12 +19,7 @@ void demand_init(demand_memory_t *m) {
 
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n) {
-    demand_record_restricted(m, pods, lifetimes, NULL, n);
-}
-
-void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
-                              const pod_lifetime_t *lifetimes, const bool *restricted, size_t n) {
-    demand_record_at(m, pods, lifetimes, restricted, n, -1);
+    demand_record_at(m, pods, lifetimes, NULL, n, -1);
 }
 
 void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,

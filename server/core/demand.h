@@ -64,11 +64,8 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
                    size_t n);
 
 /* The same, with whether each pod is restricted to some of the GPU groups its request
- * offered (restricted may be NULL: none is). */
-void demand_record_restricted(demand_memory_t *m, const resources_t *pods,
-                              const pod_lifetime_t *lifetimes, const bool *restricted, size_t n);
-
-/* The same, the pods seen at seen_ms on the caller's clock (-1: not known). */
+ * offered (restricted may be NULL: none is), the pods seen at seen_ms on the caller's
+ * clock (-1: not known). */
 void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                       const bool *restricted, size_t n, int64_t seen_ms);
 

@@ -342,6 +342,42 @@ static bool replay__consider(const replay__sim_t *s, size_t b, const resources_t
     return false;
 }
 
+#define REPLAY__REMOVING 1 /* step 7: unneeded in this loop, its pods go elsewhere */
+#define REPLAY__TOUCHED 2  /* step 7: receives the pods of a node unneeded in this loop */
+
+/* The node (index into s->alive; s->alive_count when none) where the scheduler puts pod
+ * p at now, for steps 4 and 7: among the compatible, untainted nodes with room for it
+ * (room[b], or the node's own free room when room is NULL), other than node self and
+ * those flagged REPLAY__REMOVING (flag may be NULL), by s->placement. Booting nodes
+ * only when booting_ok: first fit takes them in purchase order; the scored placements
+ * rank ready nodes only (kube-scheduler sees only nodes that exist), a booting one
+ * taking the pod when no ready one can. */
+static size_t replay__pick_node(const replay__sim_t *s, const replay_pod_t *p,
+                                const resources_t *room, const uint8_t *flag, size_t self,
+                                bool booting_ok, int64_t now) {
+    size_t A = s->alive_count, best = A, booting = A;
+    double score = 0;
+    for (size_t b = 0; b < A; b++) {
+        const replay__node_t *n = &s->nodes[s->alive[b]];
+        const resources_t *free_ = room != NULL ? &room[b] : &n->free;
+        if (b == self || (flag != NULL && (flag[b] & REPLAY__REMOVING)) || n->tainted_s >= 0 ||
+            !s->compat[p->shape * s->groups_count + n->group] || !replay__fits(&p->request, free_))
+            continue;
+        if (n->ready_s > now) {
+            if (!booting_ok)
+                continue;
+            if (s->placement != REPLAY_PLACE_FIRST_FIT) {
+                if (booting == A)
+                    booting = b;
+                continue;
+            }
+        }
+        if (replay__consider(s, b, free_, &p->request, A, &best, &score))
+            break;
+    }
+    return best < A ? best : booting;
+}
+
 static bool replay__can_host(const replay__sim_t *s, const replay_pod_t *p, size_t g) {
     return s->compat[p->shape * s->groups_count + g] &&
            replay__fits(&p->request, &s->groups[g].info.capacity);
@@ -658,25 +694,7 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
-        size_t a = s->alive_count, booting = s->alive_count;
-        double score = 0;
-        for (size_t b = 0; b < s->alive_count; b++) {
-            const replay__node_t *n = &s->nodes[s->alive[b]];
-            if (!s->compat[p->shape * s->groups_count + n->group] || n->tainted_s >= 0 ||
-                !replay__fits(&p->request, &n->free))
-                continue;
-            /* A scoring scheduler sees only nodes that exist: a booting one (the
-             * autoscaler's promise of room) takes the pod only when no ready one can. */
-            if (s->placement != REPLAY_PLACE_FIRST_FIT && n->ready_s > now) {
-                if (booting == s->alive_count)
-                    booting = b;
-                continue;
-            }
-            if (replay__consider(s, b, &n->free, &p->request, s->alive_count, &a, &score))
-                break;
-        }
-        if (a == s->alive_count)
-            a = booting;
+        size_t a = replay__pick_node(s, p, NULL, NULL, s->alive_count, true, now);
         if (a < s->alive_count)
             replay__place(s, pod, s->alive[a], now);
         else
@@ -793,9 +811,6 @@ static bool replay__underused(const replay__sim_t *s, const replay__node_t *n) {
     return (cpu > mem ? cpu : mem) < s->threshold[n->group];
 }
 
-#define REPLAY__REMOVING 1 /* unneeded in this loop: its pods go elsewhere */
-#define REPLAY__TOUCHED 2  /* receives the pods of a node unneeded in this loop */
-
 /* Step 7 (docs/replay.md, "Scale-down of under-utilised nodes"). A ready node below its
  * threshold with pods is a candidate; in purchase order, a candidate that received no
  * pods in this pass is unneeded when each of its pods fits (placed as in step 4: first
@@ -862,16 +877,7 @@ static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, fru
         size_t c = (size_t)n->candidate, k = start[c];
         for (; k < start[c + 1]; k++) {
             const replay_pod_t *p = &s->pods[s->heap[slot[k]].pod];
-            size_t b = A;
-            double score = 0;
-            for (size_t to = 0; to < A; to++) {
-                const replay__node_t *m = &s->nodes[s->alive[to]];
-                if (to != a && !(flag[to] & REPLAY__REMOVING) && m->ready_s <= now &&
-                    m->tainted_s < 0 && s->compat[p->shape * s->groups_count + m->group] &&
-                    replay__fits(&p->request, &room[to]) &&
-                    replay__consider(s, to, &room[to], &p->request, A, &b, &score))
-                    break;
-            }
+            size_t b = replay__pick_node(s, p, room, flag, a, false, now);
             if (b == A)
                 break;
             replay__take(&room[b], &p->request, 1);

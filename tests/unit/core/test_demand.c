@@ -258,7 +258,7 @@ static void test_demand_fit_shape(void **state) {
      * count their room at DECIDE_USE_SHORT. */
     demand_summary_t d = {.pods = 100, .cpu_cores = 100, .memory_gib = 100, .long_share = 0};
     pod_lifetime_t lts[] = {POD_LIFETIME_SHORT};
-    decide_demand_t dd = {lts, &d, DECIDE_GPU_MIX_UNKNOWN, -1};
+    decide_demand_t dd = {lts, &d, DECIDE_GPU_MIX_UNKNOWN};
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_true(fabs(r.inputs[1].gib_per_core - sqrt(6.0)) < 1e-9);
     assert_true(fabs(r.inputs[1].use_share - DECIDE_USE_SHORT) < 1e-12);
@@ -347,7 +347,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
                           .long_cpu_cores = 200,
                           .long_memory_gib = 800,
                           .long_share = 1};
-    decide_demand_t dd = {NULL, &d, DECIDE_GPU_MIX_UNKNOWN, -1};
+    decide_demand_t dd = {NULL, &d, DECIDE_GPU_MIX_UNKNOWN};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
