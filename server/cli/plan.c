@@ -100,6 +100,7 @@ typedef struct plan {
     size_t n_groups;
     resources_t *requests;         /* pending pod -> its effective request */
     pod_lifetime_t *lifetimes;     /* pending pod -> its owner's lifetime (demand-fit) */
+    int64_t *created_ms;           /* pending pod -> its creation time, -1: none */
     decide_option_t *options;      /* the options as BestOptions would receive them ... */
     decide_result_t decision;      /* ... and its decision */
     const ranking_input_t *in;     /* = decision.inputs */
@@ -297,12 +298,17 @@ static int plan__rank(plan_t *pl) {
     pl->option_group = calloc(m, sizeof(*pl->option_group));
     pl->requests = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->requests));
     pl->lifetimes = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->lifetimes));
+    pl->created_ms = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->created_ms));
     if (pl->groups == NULL || pl->options == NULL || pl->winner == NULL ||
-        pl->option_group == NULL || pl->requests == NULL)
+        pl->option_group == NULL || pl->requests == NULL || pl->lifetimes == NULL ||
+        pl->created_ms == NULL)
         return plan__nomem();
+    int64_t now_ms = 0; /* the latest creation, as BestOptions reads the request's time */
     for (size_t i = 0; i < pl->n_pending; i++) {
         pl->requests[i] = pl->pp[i].request;
         pl->lifetimes[i] = pod_lifetime(pl->pending[i]);
+        pl->created_ms[i] = pod_created_ms(pl->pending[i]);
+        now_ms = pl->created_ms[i] > now_ms ? pl->created_ms[i] : now_ms;
     }
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         if (!cfg->node_groups[i].managed)
@@ -332,8 +338,8 @@ static int plan__rank(plan_t *pl) {
                       .max_size = g->cfg->max_size},
         };
     }
-    decide_request_t req = {
-        pl->options, pl->n_options, pl->requests, pl->n_pending, pl->cluster_size, true, 0};
+    decide_request_t req = {pl->options,      pl->n_options, pl->requests, pl->n_pending,
+                            pl->cluster_size, true,          now_ms,       pl->created_ms};
     frugal_err_t err;
     frugal_err_clear(&err);
     /* As a server that has just started decides its first BestOptions: demand-fit's
@@ -610,6 +616,7 @@ static void plan__free(plan_t *pl) {
     free(pl->hosted);
     free(pl->requests);
     free(pl->lifetimes);
+    free(pl->created_ms);
     free(pl->options);
     decide_result_free(&pl->decision);
     free(pl->winner);

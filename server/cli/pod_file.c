@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "quantity.h"
+#include "timestamp.h"
 
 int pod_file_load(const char *path, yaml_tree_node_t **root, frugal_err_t *err) {
     char *text = NULL;
@@ -147,8 +148,9 @@ static void pod_file__pod_clear(pod_file_pod_t *p) {
 /* One entry into *p (cleared by the caller on failure too). */
 static int pod_file__pod(const char *path, const yaml_tree_node_t *item, pod_file_pod_t *p,
                          frugal_err_t *err) {
-    static const char *const keys[] = {"name",          "namespace",   "cpu",   "memory", "gpu",
-                                       "node_selector", "tolerations", "count", NULL};
+    static const char *const keys[] = {"name",  "namespace",     "cpu",         "memory",
+                                       "gpu",   "node_selector", "tolerations", "count",
+                                       "owner", "created",       NULL};
     p->at = item;
     p->count = 1;
     const char *count = NULL;
@@ -163,6 +165,16 @@ static int pod_file__pod(const char *path, const yaml_tree_node_t *item, pod_fil
         rc = pod_file_quantity(path, item, "memory", false, &p->spec.memory, err);
     if (rc == 0)
         rc = pod_file_quantity(path, item, "gpu", false, &p->spec.gpu, err);
+    if (rc == 0)
+        rc = pod_file_scalar(path, item, "owner", &p->spec.owner_kind, err);
+    const char *created = NULL;
+    if (rc == 0)
+        rc = pod_file_scalar(path, item, "created", &created, err);
+    if (rc == 0 && created != NULL && !timestamp_parse(created, &p->spec.created_s))
+        return pod_file_error(err, path, yaml_tree_mapping_get(item, "created"),
+                              "created: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
+                              "seconds, got \"%s\"",
+                              created);
     if (rc == 0)
         rc = pod_file_scalar(path, item, "count", &count, err);
     if (rc == 0 && count != NULL) {

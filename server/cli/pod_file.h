@@ -11,6 +11,8 @@
  *   node_selector {key: value}
  *   tolerations   [{key, operator, value, effect}], every field optional; an absent
  *                 operator is left unset (Kubernetes reads it as Equal)
+ *   owner         the kind of the pod's controller (Job, ReplicaSet, ...); default none
+ *   created       its creationTimestamp: RFC 3339 or unix seconds; default unset
  *   count         how many identical pods the entry stands for, 0..POD_FILE_COUNT_MAX,
  *                 default 1
  *

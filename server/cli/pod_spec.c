@@ -92,6 +92,22 @@ int pod_spec_pack(const pod_spec_t *spec, uint8_t **out, size_t *len, frugal_err
     k8s_object_meta_t meta = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OBJECT_META__INIT;
     meta.name = (char *)spec->name;
     meta.namespace_ = (char *)(spec->namespace_ != NULL ? spec->namespace_ : "default");
+    k8s_time_t created = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__TIME__INIT;
+    if (spec->created_s > 0) {
+        created.has_seconds = true;
+        created.seconds = spec->created_s;
+        meta.creationtimestamp = &created;
+    }
+    k8s_owner_reference_t owner = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__OWNER_REFERENCE__INIT;
+    k8s_owner_reference_t *owners[1] = {&owner};
+    if (spec->owner_kind != NULL) {
+        owner.kind = (char *)spec->owner_kind;
+        owner.name = "ctl";
+        owner.has_controller = true;
+        owner.controller = true;
+        meta.n_ownerreferences = 1;
+        meta.ownerreferences = owners;
+    }
     k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
     pod.metadata = &meta;
     pod.spec = &ps;

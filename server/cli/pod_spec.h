@@ -29,6 +29,8 @@ typedef struct pod_spec {
     const char *memory;
     const char *gpu;
     kv_list_t node_selector; /* the pod's nodeSelector, in list order */
+    const char *owner_kind;  /* its controller's kind (Job, ReplicaSet, ...); NULL: none */
+    int64_t created_s;       /* metadata.creationTimestamp, unix seconds; 0: unset */
     const pod_toleration_t *tolerations;
     size_t n_tolerations;
 } pod_spec_t;

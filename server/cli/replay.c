@@ -24,6 +24,7 @@
 #include "duration.h"
 #include "replay.h"
 #include "replay_prom_source.h"
+#include "timestamp.h"
 
 #define REPLAY_MAX_STRATEGIES 16
 
@@ -413,7 +414,7 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
         return 2;
     }
     p->end_s = (int64_t)time(NULL);
-    if (until != NULL && !replay_prom_parse_time(until, &p->end_s)) {
+    if (until != NULL && !timestamp_parse(until, &p->end_s)) {
         fprintf(stderr,
                 "frugal replay: --until: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
                 "seconds, got \"%s\"\n",

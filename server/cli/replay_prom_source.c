@@ -27,42 +27,6 @@ static const char *const source__well_known[] = {
     "beta.kubernetes.io/instance-type",
 };
 
-bool replay_prom_parse_time(const char *s, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*s != '\0' && *end == '\0' && errno == 0 && v > 0) {
-        *out = v;
-        return true;
-    }
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    int used = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec, &used) != 6 ||
-        used != 19)
-        return false;
-    tm.tm_year -= 1900, tm.tm_mon -= 1;
-    const char *rest = s + used;
-    if (*rest == '.') /* fractions of a second */
-        for (rest++; *rest >= '0' && *rest <= '9'; rest++)
-            ;
-    int64_t offset = 0;
-    if (*rest == 'Z' || *rest == 'z') {
-        rest++;
-    } else if ((*rest == '+' || *rest == '-') && strlen(rest) == 6 && rest[3] == ':') {
-        int hh = atoi(rest + 1), mm = atoi(rest + 4);
-        offset = (rest[0] == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
-        rest += 6;
-    } else {
-        return false;
-    }
-    if (*rest != '\0')
-        return false;
-    *out = (int64_t)timegm(&tm) - offset;
-    return true;
-}
-
 /* The known label keys: the well-known ones and every managed group's labels. */
 static const char **source__known_keys(const frugal_config_t *cfg, size_t *count) {
     size_t n = sizeof(source__well_known) / sizeof(*source__well_known);

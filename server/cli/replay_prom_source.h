@@ -33,7 +33,4 @@ typedef struct replay_prom_source {
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
                             replay_workload_t *out, frugal_err_t *err);
 
-/* Parse --until: RFC 3339 (2026-11-25T12:00:00Z, or with an offset) or unix seconds. */
-bool replay_prom_parse_time(const char *s, int64_t *out);
-
 #endif

@@ -1,5 +1,6 @@
 /* The monotonic clock (CLOCK_MONOTONIC), the one every deadline, timeout and duration
- * measurement of frugal is taken on: it never jumps with the wall clock. */
+ * measurement of frugal is taken on: it never jumps with the wall clock. The wall clock
+ * only where a time is set beside times from elsewhere (pods' creation times). */
 #ifndef FRUGAL_CLOCK_H
 #define FRUGAL_CLOCK_H
 
@@ -12,5 +13,8 @@ int64_t clock_mono_ms(void);
 /* Milliseconds on the monotonic clock to the nanosecond (a fraction): for measuring
  * durations. */
 double clock_mono_ms_exact(void);
+
+/* Milliseconds since the epoch on the wall clock (CLOCK_REALTIME). */
+int64_t clock_wall_ms(void);
 
 #endif

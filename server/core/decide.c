@@ -69,9 +69,12 @@ static double decide__arrivals_per_hour(const decide_request_t *req, const decid
     size_t n = gpu ? d->timed_gpu_pods : d->timed_pods;
     if (n < 2)
         return -1.0;
-    if (req->now_ms <= d->oldest_ms)
+    /* A pod may have arrived after the request's clock says (creation times are
+     * another clock than the caller's): the watch ends at the latest arrival. */
+    int64_t now = d->newest_ms > req->now_ms ? d->newest_ms : req->now_ms;
+    if (now <= d->oldest_ms)
         return 0.0;
-    return (double)(n - 1) * 3600000.0 / (double)(req->now_ms - d->oldest_ms);
+    return (double)(n - 1) * 3600000.0 / (double)(now - d->oldest_ms);
 }
 
 /* The share of k spare pods' room used over a horizon in which m pods arrive, slot j
@@ -228,7 +231,8 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
                 end++;
             if (end > i)
                 demand_record_at(memory, &req->pods[i], lifetimes != NULL ? &lifetimes[i] : NULL,
-                                 &mixed[i], end - i, req->timed ? req->now_ms : -1);
+                                 &mixed[i], req->pod_seen_ms != NULL ? &req->pod_seen_ms[i] : NULL,
+                                 end - i, req->timed ? req->now_ms : -1);
             i = end + 1;
         }
         free(scratch);

@@ -56,7 +56,9 @@ typedef struct decide_request {
     int64_t cluster_size; /* nodes frugal counts, for the preferred node size (replaced by
                            * ranking.cluster_size when that is a number) */
     bool timed;           /* now_ms is known: demand-fit weighs spare room by the arrival rate */
-    int64_t now_ms;       /* when the request came, on the caller's (monotonic) clock */
+    int64_t now_ms;       /* when the request came, on the caller's clock */
+    const int64_t *pod_seen_ms; /* per distinct pod, when it arrived on the same clock (its
+                                 * creation time); NULL, or a negative entry: at now_ms */
 } decide_request_t;
 
 /* Whether a request carries mixed GPU demand (docs/ranking.md): not known yet (the

@@ -19,11 +19,11 @@ void demand_init(demand_memory_t *m) {
 
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n) {
-    demand_record_at(m, pods, lifetimes, NULL, n, -1);
+    demand_record_at(m, pods, lifetimes, NULL, NULL, n, -1);
 }
 
 void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
-                      const bool *restricted, size_t n, int64_t seen_ms) {
+                      const bool *restricted, const int64_t *seen_ms, size_t n, int64_t at_ms) {
     if (n == 0)
         return;
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
@@ -39,7 +39,8 @@ void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lif
                               memory_order_relaxed);
         atomic_store_explicit(&s->restricted, (uint8_t)(restricted != NULL && restricted[i]),
                               memory_order_relaxed);
-        atomic_store_explicit(&s->seen_ms, seen_ms, memory_order_relaxed);
+        int64_t seen = seen_ms != NULL && seen_ms[i] >= 0 ? seen_ms[i] : at_ms;
+        atomic_store_explicit(&s->seen_ms, seen, memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);
     }
 }
@@ -47,6 +48,7 @@ void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lif
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
     memset(out, 0, sizeof(*out));
     out->oldest_ms = INT64_MAX;
+    out->newest_ms = -1;
     for (size_t i = 0; i < DEMAND_SLOTS; i++) {
         const demand_slot_t *s = &m->slots[i];
         if (!atomic_load_explicit(&s->used, memory_order_relaxed))
@@ -67,6 +69,7 @@ void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
             out->timed_pods += gpu == 0;
             out->timed_gpu_pods += gpu > 0;
             out->oldest_ms = seen < out->oldest_ms ? seen : out->oldest_ms;
+            out->newest_ms = seen > out->newest_ms ? seen : out->newest_ms;
         }
         if (atomic_load_explicit(&s->lifetime, memory_order_relaxed) != POD_LIFETIME_SHORT) {
             out->long_pods++;

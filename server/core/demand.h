@@ -54,6 +54,7 @@ typedef struct demand_summary {
     size_t timed_pods;     /* pods seen at a known time, without GPUs ... */
     size_t timed_gpu_pods; /* ... and with */
     int64_t oldest_ms;     /* the earliest such time; INT64_MAX when none */
+    int64_t newest_ms;     /* the latest; -1 when none */
 } demand_summary_t;
 
 /* Zero m (no pod seen). */
@@ -64,10 +65,11 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
                    size_t n);
 
 /* The same, with whether each pod is restricted to some of the GPU groups its request
- * offered (restricted may be NULL: none is), the pods seen at seen_ms on the caller's
- * clock (-1: not known). */
+ * offered (restricted may be NULL: none is) and when each arrived on the caller's clock:
+ * seen_ms[i] (seen_ms may be NULL), else, for a negative entry or no array, at_ms
+ * (-1: not known). */
 void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
-                      const bool *restricted, size_t n, int64_t seen_ms);
+                      const bool *restricted, const int64_t *seen_ms, size_t n, int64_t at_ms);
 
 /* Summarise what m remembers into *out. */
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out);

@@ -17,6 +17,8 @@ typedef K8s__Io__Api__Core__V1__Container k8s_container_t;
 typedef K8s__Io__Api__Core__V1__ResourceRequirements k8s_resource_requirements_t;
 typedef K8s__Io__Api__Core__V1__Toleration k8s_toleration_t;
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta k8s_object_meta_t;
+typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Time k8s_time_t;
+typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__OwnerReference k8s_owner_reference_t;
 typedef K8s__Io__Apimachinery__Pkg__Api__Resource__Quantity k8s_quantity_t;
 
 /* Resource names frugal reads. */

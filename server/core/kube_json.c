@@ -17,6 +17,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "quantity.h"
+#include "timestamp.h"
 
 #define KJ_MEMBER(type, msg, offset) (*(type *)((char *)(msg) + (offset)))
 
@@ -168,6 +169,21 @@ static int kj__integer(kj_ctx_t *c, const yaml_tree_node_t *n, int64_t lo, int64
     return 0;
 }
 
+/* A Time, which Kubernetes writes as an RFC 3339 string ("2026-01-02T15:04:05Z"). */
+static int kj__time(kj_ctx_t *c, const yaml_tree_node_t *n, const ProtobufCFieldDescriptor *f,
+                    void *slot) {
+    int64_t seconds;
+    if (n->type != YAML_TREE_SCALAR || !timestamp_parse(n->u.scalar.text, &seconds))
+        return kj__fail(c, n, "expected an RFC 3339 time (2026-01-02T15:04:05Z)");
+    k8s_time_t *t = (k8s_time_t *)kj__new(f->descriptor);
+    if (t == NULL)
+        return kj__nomem(c);
+    t->has_seconds = true;
+    t->seconds = seconds;
+    *(k8s_time_t **)slot = t;
+    return 0;
+}
+
 /* Convert n into the single value of field f stored at slot. resource: the map key
  * when n is the value of a map<string, Quantity> entry, else NULL. */
 static int kj__set_one(kj_ctx_t *c, const yaml_tree_node_t *n, const ProtobufCFieldDescriptor *f,
@@ -175,6 +191,9 @@ static int kj__set_one(kj_ctx_t *c, const yaml_tree_node_t *n, const ProtobufCFi
     bool quantity =
         f->type == PROTOBUF_C_TYPE_MESSAGE &&
         f->descriptor == &k8s__io__apimachinery__pkg__api__resource__quantity__descriptor;
+    if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
+        f->descriptor == &k8s__io__apimachinery__pkg__apis__meta__v1__time__descriptor)
+        return kj__time(c, n, f, slot);
     if (f->type == PROTOBUF_C_TYPE_MESSAGE && !quantity) {
         if (n->type != YAML_TREE_MAPPING)
             return kj__fail(c, n, "expected a mapping, got %s", kj__type_name(n));

@@ -222,20 +222,34 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     return 0;
 }
 
+int64_t pod_created_ms(const k8s_pod_t *pod) {
+    const k8s_time_t *t =
+        pod != NULL && pod->metadata != NULL ? pod->metadata->creationtimestamp : NULL;
+    /* Seconds beyond what milliseconds hold are no time a pod was created at. */
+    if (t == NULL || t->seconds <= 0 || t->seconds > INT64_MAX / 1000 - 1)
+        return -1;
+    int64_t nanos = t->nanos > 0 && t->nanos < 1000000000 ? t->nanos : 0;
+    return t->seconds * 1000 + nanos / 1000000;
+}
+
 int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
-                       frugal_err_t *err) {
+                       int64_t *created_ms, frugal_err_t *err) {
+    if (created_ms != NULL)
+        *created_ms = -1;
     k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
     if (pod == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
     int rc = pod_effective_request(pod, out, err);
     if (lifetime != NULL)
         *lifetime = pod_lifetime(pod);
+    if (created_ms != NULL)
+        *created_ms = pod_created_ms(pod);
     k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
     return rc;
 }
 
 int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
-    return pod_decode_summary(data, len, out, NULL, err);
+    return pod_decode_summary(data, len, out, NULL, NULL, err);
 }
 
 pod_lifetime_t pod_lifetime_of_kind(const char *kind) {

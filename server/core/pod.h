@@ -36,9 +36,15 @@ pod_lifetime_t pod_lifetime_of_kind(const char *kind);
 /* The lifetime of a decoded pod, from its controlling owner reference. */
 pod_lifetime_t pod_lifetime(const k8s_pod_t *pod);
 
-/* pod_decode_request, also giving the pod's lifetime (lifetime may be NULL). */
+/* When a decoded pod was created (metadata.creationTimestamp), in milliseconds since
+ * the epoch; -1 when it has none (an unset or zero time, as Kubernetes sends for "not
+ * set"). */
+int64_t pod_created_ms(const k8s_pod_t *pod);
+
+/* pod_decode_request, also giving the pod's lifetime and creation time (pod_created_ms);
+ * either may be NULL. */
 int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
-                       frugal_err_t *err);
+                       int64_t *created_ms, frugal_err_t *err);
 
 /* "namespace/name" of a pod (generateName when the name is empty) into buf. */
 char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size);

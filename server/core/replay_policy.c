@@ -146,14 +146,16 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
     decide_option_t *opts = calloc(n, sizeof(*opts));
     resources_t *pods = calloc(m, sizeof(*pods));
     pod_lifetime_t *lts = calloc(m, sizeof(*lts));
+    int64_t *created = calloc(m, sizeof(*created));
     int rc = 0;
-    if (!opts || !pods || !lts) {
+    if (!opts || !pods || !lts || !created) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
     for (size_t k = 0; k < view->pending_count; k++) {
         pods[k] = view->pods[view->pending[k]].request;
         lts[k] = view->pods[view->pending[k]].lifetime;
+        created[k] = view->pods[view->pending[k]].arrive_s * 1000; /* CA's creationTimestamp */
     }
     for (size_t i = 0; i < n; i++) {
         const replay_option_t *o = &options[i];
@@ -169,7 +171,7 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
         };
     }
     decide_request_t req = {
-        opts, n, pods, view->pending_count, view->cluster_nodes, true, view->now_s * 1000};
+        opts, n, pods, view->pending_count, view->cluster_nodes, true, view->now_s * 1000, created};
     decide_result_t res;
     if ((rc = decide_best_options_remember(&s->cfg, &req, lts, NULL, s->demand, &res, err)) != 0)
         goto done;
@@ -180,6 +182,7 @@ done:
     free(opts);
     free(pods);
     free(lts);
+    free(created);
     return rc;
 }
 

@@ -48,6 +48,7 @@ typedef struct expander_pod {
     int rc;                  /* pod_decode_request's result: 0 or FRUGAL_E* */
     resources_t request;     /* effective request when rc == 0 */
     pod_lifetime_t lifetime; /* from its controller's kind, when rc == 0 */
+    int64_t created_ms;      /* metadata.creationTimestamp (ms since the epoch), -1: none */
     const char *error;       /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 

@@ -212,7 +212,8 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     size_t m = req->pods_count ? req->pods_count : 1;
     pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
     bool *decoded = calloc(m, sizeof(*decoded));
-    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded) {
+    int64_t *created = calloc(m, sizeof(*created));
+    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded || !created) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
     }
@@ -220,13 +221,19 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     /* Convert: the decoded request and the cluster's view of each group, as plain
      * structs (an undecodable pod has no request; its options are left out, and it is
      * not remembered as demand). */
+    /* A pod arrived when it was created; the request came at its latest pod's creation,
+     * on the pods' clock (the wall clock when none has a creation time). */
+    int64_t now = -1;
     for (size_t i = 0; i < req->pods_count; i++) {
         decoded[i] = req->pods[i].rc == 0;
         if (decoded[i])
             pods[i] = req->pods[i].request;
         lifetimes[i] = req->pods[i].lifetime;
+        created[i] = decoded[i] ? req->pods[i].created_ms : -1;
+        now = created[i] > now ? created[i] : now;
     }
-    decide_request_t dr = {options, n, pods, req->pods_count, 0, true, clock_mono_ms()};
+    decide_request_t dr = {
+        options, n, pods, req->pods_count, 0, true, now >= 0 ? now : clock_wall_ms(), created};
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);
@@ -287,6 +294,7 @@ done:
     decide_result_free(&res);
     free(lifetimes);
     free(decoded);
+    free(created);
     free(debugs);
     free(nodes);
     free(pods);

@@ -8,7 +8,8 @@
 # between similar groups of different sizes, and a group whose template carries an
 # instance type outside the catalog, priced linearly by BestOptions (plan used to price
 # it by its configured machine type and answer a tie that BestOptions did not); under
-# demand-fit, the default, a fresh server's first answer names plan's winners.
+# demand-fit, the default, a fresh server's first answer names plan's winners, with
+# the pods' creation times read alike.
 source "$(dirname "$0")/lib.sh"
 
 # The pending pods, by name: requests, then the extra pod spec JSON and the same as
@@ -19,6 +20,7 @@ declare -A POD_SPEC=(
     [w1]='"nodeSelector": {"team": "web"}, "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}]'
     [s1]='"tolerations": [{"key": "spot", "operator": "Exists"}]'
 )
+declare -A POD_META=()
 declare -A POD_CTL=(
     [w1]=', node_selector: {team: web}, tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule}]'
     [s1]=', tolerations: [{key: spot, operator: Exists}]'
@@ -32,7 +34,7 @@ pods_json() {
         [ $first = 1 ] || echo ','
         first=0
         cat <<EOF
-  {"kind": "Pod", "metadata": {"name": "$name", "namespace": "default"},
+  {"kind": "Pod", "metadata": {"name": "$name", "namespace": "default"${POD_META[$name]:+, ${POD_META[$name]}}},
    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "${POD_CPU[$name]}", "memory": "${POD_MEM[$name]}"}}}]${POD_SPEC[$name]:+, ${POD_SPEC[$name]}}},
    "status": {"phase": "Pending"}}
 EOF
@@ -176,6 +178,33 @@ AGREE_WINNERS_ONLY=1 agree "$TMP/d.yaml" '  - {group: std, machine_type: n1-stan
 assert_eq "strategy: demand-fit" "$(echo "$OUT" | grep '^strategy:')" "plan names the strategy"
 assert_eq "mem" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "memory-shaped pods: the highmem group wins"
 stop_server
+
+log "demand-fit reads the pods' creation times, in plan and in the server alike"
+# Two 1.5-core pods: created 100 hours apart, the n1-standard-16's room would stay
+# empty (two n1-standard-2 win); created in the same second, it counts in full.
+{
+    printf 'listen:\n  - address: %s\nnode_groups:\n' "$ADDR"
+    echo '  - {id: s2, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}'
+    echo '  - {id: s16, machine_type: n1-standard-16, zone: us-central1-a, max_size: 10}'
+} >"$TMP/t.yaml"
+NODES_T='  - {group: s2, machine_type: n1-standard-2, zone: us-central1-a}
+  - {group: s16, machine_type: n1-standard-16, zone: us-central1-a}'
+declare -A POD_CPU+=([c1]=1500m [c2]=1500m)
+declare -A POD_MEM+=([c1]=2Gi [c2]=2Gi)
+for spread in 100h 0s; do
+    second=2026-01-05T04:00:00Z
+    [ $spread = 0s ] && second=2026-01-01T00:00:00Z
+    POD_META[c1]='"creationTimestamp": "2026-01-01T00:00:00Z"'
+    POD_META[c2]="\"creationTimestamp\": \"$second\""
+    POD_CTL[c1]=', created: 2026-01-01T00:00:00Z'
+    POD_CTL[c2]=", created: $second"
+    start_server "$TMP/t.yaml"
+    AGREE_WINNERS_ONLY=1 agree "$TMP/t.yaml" "$NODES_T" c1 c2
+    want=s16
+    [ $spread = 100h ] && want=s2
+    assert_eq "$want" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "pods created $spread apart: $want wins"
+    stop_server
+done
 
 log "a template whose instance type is not in the catalog: linear P, no false tie"
 config "$TMP/b.yaml" <<'EOF'

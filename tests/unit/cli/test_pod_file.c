@@ -42,6 +42,8 @@ static void test_full_entry(void **state) {
              "  memory: 64Mi\n"
              "  gpu: 1\n"
              "  count: 3\n"
+             "  owner: ReplicaSet\n"
+             "  created: 2026-01-01T00:00:30+00:30\n"
              "  node_selector: {team: web, disktype: ssd}\n"
              "  tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule},\n"
              "                {key: batch}]\n"
@@ -57,6 +59,8 @@ static void test_full_entry(void **state) {
     assert_string_equal(s->memory, "64Mi");
     assert_string_equal(s->gpu, "1");
     assert_int_equal(pods.items[0].count, 3);
+    assert_string_equal(s->owner_kind, "ReplicaSet");
+    assert_int_equal(s->created_s, 1767225600 + 30 - 1800);
     assert_int_equal(s->node_selector.count, 2);
     assert_int_equal(s->n_tolerations, 2);
     assert_string_equal(s->tolerations[0].operator_, "Equal");
@@ -70,6 +74,8 @@ static void test_full_entry(void **state) {
     assert_null(s->namespace_);
     assert_null(s->memory);
     assert_int_equal(pods.items[1].count, 1);
+    assert_null(s->owner_kind);
+    assert_int_equal(s->created_s, 0);
     assert_int_equal(s->n_tolerations, 0);
     /* What the reader accepts packs. */
     uint8_t *bytes;
@@ -85,7 +91,7 @@ static void test_unknown_keys_are_errors(void **state) {
     (void)state;
     expect_error("- {name: a, cpus: 1}\n",
                  "p.yaml:1:13: unknown key cpus (expected one of name, namespace, cpu, memory, "
-                 "gpu, node_selector, tolerations, count)");
+                 "gpu, node_selector, tolerations, count, owner, created)");
     expect_error("- name: a\n  tolerations:\n    - {key: k, operater: Exists}\n",
                  "p.yaml:3:16: unknown key operater (expected one of key, operator, value, "
                  "effect)");
@@ -103,6 +109,12 @@ static void test_values_are_checked(void **state) {
     expect_error("- {name: [a]}\n", "p.yaml:1:10: name: expected a scalar");
     expect_error("- {node_selector: [a]}\n", "p.yaml:1:19: node_selector: expected a mapping");
     expect_error("- {tolerations: {key: a}}\n", "p.yaml:1:17: tolerations: expected a list");
+    expect_error("- {created: yesterday}\n",
+                 "p.yaml:1:13: created: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
+                 "seconds, got \"yesterday\"");
+    expect_error("- {created: 1970-01-01T00:00:00Z}\n",
+                 "p.yaml:1:13: created: expected RFC 3339 (2026-01-02T15:04:05Z) or unix "
+                 "seconds, got \"1970-01-01T00:00:00Z\"");
     expect_error("- just-a-name\n", "p.yaml:1:3: expected a mapping");
     expect_error("{name: a}\n", "p.yaml:1:1: expected a list of pods");
 }

@@ -1,5 +1,6 @@
 /* Unit tests of server/cli/pod_spec.c: a packed pod decodes to the requested resources,
- * its namespace, name, node selector and tolerations; a malformed quantity is
+ * its namespace, name, node selector, tolerations, controller and creation time; a
+ * malformed quantity is
  * rejected with its field named and nothing returned. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,6 +131,31 @@ static void test_memory_whole_units(void **state) {
     k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
 }
 
+/* The owner is the controller BestOptions reads a lifetime from, the creation time the
+ * arrival demand-fit reads; both absent: unknown lifetime, no creation time. */
+static void test_owner_and_created(void **state) {
+    (void)state;
+    pod_spec_t spec = {.cpu = "1", .owner_kind = "Job", .created_s = 1767225600};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    assert_int_equal(pod_spec_pack(&spec, &bytes, &len, NULL), 0);
+    resources_t r;
+    pod_lifetime_t lifetime = POD_LIFETIME_UNKNOWN;
+    int64_t created = 0;
+    assert_int_equal(pod_decode_summary(bytes, len, &r, &lifetime, &created, NULL), 0);
+    free(bytes);
+    assert_int_equal(r.cpu_milli, 1000);
+    assert_int_equal(lifetime, POD_LIFETIME_SHORT);
+    assert_int_equal(created, 1767225600000LL);
+
+    pod_spec_t plain = {.cpu = "1"};
+    assert_int_equal(pod_spec_pack(&plain, &bytes, &len, NULL), 0);
+    assert_int_equal(pod_decode_summary(bytes, len, &r, &lifetime, &created, NULL), 0);
+    free(bytes);
+    assert_int_equal(lifetime, POD_LIFETIME_UNKNOWN);
+    assert_int_equal(created, -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resources),
@@ -137,6 +163,7 @@ int main(void) {
         cmocka_unit_test(test_selector_and_tolerations),
         cmocka_unit_test(test_bad_quantity),
         cmocka_unit_test(test_memory_whole_units),
+        cmocka_unit_test(test_owner_and_created),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

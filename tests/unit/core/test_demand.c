@@ -148,13 +148,21 @@ static void test_timed(void **state) {
     assert_true(s.oldest_ms == INT64_MAX);
     resources_t cpu[2] = {{1000, GIB, 0}, {1000, GIB, 0}}, gpu[1] = {{1000, GIB, 1}};
     demand_record(m, cpu, NULL, 2); /* no time: not counted */
-    demand_record_at(m, cpu, NULL, NULL, 2, 5000);
-    demand_record_at(m, gpu, NULL, NULL, 1, 9000);
+    demand_record_at(m, cpu, NULL, NULL, NULL, 2, 5000);
+    demand_record_at(m, gpu, NULL, NULL, NULL, 1, 9000);
     demand_summarize(m, &s);
     assert_int_equal(s.pods, 5);
     assert_int_equal(s.timed_pods, 2);
     assert_int_equal(s.timed_gpu_pods, 1);
     assert_int_equal(s.oldest_ms, 5000);
+    assert_int_equal(s.newest_ms, 9000);
+    /* Each pod at its own time (its creation); a negative entry at the call's time. */
+    int64_t created[2] = {2000, -1};
+    demand_record_at(m, cpu, NULL, NULL, created, 2, 12000);
+    demand_summarize(m, &s);
+    assert_int_equal(s.timed_pods, 4);
+    assert_int_equal(s.oldest_ms, 2000);
+    assert_int_equal(s.newest_ms, 12000);
     free(m);
 }
 
@@ -162,15 +170,15 @@ static void test_timed(void **state) {
  * more. The spare room counts in full when the time is not known; by the share of it
  * that the recent arrivals fill within DECIDE_SPARE_HORIZON_LONG_H otherwise; not at all
  * when only one pod was ever seen. */
-static size_t rate_pick(const frugal_config_t *cfg, demand_memory_t *m, bool timed, int64_t now_ms,
-                        double *use_big) {
+static size_t rate_pick_created(const frugal_config_t *cfg, demand_memory_t *m, bool timed,
+                                int64_t now_ms, const int64_t *created, double *use_big) {
     node_info_t std2 = node("n1-standard-2", 2000, (int64_t)(7.5 * GIB), false);
     node_info_t std16 = node("n1-standard-16", 16000, 60 * GIB, false);
     resources_t pods[] = {{1500, 2 * GIB, 0}};
     pod_lifetime_t lts[] = {POD_LIFETIME_LONG};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("small", &std2, refs, 1), option("big", &std16, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0, timed, now_ms};
+    decide_request_t req = {opts, 2, pods, 1, 0, timed, now_ms, created};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options_remember(cfg, &req, lts, NULL, m, &r, &err), 0);
@@ -183,6 +191,11 @@ static size_t rate_pick(const frugal_config_t *cfg, demand_memory_t *m, bool tim
     assert_non_null(strstr(buf, " arrivals_per_hour="));
     decide_result_free(&r);
     return pick;
+}
+
+static size_t rate_pick(const frugal_config_t *cfg, demand_memory_t *m, bool timed, int64_t now_ms,
+                        double *use_big) {
+    return rate_pick_created(cfg, m, timed, now_ms, NULL, use_big);
 }
 
 static void test_demand_fit_arrival_rate(void **state) {
@@ -205,15 +218,34 @@ static void test_demand_fit_arrival_rate(void **state) {
     resources_t web[] = {{1500, 2 * GIB, 0}};
     pod_lifetime_t lt[] = {POD_LIFETIME_LONG};
     for (int i = 0; i < 200; i++)
-        demand_record_at(m, web, lt, NULL, 1, (int64_t)i * 18000);
+        demand_record_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 18000);
     assert_int_equal(rate_pick(cfg, m, true, 3600000, &use), 1);
     assert_true(use > 0.95 && use < 1.0);
     /* One pod every 10 hours: the room would take days to fill; the snug node wins. */
     demand_init(m);
     for (int i = 0; i < 10; i++)
-        demand_record_at(m, web, lt, NULL, 1, (int64_t)i * 36000000);
+        demand_record_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 36000000);
     assert_int_equal(rate_pick(cfg, m, true, 360000000, &use), 0);
     assert_true(use < 0.5);
+    /* The same pods arriving by their creation times, as BestOptions reads them: the
+     * watch ends at the latest creation even when the request's clock says earlier. */
+    demand_init(m);
+    for (int i = 0; i < 9; i++) {
+        int64_t created = (int64_t)i * 36000000;
+        assert_int_equal(rate_pick_created(cfg, m, true, 0, &created, &use), 0);
+    }
+    int64_t last = 9LL * 36000000;
+    assert_int_equal(rate_pick_created(cfg, m, true, 0, &last, &use), 0);
+    assert_true(use < 0.5);
+    /* Two hundred pods created 18 s apart: a busy cluster, the big node again. */
+    demand_init(m);
+    for (int i = 0; i < 200; i++) {
+        int64_t created = 1767225600000LL + (int64_t)i * 18000;
+        rate_pick_created(cfg, m, true, created, &created, &use);
+    }
+    int64_t next = 1767225600000LL + 200LL * 18000;
+    assert_int_equal(rate_pick_created(cfg, m, true, next, &next, &use), 1);
+    assert_true(use > 0.95 && use < 1.0);
     free(m);
     config_free(cfg);
 }
@@ -231,7 +263,7 @@ static void test_demand_fit_shape(void **state) {
     uint32_t refs[] = {0, 0};
     decide_option_t opts[] = {option("std", &std8, refs, 2), option("mem", &mem8, refs, 2),
                               option("cpu", &cpu8, refs, 1)};
-    decide_request_t req = {opts, 3, pods, 1, 0, false, 0};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -287,7 +319,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("gpu", &gpu, refs, 1), option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0, false, 0};
+    decide_request_t req = {opts, 2, pods, 1, 0, false, 0, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -337,7 +369,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1),
                               option("a100-1", &a100, refs, 1)};
     opts[2].group.nodes = 1;
-    decide_request_t req = {opts, 3, pods, 1, 0, false, 0};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL};
     demand_summary_t d = {.pods = 100,
                           .cpu_cores = 200,
                           .memory_gib = 800,
@@ -410,7 +442,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
                                option("a100-1", &a100, only1, 1)};
     three[1].node_count = 2;
     three[2].group.nodes = 1;
-    decide_request_t req3 = {three, 3, two, 2, 0, false, 0};
+    decide_request_t req3 = {three, 3, two, 2, 0, false, 0, NULL};
     assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
     assert_true(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
@@ -462,7 +494,7 @@ static void test_cluster_size(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 1, pods, 1, 0, false, 0};
+    decide_request_t req = {opts, 1, pods, 1, 0, false, 0, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -537,7 +569,7 @@ static void test_remember_then_decide(void **state) {
     bool remember[] = {true, false, true};
     uint32_t refs[] = {0, 1, 2};
     decide_option_t opts[] = {option("std", &std8, refs, 3)};
-    decide_request_t req = {opts, 1, pods, 3, 10, false, 0};
+    decide_request_t req = {opts, 1, pods, 3, 10, false, 0, NULL};
     demand_memory_t *m = calloc(1, sizeof(*m));
     demand_init(m);
     decide_result_t r;

@@ -127,6 +127,7 @@ static void test_kubectl_pod_list(void **state) {
     assert_string_equal(pod->metadata->name, "web-7d4b9c-x2x");
     assert_string_equal(pod->metadata->namespace_, "shop");
     assert_string_equal(pod->metadata->generatename, "web-7d4b9c-");
+    assert_int_equal(pod_created_ms(pod), 1714557600000LL); /* 2024-05-01T10:00:00Z */
     assert_int_equal(pod->metadata->n_labels, 2);
     assert_string_equal(pod->metadata->labels[0]->key, "app");
     assert_string_equal(pod->metadata->labels[0]->value, "web");
@@ -308,6 +309,8 @@ static void test_errors(void **state) {
     parse_pods_fails(
         "{\"items\": [{\"metadata\": {\"ownerReferences\": [{\"controller\": \"yes\"}]}}]}", 1, 61,
         "items[0].metadata.ownerReferences[0].controller: expected true or false");
+    parse_pods_fails("{\"items\": [{\"metadata\": {\"creationTimestamp\": \"yesterday\"}}]}", 1, 47,
+                     "items[0].metadata.creationTimestamp: expected an RFC 3339 time");
     parse_pods_fails("{\"items\": [{\"metadata\": {\"name\": [\"a\"]}}]}", 1, 34,
                      "items[0].metadata.name: expected a scalar, got a sequence");
     parse_pods_fails("{\"items\": [null]}", 1, 12, "items[0]: expected a mapping");

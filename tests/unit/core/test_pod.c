@@ -426,6 +426,29 @@ static void test_decode_errors(void **state) {
     assert_int_equal(r.cpu_milli, 1000);
 }
 
+/* metadata.creationTimestamp in milliseconds; the zero time Kubernetes sends for "not
+ * set" (an empty Time), no Time and no metadata are no creation time. */
+static void test_created(void **state) {
+    (void)state;
+    k8s_pod_t *pod = new_pod("default", "web");
+    assert_int_equal(pod_created_ms(pod), -1);
+    k8s_time_t *t = take(sizeof(*t));
+    k8s_time_t init = K8S__IO__APIMACHINERY__PKG__APIS__META__V1__TIME__INIT;
+    *t = init;
+    pod->metadata->creationtimestamp = t;
+    assert_int_equal(pod_created_ms(pod), -1);
+    t->has_seconds = true;
+    t->seconds = 1767225600;
+    t->has_nanos = true;
+    t->nanos = 250999999;
+    assert_int_equal(pod_created_ms(pod), 1767225600250LL);
+    t->seconds = -5;
+    assert_int_equal(pod_created_ms(pod), -1);
+    pod->metadata = NULL;
+    assert_int_equal(pod_created_ms(pod), -1);
+    assert_int_equal(pod_created_ms(NULL), -1);
+}
+
 static void test_format_name(void **state) {
     (void)state;
     char buf[64];
@@ -444,6 +467,7 @@ static void test_format_name(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_empty_pod, teardown),
+        cmocka_unit_test_teardown(test_created, teardown),
         cmocka_unit_test_teardown(test_containers_sum, teardown),
         cmocka_unit_test_teardown(test_rounding, teardown),
         cmocka_unit_test_teardown(test_limits_only, teardown),

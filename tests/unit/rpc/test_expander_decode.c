@@ -243,6 +243,7 @@ static void check_generation(bool legacy) {
             assert_int_equal(p->rc, 0);
             assert_int_equal(p->request.cpu_milli, 100 * (int64_t)(k + 1));
             assert_int_equal(p->request.memory_bytes, 64 << 20);
+            assert_int_equal(p->created_ms, -1); /* no creationTimestamp */
         }
     }
     assert_int_equal(req->pods_count, 4);
