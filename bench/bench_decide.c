@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
             for (int c = 0; c < calls; c++) {
                 double t0 = clock_mono_ms_exact();
                 demand_summary_t d;
-                decide_request_t req = {opts, no, pods, np, 30, false, 0, NULL};
+                decide_request_t req = {opts, no, pods, np, 30, false, 0, NULL, NULL};
                 decide_demand_t dd = {NULL, NULL, DECIDE_GPU_MIX_UNKNOWN};
                 if (s == RANKING_STRATEGY_DEMAND_FIT) {
                     demand_record(mem, pods, lts, np);

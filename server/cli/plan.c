@@ -338,8 +338,9 @@ static int plan__rank(plan_t *pl) {
                       .max_size = g->cfg->max_size},
         };
     }
-    decide_request_t req = {pl->options,      pl->n_options, pl->requests, pl->n_pending,
-                            pl->cluster_size, true,          now_ms,       pl->created_ms};
+    decide_request_t req = {pl->options,   pl->n_options,    pl->requests,
+                            pl->n_pending, pl->cluster_size, true,
+                            now_ms,        pl->created_ms,   NULL};
     frugal_err_t err;
     frugal_err_clear(&err);
     /* As a server that has just started decides its first BestOptions: demand-fit's

@@ -229,10 +229,16 @@ int decide_best_options_remember(const frugal_config_t *cfg, const decide_reques
             size_t end = i;
             while (end < req->pods_count && (remember == NULL || remember[end]))
                 end++;
-            if (end > i)
-                demand_record_at(memory, &req->pods[i], lifetimes != NULL ? &lifetimes[i] : NULL,
-                                 &mixed[i], req->pod_seen_ms != NULL ? &req->pod_seen_ms[i] : NULL,
-                                 end - i, req->timed ? req->now_ms : -1);
+            demand_batch_t b = {
+                &req->pods[i],
+                lifetimes != NULL ? &lifetimes[i] : NULL,
+                &mixed[i],
+                req->pod_seen_ms != NULL ? &req->pod_seen_ms[i] : NULL,
+                req->pod_identities != NULL ? &req->pod_identities[i] : NULL,
+                end - i,
+                req->timed ? req->now_ms : -1,
+            };
+            demand_remember(memory, &b);
             i = end + 1;
         }
         free(scratch);

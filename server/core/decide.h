@@ -57,8 +57,9 @@ typedef struct decide_request {
                            * ranking.cluster_size when that is a number) */
     bool timed;           /* now_ms is known: demand-fit weighs spare room by the arrival rate */
     int64_t now_ms;       /* when the request came, on the caller's clock */
-    const int64_t *pod_seen_ms; /* per distinct pod, when it arrived on the same clock (its
-                                 * creation time); NULL, or a negative entry: at now_ms */
+    const int64_t *pod_seen_ms;     /* per distinct pod, when it arrived on the same clock (its
+                                     * creation time); NULL, or a negative entry: at now_ms */
+    const uint64_t *pod_identities; /* per distinct pod, pod_identity (0: none); NULL: none */
 } decide_request_t;
 
 /* Whether a request carries mixed GPU demand (docs/ranking.md): not known yet (the

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#define DEMAND__PROBES 8
+
 void demand_init(demand_memory_t *m) {
     atomic_init(&m->head, 0);
     for (size_t i = 0; i < DEMAND_SLOTS; i++) {
@@ -14,34 +16,79 @@ void demand_init(demand_memory_t *m) {
         atomic_init(&s->restricted, 0);
         atomic_init(&s->used, 0);
         atomic_init(&s->seen_ms, -1);
+        atomic_init(&s->identity, 0);
     }
+    for (size_t i = 0; i < DEMAND_INDEX; i++) {
+        atomic_init(&m->index_identity[i], 0);
+        atomic_init(&m->index_slot[i], 0);
+    }
+}
+
+/* Whether index entry e still names the slot that holds its identity. */
+static bool demand__entry_live(const demand_memory_t *m, size_t e, uint64_t identity) {
+    uint32_t slot = atomic_load_explicit(&m->index_slot[e], memory_order_relaxed);
+    return slot < DEMAND_SLOTS &&
+           atomic_load_explicit(&m->slots[slot].identity, memory_order_relaxed) == identity;
+}
+
+static bool demand__known(const demand_memory_t *m, uint64_t identity) {
+    for (size_t p = 0; p < DEMAND__PROBES; p++) {
+        size_t e = (size_t)(identity + p) & (DEMAND_INDEX - 1);
+        uint64_t at = atomic_load_explicit(&m->index_identity[e], memory_order_relaxed);
+        if (at == 0)
+            return false;
+        if (at == identity && demand__entry_live(m, e, identity))
+            return true;
+    }
+    return false;
+}
+
+/* Point the index at slot for identity: the first free, stale or own entry among the
+ * probes, else the first probe (the oldest pods are the ones to forget). */
+static void demand__index(demand_memory_t *m, uint64_t identity, uint32_t slot) {
+    size_t e = (size_t)identity & (DEMAND_INDEX - 1);
+    for (size_t p = 0; p < DEMAND__PROBES; p++) {
+        size_t q = (size_t)(identity + p) & (DEMAND_INDEX - 1);
+        uint64_t at = atomic_load_explicit(&m->index_identity[q], memory_order_relaxed);
+        if (at == 0 || at == identity || !demand__entry_live(m, q, at)) {
+            e = q;
+            break;
+        }
+    }
+    atomic_store_explicit(&m->index_slot[e], slot, memory_order_relaxed);
+    atomic_store_explicit(&m->index_identity[e], identity, memory_order_relaxed);
 }
 
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n) {
-    demand_record_at(m, pods, lifetimes, NULL, NULL, n, -1);
+    demand_batch_t b = {pods, lifetimes, NULL, NULL, NULL, n, -1};
+    demand_remember(m, &b);
 }
 
-void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
-                      const bool *restricted, const int64_t *seen_ms, size_t n, int64_t at_ms) {
-    if (n == 0)
-        return;
+void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
-    size_t skip = n > DEMAND_SLOTS ? n - DEMAND_SLOTS : 0;
-    uint64_t at = atomic_fetch_add_explicit(&m->head, n - skip, memory_order_relaxed);
-    for (size_t i = skip; i < n; i++, at++) {
-        demand_slot_t *s = &m->slots[at % DEMAND_SLOTS];
-        atomic_store_explicit(&s->cpu_milli, pods[i].cpu_milli, memory_order_relaxed);
-        atomic_store_explicit(&s->memory_bytes, pods[i].memory_bytes, memory_order_relaxed);
-        atomic_store_explicit(&s->gpu, pods[i].gpu, memory_order_relaxed);
+    size_t skip = b->n > DEMAND_SLOTS ? b->n - DEMAND_SLOTS : 0;
+    for (size_t i = skip; i < b->n; i++) {
+        uint64_t identity = b->identities != NULL ? b->identities[i] : 0;
+        if (identity != 0 && demand__known(m, identity))
+            continue;
+        uint64_t at = atomic_fetch_add_explicit(&m->head, 1, memory_order_relaxed);
+        uint32_t slot = (uint32_t)(at % DEMAND_SLOTS);
+        demand_slot_t *s = &m->slots[slot];
+        atomic_store_explicit(&s->cpu_milli, b->pods[i].cpu_milli, memory_order_relaxed);
+        atomic_store_explicit(&s->memory_bytes, b->pods[i].memory_bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->gpu, b->pods[i].gpu, memory_order_relaxed);
         atomic_store_explicit(&s->lifetime,
-                              (uint8_t)(lifetimes ? lifetimes[i] : POD_LIFETIME_UNKNOWN),
+                              (uint8_t)(b->lifetimes ? b->lifetimes[i] : POD_LIFETIME_UNKNOWN),
                               memory_order_relaxed);
-        atomic_store_explicit(&s->restricted, (uint8_t)(restricted != NULL && restricted[i]),
+        atomic_store_explicit(&s->restricted, (uint8_t)(b->restricted != NULL && b->restricted[i]),
                               memory_order_relaxed);
-        int64_t seen = seen_ms != NULL && seen_ms[i] >= 0 ? seen_ms[i] : at_ms;
+        int64_t seen = b->seen_ms != NULL && b->seen_ms[i] >= 0 ? b->seen_ms[i] : b->at_ms;
         atomic_store_explicit(&s->seen_ms, seen, memory_order_relaxed);
+        atomic_store_explicit(&s->identity, identity, memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);
+        if (identity != 0)
+            demand__index(m, identity, slot);
     }
 }
 

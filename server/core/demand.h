@@ -5,7 +5,7 @@
  * fast pods came lately).
  *
  * Thread-safe without locks: BestOptions runs on several gRPC worker threads at once.
- * A writer reserves its slots with one atomic add on the head and stores each field
+ * A writer reserves each slot with an atomic add on the head and stores each field
  * with a relaxed atomic store; a reader sums the slots with relaxed loads. A summary
  * taken while a writer is halfway may mix one slot's old and new fields: the figures
  * are statistics over thousands of pods, and one torn slot moves them by nothing that
@@ -22,6 +22,7 @@
 #include "quantity.h"
 
 #define DEMAND_SLOTS 4096
+#define DEMAND_INDEX (2 * DEMAND_SLOTS) /* entries of the identity index, a power of two */
 
 /* One remembered pod. used is 0 for a never-written slot. */
 typedef struct demand_slot {
@@ -31,12 +32,19 @@ typedef struct demand_slot {
     _Atomic uint8_t lifetime;   /* pod_lifetime_t */
     _Atomic uint8_t restricted; /* a GPU pod some GPU group of its request could not host */
     _Atomic uint8_t used;
-    _Atomic int64_t seen_ms; /* when it was seen, on the caller's clock; -1: not known */
+    _Atomic int64_t seen_ms;   /* when it arrived, on the caller's clock; -1: not known */
+    _Atomic uint64_t identity; /* pod_identity; 0: none */
 } demand_slot_t;
 
 typedef struct demand_memory {
     _Atomic uint64_t head; /* slots written so far; the next goes to head % DEMAND_SLOTS */
     demand_slot_t slots[DEMAND_SLOTS];
+    /* Which slot holds each remembered identity, so that a pod asked about again (it
+     * stayed pending) is not remembered twice: open addressing, a few probes from the
+     * identity's own bits. An entry whose slot has been overwritten since is stale,
+     * and the next insert takes it. Races may remember a pod twice: statistics. */
+    _Atomic uint64_t index_identity[DEMAND_INDEX];
+    _Atomic uint32_t index_slot[DEMAND_INDEX];
 } demand_memory_t;
 
 /* What the ranking reads. */
@@ -64,12 +72,22 @@ void demand_init(demand_memory_t *m);
 void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
                    size_t n);
 
-/* The same, with whether each pod is restricted to some of the GPU groups its request
- * offered (restricted may be NULL: none is) and when each arrived on the caller's clock:
- * seen_ms[i] (seen_ms may be NULL), else, for a negative entry or no array, at_ms
- * (-1: not known). */
-void demand_record_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lifetimes,
-                      const bool *restricted, const int64_t *seen_ms, size_t n, int64_t at_ms);
+/* Pods to remember, in parallel arrays of n entries; every array but pods may be NULL. */
+typedef struct demand_batch {
+    const resources_t *pods;
+    const pod_lifetime_t *lifetimes; /* NULL: unknown */
+    const bool *restricted;          /* restricted to some of the GPU groups its request offered;
+                                      * NULL: none is */
+    const int64_t *seen_ms;          /* when each arrived on the caller's clock; NULL, or a negative
+                                      * entry: at at_ms */
+    const uint64_t *identities;      /* pod_identity; a pod already remembered under its (non-zero)
+                                      * identity is not remembered again; NULL: none has one */
+    size_t n;
+    int64_t at_ms; /* -1: not known */
+} demand_batch_t;
+
+/* Remember the pods of b, overwriting the oldest ones. */
+void demand_remember(demand_memory_t *m, const demand_batch_t *b);
 
 /* Summarise what m remembers into *out. */
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out);

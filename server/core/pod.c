@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
 #include "kube_json.h"
 
 /* Where a quantity came from, for error messages. */
@@ -232,24 +233,47 @@ int64_t pod_created_ms(const k8s_pod_t *pod) {
     return t->seconds * 1000 + nanos / 1000000;
 }
 
-int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
-                       int64_t *created_ms, frugal_err_t *err) {
-    if (created_ms != NULL)
-        *created_ms = -1;
+uint64_t pod_identity(const k8s_pod_t *pod) {
+    const k8s_object_meta_t *m = pod != NULL ? pod->metadata : NULL;
+    if (m == NULL)
+        return 0;
+    uint64_t h = HASH_FNV_OFFSET;
+    if (m->uid != NULL && m->uid[0] != '\0') {
+        for (const char *c = m->uid; *c != '\0'; c++)
+            h = hash_fnv_byte(h, (unsigned char)*c);
+    } else if (m->name != NULL && m->name[0] != '\0') {
+        char name[512];
+        pod_format_name(pod, name, sizeof(name));
+        h = hash_fnv_byte(h, '/'); /* never the hash of a uid of the same bytes */
+        for (const char *c = name; *c != '\0'; c++)
+            h = hash_fnv_byte(h, (unsigned char)*c);
+    } else {
+        return 0;
+    }
+    h = hash_finish(h);
+    return h != 0 ? h : 1;
+}
+
+int pod_decode_summary(const uint8_t *data, size_t len, pod_summary_t *out, frugal_err_t *err) {
+    memset(out, 0, sizeof(*out));
+    out->created_ms = -1;
     k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
     if (pod == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
-    int rc = pod_effective_request(pod, out, err);
-    if (lifetime != NULL)
-        *lifetime = pod_lifetime(pod);
-    if (created_ms != NULL)
-        *created_ms = pod_created_ms(pod);
+    int rc = pod_effective_request(pod, &out->request, err);
+    out->lifetime = pod_lifetime(pod);
+    out->created_ms = pod_created_ms(pod);
+    out->identity = pod_identity(pod);
     k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
     return rc;
 }
 
 int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
-    return pod_decode_summary(data, len, out, NULL, NULL, err);
+    pod_summary_t s;
+    int rc = pod_decode_summary(data, len, &s, err);
+    if (rc == 0)
+        *out = s.request;
+    return rc;
 }
 
 pod_lifetime_t pod_lifetime_of_kind(const char *kind) {

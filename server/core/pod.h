@@ -41,10 +41,21 @@ pod_lifetime_t pod_lifetime(const k8s_pod_t *pod);
  * set"). */
 int64_t pod_created_ms(const k8s_pod_t *pod);
 
-/* pod_decode_request, also giving the pod's lifetime and creation time (pod_created_ms);
- * either may be NULL. */
-int pod_decode_summary(const uint8_t *data, size_t len, resources_t *out, pod_lifetime_t *lifetime,
-                       int64_t *created_ms, frugal_err_t *err);
+/* Who a decoded pod is, for recognising it when it comes again: a hash of its
+ * metadata.uid, else of "namespace/name"; 0 when it has neither. Never 0 otherwise. */
+uint64_t pod_identity(const k8s_pod_t *pod);
+
+/* What BestOptions reads of a pod. */
+typedef struct pod_summary {
+    resources_t request;     /* its effective request */
+    pod_lifetime_t lifetime; /* pod_lifetime */
+    int64_t created_ms;      /* pod_created_ms */
+    uint64_t identity;       /* pod_identity */
+} pod_summary_t;
+
+/* pod_decode_request, giving the whole summary. On failure out->created_ms is -1 and
+ * out->identity 0. */
+int pod_decode_summary(const uint8_t *data, size_t len, pod_summary_t *out, frugal_err_t *err);
 
 /* "namespace/name" of a pod (generateName when the name is empty) into buf. */
 char *pod_format_name(const k8s_pod_t *pod, char *buf, size_t size);

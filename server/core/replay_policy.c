@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "decide.h"
+#include "hash.h"
 #include "replay.h"
 
 /* ---- CA's expanders ---- */
@@ -135,6 +136,12 @@ static void replay__frugal_free(void *state) {
     free(s);
 }
 
+/* A trace pod's identity, as pod_identity gives a live pod's: never 0. */
+static uint64_t replay__pod_identity(uint32_t index) {
+    uint64_t h = hash_finish((uint64_t)index + 1);
+    return h != 0 ? h : 1;
+}
+
 /* The options as BestOptions would receive them: every option carries its pods, the
  * distinct pods are the loop's pending pods; then the decision, and CA's random
  * fallback among several winners. */
@@ -147,8 +154,9 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
     resources_t *pods = calloc(m, sizeof(*pods));
     pod_lifetime_t *lts = calloc(m, sizeof(*lts));
     int64_t *created = calloc(m, sizeof(*created));
+    uint64_t *identities = calloc(m, sizeof(*identities));
     int rc = 0;
-    if (!opts || !pods || !lts || !created) {
+    if (!opts || !pods || !lts || !created || !identities) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
@@ -156,6 +164,7 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
         pods[k] = view->pods[view->pending[k]].request;
         lts[k] = view->pods[view->pending[k]].lifetime;
         created[k] = view->pods[view->pending[k]].arrive_s * 1000; /* CA's creationTimestamp */
+        identities[k] = replay__pod_identity(view->pending[k]);    /* and its uid */
     }
     for (size_t i = 0; i < n; i++) {
         const replay_option_t *o = &options[i];
@@ -170,8 +179,15 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
                       g->cfg->max_size},
         };
     }
-    decide_request_t req = {
-        opts, n, pods, view->pending_count, view->cluster_nodes, true, view->now_s * 1000, created};
+    decide_request_t req = {opts,
+                            n,
+                            pods,
+                            view->pending_count,
+                            view->cluster_nodes,
+                            true,
+                            view->now_s * 1000,
+                            created,
+                            identities};
     decide_result_t res;
     if ((rc = decide_best_options_remember(&s->cfg, &req, lts, NULL, s->demand, &res, err)) != 0)
         goto done;
@@ -183,6 +199,7 @@ done:
     free(pods);
     free(lts);
     free(created);
+    free(identities);
     return rc;
 }
 

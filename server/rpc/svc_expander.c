@@ -213,7 +213,9 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
     bool *decoded = calloc(m, sizeof(*decoded));
     int64_t *created = calloc(m, sizeof(*created));
-    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded || !created) {
+    uint64_t *identities = calloc(m, sizeof(*identities));
+    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded || !created ||
+        !identities) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
     }
@@ -222,7 +224,8 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
      * structs (an undecodable pod has no request; its options are left out, and it is
      * not remembered as demand). */
     /* A pod arrived when it was created; the request came at its latest pod's creation,
-     * on the pods' clock (the wall clock when none has a creation time). */
+     * on the pods' clock (the wall clock when none has a creation time). A pod is
+     * remembered once, however often CA asks about it (identities). */
     int64_t now = -1;
     for (size_t i = 0; i < req->pods_count; i++) {
         decoded[i] = req->pods[i].rc == 0;
@@ -230,10 +233,12 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
             pods[i] = req->pods[i].request;
         lifetimes[i] = req->pods[i].lifetime;
         created[i] = decoded[i] ? req->pods[i].created_ms : -1;
+        identities[i] = decoded[i] ? req->pods[i].identity : 0;
         now = created[i] > now ? created[i] : now;
     }
     decide_request_t dr = {
-        options, n, pods, req->pods_count, 0, true, now >= 0 ? now : clock_wall_ms(), created};
+        options, n,         pods, req->pods_count, 0, true, now >= 0 ? now : clock_wall_ms(),
+        created, identities};
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);
@@ -295,6 +300,7 @@ done:
     free(lifetimes);
     free(decoded);
     free(created);
+    free(identities);
     free(debugs);
     free(nodes);
     free(pods);

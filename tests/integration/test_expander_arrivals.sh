@@ -4,7 +4,8 @@
 # within seconds to the real server, buy the snug n1-standard-2 when they were created
 # a hundred hours apart (the large node's room would stay empty for days), and the
 # n1-standard-16 with room for nine more when they were created 18 s apart. Pods
-# without a creation time are seen when the request comes, on the wall clock.
+# without a creation time are seen when the request comes, on the wall clock; a pod
+# asked about again is remembered once.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
@@ -16,21 +17,21 @@ node_groups:
 EOF2
 ADDR="127.0.0.1:$PORT"
 
-# ask CREATED: one best-options call for a 1.5-core web pod created at CREATED (unix
-# seconds; "" for none); the winner in $WINNER, its arrivals_per_hour in $RATE (of the
-# two-option call: ctl also asks about each option alone, for its figures, and the
-# server remembers the pod each time).
+# ask N CREATED: one best-options call for web-N, a 1.5-core pod created at CREATED
+# (unix seconds; "" for none); the winner in $WINNER, its arrivals_per_hour in $RATE.
+# ctl also asks about each option alone, for its figures: the server remembers the pod
+# once, by its name (ctl's pods have no uid).
 ask() {
-    local created=${1:+, created: $1}
+    local name=web-$1 created=${2:+, created: $2}
     cat >"$TMP/best.yaml" <<EOF2
 options:
-  - {group: s2, node_count: 1, pods: [{name: web, cpu: 1500m, memory: 2Gi, owner: ReplicaSet$created}]}
-  - {group: s16, node_count: 1, pods: [{name: web, cpu: 1500m, memory: 2Gi, owner: ReplicaSet$created}]}
+  - {group: s2, node_count: 1, pods: [{name: $name, cpu: 1500m, memory: 2Gi, owner: ReplicaSet$created}]}
+  - {group: s16, node_count: 1, pods: [{name: $name, cpu: 1500m, memory: 2Gi, owner: ReplicaSet$created}]}
 nodes:
   - {group: s2, machine_type: n1-standard-2, zone: us-central1-a}
   - {group: s16, machine_type: n1-standard-16, zone: us-central1-a}
 EOF2
-    assert_ok "best-options (created ${1:-never})" ctl best-options "$TMP/best.yaml"
+    assert_ok "best-options $name (created ${2:-never})" ctl best-options "$TMP/best.yaml"
     WINNER=$(echo "$OUT" | awk 'NR > 1 && $NF == "*" { print $2; exit }')
     RATE=$(grep 'BestOptions: chose.*"options":2' "$SERVER_LOG" | tail -1 |
         sed -n 's/.*"arrivals_per_hour":\([0-9.e+-]*\).*/\1/p')
@@ -42,7 +43,7 @@ log "pods created 100 hours apart: a slow trickle, the snug node"
 export FRUGAL_LOG_FORMAT=json
 start_server "$TMP/frugal.yaml"
 for i in $(seq 0 9); do
-    ask $((T0 + i * 360000))
+    ask "$i" $((T0 + i * 360000))
 done
 assert_eq s2 "$WINNER" "winner after ten pods 100 h apart"
 assert_match '^0\.[0-9]+$' "$RATE" "arrivals_per_hour under one [$RATE]"
@@ -51,16 +52,25 @@ stop_server
 log "the same pods created 18 s apart: a busy cluster, the large node's room will fill"
 start_server "$TMP/frugal.yaml"
 for i in $(seq 0 9); do
-    ask $((T0 + i * 18))
+    ask "$i" $((T0 + i * 18))
 done
 assert_eq s16 "$WINNER" "winner after ten pods 18 s apart"
 assert_match '^[0-9]{3,}(\.[0-9]+)?$' "$RATE" "arrivals_per_hour in the hundreds [$RATE]"
 stop_server
 
+log "one pod asked about again and again (it stays pending) is one pod: the snug node"
+start_server "$TMP/frugal.yaml"
+for i in $(seq 0 9); do
+    ask 0 ""
+done
+assert_eq s2 "$WINNER" "winner after the same pod asked ten times"
+assert_eq 0 "$RATE" "one pod: no rate"
+stop_server
+
 log "pods without a creation time: seen when asked, within seconds, the large node"
 start_server "$TMP/frugal.yaml"
 for i in $(seq 0 9); do
-    ask ""
+    ask "$i" ""
 done
 assert_eq s16 "$WINNER" "winner after ten pods asked seconds apart"
 unset FRUGAL_LOG_FORMAT

@@ -139,21 +139,21 @@ static void test_owner_and_created(void **state) {
     uint8_t *bytes = NULL;
     size_t len = 0;
     assert_int_equal(pod_spec_pack(&spec, &bytes, &len, NULL), 0);
-    resources_t r;
-    pod_lifetime_t lifetime = POD_LIFETIME_UNKNOWN;
-    int64_t created = 0;
-    assert_int_equal(pod_decode_summary(bytes, len, &r, &lifetime, &created, NULL), 0);
+    pod_summary_t s;
+    assert_int_equal(pod_decode_summary(bytes, len, &s, NULL), 0);
     free(bytes);
-    assert_int_equal(r.cpu_milli, 1000);
-    assert_int_equal(lifetime, POD_LIFETIME_SHORT);
-    assert_int_equal(created, 1767225600000LL);
+    assert_int_equal(s.request.cpu_milli, 1000);
+    assert_int_equal(s.lifetime, POD_LIFETIME_SHORT);
+    assert_int_equal(s.created_ms, 1767225600000LL);
+    assert_true(s.identity == 0); /* no uid, no name */
 
-    pod_spec_t plain = {.cpu = "1"};
+    pod_spec_t plain = {.cpu = "1", .name = "web-0"};
     assert_int_equal(pod_spec_pack(&plain, &bytes, &len, NULL), 0);
-    assert_int_equal(pod_decode_summary(bytes, len, &r, &lifetime, &created, NULL), 0);
+    assert_int_equal(pod_decode_summary(bytes, len, &s, NULL), 0);
     free(bytes);
-    assert_int_equal(lifetime, POD_LIFETIME_UNKNOWN);
-    assert_int_equal(created, -1);
+    assert_int_equal(s.lifetime, POD_LIFETIME_UNKNOWN);
+    assert_int_equal(s.created_ms, -1);
+    assert_true(s.identity != 0); /* default/web-0 */
 }
 
 int main(void) {

@@ -70,8 +70,8 @@ static decide_option_t option(const char *id, int32_t count, const node_info_t *
 
 static void decide(const frugal_config_t *cfg, const decide_option_t *opts, size_t n,
                    int64_t cluster_size, decide_result_t *res) {
-    decide_request_t req = {opts,         n,     pods, sizeof(pods) / sizeof(*pods),
-                            cluster_size, false, 0,    NULL};
+    decide_request_t req = {opts, n,    pods, sizeof(pods) / sizeof(*pods), cluster_size, false,
+                            0,    NULL, NULL};
     frugal_err_t err = {0};
     assert_int_equal(decide_best_options(cfg, &req, res, &err), 0);
 }

@@ -20,6 +20,7 @@
 
 #include "decide.h"
 #include "demand.h"
+#include "hash.h"
 #include "pricing.h"
 
 #define GIB (1024LL * 1024 * 1024)
@@ -137,6 +138,13 @@ static decide_option_t option(const char *id, const node_info_t *ni, const uint3
     return o;
 }
 
+/* demand_remember of n pods without identities. */
+static void remember_at(demand_memory_t *m, const resources_t *pods, const pod_lifetime_t *lt,
+                        const bool *restricted, const int64_t *seen_ms, size_t n, int64_t at_ms) {
+    demand_batch_t b = {pods, lt, restricted, seen_ms, NULL, n, at_ms};
+    demand_remember(m, &b);
+}
+
 /* The memory keeps when each pod was seen; the summary counts the timed pods of each kind
  * and the oldest time. */
 static void test_timed(void **state) {
@@ -148,8 +156,8 @@ static void test_timed(void **state) {
     assert_true(s.oldest_ms == INT64_MAX);
     resources_t cpu[2] = {{1000, GIB, 0}, {1000, GIB, 0}}, gpu[1] = {{1000, GIB, 1}};
     demand_record(m, cpu, NULL, 2); /* no time: not counted */
-    demand_record_at(m, cpu, NULL, NULL, NULL, 2, 5000);
-    demand_record_at(m, gpu, NULL, NULL, NULL, 1, 9000);
+    remember_at(m, cpu, NULL, NULL, NULL, 2, 5000);
+    remember_at(m, gpu, NULL, NULL, NULL, 1, 9000);
     demand_summarize(m, &s);
     assert_int_equal(s.pods, 5);
     assert_int_equal(s.timed_pods, 2);
@@ -158,11 +166,45 @@ static void test_timed(void **state) {
     assert_int_equal(s.newest_ms, 9000);
     /* Each pod at its own time (its creation); a negative entry at the call's time. */
     int64_t created[2] = {2000, -1};
-    demand_record_at(m, cpu, NULL, NULL, created, 2, 12000);
+    remember_at(m, cpu, NULL, NULL, created, 2, 12000);
     demand_summarize(m, &s);
     assert_int_equal(s.timed_pods, 4);
     assert_int_equal(s.oldest_ms, 2000);
     assert_int_equal(s.newest_ms, 12000);
+    free(m);
+}
+
+/* A pod remembered under its identity is not remembered again, however often it comes
+ * (CA asks about a pending pod every loop); pods without one always are; once its slot
+ * is overwritten, the pod is new again. */
+static void test_identities(void **state) {
+    (void)state;
+    demand_memory_t *m = empty_memory();
+    demand_summary_t s;
+    resources_t pods[3] = {{1000, GIB, 0}, {2000, GIB, 0}, {3000, GIB, 0}};
+    uint64_t ids[3] = {hash_finish(1), 0, hash_finish(3)};
+    int64_t created[3] = {1000, 2000, 3000};
+    demand_batch_t b = {pods, NULL, NULL, created, ids, 3, 5000};
+    for (int i = 0; i < 5; i++)
+        demand_remember(m, &b);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 2 + 5); /* the unnamed pod five times */
+    assert_true(fabs(s.cpu_cores - (1 + 3 + 5 * 2)) < 1e-9);
+    assert_int_equal(s.oldest_ms, 1000);
+    /* Many distinct pods later (the ring wrapped twice), the first ones are new again. */
+    resources_t one = {1000, GIB, 0};
+    for (uint64_t k = 100; k < 100 + 2 * DEMAND_SLOTS; k++) {
+        uint64_t id = hash_finish(k);
+        demand_batch_t other = {&one, NULL, NULL, NULL, &id, 1, 6000};
+        demand_remember(m, &other);
+    }
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, DEMAND_SLOTS);
+    assert_int_equal(s.oldest_ms, 6000);
+    demand_remember(m, &b);
+    demand_summarize(m, &s);
+    assert_int_equal(s.oldest_ms, 1000);
+    assert_true(fabs(s.cpu_cores - (DEMAND_SLOTS - 3 + 1 + 2 + 3)) < 1e-9);
     free(m);
 }
 
@@ -178,7 +220,7 @@ static size_t rate_pick_created(const frugal_config_t *cfg, demand_memory_t *m, 
     pod_lifetime_t lts[] = {POD_LIFETIME_LONG};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("small", &std2, refs, 1), option("big", &std16, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0, timed, now_ms, created};
+    decide_request_t req = {opts, 2, pods, 1, 0, timed, now_ms, created, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options_remember(cfg, &req, lts, NULL, m, &r, &err), 0);
@@ -218,13 +260,13 @@ static void test_demand_fit_arrival_rate(void **state) {
     resources_t web[] = {{1500, 2 * GIB, 0}};
     pod_lifetime_t lt[] = {POD_LIFETIME_LONG};
     for (int i = 0; i < 200; i++)
-        demand_record_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 18000);
+        remember_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 18000);
     assert_int_equal(rate_pick(cfg, m, true, 3600000, &use), 1);
     assert_true(use > 0.95 && use < 1.0);
     /* One pod every 10 hours: the room would take days to fill; the snug node wins. */
     demand_init(m);
     for (int i = 0; i < 10; i++)
-        demand_record_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 36000000);
+        remember_at(m, web, lt, NULL, NULL, 1, (int64_t)i * 36000000);
     assert_int_equal(rate_pick(cfg, m, true, 360000000, &use), 0);
     assert_true(use < 0.5);
     /* The same pods arriving by their creation times, as BestOptions reads them: the
@@ -263,7 +305,7 @@ static void test_demand_fit_shape(void **state) {
     uint32_t refs[] = {0, 0};
     decide_option_t opts[] = {option("std", &std8, refs, 2), option("mem", &mem8, refs, 2),
                               option("cpu", &cpu8, refs, 1)};
-    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -319,7 +361,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("gpu", &gpu, refs, 1), option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 2, pods, 1, 0, false, 0, NULL};
+    decide_request_t req = {opts, 2, pods, 1, 0, false, 0, NULL, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -369,7 +411,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1),
                               option("a100-1", &a100, refs, 1)};
     opts[2].group.nodes = 1;
-    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL, NULL};
     demand_summary_t d = {.pods = 100,
                           .cpu_cores = 200,
                           .memory_gib = 800,
@@ -442,7 +484,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
                                option("a100-1", &a100, only1, 1)};
     three[1].node_count = 2;
     three[2].group.nodes = 1;
-    decide_request_t req3 = {three, 3, two, 2, 0, false, 0, NULL};
+    decide_request_t req3 = {three, 3, two, 2, 0, false, 0, NULL, NULL};
     assert_int_equal(decide_best_options_demand(cfg, &req3, &dd, &r, &err), 0);
     assert_true(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
@@ -494,7 +536,7 @@ static void test_cluster_size(void **state) {
     resources_t pods[] = {{1000, GIB, 0}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("std", &std8, refs, 1)};
-    decide_request_t req = {opts, 1, pods, 1, 0, false, 0, NULL};
+    decide_request_t req = {opts, 1, pods, 1, 0, false, 0, NULL, NULL};
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
@@ -569,7 +611,7 @@ static void test_remember_then_decide(void **state) {
     bool remember[] = {true, false, true};
     uint32_t refs[] = {0, 1, 2};
     decide_option_t opts[] = {option("std", &std8, refs, 3)};
-    decide_request_t req = {opts, 1, pods, 3, 10, false, 0, NULL};
+    decide_request_t req = {opts, 1, pods, 3, 10, false, 0, NULL, NULL};
     demand_memory_t *m = calloc(1, sizeof(*m));
     demand_init(m);
     decide_result_t r;
@@ -610,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_demand_fit_shape),
         cmocka_unit_test(test_timed),
+        cmocka_unit_test(test_identities),
         cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
         cmocka_unit_test(test_demand_fit_gpu_band_multi),
