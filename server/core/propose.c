@@ -65,6 +65,9 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
     p->name = strdup(pod_format_name(pod, name, sizeof(name)));
     if (p->name == NULL)
         goto nomem;
+    p->lifetime = pod_lifetime(pod);
+    p->created_ms = pod_created_ms(pod);
+    p->identity = pod_identity(pod);
     const k8s_pod_spec_t *spec = pod->spec;
     if (spec == NULL)
         return 0;

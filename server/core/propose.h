@@ -32,17 +32,21 @@
 #include "config.h"
 #include "errors.h"
 #include "k8s.h"
+#include "pod.h"
 #include "quantity.h"
 #include "ranking.h"
 
 /* One pending pod as the algorithm sees it. */
 typedef struct propose_pod {
-    char *name;          /* "namespace/name" */
-    resources_t request; /* effective request */
-    kv_list_t selector;  /* nodeSelector plus required node-affinity pins; sorted, unique */
-    taint_list_t taints; /* taints its custom tolerations ask for; sorted, unique */
-    bool impossible;     /* contradictory selectors, or a label no node can carry: no node can
-                            ever serve it */
+    char *name;              /* "namespace/name" */
+    resources_t request;     /* effective request */
+    kv_list_t selector;      /* nodeSelector plus required node-affinity pins; sorted, unique */
+    taint_list_t taints;     /* taints its custom tolerations ask for; sorted, unique */
+    bool impossible;         /* contradictory selectors, or a label no node can carry: no node can
+                                ever serve it */
+    pod_lifetime_t lifetime; /* what demand-fit's memory of recent pods keeps of it */
+    int64_t created_ms;
+    uint64_t identity;
 } propose_pod_t;
 
 /* Build p from a decoded v1.Pod: name, effective request, selector (nodeSelector plus,

@@ -9,7 +9,9 @@
 
 #include "autoprov.h"
 #include "cluster.h"
+#include "clock.h"
 #include "cluster_nap.h"
+#include "demand.h"
 #include "frugal.pb-c.h"
 #include "group_rules.h"
 #include "k8s_name.h"
@@ -383,6 +385,34 @@ static int reply_proposals(const propose_pod_t *pods, const propose_result_t *re
     return 0;
 }
 
+/* The pods CA asks proposals for are demand too, remembered as BestOptions remembers
+ * its pods (by their creation times and identities: the same pods usually come to
+ * BestOptions next, as options of the proposed groups). Out of memory: not remembered. */
+static void ap_remember(demand_memory_t *memory, const propose_pod_t *pods, size_t n) {
+    size_t m = n ? n : 1;
+    resources_t *requests = calloc(m, sizeof(*requests));
+    pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
+    int64_t *created = calloc(m, sizeof(*created));
+    uint64_t *identities = calloc(m, sizeof(*identities));
+    if (requests != NULL && lifetimes != NULL && created != NULL && identities != NULL) {
+        int64_t now = -1;
+        for (size_t i = 0; i < n; i++) {
+            requests[i] = pods[i].request;
+            lifetimes[i] = pods[i].lifetime;
+            created[i] = pods[i].created_ms;
+            identities[i] = pods[i].identity;
+            now = created[i] > now ? created[i] : now;
+        }
+        demand_batch_t b = {
+            requests, lifetimes, NULL, created, identities, n, now >= 0 ? now : clock_wall_ms()};
+        demand_remember(memory, &b);
+    }
+    free(requests);
+    free(lifetimes);
+    free(created);
+    free(identities);
+}
+
 static int ap_propose_node_groups(service_ctx_t *ctx, const void *request, void *response,
                                   service_mem_t *mem, frugal_err_t *err) {
     const AP(ProposeNodeGroupsRequest) *req = request;
@@ -402,15 +432,8 @@ static int ap_propose_node_groups(service_ctx_t *ctx, const void *request, void 
             goto out;
         }
     }
-    if (ctx->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT && ctx->demand != NULL) {
-        /* The pods CA asks proposals for are demand too (lifetime not decoded: unknown). */
-        resources_t *seen = calloc(n ? n : 1, sizeof(*seen));
-        for (size_t i = 0; seen != NULL && i < n; i++)
-            seen[i] = pods[i].request;
-        if (seen != NULL)
-            demand_record(ctx->demand, seen, NULL, n);
-        free(seen);
-    }
+    if (ctx->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT && ctx->demand != NULL)
+        ap_remember(ctx->demand, pods, n);
     propose_result_t res;
     cluster_read_lock(ctx->cluster);
     propose_params_t params = {ctx->cfg, cluster_node_count(ctx->cluster), group_exists,

@@ -20,6 +20,7 @@
 #include "k8s_name.h"
 #include "provider.h"
 #include "service.h"
+#include "demand.h"
 #include "svc_harness.h"
 #include "wire_names.h"
 
@@ -587,9 +588,24 @@ static void test_propose(void **state) {
     req.n_pods = 5;
     req.pods = pods;
     AP(ProposeNodeGroupsResponse) * resp;
-    assert_int_equal(call(f, "ProposeNodeGroups", &req.base, AP_DESC(propose_node_groups_response),
-                          (ProtobufCMessage **)&resp, &err),
-                     0);
+    /* demand-fit (the default) remembers the pods, each once however often CA asks. */
+    demand_memory_t *memory = malloc(sizeof(*memory));
+    assert_non_null(memory);
+    demand_init(memory);
+    f->ctx.demand = memory;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(call(f, "ProposeNodeGroups", &req.base,
+                              AP_DESC(propose_node_groups_response), (ProtobufCMessage **)&resp,
+                              &err),
+                         0);
+        if (i == 0)
+            protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    f->ctx.demand = NULL;
+    demand_summary_t recent;
+    demand_summarize(memory, &recent);
+    free(memory);
+    assert_int_equal(recent.pods, 5);
     const AP(Proposal) *ssd = serving(resp, "default/ssd");
     assert_non_null(ssd);
     assert_int_equal(ssd->n_labels, 1);
