@@ -15,12 +15,12 @@
 
 #include "cluster.h"
 #include "codec.h"
+#include "demand.h"
 #include "frugal.pb-c.h"
 #include "k8s.h"
 #include "k8s_name.h"
 #include "provider.h"
 #include "service.h"
-#include "demand.h"
 #include "svc_harness.h"
 #include "wire_names.h"
 
