@@ -106,7 +106,8 @@ agree() {
     live=$(ctl_options)
     if [ "${AGREE_WINNERS_ONLY:-}" = 1 ]; then
         # Only the first call's answer: the per-option calls ctl makes for the figures
-        # add their pods to a demand-fit server's memory of recent pods.
+        # come later, and a demand-fit server reads the rate of its pods' arrivals (all
+        # at one instant for plan) up to the latest call.
         assert_eq "$(echo "$PLAN" | awk '{ print $1, $3 }')" "$(echo "$live" | awk '{ print $1, $3 }')" \
             "plan and BestOptions: same options and winners ($config)"
     else
