@@ -39,41 +39,38 @@ EOF2
 
 T0=1767225600 # 2026-01-01T00:00:00Z
 
-log "pods created 100 hours apart: a slow trickle, the snug node"
+# ten STEP WANT WHAT: on a fresh server, ask about ten pods, web-I created at
+# T0 + I * STEP ("-" for no creation time, "same" for web-0 ten times, no creation
+# time); the last winner must be WANT.
+ten() {
+    local step=$1 want=$2 what=$3 i
+    start_server "$TMP/frugal.yaml"
+    for i in $(seq 0 9); do
+        case $step in
+        -) ask "$i" "" ;;
+        same) ask 0 "" ;;
+        *) ask "$i" $((T0 + i * step)) ;;
+        esac
+    done
+    assert_eq "$want" "$WINNER" "winner after $what"
+    stop_server
+}
+
 export FRUGAL_LOG_FORMAT=json
-start_server "$TMP/frugal.yaml"
-for i in $(seq 0 9); do
-    ask "$i" $((T0 + i * 360000))
-done
-assert_eq s2 "$WINNER" "winner after ten pods 100 h apart"
+log "pods created 100 hours apart: a slow trickle, the snug node"
+ten 360000 s2 "ten pods 100 h apart"
 assert_match '^0\.[0-9]+$' "$RATE" "arrivals_per_hour under one [$RATE]"
-stop_server
 
 log "the same pods created 18 s apart: a busy cluster, the large node's room will fill"
-start_server "$TMP/frugal.yaml"
-for i in $(seq 0 9); do
-    ask "$i" $((T0 + i * 18))
-done
-assert_eq s16 "$WINNER" "winner after ten pods 18 s apart"
+ten 18 s16 "ten pods 18 s apart"
 assert_match '^[0-9]{3,}(\.[0-9]+)?$' "$RATE" "arrivals_per_hour in the hundreds [$RATE]"
-stop_server
 
 log "one pod asked about again and again (it stays pending) is one pod: the snug node"
-start_server "$TMP/frugal.yaml"
-for i in $(seq 0 9); do
-    ask 0 ""
-done
-assert_eq s2 "$WINNER" "winner after the same pod asked ten times"
+ten same s2 "the same pod asked ten times"
 assert_eq 0 "$RATE" "one pod: no rate"
-stop_server
 
 log "pods without a creation time: seen when asked, within seconds, the large node"
-start_server "$TMP/frugal.yaml"
-for i in $(seq 0 9); do
-    ask "$i" ""
-done
-assert_eq s16 "$WINNER" "winner after ten pods asked seconds apart"
+ten - s16 "ten pods asked seconds apart"
 unset FRUGAL_LOG_FORMAT
-stop_server
 
 finish
