@@ -7,31 +7,55 @@
 #include <string.h>
 #include <time.h>
 
+/* n decimal digits at s into *out; false when one is not a digit. */
+static bool timestamp__digits(const char *s, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 bool timestamp_parse(const char *s, int64_t *unix_seconds) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*s != '\0' && *end == '\0' && errno == 0 && v > 0) {
+    size_t len = strlen(s);
+    if (len > 0 && strspn(s, "0123456789") == len) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno != 0 || v <= 0)
+            return false;
         *unix_seconds = v;
         return true;
     }
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    int used = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec, &used) != 6 ||
-        used != 19)
+    /* YYYY-MM-DDTHH:MM:SS, then an optional fraction and Z or +HH:MM / -HH:MM. */
+    int year, month, day, hour, minute, second;
+    if (len < 20 || !timestamp__digits(s, 4, &year) || s[4] != '-' ||
+        !timestamp__digits(s + 5, 2, &month) || s[7] != '-' || !timestamp__digits(s + 8, 2, &day) ||
+        (s[10] != 'T' && s[10] != 't') || !timestamp__digits(s + 11, 2, &hour) || s[13] != ':' ||
+        !timestamp__digits(s + 14, 2, &minute) || s[16] != ':' ||
+        !timestamp__digits(s + 17, 2, &second))
         return false;
-    tm.tm_year -= 1900, tm.tm_mon -= 1;
-    const char *rest = s + used;
-    if (*rest == '.') /* fractions of a second */
+    /* A leap second (60) is read as the next second, as Go and most parsers do. */
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+        return false;
+    const char *rest = s + 19;
+    if (*rest == '.') { /* fractions of a second, dropped */
+        if (rest[1] < '0' || rest[1] > '9')
+            return false;
         for (rest++; *rest >= '0' && *rest <= '9'; rest++)
             ;
+    }
     int64_t offset = 0;
     if (*rest == 'Z' || *rest == 'z') {
         rest++;
-    } else if ((*rest == '+' || *rest == '-') && strlen(rest) == 6 && rest[3] == ':') {
-        int hh = atoi(rest + 1), mm = atoi(rest + 4);
+    } else if (*rest == '+' || *rest == '-') {
+        int hh, mm;
+        if (!timestamp__digits(rest + 1, 2, &hh) || rest[3] != ':' ||
+            !timestamp__digits(rest + 4, 2, &mm) || hh > 23 || mm > 59)
+            return false;
         offset = (rest[0] == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
         rest += 6;
     } else {
@@ -39,7 +63,19 @@ bool timestamp_parse(const char *s, int64_t *unix_seconds) {
     }
     if (*rest != '\0')
         return false;
-    int64_t t = (int64_t)timegm(&tm) - offset;
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = second;
+    int64_t t = (int64_t)timegm(&tm);
+    /* A day the month does not have (February 30) comes back normalised. */
+    if (tm.tm_mday != day && second != 60)
+        return false;
+    t -= offset;
     if (t <= 0)
         return false;
     *unix_seconds = t;

@@ -23,6 +23,10 @@ static void test_forms(void **state) {
     assert_int_equal(t, 1767225600);
     assert_true(timestamp_parse("1767225600", &t));
     assert_int_equal(t, 1767225600);
+    assert_true(timestamp_parse("2024-02-29T12:00:00Z", &t)); /* a leap day */
+    assert_int_equal(t, 1709208000);
+    assert_true(timestamp_parse("2016-12-31T23:59:60Z", &t)); /* a leap second */
+    assert_int_equal(t, 1483228800);
 }
 
 static void test_rejected(void **state) {
@@ -39,6 +43,16 @@ static void test_rejected(void **state) {
         "2026-01-01T00:00:00Zx",
         "1970-01-01T00:00:00Z",
         "12s",
+        "+5",
+        " 5",
+        "99999999999999999999",
+        "2026-13-01T00:00:00Z",
+        "2026-02-30T00:00:00Z",
+        "2026-01-01T24:00:00Z",
+        "2026-01-01T00:00:00.Z",
+        "2026-01-01T00:00:00+1:00",
+        "-2026-01-01T00:00:00Z",
+        "2026-1-01T00:00:00Z",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         int64_t t = 42;
