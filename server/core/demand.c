@@ -7,6 +7,7 @@
 
 void demand_init(demand_memory_t *m) {
     atomic_init(&m->head, 0);
+    atomic_init(&m->newest_ms, -1);
     for (size_t i = 0; i < DEMAND_SLOTS; i++) {
         demand_slot_t *s = &m->slots[i];
         atomic_init(&s->cpu_milli, 0);
@@ -65,9 +66,18 @@ void demand_record(demand_memory_t *m, const resources_t *pods, const pod_lifeti
     demand_remember(m, &b);
 }
 
+/* Raise m's newest arrival to at least t. */
+static void demand__newest(demand_memory_t *m, int64_t t) {
+    int64_t cur = atomic_load_explicit(&m->newest_ms, memory_order_relaxed);
+    while (t > cur && !atomic_compare_exchange_weak_explicit(
+                          &m->newest_ms, &cur, t, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
 void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
     size_t skip = b->n > DEMAND_SLOTS ? b->n - DEMAND_SLOTS : 0;
+    int64_t floor = atomic_load_explicit(&m->newest_ms, memory_order_relaxed), latest = -1;
     for (size_t i = skip; i < b->n; i++) {
         uint64_t identity = b->identities != NULL ? b->identities[i] : 0;
         if (identity != 0 && demand__known(m, identity))
@@ -84,12 +94,16 @@ void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
         atomic_store_explicit(&s->restricted, (uint8_t)(b->restricted != NULL && b->restricted[i]),
                               memory_order_relaxed);
         int64_t seen = b->seen_ms != NULL && b->seen_ms[i] >= 0 ? b->seen_ms[i] : b->at_ms;
+        if (seen >= 0 && seen < floor)
+            seen = floor;
+        latest = seen > latest ? seen : latest;
         atomic_store_explicit(&s->seen_ms, seen, memory_order_relaxed);
         atomic_store_explicit(&s->identity, identity, memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);
         if (identity != 0)
             demand__index(m, identity, slot);
     }
+    demand__newest(m, latest);
 }
 
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {

@@ -37,7 +37,8 @@ typedef struct demand_slot {
 } demand_slot_t;
 
 typedef struct demand_memory {
-    _Atomic uint64_t head; /* slots written so far; the next goes to head % DEMAND_SLOTS */
+    _Atomic uint64_t head;     /* slots written so far; the next goes to head % DEMAND_SLOTS */
+    _Atomic int64_t newest_ms; /* the latest arrival remembered; -1: none */
     demand_slot_t slots[DEMAND_SLOTS];
     /* Which slot holds each remembered identity, so that a pod asked about again (it
      * stayed pending) is not remembered twice: open addressing, a few probes from the
@@ -79,7 +80,10 @@ typedef struct demand_batch {
     const bool *restricted;          /* restricted to some of the GPU groups its request offered;
                                       * NULL: none is */
     const int64_t *seen_ms;          /* when each arrived on the caller's clock; NULL, or a negative
-                                      * entry: at at_ms */
+                                      * entry: at at_ms. A pod first remembered after a later one
+                                      * arrived counts as arriving with that one: it was held up
+                                      * (it stayed pending), and its own time would stretch the
+                                      * window of the rate */
     const uint64_t *identities;      /* pod_identity; a pod already remembered under its (non-zero)
                                       * identity is not remembered again; NULL: none has one */
     size_t n;
