@@ -5,7 +5,8 @@
 # a hundred hours apart (the large node's room would stay empty for days), and the
 # n1-standard-16 with room for nine more when they were created 18 s apart. Pods
 # without a creation time are seen when the request comes, on the wall clock; a pod
-# asked about again is remembered once.
+# asked about again is remembered once, and one first seen long after it was created
+# counts as arriving with the latest pod.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
@@ -39,11 +40,12 @@ EOF2
 
 T0=1767225600 # 2026-01-01T00:00:00Z
 
-# ten STEP WANT WHAT: on a fresh server, ask about ten pods, web-I created at
+# ten STEP WANT WHAT [OLD]: on a fresh server, ask about ten pods, web-I created at
 # T0 + I * STEP ("-" for no creation time, "same" for web-0 ten times, no creation
-# time); the last winner must be WANT.
+# time), then, with OLD, about web-10 created OLD seconds before T0; the last winner
+# must be WANT.
 ten() {
-    local step=$1 want=$2 what=$3 i
+    local step=$1 want=$2 what=$3 old=${4:-} i
     start_server "$TMP/frugal.yaml"
     for i in $(seq 0 9); do
         case $step in
@@ -52,6 +54,7 @@ ten() {
         *) ask "$i" $((T0 + i * step)) ;;
         esac
     done
+    [ -z "$old" ] || ask 10 $((T0 - old))
     assert_eq "$want" "$WINNER" "winner after $what"
     stop_server
 }
@@ -64,6 +67,10 @@ assert_match '^0\.[0-9]+$' "$RATE" "arrivals_per_hour under one [$RATE]"
 log "the same pods created 18 s apart: a busy cluster, the large node's room will fill"
 ten 18 s16 "ten pods 18 s apart"
 assert_match '^[0-9]{3,}(\.[0-9]+)?$' "$RATE" "arrivals_per_hour in the hundreds [$RATE]"
+
+log "then a pod created a year ago (pending all along): held up, not a year of arrivals"
+ten 18 s16 "ten pods 18 s apart and one a year old" 31536000
+assert_match '^[0-9]{3,}(\.[0-9]+)?$' "$RATE" "arrivals_per_hour still in the hundreds [$RATE]"
 
 log "one pod asked about again and again (it stays pending) is one pod: the snug node"
 ten same s2 "the same pod asked ten times"
