@@ -32,20 +32,33 @@ static bool demand__entry_live(const demand_memory_t *m, size_t e, uint64_t iden
            atomic_load_explicit(&m->slots[slot].identity, memory_order_relaxed) == identity;
 }
 
-static bool demand__known(const demand_memory_t *m, uint64_t identity) {
+/* The slot that holds identity, or -1 when the memory does not hold it. */
+static int64_t demand__find(const demand_memory_t *m, uint64_t identity) {
     for (size_t p = 0; p < DEMAND__PROBES; p++) {
         size_t e = (size_t)(identity + p) & (DEMAND_INDEX - 1);
         uint64_t at = atomic_load_explicit(&m->index_identity[e], memory_order_relaxed);
         if (at == 0)
-            return false;
+            return -1;
         if (at == identity && demand__entry_live(m, e, identity))
-            return true;
+            return atomic_load_explicit(&m->index_slot[e], memory_order_relaxed);
     }
-    return false;
+    return -1;
+}
+
+/* A pod remembered before comes again: what this call knows and the first did not (it
+ * came first through a proposal, or a later request restricts it) is added. */
+static void demand__complete(demand_memory_t *m, size_t slot, const demand_batch_t *b, size_t i) {
+    demand_slot_t *s = &m->slots[slot];
+    if (b->restricted != NULL && b->restricted[i])
+        atomic_store_explicit(&s->restricted, 1, memory_order_relaxed);
+    if (b->lifetimes != NULL && b->lifetimes[i] != POD_LIFETIME_UNKNOWN &&
+        atomic_load_explicit(&s->lifetime, memory_order_relaxed) == POD_LIFETIME_UNKNOWN)
+        atomic_store_explicit(&s->lifetime, (uint8_t)b->lifetimes[i], memory_order_relaxed);
 }
 
 /* Point the index at slot for identity: the first free, stale or own entry among the
- * probes, else the first probe (the oldest pods are the ones to forget). */
+ * probes, else the first probe (whatever pod it names is forgotten: it may be counted
+ * again if it comes back). */
 static void demand__index(demand_memory_t *m, uint64_t identity, uint32_t slot) {
     size_t e = (size_t)identity & (DEMAND_INDEX - 1);
     for (size_t p = 0; p < DEMAND__PROBES; p++) {
@@ -74,14 +87,30 @@ static void demand__newest(demand_memory_t *m, int64_t t) {
         ;
 }
 
+/* When pod i of b arrived (-1: not known). */
+static int64_t demand__arrival(const demand_batch_t *b, size_t i) {
+    return b->seen_ms != NULL && b->seen_ms[i] >= 0 ? b->seen_ms[i] : b->at_ms;
+}
+
 void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
     /* Only the last DEMAND_SLOTS pods of a large batch would survive anyway. */
     size_t skip = b->n > DEMAND_SLOTS ? b->n - DEMAND_SLOTS : 0;
+    /* Held up: no arrival before the latest remembered one, nor more than
+     * DEMAND_HELD_UP_MS before the latest of this batch. */
     int64_t floor = atomic_load_explicit(&m->newest_ms, memory_order_relaxed), latest = -1;
     for (size_t i = skip; i < b->n; i++) {
+        int64_t t = demand__arrival(b, i);
+        latest = t > latest ? t : latest;
+    }
+    if (latest >= 0 && latest - DEMAND_HELD_UP_MS > floor)
+        floor = latest - DEMAND_HELD_UP_MS;
+    for (size_t i = skip; i < b->n; i++) {
         uint64_t identity = b->identities != NULL ? b->identities[i] : 0;
-        if (identity != 0 && demand__known(m, identity))
+        int64_t known = identity != 0 ? demand__find(m, identity) : -1;
+        if (known >= 0) {
+            demand__complete(m, (size_t)known, b, i);
             continue;
+        }
         uint64_t at = atomic_fetch_add_explicit(&m->head, 1, memory_order_relaxed);
         uint32_t slot = (uint32_t)(at % DEMAND_SLOTS);
         demand_slot_t *s = &m->slots[slot];
@@ -93,10 +122,9 @@ void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
                               memory_order_relaxed);
         atomic_store_explicit(&s->restricted, (uint8_t)(b->restricted != NULL && b->restricted[i]),
                               memory_order_relaxed);
-        int64_t seen = b->seen_ms != NULL && b->seen_ms[i] >= 0 ? b->seen_ms[i] : b->at_ms;
+        int64_t seen = demand__arrival(b, i);
         if (seen >= 0 && seen < floor)
             seen = floor;
-        latest = seen > latest ? seen : latest;
         atomic_store_explicit(&s->seen_ms, seen, memory_order_relaxed);
         atomic_store_explicit(&s->identity, identity, memory_order_relaxed);
         atomic_store_explicit(&s->used, 1, memory_order_relaxed);

@@ -23,6 +23,10 @@
 
 #define DEMAND_SLOTS 4096
 #define DEMAND_INDEX (2 * DEMAND_SLOTS) /* entries of the identity index, a power of two */
+/* A pod created more than this before the latest pod of its request was held up (it
+ * stayed pending, or a server that just started is asked about it): it counts as
+ * arriving this long before, so that its own time does not stretch the rate's window. */
+#define DEMAND_HELD_UP_MS (3600LL * 1000)
 
 /* One remembered pod. used is 0 for a never-written slot. */
 typedef struct demand_slot {
@@ -80,12 +84,12 @@ typedef struct demand_batch {
     const bool *restricted;          /* restricted to some of the GPU groups its request offered;
                                       * NULL: none is */
     const int64_t *seen_ms;          /* when each arrived on the caller's clock; NULL, or a negative
-                                      * entry: at at_ms. A pod first remembered after a later one
-                                      * arrived counts as arriving with that one: it was held up
-                                      * (it stayed pending), and its own time would stretch the
-                                      * window of the rate */
+                                      * entry: at at_ms. A pod held up counts as arriving no
+                                      * earlier than the latest pod remembered before, nor
+                                      * DEMAND_HELD_UP_MS before the latest of the batch */
     const uint64_t *identities;      /* pod_identity; a pod already remembered under its (non-zero)
-                                      * identity is not remembered again; NULL: none has one */
+                                      * identity is not remembered again (its restricted mark and
+                                      * a lifetime it lacked are added); NULL: none has one */
     size_t n;
     int64_t at_ms; /* -1: not known */
 } demand_batch_t;

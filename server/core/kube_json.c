@@ -173,7 +173,7 @@ static int kj__integer(kj_ctx_t *c, const yaml_tree_node_t *n, int64_t lo, int64
 static int kj__time(kj_ctx_t *c, const yaml_tree_node_t *n, const ProtobufCFieldDescriptor *f,
                     void *slot) {
     int64_t seconds;
-    if (n->type != YAML_TREE_SCALAR || !timestamp_parse(n->u.scalar.text, &seconds))
+    if (n->type != YAML_TREE_SCALAR || !timestamp_parse_rfc3339(n->u.scalar.text, &seconds))
         return kj__fail(c, n, "expected an RFC 3339 time (2026-01-02T15:04:05Z)");
     k8s_time_t *t = (k8s_time_t *)kj__new(f->descriptor);
     if (t == NULL)

@@ -19,17 +19,25 @@ static bool timestamp__digits(const char *s, int n, int *out) {
     return true;
 }
 
+/* 9999-12-31T23:59:59Z */
+#define TIMESTAMP__MAX 253402300799LL
+
 bool timestamp_parse(const char *s, int64_t *unix_seconds) {
     size_t len = strlen(s);
     if (len > 0 && strspn(s, "0123456789") == len) {
         char *end;
         errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (errno != 0 || v <= 0)
+        if (errno != 0 || v <= 0 || v > TIMESTAMP__MAX)
             return false;
         *unix_seconds = v;
         return true;
     }
+    return timestamp_parse_rfc3339(s, unix_seconds);
+}
+
+bool timestamp_parse_rfc3339(const char *s, int64_t *unix_seconds) {
+    size_t len = strlen(s);
     /* YYYY-MM-DDTHH:MM:SS, then an optional fraction and Z or +HH:MM / -HH:MM. */
     int year, month, day, hour, minute, second;
     if (len < 20 || !timestamp__digits(s, 4, &year) || s[4] != '-' ||
@@ -38,8 +46,7 @@ bool timestamp_parse(const char *s, int64_t *unix_seconds) {
         !timestamp__digits(s + 14, 2, &minute) || s[16] != ':' ||
         !timestamp__digits(s + 17, 2, &second))
         return false;
-    /* A leap second (60) is read as the next second, as Go and most parsers do. */
-    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59)
         return false;
     const char *rest = s + 19;
     if (*rest == '.') { /* fractions of a second, dropped */
@@ -73,10 +80,10 @@ bool timestamp_parse(const char *s, int64_t *unix_seconds) {
     tm.tm_sec = second;
     int64_t t = (int64_t)timegm(&tm);
     /* A day the month does not have (February 30) comes back normalised. */
-    if (tm.tm_mday != day && second != 60)
+    if (tm.tm_mday != day)
         return false;
     t -= offset;
-    if (t <= 0)
+    if (t <= 0 || t > TIMESTAMP__MAX)
         return false;
     *unix_seconds = t;
     return true;

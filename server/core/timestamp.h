@@ -6,8 +6,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Parse s into *unix_seconds (the fraction dropped); false when s is neither form or
- * is not after the epoch. */
+/* Parse s into *unix_seconds (the fraction dropped); false when s is neither form, is
+ * not after the epoch or is after the year 9999. A leap second (:60) is refused, as
+ * Kubernetes (Go) refuses it. */
 bool timestamp_parse(const char *s, int64_t *unix_seconds);
+
+/* The same, RFC 3339 only (Kubernetes' own times). */
+bool timestamp_parse_rfc3339(const char *s, int64_t *unix_seconds);
 
 #endif

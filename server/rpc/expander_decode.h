@@ -49,7 +49,7 @@ typedef struct expander_pod {
     resources_t request;     /* effective request when rc == 0 */
     pod_lifetime_t lifetime; /* from its controller's kind, when rc == 0 */
     int64_t created_ms;      /* metadata.creationTimestamp (ms since the epoch), -1: none */
-    uint64_t identity;       /* pod_identity: its uid's hash; 0: none */
+    uint64_t identity;       /* pod_identity: its uid's (else namespace/name's) hash; 0: none */
     const char *error;       /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 

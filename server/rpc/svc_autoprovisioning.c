@@ -389,7 +389,9 @@ static int reply_proposals(const propose_pod_t *pods, const propose_result_t *re
  * its pods (by their creation times and identities: the same pods usually come to
  * BestOptions next, as options of the proposed groups). Out of memory: not remembered. */
 static void ap_remember(demand_memory_t *memory, const propose_pod_t *pods, size_t n) {
-    size_t m = n ? n : 1;
+    if (n == 0)
+        return;
+    size_t m = n;
     resources_t *requests = calloc(m, sizeof(*requests));
     pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
     int64_t *created = calloc(m, sizeof(*created));

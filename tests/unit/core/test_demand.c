@@ -215,6 +215,45 @@ static void test_identities(void **state) {
     free(m);
 }
 
+/* A pod created two days before the latest of its request (it stayed pending; the
+ * server just started) counts as arriving DEMAND_HELD_UP_MS before that one. */
+static void test_held_up(void **state) {
+    (void)state;
+    demand_memory_t *m = empty_memory();
+    demand_summary_t s;
+    resources_t pods[2] = {{1000, GIB, 0}, {1000, GIB, 0}};
+    int64_t t = 1767225600000LL, created[2] = {t - 2 * 24 * 3600 * 1000LL, t};
+    remember_at(m, pods, NULL, NULL, created, 2, t);
+    demand_summarize(m, &s);
+    assert_int_equal(s.oldest_ms, t - DEMAND_HELD_UP_MS);
+    assert_int_equal(s.newest_ms, t);
+    free(m);
+}
+
+/* A pod known already gets what a later call knows of it: its restricted mark (it came
+ * first through a proposal, which does not know it), a lifetime it lacked. */
+static void test_known_pod_completed(void **state) {
+    (void)state;
+    demand_memory_t *m = empty_memory();
+    demand_summary_t s;
+    resources_t gpu = {1000, GIB, 1};
+    uint64_t id = hash_finish(7);
+    demand_batch_t proposal = {&gpu, NULL, NULL, NULL, &id, 1, 1000};
+    demand_remember(m, &proposal);
+    demand_summarize(m, &s);
+    assert_int_equal(s.gpu_restricted, 0);
+    assert_int_equal(s.long_pods, 1); /* unknown lifetime counts as staying */
+    bool restricted = true;
+    pod_lifetime_t job = POD_LIFETIME_SHORT;
+    demand_batch_t best = {&gpu, &job, &restricted, NULL, &id, 1, 2000};
+    demand_remember(m, &best);
+    demand_summarize(m, &s);
+    assert_int_equal(s.pods, 1);
+    assert_int_equal(s.gpu_restricted, 1);
+    assert_int_equal(s.long_pods, 0);
+    free(m);
+}
+
 /* One pod of 1.5 cores; a 2-core node fits it snugly, a 16-core node leaves room for 9
  * more. The spare room counts in full when the time is not known; by the share of it
  * that the recent arrivals fill within DECIDE_SPARE_HORIZON_LONG_H otherwise; not at all
@@ -660,6 +699,8 @@ int main(void) {
         cmocka_unit_test(test_demand_fit_shape),
         cmocka_unit_test(test_timed),
         cmocka_unit_test(test_identities),
+        cmocka_unit_test(test_held_up),
+        cmocka_unit_test(test_known_pod_completed),
         cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
         cmocka_unit_test(test_demand_fit_gpu_band_multi),

@@ -25,8 +25,11 @@ static void test_forms(void **state) {
     assert_int_equal(t, 1767225600);
     assert_true(timestamp_parse("2024-02-29T12:00:00Z", &t)); /* a leap day */
     assert_int_equal(t, 1709208000);
-    assert_true(timestamp_parse("2016-12-31T23:59:60Z", &t)); /* a leap second */
-    assert_int_equal(t, 1483228800);
+    assert_true(timestamp_parse("9999-12-31T23:59:59Z", &t));
+    assert_int_equal(t, 253402300799LL);
+    assert_true(timestamp_parse_rfc3339("2026-01-01T00:00:00Z", &t));
+    assert_int_equal(t, 1767225600);
+    assert_false(timestamp_parse_rfc3339("1767225600", &t)); /* Kubernetes' times only */
 }
 
 static void test_rejected(void **state) {
@@ -46,6 +49,9 @@ static void test_rejected(void **state) {
         "+5",
         " 5",
         "99999999999999999999",
+        "253402300800",
+        "2016-12-31T23:59:60Z",
+        "2026-02-30T23:59:60Z",
         "2026-13-01T00:00:00Z",
         "2026-02-30T00:00:00Z",
         "2026-01-01T24:00:00Z",
