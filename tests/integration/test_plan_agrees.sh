@@ -181,8 +181,9 @@ assert_eq "mem" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "memory-shap
 stop_server
 
 log "demand-fit reads the pods' creation times, in plan and in the server alike"
-# Two 1.5-core pods: created 100 hours apart, the n1-standard-16's room would stay
-# empty (two n1-standard-2 win); created in the same second, it counts in full.
+# Two 1.5-core Jobs: created 50 minutes apart, few Jobs come, and the n1-standard-16's
+# room would mostly stay empty (two n1-standard-2 win); created in the same second,
+# the rate is not known and the room counts in full.
 {
     printf 'listen:\n  - address: %s\nnode_groups:\n' "$ADDR"
     echo '  - {id: s2, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}'
@@ -192,18 +193,19 @@ NODES_T='  - {group: s2, machine_type: n1-standard-2, zone: us-central1-a}
   - {group: s16, machine_type: n1-standard-16, zone: us-central1-a}'
 declare -A POD_CPU+=([c1]=1500m [c2]=1500m)
 declare -A POD_MEM+=([c1]=2Gi [c2]=2Gi)
-for spread in 100h 0s; do
-    second=2026-01-05T04:00:00Z
+JOB='"ownerReferences": [{"kind": "Job", "name": "build", "controller": true}]'
+for spread in 50m 0s; do
+    second=2026-01-01T00:50:00Z
     [ $spread = 0s ] && second=2026-01-01T00:00:00Z
-    POD_META[c1]='"creationTimestamp": "2026-01-01T00:00:00Z"'
-    POD_META[c2]="\"creationTimestamp\": \"$second\""
-    POD_CTL[c1]=', created: 2026-01-01T00:00:00Z'
-    POD_CTL[c2]=", created: $second"
+    POD_META[c1]="\"creationTimestamp\": \"2026-01-01T00:00:00Z\", $JOB"
+    POD_META[c2]="\"creationTimestamp\": \"$second\", $JOB"
+    POD_CTL[c1]=', owner: Job, created: 2026-01-01T00:00:00Z'
+    POD_CTL[c2]=", owner: Job, created: $second"
     start_server "$TMP/t.yaml"
     AGREE_WINNERS_ONLY=1 agree "$TMP/t.yaml" "$NODES_T" c1 c2
     want=s16
-    [ $spread = 100h ] && want=s2
-    assert_eq "$want" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "pods created $spread apart: $want wins"
+    [ $spread = 50m ] && want=s2
+    assert_eq "$want" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "Jobs created $spread apart: $want wins"
     stop_server
 done
 
