@@ -222,10 +222,9 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
 
     /* Convert: the decoded request and the cluster's view of each group, as plain
      * structs (an undecodable pod has no request; its options are left out, and it is
-     * not remembered as demand). */
-    /* A pod arrived when it was created; the request came at its latest pod's creation,
-     * on the pods' clock (the wall clock when none has a creation time). A pod is
-     * remembered once, however often CA asks about it (identities). */
+     * not remembered as demand). A pod arrived when it was created; the request came at
+     * its latest pod's creation, on the pods' clock (the wall clock when none has a
+     * creation time). A pod is remembered once, however often CA asks (identities). */
     int64_t now = -1;
     for (size_t i = 0; i < req->pods_count; i++) {
         decoded[i] = req->pods[i].rc == 0;
