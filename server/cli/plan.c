@@ -303,12 +303,10 @@ static int plan__rank(plan_t *pl) {
         pl->option_group == NULL || pl->requests == NULL || pl->lifetimes == NULL ||
         pl->created_ms == NULL)
         return plan__nomem();
-    int64_t now_ms = 0; /* the latest creation, as BestOptions reads the request's time */
     for (size_t i = 0; i < pl->n_pending; i++) {
         pl->requests[i] = pl->pp[i].request;
         pl->lifetimes[i] = pod_lifetime(pl->pending[i]);
         pl->created_ms[i] = pod_created_ms(pl->pending[i]);
-        now_ms = pl->created_ms[i] > now_ms ? pl->created_ms[i] : now_ms;
     }
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
         if (!cfg->node_groups[i].managed)
@@ -338,6 +336,8 @@ static int plan__rank(plan_t *pl) {
                       .max_size = g->cfg->max_size},
         };
     }
+    /* As BestOptions reads the request's time: its latest pod's creation. */
+    int64_t now_ms = demand_request_ms(pl->created_ms, pl->n_pending, 0);
     decide_request_t req = {pl->options,   pl->n_options,    pl->requests,
                             pl->n_pending, pl->cluster_size, true,
                             now_ms,        pl->created_ms,   NULL};

@@ -134,6 +134,13 @@ void demand_remember(demand_memory_t *m, const demand_batch_t *b) {
     demand__newest(m, latest);
 }
 
+int64_t demand_request_ms(const int64_t *arrivals_ms, size_t n, int64_t otherwise_ms) {
+    int64_t latest = -1;
+    for (size_t i = 0; i < n; i++)
+        latest = arrivals_ms[i] > latest ? arrivals_ms[i] : latest;
+    return latest >= 0 ? latest : otherwise_ms;
+}
+
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out) {
     memset(out, 0, sizeof(*out));
     out->oldest_ms = INT64_MAX;

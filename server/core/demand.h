@@ -97,6 +97,10 @@ typedef struct demand_batch {
 /* Remember the pods of b, overwriting the oldest ones. */
 void demand_remember(demand_memory_t *m, const demand_batch_t *b);
 
+/* When a request whose n pods arrived at arrivals_ms (-1: not known) came, on the pods'
+ * clock: at its latest pod; otherwise_ms when none has a time. */
+int64_t demand_request_ms(const int64_t *arrivals_ms, size_t n, int64_t otherwise_ms);
+
 /* Summarise what m remembers into *out. */
 void demand_summarize(const demand_memory_t *m, demand_summary_t *out);
 

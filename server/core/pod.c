@@ -254,12 +254,20 @@ uint64_t pod_identity(const k8s_pod_t *pod) {
     return h != 0 ? h : 1;
 }
 
+/* Unpack serialized v1.Pod bytes; NULL, with err set, when they are not one. */
+static k8s_pod_t *pod__unpack(const uint8_t *data, size_t len, frugal_err_t *err) {
+    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    if (pod == NULL)
+        frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
+    return pod;
+}
+
 int pod_decode_summary(const uint8_t *data, size_t len, pod_summary_t *out, frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
     out->created_ms = -1;
-    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    k8s_pod_t *pod = pod__unpack(data, len, err);
     if (pod == NULL)
-        return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
+        return FRUGAL_EINVAL;
     int rc = pod_effective_request(pod, &out->request, err);
     out->lifetime = pod_lifetime(pod);
     out->created_ms = pod_created_ms(pod);
@@ -269,10 +277,11 @@ int pod_decode_summary(const uint8_t *data, size_t len, pod_summary_t *out, frug
 }
 
 int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err) {
-    pod_summary_t s;
-    int rc = pod_decode_summary(data, len, &s, err);
-    if (rc == 0)
-        *out = s.request;
+    k8s_pod_t *pod = pod__unpack(data, len, err);
+    if (pod == NULL)
+        return FRUGAL_EINVAL;
+    int rc = pod_effective_request(pod, out, err);
+    k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
     return rc;
 }
 

@@ -160,15 +160,11 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
-    /* As BestOptions reads a live request: the request's time is its latest pod's
-     * creation. */
-    int64_t now_ms = view->now_s * 1000;
     for (size_t k = 0; k < view->pending_count; k++) {
         pods[k] = view->pods[view->pending[k]].request;
         lts[k] = view->pods[view->pending[k]].lifetime;
         created[k] = view->pods[view->pending[k]].arrive_s * 1000; /* CA's creationTimestamp */
         identities[k] = replay__pod_identity(view->pending[k]);    /* and its uid */
-        now_ms = k == 0 || created[k] > now_ms ? created[k] : now_ms;
     }
     for (size_t i = 0; i < n; i++) {
         const replay_option_t *o = &options[i];
@@ -183,6 +179,8 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
                       g->cfg->max_size},
         };
     }
+    /* As BestOptions reads a live request: it came at its latest pod's creation. */
+    int64_t now_ms = demand_request_ms(created, view->pending_count, view->now_s * 1000);
     decide_request_t req = {opts, n,      pods,    view->pending_count, view->cluster_nodes,
                             true, now_ms, created, identities};
     decide_result_t res;

@@ -302,12 +302,7 @@ static int decoder_intern_pod(decoder_t *d, const uint8_t *data, size_t len, boo
     p->hash = h;
     frugal_err_t perr = {0};
     req->pods_decoded++;
-    pod_summary_t sum;
-    p->rc = pod_decode_summary(data, len, &sum, &perr);
-    p->request = sum.request;
-    p->lifetime = sum.lifetime;
-    p->created_ms = sum.created_ms;
-    p->identity = sum.identity;
+    p->rc = pod_decode_summary(data, len, &p->pod, &perr);
     if (p->rc != 0) {
         p->error = arena_strndup(&req->arena, perr.msg, strlen(perr.msg));
         if (!p->error)

@@ -45,12 +45,9 @@ typedef struct expander_pod {
     const uint8_t *data; /* the serialized v1.Pod, contiguous */
     size_t len;
     uint64_t hash;
-    int rc;                  /* pod_decode_summary's result: 0 or FRUGAL_E* */
-    resources_t request;     /* effective request when rc == 0 */
-    pod_lifetime_t lifetime; /* from its controller's kind, when rc == 0 */
-    int64_t created_ms;      /* metadata.creationTimestamp (ms since the epoch), -1: none */
-    uint64_t identity;       /* pod_identity: its uid's (else namespace/name's) hash; 0: none */
-    const char *error;       /* why it could not be decoded when rc != 0 */
+    int rc;            /* pod_decode_summary's result: 0 or FRUGAL_E* */
+    pod_summary_t pod; /* its request, lifetime, creation time and identity (rc == 0) */
+    const char *error; /* why it could not be decoded when rc != 0 */
 } expander_pod_t;
 
 /* A byte range [start, start + len) of the request, in absolute stream offsets. */

@@ -391,22 +391,24 @@ static int reply_proposals(const propose_pod_t *pods, const propose_result_t *re
 static void ap_remember(demand_memory_t *memory, const propose_pod_t *pods, size_t n) {
     if (n == 0)
         return;
-    size_t m = n;
-    resources_t *requests = calloc(m, sizeof(*requests));
-    pod_lifetime_t *lifetimes = calloc(m, sizeof(*lifetimes));
-    int64_t *created = calloc(m, sizeof(*created));
-    uint64_t *identities = calloc(m, sizeof(*identities));
+    resources_t *requests = calloc(n, sizeof(*requests));
+    pod_lifetime_t *lifetimes = calloc(n, sizeof(*lifetimes));
+    int64_t *created = calloc(n, sizeof(*created));
+    uint64_t *identities = calloc(n, sizeof(*identities));
     if (requests != NULL && lifetimes != NULL && created != NULL && identities != NULL) {
-        int64_t now = -1;
         for (size_t i = 0; i < n; i++) {
             requests[i] = pods[i].request;
             lifetimes[i] = pods[i].lifetime;
             created[i] = pods[i].created_ms;
             identities[i] = pods[i].identity;
-            now = created[i] > now ? created[i] : now;
         }
-        demand_batch_t b = {
-            requests, lifetimes, NULL, created, identities, n, now >= 0 ? now : clock_wall_ms()};
+        demand_batch_t b = {requests,
+                            lifetimes,
+                            NULL,
+                            created,
+                            identities,
+                            n,
+                            demand_request_ms(created, n, clock_wall_ms())};
         demand_remember(memory, &b);
     }
     free(requests);

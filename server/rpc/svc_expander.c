@@ -225,19 +225,24 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
      * not remembered as demand). A pod arrived when it was created; the request came at
      * its latest pod's creation, on the pods' clock (the wall clock when none has a
      * creation time). A pod is remembered once, however often CA asks (identities). */
-    int64_t now = -1;
     for (size_t i = 0; i < req->pods_count; i++) {
+        const pod_summary_t *p = &req->pods[i].pod;
         decoded[i] = req->pods[i].rc == 0;
         if (decoded[i])
-            pods[i] = req->pods[i].request;
-        lifetimes[i] = req->pods[i].lifetime;
-        created[i] = decoded[i] ? req->pods[i].created_ms : -1;
-        identities[i] = decoded[i] ? req->pods[i].identity : 0;
-        now = created[i] > now ? created[i] : now;
+            pods[i] = p->request;
+        lifetimes[i] = p->lifetime;
+        created[i] = decoded[i] ? p->created_ms : -1;
+        identities[i] = decoded[i] ? p->identity : 0;
     }
-    decide_request_t dr = {
-        options, n,         pods, req->pods_count, 0, true, now >= 0 ? now : clock_wall_ms(),
-        created, identities};
+    decide_request_t dr = {options,
+                           n,
+                           pods,
+                           req->pods_count,
+                           0,
+                           true,
+                           demand_request_ms(created, req->pods_count, clock_wall_ms()),
+                           created,
+                           identities};
     int decode_rc = 0;
     if (cluster) {
         cluster_read_lock(cluster);

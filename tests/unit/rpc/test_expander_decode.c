@@ -241,9 +241,9 @@ static void check_generation(bool legacy) {
         for (size_t k = 0; k < 4; k++) {
             const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + k]];
             assert_int_equal(p->rc, 0);
-            assert_int_equal(p->request.cpu_milli, 100 * (int64_t)(k + 1));
-            assert_int_equal(p->request.memory_bytes, 64 << 20);
-            assert_int_equal(p->created_ms, -1); /* no creationTimestamp */
+            assert_int_equal(p->pod.request.cpu_milli, 100 * (int64_t)(k + 1));
+            assert_int_equal(p->pod.request.memory_bytes, 64 << 20);
+            assert_int_equal(p->pod.created_ms, -1); /* no creationTimestamp */
         }
     }
     assert_int_equal(req->pods_count, 4);
@@ -319,7 +319,7 @@ static void test_prefer_current(void **state) {
     expander_request_t *req = decode_one(bytes, len);
     assert_int_equal(req->options[0].pod_field, EXPANDER_OPTION_POD_BYTES);
     assert_int_equal(req->options[0].pods_count, 1);
-    assert_int_equal(req->pods[req->pod_refs[0]].request.cpu_milli, 300);
+    assert_int_equal(req->pods[req->pod_refs[0]].pod.request.cpu_milli, 300);
     /* Pods of the field not used are not decoded at all. */
     assert_int_equal(req->pods_decoded, 1);
     const expander_node_t *g = expander_request_find_node(req, "g");
@@ -413,7 +413,7 @@ static void test_duplicates_any_order(void **state) {
     assert_int_equal(req->pod_refs_count, 8);
     for (size_t i = 0; i < 8; i++)
         assert_int_equal(req->pod_refs[i], want[i]);
-    assert_int_equal(req->pods[2].request.cpu_milli, 300);
+    assert_int_equal(req->pods[2].pod.request.cpu_milli, 300);
     decode_free(req);
     free(bytes);
     for (size_t i = 0; i < 3; i++)
@@ -435,7 +435,7 @@ static char *request_describe(const expander_request_t *req) {
             const expander_pod_t *p = &req->pods[req->pod_refs[o->pods_first + k]];
             len += (size_t)snprintf(s + len, cap - len, " %u/%lld/%zu",
                                     req->pod_refs[o->pods_first + k],
-                                    (long long)p->request.cpu_milli, p->len);
+                                    (long long)p->pod.request.cpu_milli, p->len);
         }
         for (size_t k = 0; k < o->keep_count; k++)
             len += (size_t)snprintf(s + len, cap - len, " keep%llu+%llu",
@@ -588,7 +588,7 @@ static void test_unknown_fields_and_bad_pod(void **state) {
     assert_int_not_equal(req->pods[req->pod_refs[0]].rc, 0);
     assert_non_null(req->pods[req->pod_refs[0]].error);
     assert_int_equal(req->pods[req->pod_refs[1]].rc, 0);
-    assert_int_equal(req->pods[req->pod_refs[1]].request.cpu_milli, 0);
+    assert_int_equal(req->pods[req->pod_refs[1]].pod.request.cpu_milli, 0);
     /* The unknown field and the pods are echoed in one range. */
     assert_int_equal(o->keep_count, 1);
     assert_int_equal(req->keep[o->keep_first].start, 9);
