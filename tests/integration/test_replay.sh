@@ -26,6 +26,21 @@ for pair in cluster.yaml:analytics.yaml cluster.yaml:ci.yaml cluster-gpu.yaml:gp
     assert_match "^  demand-fit " "$OUT" "${pair#*:}: demand-fit row"
 done
 
+log "the robustness matrix's clusters and shapes load (bench/robustness.sh)"
+R="$FRUGAL_SOURCE_DIR/bench/robustness"
+W="$W" source "$FRUGAL_SOURCE_DIR/bench/derive.sh"
+DERIVED=$(mktemp -d)
+derive_scale_down "$DERIVED" scale-down-2m 2m
+derive_jobs "$DERIVED"
+assert_match "scale_down_unneeded: 2m" "$(cat "$DERIVED/scale-down-2m.yaml")" "derived delay"
+SHAPES=("$R"/{tiny,near-node,half-node,memory-heavy,services,long-lived}.yaml "$DERIVED/jobs-33.yaml")
+for c in "$R"/cluster-*.yaml "$DERIVED/scale-down-2m.yaml"; do
+    assert_ok "replay on $(basename "$c")" "$FRUGAL" replay -c "$c" "${SHAPES[@]}" --seeds 1 \
+        --hours 2 --strategy demand-fit
+    assert_eq 7 "$(echo "$OUT" | grep -c '^  demand-fit ')" "$(basename "$c"): a row per shape"
+done
+rm -rf "$DERIVED"
+
 log "deterministic: the same run twice gives the same figures"
 assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
 assert_eq "$TABLE1" "$OUT" "same seeds, same figures"
