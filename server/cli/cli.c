@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +63,31 @@ int cli_read_file(const char *path, char **data, size_t *len) {
     int rc = cli_read_stream(f, data, len);
     fclose(f);
     return rc;
+}
+
+int cli_write_file(const char *path, const char *text, size_t len) {
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (tmp == NULL)
+        return ENOMEM;
+    snprintf(tmp, n, "%s.tmp", path);
+    errno = 0;
+    FILE *f = fopen(tmp, "w");
+    int e = 0;
+    if (f == NULL) {
+        e = errno != 0 ? errno : EIO;
+    } else {
+        bool written = fwrite(text, 1, len, f) == len;
+        int write_errno = errno;
+        if (fclose(f) != 0 || !written)
+            e = !written && write_errno != 0 ? write_errno : errno != 0 ? errno : EIO;
+        else if (rename(tmp, path) != 0)
+            e = errno != 0 ? errno : EIO;
+        if (e != 0)
+            remove(tmp);
+    }
+    free(tmp);
+    return e;
 }
 
 const char *cli_split_kv(const char *arg, size_t *key_len) {

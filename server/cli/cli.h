@@ -25,6 +25,10 @@ int cli_read_stream(FILE *f, char **data, size_t *len);
 /* cli_read_stream on the file at path. 0, or an errno value (fopen's, ENOMEM, EIO). */
 int cli_read_file(const char *path, char **data, size_t *len);
 
+/* Write len bytes of text to path through path.tmp and a rename, so that a partial file
+ * is never left. 0, or an errno value. */
+int cli_write_file(const char *path, const char *text, size_t len);
+
 /* The value of "KEY=VALUE" (just past the first '='), or NULL when arg has no '=' or
  * an empty key; *key_len gets the key's length. */
 const char *cli_split_kv(const char *arg, size_t *key_len);

@@ -37,6 +37,8 @@ typedef struct replay_job {
     replay_bound_t bound;
     int rc;
     frugal_err_t err;
+    char *decisions; /* --decisions: the run's JSON lines */
+    size_t decisions_len;
 } replay_job_t;
 
 typedef struct replay_cmd {
@@ -52,6 +54,7 @@ typedef struct replay_cmd {
     size_t jobs_count, bounds_count;
     atomic_size_t next, done;
     bool progress;
+    const char *decisions_path; /* --decisions FILE */
 } replay_cmd_t;
 
 static int replay__usage(FILE *f, int status) {
@@ -61,6 +64,7 @@ static int replay__usage(FILE *f, int status) {
             "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
             "[--hours H]\n"
             "           [--scale-down-utilization F] [--placement P] [-o table|csv|json]\n"
+            "           [--decisions FILE]\n"
             "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
             "  --seeds N  runs per workload and strategy (default 12)\n"
             "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
@@ -68,6 +72,7 @@ static int replay__usage(FILE *f, int status) {
             "             as CA does (default: only empty nodes)\n"
             "  --placement P  where the scheduler puts a pending pod among the existing nodes:\n"
             "             first-fit (default), least-allocated or most-allocated\n"
+            "  --decisions FILE  write every decision of every run as JSON lines\n"
             "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
             "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
             "           [--ca-file FILE] [--cert FILE --key FILE] [WORKLOAD...] [options above]\n"
@@ -83,6 +88,70 @@ static int replay__usage(FILE *f, int status) {
     return status;
 }
 
+static void replay__json_str(FILE *f, const char *s);
+
+/* What a run's decisions are written with (--decisions). */
+typedef struct replay_decisions_ctx {
+    const replay_cmd_t *cmd;
+    const replay_job_t *job;
+    FILE *out;
+} replay_decisions_ctx_t;
+
+static void replay__decision_line(void *arg, const replay_decision_t *d) {
+    const replay_decisions_ctx_t *x = arg;
+    fputs("{\"workload\": ", x->out);
+    replay__json_str(x->out, x->cmd->workloads[x->job->workload].name);
+    fprintf(x->out,
+            ", \"strategy\": \"%s\", \"seed\": %" PRIu64 ", \"time_s\": %" PRId64 ", \"group\": ",
+            x->cmd->strategies[x->job->strategy]->name, x->job->seed, d->time_s);
+    replay__json_str(x->out, d->group_id);
+    fprintf(x->out,
+            ", \"node_count\": %" PRId32 ", \"pods\": %zu, \"pending\": %zu, \"options\": %zu, "
+            "\"figures\": ",
+            d->node_count, d->pods, d->pending, d->options);
+    replay__json_str(x->out, d->why);
+    fputs("}\n", x->out);
+}
+
+/* One run; with --decisions its decisions go to the job's own buffer, written in job
+ * order once every run is done (the runs go in parallel). */
+static int replay__run_job(replay_cmd_t *c, replay_job_t *j) {
+    if (c->decisions_path == NULL)
+        return replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                               j->seed, c->hours, &c->opts, &j->fig, &j->err);
+    FILE *out = open_memstream(&j->decisions, &j->decisions_len);
+    if (out == NULL)
+        return frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
+    replay_decisions_ctx_t x = {c, j, out};
+    replay_options_t opts = c->opts;
+    opts.on_decision = replay__decision_line;
+    opts.on_decision_ctx = &x;
+    int rc = replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                             j->seed, c->hours, &opts, &j->fig, &j->err);
+    if (fclose(out) != 0 && rc == 0)
+        rc = frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
+    return rc;
+}
+
+/* The runs' decisions, in job order, to --decisions FILE: 0, or 1 after saying why. */
+static int replay__write_decisions(const replay_cmd_t *c) {
+    char *all = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&all, &len);
+    if (out == NULL) {
+        fprintf(stderr, "frugal replay: --decisions %s: out of memory\n", c->decisions_path);
+        return 1;
+    }
+    for (size_t i = 0; i < c->jobs_count; i++)
+        if (c->jobs[i].decisions_len > 0)
+            fwrite(c->jobs[i].decisions, 1, c->jobs[i].decisions_len, out);
+    int e = fclose(out) != 0 ? ENOMEM : cli_write_file(c->decisions_path, all, len);
+    free(all);
+    if (e != 0)
+        fprintf(stderr, "frugal replay: --decisions %s: %s\n", c->decisions_path, strerror(e));
+    return e != 0;
+}
+
 static void *replay__worker(void *arg) {
     replay_cmd_t *c = arg;
     for (;;) {
@@ -95,8 +164,7 @@ static void *replay__worker(void *arg) {
             j->rc = replay_bound(c->cfg, &c->workloads[j->workload], j->seed, c->hours, &j->bound,
                                  &j->err);
         else
-            j->rc = replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
-                                    j->seed, c->hours, &c->opts, &j->fig, &j->err);
+            j->rc = replay__run_job(c, j);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
@@ -336,15 +404,15 @@ static void replay__json_stat(const char *key, const replay_stat_t *s, bool last
 }
 
 /* Workload names come from file names; quotes and backslashes are escaped. */
-static void replay__json_str(const char *s) {
-    putchar('"');
+static void replay__json_str(FILE *f, const char *s) {
+    fputc('"', f);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            putchar('\\');
+            fputc('\\', f);
         if ((unsigned char)*s >= 0x20)
-            putchar(*s);
+            fputc(*s, f);
     }
-    putchar('"');
+    fputc('"', f);
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
@@ -354,7 +422,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
-        replay__json_str(r->workload);
+        replay__json_str(stdout, r->workload);
         printf(", \"strategy\": \"%s\", \"hours\": %g, \"pods\": %" PRId64
                ", \"unhostable\": %" PRId64 ", ",
                r->strategy, replay__hours(c, i / c->strategies_count), r->pods, r->unhostable);
@@ -372,7 +440,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
             replay__json_stat("cost_bound", &r->cost_bound, true);
         } else {
             printf("\"bound\": null, \"cost_bound\": null, \"bound_error\": ");
-            replay__json_str(r->bound_error);
+            replay__json_str(stdout, r->bound_error);
         }
         printf("}");
     }
@@ -494,6 +562,8 @@ int cmd_replay(int argc, char **argv) {
                         val);
                 status = 2;
             }
+        } else if (strcmp(opt, "--decisions") == 0) {
+            c.decisions_path = val;
         } else if (strcmp(opt, "--from-prometheus") == 0) {
             prom.http.url = val;
         } else if (strcmp(opt, "--since") == 0) {
@@ -608,6 +678,8 @@ int cmd_replay(int argc, char **argv) {
         }
         c.progress = isatty(STDERR_FILENO);
         status = replay__run_all(&c);
+        if (status == 0 && c.decisions_path != NULL)
+            status = replay__write_decisions(&c);
     }
     if (status == 0) {
         replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));
@@ -625,6 +697,8 @@ int cmd_replay(int argc, char **argv) {
     for (size_t i = 0; i < c.workloads_count; i++)
         replay_workload_free(&c.workloads[i]);
     free(c.workloads);
+    for (size_t i = 0; i < c.jobs_count; i++)
+        free(c.jobs[i].decisions);
     free(c.jobs);
     free(paths);
     config_free(cfg);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "replay_prom.h"
 #include "replay_prom_source.h"
 
@@ -124,27 +125,6 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
     return 0;
 }
 
-/* Write text to path through path.tmp and a rename: a partial trace is never left. */
-static int source__save(const char *path, const char *text, size_t len, frugal_err_t *err) {
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (tmp == NULL)
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = 0;
-    if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
-        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", path, strerror(errno));
-        if (f != NULL)
-            remove(tmp);
-    } else if (rename(tmp, path) != 0) {
-        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
-    return rc;
-}
-
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
                             replay_workload_t *out, frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
@@ -181,8 +161,11 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         const char *name = o->save_trace ? o->save_trace : "prometheus";
         rc = replay_workload_load(name, text, len, out, err);
     }
-    if (rc == 0 && o->save_trace != NULL && (rc = source__save(o->save_trace, text, len, err)) != 0)
+    int e = rc == 0 && o->save_trace != NULL ? cli_write_file(o->save_trace, text, len) : 0;
+    if (e != 0) {
+        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
         replay_workload_free(out);
+    }
     free(keys);
     free(text);
     replay_prom_free(b);

@@ -82,6 +82,8 @@ typedef struct replay__sim {
     double *threshold, *gpu_threshold;
     int64_t last_up_s;
     replay_placement_t placement; /* steps 4 and 7 */
+    void (*on_decision)(void *ctx, const replay_decision_t *d);
+    void *on_decision_ctx;
 } replay__sim_t;
 
 /* ---- the running pods' end times: a binary min-heap ---- */
@@ -724,12 +726,32 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     }
     if (n == 0)
         goto done;
-    replay_view_t view = {s->cfg,           s->groups, s->groups_count,        s->pods, s->pending,
-                          s->pending_count, now,       (int64_t)s->alive_count};
+    char why[1024];
+    why[0] = '\0';
+    replay_view_t view = {s->cfg,
+                          s->groups,
+                          s->groups_count,
+                          s->pods,
+                          s->pending,
+                          s->pending_count,
+                          now,
+                          (int64_t)s->alive_count,
+                          s->on_decision ? why : NULL,
+                          sizeof(why)};
     size_t chosen = 0;
     if ((rc = s->policy->choose(s->policy_state, &view, opts, n, &chosen, err)) != 0)
         goto done;
     const replay_option_t *o = &opts[chosen];
+    if (s->on_decision) {
+        replay_decision_t d = {now,
+                               s->groups[o->group].cfg->spec.id,
+                               o->node_count,
+                               o->pods_count,
+                               s->pending_count,
+                               n,
+                               why};
+        s->on_decision(s->on_decision_ctx, &d);
+    }
     const uint32_t *as = assign + which[chosen] * P;
     uint32_t first = (uint32_t)s->nodes_count;
     int64_t bought = 0;
@@ -1028,6 +1050,8 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
     memset(out, 0, sizeof(*out));
     s.policy = policy;
     s.placement = opts != NULL ? opts->placement : REPLAY_PLACE_FIRST_FIT;
+    s.on_decision = opts != NULL ? opts->on_decision : NULL;
+    s.on_decision_ctx = opts != NULL ? opts->on_decision_ctx : NULL;
     if ((unsigned)s.placement > REPLAY_PLACE_MOST_ALLOCATED)
         return frugal_err_set(err, FRUGAL_EINVAL, "unknown placement %d", (int)s.placement);
     int rc = replay__setup(&s, cfg, w, seed, hours, err);

@@ -135,13 +135,16 @@ typedef struct replay_view {
     size_t pending_count;
     int64_t now_s;
     int64_t cluster_nodes; /* nodes alive, booting included */
+    char *why;             /* NULL, or why_size bytes for the figures of the choice */
+    size_t why_size;
 } replay_view_t;
 
 /* ---- policies ---- */
 
 /* How a policy picks one option. init gets a config it may keep borrowed for the run
  * and the run's random generator; choose writes the index of the chosen option (n > 0)
- * and may leave a short reason in why (may be NULL). */
+ * and, when view->why is not NULL, the figures that chose it there (frugal's strategies:
+ * the winner's ranking figures, as in BestOptions' debug; CA's expanders leave it empty). */
 typedef struct replay_policy_ops {
     const char *name;
     const char *summary; /* one line, for --help and the docs */
@@ -200,6 +203,17 @@ int replay_placement_parse(const char *name, replay_placement_t *out);
 /* The name of p, as replay_placement_parse reads it. */
 const char *replay_placement_name(replay_placement_t p);
 
+/* One decision of a run, as replay_options_t.on_decision sees it. */
+typedef struct replay_decision {
+    int64_t time_s;       /* simulated seconds since the run's start */
+    const char *group_id; /* the group of the option chosen */
+    int32_t node_count;   /* the nodes it asked for */
+    size_t pods;          /* the pending pods it hosts */
+    size_t pending;       /* the pods pending when it was chosen */
+    size_t options;       /* the options offered */
+    const char *why;      /* the policy's figures (replay_policy_ops_t.choose), maybe "" */
+} replay_decision_t;
+
 /* How a run simulates beyond its inputs; all zero is replay_run's simulation. */
 typedef struct replay_options {
     /* 0: only empty nodes are removed. In (0, 1]: CA's scale-down of under-utilised
@@ -214,6 +228,10 @@ typedef struct replay_options {
      * LeastAllocated and MostAllocated score nodes; ties go to the node bought first.
      * The options' new nodes are still filled first-fit-decreasing (CA's estimator). */
     replay_placement_t placement;
+    /* When set, called with on_decision_ctx after each decision (frugal replay
+     * --decisions); d and its strings live for the call only. */
+    void (*on_decision)(void *ctx, const replay_decision_t *d);
+    void *on_decision_ctx;
 } replay_options_t;
 
 /* replay_run with opts (NULL: all zero). */

@@ -45,6 +45,31 @@ log "deterministic: the same run twice gives the same figures"
 assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
 assert_eq "$TABLE1" "$OUT" "same seeds, same figures"
 
+log "--decisions: every decision as a JSON line, the figures unchanged"
+assert_ok "replay with --decisions" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24 \
+    --decisions "$TMP/decisions.jsonl"
+assert_eq "$TABLE1" "$OUT" "the same figures as without --decisions"
+assert_ok "decision lines are JSON" python3 - "$TMP/decisions.jsonl" <<'EOF'
+import json, sys
+runs = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    assert d["workload"] == "mix" and 1 <= d["seed"] <= 3 and d["node_count"] >= 1, d
+    assert 1 <= d["pods"] <= d["pending"] and d["options"] >= 1 and d["group"], d
+    frugal = d["strategy"] in ("pricing-proposal", "demand-fit")
+    assert ("score=" in d["figures"]) == frugal, d
+    assert ("strategy=demand-fit" in d["figures"]) == (d["strategy"] == "demand-fit"), d
+    runs.setdefault((d["strategy"], d["seed"]), []).append(d["time_s"])
+strategies = {"random", "most-pods", "least-waste", "pricing-proposal", "demand-fit"}
+assert {s for s, _ in runs} == strategies, runs.keys()
+assert len(runs) == 15 and all(t == sorted(t) for t in runs.values())
+EOF
+assert_exit 1 "--decisions into a missing directory" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" \
+    --seeds 1 --hours 2 --decisions "$TMP/missing/decisions.jsonl"
+assert_match "^frugal replay: --decisions $TMP/missing/decisions.jsonl: No such file or directory$" \
+    "$ERR" "one line naming the file"
+assert_eq "" "$OUT" "no report when the decisions cannot be written"
+
 log "csv and json"
 assert_ok "csv" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" "$W/gpu.yaml" --strategy random \
     --strategy demand-fit --seeds 2 --hours 12 -o csv

@@ -195,7 +195,7 @@ static void test_policies(void **state) {
                             {.request = {1000, 4 * GIB, 0}},
                             {.request = {1000, 4 * GIB, 0}}};
     uint32_t pending[3] = {0, 1, 2}, a[] = {0, 1}, b[] = {0, 1, 2};
-    replay_view_t view = {cfg, groups, 2, pods, pending, 3, 0, 0};
+    replay_view_t view = {cfg, groups, 2, pods, pending, 3, 0, 0, NULL, 0};
     replay_option_t opts[2] = {{0, 1, a, 2}, {1, 1, b, 3}};
     replay_rng_t rng;
     replay_rng_seed(&rng, 1);
@@ -377,7 +377,7 @@ static replay_figures_t placement_run(const char *group_extra, const char *trace
     replay_workload_t w;
     frugal_err_t err;
     assert_int_equal(load("t.jsonl", trace_text, &w, &err), 0);
-    replay_options_t opts = {threshold, placement};
+    replay_options_t opts = {.scale_down_utilization = threshold, .placement = placement};
     replay_figures_t f;
     assert_int_equal(replay_run_with(cfg, &w, replay_policy_find("random"), 1, 2, &opts, &f, &err),
                      0);
@@ -476,7 +476,8 @@ static void test_scale_down_option_off(void **state) {
     load_option_case(&cfg, &w);
     size_t n;
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
-    replay_options_t zero = {0, REPLAY_PLACE_FIRST_FIT}, half = {0.5, REPLAY_PLACE_FIRST_FIT};
+    replay_options_t zero = {.placement = REPLAY_PLACE_FIRST_FIT},
+                     half = {.scale_down_utilization = 0.5};
     bool drained = false;
     for (size_t i = 0; i < n; i++) {
         replay_figures_t f1, f2, f3, f4, f5;
@@ -587,6 +588,54 @@ static void test_placement_and_scale_down(void **state) {
 
 /* Every strategy runs deterministically under each placement, on the same pods; a
  * placement outside the enum is refused. */
+/* What test_decisions' hook saw. */
+typedef struct seen_decisions {
+    int64_t count, last_s;
+    size_t with_figures;
+    bool ordered, valid;
+} seen_decisions_t;
+
+static void count_decision(void *ctx, const replay_decision_t *d) {
+    seen_decisions_t *seen = ctx;
+    seen->ordered = seen->ordered && d->time_s >= seen->last_s;
+    seen->valid = seen->valid && d->group_id != NULL && d->node_count > 0 && d->pods > 0 &&
+                  d->pods <= d->pending && d->options > 0 && d->why != NULL;
+    seen->with_figures += strstr(d->why, "score=") != NULL;
+    seen->last_s = d->time_s;
+    seen->count++;
+}
+
+/* The decision hook sees every choice among options of a run, in time order, with
+ * frugal's figures for frugal's strategies only, and changes nothing of the run. */
+static void test_decisions(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    replay_workload_t w;
+    frugal_err_t err;
+    load_option_case(&cfg, &w);
+    size_t n;
+    const replay_policy_ops_t *const *list = replay_policy_list(&n);
+    for (size_t i = 0; i < n; i++) {
+        seen_decisions_t seen = {0, 0, 0, true, true};
+        replay_options_t opts = {.on_decision = count_decision, .on_decision_ctx = &seen};
+        replay_figures_t plain, hooked;
+        assert_int_equal(replay_run(cfg, &w, list[i], 4, 24, &plain, &err), 0);
+        assert_int_equal(replay_run_with(cfg, &w, list[i], 4, 24, &opts, &hooked, &err), 0);
+        assert_memory_equal(&plain, &hooked, sizeof(plain));
+        /* Escalator scales every group by itself: no choice among options to report. */
+        assert_int_equal(seen.count, list[i] == &replay_policy_escalator ? 0 : hooked.decisions);
+        assert_true(seen.ordered);
+        assert_true(seen.valid);
+        bool frugal = strcmp(list[i]->name, "pricing-proposal") == 0 ||
+                      strcmp(list[i]->name, "demand-fit") == 0;
+        if (list[i] != &replay_policy_escalator)
+            assert_true(seen.count > 0 && seen.with_figures <= (size_t)seen.count);
+        assert_int_equal(seen.with_figures, frugal ? (size_t)seen.count : 0);
+    }
+    replay_workload_free(&w);
+    config_free(cfg);
+}
+
 static void test_placement_runs(void **state) {
     (void)state;
     frugal_config_t *cfg = NULL;
@@ -599,8 +648,9 @@ static void test_placement_runs(void **state) {
         replay_figures_t ff;
         assert_int_equal(replay_run(cfg, &w, list[i], 3, 24, &ff, &err), 0);
         for (int p = REPLAY_PLACE_LEAST_ALLOCATED; p <= REPLAY_PLACE_MOST_ALLOCATED; p++) {
-            replay_options_t opts = {p == REPLAY_PLACE_MOST_ALLOCATED ? 0.5 : 0,
-                                     (replay_placement_t)p};
+            replay_options_t opts = {.scale_down_utilization =
+                                         p == REPLAY_PLACE_MOST_ALLOCATED ? 0.5 : 0,
+                                     .placement = (replay_placement_t)p};
             replay_figures_t f1, f2;
             assert_int_equal(replay_run_with(cfg, &w, list[i], 3, 24, &opts, &f1, &err), 0);
             assert_int_equal(replay_run_with(cfg, &w, list[i], 3, 24, &opts, &f2, &err), 0);
@@ -609,7 +659,7 @@ static void test_placement_runs(void **state) {
             assert_int_equal(f1.unhostable, ff.unhostable);
         }
     }
-    replay_options_t bad = {0, (replay_placement_t)7};
+    replay_options_t bad = {.placement = (replay_placement_t)7};
     replay_figures_t f;
     assert_int_equal(replay_run_with(cfg, &w, list[0], 3, 24, &bad, &f, &err), FRUGAL_EINVAL);
     replay_workload_free(&w);
@@ -635,6 +685,7 @@ int main(void) {
         cmocka_unit_test(test_placement_ready_first),
         cmocka_unit_test(test_placement_and_scale_down),
         cmocka_unit_test(test_placement_runs),
+        cmocka_unit_test(test_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
