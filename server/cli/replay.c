@@ -88,7 +88,17 @@ static int replay__usage(FILE *f, int status) {
     return status;
 }
 
-static void replay__json_str(FILE *f, const char *s);
+/* Workload names come from file names; quotes and backslashes are escaped. */
+static void replay__json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
 
 /* What a run's decisions are written with (--decisions). */
 typedef struct replay_decisions_ctx {
@@ -401,18 +411,6 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
 static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
     printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f}%s", key, s->mean, s->min, s->max,
            last ? "" : ", ");
-}
-
-/* Workload names come from file names; quotes and backslashes are escaped. */
-static void replay__json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
