@@ -88,7 +88,8 @@ static int replay__usage(FILE *f, int status) {
     return status;
 }
 
-/* Workload names come from file names; quotes and backslashes are escaped. */
+/* A JSON string of s (workload names, group ids, figures): quotes and backslashes are
+ * escaped, control characters left out. */
 static void replay__json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
