@@ -65,29 +65,46 @@ int cli_read_file(const char *path, char **data, size_t *len) {
     return rc;
 }
 
-int cli_write_file(const char *path, const char *text, size_t len) {
+int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
     size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (tmp == NULL)
+    t->path = path;
+    t->f = NULL;
+    if ((t->tmp = malloc(n)) == NULL)
         return ENOMEM;
-    snprintf(tmp, n, "%s.tmp", path);
+    snprintf(t->tmp, n, "%s.tmp", path);
     errno = 0;
-    FILE *f = fopen(tmp, "w");
-    int e = 0;
-    if (f == NULL) {
-        e = errno != 0 ? errno : EIO;
-    } else {
-        bool written = fwrite(text, 1, len, f) == len;
-        int write_errno = errno;
-        if (fclose(f) != 0 || !written)
-            e = !written && write_errno != 0 ? write_errno : errno != 0 ? errno : EIO;
-        else if (rename(tmp, path) != 0)
-            e = errno != 0 ? errno : EIO;
-        if (e != 0)
-            remove(tmp);
+    if ((t->f = fopen(t->tmp, "w")) == NULL) {
+        int e = errno != 0 ? errno : EIO;
+        free(t->tmp);
+        t->tmp = NULL;
+        return e;
     }
-    free(tmp);
+    return 0;
+}
+
+int cli_tmp_close(cli_tmp_file_t *t, bool keep) {
+    errno = 0;
+    bool failed = ferror(t->f) != 0;
+    int e = failed ? EIO : 0;
+    if (fclose(t->f) != 0 && e == 0)
+        e = errno != 0 ? errno : EIO;
+    if (keep && e == 0 && rename(t->tmp, t->path) != 0)
+        e = errno != 0 ? errno : EIO;
+    if (!keep || e != 0)
+        remove(t->tmp);
+    free(t->tmp);
+    t->f = NULL;
+    t->tmp = NULL;
     return e;
+}
+
+int cli_write_file(const char *path, const char *text, size_t len) {
+    cli_tmp_file_t t;
+    int e = cli_tmp_open(&t, path);
+    if (e != 0)
+        return e;
+    fwrite(text, 1, len, t.f);
+    return cli_tmp_close(&t, true);
 }
 
 const char *cli_split_kv(const char *arg, size_t *key_len) {

@@ -37,8 +37,9 @@ typedef struct replay_job {
     replay_bound_t bound;
     int rc;
     frugal_err_t err;
-    char *decisions; /* --decisions: the run's JSON lines */
+    char *decisions; /* --decisions: the run's JSON lines, until they are written */
     size_t decisions_len;
+    bool finished; /* under replay_cmd_t.decisions_lock */
 } replay_job_t;
 
 typedef struct replay_cmd {
@@ -55,6 +56,9 @@ typedef struct replay_cmd {
     atomic_size_t next, done;
     bool progress;
     const char *decisions_path; /* --decisions FILE */
+    cli_tmp_file_t decisions;
+    pthread_mutex_t decisions_lock;
+    size_t decisions_next; /* the first run whose lines are not written yet */
 } replay_cmd_t;
 
 static int replay__usage(FILE *f, int status) {
@@ -124,8 +128,8 @@ static void replay__decision_line(void *arg, const replay_decision_t *d) {
     fputs("}\n", x->out);
 }
 
-/* One run; with --decisions its decisions go to the job's own buffer, written in job
- * order once every run is done (the runs go in parallel). */
+/* One run; with --decisions its decisions go to the job's own buffer first: the runs go in
+ * parallel, and the file has them in job order (replay__decisions_done). */
 static int replay__run_job(replay_cmd_t *c, replay_job_t *j) {
     if (c->decisions_path == NULL)
         return replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
@@ -144,23 +148,27 @@ static int replay__run_job(replay_cmd_t *c, replay_job_t *j) {
     return rc;
 }
 
-/* The runs' decisions, in job order, to --decisions FILE: 0, or 1 after saying why. */
-static int replay__write_decisions(const replay_cmd_t *c) {
-    char *all = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&all, &len);
-    if (out == NULL) {
-        fprintf(stderr, "frugal replay: --decisions %s: out of memory\n", c->decisions_path);
-        return 1;
-    }
-    for (size_t i = 0; i < c->jobs_count; i++)
-        if (c->jobs[i].decisions_len > 0)
-            fwrite(c->jobs[i].decisions, 1, c->jobs[i].decisions_len, out);
-    int e = fclose(out) != 0 ? ENOMEM : cli_write_file(c->decisions_path, all, len);
-    free(all);
+/* 0, or 1 after saying why --decisions FILE fails with errno value e. */
+static int replay__decisions_status(const replay_cmd_t *c, int e) {
     if (e != 0)
         fprintf(stderr, "frugal replay: --decisions %s: %s\n", c->decisions_path, strerror(e));
     return e != 0;
+}
+
+/* Job j is done: write the lines of every finished run from decisions_next on, in job
+ * order, so that at most the runs in flight and those done ahead of a slower one wait in
+ * memory. A write error shows in the file's error flag (cli_tmp_close). */
+static void replay__decisions_done(replay_cmd_t *c, replay_job_t *j) {
+    pthread_mutex_lock(&c->decisions_lock);
+    j->finished = true;
+    while (c->decisions_next < c->jobs_count && c->jobs[c->decisions_next].finished) {
+        replay_job_t *w = &c->jobs[c->decisions_next++];
+        if (w->decisions_len > 0)
+            fwrite(w->decisions, 1, w->decisions_len, c->decisions.f);
+        free(w->decisions);
+        w->decisions = NULL;
+    }
+    pthread_mutex_unlock(&c->decisions_lock);
 }
 
 static void *replay__worker(void *arg) {
@@ -176,6 +184,8 @@ static void *replay__worker(void *arg) {
                                  &j->err);
         else
             j->rc = replay__run_job(c, j);
+        if (!j->is_bound && c->decisions_path != NULL)
+            replay__decisions_done(c, j);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
@@ -502,6 +512,7 @@ int cmd_replay(int argc, char **argv) {
     size_t npaths = 0;
     replay_cmd_t c;
     memset(&c, 0, sizeof(c));
+    c.decisions_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     replay_prom_source_t prom;
     memset(&prom, 0, sizeof(prom));
     const char *since = NULL, *until = NULL;
@@ -629,7 +640,10 @@ int cmd_replay(int argc, char **argv) {
     }
     c.cfg = cfg;
     c.workloads = cli_xcalloc(npaths + 1, sizeof(*c.workloads));
-    if (prom.http.url != NULL) {
+    /* Before anything slow: a file that cannot be written is said at once. */
+    if (c.decisions_path != NULL)
+        status = replay__decisions_status(&c, cli_tmp_open(&c.decisions, c.decisions_path));
+    if (status == 0 && prom.http.url != NULL) {
         frugal_err_t err;
         frugal_err_clear(&err);
         prom.progress = isatty(STDERR_FILENO);
@@ -676,9 +690,12 @@ int cmd_replay(int argc, char **argv) {
             j->seed = i % c.seeds + 1;
         }
         c.progress = isatty(STDERR_FILENO);
+        c.decisions_next = c.bounds_count;
         status = replay__run_all(&c);
-        if (status == 0 && c.decisions_path != NULL)
-            status = replay__write_decisions(&c);
+    }
+    if (c.decisions.f != NULL) {
+        int closed = replay__decisions_status(&c, cli_tmp_close(&c.decisions, status == 0));
+        status = status != 0 ? status : closed;
     }
     if (status == 0) {
         replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));

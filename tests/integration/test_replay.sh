@@ -69,6 +69,9 @@ assert_exit 1 "--decisions into a missing directory" "$FRUGAL" replay -c "$CFG" 
 assert_match "^frugal replay: --decisions $TMP/missing/decisions.jsonl: No such file or directory$" \
     "$ERR" "one line naming the file"
 assert_eq "" "$OUT" "no report when the decisions cannot be written"
+assert_exit 1 "--decisions with a workload that cannot be read" "$FRUGAL" replay -c "$CFG" \
+    "$TMP/missing.yaml" --decisions "$TMP/partial.jsonl"
+assert_eq "" "$(ls "$TMP" | grep partial)" "neither the file nor its .tmp is left"
 
 log "csv and json"
 assert_ok "csv" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" "$W/gpu.yaml" --strategy random \
