@@ -84,8 +84,7 @@ int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
 
 int cli_tmp_close(cli_tmp_file_t *t, bool keep) {
     errno = 0;
-    bool failed = ferror(t->f) != 0;
-    int e = failed ? EIO : 0;
+    int e = ferror(t->f) ? EIO : 0;
     if (fclose(t->f) != 0 && e == 0)
         e = errno != 0 ? errno : EIO;
     if (keep && e == 0 && rename(t->tmp, t->path) != 0)

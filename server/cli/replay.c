@@ -128,26 +128,6 @@ static void replay__decision_line(void *arg, const replay_decision_t *d) {
     fputs("}\n", x->out);
 }
 
-/* One run; with --decisions its decisions go to the job's own buffer first: the runs go in
- * parallel, and the file has them in job order (replay__decisions_done). */
-static int replay__run_job(replay_cmd_t *c, replay_job_t *j) {
-    if (c->decisions_path == NULL)
-        return replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
-                               j->seed, c->hours, &c->opts, &j->fig, &j->err);
-    FILE *out = open_memstream(&j->decisions, &j->decisions_len);
-    if (out == NULL)
-        return frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
-    replay_decisions_ctx_t x = {c, j, out};
-    replay_options_t opts = c->opts;
-    opts.on_decision = replay__decision_line;
-    opts.on_decision_ctx = &x;
-    int rc = replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
-                             j->seed, c->hours, &opts, &j->fig, &j->err);
-    if (fclose(out) != 0 && rc == 0)
-        rc = frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
-    return rc;
-}
-
 /* 0, or 1 after saying why --decisions FILE fails with errno value e. */
 static int replay__decisions_status(const replay_cmd_t *c, int e) {
     if (e != 0)
@@ -171,6 +151,30 @@ static void replay__decisions_done(replay_cmd_t *c, replay_job_t *j) {
     pthread_mutex_unlock(&c->decisions_lock);
 }
 
+/* One run; with --decisions its decisions go to the job's own buffer first: the runs go in
+ * parallel, and the file has them in job order (replay__decisions_done). */
+static int replay__run_job(replay_cmd_t *c, replay_job_t *j) {
+    if (c->decisions_path == NULL)
+        return replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                               j->seed, c->hours, &c->opts, &j->fig, &j->err);
+    int rc;
+    FILE *out = open_memstream(&j->decisions, &j->decisions_len);
+    if (out == NULL) {
+        rc = frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
+    } else {
+        replay_decisions_ctx_t x = {c, j, out};
+        replay_options_t opts = c->opts;
+        opts.on_decision = replay__decision_line;
+        opts.on_decision_ctx = &x;
+        rc = replay_run_with(c->cfg, &c->workloads[j->workload], c->strategies[j->strategy],
+                             j->seed, c->hours, &opts, &j->fig, &j->err);
+        if (fclose(out) != 0 && rc == 0)
+            rc = frugal_err_set(&j->err, FRUGAL_ENOMEM, "out of memory");
+    }
+    replay__decisions_done(c, j);
+    return rc;
+}
+
 static void *replay__worker(void *arg) {
     replay_cmd_t *c = arg;
     for (;;) {
@@ -184,8 +188,6 @@ static void *replay__worker(void *arg) {
                                  &j->err);
         else
             j->rc = replay__run_job(c, j);
-        if (!j->is_bound && c->decisions_path != NULL)
-            replay__decisions_done(c, j);
         size_t d = atomic_fetch_add(&c->done, 1) + 1;
         if (c->progress)
             fprintf(stderr, "\rfrugal replay: %zu/%zu runs (%s, %s, seed %" PRIu64 ")\033[K", d,
