@@ -292,15 +292,10 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
 
 static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
-    if (delta >= 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "delta %d must be negative", (int)delta);
-    size_t drop = (size_t)(-(int64_t)delta);
-    size_t creating = 0;
-    for (size_t i = 0; i < g->instances_count; i++)
-        creating += g->instances[i].state == INSTANCE_CREATING;
-    if (creating < drop)
-        return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
-                              creating, g->spec.id);
+    size_t drop = 0;
+    int rc = group_check_decrease(g, delta, &drop, err);
+    if (rc != 0)
+        return rc;
     /* Newest first, compacting the survivors in place. A dropped instance's queued
      * create is cancelled at commit; a running one that then succeeds is deleted as an
      * orphan. The cancels are allocated first: a failure leaves g as it was. */

@@ -84,15 +84,10 @@ static int simulated_delete_instances(provider_t *p, group_t *g, const size_t *i
 
 static int simulated_decrease_target(provider_t *p, group_t *g, int32_t delta, frugal_err_t *err) {
     (void)p;
-    if (delta >= 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "delta %d must be negative", (int)delta);
-    size_t drop = (size_t)(-(int64_t)delta);
-    size_t creating = 0;
-    for (size_t i = 0; i < g->instances_count; i++)
-        creating += g->instances[i].state == INSTANCE_CREATING;
-    if (creating < drop)
-        return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
-                              creating, g->spec.id);
+    size_t drop = 0;
+    int rc = group_check_decrease(g, delta, &drop, err);
+    if (rc != 0)
+        return rc;
     group_drop_creating(g, drop);
     g->target_size += delta;
     return 0;

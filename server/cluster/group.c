@@ -40,6 +40,19 @@ int instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t 
     return 0;
 }
 
+int group_check_decrease(const group_t *g, int32_t delta, size_t *drop, frugal_err_t *err) {
+    if (delta >= 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "delta %d must be negative", (int)delta);
+    *drop = (size_t)(-(int64_t)delta);
+    size_t creating = 0;
+    for (size_t i = 0; i < g->instances_count; i++)
+        creating += g->instances[i].state == INSTANCE_CREATING;
+    if (creating < *drop)
+        return frugal_err_set(err, FRUGAL_EPRECOND, "only %zu instances of %s are not running yet",
+                              creating, g->spec.id);
+    return 0;
+}
+
 void group_drop_creating(group_t *g, size_t drop) {
     /* Newest first: walk from the end, compacting the survivors towards the end. */
     size_t w = g->instances_count;

@@ -68,6 +68,11 @@ int instance_init_new(instance_t *inst, const group_t *g, uint64_t seq, int64_t 
  * id is not such an id (a hook's real provider id, or another group's) or names nothing. */
 const char *instance_name_in_group(const char *id, const char *group);
 
+/* How many creating instances a DecreaseTargetSize by delta drops (*drop): 0, or
+ * FRUGAL_EINVAL for a delta that is not negative, FRUGAL_EPRECOND when fewer instances of
+ * g than that are still creating (CA may only cancel what has not started). */
+int group_check_decrease(const group_t *g, int32_t delta, size_t *drop, frugal_err_t *err);
+
 /* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
  * the others in order. The caller has checked there are at least that many. */
 void group_drop_creating(group_t *g, size_t drop);
