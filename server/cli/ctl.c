@@ -1062,6 +1062,7 @@ static void ctl__print_verbs(FILE *f, const ctl_verb_t *verbs, size_t n) {
 static int ctl__usage(FILE *f) {
     fputs("usage: frugal ctl --addr HOST:PORT [--tls-ca F] [--tls-cert F --tls-key F]\n"
           "                  [--tls-server-name N] [--timeout MS] [-o table|yaml] VERB ARGS...\n"
+          "(these options may also follow the verb)\n"
           "verbs:\n",
           f);
     ctl__print_verbs(f, ctl_verbs_core, ctl_verbs_core_count);
@@ -1076,12 +1077,59 @@ static void ctl__quiet_grpc_log(gpr_log_func_args *args) {
     (void)args;
 }
 
+/* Whether argv[*i] is one of ctl's own options (1, its value consumed, *i advanced), not
+ * one (0), or one with a bad or missing value (-1, after a one-line error). */
+static int ctl__global_option(int argc, char **argv, int *i, rpc_client_options_t *opts,
+                              ctl_format_t *format) {
+    static const char *const names[] = {"--addr",    "--tls-ca",          "--tls-cert",
+                                        "--tls-key", "--tls-server-name", "--timeout",
+                                        "-o",        "--output"};
+    const char *o = argv[*i];
+    size_t k = 0;
+    while (k < sizeof(names) / sizeof(names[0]) && strcmp(o, names[k]) != 0)
+        k++;
+    if (k == sizeof(names) / sizeof(names[0]))
+        return 0;
+    const char *v = ctl__optarg(argc, argv, i);
+    if (v == NULL)
+        return -1;
+    if (strcmp(o, "--addr") == 0) {
+        opts->address = v;
+    } else if (strcmp(o, "--tls-ca") == 0) {
+        opts->tls_ca = v;
+    } else if (strcmp(o, "--tls-cert") == 0) {
+        opts->tls_cert = v;
+    } else if (strcmp(o, "--tls-key") == 0) {
+        opts->tls_key = v;
+    } else if (strcmp(o, "--tls-server-name") == 0) {
+        opts->tls_server_name = v;
+    } else if (strcmp(o, "--timeout") == 0) {
+        char *end;
+        errno = 0;
+        long long ms = strtoll(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0' || ms <= 0) {
+            fprintf(stderr, "frugal ctl: --timeout %s is not a positive number of milliseconds\n",
+                    v);
+            return -1;
+        }
+        opts->timeout_ms = ms;
+    } else if (strcmp(v, "yaml") == 0) {
+        *format = CTL_FORMAT_YAML;
+    } else if (strcmp(v, "table") == 0) {
+        *format = CTL_FORMAT_TABLE;
+    } else {
+        fprintf(stderr, "frugal ctl: -o %s: expected table or yaml\n", v);
+        return -1;
+    }
+    return 1;
+}
+
 int cmd_ctl(int argc, char **argv) {
     rpc_client_options_t opts = {0};
     ctl_format_t format = CTL_FORMAT_TABLE;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        const char *o = argv[i], *v = NULL;
+        const char *o = argv[i];
         if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
             return ctl__usage(stdout);
         }
@@ -1089,39 +1137,10 @@ int cmd_ctl(int argc, char **argv) {
             i++;
             break;
         }
-        if ((v = ctl__optarg(argc, argv, &i)) == NULL) {
-            return ctl__usage(stderr);
-        }
-        if (strcmp(o, "--addr") == 0) {
-            opts.address = v;
-        } else if (strcmp(o, "--tls-ca") == 0) {
-            opts.tls_ca = v;
-        } else if (strcmp(o, "--tls-cert") == 0) {
-            opts.tls_cert = v;
-        } else if (strcmp(o, "--tls-key") == 0) {
-            opts.tls_key = v;
-        } else if (strcmp(o, "--tls-server-name") == 0) {
-            opts.tls_server_name = v;
-        } else if (strcmp(o, "--timeout") == 0) {
-            char *end;
-            errno = 0;
-            long long ms = strtoll(v, &end, 10);
-            if (errno != 0 || end == v || *end != '\0' || ms <= 0) {
-                fprintf(stderr,
-                        "frugal ctl: --timeout %s is not a positive number of milliseconds\n", v);
-                return 2;
-            }
-            opts.timeout_ms = ms;
-        } else if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0) {
-            if (strcmp(v, "yaml") == 0) {
-                format = CTL_FORMAT_YAML;
-            } else if (strcmp(v, "table") == 0) {
-                format = CTL_FORMAT_TABLE;
-            } else {
-                fprintf(stderr, "frugal ctl: -o %s: expected table or yaml\n", v);
-                return 2;
-            }
-        } else {
+        int got = ctl__global_option(argc, argv, &i, &opts, &format);
+        if (got < 0)
+            return 2;
+        if (got == 0) {
             fprintf(stderr, "frugal ctl: unknown option %s\n", o);
             return ctl__usage(stderr);
         }
@@ -1133,6 +1152,22 @@ int cmd_ctl(int argc, char **argv) {
     if (verb == NULL) {
         fprintf(stderr, "frugal ctl: unknown verb %s (frugal ctl --help lists them)\n", argv[i]);
         return 2;
+    }
+    /* ctl's own options may also follow the verb ("node-groups -o yaml"): they are taken
+     * out of the verb's arguments, up to a "--". */
+    int verb_argc = 0;
+    char **verb_argv = argv + i;
+    for (int k = i; k < argc; k++) {
+        if (strcmp(argv[k], "--") == 0) {
+            while (k < argc)
+                verb_argv[verb_argc++] = argv[k++];
+            break;
+        }
+        int got = ctl__global_option(argc, argv, &k, &opts, &format);
+        if (got < 0)
+            return 2;
+        if (got == 0)
+            verb_argv[verb_argc++] = argv[k];
     }
     if (opts.address == NULL) {
         fprintf(stderr, "frugal ctl: --addr HOST:PORT is required\n");
@@ -1148,7 +1183,7 @@ int cmd_ctl(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    int rc = verb->run(client, format, argc - i, argv + i);
+    int rc = verb->run(client, format, verb_argc, verb_argv);
     fflush(stdout);
     rpc_client_close(client);
     return rc;

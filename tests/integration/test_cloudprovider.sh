@@ -66,6 +66,9 @@ assert_eq "pool-a pool-b " "$ids" "node-groups lists the managed groups only"
 assert_match '^  minSize: 1$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-a"$/,/^- /p')" "pool-a minSize"
 assert_match '^  maxSize: 5$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-a"$/,/^- /p')" "pool-a maxSize"
 assert_match '^  maxSize: 3$' "$(echo "$groups_yaml" | sed -n '/^- id: "pool-b"$/,$p')" "pool-b maxSize"
+assert_ok "node-groups -o yaml after the verb" ctl node-groups -o yaml
+assert_eq "$groups_yaml" "$OUT" "global options after the verb"
+assert_exit 2 "a bad -o after the verb" ctl node-groups -o json
 assert_ok "node-groups table" ctl node-groups
 assert_match '^ID +MIN +MAX' "$OUT" "table header"
 assert_no_match '^main ' "$OUT" "unmanaged group hidden in the table"
