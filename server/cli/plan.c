@@ -94,6 +94,7 @@ typedef struct plan {
     size_t n_pending;
     bool *hosted; /* pending pod -> some option hosts it */
     int64_t cluster_size;
+    bool cluster_size_fixed; /* ranking.cluster_size, not counted */
     int64_t pref_cpu_milli;
     double damper_price;
     plan_group_t *groups;
@@ -776,7 +777,9 @@ static int plan__print_table(const plan_t *pl) {
     char a[64], b[64], c[64], d[64], e[64], f[64], g6[64], h[64], cell[PLAN_CELL];
 
     printf("cluster size: %" PRId64 " nodes (%s); preferred node cpu: %s\n", pl->cluster_size,
-           pl->nodes_path != NULL ? pl->nodes_path : "configured group sizes",
+           pl->cluster_size_fixed   ? "ranking.cluster_size"
+           : pl->nodes_path != NULL ? pl->nodes_path
+                                    : "configured group sizes",
            quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
     printf("damper price X: %.6f\n", pl->damper_price);
     printf("pending pods: %zu of %zu", pl->n_pending, pl->pods.count);
@@ -979,7 +982,10 @@ static int plan__print_yaml(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     char a[64], b[64], cell[PLAN_CELL];
     printf("cluster_size: %" PRId64 "\n", pl->cluster_size);
-    cli_yaml_kv(0, "cluster_size_from", pl->nodes_path != NULL ? "nodes" : "config");
+    cli_yaml_kv(0, "cluster_size_from",
+                pl->cluster_size_fixed   ? "ranking"
+                : pl->nodes_path != NULL ? "nodes"
+                                         : "config");
     cli_yaml_kv(0, "preferred_node_cpu", quantity_format_milli(pl->pref_cpu_milli, a, sizeof(a)));
     printf("damper_price: %.6f\n", pl->damper_price);
     printf("pods: %zu\ndaemonset_pods_left_out: %zu\n", pl->pods.count, pl->daemonset_pods);
@@ -1143,7 +1149,10 @@ int cmd_plan(int argc, char **argv) {
     if (status == 0)
         status = plan__collect_pending(&pl);
     if (status == 0) {
-        if (nodes_path != NULL) {
+        if (cfg->ranking.cluster_size != RANKING_CLUSTER_SIZE_AUTO) {
+            pl.cluster_size = cfg->ranking.cluster_size;
+            pl.cluster_size_fixed = true;
+        } else if (nodes_path != NULL) {
             pl.cluster_size = (int64_t)pl.nodes.count;
         } else {
             for (size_t i = 0; i < cfg->node_groups_count; i++)

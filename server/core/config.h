@@ -133,7 +133,7 @@ typedef enum ranking_strategy {
 #define RANKING_CLUSTER_SIZE_AUTO (-1)
 
 typedef struct ranking_config {
-    ranking_strategy_t strategy;       /* default pricing-proposal */
+    ranking_strategy_t strategy;       /* default demand-fit */
     int64_t cluster_size;              /* nodes; RANKING_CLUSTER_SIZE_AUTO (default) */
     resources_t damper;                /* default cpu 500m, memory 500Mi */
     preferred_node_t *preferred_nodes; /* ascending max_nodes, last one unbounded */

@@ -192,6 +192,14 @@ assert_eq false "$(option_field two winner)" "and 2-cpu ones lose"
 assert_ok "table, 7 nodes" "$FRUGAL" plan -c "$TMP/sizes.yaml" --pods "$TMP/three.json" --nodes "$TMP/nodes.json"
 assert_match "^cluster size: 7 nodes \\($TMP/nodes.json\\); preferred node cpu: 4$" "$OUT" "table header"
 assert_match '^  \*  four ' "$OUT" "four marked"
+sed 's/^ranking: {strategy: pricing-proposal}$/ranking: {strategy: pricing-proposal, cluster_size: 100}/' \
+    "$TMP/sizes.yaml" >"$TMP/fixed.yaml"
+assert_ok "plan, ranking.cluster_size" "$FRUGAL" plan -c "$TMP/fixed.yaml" --pods "$TMP/three.json" --nodes "$TMP/nodes.json" -o yaml
+assert_eq 100 "$(yaml_value cluster_size)" "a fixed cluster_size wins over NODES.json"
+assert_eq ranking "$(yaml_value cluster_size_from)" "and is named"
+assert_eq 16 "$(yaml_value preferred_node_cpu)" "100 nodes: 16 cpu preferred"
+assert_ok "table, ranking.cluster_size" "$FRUGAL" plan -c "$TMP/fixed.yaml" --pods "$TMP/three.json"
+assert_match '^cluster size: 100 nodes \(ranking.cluster_size\); preferred node cpu: 16$' "$OUT" "the table names it"
 
 log "max_size caps the node count; similar groups in two zones: one winner"
 cat >"$TMP/zones.yaml" <<'EOF'
