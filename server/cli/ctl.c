@@ -966,7 +966,7 @@ static int ctl__read_file(const char *path, uint8_t **data, size_t *len) {
 }
 
 /* raw METHOD_PATH FILE: a testing aid that sends FILE's bytes verbatim and prints the
- * status name (and, with -o yaml, the message and the reply's size). */
+ * status name (and, with -o yaml, the message and the reply's size and bytes in hex). */
 static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, char **argv) {
     if (argc != 3 || argv[1][0] != '/') {
         return ctl__usage_verb(argv[0]);
@@ -990,6 +990,10 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
         printf("status: %s\n", rpc_status_name(status));
         cli_yaml_kv(0, "message", details);
         printf("responseBytes: %zu\n", reply_len);
+        printf("responseHex: \"");
+        for (size_t k = 0; k < reply_len; k++)
+            printf("%02x", reply[k]);
+        printf("\"\n");
     } else {
         printf("%s\n", rpc_status_name(status));
     }

@@ -447,6 +447,7 @@ static int decoder_option(decoder_t *d, rd_t *sub) {
         }
     }
     o->pod_field = n5 ? EXPANDER_OPTION_POD_BYTES : n4 ? EXPANDER_OPTION_POD : 0;
+    o->pods_in_both = n4 > 0 && n5 > 0;
     if (o->pods_count) {
         d->prev_first = o->pods_first;
         d->prev_count = o->pods_count;
@@ -663,6 +664,45 @@ static size_t bytes_field_size(size_t len) {
     return len ? 1 + varint_size(len) + len : 0;
 }
 
+/* The pods of option o, written once more under the other generation's number: both
+ * generations read the answer (a client skips the number it does not know). With out
+ * NULL, only count them (*count) and their bytes (*bytes); else append to out, each as
+ * a literal tag from *lit and the request's length and pod bytes. */
+static int response__twin_pods(const expander_request_t *req, const expander_option_t *o,
+                               expander_response_t *out, uint8_t **lit, size_t *count,
+                               uint64_t *bytes) {
+    if (o->pod_field == 0 || o->pods_in_both)
+        return 0;
+    uint32_t twin =
+        o->pod_field == EXPANDER_OPTION_POD ? EXPANDER_OPTION_POD_BYTES : EXPANDER_OPTION_POD;
+    for (size_t k = 0; k < o->keep_count; k++) {
+        const expander_range_t *kr = &req->keep[o->keep_first + k];
+        rd_t r = {req->segs, req->segs_count, 0, 0, kr->start, kr->start + kr->len};
+        expander_request_locate(req, kr->start, &r.seg, &r.off);
+        while (r.pos < r.end) {
+            uint32_t field, wt;
+            if (rd_tag(&r, &field, &wt) != 0)
+                return -1;
+            uint64_t body = r.pos;
+            if (rd_skip_field(&r, wt) != 0)
+                return -1;
+            if (field != o->pod_field || wt != WT_LEN)
+                continue;
+            *count += 1;
+            *bytes += 1 + (r.pos - body);
+            if (out == NULL)
+                continue;
+            uint8_t *tag = (*lit)++;
+            *tag = (uint8_t)(twin << 3 | WT_LEN);
+            out->pieces[out->pieces_count++] = (expander_piece_t){tag, 0, 1};
+            out->pieces[out->pieces_count++] =
+                (expander_piece_t){NULL, body, (size_t)(r.pos - body)};
+            out->total_bytes += 1 + (r.pos - body);
+        }
+    }
+    return 0;
+}
+
 int expander_response_build(const expander_request_t *req, const size_t *selected, size_t n,
                             const char *const *debugs, expander_response_t *out,
                             frugal_err_t *err) {
@@ -675,8 +715,13 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
                          (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
         for (size_t k = 0; k < o->keep_count; k++)
             inner += req->keep[o->keep_first + k].len;
-        literal_size += 1 + varint_size(inner) + (size_t)inner;
-        pieces += 1 + o->keep_count;
+        size_t twins = 0;
+        uint64_t twin_bytes = 0;
+        if (response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes) != 0)
+            return frugal_err_set(err, FRUGAL_EINTERNAL, "BestOptions: echoed pods unreadable");
+        inner += twin_bytes;
+        literal_size += 1 + varint_size(inner) + (size_t)(inner - twin_bytes) + twins;
+        pieces += 1 + o->keep_count + 2 * twins;
     }
     out->pieces = calloc(pieces ? pieces : 1, sizeof(*out->pieces));
     out->literals = malloc(literal_size ? literal_size : 1);
@@ -692,7 +737,11 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
         uint64_t kept = 0;
         for (size_t k = 0; k < o->keep_count; k++)
             kept += req->keep[o->keep_first + k].len;
+        size_t twins = 0;
+        uint64_t twin_bytes = 0;
+        response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes);
         uint64_t inner = bytes_field_size(id_len) + bytes_field_size(debug_len) + kept +
+                         twin_bytes +
                          (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
         uint8_t *start = p;
         *p++ = (uint8_t)(1 << 3 | WT_LEN);
@@ -712,6 +761,9 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
             out->pieces[out->pieces_count++] = (expander_piece_t){NULL, kr->start, (size_t)kr->len};
             out->total_bytes += kr->len;
         }
+        twins = 0;
+        twin_bytes = 0;
+        response__twin_pods(req, o, out, &p, &twins, &twin_bytes);
     }
     return 0;
 }

@@ -61,6 +61,7 @@ typedef struct expander_option {
     int32_t node_count;
     const char *debug;  /* NUL-terminated ("" when absent) */
     uint32_t pod_field; /* the field the pods were read from: 5, 4, or 0 (none) */
+    bool pods_in_both;  /* the option carried pods under both 4 and 5 */
     size_t pods_first;  /* this option's pods: req->pod_refs[first .. first+count) */
     size_t pods_count;
     size_t keep_first; /* bytes echoed in the response: every field but 1, 2, 3 */
@@ -127,8 +128,9 @@ typedef struct expander_response {
 
 /* The BestOptionsResponse holding options selected[0..n) of req, in that order, each
  * with its group id, node count, debugs[i] (the incoming debug when debugs or
- * debugs[i] is NULL) and its other fields (the pods, under the numbers they came with)
- * as received. 0 or FRUGAL_ENOMEM. */
+ * debugs[i] is NULL) and its other fields as received; the pods also under the other
+ * generation's number (4 or 5) unless they came under both. 0, FRUGAL_ENOMEM, or
+ * FRUGAL_EINTERNAL if the echoed bytes no longer parse (they were checked when decoded). */
 int expander_response_build(const expander_request_t *req, const size_t *selected, size_t n,
                             const char *const *debugs, expander_response_t *out, frugal_err_t *err);
 

@@ -178,6 +178,18 @@ assert_status "INVALID_ARGUMENT" "a body that is not a BestOptionsRequest" \
     ctl raw /grpcplugin.Expander/BestOptions "$TMP/garbage.bin"
 : >"$TMP/empty.bin"
 assert_ok "an empty request is answered" ctl raw /grpcplugin.Expander/BestOptions "$TMP/empty.bin"
+log "pods are answered under both numbers, over the wire"
+# Option {nodeGroupId "a", nodeCount 1, one empty pod}; no template, so it is answered
+# unchanged, its pod under podBytes = 5 (0x2a) and pod = 4 (0x22) whichever it came as.
+printf '\x0a\x07\x0a\x01a\x10\x01\x2a\x00' >"$TMP/current.bin"
+printf '\x0a\x07\x0a\x01a\x10\x01\x22\x00' >"$TMP/legacy.bin"
+printf '\x0a\x09\x0a\x01a\x10\x01\x22\x00\x2a\x00' >"$TMP/both.bin"
+assert_ok "current pods" ctl -o yaml raw /grpcplugin.Expander/BestOptions "$TMP/current.bin"
+assert_eq 0a090a016110012a002200 "$(yaml_value responseHex)" "a current request's pod also under 4"
+assert_ok "legacy pods" ctl -o yaml raw /grpcplugin.Expander/BestOptions "$TMP/legacy.bin"
+assert_eq 0a090a0161100122002a00 "$(yaml_value responseHex)" "a legacy request's pod also under 5"
+assert_ok "pods under both" ctl -o yaml raw /grpcplugin.Expander/BestOptions "$TMP/both.bin"
+assert_eq 0a090a0161100122002a00 "$(yaml_value responseHex)" "pods that came under both, echoed once"
 assert_exit 2 "best-options without a file" ctl best-options
 printf 'options: [{group: a, pods: [{cpu: lots}]}]\n' >"$TMP/bad.yaml"
 assert_exit 2 "best-options with a bad quantity" ctl best-options "$TMP/bad.yaml"

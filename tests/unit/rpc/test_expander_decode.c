@@ -604,20 +604,36 @@ static void test_unknown_fields_and_bad_pod(void **state) {
     uint8_t *out;
     size_t len;
     assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    /* The pods once more under the legacy number, after what came. */
     static const uint8_t want[] = {
-        0x0a, 0x12, 0x0a, 0x01, 'g', 0x10, 0x02, 0x1a, 0x01, 'd',
-        0x3a, 0x03, 'x',  'y',  'z', 0x2a, 0x01, 0xff, 0x2a, 0x00,
+        0x0a, 0x17, 0x0a, 0x01, 'g',  0x10, 0x02, 0x1a, 0x01, 'd',  0x3a, 0x03, 'x',
+        'y',  'z',  0x2a, 0x01, 0xff, 0x2a, 0x00, 0x22, 0x01, 0xff, 0x22, 0x00,
     };
     assert_int_equal(len, sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
     free(out);
     expander_response_free(&resp);
     decode_free(req);
+
+    /* Pods that came under both numbers are echoed as they came, not doubled again. */
+    static const uint8_t both[] = {
+        0x0a, 0x09, 0x0a, 0x01, 'g', 0x22, 0x01, 0xff, 0x2a, 0x01, 0xee,
+    };
+    req = decode_one(both, sizeof(both));
+    assert_true(req->options[0].pods_in_both);
+    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
+    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    assert_int_equal(len, sizeof(both));
+    assert_memory_equal(out, both, sizeof(both));
+    free(out);
+    expander_response_free(&resp);
+    decode_free(req);
 }
 
-static void test_response_round_trip(void **state) {
-    (void)state;
-    fixture_t f = request_make(3, 4, 2, false, 3);
+/* Both generations read the answer: each option's pods under 4 and under 5, whichever
+ * the request used. */
+static void response_round_trip(bool legacy) {
+    fixture_t f = request_make(3, 4, 2, legacy, 3);
     expander_request_t *req = decode_one(f.bytes, f.len);
     size_t sel[2] = {2, 0};
     const char *debugs[2] = {"debug-2 | frugal: x", NULL};
@@ -639,17 +655,27 @@ static void test_response_round_trip(void **state) {
     assert_string_equal(br->options[1]->debug, "debug-0");
     for (size_t i = 0; i < 2; i++) {
         const option_t *a = br->options[i], *b = orig->options[sel[i]];
-        assert_int_equal(a->n_podbytes, b->n_podbytes);
-        assert_int_equal(a->n_pod, 0);
-        for (size_t k = 0; k < a->n_podbytes; k++) {
-            assert_int_equal(a->podbytes[k].len, b->podbytes[k].len);
-            assert_memory_equal(a->podbytes[k].data, b->podbytes[k].data, a->podbytes[k].len);
+        const ProtobufCBinaryData *sent = legacy ? b->pod : b->podbytes;
+        size_t n = legacy ? b->n_pod : b->n_podbytes;
+        assert_int_equal(n, 4);
+        assert_int_equal(a->n_pod, n);
+        assert_int_equal(a->n_podbytes, n);
+        for (size_t k = 0; k < n; k++) {
+            assert_int_equal(a->pod[k].len, sent[k].len);
+            assert_memory_equal(a->pod[k].data, sent[k].data, sent[k].len);
+            assert_int_equal(a->podbytes[k].len, sent[k].len);
+            assert_memory_equal(a->podbytes[k].data, sent[k].data, sent[k].len);
         }
     }
     grpcplugin__best_options_request__free_unpacked(orig, NULL);
     grpcplugin__best_options_response__free_unpacked(br, NULL);
     free(out);
     expander_response_free(&resp);
+    if (legacy) {
+        decode_free(req);
+        free(f.bytes);
+        return;
+    }
 
     /* An empty answer is an empty message. */
     assert_int_equal(expander_response_build(req, NULL, 0, NULL, &resp, &err), 0);
@@ -674,6 +700,12 @@ static void test_response_round_trip(void **state) {
     free(out);
     expander_response_free(&resp);
     decode_free(req);
+}
+
+static void test_response_round_trip(void **state) {
+    (void)state;
+    response_round_trip(false);
+    response_round_trip(true);
 }
 
 /* --- the service's ranking glue, without gRPC --- */
