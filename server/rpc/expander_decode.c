@@ -707,25 +707,32 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
                             const char *const *debugs, expander_response_t *out,
                             frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
+    /* First the size of each option's message, then the option written with it. */
+    uint64_t *inner = calloc(n ? n : 1, sizeof(*inner));
+    if (inner == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory building BestOptionsResponse");
     size_t literal_size = 0, pieces = 0;
     for (size_t i = 0; i < n; i++) {
         const expander_option_t *o = &req->options[selected[i]];
         const char *debug = debugs && debugs[i] ? debugs[i] : o->debug;
-        uint64_t inner = bytes_field_size(strlen(o->group_id)) + bytes_field_size(strlen(debug)) +
-                         (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
-        for (size_t k = 0; k < o->keep_count; k++)
-            inner += req->keep[o->keep_first + k].len;
         size_t twins = 0;
         uint64_t twin_bytes = 0;
-        if (response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes) != 0)
+        if (response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes) != 0) {
+            free(inner);
             return frugal_err_set(err, FRUGAL_EINTERNAL, "BestOptions: echoed pods unreadable");
-        inner += twin_bytes;
-        literal_size += 1 + varint_size(inner) + (size_t)(inner - twin_bytes) + twins;
+        }
+        uint64_t head = bytes_field_size(strlen(o->group_id)) + bytes_field_size(strlen(debug)) +
+                        (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
+        inner[i] = head + twin_bytes;
+        for (size_t k = 0; k < o->keep_count; k++)
+            inner[i] += req->keep[o->keep_first + k].len;
+        literal_size += 1 + varint_size(inner[i]) + (size_t)head + twins;
         pieces += 1 + o->keep_count + 2 * twins;
     }
     out->pieces = calloc(pieces ? pieces : 1, sizeof(*out->pieces));
     out->literals = malloc(literal_size ? literal_size : 1);
     if (!out->pieces || !out->literals) {
+        free(inner);
         expander_response_free(out);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory building BestOptionsResponse");
     }
@@ -734,18 +741,9 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
         const expander_option_t *o = &req->options[selected[i]];
         const char *debug = debugs && debugs[i] ? debugs[i] : o->debug;
         size_t id_len = strlen(o->group_id), debug_len = strlen(debug);
-        uint64_t kept = 0;
-        for (size_t k = 0; k < o->keep_count; k++)
-            kept += req->keep[o->keep_first + k].len;
-        size_t twins = 0;
-        uint64_t twin_bytes = 0;
-        response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes);
-        uint64_t inner = bytes_field_size(id_len) + bytes_field_size(debug_len) + kept +
-                         twin_bytes +
-                         (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
         uint8_t *start = p;
         *p++ = (uint8_t)(1 << 3 | WT_LEN);
-        p = varint_put(p, inner);
+        p = varint_put(p, inner[i]);
         if (id_len)
             p = bytes_field_put(p, EXPANDER_OPTION_GROUP_ID, o->group_id, id_len);
         if (o->node_count) {
@@ -761,10 +759,11 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
             out->pieces[out->pieces_count++] = (expander_piece_t){NULL, kr->start, (size_t)kr->len};
             out->total_bytes += kr->len;
         }
-        twins = 0;
-        twin_bytes = 0;
+        size_t twins = 0;
+        uint64_t twin_bytes = 0;
         response__twin_pods(req, o, out, &p, &twins, &twin_bytes);
     }
+    free(inner);
     return 0;
 }
 
