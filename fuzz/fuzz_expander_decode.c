@@ -7,7 +7,7 @@
  *
  * On success it checks the decoded indices stay in bounds, then builds and flattens
  * the response holding every option, which is itself a valid BestOptionsRequest (same
- * field 1) and must decode again to the same options. */
+ * field 1) and must decode again to the same options, their pods now under both numbers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (strcmp(again->options[i].group_id, req->options[i].group_id) != 0 ||
                     again->options[i].node_count != req->options[i].node_count ||
                     strcmp(again->options[i].debug, req->options[i].debug) != 0 ||
-                    again->options[i].pods_count != req->options[i].pods_count)
-                    __builtin_trap();
+                    again->options[i].pods_count != req->options[i].pods_count ||
+                    again->options[i].pods_in_both != (req->options[i].pod_field != 0))
+                    __builtin_trap(); /* the pods, under both numbers once answered */
             }
             expander_request_free(again);
         }

@@ -94,10 +94,16 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
     if (!ap->enabled) {
         fprintf(f, "%-18s%s\n", "autoprovisioning", "disabled");
     } else {
+        /* No zone anywhere: one theoretical group per shape, without a zone label. */
+        char zones[32];
+        if (ap->zones_count > 0)
+            snprintf(zones, sizeof(zones), "%zu zones", ap->zones_count);
+        else
+            snprintf(zones, sizeof(zones), "no zone");
         fprintf(f,
-                "%-18senabled, prefix %s: %zu machine types x %zu zones x %zu label sets, "
+                "%-18senabled, prefix %s: %zu machine types x %s x %zu label sets, "
                 "at most %" PRId32 " groups, empty ttl %s\n",
-                "autoprovisioning", ap->prefix, ap->machine_types_count, ap->zones_count,
+                "autoprovisioning", ap->prefix, ap->machine_types_count, zones,
                 ap->label_sets_count, ap->max_node_groups,
                 config_summary__duration(ap->empty_group_ttl_ms, a, sizeof(a)));
         fprintf(f, "%-18slimits cpu %s..%s, memory %s..%s\n", "",
