@@ -246,14 +246,9 @@ fail:
 static int exec_delete_instances(provider_t *base, group_t *g, const size_t *indexes, size_t n,
                                  int64_t now_ms, frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
-    for (size_t i = 0; i < n; i++) {
-        if (indexes[i] >= g->instances_count)
-            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range",
-                                  indexes[i]);
-    }
-    if ((int64_t)n > g->target_size)
-        return frugal_err_set(err, FRUGAL_EINVAL, "cannot delete %zu of %d instances", n,
-                              (int)g->target_size);
+    int rc = group_check_delete(g, indexes, n, err);
+    if (rc != 0)
+        return rc;
     exec_job_t **jobs = calloc(n > 0 ? n : 1, sizeof(*jobs));
     if (jobs == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");

@@ -65,14 +65,9 @@ fail:
 static int simulated_delete_instances(provider_t *p, group_t *g, const size_t *indexes, size_t n,
                                       int64_t now_ms, frugal_err_t *err) {
     (void)p;
-    for (size_t i = 0; i < n; i++) {
-        if (indexes[i] >= g->instances_count)
-            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range",
-                                  indexes[i]);
-    }
-    if ((int64_t)n > g->target_size)
-        return frugal_err_set(err, FRUGAL_EINVAL, "cannot delete %zu of %d instances", n,
-                              (int)g->target_size);
+    int rc = group_check_delete(g, indexes, n, err);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         instance_t *in = &g->instances[indexes[i]];
         in->state = INSTANCE_DELETING;

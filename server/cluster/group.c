@@ -53,6 +53,18 @@ int group_check_decrease(const group_t *g, int32_t delta, size_t *drop, frugal_e
     return 0;
 }
 
+int group_check_delete(const group_t *g, const size_t *indexes, size_t n, frugal_err_t *err) {
+    for (size_t i = 0; i < n; i++) {
+        if (indexes[i] >= g->instances_count)
+            return frugal_err_set(err, FRUGAL_EINVAL, "instance index %zu out of range",
+                                  indexes[i]);
+    }
+    if ((int64_t)n > g->target_size)
+        return frugal_err_set(err, FRUGAL_EINVAL, "cannot delete %zu of %d instances", n,
+                              (int)g->target_size);
+    return 0;
+}
+
 void group_drop_creating(group_t *g, size_t drop) {
     /* Newest first: walk from the end, compacting the survivors towards the end. */
     size_t w = g->instances_count;

@@ -73,6 +73,10 @@ const char *instance_name_in_group(const char *id, const char *group);
  * g than that are still creating (CA may only cancel what has not started). */
 int group_check_decrease(const group_t *g, int32_t delta, size_t *drop, frugal_err_t *err);
 
+/* Whether instances indexes[0..n) of g may be deleted: 0, or FRUGAL_EINVAL for an index out
+ * of range or more instances than the target. */
+int group_check_delete(const group_t *g, const size_t *indexes, size_t n, frugal_err_t *err);
+
 /* Remove the newest `drop` instances of g that are still creating (freeing them), keeping
  * the others in order. The caller has checked there are at least that many. */
 void group_drop_creating(group_t *g, size_t drop);
