@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "k8s.h"
+#include "pb_unpack.h"
 #include "strbuf.h"
 
 /* Labels that differ between similar groups in different zones (CA's
@@ -149,7 +150,8 @@ static char *dup_or_null(const char *s) {
 
 int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
-    k8s_node_t *node = k8s__io__api__core__v1__node__unpack(NULL, len, data);
+    k8s_node_t *node =
+        (k8s_node_t *)pb_unpack(&k8s__io__api__core__v1__node__descriptor, len, data);
     if (!node)
         return frugal_err_set(err, FRUGAL_EINVAL, "template node: not a valid v1.Node (%zu bytes)",
                               len);

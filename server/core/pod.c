@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "kube_json.h"
+#include "pb_unpack.h"
 
 /* Where a quantity came from, for error messages. */
 typedef struct pod__ctx {
@@ -256,7 +257,7 @@ uint64_t pod_identity(const k8s_pod_t *pod) {
 
 /* Unpack serialized v1.Pod bytes; NULL, with err set, when they are not one. */
 static k8s_pod_t *pod__unpack(const uint8_t *data, size_t len, frugal_err_t *err) {
-    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    k8s_pod_t *pod = (k8s_pod_t *)pb_unpack(&k8s__io__api__core__v1__pod__descriptor, len, data);
     if (pod == NULL)
         frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
     return pod;

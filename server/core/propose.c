@@ -11,6 +11,7 @@
 #include "group_rules.h"
 #include "pod.h"
 #include "pricing.h"
+#include "pb_unpack.h"
 #include "template.h"
 
 #define PROPOSE_DEFAULT_EFFECT "NoSchedule"
@@ -116,7 +117,7 @@ nomem:
 
 int propose_pod_decode(const uint8_t *data, size_t len, propose_pod_t *p, frugal_err_t *err) {
     memset(p, 0, sizeof(*p));
-    k8s_pod_t *pod = k8s__io__api__core__v1__pod__unpack(NULL, len, data);
+    k8s_pod_t *pod = (k8s_pod_t *)pb_unpack(&k8s__io__api__core__v1__pod__descriptor, len, data);
     if (pod == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "pod: %zu bytes are not a valid v1.Pod", len);
     int rc = propose_pod_from_k8s(pod, p, err);

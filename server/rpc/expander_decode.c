@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pb_unpack.h"
 #include "pod.h"
 
 /* Grow *items (of size elem) so that it holds at least need elements. */
@@ -32,7 +33,7 @@ typedef struct rd {
     uint64_t end; /* limit of this (sub)message */
 } rd_t;
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
 
 static inline void rd_normalize(rd_t *r) {
     while (r->seg < r->nsegs && r->off >= r->segs[r->seg].len) {
@@ -161,7 +162,11 @@ static int rd_tag(rd_t *r, uint32_t *field, uint32_t *wt) {
     return 0;
 }
 
-static int rd_skip_field(rd_t *r, uint32_t wt) {
+static int rd_skip_group(rd_t *r, uint32_t field, int depth);
+
+/* Skip the value of a field (of number field and wire type wt) whose tag r has read. An
+ * unknown field may be a group (proto2's old nested form): skipped too, to a depth. */
+static int rd_skip_value(rd_t *r, uint32_t field, uint32_t wt, int depth) {
     uint64_t v;
     switch (wt) {
     case WT_VARINT:
@@ -174,9 +179,27 @@ static int rd_skip_field(rd_t *r, uint32_t wt) {
         return rd_skip(r, v);
     case WT_I32:
         return rd_skip(r, 4);
+    case WT_SGROUP:
+        return depth < PB_UNPACK_MAX_DEPTH ? rd_skip_group(r, field, depth + 1) : -1;
     default:
-        return -1; /* groups are not part of proto3 messages */
+        return -1; /* an end of group that no start opened */
     }
+}
+
+static int rd_skip_group(rd_t *r, uint32_t field, int depth) {
+    for (;;) {
+        uint32_t f, wt;
+        if (rd_tag(r, &f, &wt) != 0)
+            return -1;
+        if (wt == WT_EGROUP)
+            return f == field ? 0 : -1;
+        if (rd_skip_value(r, f, wt, depth) != 0)
+            return -1;
+    }
+}
+
+static int rd_skip_field(rd_t *r, uint32_t field, uint32_t wt) {
+    return rd_skip_value(r, field, wt, 0);
 }
 
 /* A reader limited to the next len bytes of r. */
@@ -427,13 +450,13 @@ static int decoder_option(decoder_t *d, rd_t *sub) {
                     return frugal_err_set(d->err, FRUGAL_ENOMEM,
                                           "out of memory decoding BestOptions");
                 d->legacy[n4++] = *r;
-                CHECK(rd_skip_field(r, wt), "truncated pod");
+                CHECK(rd_skip_field(r, field, wt), "truncated pod");
             }
             if ((rc = decoder_keep(d, o, start, r->pos)) != 0)
                 return rc;
             break;
         default:
-            CHECK(rd_skip_field(r, wt), "bad field in Option");
+            CHECK(rd_skip_field(r, field, wt), "bad field in Option");
             if ((rc = decoder_keep(d, o, start, r->pos)) != 0)
                 return rc;
             break;
@@ -487,7 +510,7 @@ static int decoder_node_entry(decoder_t *d, rd_t *sub, uint32_t map_field) {
                 value_len = (size_t)len;
             }
         } else {
-            CHECK(rd_skip_field(r, wt), "bad field in node map entry");
+            CHECK(rd_skip_field(r, field, wt), "bad field in node map entry");
         }
     }
     if (grow((void **)&d->nodes, &d->nodes_cap, d->nodes_count + 1, sizeof(*d->nodes)) != 0)
@@ -536,7 +559,7 @@ static int decoder_run(decoder_t *d, rd_t *r) {
         CHECK(rd_tag(r, &field, &wt), "bad tag");
         if (field != EXPANDER_REQUEST_OPTIONS && field != EXPANDER_REQUEST_NODE_MAP &&
             field != EXPANDER_REQUEST_NODE_BYTES_MAP) {
-            CHECK(rd_skip_field(r, wt), "bad field");
+            CHECK(rd_skip_field(r, field, wt), "bad field");
             continue;
         }
         if (wt != WT_LEN)
@@ -684,7 +707,7 @@ static int response__twin_pods(const expander_request_t *req, const expander_opt
             if (rd_tag(&r, &field, &wt) != 0)
                 return -1;
             uint64_t body = r.pos;
-            if (rd_skip_field(&r, wt) != 0)
+            if (rd_skip_field(&r, field, wt) != 0)
                 return -1;
             if (field != o->pod_field || wt != WT_LEN)
                 continue;

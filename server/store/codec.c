@@ -6,6 +6,8 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 
+#include "pb_unpack.h"
+
 int codec_read_all(grpc_byte_buffer *buf, uint8_t **data, size_t *len, frugal_err_t *err) {
     *data = NULL;
     *len = 0;
@@ -44,9 +46,7 @@ int codec_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *buf,
     int rc = codec_read_all(buf, &data, &len, err);
     if (rc != 0)
         return rc;
-    /* protobuf-c needs a non-NULL pointer even for an empty message. */
-    static const uint8_t empty[1];
-    ProtobufCMessage *msg = protobuf_c_message_unpack(desc, NULL, len, data != NULL ? data : empty);
+    ProtobufCMessage *msg = pb_unpack(desc, len, data);
     free(data);
     if (msg == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "malformed %s message (%zu bytes)", desc->name,

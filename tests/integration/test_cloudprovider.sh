@@ -77,6 +77,12 @@ log "sizes"
 assert_eq 1 "$(target_size pool-a)" "pool-a starts at min_size"
 assert_eq 0 "$(target_size pool-b)" "pool-b starts at min_size"
 assert_ok "target-size yaml" ctl -o yaml target-size pool-a && assert_eq 1 "$(yaml_value targetSize)" "targetSize yaml"
+# Unknown fields are skipped whatever their wire type: {id: "pool-a", 11: group {1: 1}}.
+printf '\x0a\x06pool-a\x5b\x08\x01\x5c' >"$TMP/group.bin"
+assert_ok "an unknown group is skipped" ctl -o yaml raw \
+    /clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroupTargetSize "$TMP/group.bin"
+assert_eq OK "$(yaml_value status)" "a request with an unknown group is answered"
+assert_eq 0801 "$(yaml_value responseHex)" "targetSize 1, as without the group"
 
 log "gpu label, gpu types, refresh, cleanup"
 assert_ok "gpu-label" ctl gpu-label && assert_eq "$GPU_LABEL" "$OUT" "GPULabel"

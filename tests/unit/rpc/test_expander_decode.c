@@ -533,7 +533,10 @@ static void test_invalid(void **state) {
         {"node count as bytes", {0x0a, 0x02, 0x12, 0x00}, 4},
         {"truncated varint", {0x0a, 0x02, 0x10, 0x80}, 4},
         {"field zero", {0x00, 0x01}, 2},
-        {"group", {0x0b}, 1},
+        {"option as a group", {0x0b}, 1},
+        {"unknown group without its end", {0x5b, 0x08, 0x01}, 3},
+        {"end of a group never started", {0x5c}, 1},
+        {"group ended under another number", {0x5b, 0x64}, 2},
         {"pod as varint", {0x0a, 0x02, 0x28, 0x01}, 4},
         {"node entry key as varint", {0x1a, 0x02, 0x08, 0x01}, 4},
     };
@@ -702,6 +705,39 @@ static void response_round_trip(bool legacy) {
     decode_free(req);
 }
 
+/* Unknown fields are skipped whatever their wire type, groups (proto2) included, and an
+ * option's are echoed. */
+static void test_unknown_groups(void **state) {
+    (void)state;
+    static const uint8_t bytes[] = {
+        0x5b, 0x08, 0x01, 0x5c,                         /* group 11 {1: 1} */
+        0x0a, 0x0d, 0x0a, 0x01, 'g',                    /* option g */
+        0x63, 0x5b, 0x08, 0x01, 0x5c, 0x64, 0x10, 0x02, /* group 12 {group 11}, nodeCount 2 */
+        0x2a, 0x00,                                     /* podBytes: empty pod */
+    };
+    expander_request_t *req = decode_one(bytes, sizeof(bytes));
+    assert_int_equal(req->options_count, 1);
+    assert_string_equal(req->options[0].group_id, "g");
+    assert_int_equal(req->options[0].node_count, 2);
+    assert_int_equal(req->options[0].pods_count, 1);
+    size_t sel = 0;
+    expander_response_t resp;
+    frugal_err_t err = {0};
+    uint8_t *out;
+    size_t len;
+    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
+    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    static const uint8_t want[] = {
+        0x0a, 0x0f, 0x0a, 0x01, 'g',  0x10, 0x02, 0x63, 0x5b,
+        0x08, 0x01, 0x5c, 0x64, 0x2a, 0x00, 0x22, 0x00,
+    };
+    assert_int_equal(len, sizeof(want));
+    assert_memory_equal(out, want, sizeof(want));
+    free(out);
+    expander_response_free(&resp);
+    decode_free(req);
+}
+
 static void test_response_round_trip(void **state) {
     (void)state;
     response_round_trip(false);
@@ -855,6 +891,7 @@ int main(void) {
         cmocka_unit_test(test_slice_boundaries),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_unknown_fields_and_bad_pod),
+        cmocka_unit_test(test_unknown_groups),
         cmocka_unit_test(test_response_round_trip),
         cmocka_unit_test(test_answer_design_case),
         cmocka_unit_test(test_handler_deadline),
