@@ -40,40 +40,39 @@ static size_t pb__varint_put(uint8_t *o, uint64_t v) {
     return n;
 }
 
+static int pb__skip_group(pb_in_t *in, uint64_t field, int depth);
+
+/* Skip the value of the field whose tag in has just read. */
+static int pb__skip_value(pb_in_t *in, uint64_t tag, int depth) {
+    uint64_t v;
+    switch (tag & 7) {
+    case PB_VARINT:
+        return pb__varint(in, &v);
+    case PB_I64:
+        return pb__skip(in, 8);
+    case PB_LEN:
+        return pb__varint(in, &v) != 0 ? -1 : pb__skip(in, v);
+    case PB_SGROUP:
+        return pb__skip_group(in, tag >> 3, depth + 1);
+    case PB_I32:
+        return pb__skip(in, 4);
+    default:
+        return -1; /* an end of group that no start opened */
+    }
+}
+
 /* Skip the rest of the group of field `field` whose start tag in has just read. */
 static int pb__skip_group(pb_in_t *in, uint64_t field, int depth) {
     if (depth > PB_UNPACK_MAX_DEPTH)
         return -1;
     for (;;) {
-        uint64_t tag, v;
+        uint64_t tag;
         if (pb__varint(in, &tag) != 0)
             return -1;
-        switch (tag & 7) {
-        case PB_VARINT:
-            if (pb__varint(in, &v) != 0)
-                return -1;
-            break;
-        case PB_I64:
-            if (pb__skip(in, 8) != 0)
-                return -1;
-            break;
-        case PB_LEN:
-            if (pb__varint(in, &v) != 0 || pb__skip(in, v) != 0)
-                return -1;
-            break;
-        case PB_SGROUP:
-            if (pb__skip_group(in, tag >> 3, depth + 1) != 0)
-                return -1;
-            break;
-        case PB_EGROUP:
+        if ((tag & 7) == PB_EGROUP)
             return (tag >> 3) == field ? 0 : -1;
-        case PB_I32:
-            if (pb__skip(in, 4) != 0)
-                return -1;
-            break;
-        default:
+        if (pb__skip_value(in, tag, depth) != 0)
             return -1;
-        }
     }
 }
 
@@ -95,44 +94,26 @@ static int pb__strip(const ProtobufCMessageDescriptor *desc, pb_in_t *in, uint8_
             desc != NULL && (tag >> 3) <= UINT32_MAX
                 ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
                 : NULL;
-        switch (tag & 7) {
-        case PB_SGROUP:
-            if (pb__skip_group(in, tag >> 3, depth + 1) != 0)
-                return -1;
-            *found = true;
-            continue;
-        case PB_LEN:
+        if ((tag & 7) == PB_LEN && f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE) {
             if (pb__varint(in, &v) != 0 || v > (uint64_t)(in->end - in->p))
                 return -1;
-            if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE) {
-                pb_in_t sub = {in->p, in->p + v};
-                uint8_t *ahead = o + *n + tag_bytes + 10;
-                size_t sub_n = 0;
-                if (pb__strip(f->descriptor, &sub, ahead, &sub_n, found, depth + 1) != 0)
-                    return -1;
-                memcpy(o + *n, start, tag_bytes);
-                size_t len_bytes = pb__varint_put(o + *n + tag_bytes, sub_n);
-                memmove(o + *n + tag_bytes + len_bytes, ahead, sub_n);
-                *n += tag_bytes + len_bytes + sub_n;
-                in->p += v;
-                continue;
-            }
+            pb_in_t sub = {in->p, in->p + v};
+            uint8_t *ahead = o + *n + tag_bytes + 10;
+            size_t sub_n = 0;
+            if (pb__strip(f->descriptor, &sub, ahead, &sub_n, found, depth + 1) != 0)
+                return -1;
+            memcpy(o + *n, start, tag_bytes);
+            size_t len_bytes = pb__varint_put(o + *n + tag_bytes, sub_n);
+            memmove(o + *n + tag_bytes + len_bytes, ahead, sub_n);
+            *n += tag_bytes + len_bytes + sub_n;
             in->p += v;
-            break;
-        case PB_VARINT:
-            if (pb__varint(in, &v) != 0)
-                return -1;
-            break;
-        case PB_I64:
-            if (pb__skip(in, 8) != 0)
-                return -1;
-            break;
-        case PB_I32:
-            if (pb__skip(in, 4) != 0)
-                return -1;
-            break;
-        default:
+            continue;
+        }
+        if (pb__skip_value(in, tag, depth) != 0)
             return -1;
+        if ((tag & 7) == PB_SGROUP) {
+            *found = true;
+            continue;
         }
         memcpy(o + *n, start, (size_t)(in->p - start));
         *n += (size_t)(in->p - start);
