@@ -1085,29 +1085,24 @@ static void ctl__quiet_grpc_log(gpr_log_func_args *args) {
  * one (0), or one with a bad or missing value (-1, after a one-line error). */
 static int ctl__global_option(int argc, char **argv, int *i, rpc_client_options_t *opts,
                               ctl_format_t *format) {
+    /* The first five take a string as it is; then --timeout, then -o / --output. */
     static const char *const names[] = {"--addr",    "--tls-ca",          "--tls-cert",
                                         "--tls-key", "--tls-server-name", "--timeout",
                                         "-o",        "--output"};
-    const char *o = argv[*i];
+    const char **strings[] = {&opts->address, &opts->tls_ca, &opts->tls_cert, &opts->tls_key,
+                              &opts->tls_server_name};
+    const size_t n_strings = sizeof(strings) / sizeof(strings[0]), timeout = n_strings;
     size_t k = 0;
-    while (k < sizeof(names) / sizeof(names[0]) && strcmp(o, names[k]) != 0)
+    while (k < sizeof(names) / sizeof(names[0]) && strcmp(argv[*i], names[k]) != 0)
         k++;
     if (k == sizeof(names) / sizeof(names[0]))
         return 0;
     const char *v = ctl__optarg(argc, argv, i);
     if (v == NULL)
         return -1;
-    if (strcmp(o, "--addr") == 0) {
-        opts->address = v;
-    } else if (strcmp(o, "--tls-ca") == 0) {
-        opts->tls_ca = v;
-    } else if (strcmp(o, "--tls-cert") == 0) {
-        opts->tls_cert = v;
-    } else if (strcmp(o, "--tls-key") == 0) {
-        opts->tls_key = v;
-    } else if (strcmp(o, "--tls-server-name") == 0) {
-        opts->tls_server_name = v;
-    } else if (strcmp(o, "--timeout") == 0) {
+    if (k < n_strings) {
+        *strings[k] = v;
+    } else if (k == timeout) {
         char *end;
         errno = 0;
         long long ms = strtoll(v, &end, 10);
