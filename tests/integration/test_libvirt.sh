@@ -181,8 +181,9 @@ for i in 1 2; do
     wait_for 90 console_shows pool-a-$i || fail "console of pool-a-$i: $(tail -c 400 "$CONSOLE/pool-a-$i.log" 2>/dev/null)"
 done
 t_console=$(now)
-assert_match "labels=.*team=web.* taints=dedicated=ci:NoSchedule secret=s3cr3t-token$" \
-    "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" "user-data got the node labels, taints and the secret"
+assert_match "labels=.*team=web.* taints=dedicated=ci:NoSchedule secret=s3cr3t-token end$" \
+    "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" \
+    "user-data got the node labels, taints and the secret (its file's line end dropped)"
 assert_match "instance-id: [0-9a-f-]{36} local-hostname: pool-a-1" "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" \
     "meta-data names the domain"
 assert_match "root disk vda: 131072 sectors" "$(tr -d '\r' <"$CONSOLE/pool-a-1.log")" "the overlay is the root disk"
