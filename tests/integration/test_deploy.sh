@@ -23,6 +23,20 @@ assert_eq 0 "$RC" "every overlay agrees with itself, its config and CA's chart" 
 assert_match '^# overlays checked: \. base etcd$' "$OUT" "the overlays found [$OUT]"
 eval "$(echo "$OUT" | grep -v '^#')"
 
+# Every object of every overlay, the generated ConfigMaps and the certificates included,
+# carries the two labels the Deployment, Service and NetworkPolicies select by.
+for overlay in . etcd; do
+    kubectl kustomize "$DEPLOY/$overlay" >"$TMP/labels.yaml" || fatal "kubectl kustomize deploy/$overlay failed"
+    unlabelled=$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    labels = (d or {}).get("metadata", {}).get("labels") or {}
+    if d and (labels.get("app.kubernetes.io/name"), labels.get("app.kubernetes.io/instance")) != ("frugal", "frugal"):
+        print(d["kind"], d["metadata"]["name"])
+' "$TMP/labels.yaml")
+    assert_eq "" "$unlabelled" "deploy/$overlay: every object carries app.kubernetes.io/name and /instance"
+done
+
 # Each overlay's config passes `frugal check` as it is, but for the files it reads at
 # load: the hook is the ConfigMap's, the credentials the Secret's placeholders, copied here.
 for overlay in base etcd; do
