@@ -172,7 +172,7 @@ typedef struct limits_config {
     bool memory_source_unreadable;  /* unset, and the cgroup limit could not be read */
     int64_t receive_timeout_ms;     /* for the body of a call without deadline; default 30s */
     int64_t idle_timeout_ms;        /* a connection without calls is closed; default 5m */
-    int32_t max_concurrent_streams; /* per connection; default 100 */
+    int32_t max_concurrent_streams; /* per connection; default 32 */
     int32_t max_calls_per_worker;   /* calls in flight per worker thread; default 256 */
     int64_t max_header_bytes;       /* request metadata; default 16Ki */
 } limits_config_t;

@@ -460,7 +460,7 @@ static const key_spec_t limits_keys_top[] = {
     KEY("idle_timeout", YAML_TREE_SCALAR, config__parse_duration_ms, limits_config_t,
         idle_timeout_ms, "5m"),
     KEY_RANGE("max_concurrent_streams", config__parse_int32, limits_config_t,
-              max_concurrent_streams, "100", 1, INT32_MAX, false),
+              max_concurrent_streams, "32", 1, INT32_MAX, false),
     KEY_RANGE("max_calls_per_worker", config__parse_int32, limits_config_t, max_calls_per_worker,
               "256", 1, 1000000, false),
     KEY_RANGE("max_header_bytes", config__parse_bytes, limits_config_t, max_header_bytes, "16Ki",

@@ -234,7 +234,7 @@ static void test_limits(void **state) {
     assert_int_equal(cfg->limits.memory_bytes, 2LL * 536870912 + (64LL << 20));
     assert_int_equal(cfg->limits.receive_timeout_ms, 30000);
     assert_int_equal(cfg->limits.idle_timeout_ms, 300000);
-    assert_int_equal(cfg->limits.max_concurrent_streams, 100);
+    assert_int_equal(cfg->limits.max_concurrent_streams, 32);
     assert_int_equal(cfg->limits.max_calls_per_worker, 256);
     assert_int_equal(cfg->limits.max_header_bytes, 16384);
     assert_int_equal(cfg->autoprovisioning.max_theoretical_groups, 200);
