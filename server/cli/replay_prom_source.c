@@ -145,17 +145,18 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0)
         rc = replay_prom_trace(b, keys, nkeys, &text, &len, &st, err);
-    if (rc == 0 && st.no_created > 0)
-        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
-                st.no_created);
     if (rc == 0 && st.pods == 0) {
-        char a[32], z[32];
+        char a[32], z[32], left_out[96] = "";
         time_t ta = (time_t)o->start_s, tz = (time_t)o->end_s;
         strftime(a, sizeof(a), "%Y-%m-%dT%H:%M:%SZ", gmtime(&ta));
         strftime(z, sizeof(z), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tz));
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s",
+        if (st.no_created > 0)
+            snprintf(left_out, sizeof(left_out),
+                     " (%zu pods with requests but no kube_pod_created left out)", st.no_created);
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s",
                             o->http.url, a, z, o->namespace_re ? " in namespaces matching \"" : "",
-                            o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "");
+                            o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "",
+                            left_out);
     }
     if (rc == 0) {
         const char *name = o->save_trace ? o->save_trace : "prometheus";
@@ -166,6 +167,10 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
         replay_workload_free(out);
     }
+    /* Said once the trace stands, so that a failure is one line. */
+    if (rc == 0 && st.no_created > 0)
+        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
+                st.no_created);
     free(keys);
     free(text);
     replay_prom_free(b);

@@ -313,8 +313,13 @@ int replay_bound_compute(const replay_bound_group_t *groups, size_t groups_count
         rc = frugal_err_set(err, rc, "out of memory");
         goto done;
     }
-    /* Windows of equal length, at most REPLAY_BOUND_MAX_SOLVES of them; each solves the
-     * program for its classes' mean load (exact when a window holds no change). */
+    /* One program per change of the running set when there are at most
+     * REPLAY_BOUND_MAX_SOLVES changes; else windows of equal length, as many, each solved
+     * for its classes' mean load (exact when a window holds no change). */
+    size_t changes = 0;
+    for (size_t i = 0; i < E && ev[i].t_s < horizon_s; i++)
+        changes += ev[i].t_s > 0 && (i == 0 || ev[i].t_s != ev[i - 1].t_s);
+    bool per_change = changes < REPLAY_BOUND_MAX_SOLVES;
     int64_t window = (horizon_s + REPLAY_BOUND_MAX_SOLVES - 1) / REPLAY_BOUND_MAX_SOLVES;
     if (window < REPLAY_BOUND_MIN_WINDOW)
         window = REPLAY_BOUND_MIN_WINDOW;
@@ -323,6 +328,12 @@ int replay_bound_compute(const replay_bound_group_t *groups, size_t groups_count
     size_t e = 0;
     for (int64_t t0 = 0; out->ok && t0 < horizon_s;) {
         int64_t t1 = t0 + window < horizon_s ? t0 + window : horizon_s;
+        if (per_change) {
+            size_t next = e;
+            while (next < E && ev[next].t_s <= t0)
+                next++;
+            t1 = next < E && ev[next].t_s < horizon_s ? ev[next].t_s : horizon_s;
+        }
         for (; e < E && ev[e].t_s < t1; e++) {
             bound__class_t *c = &cls[ev[e].cls];
             int64_t at = ev[e].t_s > t0 ? ev[e].t_s : t0;

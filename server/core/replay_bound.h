@@ -14,7 +14,8 @@
  * grid of REPLAY_BOUND_GRID steps per doubling (requests only shrink: still a lower
  * bound). The bound is the integral over time of the program's optimum, in the unit of
  * the replay's COST (price-hours). The program changes only when the running set does:
- * each change re-solves it from the previous optimal basis.
+ * each change re-solves it from the previous optimal basis, up to REPLAY_BOUND_MAX_SOLVES
+ * changes; past that, windows of equal length are solved for their mean load.
  *
  * Pure; thread-safe (GLPK keeps its environment per thread, freed before returning). */
 #ifndef FRUGAL_REPLAY_BOUND_H

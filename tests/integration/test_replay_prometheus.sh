@@ -179,6 +179,14 @@ assert_match "^frugal replay: cannot reach http://127.0.0.1:$DEAD: " "$ERR" "unr
 assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 [ ! -e "$TMP/bad1.jsonl" ] && [ ! -e "$TMP/bad1.jsonl.tmp" ] && pass || fail "no trace written"
 
+# The range has a pod without creation time: a failure after the trace is built is
+# still one line (the count is said only when the trace stands).
+assert_exit 1 "trace not writable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/no-such-dir/built.jsonl"
+assert_match "^frugal replay: --save-trace $TMP/no-such-dir/built.jsonl: No such file or directory$" \
+    "$ERR" "the unwritable trace named"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+
 FAKE_PORT=$(free_port)
 mkdir -p "$TMP/fake/api/v1/label/__name__" "$TMP/nokube/api/v1/label/__name__"
 echo '<html>hello</html>' >"$TMP/fake/api/v1/label/__name__/values"

@@ -97,6 +97,30 @@ static void test_over_time(void **state) {
     assert_float_equal(bound(g, 1, p, 12, 3600).cost, 1.5, 1e-6);
 }
 
+/* A day with one change off any grid: for the first hour two 4-cpu pods and a 1-cpu pod
+ * need 9 cpu; the cheap group has one node (4 cpu at 1/h), the rest goes to the dear one
+ * (5 cpu, 1.25 nodes at 3/h): 4.75 per hour. Then the 1-cpu pod alone for 23 h, a quarter
+ * of the cheap node: 5.75. 10.5 in all, solved per change, not for a window's mean. */
+static void test_per_change(void **state) {
+    (void)state;
+    replay_bound_group_t g[] = {group(4, 16, 0, 1.0), group(4, 16, 0, 3.0)};
+    g[0].max_size = 1;
+    replay_bound_pod_t p[] = {pod(0, 3600, 4000, 1024, all), pod(0, 3600, 4000, 1024, all),
+                              pod(0, 86400, 1000, 1024, all)};
+    replay_bound_t b = bound(g, 2, p, 3, 86400);
+    assert_true(b.ok);
+    assert_float_equal(b.cost, 10.5, 1e-6);
+    /* Past REPLAY_BOUND_MAX_SOLVES changes, windows of their mean load: exact here, as one
+     * group without bounds makes the optimum linear in the load. 2,000 pods of 1 cpu for
+     * 20 s each: 2,000 x 0.25 x 20 / 3600. */
+    static replay_bound_pod_t many[2000];
+    for (int i = 0; i < 2000; i++)
+        many[i] = pod(i * 40 + 7, i * 40 + 27, 1000, 1024, all);
+    b = bound(g + 1, 1, many, 2000, 86400);
+    assert_true(b.ok);
+    assert_float_equal(b.cost, 3.0 * 2000 * 0.25 * 20 / 3600, 1e-6);
+}
+
 /* min_size nodes are paid without pods; pods fill them first. */
 static void test_min_size(void **state) {
     (void)state;
@@ -156,6 +180,7 @@ int main(void) {
         cmocka_unit_test(test_complementary), cmocka_unit_test(test_over_time),
         cmocka_unit_test(test_min_size),      cmocka_unit_test(test_gpu),
         cmocka_unit_test(test_left_out),      cmocka_unit_test(test_infeasible),
+        cmocka_unit_test(test_per_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
