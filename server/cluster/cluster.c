@@ -408,7 +408,7 @@ int cluster_persist(cluster_t *c, frugal_err_t *err) {
 }
 
 bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms) {
-    if (rc != FRUGAL_EABORTED || ++*attempt > 4 ||
+    if (rc != FRUGAL_EABORTED || ++*attempt > CLUSTER_COMMIT_ATTEMPTS ||
         (deadline_ms > 0 && clock_mono_ms() >= deadline_ms))
         return false;
     frugal_err_t err = {0};

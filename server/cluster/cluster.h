@@ -75,8 +75,10 @@ const frugal_config_t *cluster_config_acquire(cluster_t *c);
  * nothing changed, when next changes a key that needs a restart (listeners,
  * allow_insecure, max_message_bytes, state_file, provider), removes a group that still
  * has nodes, changes a group's managed flag, or puts a group's target size outside its
- * new bounds: FRUGAL_EPRECOND naming it. On 0 the cluster holds a reference to next
- * (the caller keeps its own) and has dropped its reference to the old config. */
+ * new bounds: FRUGAL_EPRECOND naming it. A commit that another replica beat is applied
+ * again on the state it wrote (FRUGAL_EABORTED after a few). On 0 the cluster holds a
+ * reference to next (the caller keeps its own) and has dropped its reference to the old
+ * config. */
 int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err);
 
 /* The lock prefers writers: never take the read lock twice in one thread (a waiting

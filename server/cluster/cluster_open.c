@@ -184,8 +184,8 @@ static void cluster__free(cluster_t *c) {
     free(c);
 }
 
-int cluster_open(const frugal_config_t *cfg, struct provider *provider, struct state_backend *state,
-                 cluster_t **out, frugal_err_t *err) {
+static int cluster__open_once(const frugal_config_t *cfg, struct provider *provider,
+                              struct state_backend *state, cluster_t **out, frugal_err_t *err) {
     int rc;
     gvec_t v = {0};
     change_t *changes = NULL;
@@ -411,7 +411,7 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
     return 0;
 }
 
-int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
+static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
     pthread_mutex_lock(&c->write_mu);
     const frugal_config_t *cur = c->cfg;
     int rc = 0;
@@ -493,5 +493,26 @@ int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err)
     pthread_mutex_unlock(&c->write_mu);
     if (rc == 0)
         config_release(cur);
+    return rc;
+}
+
+/* Replicas started together on an empty etcd prefix race for its first write: the loser
+ * loads what the winner wrote and opens again. */
+int cluster_open(const frugal_config_t *cfg, struct provider *provider, struct state_backend *state,
+                 cluster_t **out, frugal_err_t *err) {
+    int rc, attempt = 0;
+    while ((rc = cluster__open_once(cfg, provider, state, out, err)) == FRUGAL_EABORTED &&
+           ++attempt <= CLUSTER_COMMIT_ATTEMPTS)
+        log_info("%s: loading the state again", err->msg);
+    return rc;
+}
+
+/* Replicas reloading the same edit at once race for the write: the loser catches up
+ * with the winner's and applies its reload again (usually a no-op by then). */
+int cluster_reload(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
+    int rc, attempt = 0;
+    while ((rc = cluster__reload_once(c, next, err)) == FRUGAL_EABORTED &&
+           cluster__retry(c, rc, &attempt, 0))
+        log_info("%s: applying the reload again", err->msg);
     return rc;
 }

@@ -61,6 +61,7 @@ typedef struct etcd_backend {
     atomic_bool leader;       /* holds P/leader with lease_id */
     atomic_llong valid_until; /* monotonic ms: leadership is trusted until then */
     atomic_bool elect_now;    /* the Watch saw P/leader go: try at once */
+    atomic_bool loaded;       /* the prefix was read and is frugal's: it may write P/leader */
     pthread_mutex_t lease_mu; /* guards lease_fn/lease_arg and serialises the reports */
     state_lease_fn lease_fn;
     void *lease_arg;
@@ -270,6 +271,9 @@ static int etcd_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     }
     pthread_mutex_unlock(&e->mu);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
+    /* Only a prefix known to be frugal's (or empty) gets a leader key: elect at once. */
+    if (rc == 0 && !atomic_exchange(&e->loaded, true))
+        atomic_store(&e->elect_now, true);
     if (rc == 0 && !schema)
         return frugal_err_set(err, FRUGAL_ENOTFOUND, "etcd prefix %s is empty", e->prefix);
     return rc;
@@ -397,6 +401,8 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
     int64_t lease = atomic_load(&e->lease_id);
     if (sc->provider_work && (!se__leader_now(e) || lease == 0)) {
         txn_build_free(&t);
+        /* Fenced before etcd is asked: its lease has run out by this replica's clock. */
+        metrics_count(METRICS_ETCD_TXN_REFUSED, "fenced", NULL, NULL);
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "this replica is not the leader: provider work is refused");
     }
@@ -866,6 +872,7 @@ static void *se__lease_main(void *arg) {
             if (atomic_load(&e->leader))
                 log_warn("leadership lost: the lease of %s expired", e->identity);
             atomic_store(&e->leader, false);
+            metrics_state_leader(false);
             atomic_store(&e->lease_id, 0);
             se__publish_lease(e);
             if (se__grant(e, &err) != 0) {
@@ -876,7 +883,8 @@ static void *se__lease_main(void *arg) {
             atomic_store(&e->lease_id, 0);
             continue;
         }
-        se__elect(e);
+        if (atomic_load(&e->loaded))
+            se__elect(e);
         for (int64_t slept = 0; slept < e->lease_ttl_ms / 4 && !atomic_load(&e->stop) &&
                                 !atomic_exchange(&e->elect_now, false);
              slept += 50)
@@ -891,7 +899,6 @@ static int etcd_lock(state_backend_t *b, frugal_err_t *err) {
     int rc = se__grant(e, err);
     if (rc != 0)
         return rc;
-    se__elect(e);
     if (pthread_create(&e->lease_thread, NULL, se__lease_main, e) != 0)
         return frugal_err_set(err, FRUGAL_EINTERNAL, "cannot start the etcd lease thread");
     e->lease_thread_started = true;

@@ -135,6 +135,11 @@ if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
 stale=0
 for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_cache_stale)" = 1 ] && { stale=1; break; }; sleep 0.2; done
 assert_eq 1 "$stale" "metrics: the cache is marked stale while etcd does not answer"
+# Alone, and away from etcd longer than its lease: no replica leads, and the gauge says so.
+lost=0
+for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_leader)" = 0 ] && { lost=1; break; }; sleep 0.2; done
+assert_eq 1 "$lost" "metrics: frugal_state_leader falls to 0 once the lease ran out"
+assert_match "leadership lost: the lease of .* expired" "$(cat "$LEAD_LOG")" "the lost lease is logged"
 kill -CONT "${ETCD_PID[0]}"
 ok=0
 for _ in $(seq 1 30); do
@@ -164,8 +169,14 @@ bad_start "TLS to a plaintext etcd" "etcd unavailable" "$TMP/tls.yaml"
 
 replica_config "$TMP/foreign.yaml" "$(free_port)" /frugal/f/
 etcd_put /frugal/f/someone-else "hello"
+etcd_revision() {
+    curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/range" -d '{"key":"AA=="}' |
+        python3 -c 'import sys,json; print(json.load(sys.stdin)["header"]["revision"])'
+}
+rev_before=$(etcd_revision)
 bad_start "foreign key" "etcd key /frugal/f/someone-else under prefix /frugal/f/ is not frugal's" "$TMP/foreign.yaml"
 assert_eq hello "$(etcd_get /frugal/f/someone-else)" "the foreign key is untouched"
+assert_eq "$rev_before" "$(etcd_revision)" "nothing was written to etcd, not even a leader key"
 
 replica_config "$TMP/corrupt.yaml" "$(free_port)" /frugal/c/
 etcd_put /frugal/c/schema "frugal-state-etcd version=1"
@@ -222,7 +233,7 @@ ADDR="127.0.0.1:$C4" start_server "$TMP/c4.yaml"
 PID4=$SERVER_PID LOG4=$SERVER_LOG
 kill -STOP "$PID4"
 for i in 1 2 3; do ADDR="127.0.0.1:$C3" assert_ok "increase while r4 is away" ctl increase web-a 1; done
-rev=$(curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/range" -d '{"key":"AA=="}' | python3 -c 'import sys,json; print(json.load(sys.stdin)["header"]["revision"])')
+rev=$(etcd_revision)
 curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
 etcd_member_kill 0
 etcd_member_start 0
@@ -267,6 +278,59 @@ assert_eq 10 "$(cat "$TMP"/nap.* | grep -cx 0)" "exactly 10 increases acknowledg
 assert_match "RESOURCE_EXHAUSTED" "$(cat "$TMP"/nap.*)" "the others are refused by the limit"
 kill -TERM "$NP1" "$NP2"
 wait "$NP1" "$NP2" 2>/dev/null
+
+log "replicas started together on an empty prefix: every one serves (5 rounds of 3)"
+for round in 1 2 3 4 5; do
+    PIDS=() PORTS=()
+    for r in 1 2 3; do
+        port=$(free_port)
+        replica_config "$TMP/start$round.$r.yaml" "$port" "/frugal/start$round/"
+        "$FRUGAL" serve -c "$TMP/start$round.$r.yaml" --init-state >"$TMP/start$round.$r.log" 2>&1 &
+        PIDS+=($!) PORTS+=("$port")
+        ALL_SERVER_PIDS+=($!)
+    done
+    for r in 0 1 2; do
+        for _ in $(seq 1 100); do
+            kill -0 "${PIDS[$r]}" 2>/dev/null || break
+            "$FRUGAL" ctl --addr "127.0.0.1:${PORTS[$r]}" --timeout 500 health >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+        kill -0 "${PIDS[$r]}" 2>/dev/null && pass ||
+            fail "round $round, replica $((r + 1)) exited: $(tail -n 2 "$TMP/start$round.$((r + 1)).log")"
+    done
+    kill -TERM "${PIDS[@]}" 2>/dev/null
+    wait "${PIDS[@]}" 2>/dev/null
+done
+echo "    first writes lost to another replica and loaded again: $(cat "$TMP"/start*.log | grep -c 'loading the state again')"
+
+log "two replicas reload the same edit at once: both apply it (3 rounds)"
+H1=$(free_port) H2=$(free_port) HO1=$(free_port) HO2=$(free_port)
+replica_config "$TMP/h1.yaml" "$H1" /frugal/hup/
+replica_config "$TMP/h2.yaml" "$H2" /frugal/hup/
+echo "ops_listen: 127.0.0.1:$HO1" >>"$TMP/h1.yaml"
+echo "ops_listen: 127.0.0.1:$HO2" >>"$TMP/h2.yaml"
+ADDR="127.0.0.1:$H1" start_server "$TMP/h1.yaml"
+HP1=$SERVER_PID HL1=$SERVER_LOG
+ADDR="127.0.0.1:$H2" start_server "$TMP/h2.yaml"
+HP2=$SERVER_PID HL2=$SERVER_LOG
+for max in 12 14 16; do
+    sed -i "s/max_size: [0-9]*}/max_size: $max}/" "$TMP/h1.yaml" "$TMP/h2.yaml"
+    kill -HUP "$HP1" "$HP2"
+    for o in "$HO1" "$HO2"; do
+        got=""
+        for _ in $(seq 1 50); do
+            got=$(metric_l "$o" 'frugal_node_group_max_size{node_group="web-a"}')
+            [ "$got" = "$max" ] && break
+            sleep 0.1
+        done
+        assert_eq "$max" "$got" "max_size $max on the replica with ops port $o"
+        assert_eq 1 "$(metric "$o" frugal_config_last_reload_successful)" "its reload succeeded"
+    done
+done
+assert_no_match "refused" "$(cat "$HL1" "$HL2")" "no reload was refused"
+echo "    reloads that lost to the other replica and ran again: $(cat "$HL1" "$HL2" | grep -c 'applying the reload again' || true)"
+kill -TERM "$HP1" "$HP2"
+wait "$HP1" "$HP2" 2>/dev/null
 
 etcd_stop
 finish

@@ -100,9 +100,13 @@ int cluster__replace(cluster_t *c, const cluster_ctx_t *ctx, const group_t *old,
  * (nothing changed) past it. */
 int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err);
 
+/* How many times a write that another replica beat is tried again. */
+#define CLUSTER_COMMIT_ATTEMPTS 4
+
 /* After a failed attempt (rc): whether to run it again. Only when another replica
- * committed first (FRUGAL_EABORTED), at most a few times, within deadline_ms (0: none),
- * and once the backend delivered that commit to the cache. *attempt counts. */
+ * committed first (FRUGAL_EABORTED), at most CLUSTER_COMMIT_ATTEMPTS times, within
+ * deadline_ms (0: none), and once the backend delivered that commit to the cache.
+ * *attempt counts. */
 bool cluster__retry(cluster_t *c, int rc, int *attempt, int64_t deadline_ms);
 
 /* One mutation as every public one runs: locked(c, ctx, args, err) under write_mu

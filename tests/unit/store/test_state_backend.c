@@ -2,8 +2,9 @@
  * backend's round trip and lock, and the cluster's side of a shared backend through a
  * fake one: commits name the groups they change, a lost race (FRUGAL_EABORTED) is
  * retried on the state the watch brought and still holds max_size, another replica's
- * commit is published, a follower does no provider work, and a leader whose write was
- * fenced steps down without an error. */
+ * commit is published, a follower does no provider work, a leader whose write was
+ * fenced steps down without an error, and the first write of a start or a reload that
+ * another replica beat is made again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 
 typedef struct fake {
     int commits;
+    int loads;
     int aborts_left;   /* commits to refuse with FRUGAL_EABORTED */
     int32_t remote_to; /* on sync after an abort: deliver web-a at this target */
     bool leader;
@@ -37,6 +39,7 @@ typedef struct fake {
 } fake_t;
 
 static int fake_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
+    ((fake_t *)b->impl)->loads++;
     memset(out, 0, sizeof(*out));
     return frugal_err_set(err, FRUGAL_ENOTFOUND, "empty");
 }
@@ -108,7 +111,9 @@ typedef struct fx {
     state_backend_t backend;
 } fx_t;
 
-static int setup(void **state) {
+/* The cluster on the fake backend, whose first aborts commits are lost to "another
+ * replica". */
+static int setup_losing(void **state, int aborts) {
     fx_t *f = calloc(1, sizeof(*f));
     const char *yaml = "provider: {kind: simulated, boot_seconds: 0}\n"
                        "node_groups:\n"
@@ -119,12 +124,23 @@ static int setup(void **state) {
     frugal_err_t err = {0};
     assert_int_equal(provider_create(f->cfg, &f->provider, &err), 0);
     f->fake.leader = true;
+    f->fake.aborts_left = aborts;
     f->backend.ops = &fake_ops;
     f->backend.impl = &f->fake;
     assert_int_equal(cluster_open(f->cfg, f->provider, &f->backend, &f->c, &err), 0);
     assert_non_null(f->fake.fn); /* the cluster listens to other replicas */
     *state = f;
     return 0;
+}
+
+static int setup(void **state) {
+    return setup_losing(state, 0);
+}
+
+/* Replicas started together on an empty prefix: the one whose first write lost loads the
+ * state again and opens. */
+static int setup_lost_first_write(void **state) {
+    return setup_losing(state, 1);
 }
 
 static int teardown(void **state) {
@@ -171,6 +187,34 @@ static void test_conflict_retries_on_the_new_state(void **state) {
     f->fake.aborts_left = 1;
     assert_int_equal(cluster_increase_size(f->c, NULL, "web-a", 1, &err), 0);
     assert_int_equal(target_of(f->c, "web-a"), 10);
+}
+
+static void test_open_after_a_lost_first_write(void **state) {
+    fx_t *f = *state;
+    assert_int_equal(f->fake.loads, 2);
+    assert_int_equal(f->fake.commits, 1);
+    assert_int_equal(target_of(f->c, "web-a"), 0);
+}
+
+/* Two replicas reload the same edit at once: the one whose commit lost applies it again. */
+static void test_reload_retries_a_lost_commit(void **state) {
+    fx_t *f = *state;
+    const char *yaml = "provider: {kind: simulated, boot_seconds: 0}\n"
+                       "node_groups:\n"
+                       "  - {id: web-a, machine_type: n1-standard-2, min_size: 0, max_size: 12}\n"
+                       "  - {id: web-b, machine_type: n1-standard-2, min_size: 0, max_size: 10}\n";
+    frugal_config_t *next = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("t.yaml", yaml, strlen(yaml), &next, &errors), 0);
+    frugal_err_t err = {0};
+    f->fake.aborts_left = 1;
+    int before = f->fake.commits;
+    assert_int_equal(cluster_reload(f->c, next, &err), 0);
+    config_release(next);
+    assert_int_equal(f->fake.commits, before + 1);
+    cluster_read_lock(f->c);
+    assert_int_equal(cluster_find_group(f->c, "web-a")->max_size, 12);
+    cluster_read_unlock(f->c);
 }
 
 static void test_conflicts_give_up(void **state) {
@@ -285,6 +329,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_commit_names_the_changed_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflict_retries_on_the_new_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflicts_give_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_after_a_lost_first_write, setup_lost_first_write,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reload_retries_a_lost_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_does_no_provider_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_refresh_steps_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refresh_retries_after_conflict, setup, teardown),
