@@ -576,8 +576,9 @@ static int plan__utilisation(plan_t *pl) {
     return 0;
 }
 
-/* The similarity keys, initial sizes and max sizes of the managed groups, for
- * escalator_split; every array has pl->n_groups entries (free them with free). */
+/* The similarity keys, sizes and max sizes of the managed groups, for escalator_split;
+ * a group's size is its node count in NODES.json when given, else its initial size.
+ * Every array has pl->n_groups entries (free them with free). */
 static void plan__split_inputs(const plan_t *pl, const char ***keys, int64_t **sizes,
                                int64_t **max) {
     *keys = cli_xcalloc(pl->n_groups, sizeof(**keys));
@@ -585,8 +586,10 @@ static void plan__split_inputs(const plan_t *pl, const char ***keys, int64_t **s
     *max = cli_xcalloc(pl->n_groups, sizeof(**max));
     for (size_t k = 0; k < pl->n_groups; k++) {
         (*keys)[k] = pl->groups[k].info.similarity_key;
-        (*sizes)[k] = plan__initial_size(pl->groups[k].cfg);
-        (*max)[k] = pl->groups[k].cfg->max_size;
+        const node_group_config_t *g = pl->groups[k].cfg;
+        (*sizes)[k] = pl->nodes_path != NULL ? pl->util[g - pl->cfg->node_groups].eg.nodes
+                                             : plan__initial_size(g);
+        (*max)[k] = g->max_size;
     }
 }
 

@@ -136,6 +136,23 @@ assert_match '^  balance_similar_split:$' "$OUT" "split in YAML"
 assert_eq 1 "$(echo "$OUT" | awk '/^  - group: "a"$/ { a = 1; next } a && /^    nodes: / { print $2; exit }')" "+1 to A"
 assert_eq 3 "$(echo "$OUT" | awk '/^  - group: "b"$/ { b = 1; next } b && /^    size: / { print $2; exit }')" "B at 3"
 
+log "the split with the node counts of NODES.json (1, 3, 6), the config giving no size"
+config "$TMP/split-nodes.yaml" '  - {id: a, machine_type: jobs-1x4, zone: z1, max_size: 20, labels: {workload: jobs}}
+  - {id: b, machine_type: jobs-1x4, zone: z2, max_size: 20, labels: {workload: jobs}}
+  - {id: c, machine_type: jobs-1x4, zone: z3, max_size: 20, labels: {workload: jobs}}'
+nodes=("$(node a1 z1 gce://x/a1 1)")
+for i in 1 2 3; do nodes+=("$(node "b$i" z2 "gce://x/b$i" 1)"); done
+for i in 1 2 3 4 5 6; do nodes+=("$(node "c$i" z3 "gce://x/c$i" 1)"); done
+kube_list "${nodes[@]}" >"$TMP/split-nodes.json"
+pods=()
+for i in 0 1 2 3 4 5 6 7; do
+    pods+=("$(pod batch "r$i" "" Pending 500m 100M)")
+done
+kube_list "${pods[@]}" >"$TMP/eight.json"
+assert_ok "plan split from NODES.json" "$FRUGAL" plan -c "$TMP/split-nodes.yaml" --pods "$TMP/eight.json" \
+    --nodes "$TMP/split-nodes.json"
+assert_match "^balance-similar split of [abc]'s 4 nodes: a \+3, b \+1, c \+0$" "$OUT" "A +3, B +1 from the counted nodes"
+
 log "bad input is reported and the report goes on"
 config "$TMP/bad.yaml" '  - {id: a, machine_type: jobs-1x4, zone: z1, size: 1, max_size: 20, labels: {workload: jobs}}
   - {id: b, machine_type: jobs-1x4, zone: z2, size: 2, max_size: 20, labels: {workload: jobs}}
