@@ -313,6 +313,29 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
     }
 }
 
+/* Where the pods no group can host come from, on stderr: the trace line or the family of
+ * the first such pod in the first run of each workload (every run sees the same pods of a
+ * trace, and a family's shapes are the same in every seed). */
+static void replay__warn_unhostable(const replay_cmd_t *c) {
+    for (size_t w = 0; w < c->workloads_count; w++) {
+        const replay_figures_t *f =
+            &c->jobs[c->bounds_count + w * c->strategies_count * c->seeds].fig;
+        const replay_workload_t *wl = &c->workloads[w];
+        if (f->unhostable == 0)
+            continue;
+        if (wl->is_trace)
+            fprintf(stderr,
+                    "frugal replay: %s:%zu: no node group can host this pod: counted, not placed "
+                    "(%" PRId64 " such pods)\n",
+                    wl->path, wl->trace[f->unhostable_shape].line, f->unhostable);
+        else
+            fprintf(stderr,
+                    "frugal replay: %s: family %s: some of its pods no node group can host: "
+                    "counted, not placed (%" PRId64 " such pods in seed 1)\n",
+                    wl->path, wl->families[f->unhostable_shape].name, f->unhostable);
+    }
+}
+
 static void replay__range(char *buf, size_t size, const replay_stat_t *s, const char *fmt) {
     char a[32], b[32], m[32];
     snprintf(m, sizeof(m), fmt, s->mean);
@@ -701,6 +724,7 @@ int cmd_replay(int argc, char **argv) {
     }
     if (status == 0) {
         replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));
+        replay__warn_unhostable(&c);
         replay__rows(&c, rows);
         if (strcmp(format, "csv") == 0)
             replay__print_csv(&c, rows);

@@ -1112,8 +1112,8 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
                 hostable = replay__can_host(&s, &s.pods[next_pod], g);
             if (hostable)
                 s.pending[s.pending_count++] = (uint32_t)next_pod;
-            else
-                s.fig.unhostable++;
+            else if (s.fig.unhostable++ == 0)
+                s.fig.unhostable_shape = s.pods[next_pod].shape;
         }
         /* 4, 5 */
         bool scaled = false;

@@ -71,6 +71,7 @@ typedef struct replay_trace_pod {
 
 typedef struct replay_workload {
     char *name; /* the file's base name without extension */
+    char *path; /* as given to replay_workload_load, for messages */
     bool is_trace;
     /* mix */
     double arrivals_per_hour; /* the whole mix's mean rate */
@@ -172,10 +173,11 @@ typedef struct replay_figures {
     double ideal_cost; /* the pods' requests priced linearly for as long as they ran */
     double pending_pod_minutes;
     int64_t nodes_bought;
-    int64_t pods;          /* pods that arrived */
-    int64_t unhostable;    /* pods no group can ever host: counted, never placed */
-    int64_t decisions;     /* loops in which the policy picked an option */
-    int64_t nodes_drained; /* non-empty nodes removed (replay_options_t) */
+    int64_t pods;              /* pods that arrived */
+    int64_t unhostable;        /* pods no group can ever host: counted, never placed */
+    uint32_t unhostable_shape; /* the first one's family or trace line (when unhostable) */
+    int64_t decisions;         /* loops in which the policy picked an option */
+    int64_t nodes_drained;     /* non-empty nodes removed (replay_options_t) */
 } replay_figures_t;
 
 /* Simulate hours of w (a trace: hours <= 0 means its whole span) under cfg's managed

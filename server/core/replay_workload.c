@@ -353,8 +353,11 @@ int replay_workload_load(const char *path, const char *text, size_t len, replay_
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t n = strcspn(base, ".");
-    if ((out->name = strndup(base, n > 0 ? n : strlen(base))) == NULL)
+    if ((out->name = strndup(base, n > 0 ? n : strlen(base))) == NULL ||
+        (out->path = strdup(path)) == NULL) {
+        replay_workload_free(out);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
     size_t i = 0;
     while (i < len && isspace((unsigned char)text[i]))
         i++;
@@ -378,5 +381,6 @@ void replay_workload_free(replay_workload_t *w) {
     free(w->families);
     free(w->trace);
     free(w->name);
+    free(w->path);
     memset(w, 0, sizeof(*w));
 }
