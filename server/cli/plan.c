@@ -474,10 +474,12 @@ static void plan__util_nodes(plan_t *pl, long *node_group) {
         snprintf(subject, sizeof(subject), "node %s", name);
         long gi = node_group[k] = escalator_group_of_node(cfg, node, NULL);
         if (gi < 0) {
-            plan__note(pl, subject,
-                       "no configured group claims it (no %s label naming one, no frugal:// "
-                       "provider id, no group of its instance type and zone): left out",
-                       FRUGAL_LABEL_NODE_GROUP);
+            plan__note(
+                pl, subject,
+                "no configured group claims it (no %s label naming one, no frugal:// "
+                "provider id, no group of its instance type and zone whose labels it carries): "
+                "left out",
+                FRUGAL_LABEL_NODE_GROUP);
             continue;
         }
         plan_util_t *u = &pl->util[gi];
