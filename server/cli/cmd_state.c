@@ -1,7 +1,7 @@
-/* `frugal state export|import -c FILE`: move the state between the configured backend
- * (file or etcd) and a state file (docs/state-format.md), e.g. from the file backend to
- * etcd: export with the old config, import with the new one. Exit 0, 1 on an error
- * (named on stderr), 2 on a usage error. */
+/* `frugal state init|export|import -c FILE`: initialise the configured state (file or
+ * etcd) as a first `frugal serve --init-state` would, or move it to and from a state file
+ * (docs/state-format.md), e.g. from the file backend to etcd: export with the old config,
+ * import with the new one. Exit 0, 1 on an error (named on stderr), 2 on a usage error. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,15 +9,21 @@
 
 #include <grpc/grpc.h>
 
+#include "cluster.h"
 #include "commands.h"
 #include "config.h"
+#include "provider.h"
 #include "state.h"
 #include "state_backend.h"
 #include "state_file.h"
 #include "store.h"
 
 static int state_usage(FILE *f, int status) {
-    fprintf(f, "usage: frugal state export -c FILE [-o OUT]   the configured state as a state "
+    fprintf(f, "usage: frugal state init -c FILE              the configured state, every node "
+               "group at its initial size\n"
+               "                                               (as serve --init-state; refused "
+               "when it exists)\n"
+               "       frugal state export -c FILE [-o OUT]   the configured state as a state "
                "file (stdout without -o)\n"
                "       frugal state import -c FILE IN         IN (a state file) into the "
                "configured state, which must be empty\n");
@@ -92,6 +98,33 @@ static int state__import(state_backend_t *b, const char *in, frugal_err_t *err) 
     return rc;
 }
 
+/* The state a first `frugal serve --init-state` writes: the cluster opened on an empty
+ * state and closed again, without serving. Refused, with nothing written, when the state
+ * exists (or cannot be read). */
+static int state__init(const frugal_config_t *cfg, state_backend_t *b, frugal_err_t *err) {
+    state_t cur;
+    int rc = state_backend_exclude(b, err);
+    if (rc == 0 && (rc = state_backend_load(b, &cur, err)) == 0) {
+        rc = frugal_err_set(err, FRUGAL_EEXISTS,
+                            "%s already holds %zu node groups: it is initialised (nothing was "
+                            "written)",
+                            state_backend_describe(b), cur.count);
+        state_free(&cur);
+    }
+    if (rc != FRUGAL_ENOTFOUND)
+        return rc;
+    provider_t *provider = NULL;
+    cluster_t *cluster = NULL;
+    if ((rc = provider_create(cfg, &provider, err)) == 0 &&
+        (rc = cluster_open(cfg, provider, b, &cluster, err)) == 0) {
+        fprintf(stderr, "initialised %s with %zu node groups\n", state_backend_describe(b),
+                cluster_groups_count(cluster));
+        cluster_close(cluster);
+    }
+    provider_destroy(provider);
+    return rc;
+}
+
 int cmd_state(int argc, char **argv) {
     const char *path = NULL, *out = NULL, *in = NULL, *verb = NULL;
     for (int i = 1; i < argc; i++) {
@@ -112,10 +145,11 @@ int cmd_state(int argc, char **argv) {
             return state_usage(stderr, 2);
         }
     }
+    bool init = verb != NULL && strcmp(verb, "init") == 0;
     bool export = verb != NULL && strcmp(verb, "export") == 0;
     bool import = verb != NULL && strcmp(verb, "import") == 0;
-    if (path == NULL || (!export && !import) || (export && in != NULL) ||
-        (import && (in == NULL || out != NULL)))
+    if (path == NULL || (!init && !export && !import) || (!import && in != NULL) ||
+        (!export && out != NULL) || (import && in == NULL))
         return state_usage(stderr, 2);
     frugal_config_t *cfg = NULL;
     if (cmd_load_config(path, &cfg) != 0)
@@ -128,7 +162,9 @@ int cmd_state(int argc, char **argv) {
         rc = frugal_err_set(&err, FRUGAL_EINVAL, "%s: no state configured (state or state_file)",
                             path);
     if (rc == 0)
-        rc = export ? state__export(b, out, &err) : state__import(b, in, &err);
+        rc = init     ? state__init(cfg, b, &err)
+             : export ? state__export(b, out, &err)
+                      : state__import(b, in, &err);
     if (rc != 0)
         fprintf(stderr, "frugal state %s: %s\n", verb, err.msg);
     state_backend_destroy(b);

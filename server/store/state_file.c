@@ -255,11 +255,11 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
         "state file %s does not exist: refusing to start with every node group at its initial "
         "size and no instances. Check that the volume holding it is mounted and that state_file "
         "in %s names the right path%s%s%s. To initialise a new state deliberately, start once "
-        "with: frugal serve -c %s --init-state",
+        "with: frugal serve -c %s --init-state (or run: frugal state init -c %s)",
         f->path, config_path != NULL ? config_path : "the configuration",
         has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
         has_prev ? " to the state file restores it" : "",
-        config_path != NULL ? config_path : "CONFIG");
+        config_path != NULL ? config_path : "CONFIG", config_path != NULL ? config_path : "CONFIG");
 }
 
 static const char *file_describe(const state_backend_t *b) {

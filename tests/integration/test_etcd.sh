@@ -222,6 +222,15 @@ ADDR=$IP start_server "$TMP/imp.yaml"
 assert_eq 3 "$(ADDR=$IP target_size web-a)" "a replica serves the imported state"
 stop_server
 
+log "state init on an empty prefix, once"
+replica_config "$TMP/init.yaml" "$(free_port)" /frugal/init/
+assert_ok "state init into an empty prefix" "$FRUGAL" state init -c "$TMP/init.yaml"
+assert_match "target=0" "$(etcd_get /frugal/init/groups/web-a)" "etcd holds the group at its initial size"
+assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/init/schema)" "and the schema key"
+run "$FRUGAL" state init -c "$TMP/init.yaml"
+assert_eq 1 "$RC" "a second init is refused"
+assert_match "already holds 1 node groups" "$ERR" "it says why"
+
 log "a compacted revision: a replica away past a compaction reads everything again"
 C3=$(free_port)
 C4=$(free_port)

@@ -80,8 +80,29 @@ run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
 assert_eq 1 "$RC" "serve without a state file exits 1"
 assert_match "state file $STATE does not exist" "$ERR" "names the missing file"
 assert_match "volume" "$ERR" "says what to check"
-assert_match "frugal serve -c $TMP/frugal.yaml --init-state" "$ERR" "says how to initialise"
+assert_match "frugal serve -c $TMP/frugal.yaml --init-state \(or run: frugal state init -c $TMP/frugal.yaml\)" \
+    "$ERR" "says how to initialise"
 [ ! -e "$STATE" ] && pass || fail "nothing was written"
+
+log "frugal state init writes the initial state once; serve needs no flag after it"
+assert_ok "state init" "$FRUGAL" state init -c "$TMP/frugal.yaml"
+assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "a sealed state file"
+assert_match "group id=pool-a .*target=0" "$(cat "$STATE")" "pool-a at its initial size"
+cp "$STATE" "$TMP/initialised.yaml"
+run "$FRUGAL" state init -c "$TMP/frugal.yaml"
+assert_eq 1 "$RC" "a second init exits 1"
+assert_match "already holds [0-9]+ node groups: it is initialised \(nothing was written\)" "$ERR" "and says why"
+cmp -s "$STATE" "$TMP/initialised.yaml" && pass || fail "the state file is unchanged"
+"$FRUGAL" serve -c "$TMP/frugal.yaml" >"$TMP/after-init.log" 2>&1 &
+SERVER_PID=$!
+ALL_SERVER_PIDS+=("$SERVER_PID")
+for _ in $(seq 1 100); do
+    ctl --timeout 500 health >/dev/null 2>&1 && break
+    sleep 0.1
+done
+assert_ok "serve starts without --init-state" ctl health
+stop_server
+rm -f "$STATE" "$STATE.prev"
 
 log "--init-state initialises it; a later start needs no flag"
 start_server "$TMP/frugal.yaml"
