@@ -216,8 +216,9 @@ static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     file_backend_t *f = b->impl;
     int rc = state_load(f->path, out, err);
     if (rc == 0 && out->version < STATE_FORMAT_VERSION)
-        log_info("state file %s is format version %d: rewritten as version %d (checksummed); "
-                 "the original stays as %s" STATE_PREVIOUS_SUFFIX " until the next change",
+        log_info("state file %s is format version %d: its next write (serve's first) stores it "
+                 "as version %d (checksummed), the original staying as %s" STATE_PREVIOUS_SUFFIX
+                 " until the change after",
                  f->path, out->version, STATE_FORMAT_VERSION, f->path);
     return rc;
 }
