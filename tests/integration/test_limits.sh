@@ -84,6 +84,17 @@ assert_match "frugal serve -c $TMP/frugal.yaml --init-state \(or run: frugal sta
     "$ERR" "says how to initialise"
 [ ! -e "$STATE" ] && pass || fail "nothing was written"
 
+# serve_plain LOG: frugal serve on the state as it is (no --init-state), once it answers.
+serve_plain() {
+    "$FRUGAL" serve -c "$TMP/frugal.yaml" >"$1" 2>&1 &
+    SERVER_PID=$!
+    ALL_SERVER_PIDS+=("$SERVER_PID")
+    for _ in $(seq 1 100); do
+        ctl --timeout 500 health >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+}
+
 log "frugal state init writes the initial state once; serve needs no flag after it"
 assert_ok "state init" "$FRUGAL" state init -c "$TMP/frugal.yaml"
 assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "a sealed state file"
@@ -93,13 +104,7 @@ run "$FRUGAL" state init -c "$TMP/frugal.yaml"
 assert_eq 1 "$RC" "a second init exits 1"
 assert_match "already holds [0-9]+ node groups: it is initialised \(nothing was written\)" "$ERR" "and says why"
 cmp -s "$STATE" "$TMP/initialised.yaml" && pass || fail "the state file is unchanged"
-"$FRUGAL" serve -c "$TMP/frugal.yaml" >"$TMP/after-init.log" 2>&1 &
-SERVER_PID=$!
-ALL_SERVER_PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-    ctl --timeout 500 health >/dev/null 2>&1 && break
-    sleep 0.1
-done
+serve_plain "$TMP/after-init.log"
 assert_ok "serve starts without --init-state" ctl health
 stop_server
 rm -f "$STATE" "$STATE.prev"
@@ -111,13 +116,7 @@ assert_ok "increase again" ctl increase pool-a 1
 stop_server
 assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "sealed header"
 [ -e "$STATE.prev" ] && pass || fail "the previous generation is kept"
-"$FRUGAL" serve -c "$TMP/frugal.yaml" >"$TMP/plain.log" 2>&1 &
-SERVER_PID=$!
-ALL_SERVER_PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-    ctl --timeout 500 health >/dev/null 2>&1 && break
-    sleep 0.1
-done
+serve_plain "$TMP/plain.log"
 assert_eq 3 "$(target_size pool-a)" "resumed without the flag"
 stop_server
 
