@@ -1,5 +1,8 @@
 /* The frugal binary: dispatches to its subcommands (README.md, "Commands"). */
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <grpc/grpc.h>
@@ -17,8 +20,8 @@ static void usage(FILE *f) {
                "                         offline: what frugal would decide for these pods\n"
                "  replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H] [-o FMT]\n"
                "                         offline: what each scale-up strategy costs on a workload\n"
-               "  state export|import -c FILE ...  move the state between a state file and the\n"
-               "                         configured backend (frugal state --help)\n"
+               "  state init|export|import -c FILE ...  initialise the configured state, or move\n"
+               "                         it to and from a state file (frugal state --help)\n"
                "  version                version and build info\n");
 }
 
@@ -28,11 +31,36 @@ static int cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
+/* Whether a is an option written NAME=VALUE: -c=FILE, --seeds=3 (the GNU and Go
+ * spellings). */
+static char *option_value_sign(char *a) {
+    size_t dashes = strspn(a, "-");
+    if (dashes < 1 || dashes > 2 || !isalpha((unsigned char)a[dashes]))
+        return NULL;
+    return strchr(a, '=');
+}
+
+/* argv with every option written NAME=VALUE before a "--" given as NAME VALUE, as the
+ * subcommands read their options; the strings are argv's own, cut at the '='. NULL when
+ * out of memory. */
+static char **split_option_values(int argc, char **argv, int *out_argc) {
+    char **out = calloc(2 * (size_t)argc + 1, sizeof(*out));
+    int n = 0;
+    bool options = true;
+    for (int i = 0; out != NULL && i < argc; i++) {
+        char *eq = options && i > 1 ? option_value_sign(argv[i]) : NULL;
+        options = options && strcmp(argv[i], "--") != 0;
+        out[n++] = argv[i];
+        if (eq != NULL) {
+            *eq = '\0';
+            out[n++] = eq + 1;
+        }
     }
+    *out_argc = n;
+    return out;
+}
+
+static int dispatch(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
@@ -55,4 +83,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "frugal: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    int n = 0;
+    char **args = split_option_values(argc, argv, &n);
+    if (args == NULL) {
+        fprintf(stderr, "frugal: out of memory\n");
+        return 1;
+    }
+    int rc = dispatch(n, args);
+    free(args);
+    return rc;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The command line: `frugal check` on good and bad configs (every problem as
-# FILE:LINE:COL: on stderr, exit 1), `frugal version`, and ctl's usage errors.
+# FILE:LINE:COL: on stderr, exit 1), `frugal version`, ctl's usage errors, and options
+# written NAME=VALUE.
 source "$(dirname "$0")/lib.sh"
 
 # check_error NAME LINE REGEX: `frugal check` of $TMP/NAME.yaml fails with a
@@ -168,5 +169,17 @@ assert_exit 2 "ctl options with a bad duration" "$FRUGAL" ctl --addr "127.0.0.1:
 assert_ok "ctl --help" "$FRUGAL" ctl --help
 assert_match '^  increase ID DELTA' "$OUT" "help lists the verbs"
 assert_status UNAVAILABLE "ctl against nothing" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" --timeout 2000 health
+
+log "options written NAME=VALUE (-c=FILE, --seeds=1) read as NAME VALUE"
+assert_ok "check -c=FILE" "$FRUGAL" check -c="$TMP/good.yaml"
+assert_match "OK" "$OUT" "the config was read"
+W="$FRUGAL_SOURCE_DIR/bench/workloads"
+run "$FRUGAL" replay -c "$W/cluster.yaml" "$W/web.yaml" --seeds 1 --hours 1 --strategy random -o csv
+spaced=$OUT
+assert_ok "replay --seeds=1 --hours=1 --strategy=random -o=csv" "$FRUGAL" replay -c="$W/cluster.yaml" \
+    "$W/web.yaml" --seeds=1 --hours=1 --strategy=random -o=csv
+assert_eq "$spaced" "$OUT" "the same report as with the values after a space"
+run "$FRUGAL" ctl --addr=127.0.0.1:1 --timeout=300 health
+assert_match "^UNAVAILABLE" "$OUT$ERR" "ctl --addr=HOST:PORT --timeout=MS: the address was used"
 
 finish
