@@ -31,13 +31,15 @@ static int cmd_version(void) {
     return 0;
 }
 
-/* Whether a is an option written NAME=VALUE: -c=FILE, --seeds=3 (the GNU and Go
- * spellings). */
+/* Where the value of an option written NAME=VALUE starts ('=' included): a long option,
+ * --seeds=3, or one of the short ones that take a value, -c=FILE and -o=FMT. A value that
+ * merely looks like an option (--label -bad=x) is not one of these. NULL: not so written. */
 static char *option_value_sign(char *a) {
-    size_t dashes = strspn(a, "-");
-    if (dashes < 1 || dashes > 2 || !isalpha((unsigned char)a[dashes]))
-        return NULL;
-    return strchr(a, '=');
+    if (a[0] == '-' && a[1] == '-' && isalpha((unsigned char)a[2]))
+        return strchr(a, '=');
+    if (a[0] == '-' && (a[1] == 'c' || a[1] == 'o') && a[2] == '=')
+        return a + 2;
+    return NULL;
 }
 
 /* argv with every option written NAME=VALUE before a "--" given as NAME VALUE, as the

@@ -179,6 +179,8 @@ spaced=$OUT
 assert_ok "replay --seeds=1 --hours=1 --strategy=random -o=csv" "$FRUGAL" replay -c="$W/cluster.yaml" \
     "$W/web.yaml" --seeds=1 --hours=1 --strategy=random -o=csv
 assert_eq "$spaced" "$OUT" "the same report as with the values after a space"
+run "$FRUGAL" check -c "$TMP/good.yaml" -x=1
+assert_match 'unexpected .*-x=1' "$ERR" "a short option without a value stays as it is"
 run "$FRUGAL" ctl --addr=127.0.0.1:1 --timeout=300 health
 assert_match "^UNAVAILABLE" "$OUT$ERR" "ctl --addr=HOST:PORT --timeout=MS: the address was used"
 
