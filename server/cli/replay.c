@@ -249,13 +249,16 @@ static size_t replay__strategy_index(const replay_cmd_t *c, const char *name) {
     return c->strategies_count;
 }
 
+/* The figures of the run of workload w under strategy k with seed index seed (0-based). */
+static const replay_figures_t *replay__run(const replay_cmd_t *c, size_t w, size_t k, size_t seed) {
+    return &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + seed].fig;
+}
+
 /* Add to s the cost of job (w, k, seed) over that of strategy base on the same seed. */
 static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, size_t k,
                             size_t base, size_t seed) {
-    const replay_figures_t *f =
-        &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + seed].fig;
-    const replay_figures_t *b =
-        &c->jobs[c->bounds_count + (w * c->strategies_count + base) * c->seeds + seed].fig;
+    const replay_figures_t *f = replay__run(c, w, k, seed);
+    const replay_figures_t *b = replay__run(c, w, base, seed);
     replay__stat_add(s, b->cost > 0 ? f->cost / b->cost : 0, seed);
 }
 
@@ -280,8 +283,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
             r->has_pricing = pricing < c->strategies_count;
             double pods = 0, unhost = 0;
             for (size_t s = 0; s < c->seeds; s++) {
-                const replay_figures_t *f =
-                    &c->jobs[c->bounds_count + (w * c->strategies_count + k) * c->seeds + s].fig;
+                const replay_figures_t *f = replay__run(c, w, k, s);
                 const replay_job_t *b = replay__bound_of(c, w, s);
                 if (!b->bound.ok && r->bound_error == NULL) {
                     r->bound_error = b->bound.reason;
@@ -318,8 +320,7 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
  * trace, and a family's shapes are the same in every seed). */
 static void replay__warn_unhostable(const replay_cmd_t *c) {
     for (size_t w = 0; w < c->workloads_count; w++) {
-        const replay_figures_t *f =
-            &c->jobs[c->bounds_count + w * c->strategies_count * c->seeds].fig;
+        const replay_figures_t *f = replay__run(c, w, 0, 0);
         const replay_workload_t *wl = &c->workloads[w];
         if (f->unhostable == 0)
             continue;

@@ -216,6 +216,14 @@ static const char *bound__glpk_error(int rc) {
     }
 }
 
+/* The first event time after t0, from ev[e] on (events sorted by time); INT64_MAX when
+ * none is left. */
+static int64_t bound__next_change(const bound__event_t *ev, size_t E, size_t e, int64_t t0) {
+    while (e < E && ev[e].t_s <= t0)
+        e++;
+    return e < E ? ev[e].t_s : INT64_MAX;
+}
+
 /* Solve from the current basis, once more from an advanced basis when that fails;
  * the optimum in *value, or a reason in out. */
 static bool bound__solve(glp_prob *lp, int64_t t_s, double *value, replay_bound_t *out) {
@@ -327,13 +335,9 @@ int replay_bound_compute(const replay_bound_group_t *groups, size_t groups_count
     out->ok = true;
     size_t e = 0;
     for (int64_t t0 = 0; out->ok && t0 < horizon_s;) {
-        int64_t t1 = t0 + window < horizon_s ? t0 + window : horizon_s;
-        if (per_change) {
-            size_t next = e;
-            while (next < E && ev[next].t_s <= t0)
-                next++;
-            t1 = next < E && ev[next].t_s < horizon_s ? ev[next].t_s : horizon_s;
-        }
+        int64_t t1 = per_change ? bound__next_change(ev, E, e, t0) : t0 + window;
+        if (t1 > horizon_s)
+            t1 = horizon_s;
         for (; e < E && ev[e].t_s < t1; e++) {
             bound__class_t *c = &cls[ev[e].cls];
             int64_t at = ev[e].t_s > t0 ? ev[e].t_s : t0;
