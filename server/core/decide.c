@@ -192,6 +192,96 @@ static bool decide__pricier_gpu_nodes(const decide_request_t *req, const decide_
     return false;
 }
 
+/* Union-find root of option i, halving the path. */
+static size_t decide__root(size_t *parent, size_t i) {
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* The sets of scored options related by their pods: two options that carry a pod in
+ * common are in one set (set[i], the root of option i's), and so is every option tied to
+ * either through others. first holds pods_count entries. */
+static void decide__related_sets(const decide_request_t *req, const decide_result_t *out,
+                                 size_t *set, size_t *first) {
+    size_t n = req->options_count;
+    for (size_t i = 0; i < n; i++)
+        set[i] = i;
+    for (size_t k = 0; k < req->pods_count; k++)
+        first[k] = n;
+    for (size_t i = 0; i < n; i++) {
+        const decide_option_t *o = &req->options[i];
+        for (size_t k = 0; out->figures[i].scored && k < o->pods_count; k++) {
+            size_t pod = o->pods[k];
+            if (pod >= req->pods_count)
+                continue;
+            if (first[pod] == n)
+                first[pod] = i;
+            else
+                set[decide__root(set, i)] = decide__root(set, first[pod]);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        set[i] = decide__root(set, i);
+}
+
+/* The best-scored option of each set other than the winner's, and the one of them that
+ * serves the most pods, if it serves more than the winner: then the ranking is run again
+ * over its set alone (its ties and zone balance), and its winners replace the others. */
+static int decide__most_pods_first(const frugal_config_t *cfg, const decide_request_t *req,
+                                   decide_result_t *out, frugal_err_t *err) {
+    size_t n = req->options_count;
+    size_t *set = malloc(n * sizeof(*set)), *best = malloc(n * sizeof(*best));
+    size_t *first = malloc((req->pods_count > 0 ? req->pods_count : 1) * sizeof(*first));
+    ranking_input_t *masked = NULL;
+    ranking_figures_t *figures = NULL;
+    int rc = 0;
+    if (set == NULL || best == NULL || first == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory relating %zu options", n);
+        goto done;
+    }
+    decide__related_sets(req, out, set, first);
+    for (size_t i = 0; i < n; i++)
+        best[i] = n;
+    for (size_t i = 0; i < n; i++)
+        if (out->figures[i].scored &&
+            (best[set[i]] == n || out->figures[i].score < out->figures[best[set[i]]].score))
+            best[set[i]] = i;
+    size_t win = out->selected[0], pick = win;
+    for (size_t s = 0; s < n; s++) {
+        if (best[s] == n || s == set[win])
+            continue;
+        size_t pods = req->options[best[s]].pods_count, most = req->options[pick].pods_count;
+        if (pods > most ||
+            (pods == most && pick != win && out->figures[best[s]].score < out->figures[pick].score))
+            pick = best[s];
+    }
+    if (pick == win)
+        goto done;
+    masked = malloc(n * sizeof(*masked));
+    figures = malloc(n * sizeof(*figures));
+    if (masked == NULL || figures == NULL) {
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory relating %zu options", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        masked[i] = out->inputs[i];
+        masked[i].scorable = masked[i].scorable && set[i] == set[pick];
+    }
+    out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
+                                         masked, n, figures, out->selected);
+    for (size_t k = 0; k < out->selected_count; k++)
+        out->figures[out->selected[k]].most_pods_first = true;
+    out->most_pods_first = true;
+done:
+    free(set);
+    free(best);
+    free(first);
+    free(masked);
+    free(figures);
+    return rc;
+}
+
 void decide_result_free(decide_result_t *r) {
     free(r->skips);
     free(r->inputs);
@@ -331,5 +421,9 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
                                          out->inputs, n, out->figures, out->selected);
     for (size_t i = 0; i < n; i++)
         out->any_scored = out->any_scored || out->figures[i].scored;
+    if (demand_fit && out->any_scored && decide__most_pods_first(cfg, req, out, err) != 0) {
+        decide_result_free(out);
+        return FRUGAL_ENOMEM;
+    }
     return 0;
 }

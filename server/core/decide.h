@@ -117,6 +117,11 @@ typedef struct decide_result {
     double damper_price;        /* X */
     int64_t preferred_cpu_milli;
     int64_t cluster_size; /* the size the ranking used */
+    /* demand-fit: the winners are not the best score's but those of pods that no option
+     * sharing a pod with it serves, chosen because they serve more pods. CA scales up one
+     * option a loop, and whatever it picks, unrelated pods wait for another loop; their
+     * order costs nothing but the wait, so the most pods go first (docs/ranking.md). */
+    bool most_pods_first;
 } decide_result_t;
 
 /* Decide among req's options with cfg's pricing and ranking. On success *out owns its

@@ -177,10 +177,11 @@ int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_inpu
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
                     "arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f "
-                    "pods_ratio=%f score=%f",
+                    "pods_ratio=%f score=%f%s",
                     f->node_price, f->pods_price, in->spare_value, in->use_share,
                     in->arrivals_per_hour, in->gib_per_core, f->suppressed, in->gpu_mixed ? 1 : 0,
-                    f->ratio, f->pods_ratio, f->score);
+                    f->ratio, f->pods_ratio, f->score,
+                    f->most_pods_first ? " most_pods_first=1" : "");
 }
 
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,

@@ -47,16 +47,18 @@ typedef struct ranking_input {
 
 /* Every figure of one option's score, as printed in its debug string. */
 typedef struct ranking_figures {
-    bool scored;       /* false when the input was not scorable */
-    double node_price; /* P */
-    double pods_price; /* T */
-    double ratio;      /* (C + X) / (T + X), C = P x nodeCount */
-    double unfitness;  /* max(pref/node, node/pref) in cpu */
-    double suppressed; /* unfitness suppressed by node count, or gpu_unfitness */
-    double score;      /* suppressed x ratio (x not_exist_penalty) */
-    double pods_ratio; /* demand-fit only: C / T, what the option costs per unit of the
-                        * pods it hosts now, without its spare room (C when T is 0) */
-    bool mixed_gpu;    /* demand-fit, parsed back only: the option's gpu_mixed */
+    bool scored;          /* false when the input was not scorable */
+    double node_price;    /* P */
+    double pods_price;    /* T */
+    double ratio;         /* (C + X) / (T + X), C = P x nodeCount */
+    double unfitness;     /* max(pref/node, node/pref) in cpu */
+    double suppressed;    /* unfitness suppressed by node count, or gpu_unfitness */
+    double score;         /* suppressed x ratio (x not_exist_penalty) */
+    double pods_ratio;    /* demand-fit only: C / T, what the option costs per unit of the
+                           * pods it hosts now, without its spare room (C when T is 0) */
+    bool mixed_gpu;       /* demand-fit, parsed back only: the option's gpu_mixed */
+    bool most_pods_first; /* demand-fit: chosen among pods unrelated to the best score's
+                           * for serving more of them (decide.h) */
 } ranking_figures_t;
 /* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
  * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
@@ -107,13 +109,16 @@ int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 /* The same under demand-fit, with the option's input (in) for the terms of its score:
  * "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f
  * arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f pods_ratio=%f
- * score=%f". */
+ * score=%f", then " most_pods_first=1" when f->most_pods_first. */
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size);
 
 /* ranking_format_figures or ranking_format_demand_figures, as strategy says. */
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
                                     const ranking_input_t *in, char *buf, size_t size);
+
+/* Room enough for either form of the figures. */
+#define RANKING_FIGURES_MAX 384
 
 /* The separator put between the incoming debug string and the figures. */
 #define RANKING_DEBUG_SEPARATOR " | frugal: "

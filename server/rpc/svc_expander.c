@@ -167,7 +167,7 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
     for (size_t k = 0; k < res->selected_count; k++)
         metrics_count(METRICS_EXPANDER_DECISIONS, req->options[res->selected[k]].group_id, NULL,
                       NULL);
-    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2 * EXPANDER__DEMAND_FIELDS + 2] = {
+    log_field_t f[2 + 2 * EXPANDER__OPTION_FIELDS + 2 * EXPANDER__DEMAND_FIELDS + 3] = {
         LOG_INT("options", n), LOG_INT("selected", res->selected_count)};
     size_t count = 2;
     expander__option_fields(f + count, expander__winner_keys, &req->options[win],
@@ -185,6 +185,7 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
                                 second < n ? &res->inputs[second] : NULL,
                                 second < n ? &res->figures[second] : NULL);
         count += EXPANDER__DEMAND_FIELDS;
+        f[count++] = LOG_INT("most_pods_first", res->most_pods_first ? 1 : 0);
     }
     f[count++] = LOG_NUM("damper_price", res->damper_price);
     f[count++] = LOG_INT("preferred_cpu_milli", res->preferred_cpu_milli);
@@ -279,7 +280,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     } else {
         for (size_t k = 0; k < res.selected_count; k++) {
             const expander_option_t *o = &req->options[res.selected[k]];
-            char figures[256];
+            char figures[RANKING_FIGURES_MAX];
             ranking_format_strategy_figures(cfg->ranking.strategy, &res.figures[res.selected[k]],
                                             &res.inputs[res.selected[k]], figures, sizeof(figures));
             size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;

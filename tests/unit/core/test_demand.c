@@ -573,6 +573,78 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     config_free(cfg);
 }
 
+/* CA scales up one option a loop: when the best score serves pods that no option of the
+ * other pods carries (a GPU pod beside cpu pods), the unrelated option that serves more
+ * pods goes first, and says so; not when the options share a pod, nor for as many pods,
+ * nor under pricing-proposal. */
+static void test_demand_fit_most_pods_first(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
+    assert_non_null(cfg);
+    node_info_t gpu = node(NULL, 8000, 30 * GIB, true);
+    node_info_t std4 = node("n1-standard-4", 4000, 15 * GIB, false);
+    node_info_t std2 = node("n1-standard-2", 2000, 7 * GIB, false);
+    resources_t pods[] = {{6000, 24 * GIB, 1}, {1500, GIB, 0}, {1500, GIB, 0}, {1500, GIB, 0}};
+    uint32_t gpu_pod[] = {0}, cpu_pods[] = {1, 2, 3}, one_cpu_pod[] = {1}, gpu_and_cpu[] = {0, 1};
+    decide_option_t opts[] = {option("gpu", &gpu, gpu_pod, 1), option("std4", &std4, cpu_pods, 3),
+                              option("std2", &std2, one_cpu_pod, 1)};
+    opts[1].node_count = 2;
+    decide_request_t req = {opts, 3, pods, 4, 0, false, 0, NULL, NULL};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_true(r.figures[0].score < r.figures[1].score);
+    assert_true(r.figures[0].score < r.figures[2].score);
+    assert_true(r.most_pods_first);
+    assert_int_equal(r.selected_count, 1);
+    assert_int_equal(r.selected[0], 1);
+    assert_true(r.figures[1].most_pods_first);
+    assert_false(r.figures[0].most_pods_first);
+    char buf[RANKING_FIGURES_MAX];
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[1], &r.inputs[1], buf,
+                                    sizeof(buf));
+    assert_non_null(strstr(buf, " score="));
+    assert_non_null(strstr(buf, " most_pods_first=1"));
+    ranking_format_strategy_figures(cfg->ranking.strategy, &r.figures[0], &r.inputs[0], buf,
+                                    sizeof(buf));
+    assert_null(strstr(buf, "most_pods_first"));
+    decide_result_free(&r);
+
+    /* The GPU option also carries a cpu pod: all three compete, the best score wins. */
+    opts[0].pods = gpu_and_cpu;
+    opts[0].pods_count = 2;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_false(r.most_pods_first);
+    assert_int_equal(r.selected[0], 0);
+    decide_result_free(&r);
+
+    /* Unrelated again, but the cpu options serve no more pods than the GPU one. */
+    opts[0].pods = gpu_pod;
+    opts[0].pods_count = 1;
+    req.options = (decide_option_t[]){opts[0], opts[2]};
+    req.options_count = 2;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_false(r.most_pods_first);
+    assert_int_equal(r.selected[0], 0);
+    decide_result_free(&r);
+    config_free(cfg);
+
+    /* pricing-proposal answers the lowest score, as it always has. */
+    cfg = load("ranking: {strategy: pricing-proposal}\n");
+    assert_non_null(cfg);
+    req.options = opts;
+    req.options_count = 3;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    assert_false(r.most_pods_first);
+    size_t lowest = 0;
+    for (size_t i = 1; i < 3; i++)
+        if (r.figures[i].score < r.figures[lowest].score)
+            lowest = i;
+    assert_int_equal(r.selected[0], lowest);
+    decide_result_free(&r);
+    config_free(cfg);
+}
+
 static void test_cluster_size(void **state) {
     (void)state;
     frugal_config_t *cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 50}\n");
@@ -704,6 +776,7 @@ int main(void) {
         cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
         cmocka_unit_test(test_demand_fit_gpu_band_multi),
+        cmocka_unit_test(test_demand_fit_most_pods_first),
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_lifetime),
