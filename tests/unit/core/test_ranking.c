@@ -444,7 +444,7 @@ static void test_demand_fit_band(void **state) {
 
 static void test_figures_round_trip(void **state) {
     (void)state;
-    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0, false}, g;
+    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0, false, false}, g;
     char buf[512];
     int len = ranking_format_figures(&f, buf, sizeof(buf));
     assert_true(len > 0 && (size_t)len < sizeof(buf));
