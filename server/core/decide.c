@@ -211,7 +211,9 @@ static void decide__related_sets(const decide_request_t *req, const decide_resul
         first[k] = n;
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
-        for (size_t k = 0; out->figures[i].scored && k < o->pods_count; k++) {
+        if (!out->figures[i].scored)
+            continue;
+        for (size_t k = 0; k < o->pods_count; k++) {
             size_t pod = o->pods[k];
             if (pod >= req->pods_count)
                 continue;
@@ -231,6 +233,8 @@ static void decide__related_sets(const decide_request_t *req, const decide_resul
 static int decide__most_pods_first(const frugal_config_t *cfg, const decide_request_t *req,
                                    decide_result_t *out, frugal_err_t *err) {
     size_t n = req->options_count;
+    if (n < 2)
+        return 0; /* one option is one set */
     size_t *set = malloc(n * sizeof(*set)), *best = malloc(n * sizeof(*best));
     size_t *first = malloc((req->pods_count > 0 ? req->pods_count : 1) * sizeof(*first));
     ranking_input_t *masked = NULL;

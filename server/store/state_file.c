@@ -251,6 +251,7 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
     char prev[PATH_MAX];
     snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, f->path);
     bool has_prev = access(prev, F_OK) == 0;
+    const char *config_arg = config_path != NULL ? config_path : "CONFIG";
     return frugal_err_set(
         err, FRUGAL_EPRECOND,
         "state file %s does not exist: refusing to start with every node group at its initial "
@@ -259,8 +260,7 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
         "with: frugal serve -c %s --init-state (or run: frugal state init -c %s)",
         f->path, config_path != NULL ? config_path : "the configuration",
         has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
-        has_prev ? " to the state file restores it" : "",
-        config_path != NULL ? config_path : "CONFIG", config_path != NULL ? config_path : "CONFIG");
+        has_prev ? " to the state file restores it" : "", config_arg, config_arg);
 }
 
 static const char *file_describe(const state_backend_t *b) {
