@@ -94,10 +94,11 @@ static double decide__spare_filled(double k, double m) {
 /* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
  * after its pods, counted in pods of the demand's shape and priced; the share of it
  * expected to be used, by the recent arrival rate of pods without GPUs (rates[0]) or
- * with (rates[1]). */
+ * with (rates[1]), unless the option is for GPU pods and the GPU demand is mixed. */
 static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_t *req,
                                const decide_demand_t *dd, const decide_option_t *o,
-                               double gib_per_core, const double rates[2], ranking_input_t *r) {
+                               double gib_per_core, const double rates[2], bool gpu_mixed,
+                               ranking_input_t *r) {
     double cpu = 0, mem = 0, gpu = 0, long_lived = 0;
     for (size_t k = 0; k < o->pods_count; k++) {
         const resources_t *p = &req->pods[o->pods[k]];
@@ -130,9 +131,14 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
                        (int64_t)ceil(pg)};
     r->spare_value = fits * pricing_linear(&cfg->pricing, &one);
     double share = long_lived / pods;
-    double rate = rates[gpu > 0];
-    double long_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_LONG_H;
-    double short_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_SHORT_H;
+    double rate = rates[gpu > 0], long_m = 0.0, short_m = 0.0;
+    /* Under mixed GPU demand the pods that take any model land on the GPUs that pricier
+     * nodes free, and never reach frugal: their rate understates the demand for spare
+     * GPUs, which count in full (m = 0). */
+    if (!(gpu > 0 && gpu_mixed)) {
+        long_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_LONG_H;
+        short_m = rate < 0.0 ? -1.0 : rate * DECIDE_SPARE_HORIZON_SHORT_H;
+    }
     r->arrivals_per_hour = rate > 0.0 ? rate : 0.0;
     r->use_share = DECIDE_USE_LONG * share * decide__spare_filled(fits, long_m) +
                    DECIDE_USE_SHORT * (1.0 - share) * decide__spare_filled(fits, short_m);
@@ -377,9 +383,10 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     double rates[2] = {demand_fit ? decide__arrivals_per_hour(req, dd, false) : 0.0,
                        demand_fit ? decide__arrivals_per_hour(req, dd, true) : 0.0};
     /* Mixed GPU demand (docs/ranking.md): some GPU pods, among the recent ones or the
-     * request's, take several GPUs or cannot go to every GPU group; it turns the band off
-     * only while the cluster also runs GPU nodes pricier per GPU than the cheapest
-     * offered (checked below, once P is known). */
+     * request's, take several GPUs or cannot go to every GPU group; it turns the band
+     * and the arrival rate's weighing of spare GPUs off only while the cluster also runs
+     * GPU nodes pricier per GPU than the cheapest offered (checked below, once P is
+     * known). */
     const demand_summary_t *rd = dd->recent;
     bool request_mixed = dd->request_gpu_mix == DECIDE_GPU_MIX_UNKNOWN
                              ? demand_fit && decide__gpu_mixed(req, scratch, NULL)
@@ -410,16 +417,17 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         r->group_nodes = o->group.known ? o->group.nodes : 0;
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
-        if (demand_fit) {
-            decide__demand_fit(cfg, req, dd, o, gib_per_core, rates, r);
-            r->gpu_mixed = gpu_mixed;
-        }
     }
     free(pod_prices);
     free(scratch);
-    if (gpu_mixed && !decide__pricier_gpu_nodes(req, out))
-        for (size_t i = 0; i < n; i++)
-            out->inputs[i].gpu_mixed = false;
+    gpu_mixed = gpu_mixed && decide__pricier_gpu_nodes(req, out);
+    for (size_t i = 0; demand_fit && i < n; i++) {
+        if (out->skips[i] != DECIDE_SKIP_NONE)
+            continue;
+        decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
+                           &out->inputs[i]);
+        out->inputs[i].gpu_mixed = gpu_mixed;
+    }
 
     out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
                                          out->inputs, n, out->figures, out->selected);

@@ -498,6 +498,28 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     assert_true(fabs(back.score - r.figures[0].score) < 1e-5);
     decide_result_free(&r);
 
+    /* Ten GPU pods in ten hours: the 4-GPU node's three spare GPUs are weighed by that
+     * rate while the GPU pods are interchangeable, and count in full once the demand is
+     * mixed: the pods that take any model then land on the GPUs pricier nodes free,
+     * without reaching frugal, so the rate understates them. */
+    d.timed_gpu_pods = 10;
+    d.oldest_ms = 0;
+    d.newest_ms = 10 * 3600000LL;
+    req.timed = true;
+    req.now_ms = d.newest_ms;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_true(r.inputs[0].gpu_mixed);
+    assert_true(r.inputs[0].arrivals_per_hour > 0.8 && r.inputs[0].arrivals_per_hour < 1.0);
+    assert_true(fabs(r.inputs[0].use_share - DECIDE_USE_LONG) < 1e-12);
+    decide_result_free(&r);
+    d.gpu = 100;
+    assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    assert_true(r.inputs[0].use_share < 0.98 && r.inputs[0].use_share > 0.9);
+    decide_result_free(&r);
+    d.gpu = 103;
+    req.timed = false;
+
     /* Mixed demand, but no node of a pricier GPU group runs: the band holds. */
     opts[2].group.nodes = 0;
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
