@@ -177,7 +177,7 @@ static bool decide__gpu_mixed(const decide_request_t *req, size_t *scratch, bool
 }
 
 /* Whether the cluster runs nodes of an offered GPU group that costs more per GPU (by more
- * than RANKING_DEMAND_FIT_BAND) than the cheapest GPU group offered: the nodes on whose
+ * than RANKING_GPU_PRICE_TOLERANCE) than the cheapest GPU group offered: the nodes on whose
  * free GPUs a pod that takes any model lands at a higher price. Options scored (P set). */
 static bool decide__pricier_gpu_nodes(const decide_request_t *req, const decide_result_t *out) {
     double lowest = INFINITY;
@@ -191,7 +191,7 @@ static bool decide__pricier_gpu_nodes(const decide_request_t *req, const decide_
             if (pass == 0)
                 lowest = fmin(lowest, per_gpu);
             else if (o->group.known && o->group.nodes > 0 &&
-                     per_gpu > lowest * (1.0 + RANKING_DEMAND_FIT_BAND))
+                     per_gpu > lowest * (1.0 + RANKING_GPU_PRICE_TOLERANCE))
                 return true;
         }
     }
@@ -383,10 +383,10 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     double rates[2] = {demand_fit ? decide__arrivals_per_hour(req, dd, false) : 0.0,
                        demand_fit ? decide__arrivals_per_hour(req, dd, true) : 0.0};
     /* Mixed GPU demand (docs/ranking.md): some GPU pods, among the recent ones or the
-     * request's, take several GPUs or cannot go to every GPU group; it turns the band
-     * and the arrival rate's weighing of spare GPUs off only while the cluster also runs
-     * GPU nodes pricier per GPU than the cheapest offered (checked below, once P is
-     * known). */
+     * request's, take several GPUs or cannot go to every GPU group; it lets spare GPUs
+     * decide, counted in full (not weighed by the arrival rate), only while the cluster
+     * also runs GPU nodes pricier per GPU than the cheapest offered (checked below, once
+     * P is known). */
     const demand_summary_t *rd = dd->recent;
     bool request_mixed = dd->request_gpu_mix == DECIDE_GPU_MIX_UNKNOWN
                              ? demand_fit && decide__gpu_mixed(req, scratch, NULL)

@@ -104,15 +104,15 @@ static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, s
     return false;
 }
 
-/* demand-fit's winner: among the scored options within RANKING_DEMAND_FIT_BAND of the
- * lowest score (best), the lowest pods_ratio; on a tie in it the lower score, then the
- * first. The spare room is a promise: when it is all that separates two options by
- * less than the band, the option that is cheaper for what it runs now is the safer. */
+/* demand-fit's winner for interchangeable GPU pods: among the scored options hosting no
+ * less (T) than the lowest-scored one (best), the lowest pods_ratio; on a tie in it the
+ * lower score, then the first. A node of exactly the pods' GPUs is an exact fit, and a
+ * larger one gains nothing in packing: its spare GPUs are a promise that only costs
+ * when it is not kept, so the option that is cheaper for what it runs now wins. */
 static size_t ranking__demand_fit_pick(const ranking_figures_t *f, size_t n, size_t best) {
     size_t pick = best;
-    double limit = f[best].score * (1.0 + RANKING_DEMAND_FIT_BAND);
     for (size_t i = 0; i < n; i++) {
-        if (!f[i].scored || f[i].score > limit || i == pick)
+        if (!f[i].scored || i == pick)
             continue;
         if (f[i].pods_price < f[best].pods_price &&
             !ranking_scores_tie(f[i].pods_price, f[best].pods_price))
@@ -144,14 +144,13 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return n;
     }
 
-    /* demand-fit's band is for GPU pods on GPU nodes when the GPU pods are interchangeable
-     * (one GPU each, any GPU group): a pod takes whole GPUs, so a node of exactly its GPUs
-     * is an exact fit, and a larger one gains nothing in packing. When the GPU demand is
-     * mixed, a larger node's spare GPUs are room no 1-GPU node offers (docs/ranking.md),
-     * and the spare room decides as for cpu. */
-    bool band = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu &&
-                !in[best].gpu_unused && !in[best].gpu_mixed;
-    if (band)
+    /* For GPU pods on GPU nodes when the GPU pods are interchangeable (one GPU each, any
+     * GPU group) the spare GPUs do not decide (ranking__demand_fit_pick). When the GPU
+     * demand is mixed, a larger node's spare GPUs are room no 1-GPU node offers
+     * (docs/ranking.md), and the spare room decides as for cpu. */
+    bool exact_gpu = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu &&
+                     !in[best].gpu_unused && !in[best].gpu_mixed;
+    if (exact_gpu)
         best = ranking__demand_fit_pick(figures, n, best);
     bool small[64];
     bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
@@ -162,8 +161,9 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        tied[i] = figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
-                  (!band || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
+        tied[i] =
+            figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
+            (!exact_gpu || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
     for (size_t i = 0; i < n; i++)
         if (tied[i] && !ranking__balanced_out(in, tied, n, i))
             selected[count++] = i;

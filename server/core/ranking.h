@@ -14,13 +14,9 @@
 
 /* Two scores tie when they differ by at most this much, relative to the larger. */
 #define RANKING_TIE_RELATIVE 1e-9
-/* demand-fit, when the lowest score is a GPU node for pods that request GPUs and no
- * recent or requested GPU pod takes several GPUs or is restricted to some GPU groups
- * (ranking_input_t.gpu_mixed): options
- * whose score is within this share of it are too close for the spare room's promise to
- * decide; among them the one that costs least per unit of the pods it hosts now
- * (pods_ratio) wins (docs/ranking.md, docs/decisions.md). */
-#define RANKING_DEMAND_FIT_BAND 0.01
+/* demand-fit's mixed-GPU gate (docs/ranking.md): a GPU group is pricier than the
+ * cheapest offered when it costs more per GPU by more than this share. */
+#define RANKING_GPU_PRICE_TOLERANCE 0.01
 
 /* What the ranking needs to know about one option. */
 typedef struct ranking_input {
@@ -88,9 +84,8 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
  * the answer, in request order, to selected[0..n); returns how many. The answer is the
  * options with the lowest score (ties within RANKING_TIE_RELATIVE); under demand-fit,
  * when the lowest score is a GPU node for pods that request GPUs and gpu_mixed is
- * false, the options with the
- * lowest pods_ratio among those within RANKING_DEMAND_FIT_BAND of the lowest score and
- * hosting no less (T) (and tied with the first of them in score too); among tied options
+ * false, the options with the lowest pods_ratio among those hosting no less (T) than
+ * the lowest-scored one (and tied with the first of them in score too); among tied options
  * with equal similarity keys only one stays: the group with the fewest nodes now (so
  * zones fill evenly), then the option buying the fewest, then the first received.
  * When no option can be scored every index is selected: never empty for n > 0. */

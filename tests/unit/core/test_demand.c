@@ -432,7 +432,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
     config_free(cfg);
 }
 
-/* The GPU band (docs/ranking.md) holds only while every GPU pod takes one GPU and could go
+/* The exact GPU fit (docs/ranking.md) wins only while every GPU pod takes one GPU and could go
  * to every GPU group: a 4-GPU
  * node for one 1-GPU pod, whose spare GPUs score it a hair below the exact 1-GPU node at
  * the same price per GPU, loses to it; once the recent pods or the request's own include
@@ -473,7 +473,6 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_false(r.inputs[0].gpu_mixed);
     assert_true(r.figures[0].score < r.figures[1].score);
-    assert_true(r.figures[0].score > r.figures[1].score / (1 + RANKING_DEMAND_FIT_BAND));
     assert_int_equal(r.selected_count, 1);
     assert_int_equal(r.selected[0], 1);
     char buf[512];
@@ -520,7 +519,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     d.gpu = 103;
     req.timed = false;
 
-    /* Mixed demand, but no node of a pricier GPU group runs: the band holds. */
+    /* Mixed demand, but no node of a pricier GPU group runs: the exact fit wins. */
     opts[2].group.nodes = 0;
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_false(r.inputs[0].gpu_mixed);
@@ -574,7 +573,7 @@ static void test_demand_fit_gpu_band_multi(void **state) {
     assert_false(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
 
-    /* Remembered: a restricted pod seen once keeps the band off for later requests whose
+    /* Remembered: a restricted pod seen once lets the spare room decide for later requests whose
      * own pods are all unrestricted. */
     demand_memory_t *m = malloc(sizeof(*m));
     assert_non_null(m);

@@ -362,11 +362,11 @@ static ranking_input_t spare_option(const char *id, int32_t count, double p, dou
     return in;
 }
 
-/* demand-fit's band, for GPU pods on GPU nodes: within RANKING_DEMAND_FIT_BAND of the
- * lowest score, the option that costs least per unit of the pods it hosts now wins;
- * beyond it the score decides; an option hosting less than the best is never preferred
- * for its lower pods_ratio; plain nodes and GPU nodes for pods without GPUs are ranked
- * by their score alone. */
+/* demand-fit for interchangeable GPU pods on GPU nodes: the option that costs least per
+ * unit of the pods it hosts now wins, whatever the spare GPUs make of the score; an
+ * option hosting less than the best is never preferred for its lower pods_ratio; under
+ * mixed GPU demand, on plain nodes and on GPU nodes for pods without GPUs the score
+ * alone decides. */
 static void test_demand_fit_band(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
@@ -388,35 +388,34 @@ static void test_demand_fit_band(void **state) {
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 1);
 
-    /* Beyond the band the spare room's promise decides: the large node wins. */
+    /* Spare GPUs that make the large node score 20 % lower do not decide either. */
     in[0].spare_value = 3.0;
-    assert_true(2.92 / 3.75 < 0.973333 / (1 + RANKING_DEMAND_FIT_BAND));
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
+    assert_true(figs[0].score < figs[1].score / 1.2);
     assert_int_equal(n, 1);
-    assert_int_equal(selected[0], 0);
+    assert_int_equal(selected[0], 1);
+    in[0].spare_value = 2.2501;
 
-    /* Within the band, an option hosting fewer pods now (lower T) is not preferred for
-     * its lower pods_ratio: the best (hosting 1.5) stays. */
+    /* An option hosting fewer pods now (lower T) is not preferred for its lower
+     * pods_ratio: the best (hosting 1.5) stays. */
     ranking_input_t fewer[2] = {
         spare_option("more-pods", 1, 1.5, 1.5, 0.04),    /* score 0.974026, pods_ratio 1 */
         spare_option("fewer-pods", 1, 0.732, 0.75, 0.0), /* 0.976 and 0.976 */
     };
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, fewer, 2, figs, selected);
-    assert_true(figs[1].score <= figs[0].score * (1 + RANKING_DEMAND_FIT_BAND));
     assert_true(figs[1].pods_ratio < figs[0].pods_ratio);
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 0);
 
-    /* When some GPU pods take several GPUs, the band is off: the 4-GPU node's spare
-     * room is room a 1-GPU node cannot offer, and its lower score wins. */
-    in[0].spare_value = 2.2501;
+    /* When some GPU pods take several GPUs, the 4-GPU node's spare room is room a 1-GPU
+     * node cannot offer, and its lower score wins. */
     in[0].gpu_mixed = in[1].gpu_mixed = in[2].gpu_mixed = true;
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 0);
     in[0].gpu_mixed = in[1].gpu_mixed = in[2].gpu_mixed = false;
 
-    /* Plain nodes: the score alone decides, the band is for GPUs. */
+    /* Plain nodes: the score alone decides. */
     in[0].has_gpu = in[1].has_gpu = in[2].has_gpu = false;
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 3, figs, selected);
     assert_int_equal(n, 1);
