@@ -396,6 +396,15 @@ static void test_demand_fit_band(void **state) {
     assert_int_equal(selected[0], 1);
     in[0].spare_value = 2.2501;
 
+    /* A cpu option for other pods, cheaper per unit of what it hosts, is not a candidate:
+     * the exact fit is chosen among the GPU options. */
+    ranking_input_t with_cpu[2] = {in[0], spare_option("cpu", 1, 1.0, 1.0, 0.0)};
+    with_cpu[1].has_gpu = false;
+    n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, with_cpu, 2, figs, selected);
+    assert_true(figs[1].pods_ratio < figs[0].pods_ratio && figs[1].score > figs[0].score);
+    assert_int_equal(n, 1);
+    assert_int_equal(selected[0], 0);
+
     /* An option hosting fewer pods now (lower T) is not preferred for its lower
      * pods_ratio: the best (hosting 1.5) stays. */
     ranking_input_t fewer[2] = {
