@@ -144,6 +144,7 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
                    DECIDE_USE_SHORT * (1.0 - share) * decide__spare_filled(fits, short_m);
     r->gib_per_core = pc > 0 ? pm / pc : gib_per_core;
     r->gpu_unused = o->node->has_gpu && gpu == 0;
+    r->gpu_mixed = gpu_mixed;
 }
 
 /* Whether the request carries a GPU pod that takes several GPUs or that some GPU option
@@ -421,13 +422,10 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     free(pod_prices);
     free(scratch);
     gpu_mixed = gpu_mixed && decide__pricier_gpu_nodes(req, out);
-    for (size_t i = 0; demand_fit && i < n; i++) {
-        if (out->skips[i] != DECIDE_SKIP_NONE)
-            continue;
-        decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
-                           &out->inputs[i]);
-        out->inputs[i].gpu_mixed = gpu_mixed;
-    }
+    for (size_t i = 0; demand_fit && i < n; i++)
+        if (out->skips[i] == DECIDE_SKIP_NONE)
+            decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
+                               &out->inputs[i]);
 
     out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
                                          out->inputs, n, out->figures, out->selected);

@@ -104,16 +104,21 @@ static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, s
     return false;
 }
 
+/* Whether option in is a GPU node for pods that request GPUs. */
+static bool ranking__gpu_for_gpu_pods(const ranking_input_t *in) {
+    return in->has_gpu && !in->gpu_unused;
+}
+
 /* demand-fit's winner for interchangeable GPU pods: among the scored GPU options for GPU
  * pods hosting no less (T) than the lowest-scored one (best), the lowest pods_ratio; on a tie in it
  * the lower score, then the first. A node of exactly the pods' GPUs is an exact fit, and a larger
  * one gains nothing in packing: its spare GPUs are a promise that only costs when it is not kept,
  * so the option that is cheaper for what it runs now wins. */
-static size_t ranking__demand_fit_pick(const ranking_input_t *in, const ranking_figures_t *f,
-                                       size_t n, size_t best) {
+static size_t ranking__exact_gpu_pick(const ranking_input_t *in, const ranking_figures_t *f,
+                                      size_t n, size_t best) {
     size_t pick = best;
     for (size_t i = 0; i < n; i++) {
-        if (!f[i].scored || i == pick || !in[i].has_gpu || in[i].gpu_unused)
+        if (!f[i].scored || i == pick || !ranking__gpu_for_gpu_pods(&in[i]))
             continue;
         if (f[i].pods_price < f[best].pods_price &&
             !ranking_scores_tie(f[i].pods_price, f[best].pods_price))
@@ -146,13 +151,13 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     }
 
     /* For GPU pods on GPU nodes when the GPU pods are interchangeable (one GPU each, any
-     * GPU group) the spare GPUs do not decide (ranking__demand_fit_pick). When the GPU
+     * GPU group) the spare GPUs do not decide (ranking__exact_gpu_pick). When the GPU
      * demand is mixed, a larger node's spare GPUs are room no 1-GPU node offers
      * (docs/ranking.md), and the spare room decides as for cpu. */
-    bool exact_gpu = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT && in[best].has_gpu &&
-                     !in[best].gpu_unused && !in[best].gpu_mixed;
+    bool exact_gpu = cfg->strategy == RANKING_STRATEGY_DEMAND_FIT &&
+                     ranking__gpu_for_gpu_pods(&in[best]) && !in[best].gpu_mixed;
     if (exact_gpu)
-        best = ranking__demand_fit_pick(in, figures, n, best);
+        best = ranking__exact_gpu_pick(in, figures, n, best);
     bool small[64];
     bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
     size_t count = 0;

@@ -38,7 +38,8 @@ typedef struct ranking_input {
     double gib_per_core;      /* the demand shape used */
     bool gpu_unused;          /* GPU nodes for pods that request no GPU */
     bool gpu_mixed;           /* some recent or requested GPU pod takes several GPUs or is
-                               * restricted to some GPU groups: the band does not apply */
+                               * restricted to some GPU groups, and pricier GPU nodes run:
+                               * the spare GPUs decide, counted in full */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */

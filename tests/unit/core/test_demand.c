@@ -438,7 +438,7 @@ static void test_demand_fit_gpu_and_theoretical(void **state) {
  * the same price per GPU, loses to it; once the recent pods or the request's own include
  * a pod of several GPUs or one restricted to some GPU groups, and a pricier GPU group
  * runs nodes, the spare room decides and the 4-GPU node wins. */
-static void test_demand_fit_gpu_band_multi(void **state) {
+static void test_demand_fit_gpu_mixed(void **state) {
     (void)state;
     frugal_config_t *cfg = load("machine_types:\n"
                                 "  - {name: t4x1, cpu: 8, memory: 30Gi, gpu: 1, price: 0.73}\n"
@@ -796,7 +796,7 @@ int main(void) {
         cmocka_unit_test(test_known_pod_completed),
         cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
-        cmocka_unit_test(test_demand_fit_gpu_band_multi),
+        cmocka_unit_test(test_demand_fit_gpu_mixed),
         cmocka_unit_test(test_demand_fit_most_pods_first),
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),

@@ -367,7 +367,7 @@ static ranking_input_t spare_option(const char *id, int32_t count, double p, dou
  * option hosting less than the best is never preferred for its lower pods_ratio; under
  * mixed GPU demand, on plain nodes and on GPU nodes for pods without GPUs the score
  * alone decides. */
-static void test_demand_fit_band(void **state) {
+static void test_demand_fit_exact_gpu(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
     cfg.strategy = RANKING_STRATEGY_DEMAND_FIT;
@@ -506,7 +506,7 @@ int main(void) {
         cmocka_unit_test(test_unscorable_left_out),
         cmocka_unit_test(test_never_empty),
         cmocka_unit_test(test_many_options),
-        cmocka_unit_test(test_demand_fit_band),
+        cmocka_unit_test(test_demand_fit_exact_gpu),
         cmocka_unit_test(test_figures_round_trip),
         cmocka_unit_test(test_demand_figures_parse),
     };
