@@ -91,6 +91,15 @@ static double decide__spare_filled(double k, double m) {
     return (whole - whole * (whole + 1.0) / (2.0 * m)) / k;
 }
 
+/* How many pods room for `room` pods of the average size hosts. Less than one hosts
+ * none: the first pod must fit whole. Beyond it, pods that vary in size leave on
+ * average half a pod of the room unused, wherever the room ends (counting only whole
+ * average pods, floor(room), would make a node's worth jump at every whole pod, and
+ * the pods that come are not all the average one). */
+static double decide__pods_in_room(double room) {
+    return room + 1e-9 < 1.0 ? 0.0 : room - 0.5;
+}
+
 /* demand-fit's inputs of one scorable option r (P and T set): the room its nodes leave
  * after its pods, counted in pods of the demand's shape and priced; the share of it
  * expected to be used, by the recent arrival rate of pods without GPUs (rates[0]) or
@@ -118,15 +127,16 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
     double pc = cpu / pods, pm = mem / pods, pg = gpu / pods;
     if (pc > 0 && gib_per_core > 0)
         pm = pc * sqrt(fmax(pm / pc, 1e-9) * gib_per_core);
-    double fits = INFINITY;
+    double room = INFINITY;
     if (pc > 0)
-        fits = fmin(fits, spare_cpu / pc);
+        room = fmin(room, spare_cpu / pc);
     if (pm > 0)
-        fits = fmin(fits, spare_mem / pm);
+        room = fmin(room, spare_mem / pm);
+    double fits = isfinite(room) ? decide__pods_in_room(room) : INFINITY;
+    /* GPUs come whole and so do a GPU pod's: the GPU room is counted exactly. */
     if (pg > 0)
-        fits = fmin(fits, spare_gpu / pg);
-    /* Whole pods only: a fraction of a pod's room is room no pod uses. */
-    fits = isfinite(fits) ? floor(fits + 1e-9) : 0.0;
+        fits = fmin(fits, floor(spare_gpu / pg + 1e-9));
+    fits = isfinite(fits) ? fits : 0.0;
     resources_t one = {(int64_t)(pc * 1000.0), (int64_t)(pm * 1024.0 * 1024.0 * 1024.0),
                        (int64_t)ceil(pg)};
     r->spare_value = fits * pricing_linear(&cfg->pricing, &one);

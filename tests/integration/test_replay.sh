@@ -238,7 +238,7 @@ EOF
 assert_ok "best-options under demand-fit" ctl -o yaml best-options "$TMP/req.yaml"
 assert_eq 'mem-8' "$(echo "$OUT" | awk '/group:/ { g = $3 } /winner: true/ { gsub(/"/, "", g); print g }')" \
     "memory-shaped pods go to the highmem group"
-assert_match "ratio: 0.98" "$OUT" "demand-fit's figures parsed back from the debug string"
+assert_match "ratio: 1.05" "$OUT" "demand-fit's figures parsed back from the debug string"
 stop_server
 
 finish

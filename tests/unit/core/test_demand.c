@@ -385,15 +385,58 @@ static void test_demand_fit_shape(void **state) {
     decide_result_free(&r);
 
     /* With enough pods that stay remembered, their shape (8 GiB per core) is the
-     * cluster's, whatever the Jobs ask; the room is counted in whole pods: mem-8 keeps 6
-     * cores and 40 GiB, 5 pods of 1 core and sqrt(6 x 8) GiB. */
+     * cluster's, whatever the Jobs ask. mem-8 keeps 6 cores and 40 GiB: room for
+     * 40 / sqrt(6 x 8) = 5.77 pods of 1 core and sqrt(48) GiB, of which pods of varying
+     * size use all but half a pod. cpu-8 keeps 7 cores and 1.2 GiB, less than one pod's
+     * memory: no room at all. */
     d.long_pods = DECIDE_DEMAND_MIN_PODS;
     d.long_cpu_cores = 16;
     d.long_memory_gib = 128;
     assert_int_equal(decide_best_options_demand(cfg, &req, &dd, &r, &err), 0);
     assert_true(fabs(r.inputs[1].gib_per_core - sqrt(48.0)) < 1e-9);
     resources_t one = {1000, (int64_t)(sqrt(48.0) * GIB), 0};
-    assert_true(fabs(r.inputs[1].spare_value - 5 * pricing_linear(&cfg->pricing, &one)) < 1e-9);
+    double pods_room = 40.0 / ((double)one.memory_bytes / GIB);
+    assert_true(fabs(r.inputs[1].spare_value -
+                     (pods_room - 0.5) * pricing_linear(&cfg->pricing, &one)) < 1e-9);
+    assert_true(r.inputs[2].spare_value == 0.0);
+    decide_result_free(&r);
+    config_free(cfg);
+}
+
+/* The spare room in pods: none below one pod's worth, the room less half a pod from one
+ * pod on, and GPUs counted whole. */
+static void test_demand_fit_pods_in_room(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("ranking: {strategy: demand-fit}\n");
+    assert_non_null(cfg);
+    /* One 2-core, 2 GiB pod on nodes of 3, 4 and 5.5 cores (memory to spare): room for
+     * 0.5, 1 and 1.75 pods, counted as 0, 0.5 and 1.25. */
+    node_info_t n3 = node("x3", 3000, 64 * GIB, false), n4 = node("x4", 4000, 64 * GIB, false);
+    node_info_t n5 = node("x5", 5500, 64 * GIB, false);
+    resources_t pods[] = {{2000, 2 * GIB, 0}};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("a", &n3, refs, 1), option("b", &n4, refs, 1),
+                              option("c", &n5, refs, 1)};
+    decide_request_t req = {opts, 3, pods, 1, 0, false, 0, NULL, NULL};
+    decide_result_t r;
+    frugal_err_t err;
+    assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
+    resources_t one = {2000, 2 * GIB, 0};
+    double pod = pricing_linear(&cfg->pricing, &one);
+    assert_true(r.inputs[0].spare_value == 0.0);
+    assert_true(fabs(r.inputs[1].spare_value - 0.5 * pod) < 1e-9);
+    assert_true(fabs(r.inputs[2].spare_value - 1.25 * pod) < 1e-9);
+    decide_result_free(&r);
+
+    /* A 1-GPU pod on a 4-GPU node with cpu for 10 more: 3 GPUs, 3 pods, exactly. */
+    node_info_t g4 = node("g4", 44000, 64 * GIB, true);
+    g4.capacity.gpu = 4;
+    resources_t gpod[] = {{4000, 4 * GIB, 1}};
+    decide_option_t gopt[] = {option("g", &g4, refs, 1)};
+    decide_request_t greq = {gopt, 1, gpod, 1, 0, false, 0, NULL, NULL};
+    assert_int_equal(decide_best_options(cfg, &greq, &r, &err), 0);
+    assert_true(fabs(r.inputs[0].spare_value - 3 * pricing_linear(&cfg->pricing, &gpod[0])) <
+                1e-9);
     decide_result_free(&r);
     config_free(cfg);
 }
@@ -790,6 +833,7 @@ int main(void) {
         cmocka_unit_test(test_bounded),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_demand_fit_shape),
+        cmocka_unit_test(test_demand_fit_pods_in_room),
         cmocka_unit_test(test_timed),
         cmocka_unit_test(test_identities),
         cmocka_unit_test(test_held_up),
