@@ -435,8 +435,7 @@ static void test_demand_fit_pods_in_room(void **state) {
     decide_option_t gopt[] = {option("g", &g4, refs, 1)};
     decide_request_t greq = {gopt, 1, gpod, 1, 0, false, 0, NULL, NULL};
     assert_int_equal(decide_best_options(cfg, &greq, &r, &err), 0);
-    assert_true(fabs(r.inputs[0].spare_value - 3 * pricing_linear(&cfg->pricing, &gpod[0])) <
-                1e-9);
+    assert_true(fabs(r.inputs[0].spare_value - 3 * pricing_linear(&cfg->pricing, &gpod[0])) < 1e-9);
     decide_result_free(&r);
     config_free(cfg);
 }
