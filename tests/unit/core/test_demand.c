@@ -421,8 +421,7 @@ static void test_demand_fit_pods_in_room(void **state) {
     decide_result_t r;
     frugal_err_t err;
     assert_int_equal(decide_best_options(cfg, &req, &r, &err), 0);
-    resources_t one = {2000, 2 * GIB, 0};
-    double pod = pricing_linear(&cfg->pricing, &one);
+    double pod = pricing_linear(&cfg->pricing, &pods[0]);
     assert_true(r.inputs[0].spare_value == 0.0);
     assert_true(fabs(r.inputs[1].spare_value - 0.5 * pod) < 1e-9);
     assert_true(fabs(r.inputs[2].spare_value - 1.25 * pod) < 1e-9);
