@@ -431,7 +431,13 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     }
     free(pod_prices);
     free(scratch);
-    gpu_mixed = gpu_mixed && decide__pricier_gpu_nodes(req, out);
+    /* GPU nodes being built: while frugal remembers too few GPU pods to tell interchangeable
+     * demand from mixed, and they come fast (or all at once), the spare GPUs of the first
+     * nodes are filled before pods leave holes elsewhere: they decide, counted in full, as
+     * under mixed demand. */
+    bool gpu_building = demand_fit && rd != NULL && rd->gpu_pods < DECIDE_DEMAND_MIN_PODS &&
+                        (rates[1] == 0.0 || rates[1] >= DECIDE_GPU_BUILD_PER_HOUR);
+    gpu_mixed = (gpu_mixed && decide__pricier_gpu_nodes(req, out)) || gpu_building;
     for (size_t i = 0; demand_fit && i < n; i++)
         if (out->skips[i] == DECIDE_SKIP_NONE)
             decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,

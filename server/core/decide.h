@@ -92,8 +92,13 @@ typedef struct decide_demand {
 #define DECIDE_SPARE_HORIZON_LONG_H 72.0
 #define DECIDE_SPARE_HORIZON_SHORT_H 8.0
 /* demand-fit: below this many remembered pods the request's own pods give the shape;
- * below this many remembered pods that stay, every remembered pod does. */
+ * below this many remembered pods that stay, every remembered pod does; below this many
+ * remembered GPU pods the GPU demand is not yet known. */
 #define DECIDE_DEMAND_MIN_PODS 16
+/* demand-fit: GPU pods an hour from which a GPU demand not yet known (fewer than
+ * DECIDE_DEMAND_MIN_PODS GPU pods remembered) is read as GPU nodes being built: a large
+ * node's spare GPUs fill within the half hour. */
+#define DECIDE_GPU_BUILD_PER_HOUR 8.0
 
 /* Why an option was left out of the ranking, first rule first. */
 typedef enum decide_skip {

@@ -615,22 +615,85 @@ static void test_demand_fit_gpu_mixed(void **state) {
     decide_result_free(&r);
 
     /* Remembered: a restricted pod seen once lets the spare room decide for later requests whose
-     * own pods are all unrestricted. */
-    demand_memory_t *m = malloc(sizeof(*m));
-    assert_non_null(m);
-    demand_init(m);
+     * own pods are all unrestricted (once enough GPU pods are known, below that the demand
+     * is not yet known: test_demand_fit_gpu_building). */
+    demand_memory_t *m = empty_memory();
+    req.pods_count = 1;
+    for (int i = 0; i < DECIDE_DEMAND_MIN_PODS; i++) {
+        assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+        decide_result_free(&r);
+    }
+    assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    decide_result_free(&r);
     three[2].pods = only1;
     three[2].pods_count = 1;
     assert_int_equal(decide_best_options_remember(cfg, &req3, NULL, NULL, m, &r, &err), 0);
     decide_result_free(&r);
     demand_summary_t seen;
     demand_summarize(m, &seen);
-    assert_int_equal(seen.gpu_pods, 2);
+    assert_int_equal(seen.gpu_pods, DECIDE_DEMAND_MIN_PODS + 3);
     assert_int_equal(seen.gpu_restricted, 1);
-    req.pods_count = 1;
     assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
     assert_true(r.inputs[0].gpu_mixed);
     decide_result_free(&r);
+    free(m);
+    config_free(cfg);
+}
+
+/* GPU nodes being built: while frugal remembers fewer than DECIDE_DEMAND_MIN_PODS GPU pods
+ * and they come at DECIDE_GPU_BUILD_PER_HOUR or faster, the spare GPUs decide, counted in
+ * full (mixed_gpu=1), even while no pricier GPU node runs; not for the first GPU pod (one
+ * pod is no sign of more), nor when they come slowly, nor from the sixteenth GPU pod on:
+ * then interchangeable 1-GPU pods get the exact fit. */
+static void test_demand_fit_gpu_building(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load("machine_types:\n"
+                                "  - {name: t4x1, cpu: 8, memory: 30Gi, gpu: 1, price: 0.73}\n"
+                                "  - {name: t4x4, cpu: 32, memory: 120Gi, gpu: 4, price: 2.919}\n");
+    assert_non_null(cfg);
+    node_info_t one = node("t4x1", 8000, 30 * GIB, true);
+    node_info_t four = node("t4x4", 32000, 120 * GIB, true);
+    one.capacity.gpu = 1;
+    four.capacity.gpu = 4;
+    resources_t pods[] = {{2000, 8 * GIB, 1}};
+    uint32_t refs[] = {0};
+    decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1)};
+    decide_request_t req = {opts, 2, pods, 1, 0, true, 3600000, NULL, NULL};
+    demand_memory_t *m = empty_memory();
+    decide_result_t r;
+    frugal_err_t err;
+    /* The first GPU pod. */
+    assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    assert_int_equal(r.selected[0], 1);
+    decide_result_free(&r);
+    /* Fourteen more, a minute apart: 60 an hour. */
+    for (int i = 2; i < DECIDE_DEMAND_MIN_PODS; i++) {
+        req.now_ms += 60000;
+        assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+        assert_true(r.inputs[0].gpu_mixed);
+        assert_true(fabs(r.inputs[0].use_share - DECIDE_USE_LONG) < 1e-12);
+        assert_true(r.inputs[0].spare_value > 0);
+        assert_int_equal(r.selected_count, 1);
+        assert_int_equal(r.selected[0], 0);
+        decide_result_free(&r);
+    }
+    /* The sixteenth. */
+    req.now_ms += 60000;
+    assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+    assert_false(r.inputs[0].gpu_mixed);
+    assert_int_equal(r.selected[0], 1);
+    decide_result_free(&r);
+    /* Slowly: one every ten minutes is 6 an hour. */
+    demand_init(m);
+    for (int i = 1; i < DECIDE_DEMAND_MIN_PODS; i++) {
+        req.now_ms += 600000;
+        assert_int_equal(decide_best_options_remember(cfg, &req, NULL, NULL, m, &r, &err), 0);
+        assert_false(r.inputs[0].gpu_mixed);
+        assert_int_equal(r.selected[0], 1);
+        decide_result_free(&r);
+    }
     free(m);
     config_free(cfg);
 }
@@ -839,6 +902,7 @@ int main(void) {
         cmocka_unit_test(test_demand_fit_arrival_rate),
         cmocka_unit_test(test_demand_fit_gpu_and_theoretical),
         cmocka_unit_test(test_demand_fit_gpu_mixed),
+        cmocka_unit_test(test_demand_fit_gpu_building),
         cmocka_unit_test(test_demand_fit_most_pods_first),
         cmocka_unit_test(test_cluster_size),
         cmocka_unit_test(test_config_errors),
