@@ -127,6 +127,13 @@ static node_info_t node(const char *type, int64_t cpu, int64_t mem, bool gpu) {
     return ni;
 }
 
+/* A GPU node of `gpus` GPUs. */
+static node_info_t gpu_node(const char *type, int64_t cpu, int64_t mem, int64_t gpus) {
+    node_info_t ni = node(type, cpu, mem, true);
+    ni.capacity.gpu = gpus;
+    return ni;
+}
+
 static decide_option_t option(const char *id, const node_info_t *ni, const uint32_t *pods,
                               size_t n) {
     decide_option_t o = {.group_id = id,
@@ -428,8 +435,7 @@ static void test_demand_fit_pods_in_room(void **state) {
     decide_result_free(&r);
 
     /* A 1-GPU pod on a 4-GPU node with cpu for 10 more: 3 GPUs, 3 pods, exactly. */
-    node_info_t g4 = node("g4", 44000, 64 * GIB, true);
-    g4.capacity.gpu = 4;
+    node_info_t g4 = gpu_node("g4", 44000, 64 * GIB, 4);
     resources_t gpod[] = {{4000, 4 * GIB, 1}};
     decide_option_t gopt[] = {option("g", &g4, refs, 1)};
     decide_request_t greq = {gopt, 1, gpod, 1, 0, false, 0, NULL, NULL};
@@ -486,12 +492,9 @@ static void test_demand_fit_gpu_mixed(void **state) {
                                 "  - {name: t4x4, cpu: 32, memory: 120Gi, gpu: 4, price: 2.919}\n"
                                 "  - {name: a100x1, cpu: 12, memory: 85Gi, gpu: 1, price: 3.67}\n");
     assert_non_null(cfg);
-    node_info_t one = node("t4x1", 8000, 30 * GIB, true);
-    node_info_t four = node("t4x4", 32000, 120 * GIB, true);
-    one.capacity.gpu = 1;
-    four.capacity.gpu = 4;
-    node_info_t a100 = node("a100x1", 12000, 85 * GIB, true);
-    a100.capacity.gpu = 1;
+    node_info_t one = gpu_node("t4x1", 8000, 30 * GIB, 1);
+    node_info_t four = gpu_node("t4x4", 32000, 120 * GIB, 4);
+    node_info_t a100 = gpu_node("a100x1", 12000, 85 * GIB, 1);
     resources_t pods[] = {{2000, 8 * GIB, 1}, {8000, 32 * GIB, 2}};
     uint32_t refs[] = {0};
     /* An A100 group, five times the price per GPU, runs a node. */
@@ -652,10 +655,8 @@ static void test_demand_fit_gpu_building(void **state) {
                                 "  - {name: t4x1, cpu: 8, memory: 30Gi, gpu: 1, price: 0.73}\n"
                                 "  - {name: t4x4, cpu: 32, memory: 120Gi, gpu: 4, price: 2.919}\n");
     assert_non_null(cfg);
-    node_info_t one = node("t4x1", 8000, 30 * GIB, true);
-    node_info_t four = node("t4x4", 32000, 120 * GIB, true);
-    one.capacity.gpu = 1;
-    four.capacity.gpu = 4;
+    node_info_t one = gpu_node("t4x1", 8000, 30 * GIB, 1);
+    node_info_t four = gpu_node("t4x4", 32000, 120 * GIB, 4);
     resources_t pods[] = {{2000, 8 * GIB, 1}};
     uint32_t refs[] = {0};
     decide_option_t opts[] = {option("t4-4", &four, refs, 1), option("t4-1", &one, refs, 1)};
