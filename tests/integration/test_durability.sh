@@ -72,6 +72,12 @@ for round in 1 2 3; do
         done
     ) &
     writer=$!
+    # The kill lands inside the stream: after its first acknowledgement (a slow machine or a
+    # sanitizer may take longer than the random moment to start the first client).
+    for _ in $(seq 100); do
+        [ -s "$TMP/acked.log" ] && break
+        sleep 0.1
+    done
     sleep "0.$((3 + RANDOM % 6))"
     kill_server_hard
     wait "$writer" 2>/dev/null
