@@ -1,5 +1,6 @@
 #include "grpc_server.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -174,6 +175,7 @@ struct frugal_server {
     atomic_long receiving;
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
     atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
+    int64_t memory_budget_bytes;      /* limits.memory, as the quota was sized */
 };
 
 static atomic_bool server_stopping;
@@ -193,6 +195,23 @@ static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry);
 /* After this many calls freed within one sweep period, freed memory goes back to the
  * system: a burst of cancelled streams must not stay resident. */
 #define LIMITS_TRIM_AFTER_CALLS 512
+
+/* The resident set of this process in bytes (/proc/self/statm), 0 when unreadable. */
+static int64_t resident_bytes(void) {
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    long long pages = 0;
+    if (sscanf(buf, "%*s %lld", &pages) != 1)
+        return 0;
+    return (int64_t)pages * sysconf(_SC_PAGESIZE);
+}
 
 static int64_t mono_ms(void) {
     gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
@@ -267,7 +286,11 @@ static void server__maintain(frugal_server_t *s) {
         log_warn("cancelled %zu call(s) without deadline that sent no request message within "
                  "%lld ms (limits.receive_timeout)",
                  cancelled, (long long)gpr_time_to_millis(s->receive_timeout));
-    if (atomic_exchange(&s->freed_since_trim, 0) >= LIMITS_TRIM_AFTER_CALLS)
+    /* Streams a flood resets are mostly freed inside gRPC before frugal sees them as
+     * calls, so the count of freed calls misses them: resident memory over the budget is
+     * handed back too. */
+    if (atomic_exchange(&s->freed_since_trim, 0) >= LIMITS_TRIM_AFTER_CALLS ||
+        (s->memory_budget_bytes > 0 && resident_bytes() > s->memory_budget_bytes))
         malloc_trim(0);
 }
 
@@ -742,6 +765,7 @@ static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cf
     }
     s->quota = grpc_resource_quota_create("frugal");
     grpc_resource_quota_resize(s->quota, (size_t)l->memory_bytes);
+    s->memory_budget_bytes = l->memory_bytes;
     args[n].type = GRPC_ARG_POINTER;
     args[n].key = GRPC_ARG_RESOURCE_QUOTA;
     args[n].value.pointer.p = s->quota;
