@@ -437,7 +437,7 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
      * under mixed demand. */
     bool gpu_building = demand_fit && rd != NULL && rd->gpu_pods < DECIDE_DEMAND_MIN_PODS &&
                         (rates[1] == 0.0 || rates[1] >= DECIDE_GPU_BUILD_PER_HOUR);
-    gpu_mixed = (gpu_mixed && decide__pricier_gpu_nodes(req, out)) || gpu_building;
+    gpu_mixed = gpu_building || (gpu_mixed && decide__pricier_gpu_nodes(req, out));
     for (size_t i = 0; demand_fit && i < n; i++)
         if (out->skips[i] == DECIDE_SKIP_NONE)
             decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
