@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@ typedef struct replay_cmd {
     size_t strategies_count;
     size_t seeds;
     double hours;
+    double restart_at_h; /* --restart-at; 0: frugal runs the whole span */
     replay_options_t opts;
     replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
     size_t jobs_count, bounds_count;
@@ -68,7 +70,7 @@ static int replay__usage(FILE *f, int status) {
             "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
             "[--hours H]\n"
             "           [--scale-down-utilization F] [--placement P] [-o table|csv|json]\n"
-            "           [--decisions FILE]\n"
+            "           [--restart-at H] [--decisions FILE]\n"
             "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
             "  --seeds N  runs per workload and strategy (default 12)\n"
             "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
@@ -76,6 +78,8 @@ static int replay__usage(FILE *f, int status) {
             "             as CA does (default: only empty nodes)\n"
             "  --placement P  where the scheduler puts a pending pod among the existing nodes:\n"
             "             first-fit (default), least-allocated or most-allocated\n"
+            "  --restart-at H  frugal's strategies restart at hour H, forgetting the pods\n"
+            "             they remembered, as a restarted server does\n"
             "  --decisions FILE  write every decision of every run as JSON lines\n"
             "       frugal replay -c FILE --from-prometheus URL --since DURATION [--until TIME]\n"
             "           [--namespace REGEX] [--save-trace FILE] [--bearer-token-file FILE]\n"
@@ -364,6 +368,8 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
             printf(", nodes below utilisation %g scaled down", c->opts.scale_down_utilization);
         if (c->opts.placement != REPLAY_PLACE_FIRST_FIT)
             printf(", pods placed %s", replay_placement_name(c->opts.placement));
+        if (c->restart_at_h > 0)
+            printf(", frugal restarted at %g h", c->restart_at_h);
         printf("\n");
         if (r0->bound_error != NULL) {
             printf("  BOUND -: ");
@@ -414,7 +420,7 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
     printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
            "bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,"
-           "scale_down_utilization,placement\n");
+           "scale_down_utilization,placement,restart_at_hours\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
@@ -440,8 +446,8 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
             printf(",,,,,,,%s", r->bound_error);
         }
         replay__csv_stat(&r->drained);
-        printf(",%g,%s\n", c->opts.scale_down_utilization,
-               replay_placement_name(c->opts.placement));
+        printf(",%g,%s,%g\n", c->opts.scale_down_utilization,
+               replay_placement_name(c->opts.placement), c->restart_at_h);
     }
 }
 
@@ -452,8 +458,9 @@ static void replay__json_stat(const char *key, const replay_stat_t *s, bool last
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
     printf("{\"seeds\": %zu, \"scale_down_utilization\": %g, \"placement\": \"%s\", "
-           "\"results\": [",
-           c->seeds, c->opts.scale_down_utilization, replay_placement_name(c->opts.placement));
+           "\"restart_at_hours\": %g, \"results\": [",
+           c->seeds, c->opts.scale_down_utilization, replay_placement_name(c->opts.placement),
+           c->restart_at_h);
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
@@ -598,6 +605,14 @@ int cmd_replay(int argc, char **argv) {
                         val);
                 status = 2;
             }
+        } else if (strcmp(opt, "--restart-at") == 0) {
+            if (!replay__positive(val, 24 * 366, &c.restart_at_h)) {
+                fprintf(stderr,
+                        "frugal replay: --restart-at: expected a positive number of hours, "
+                        "got \"%s\"\n",
+                        val);
+                status = 2;
+            }
         } else if (strcmp(opt, "--decisions") == 0) {
             c.decisions_path = val;
         } else if (strcmp(opt, "--from-prometheus") == 0) {
@@ -701,6 +716,14 @@ int cmd_replay(int argc, char **argv) {
         }
         free(text);
     }
+    for (size_t w = 0; w < c.workloads_count && status == 0 && c.restart_at_h > 0; w++) {
+        if (c.restart_at_h >= replay__hours(&c, w)) {
+            fprintf(stderr, "frugal replay: --restart-at %g: not before the end of %s (%g h)\n",
+                    c.restart_at_h, c.workloads[w].name, replay__hours(&c, w));
+            status = 2;
+        }
+    }
+    c.opts.restart_at_s = (int64_t)llround(c.restart_at_h * 3600.0);
     if (status == 0) {
         for (size_t w = 0; w < c.workloads_count; w++)
             c.bounds_count += c.workloads[w].is_trace ? 1 : c.seeds;

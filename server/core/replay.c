@@ -82,6 +82,7 @@ typedef struct replay__sim {
     double *threshold, *gpu_threshold;
     int64_t last_up_s;
     replay_placement_t placement; /* steps 4 and 7 */
+    int64_t restart_at_s;         /* replay_options_t; 0 once done or never */
     void (*on_decision)(void *ctx, const replay_decision_t *d);
     void *on_decision_ctx;
 } replay__sim_t;
@@ -739,6 +740,11 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
                           s->on_decision ? why : NULL,
                           sizeof(why)};
     size_t chosen = 0;
+    if (s->restart_at_s > 0 && now >= s->restart_at_s) {
+        if (s->policy->restart != NULL)
+            s->policy->restart(s->policy_state);
+        s->restart_at_s = 0;
+    }
     if ((rc = s->policy->choose(s->policy_state, &view, opts, n, &chosen, err)) != 0)
         goto done;
     const replay_option_t *o = &opts[chosen];
@@ -1050,6 +1056,7 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
     memset(out, 0, sizeof(*out));
     s.policy = policy;
     s.placement = opts != NULL ? opts->placement : REPLAY_PLACE_FIRST_FIT;
+    s.restart_at_s = opts != NULL ? opts->restart_at_s : 0;
     s.on_decision = opts != NULL ? opts->on_decision : NULL;
     s.on_decision_ctx = opts != NULL ? opts->on_decision_ctx : NULL;
     if ((unsigned)s.placement > REPLAY_PLACE_MOST_ALLOCATED)

@@ -153,6 +153,8 @@ typedef struct replay_policy_ops {
     int (*choose)(void *state, const replay_view_t *view, const replay_option_t *options, size_t n,
                   size_t *chosen, frugal_err_t *err);
     void (*free)(void *state);
+    /* Forget what the policy learned, as a restarted server does; NULL: it keeps nothing. */
+    void (*restart)(void *state);
 } replay_policy_ops_t;
 
 /* Escalator's policy (docs/escalator.md): not a choice among options; the simulation
@@ -230,6 +232,9 @@ typedef struct replay_options {
      * LeastAllocated and MostAllocated score nodes; ties go to the node bought first.
      * The options' new nodes are still filled first-fit-decreasing (CA's estimator). */
     replay_placement_t placement;
+    /* > 0: the policy restarts (replay_policy_ops_t.restart) at this many seconds into the
+     * run, before the first decision at or after it (frugal replay --restart-at). */
+    int64_t restart_at_s;
     /* When set, called with on_decision_ctx after each decision (frugal replay
      * --decisions); d and its strings live for the call only. */
     void (*on_decision)(void *ctx, const replay_decision_t *d);

@@ -129,6 +129,12 @@ static int replay__demand_fit_init(void **state, const frugal_config_t *cfg, rep
     return replay__frugal_init(state, cfg, rng, err, RANKING_STRATEGY_DEMAND_FIT);
 }
 
+/* A restarted server starts with an empty memory of recent pods. */
+static void replay__frugal_restart(void *state) {
+    replay__frugal_t *s = state;
+    demand_init(s->demand);
+}
+
 static void replay__frugal_free(void *state) {
     replay__frugal_t *s = state;
     if (s != NULL)
@@ -203,21 +209,29 @@ done:
 
 /* ---- the table ---- */
 
-static const replay_policy_ops_t replay__random = {"random", "CA's random expander: any option",
-                                                   replay__ca_init, replay__random_choose,
-                                                   replay__ca_free};
+static const replay_policy_ops_t replay__random = {
+    "random",        "CA's random expander: any option",
+    replay__ca_init, replay__random_choose,
+    replay__ca_free, NULL};
 static const replay_policy_ops_t replay__most_pods = {
-    "most-pods", "CA's most-pods expander: the option that schedules the most pods",
-    replay__ca_init, replay__most_pods_choose, replay__ca_free};
+    "most-pods",     "CA's most-pods expander: the option that schedules the most pods",
+    replay__ca_init, replay__most_pods_choose,
+    replay__ca_free, NULL};
 static const replay_policy_ops_t replay__least_waste = {
-    "least-waste", "CA's least-waste expander: the least unused cpu + memory share",
-    replay__ca_init, replay__least_waste_choose, replay__ca_free};
+    "least-waste",   "CA's least-waste expander: the least unused cpu + memory share",
+    replay__ca_init, replay__least_waste_choose,
+    replay__ca_free, NULL};
 static const replay_policy_ops_t replay__pricing = {
-    "pricing-proposal", "frugal's BestOptions with ranking.strategy: pricing-proposal",
-    replay__pricing_init, replay__frugal_choose, replay__frugal_free};
+    "pricing-proposal",   "frugal's BestOptions with ranking.strategy: pricing-proposal",
+    replay__pricing_init, replay__frugal_choose,
+    replay__frugal_free,  replay__frugal_restart};
 static const replay_policy_ops_t replay__demand_fit = {
-    "demand-fit", "frugal's BestOptions with ranking.strategy: demand-fit", replay__demand_fit_init,
-    replay__frugal_choose, replay__frugal_free};
+    "demand-fit",
+    "frugal's BestOptions with ranking.strategy: demand-fit",
+    replay__demand_fit_init,
+    replay__frugal_choose,
+    replay__frugal_free,
+    replay__frugal_restart};
 
 /* ---- Escalator: the simulation scales each group itself (replay.c) ---- */
 
@@ -241,8 +255,12 @@ static void replay__escalator_free(void *state) {
 }
 
 const replay_policy_ops_t replay_policy_escalator = {
-    "escalator", "Escalator: every group scaled up by its utilisation delta, down by tainting",
-    replay__escalator_init, replay__escalator_choose, replay__escalator_free};
+    "escalator",
+    "Escalator: every group scaled up by its utilisation delta, down by tainting",
+    replay__escalator_init,
+    replay__escalator_choose,
+    replay__escalator_free,
+    NULL};
 
 static const replay_policy_ops_t *const replay__policies[] = {
     &replay__random,  &replay__most_pods,  &replay__least_waste,

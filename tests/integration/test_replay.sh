@@ -89,9 +89,9 @@ fi
 log "the fluid lower bound: never above any strategy's cost, the same for every strategy"
 assert_ok "csv with the bound" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" "$W/gpu.yaml" --seeds 2 \
     --hours 24 -o csv
-assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,scale_down_utilization,placement$" \
+assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,scale_down_utilization,placement,restart_at_hours$" \
     "$OUT" "csv bound columns, then the drained nodes and the simulator's options"
-assert_match ",0,first-fit$" "$OUT" "csv rows end with the options (defaults)"
+assert_match ",0,first-fit,0$" "$OUT" "csv rows end with the options (defaults)"
 echo "$OUT" | awk -F, 'NR > 1 && !($24 > 0 && $28 >= 1 && $30 == "") { bad++; print "row: " $0 }
     NR > 1 { if (!($1 in b)) b[$1] = $24; else if (b[$1] != $24) { bad++; print "bound differs: " $0 } }
     END { exit bad > 0 }' && pass || fail "every row has a positive bound below its cost, one per workload"
@@ -205,6 +205,46 @@ assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed, pods placed least-all
 assert_ok "replay with first-fit placement" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --seeds 1 \
     --hours 12 --strategy demand-fit --placement first-fit
 assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, the default, is not said"
+
+log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
+assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
+assert_match "^frugal replay: --restart-at: expected a positive number of hours, got \"soon\"$" \
+    "$ERR" "refused in one line"
+assert_exit 2 "restart after the run" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 12 \
+    --restart-at 12 --decisions "$TMP/late.jsonl"
+assert_match "^frugal replay: --restart-at 12: not before the end of web \(12 h\)$" "$ERR" \
+    "names the workload and its span"
+assert_eq "" "$(ls "$TMP" | grep late)" "no decisions file is left"
+for r in none 6; do
+    args=()
+    [ $r = none ] || args=(--restart-at $r)
+    assert_ok "replay, restart $r" "$FRUGAL" replay -c "$CFG" "$W/batch.yaml" --seeds 1 --hours 12 \
+        --strategy random --strategy demand-fit "${args[@]}" --decisions "$TMP/restart-$r.jsonl"
+    [ $r = none ] || assert_match "^batch: 12.0 h, 1 seeds, [0-9]+ pods per seed, frugal restarted at 6 h$" \
+        "$OUT" "the header says when frugal restarted"
+done
+# Six hours in, the memory holds the Jobs frugal was asked about and their rate is known;
+# the first decision after a restart sees no rate (fewer than two pods remembered).
+assert_ok "the same decisions before the restart, a memory emptied at it" python3 - \
+    "$TMP/restart-none.jsonl" "$TMP/restart-6.jsonl" <<'EOF'
+import json, re, sys
+def runs(path):
+    out = {}
+    for line in open(path):
+        d = json.loads(line)
+        out.setdefault(d["strategy"], []).append(d)
+    return out
+plain, restarted = runs(sys.argv[1]), runs(sys.argv[2])
+assert plain["random"] == restarted["random"], "random keeps no memory: the same run"
+before = [d for d in plain["demand-fit"] if d["time_s"] < 6 * 3600]
+assert before and before == restarted["demand-fit"][:len(before)], "the same up to the restart"
+rate = lambda d: float(re.search(r"arrivals_per_hour=([0-9.]+)", d["figures"]).group(1))
+first = restarted["demand-fit"][len(before)]
+assert first["time_s"] >= 6 * 3600, first
+assert rate(first) == 0.0, first
+same = [d for d in plain["demand-fit"] if d["time_s"] == first["time_s"]]
+assert same and rate(same[0]) > 0, same
+EOF
 
 log "expander-only: a warning at start when the ranking depends on a size frugal cannot know"
 PORT=$(free_port)
