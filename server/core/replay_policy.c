@@ -210,28 +210,42 @@ done:
 /* ---- the table ---- */
 
 static const replay_policy_ops_t replay__random = {
-    "random",        "CA's random expander: any option",
-    replay__ca_init, replay__random_choose,
-    replay__ca_free, NULL};
+    .name = "random",
+    .summary = "CA's random expander: any option",
+    .init = replay__ca_init,
+    .choose = replay__random_choose,
+    .free = replay__ca_free,
+};
 static const replay_policy_ops_t replay__most_pods = {
-    "most-pods",     "CA's most-pods expander: the option that schedules the most pods",
-    replay__ca_init, replay__most_pods_choose,
-    replay__ca_free, NULL};
+    .name = "most-pods",
+    .summary = "CA's most-pods expander: the option that schedules the most pods",
+    .init = replay__ca_init,
+    .choose = replay__most_pods_choose,
+    .free = replay__ca_free,
+};
 static const replay_policy_ops_t replay__least_waste = {
-    "least-waste",   "CA's least-waste expander: the least unused cpu + memory share",
-    replay__ca_init, replay__least_waste_choose,
-    replay__ca_free, NULL};
+    .name = "least-waste",
+    .summary = "CA's least-waste expander: the least unused cpu + memory share",
+    .init = replay__ca_init,
+    .choose = replay__least_waste_choose,
+    .free = replay__ca_free,
+};
 static const replay_policy_ops_t replay__pricing = {
-    "pricing-proposal",   "frugal's BestOptions with ranking.strategy: pricing-proposal",
-    replay__pricing_init, replay__frugal_choose,
-    replay__frugal_free,  replay__frugal_restart};
+    .name = "pricing-proposal",
+    .summary = "frugal's BestOptions with ranking.strategy: pricing-proposal",
+    .init = replay__pricing_init,
+    .choose = replay__frugal_choose,
+    .free = replay__frugal_free,
+    .restart = replay__frugal_restart,
+};
 static const replay_policy_ops_t replay__demand_fit = {
-    "demand-fit",
-    "frugal's BestOptions with ranking.strategy: demand-fit",
-    replay__demand_fit_init,
-    replay__frugal_choose,
-    replay__frugal_free,
-    replay__frugal_restart};
+    .name = "demand-fit",
+    .summary = "frugal's BestOptions with ranking.strategy: demand-fit",
+    .init = replay__demand_fit_init,
+    .choose = replay__frugal_choose,
+    .free = replay__frugal_free,
+    .restart = replay__frugal_restart,
+};
 
 /* ---- Escalator: the simulation scales each group itself (replay.c) ---- */
 
@@ -255,12 +269,12 @@ static void replay__escalator_free(void *state) {
 }
 
 const replay_policy_ops_t replay_policy_escalator = {
-    "escalator",
-    "Escalator: every group scaled up by its utilisation delta, down by tainting",
-    replay__escalator_init,
-    replay__escalator_choose,
-    replay__escalator_free,
-    NULL};
+    .name = "escalator",
+    .summary = "Escalator: every group scaled up by its utilisation delta, down by tainting",
+    .init = replay__escalator_init,
+    .choose = replay__escalator_choose,
+    .free = replay__escalator_free,
+};
 
 static const replay_policy_ops_t *const replay__policies[] = {
     &replay__random,  &replay__most_pods,  &replay__least_waste,
