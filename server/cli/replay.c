@@ -499,6 +499,16 @@ static bool replay__positive(const char *s, double max, double *out) {
     return true;
 }
 
+/* A number of hours for option opt (--hours, --restart-at): 0, or 2 once the refusal is
+ * said. */
+static int replay__hours_arg(const char *opt, const char *val, double *out) {
+    if (replay__positive(val, 24 * 366, out))
+        return 0;
+    fprintf(stderr, "frugal replay: %s: expected a positive number of hours, got \"%s\"\n", opt,
+            val);
+    return 2;
+}
+
 /* The range of --from-prometheus: --since is required with it, --until defaults to now;
  * the Prometheus options without --from-prometheus are usage errors. */
 static int replay__prom_args(replay_prom_source_t *p, const char *since, const char *until) {
@@ -582,13 +592,8 @@ int cmd_replay(int argc, char **argv) {
             }
             c.seeds = (size_t)v;
         } else if (strcmp(opt, "--hours") == 0) {
-            if (!replay__positive(val, 24 * 366, &c.hours)) {
-                fprintf(stderr,
-                        "frugal replay: --hours: expected a positive number of hours, "
-                        "got \"%s\"\n",
-                        val);
+            if (replay__hours_arg(opt, val, &c.hours) != 0)
                 status = 2;
-            }
         } else if (strcmp(opt, "--scale-down-utilization") == 0) {
             if (!replay__positive(val, 1, &c.opts.scale_down_utilization)) {
                 fprintf(stderr,
@@ -606,13 +611,8 @@ int cmd_replay(int argc, char **argv) {
                 status = 2;
             }
         } else if (strcmp(opt, "--restart-at") == 0) {
-            if (!replay__positive(val, 24 * 366, &c.restart_at_h)) {
-                fprintf(stderr,
-                        "frugal replay: --restart-at: expected a positive number of hours, "
-                        "got \"%s\"\n",
-                        val);
+            if (replay__hours_arg(opt, val, &c.restart_at_h) != 0)
                 status = 2;
-            }
         } else if (strcmp(opt, "--decisions") == 0) {
             c.decisions_path = val;
         } else if (strcmp(opt, "--from-prometheus") == 0) {
