@@ -72,7 +72,20 @@ after_flood() {
     done
     echo "    after $1: RSS ${rss} KiB, budget ${BUDGET_KB} KiB" >&2
     [ "$ok" = 1 ] && pass || fail "$1: not serving with RSS under the budget within 5 s (RSS $rss KiB)"
+    [ "$ok" = 1 ] || after_flood_diagnose
     assert_ok "serving after $1" ctl health
+}
+
+# after_flood_diagnose: what the server still holds, and whether its memory comes back
+# later (held by frugal's calls, by gRPC, or freed but resident), for the failure's log.
+after_flood_diagnose() {
+    local s
+    echo "    calls in flight $(metric frugal_calls_in_flight), awaiting their body $(metric frugal_calls_awaiting_body)" >&2
+    for s in $(seq 1 20); do
+        sleep 1
+        [ "$(rss_kb)" -lt "$BUDGET_KB" ] && break
+    done
+    echo "    RSS $(rss_kb) KiB after $s more second(s); calls in flight $(metric frugal_calls_in_flight)" >&2
 }
 
 log "a missing state file is refused without --init-state"
