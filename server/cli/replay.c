@@ -10,7 +10,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,7 +50,6 @@ typedef struct replay_cmd {
     size_t strategies_count;
     size_t seeds;
     double hours;
-    double restart_at_h; /* --restart-at; 0: frugal runs the whole span */
     replay_options_t opts;
     replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
     size_t jobs_count, bounds_count;
@@ -368,8 +366,8 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
             printf(", nodes below utilisation %g scaled down", c->opts.scale_down_utilization);
         if (c->opts.placement != REPLAY_PLACE_FIRST_FIT)
             printf(", pods placed %s", replay_placement_name(c->opts.placement));
-        if (c->restart_at_h > 0)
-            printf(", frugal restarted at %g h", c->restart_at_h);
+        if (c->opts.restart_at_h > 0)
+            printf(", frugal restarted at %g h", c->opts.restart_at_h);
         printf("\n");
         if (r0->bound_error != NULL) {
             printf("  BOUND -: ");
@@ -447,7 +445,7 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         }
         replay__csv_stat(&r->drained);
         printf(",%g,%s,%g\n", c->opts.scale_down_utilization,
-               replay_placement_name(c->opts.placement), c->restart_at_h);
+               replay_placement_name(c->opts.placement), c->opts.restart_at_h);
     }
 }
 
@@ -460,7 +458,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
     printf("{\"seeds\": %zu, \"scale_down_utilization\": %g, \"placement\": \"%s\", "
            "\"restart_at_hours\": %g, \"results\": [",
            c->seeds, c->opts.scale_down_utilization, replay_placement_name(c->opts.placement),
-           c->restart_at_h);
+           c->opts.restart_at_h);
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
@@ -611,7 +609,7 @@ int cmd_replay(int argc, char **argv) {
                 status = 2;
             }
         } else if (strcmp(opt, "--restart-at") == 0) {
-            if (replay__hours_arg(opt, val, &c.restart_at_h) != 0)
+            if (replay__hours_arg(opt, val, &c.opts.restart_at_h) != 0)
                 status = 2;
         } else if (strcmp(opt, "--decisions") == 0) {
             c.decisions_path = val;
@@ -716,14 +714,13 @@ int cmd_replay(int argc, char **argv) {
         }
         free(text);
     }
-    for (size_t w = 0; w < c.workloads_count && status == 0 && c.restart_at_h > 0; w++) {
-        if (c.restart_at_h >= replay__hours(&c, w)) {
+    for (size_t w = 0; w < c.workloads_count && status == 0 && c.opts.restart_at_h > 0; w++) {
+        if (c.opts.restart_at_h >= replay__hours(&c, w)) {
             fprintf(stderr, "frugal replay: --restart-at %g: not before the end of %s (%g h)\n",
-                    c.restart_at_h, c.workloads[w].name, replay__hours(&c, w));
+                    c.opts.restart_at_h, c.workloads[w].name, replay__hours(&c, w));
             status = 2;
         }
     }
-    c.opts.restart_at_s = (int64_t)llround(c.restart_at_h * 3600.0);
     if (status == 0) {
         for (size_t w = 0; w < c.workloads_count; w++)
             c.bounds_count += c.workloads[w].is_trace ? 1 : c.seeds;

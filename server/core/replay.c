@@ -1056,7 +1056,7 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
     memset(out, 0, sizeof(*out));
     s.policy = policy;
     s.placement = opts != NULL ? opts->placement : REPLAY_PLACE_FIRST_FIT;
-    s.restart_at_s = opts != NULL ? opts->restart_at_s : 0;
+    s.restart_at_s = opts != NULL ? (int64_t)llround(opts->restart_at_h * 3600.0) : 0;
     s.on_decision = opts != NULL ? opts->on_decision : NULL;
     s.on_decision_ctx = opts != NULL ? opts->on_decision_ctx : NULL;
     if ((unsigned)s.placement > REPLAY_PLACE_MOST_ALLOCATED)

@@ -232,9 +232,9 @@ typedef struct replay_options {
      * LeastAllocated and MostAllocated score nodes; ties go to the node bought first.
      * The options' new nodes are still filled first-fit-decreasing (CA's estimator). */
     replay_placement_t placement;
-    /* > 0: the policy restarts (replay_policy_ops_t.restart) at this many seconds into the
+    /* > 0: the policy restarts (replay_policy_ops_t.restart) at this many hours into the
      * run, before the first decision at or after it (frugal replay --restart-at). */
-    int64_t restart_at_s;
+    double restart_at_h;
     /* When set, called with on_decision_ctx after each decision (frugal replay
      * --decisions); d and its strings live for the call only. */
     void (*on_decision)(void *ctx, const replay_decision_t *d);
