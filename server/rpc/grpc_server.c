@@ -175,7 +175,6 @@ struct frugal_server {
     atomic_long receiving;
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
     atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
-    int64_t memory_budget_bytes;      /* limits.memory, as the quota was sized */
 };
 
 static atomic_bool server_stopping;
@@ -289,8 +288,9 @@ static void server__maintain(frugal_server_t *s) {
     /* Streams a flood resets are mostly freed inside gRPC before frugal sees them as
      * calls, so the count of freed calls misses them: resident memory over the budget is
      * handed back too. */
+    int64_t budget = s->ctx->cfg->limits.memory_bytes; /* the start's, as the quota's */
     if (atomic_exchange(&s->freed_since_trim, 0) >= LIMITS_TRIM_AFTER_CALLS ||
-        (s->memory_budget_bytes > 0 && resident_bytes() > s->memory_budget_bytes))
+        (budget > 0 && resident_bytes() > budget))
         malloc_trim(0);
 }
 
@@ -765,7 +765,6 @@ static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cf
     }
     s->quota = grpc_resource_quota_create("frugal");
     grpc_resource_quota_resize(s->quota, (size_t)l->memory_bytes);
-    s->memory_budget_bytes = l->memory_bytes;
     args[n].type = GRPC_ARG_POINTER;
     args[n].key = GRPC_ARG_RESOURCE_QUOTA;
     args[n].value.pointer.p = s->quota;
