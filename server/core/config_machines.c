@@ -420,6 +420,8 @@ static bool parse_catalog_kind(load_ctx_t *ctx, const yaml_tree_node_t *node, co
         return true;
     }
     config__error(ctx, node, path, "unknown catalog \"%s\" (expected builtin or none)", s);
+    /* The rest is checked as with the default: a typo is one error, not one per group. */
+    *(bool *)field = true;
     return false;
 }
 

@@ -34,6 +34,7 @@ static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *
         return;
     out->scored = true;
     out->node_price = in->node_price;
+    out->nodes_price = in->node_price * in->node_count;
     out->pods_price = in->pods_price;
     out->ratio = ratio;
     out->unfitness = unfitness;
@@ -57,6 +58,10 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
                             ? cfg->gpu_unfitness
                             : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);
     ranking__finish(cfg, in, ratio, unfitness, suppressed, out);
+    if (out->scored) {
+        out->damper_price = damper_price;
+        out->pref_cpu = pref / 1000.0;
+    }
 }
 
 void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t *in,
@@ -199,8 +204,10 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
     return snprintf(buf, size,
-                    "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f",
-                    f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score);
+                    "node_price=%f nodes_price=%f pods_price=%f damper_price=%f pref_cpu=%f "
+                    "ratio=%f unfitness=%f suppressed=%f score=%f",
+                    f->node_price, f->nodes_price, f->pods_price, f->damper_price, f->pref_cpu,
+                    f->ratio, f->unfitness, f->suppressed, f->score);
 }
 
 int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
@@ -234,7 +241,13 @@ int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
         *out = f;
         return 0;
     }
-    if (sscanf(p, "node_price=%lf pods_price=%lf ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
+    /* Servers from before C, X and pref_cpu were shown wrote six figures. */
+    if (sscanf(p,
+               "node_price=%lf nodes_price=%lf pods_price=%lf damper_price=%lf pref_cpu=%lf "
+               "ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
+               &f.node_price, &f.nodes_price, &f.pods_price, &f.damper_price, &f.pref_cpu, &f.ratio,
+               &f.unfitness, &f.suppressed, &f.score) != 9 &&
+        sscanf(p, "node_price=%lf pods_price=%lf ratio=%lf unfitness=%lf suppressed=%lf score=%lf",
                &f.node_price, &f.pods_price, &f.ratio, &f.unfitness, &f.suppressed, &f.score) != 6)
         return FRUGAL_EINVAL;
     *out = f;

@@ -56,6 +56,10 @@ typedef struct ranking_figures {
     bool mixed_gpu;       /* demand-fit, parsed back only: the option's gpu_mixed */
     bool most_pods_first; /* demand-fit: chosen among pods unrelated to the best score's
                            * for serving more of them (decide.h) */
+    double nodes_price;   /* C = P x nodeCount */
+    double damper_price;  /* X (the formula only) */
+    double pref_cpu;      /* the preferred node's cores unfitness is measured from (the
+                           * formula only) */
 } ranking_figures_t;
 /* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
  * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
@@ -98,7 +102,9 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 bool ranking_scores_tie(double a, double b);
 
 /* The figures as appended to an option's debug string under pricing-proposal:
- * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f".
+ * "node_price=%f nodes_price=%f pods_price=%f damper_price=%f pref_cpu=%f ratio=%f
+ * unfitness=%f suppressed=%f score=%f" (P, C, T, X, pref_cpu in cores, then the score's
+ * terms); ranking_parse_figures also reads the six figures of older servers.
  * Returns what snprintf returns. */
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 

@@ -697,6 +697,10 @@ static void test_err_machine_types(void **state) {
     expect_error("pricing: {catalog: aws}\n",
                  "t.yaml:1:20: pricing.catalog: unknown catalog \"aws\" (expected builtin or "
                  "none)");
+    expect_error("pricing: {catalog: aws}\n"
+                 "node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3}\n",
+                 "t.yaml:1:20: pricing.catalog: unknown catalog \"aws\" (expected builtin or "
+                 "none)");
 }
 
 static void test_err_duplicate_ids(void **state) {

@@ -141,7 +141,10 @@ static void test_score_formula(void **state) {
     assert_near(f.suppressed, suppressed, 1e-12);
     assert_near(f.score, ratio * suppressed, 1e-12);
     assert_near(f.node_price, 0.095, 1e-15);
+    assert_near(f.nodes_price, 0.095 * 3, 1e-15);
     assert_near(f.pods_price, 0.2, 1e-15);
+    assert_near(f.damper_price, 0.016, 1e-15);
+    assert_near(f.pref_cpu, 8.0, 1e-15);
 }
 
 static void test_gpu_override(void **state) {
@@ -452,19 +455,39 @@ static void test_demand_fit_exact_gpu(void **state) {
 
 static void test_figures_round_trip(void **state) {
     (void)state;
-    ranking_figures_t f = {true, 0.38, 0.003, 20.842105, 1.0, 1.0, 20.842105, 0.0, false, false}, g;
+    ranking_figures_t f = {.scored = true,
+                           .node_price = 0.38,
+                           .nodes_price = 0.76,
+                           .pods_price = 0.003,
+                           .damper_price = 0.016,
+                           .pref_cpu = 8,
+                           .ratio = 40.0,
+                           .unfitness = 1.0,
+                           .suppressed = 1.0,
+                           .score = 40.0},
+                      g;
     char buf[512];
     int len = ranking_format_figures(&f, buf, sizeof(buf));
     assert_true(len > 0 && (size_t)len < sizeof(buf));
-    assert_string_equal(buf, "node_price=0.380000 pods_price=0.003000 ratio=20.842105 "
-                             "unfitness=1.000000 suppressed=1.000000 score=20.842105");
+    assert_string_equal(buf, "node_price=0.380000 nodes_price=0.760000 pods_price=0.003000 "
+                             "damper_price=0.016000 pref_cpu=8.000000 ratio=40.000000 "
+                             "unfitness=1.000000 suppressed=1.000000 score=40.000000");
     char debug[600];
     snprintf(debug, sizeof(debug), "ca says hi | x%s%s", RANKING_DEBUG_SEPARATOR, buf);
     assert_int_equal(ranking_parse_figures(debug, &g), 0);
     assert_true(g.scored);
     assert_near(g.node_price, 0.38, 1e-9);
+    assert_near(g.nodes_price, 0.76, 1e-9);
     assert_near(g.pods_price, 0.003, 1e-9);
-    assert_near(g.score, 20.842105, 1e-9);
+    assert_near(g.damper_price, 0.016, 1e-9);
+    assert_near(g.pref_cpu, 8, 1e-9);
+    assert_near(g.score, 40.0, 1e-9);
+    /* An older server's six figures still parse. */
+    assert_int_equal(ranking_parse_figures(" | frugal: node_price=0.38 pods_price=0.003 "
+                                           "ratio=20.8 unfitness=1 suppressed=1 score=20.8",
+                                           &g),
+                     0);
+    assert_near(g.score, 20.8, 1e-9);
     assert_int_equal(ranking_parse_figures("no figures", &g), FRUGAL_EINVAL);
     assert_int_equal(ranking_parse_figures(" | frugal: node_price=1", &g), FRUGAL_EINVAL);
 }
