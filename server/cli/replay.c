@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -224,6 +225,7 @@ static int replay__run_all(replay_cmd_t *c) {
 /* Mean, min and max of one figure over the seeds. */
 typedef struct replay_stat {
     double mean, min, max;
+    double sum_sq; /* of the values, for the spread of the mean */
 } replay_stat_t;
 
 typedef struct replay_row {
@@ -241,6 +243,27 @@ static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
     if (k == 0 || v > s->max)
         s->max = v;
     s->mean += v;
+    s->sum_sq += v * v;
+}
+
+/* Student's t at 97.5 % for df degrees of freedom: exact to three decimals up to 30,
+ * then 1.96 + 2.5 / df, within 0.002 of it. */
+static double replay__t975(size_t df) {
+    static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                               2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                               2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                               2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    return df <= 30 ? t[df - 1] : 1.96 + 2.5 / (double)df;
+}
+
+/* The half-width of the 95 % confidence interval of s's mean (already divided by n) over
+ * n seeds; NAN below two seeds. Paired by seed when s is a VS column: each value is
+ * already one seed's cost over the base strategy's on the same seed. */
+static double replay__ci95(const replay_stat_t *s, size_t n) {
+    if (n < 2)
+        return NAN;
+    double var = (s->sum_sq - (double)n * s->mean * s->mean) / (double)(n - 1);
+    return replay__t975(n - 1) * sqrt(var > 0 ? var : 0) / sqrt((double)n);
 }
 
 /* The index of strategy name among c's strategies, c->strategies_count when absent. */
@@ -410,6 +433,15 @@ static void replay__csv_stat(const replay_stat_t *s) {
     printf(",%.6f,%.6f,%.6f", s->mean, s->min, s->max);
 }
 
+/* A VS column's 95 % half-width: empty when the column is absent or with one seed. */
+static void replay__csv_ci95(const replay_cmd_t *c, bool has, const replay_stat_t *s) {
+    double h = has ? replay__ci95(s, c->seeds) : NAN;
+    if (isnan(h))
+        printf(",");
+    else
+        printf(",%.6f", h);
+}
+
 static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     printf("workload,strategy,seeds,pods,unhostable");
     const char *names[] = {"cost",         "cost_ratio", "pending_pod_minutes",
@@ -418,7 +450,7 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
         printf(",%s_mean,%s_min,%s_max", names[i], names[i], names[i]);
     printf(",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,"
            "bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,"
-           "scale_down_utilization,placement,restart_at_hours\n");
+           "scale_down_utilization,placement,restart_at_hours,vs_random_ci95,vs_pricing_ci95\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
@@ -444,14 +476,28 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
             printf(",,,,,,,%s", r->bound_error);
         }
         replay__csv_stat(&r->drained);
-        printf(",%g,%s,%g\n", c->opts.scale_down_utilization,
+        printf(",%g,%s,%g", c->opts.scale_down_utilization,
                replay_placement_name(c->opts.placement), c->opts.restart_at_h);
+        replay__csv_ci95(c, r->has_random, &r->vs_random);
+        replay__csv_ci95(c, r->has_pricing, &r->vs_pricing);
+        printf("\n");
     }
 }
 
 static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
     printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f}%s", key, s->mean, s->min, s->max,
            last ? "" : ", ");
+}
+
+/* A VS column's figures with the 95 % half-width of its mean (null with one seed). */
+static void replay__json_vs(const replay_cmd_t *c, const char *key, const replay_stat_t *s) {
+    double h = replay__ci95(s, c->seeds);
+    printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f, \"ci95\": ", key, s->mean,
+           s->min, s->max);
+    if (isnan(h))
+        printf("null}, ");
+    else
+        printf("%.6f}, ", h);
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
@@ -472,9 +518,9 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         replay__json_stat("nodes_bought", &r->nodes, false);
         replay__json_stat("nodes_drained", &r->drained, false);
         if (r->has_random)
-            replay__json_stat("vs_random", &r->vs_random, false);
+            replay__json_vs(c, "vs_random", &r->vs_random);
         if (r->has_pricing)
-            replay__json_stat("vs_pricing", &r->vs_pricing, false);
+            replay__json_vs(c, "vs_pricing", &r->vs_pricing);
         if (r->bound_error == NULL) {
             replay__json_stat("bound", &r->bound, false);
             replay__json_stat("cost_bound", &r->cost_bound, true);

@@ -82,16 +82,28 @@ assert_match "^gpu,demand-fit,2," "$OUT" "csv row"
 assert_ok "json" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 2 \
     --hours 12 -o json
 assert_match '"workload": "cache", "strategy": "pricing-proposal", "hours": 12' "$OUT" "json row"
+assert_match '"vs_pricing": \{"mean": 1.000000, "min": 1.000000, "max": 1.000000, "ci95": 0.000000\}' \
+    "$OUT" "json VS figures carry their 95 % half-width"
 if command -v python3 >/dev/null; then
     echo "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && pass || fail "json parses"
 fi
+assert_ok "one seed" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 1 \
+    --hours 2 -o json
+assert_match '"ci95": null\}' "$OUT" "one seed has no half-width (json null)"
+assert_ok "one seed, csv" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal \
+    --seeds 1 --hours 2 -o csv
+assert_match ",first-fit,0,,$" "$OUT" "one seed has no half-width (csv empty)"
 
 log "the fluid lower bound: never above any strategy's cost, the same for every strategy"
 assert_ok "csv with the bound" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" "$W/gpu.yaml" --seeds 2 \
     --hours 24 -o csv
-assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,scale_down_utilization,placement,restart_at_hours$" \
-    "$OUT" "csv bound columns, then the drained nodes and the simulator's options"
-assert_match ",0,first-fit,0$" "$OUT" "csv rows end with the options (defaults)"
+assert_match ",bound_mean,bound_min,bound_max,cost_bound_mean,cost_bound_min,cost_bound_max,bound_error,nodes_drained_mean,nodes_drained_min,nodes_drained_max,scale_down_utilization,placement,restart_at_hours,vs_random_ci95,vs_pricing_ci95$" \
+    "$OUT" "csv bound columns, then the drained nodes, the simulator's options and the VS columns' 95 % half-widths"
+assert_match ",0,first-fit,0,[0-9.]*,[0-9.]*$" "$OUT" "csv rows end with the options (defaults), then the half-widths"
+# Two seeds: the half-width is t(1) = 12.706 times the spread of the mean, |a - b| / 2.
+echo "$OUT" | awk -F, 'NR > 1 { w = 6.353 * ($23 - $22); if ($NF == "" || ($NF - w) ^ 2 > 1e-8 * (w + 1e-6) ^ 2 + 1e-10) { bad++; print "ci95: " $0 } }
+    NR > 1 && $2 == "pricing-proposal" && $NF != 0 { bad++; print "the base against itself: " $0 }
+    END { exit bad > 0 }' && pass || fail "vs_pricing_ci95 is the paired 95 % half-width over the seeds"
 echo "$OUT" | awk -F, 'NR > 1 && !($24 > 0 && $28 >= 1 && $30 == "") { bad++; print "row: " $0 }
     NR > 1 { if (!($1 in b)) b[$1] = $24; else if (b[$1] != $24) { bad++; print "bound differs: " $0 } }
     END { exit bad > 0 }' && pass || fail "every row has a positive bound below its cost, one per workload"
