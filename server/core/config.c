@@ -29,7 +29,7 @@
 static const key_spec_t top_keys[] = {
     KEY("allow_insecure", YAML_TREE_SCALAR, config__parse_bool, frugal_config_t, allow_insecure,
         "false"),
-    KEY_RANGE("max_message_bytes", config__parse_int64, frugal_config_t, max_message_bytes,
+    KEY_RANGE("max_message_bytes", config__parse_bytes, frugal_config_t, max_message_bytes,
               "536870912", 1, INT32_MAX, false),
     KEY("listen", YAML_TREE_SEQUENCE, config__parse_listeners, frugal_config_t, listeners,
         "[{address: \"127.0.0.1:8086\"}]"),

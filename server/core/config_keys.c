@@ -272,15 +272,7 @@ static bool quantity_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
                       err->msg);
         return false;
     }
-    if (spec->above_min && (double)v <= spec->min) {
-        config__error(ctx, node, path, "must be greater than 0, got %s", node->u.scalar.text);
-        return false;
-    }
-    if (v < 0 && spec->min >= 0) {
-        config__error(ctx, node, path, "must not be negative, got %s", node->u.scalar.text);
-        return false;
-    }
-    return true;
+    return spec_check_range(ctx, node, path, spec, (double)v);
 }
 
 /* A CPU quantity ("2", "0.5", "500m") in milli-cores. */

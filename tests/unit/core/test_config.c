@@ -239,7 +239,7 @@ static void test_limits(void **state) {
     assert_int_equal(cfg->limits.max_header_bytes, 16384);
     assert_int_equal(cfg->autoprovisioning.max_theoretical_groups, 200);
     config_free(cfg);
-    cfg = load_ok("max_message_bytes: 4194304\nlimits: {receive_timeout: 2s}\n");
+    cfg = load_ok("max_message_bytes: 4Mi\nlimits: {receive_timeout: 2s}\n");
     assert_int_equal(cfg->limits.memory_bytes, 8LL * 1048576 + (64LL << 20));
     assert_int_equal(cfg->limits.receive_timeout_ms, 2000);
     config_free(cfg);
@@ -278,6 +278,12 @@ static void test_limits(void **state) {
     expect_error("max_message_bytes: 4194304\nlimits:\n  memory: 1Mi\n",
                  "t.yaml:3:11: limits.memory: 1048576 bytes cannot hold one message of "
                  "max_message_bytes (4194304)");
+    /* Byte sizes are quantities, held to their ranges. */
+    expect_error("limits: {max_header_bytes: 10}\n",
+                 "t.yaml:1:28: limits.max_header_bytes: must be at least 1024, got 10");
+    expect_error("limits: {memory: 0}\n", "t.yaml:1:18: limits.memory: must be at least 1, got 0");
+    expect_error("max_message_bytes: 3Gi\n",
+                 "t.yaml:1:20: max_message_bytes: must be at most 2147483647, got 3Gi");
 }
 
 static void test_minimal_group_defaults(void **state) {
