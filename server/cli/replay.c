@@ -222,7 +222,7 @@ static int replay__run_all(replay_cmd_t *c) {
     return 0;
 }
 
-/* Mean, min and max of one figure over the seeds. */
+/* Mean, min and max of one figure over the seeds, and the sum of its squares. */
 typedef struct replay_stat {
     double mean, min, max;
     double sum_sq; /* of the values, for the spread of the mean */
