@@ -122,6 +122,10 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
             g->managed = true;
             if (g->next_seq == 0)
                 g->next_seq = 1;
+            if (config_find_machine_type(cfg, g->spec.machine_type) == NULL)
+                log_warn("%s: autoprovisioned node group %s: machine type %s is no longer in "
+                         "the catalog: CA gets no template for it",
+                         state_backend_describe(c->state), g->spec.id, g->spec.machine_type);
             if (cluster__gvec_push(v, g, true) != 0) {
                 group_free(g);
                 rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");

@@ -387,6 +387,14 @@ static int cp_template_node_info(service_ctx_t *ctx, const void *request, void *
     const group_t *g = find_visible_group(ctx->cluster, req->id);
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
+    else if (config_find_machine_type(ctx->cfg, g->spec.machine_type) == NULL)
+        /* An autoprovisioned group resumed from the state after its machine type left
+         * the catalog: any other error aborts CA's whole loop, this one makes CA skip
+         * the group's template. */
+        rc = frugal_err_set(err, FRUGAL_EUNIMPL,
+                            "node group %s: machine type %s is no longer in the catalog: no "
+                            "template",
+                            g->spec.id, g->spec.machine_type);
     else
         rc = template_build(ctx->cfg, &g->spec, &node, &len, err);
     cluster_read_unlock(ctx->cluster);

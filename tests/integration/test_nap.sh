@@ -343,4 +343,36 @@ assert_ok "the CA pattern again" ctl increase "$HM" 1
 assert_eq true "$(group_field "$HM" exists)" "recreated by IncreaseSize"
 
 stop_server
+
+log "a created group whose machine type leaves the catalog: UNIMPLEMENTED template, so CA skips it"
+# Any other status from TemplateNodeInfo aborts CA's whole loop ("Unable to build proper
+# template node"); UNIMPLEMENTED makes it skip that group.
+cat >"$TMP/custom.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $TMP/custom-state.yaml
+machine_types:
+  - {name: custom-1, cpu: 2, memory: 4Gi, price: 0.1}
+autoprovisioning:
+  enabled: true
+  machine_types: [custom-1]
+  zones: [z1]
+  empty_group_ttl: 1h
+EOF
+start_server "$TMP/custom.yaml"
+assert_ok "create the custom group" ctl increase nap-custom-1-z1 1
+assert_ok "its template" ctl template nap-custom-1-z1
+stop_server
+grep -v 'custom-1, cpu\|^machine_types:$' "$TMP/custom.yaml" |
+    sed 's/machine_types: \[custom-1\]/machine_types: [n1-standard-1]/' >"$TMP/gone.yaml"
+start_server "$TMP/gone.yaml"
+assert_match "nap-custom-1-z1: machine type custom-1 is no longer in the catalog" \
+    "$(cat "$SERVER_LOG")" "warned at start"
+assert_ok "still listed" ctl node-groups
+assert_match "nap-custom-1-z1" "$OUT" "the resumed group is listed"
+assert_status UNIMPLEMENTED "its template" ctl template nap-custom-1-z1
+assert_match "machine type custom-1 is no longer in the catalog" "$ERR" "the reason"
+assert_ok "the other groups' templates still answer" ctl template nap-n1-standard-1-z1
+
+stop_server
 finish
