@@ -484,16 +484,21 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     }
 }
 
+/* "key": {"mean": ..., "min": ..., "max": ... with the object left open. */
+static void replay__json_stat_open(const char *key, const replay_stat_t *s) {
+    printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f", key, s->mean, s->min, s->max);
+}
+
 static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
-    printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f}%s", key, s->mean, s->min, s->max,
-           last ? "" : ", ");
+    replay__json_stat_open(key, s);
+    printf("}%s", last ? "" : ", ");
 }
 
 /* A VS column's figures with the 95 % half-width of its mean (null with one seed). */
 static void replay__json_vs(const replay_cmd_t *c, const char *key, const replay_stat_t *s) {
     double h = replay__ci95(s, c->seeds);
-    printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f, \"ci95\": ", key, s->mean,
-           s->min, s->max);
+    replay__json_stat_open(key, s);
+    printf(", \"ci95\": ");
     if (isnan(h))
         printf("null}, ");
     else

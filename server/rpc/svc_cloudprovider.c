@@ -385,9 +385,11 @@ static int cp_template_node_info(service_ctx_t *ctx, const void *request, void *
     int rc;
     cluster_read_lock(ctx->cluster);
     const group_t *g = find_visible_group(ctx->cluster, req->id);
+    const machine_type_t *mt =
+        g != NULL ? config_find_machine_type(ctx->cfg, g->spec.machine_type) : NULL;
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
-    else if (config_find_machine_type(ctx->cfg, g->spec.machine_type) == NULL)
+    else if (mt == NULL)
         /* An autoprovisioned group resumed from the state after its machine type left
          * the catalog: any other error aborts CA's whole loop, this one makes CA skip
          * the group's template. */
@@ -396,7 +398,7 @@ static int cp_template_node_info(service_ctx_t *ctx, const void *request, void *
                             "template",
                             g->spec.id, g->spec.machine_type);
     else
-        rc = template_build(ctx->cfg, &g->spec, &node, &len, err);
+        rc = template_build_machine(mt, &g->spec, &node, &len, err);
     cluster_read_unlock(ctx->cluster);
     if (rc == 0) {
         /* Both generations: the legacy embedded message and the current bytes. */
