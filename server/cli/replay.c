@@ -558,6 +558,15 @@ static int replay__hours_arg(const char *opt, const char *val, double *out) {
     return 2;
 }
 
+/* --restart-at must fall before workload w's end. */
+static int replay__restart_check(const replay_cmd_t *c, size_t w) {
+    if (c->opts.restart_at_h <= 0 || c->opts.restart_at_h < replay__hours(c, w))
+        return 0;
+    fprintf(stderr, "frugal replay: --restart-at %g: not before the end of %s (%g h)\n",
+            c->opts.restart_at_h, c->workloads[w].name, replay__hours(c, w));
+    return 2;
+}
+
 /* The range of --from-prometheus: --since is required with it, --until defaults to now;
  * the Prometheus options without --from-prometheus are usage errors. */
 static int replay__prom_args(replay_prom_source_t *p, const char *since, const char *until) {
@@ -733,19 +742,10 @@ int cmd_replay(int argc, char **argv) {
     /* Before anything slow: a file that cannot be written is said at once. */
     if (c.decisions_path != NULL)
         status = replay__decisions_status(&c, cli_tmp_open(&c.decisions, c.decisions_path));
-    if (status == 0 && prom.http.url != NULL) {
-        frugal_err_t err;
-        frugal_err_clear(&err);
-        prom.progress = isatty(STDERR_FILENO);
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        if (replay_prom_source_load(&prom, cfg, &c.workloads[0], &err) != 0) {
-            fprintf(stderr, "frugal replay: %s\n", err.msg);
-            status = 1;
-        } else {
-            c.workloads_count++;
-        }
-        curl_global_cleanup();
-    }
+    /* The files first: a typo in one is said before minutes of queries. Prometheus'
+     * trace, when asked for, takes the first place. */
+    size_t first_file = prom.http.url != NULL ? 1 : 0;
+    c.workloads_count = first_file;
     for (size_t i = 0; i < npaths && status == 0; i++) {
         char *text = NULL;
         size_t len = 0;
@@ -765,12 +765,21 @@ int cmd_replay(int argc, char **argv) {
         }
         free(text);
     }
-    for (size_t w = 0; w < c.workloads_count && status == 0 && c.opts.restart_at_h > 0; w++) {
-        if (c.opts.restart_at_h >= replay__hours(&c, w)) {
-            fprintf(stderr, "frugal replay: --restart-at %g: not before the end of %s (%g h)\n",
-                    c.opts.restart_at_h, c.workloads[w].name, replay__hours(&c, w));
-            status = 2;
+    for (size_t w = first_file; w < c.workloads_count && status == 0; w++)
+        status = replay__restart_check(&c, w);
+    replay_prom_built_t built = {0};
+    if (status == 0 && prom.http.url != NULL) {
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        prom.progress = isatty(STDERR_FILENO);
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (replay_prom_source_load(&prom, cfg, &c.workloads[0], &built, &err) != 0) {
+            fprintf(stderr, "frugal replay: %s\n", err.msg);
+            status = 1;
+        } else {
+            status = replay__restart_check(&c, 0);
         }
+        curl_global_cleanup();
     }
     if (status == 0) {
         for (size_t w = 0; w < c.workloads_count; w++)
@@ -794,6 +803,15 @@ int cmd_replay(int argc, char **argv) {
         int closed = replay__decisions_status(&c, cli_tmp_close(&c.decisions, status == 0));
         status = status != 0 ? status : closed;
     }
+    if (status == 0 && prom.http.url != NULL) {
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (replay_prom_source_finish(&prom, &built, &err) != 0) {
+            fprintf(stderr, "frugal replay: %s\n", err.msg);
+            status = 1;
+        }
+    }
+    replay_prom_built_free(&built);
     if (status == 0) {
         replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));
         replay__warn_unhostable(&c);

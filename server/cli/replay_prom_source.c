@@ -126,12 +126,13 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
 }
 
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
-                            replay_workload_t *out, frugal_err_t *err) {
+                            replay_workload_t *out, replay_prom_built_t *built,
+                            frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
+    memset(built, 0, sizeof(*built));
     prom_http_t *h = NULL;
     replay_prom_t *b = NULL;
-    char *text = NULL;
-    size_t len = 0, nkeys = 0;
+    size_t nkeys = 0;
     const char **keys = NULL;
     replay_prom_stats_t st;
     int rc = prom_http_open(&o->http, &h, err);
@@ -144,7 +145,7 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
     if (rc == 0 && (keys = source__known_keys(cfg, &nkeys)) == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = replay_prom_trace(b, keys, nkeys, &text, &len, &st, err);
+        rc = replay_prom_trace(b, keys, nkeys, &built->text, &built->len, &st, err);
     if (rc == 0 && st.pods == 0) {
         char a[32], z[32], left_out[96] = "";
         time_t ta = (time_t)o->start_s, tz = (time_t)o->end_s;
@@ -160,20 +161,30 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
     }
     if (rc == 0) {
         const char *name = o->save_trace ? o->save_trace : "prometheus";
-        rc = replay_workload_load(name, text, len, out, err);
+        rc = replay_workload_load(name, built->text, built->len, out, err);
     }
-    int e = rc == 0 && o->save_trace != NULL ? cli_write_file(o->save_trace, text, len) : 0;
-    if (e != 0) {
-        rc = frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
-        replay_workload_free(out);
-    }
-    /* Said once the trace stands, so that a failure is one line. */
-    if (rc == 0 && st.no_created > 0)
-        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
-                st.no_created);
+    if (rc == 0)
+        built->no_created = st.no_created;
+    else
+        replay_prom_built_free(built);
     free(keys);
-    free(text);
     replay_prom_free(b);
     prom_http_close(h);
     return rc;
+}
+
+int replay_prom_source_finish(const replay_prom_source_t *o, const replay_prom_built_t *built,
+                              frugal_err_t *err) {
+    int e = o->save_trace != NULL ? cli_write_file(o->save_trace, built->text, built->len) : 0;
+    if (e != 0)
+        return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
+    if (built->no_created > 0)
+        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
+                built->no_created);
+    return 0;
+}
+
+void replay_prom_built_free(replay_prom_built_t *built) {
+    free(built->text);
+    memset(built, 0, sizeof(*built));
 }

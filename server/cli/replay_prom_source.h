@@ -26,11 +26,26 @@ typedef struct replay_prom_source {
     bool progress;            /* a progress line on stderr */
 } replay_prom_source_t;
 
-/* Build, save (all or nothing: FILE.tmp renamed) and load the trace into *out. Every
- * failure is one line in err (unreachable URL, not a Prometheus answer, a missing
- * kube-state-metrics metric named, no pod in the range); pods with requests but no
- * creation time are left out and counted on stderr. */
+/* The trace built, kept until the replay stands. */
+typedef struct replay_prom_built {
+    char *text;
+    size_t len;
+    size_t no_created; /* pods with requests but no creation time, left out */
+} replay_prom_built_t;
+
+/* Build the trace into *built and load it into *out. Every failure is one line in err
+ * (unreachable URL, not a Prometheus answer, a missing kube-state-metrics metric named,
+ * no pod in the range) and leaves nothing to free. */
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
-                            replay_workload_t *out, frugal_err_t *err);
+                            replay_workload_t *out, replay_prom_built_t *built,
+                            frugal_err_t *err);
+
+/* Once the replay stands: save the trace when asked (all or nothing: FILE.tmp renamed)
+ * and say how many pods were left out for want of a creation time. A failed replay thus
+ * says one line and leaves no trace file. */
+int replay_prom_source_finish(const replay_prom_source_t *o, const replay_prom_built_t *built,
+                              frugal_err_t *err);
+
+void replay_prom_built_free(replay_prom_built_t *built);
 
 #endif

@@ -187,6 +187,20 @@ assert_match "^frugal replay: --save-trace $TMP/no-such-dir/built.jsonl: No such
     "$ERR" "the unwritable trace named"
 assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 
+# A failure of the replay itself (a bad workload file beside it, a --restart-at past the
+# trace's end) leaves no trace either: it is saved only once the replay stands.
+printf '{"t":-1}\n' >"$TMP/broken.jsonl"
+assert_exit 1 "a broken workload beside it" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/bad5.jsonl" "$TMP/broken.jsonl"
+assert_match "^$TMP/broken.jsonl:1:" "$ERR" "the broken file named"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+[ ! -e "$TMP/bad5.jsonl" ] && pass || fail "no trace written beside a broken workload"
+assert_exit 2 "restart past the end" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/bad6.jsonl" --restart-at 100
+assert_match "^frugal replay: --restart-at 100: not before the end of bad6 " "$ERR" "restart refused"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+[ ! -e "$TMP/bad6.jsonl" ] && pass || fail "no trace written past a refused --restart-at"
+
 FAKE_PORT=$(free_port)
 mkdir -p "$TMP/fake/api/v1/label/__name__" "$TMP/nokube/api/v1/label/__name__"
 echo '<html>hello</html>' >"$TMP/fake/api/v1/label/__name__/values"
