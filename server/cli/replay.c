@@ -442,6 +442,22 @@ static void replay__csv_ci95(const replay_cmd_t *c, bool has, const replay_stat_
         printf(",%.6f", h);
 }
 
+/* A csv field as RFC 4180 has it: quoted, its quotes doubled, when it holds a comma, a
+ * quote or a line break (a workload is named after its file). */
+static void replay__csv_field(const char *s) {
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s != '\0'; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
 static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
     printf("workload,strategy,seeds,pods,unhostable");
     const char *names[] = {"cost",         "cost_ratio", "pending_pod_minutes",
@@ -453,8 +469,10 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
            "scale_down_utilization,placement,restart_at_hours,vs_random_ci95,vs_pricing_ci95\n");
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
-        printf("%s,%s,%zu,%" PRId64 ",%" PRId64, r->workload, r->strategy, c->seeds, r->pods,
-               r->unhostable);
+        replay__csv_field(r->workload);
+        putchar(',');
+        replay__csv_field(r->strategy);
+        printf(",%zu,%" PRId64 ",%" PRId64, c->seeds, r->pods, r->unhostable);
         replay__csv_stat(&r->cost);
         replay__csv_stat(&r->ratio);
         replay__csv_stat(&r->pending);
@@ -472,8 +490,8 @@ static void replay__print_csv(const replay_cmd_t *c, const replay_row_t *rows) {
             replay__csv_stat(&r->cost_bound);
             printf(",");
         } else {
-            /* The reason never holds a comma or a quote. */
-            printf(",,,,,,,%s", r->bound_error);
+            printf(",,,,,,,");
+            replay__csv_field(r->bound_error);
         }
         replay__csv_stat(&r->drained);
         printf(",%g,%s,%g", c->opts.scale_down_utilization,

@@ -90,6 +90,12 @@ fi
 assert_ok "one seed" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 1 \
     --hours 2 -o json
 assert_match '"ci95": null\}' "$OUT" "one seed has no half-width (json null)"
+# A workload is named after its file: a comma or a quote in the name is quoted (RFC 4180).
+cp "$W/cache.yaml" "$TMP/ca,c\"he.yaml"
+assert_ok "csv of an odd name" "$FRUGAL" replay -c "$CFG" "$TMP/ca,c\"he.yaml" --strategy random \
+    --seeds 1 --hours 2 -o csv
+assert_eq "38 38 ca,c\"he" "$(echo "$OUT" | python3 -c 'import csv,sys; r=list(csv.reader(sys.stdin)); print(len(r[0]), len(r[1]), r[1][0])')" \
+    "csv: the odd name quoted, every row as wide as the header"
 assert_ok "one seed, csv" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal \
     --seeds 1 --hours 2 -o csv
 assert_match ",first-fit,0,,$" "$OUT" "one seed has no half-width (csv empty)"
