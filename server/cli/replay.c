@@ -560,19 +560,25 @@ static bool replay__positive(const char *s, double max, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || errno != 0 || !(v > 0) || v > max)
+    /* strtod also reads hexadecimal ("0x10"), which no one means as hours. */
+    if (*s == '\0' || strpbrk(s, "xX") != NULL || *end != '\0' || errno != 0 || !(v > 0) ||
+        v > max)
         return false;
     *out = v;
     return true;
 }
 
+/* The longest replay: a leap year. */
+#define REPLAY_HOURS_MAX (24 * 366)
+
 /* A number of hours for option opt (--hours, --restart-at): 0, or 2 once the refusal is
  * said. */
 static int replay__hours_arg(const char *opt, const char *val, double *out) {
-    if (replay__positive(val, 24 * 366, out))
+    if (replay__positive(val, REPLAY_HOURS_MAX, out))
         return 0;
-    fprintf(stderr, "frugal replay: %s: expected a positive number of hours, got \"%s\"\n", opt,
-            val);
+    fprintf(stderr,
+            "frugal replay: %s: expected a positive number of hours up to %d, got \"%s\"\n",
+            opt, REPLAY_HOURS_MAX, val);
     return 2;
 }
 

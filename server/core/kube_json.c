@@ -347,15 +347,29 @@ static int kj__message(kj_ctx_t *c, const yaml_tree_node_t *obj, ProtobufCMessag
     return 0;
 }
 
+static const char *kj__scalar(const yaml_tree_node_t *map, const char *key) {
+    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
+    return v != NULL && v->type == YAML_TREE_SCALAR && !yaml_tree_is_null(v) ? v->u.scalar.text
+                                                                             : NULL;
+}
+
+/* One object of desc's kind; a `kind` that names another is refused (hint, when not
+ * NULL, says where such objects come from). */
 static int kj__object(const yaml_tree_node_t *obj, const char *path,
-                      const ProtobufCMessageDescriptor *desc, ProtobufCMessage **out,
-                      kube_json_error_t *err) {
+                      const ProtobufCMessageDescriptor *desc, const char *hint,
+                      ProtobufCMessage **out, kube_json_error_t *err) {
     kj_ctx_t c;
     kj__ctx_init(&c, err, path);
     *out = NULL;
     if (obj == NULL || obj->type != YAML_TREE_MAPPING)
         return kj__fail(&c, obj, "expected a mapping (a %s), got %s", desc->short_name,
                         obj != NULL ? kj__type_name(obj) : "nothing");
+    const char *kind = kj__scalar(obj, "kind");
+    if (kind != NULL && strcmp(kind, desc->short_name) != 0) {
+        kj__push_key(&c, "kind");
+        return kj__fail(&c, yaml_tree_mapping_get(obj, "kind"), "%s, expected %s%s%s%s", kind,
+                        desc->short_name, hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+    }
     ProtobufCMessage *m = kj__new(desc);
     if (m == NULL)
         return kj__nomem(&c);
@@ -371,7 +385,7 @@ static int kj__object(const yaml_tree_node_t *obj, const char *path,
 int kube_json_pod_from_tree(const yaml_tree_node_t *obj, const char *path, k8s_pod_t **out,
                             kube_json_error_t *err) {
     ProtobufCMessage *m;
-    int rc = kj__object(obj, path, &k8s__io__api__core__v1__pod__descriptor, &m, err);
+    int rc = kj__object(obj, path, &k8s__io__api__core__v1__pod__descriptor, NULL, &m, err);
     *out = (k8s_pod_t *)m;
     return rc;
 }
@@ -379,15 +393,9 @@ int kube_json_pod_from_tree(const yaml_tree_node_t *obj, const char *path, k8s_p
 int kube_json_node_from_tree(const yaml_tree_node_t *obj, const char *path, k8s_node_t **out,
                              kube_json_error_t *err) {
     ProtobufCMessage *m;
-    int rc = kj__object(obj, path, &k8s__io__api__core__v1__node__descriptor, &m, err);
+    int rc = kj__object(obj, path, &k8s__io__api__core__v1__node__descriptor, NULL, &m, err);
     *out = (k8s_node_t *)m;
     return rc;
-}
-
-static const char *kj__scalar(const yaml_tree_node_t *map, const char *key) {
-    const yaml_tree_node_t *v = yaml_tree_mapping_get(map, key);
-    return v != NULL && v->type == YAML_TREE_SCALAR && !yaml_tree_is_null(v) ? v->u.scalar.text
-                                                                             : NULL;
 }
 
 static void kj__free_items(ProtobufCMessage **items, size_t count) {
@@ -454,17 +462,7 @@ static int kj__list(const char *text, size_t len, const ProtobufCMessageDescript
         char path[32] = "";
         if (single == NULL)
             snprintf(path, sizeof(path), "items[%zu]", i);
-        if (item->type == YAML_TREE_MAPPING) {
-            const char *k = kj__scalar(item, "kind");
-            if (k != NULL && strcmp(k, kind) != 0) {
-                kj__ctx_init(&c, err, path);
-                kj__push_key(&c, "kind");
-                rc = kj__fail(&c, yaml_tree_mapping_get(item, "kind"), "%s, expected %s (%s)", k,
-                              kind, command);
-                goto done;
-            }
-        }
-        rc = kj__object(item, path, desc, &items[i], err);
+        rc = kj__object(item, path, desc, command, &items[i], err);
         if (rc != 0)
             goto done;
         count++;

@@ -37,6 +37,9 @@
 #define REPLAY_UNNEEDED_SECONDS 600
 /* The most pods a family may start with (`initial`) or bring in one arrival (`burst`). */
 #define REPLAY_INITIAL_MAX 100000
+/* The longest time a workload may name (a trace's t or duration, a lifetime): ten years,
+ * far beyond any replay, and far from overflowing the milliseconds it is counted in. */
+#define REPLAY_SECONDS_MAX (3660 * 86400)
 
 /* ---- workloads ---- */
 

@@ -44,7 +44,25 @@ static bool replay__number(const yaml_tree_node_t *n, double *out) {
     return true;
 }
 
-typedef enum { REPLAY__CPU, REPLAY__BYTES, REPLAY__COUNT, REPLAY__SECONDS } replay__unit_t;
+/* REPLAY__LIFETIME is seconds of at least 1 s, said before rounding (500ms is refused,
+ * not taken as 1 s). */
+typedef enum {
+    REPLAY__CPU,
+    REPLAY__BYTES,
+    REPLAY__COUNT,
+    REPLAY__SECONDS,
+    REPLAY__LIFETIME
+} replay__unit_t;
+
+/* A count (GPUs, pods) is a whole number: "1.5" or "2k" is no count. */
+static bool replay__whole(const char *s) {
+    if (*s == '\0')
+        return false;
+    for (; *s != '\0'; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
 
 /* One scalar in unit: a quantity (cpu in milli, bytes, a count) or a duration (a Go
  * duration or a number of seconds). Negative values are refused. */
@@ -59,16 +77,23 @@ static int replay__scalar(const char *path, const yaml_tree_node_t *n, const cha
     if (s[0] == '-')
         return replay__fail(err, path, n, key, "must not be negative, got \"%s\"", s);
     int rc;
-    if (unit == REPLAY__SECONDS) {
+    if (unit == REPLAY__SECONDS || unit == REPLAY__LIFETIME) {
         double v;
         int64_t ns;
-        if (replay__number(n, &v)) {
-            *out = (int64_t)ceil(v);
-            return 0;
+        if (!replay__number(n, &v)) {
+            if ((rc = duration_parse(s, &ns, &e)) != 0)
+                return replay__fail(err, path, n, key, "%s", e.msg);
+            v = (double)ns / DURATION_NS_PER_SEC;
         }
-        rc = duration_parse(s, &ns, &e);
-        if (rc == 0)
-            *out = (ns + DURATION_NS_PER_SEC - 1) / DURATION_NS_PER_SEC;
+        if (v > REPLAY_SECONDS_MAX)
+            return replay__fail(err, path, n, key, "must be at most %d days, got \"%s\"",
+                                REPLAY_SECONDS_MAX / 86400, s);
+        if (unit == REPLAY__LIFETIME && v < 1)
+            return replay__fail(err, path, n, key, "must be at least 1s, got \"%s\"", s);
+        *out = (int64_t)ceil(v);
+        return 0;
+    } else if (unit == REPLAY__COUNT && !replay__whole(s)) {
+        return replay__fail(err, path, n, key, "expected a whole number, got \"%s\"", s);
     } else if (unit == REPLAY__CPU) {
         rc = quantity_parse_milli(s, out, &e);
     } else {
@@ -141,9 +166,7 @@ static int replay__family(const char *path, const yaml_tree_node_t *n, size_t in
         } else if (strcmp(name, "gpu") == 0) {
             rc = replay__range(path, v, key, REPLAY__COUNT, &f->gpu, err);
         } else if (strcmp(name, "lifetime") == 0) {
-            rc = replay__range(path, v, key, REPLAY__SECONDS, &f->lifetime_s, err);
-            if (rc == 0 && f->lifetime_s.min < 1)
-                rc = replay__fail(err, path, v, key, "must be at least 1s");
+            rc = replay__range(path, v, key, REPLAY__LIFETIME, &f->lifetime_s, err);
             have_life = true;
         } else if (strcmp(name, "burst") == 0) {
             rc = replay__range(path, v, key, REPLAY__COUNT, &f->burst, err);

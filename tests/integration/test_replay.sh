@@ -226,7 +226,7 @@ assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, t
 
 log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
 assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
-assert_match "^frugal replay: --restart-at: expected a positive number of hours, got \"soon\"$" \
+assert_match "^frugal replay: --restart-at: expected a positive number of hours up to 8784, got \"soon\"$" \
     "$ERR" "refused in one line"
 assert_exit 2 "restart after the run" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 12 \
     --restart-at 12 --decisions "$TMP/late.jsonl"

@@ -138,6 +138,26 @@ static void test_mix_errors(void **state) {
                  "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
                  "lifetime: 1h, pod: {spec: {nodeSelector: 3}}}\n",
                  "m.yaml:3:");
+    /* Counts are whole numbers and a lifetime is at least 1 s before any rounding. */
+    const char *head = "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, ";
+    const struct {
+        const char *fields, *message;
+    } refused[] = {
+        {"lifetime: 500ms}", "m.yaml:3:46: families[0].lifetime: must be at least 1s, got \"500ms\""},
+        {"lifetime: [100ms, 1h]}", "m.yaml:3:47: families[0].lifetime: must be at least 1s"},
+        {"lifetime: 0.99}", "m.yaml:3:46: families[0].lifetime: must be at least 1s, got \"0.99\""},
+        {"lifetime: 1e12}", "m.yaml:3:46: families[0].lifetime: must be at most 3660 days"},
+        {"lifetime: 1h, initial: 1.5}",
+         "m.yaml:3:59: families[0].initial: expected a whole number, got \"1.5\""},
+        {"lifetime: 1h, burst: 2.5}", "m.yaml:3:57: families[0].burst: expected a whole number"},
+        {"lifetime: 1h, gpu: 0.5}", "m.yaml:3:55: families[0].gpu: expected a whole number"},
+        {"lifetime: 1h, gpu: 1k}", "m.yaml:3:55: families[0].gpu: expected a whole number"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "%s%s\n", head, refused[i].fields);
+        expect_error("m.yaml", text, refused[i].message);
+    }
 }
 
 static const char trace[] =
@@ -173,6 +193,13 @@ static void test_trace(void **state) {
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
                  "t.jsonl:1:36: unknown trace field \"x\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
+    /* Times far beyond any replay would overflow the milliseconds they are counted in. */
+    expect_error("t.jsonl", "{\"t\": 1e19, \"pod\": {}, \"duration\": 1}\n",
+                 "t.jsonl:1:7: t: must be at most 3660 days, got \"1e19\"");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1e19}\n",
+                 "t.jsonl:1:33: duration: must be at most 3660 days");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"kind\": \"Service\"}, \"duration\": 1}\n",
+                 "t.jsonl:1:26: pod.kind: Service, expected Pod");
 }
 
 static void test_policies(void **state) {
