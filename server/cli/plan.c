@@ -503,16 +503,37 @@ static void plan__util_nodes(plan_t *pl, long *node_group) {
     }
 }
 
+/* The node a pod occupies for the utilisation, or NULL: not bound, a DaemonSet's, or
+ * finished. */
+static const char *plan__bound_node(const k8s_pod_t *pod) {
+    const char *node = pod->spec != NULL ? pod->spec->nodename : NULL;
+    const char *phase = pod->status != NULL ? pod->status->phase : NULL;
+    const char *kind = kube_pod_controller_kind(pod);
+    if (node == NULL || node[0] == '\0' || (kind != NULL && strcmp(kind, "DaemonSet") == 0) ||
+        (phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+        return NULL;
+    return node;
+}
+
+/* Without NODES.json a bound pod's group is not known: said once, not guessed. */
+static void plan__note_bound_unknown(plan_t *pl) {
+    size_t n = 0;
+    for (size_t i = 0; i < pl->pods.count; i++)
+        n += plan__bound_node(pl->pods.items[i]) != NULL;
+    if (n > 0)
+        plan__note(pl, "utilisation",
+                   "%zu pod%s bound to nodes left out: without --nodes NODES.json their "
+                   "nodes' groups are not known",
+                   n, n == 1 ? "" : "s");
+}
+
 /* Pods bound to a node of NODES.json, into that node's group. */
 static void plan__util_bound_pods(plan_t *pl, const long *node_group) {
     char subject[320], name[256];
     for (size_t i = 0; i < pl->pods.count; i++) {
         const k8s_pod_t *pod = pl->pods.items[i];
-        const char *node = pod->spec != NULL ? pod->spec->nodename : NULL;
-        const char *phase = pod->status != NULL ? pod->status->phase : NULL;
-        const char *kind = kube_pod_controller_kind(pod);
-        if (node == NULL || node[0] == '\0' || (kind != NULL && strcmp(kind, "DaemonSet") == 0) ||
-            (phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+        const char *node = plan__bound_node(pod);
+        if (node == NULL)
             continue;
         pod_format_name(pod, name, sizeof(name));
         snprintf(subject, sizeof(subject), "pod %s", name);
@@ -562,6 +583,8 @@ static int plan__utilisation(plan_t *pl) {
     if (pl->nodes_path != NULL) {
         plan__util_nodes(pl, node_group);
         plan__util_bound_pods(pl, node_group);
+    } else {
+        plan__note_bound_unknown(pl);
     }
     free(node_group);
     for (size_t i = 0; i < pl->n_pending; i++) {

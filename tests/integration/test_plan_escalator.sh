@@ -197,6 +197,9 @@ assert_eq 0 "$(util_field jobs-b delta)" "example: jobs-b below 70 %"
 assert_eq 1 "$(util_field jobs-c pods_without_requests)" "example: the debug shell"
 assert_eq 6 "$(util_field jobs-c nodes)" "example: jobs-c by instance type and zone"
 assert_eq 3 "$(util_field jobs-b nodes)" "example: jobs-b by label"
+assert_ok "example without nodes" "$FRUGAL" plan -c "$EX/frugal.yaml" --pods "$EX/pods.json"
+assert_match '^  utilisation: 15 pods bound to nodes left out: without --nodes NODES.json their nodes. groups are not known$' \
+    "$OUT" "without --nodes the bound pods are said to be left out"
 
 log "frugal replay: the escalator baseline beside CA's expanders, CA's split on similar groups"
 assert_ok "replay" "$FRUGAL" replay -c "$FRUGAL_SOURCE_DIR/bench/workloads/cluster-jobs.yaml" \
