@@ -1,8 +1,11 @@
 /* GET requests to Prometheus with libcurl: see prom_http.h. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "prom_http.h"
@@ -46,6 +49,24 @@ int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *e
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     h->o = o;
+    /* curl would only say "Problem with the SSL CA cert": name the file that is wrong. */
+    const char *files[][2] = {
+        {"--ca-file", o->ca_file}, {"--cert", o->cert_file}, {"--key", o->key_file}};
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        struct stat st;
+        int e = 0;
+        if (files[i][1] == NULL)
+            continue;
+        if (stat(files[i][1], &st) != 0 || access(files[i][1], R_OK) != 0)
+            e = errno;
+        else if (S_ISDIR(st.st_mode))
+            e = EISDIR;
+        if (e != 0) {
+            prom_http_close(h);
+            return frugal_err_set(err, FRUGAL_EINVAL, "%s %s: %s", files[i][0], files[i][1],
+                                  strerror(e));
+        }
+    }
     if (o->bearer_token_file != NULL) {
         char *token = NULL;
         size_t len = 0;
@@ -140,6 +161,11 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
     const char *type = NULL;
     curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
     bool json = type != NULL && strstr(type, "json") != NULL;
+    /* Prometheus' own errors are JSON with a "status"; anything else at an error code is
+     * not its answer, whatever its content type. */
+    if (status != 200 && json && status >= 400 &&
+        (b.data == NULL || strstr(b.data, "\"status\"") == NULL))
+        json = false;
     if (status != 200 && !(json && status >= 400)) {
         free(b.data);
         return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)",

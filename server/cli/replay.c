@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -626,6 +627,12 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
     p->start_s = p->end_s - ns / DURATION_NS_PER_SEC;
     if ((p->http.cert_file == NULL) != (p->http.key_file == NULL)) {
         fprintf(stderr, "frugal replay: --cert and --key go together\n");
+        return 2;
+    }
+    /* TLS files on a plain http:// URL would be ignored: a user who gave them expects TLS. */
+    if ((p->http.ca_file || p->http.cert_file) && strncasecmp(p->http.url, "https://", 8) != 0) {
+        fprintf(stderr, "frugal replay: --ca-file, --cert and --key need an https:// URL, got %s\n",
+                p->http.url);
         return 2;
     }
     return 0;

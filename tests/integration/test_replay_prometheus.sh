@@ -308,5 +308,30 @@ assert_match "needs --since" "$ERR" "--since required"
 assert_exit 2 "bad --until" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --until yesterday
 assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
 assert_exit 2 "--cert without --key" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --cert x
+assert_exit 2 "TLS files on http://" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h \
+    --ca-file "$PKI/ca.crt"
+assert_match "^frugal replay: --ca-file, --cert and --key need an https:// URL, got $PROM$" "$ERR" "TLS needs https"
+assert_exit 1 "a CA file that is not there" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "https://127.0.0.1:$PROM2_PORT" --since 1h --ca-file "$TMP/no-such-ca.crt"
+assert_match "^frugal replay: --ca-file $TMP/no-such-ca.crt: No such file or directory$" "$ERR" "the missing CA file named"
+
+log "an error code with a JSON content type but no Prometheus error: the code is named"
+ODD_PORT=$(free_port)
+python3 - "$ODD_PORT" <<'PY' >/dev/null 2>&1 &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"<html>upstream down</html>")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ODD_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+assert_exit 1 "HTTP 500" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT" --since 1h
+assert_match "not a Prometheus answer \(HTTP 500" "$ERR" "HTTP 500 named"
 
 finish
