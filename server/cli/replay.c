@@ -569,6 +569,13 @@ static bool replay__positive(const char *s, double max, double *out) {
     return true;
 }
 
+static bool replay__has_strategy(const replay_cmd_t *c, const replay_policy_ops_t *p) {
+    for (size_t i = 0; i < c->strategies_count; i++)
+        if (c->strategies[i] == p)
+            return true;
+    return false;
+}
+
 /* The longest replay: a leap year. */
 #define REPLAY_HOURS_MAX (24 * 366)
 
@@ -730,6 +737,9 @@ int cmd_replay(int argc, char **argv) {
                 status = 2;
             } else if (c.strategies_count == REPLAY_MAX_STRATEGIES) {
                 fprintf(stderr, "frugal replay: at most %d strategies\n", REPLAY_MAX_STRATEGIES);
+                status = 2;
+            } else if (replay__has_strategy(&c, p)) {
+                fprintf(stderr, "frugal replay: --strategy %s given twice\n", val);
                 status = 2;
             } else {
                 c.strategies[c.strategies_count++] = p;

@@ -224,6 +224,9 @@ assert_ok "replay with first-fit placement" "$FRUGAL" replay -c "$CFG" "$W/web.y
     --hours 12 --strategy demand-fit --placement first-fit
 assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, the default, is not said"
 
+assert_exit 2 "a strategy twice" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --strategy random --strategy random
+assert_match "^frugal replay: --strategy random given twice$" "$ERR" "a strategy twice refused"
+
 log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
 assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
 assert_match "^frugal replay: --restart-at: expected a positive number of hours up to 8784, got \"soon\"$" \
