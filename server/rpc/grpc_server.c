@@ -157,6 +157,10 @@ struct frugal_server {
      * of hundreds of MiB) while other workers idle. Shared, any idle worker takes it. */
     grpc_completion_queue *cq;
     grpc_completion_queue *shutdown_cq;
+    /* A batch started on a queue already shut down aborts the process in gRPC: batches
+     * start under the read lock, the queue is marked closed under the write lock. */
+    pthread_rwlock_t cq_lock;
+    bool cq_closed;
     tls_reloader_t **reloaders; /* one per listener, NULL for plaintext ones */
     size_t listeners_count;
     /* limits (config limits, docs/limits.md) */
@@ -332,6 +336,20 @@ static void call_record(const call_state_t *cs, grpc_status_code status) {
                         seconds);
 }
 
+/* Start a batch on cs's call unless the queue is closed (stop is past its grace and
+ * the call was cancelled): false, and nothing started, when it could not start. */
+static bool call_start_batch(call_state_t *cs, grpc_call *call, const grpc_op *ops, size_t n) {
+    frugal_server_t *s = cs->worker->server;
+    pthread_rwlock_rdlock(&s->cq_lock);
+    grpc_call_error rc =
+        s->cq_closed ? GRPC_CALL_ERROR : grpc_call_start_batch(call, ops, n, cs, NULL);
+    bool closed = s->cq_closed;
+    pthread_rwlock_unlock(&s->cq_lock);
+    if (rc != GRPC_CALL_OK && !closed)
+        log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
+    return rc == GRPC_CALL_OK;
+}
+
 /* Start the single reply batch of a unary call. */
 static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
     call_record(cs, status);
@@ -360,11 +378,8 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     cs->phase = CALL_REPLYING;
     grpc_call *call = cs->call;
     CALL_HANDOFF_RELEASE(cs);
-    grpc_call_error rc = grpc_call_start_batch(call, ops, n, cs, NULL);
-    if (rc != GRPC_CALL_OK) {
-        log_error("grpc_call_start_batch failed (%d); dropping call", (int)rc);
+    if (!call_start_batch(cs, call, ops, n))
         call_state_free(cs);
-    }
 }
 
 /* Answer cs with status and free it now: no reply batch, so a refused call costs
@@ -583,8 +598,7 @@ static void call_accept(call_state_t *cs) {
         receive_list_add(s, cs);
     grpc_call *call = cs->call; /* read before the hand-off: the completion may free cs */
     CALL_HANDOFF_RELEASE(cs);
-    if (grpc_call_start_batch(call, &op, 1, cs, NULL) != GRPC_CALL_OK) {
-        log_error("receiving a request message failed; dropping call");
+    if (!call_start_batch(cs, call, &op, 1)) {
         receive_list_remove(s, cs);
         call_state_free(cs);
     }
@@ -680,6 +694,7 @@ static void server__free(frugal_server_t *s) {
         grpc_resource_quota_unref(s->quota);
     conn_share_destroy(s->shares);
     pthread_mutex_destroy(&s->receive_mu);
+    pthread_rwlock_destroy(&s->cq_lock);
     free(s->methods);
     free(s->workers);
     free(s);
@@ -785,6 +800,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     unknown_method_metrics.seconds = metrics_cell(METRICS_GRPC_SECONDS, "unknown", "unknown", NULL);
 
     pthread_mutex_init(&s->receive_mu, NULL);
+    pthread_rwlock_init(&s->cq_lock, NULL);
     grpc_arg args[SERVER_ARGS_MAX];
     size_t nargs = server__channel_args(s, cfg, args);
     grpc_channel_args channel_args = {.num_args = nargs, .args = args};
@@ -882,6 +898,9 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->connections_with_calls = conn_share_connections(s->shares);
 }
 
+/* How long stop waits for the workers to free the calls the server let go of. */
+#define STOP_DRAIN_MS 2000
+
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     atomic_store(&server_stopping, true);
     for (size_t e = 0; e < s->endpoints_count; e++)
@@ -903,6 +922,13 @@ void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
                                         gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         }
     }
+    /* The server has let go of its calls, but their last completions (a cancelled
+     * receive) may still wait in the queue: let the workers free them first. */
+    for (int waited = 0; atomic_load(&s->inflight) > 0 && waited < STOP_DRAIN_MS; waited += 10)
+        usleep(10 * 1000);
+    pthread_rwlock_wrlock(&s->cq_lock);
+    s->cq_closed = true;
+    pthread_rwlock_unlock(&s->cq_lock);
     grpc_completion_queue_shutdown(s->cq);
     for (size_t i = 0; i < s->workers_count; i++) {
         if (s->workers[i].thread_started)

@@ -111,6 +111,19 @@ start_server "$TMP/frugal.yaml"
 assert_eq "$acked" "$(target_size g)" "g after a clean restart"
 assert_eq 4 "$(target_size h)" "h after a clean restart"
 
+log "SIGTERM with a call that never sends its body: cancelled after the grace, exit 0, persisted"
+assert_ok "increase g 1" ctl increase g 1
+acked=$((acked + 1))
+python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" headers-only "$ADDR" 1 1 20 >/dev/null 2>&1 &
+STALLED=$!
+sleep 1
+stop_server
+wait "$STALLED" 2>/dev/null
+assert_match "cancelling them" "$(cat "$SERVER_LOG")" "the grace ran out and the stalled call was cancelled"
+assert_match " stopped$" "$(cat "$SERVER_LOG")" "stopped cleanly"
+start_server "$TMP/frugal.yaml"
+assert_eq "$acked" "$(target_size g)" "g after a stop past the grace"
+
 log "deletions are durable too"
 victim=$(ctl -o yaml nodes h | sed -n 's/^- id: //p' | tr -d '"' | head -n 1)
 assert_ok "delete-nodes h" ctl delete-nodes h "$victim"
