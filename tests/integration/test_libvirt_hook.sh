@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The libvirt reference hook (providers/hooks/libvirt/frugal-libvirt-hook) run directly
+# against a fake `virsh` (and `genisoimage`) on PATH, with no libvirt: its domains,
+# metadata and volumes are files under $FAKE, and a file $FAKE/fail/SUBCOMMAND makes that
+# subcommand fail with the file's content as virsh's stderr. Checks what a real libvirt
+# makes hard to provoke: a list never hides a domain it could not look at; ids are the
+# ones stored at create time; only "Domain not found" means gone; a placeholder delete
+# removes a killed create's volumes and temp dir; a failed destroy names its own error.
+# (tests/integration/test_libvirt.sh runs the hook against a real libvirtd.)
+source "$(dirname "$0")/lib.sh"
+
+HOOK=$FRUGAL_SOURCE_DIR/providers/hooks/libvirt/frugal-libvirt-hook
+BIN=$TMP/bin
+FAKE=$TMP/fake
+mkdir -p "$BIN" "$TMP/tmp"
+
+# The fake virsh: `virsh [-q] [-c URI] SUBCOMMAND ARGS...`, logged to $FAKE/log.
+cat >"$BIN/virsh" <<'VIRSH_EOF'
+#!/usr/bin/env bash
+F=$FAKE_VIRSH_DIR
+while [ $# -gt 0 ]; do
+    case $1 in -q) shift ;; -c) shift 2 ;; *) break ;; esac
+done
+cmd=$1
+shift
+echo "$cmd $*" >>"$F/log"
+if [ -f "$F/kill/$cmd" ]; then
+    rm -f "$F/kill/$cmd"
+    kill -KILL "$PPID" # the hook, as frugal's timeout would
+    exit 1
+fi
+if [ -f "$F/fail/$cmd" ]; then
+    cat "$F/fail/$cmd" >&2
+    exit 1
+fi
+# Positional arguments in $pos, options in $opt.
+pos=()
+declare -A opt=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --all | --uuid | --bytes | --nvram) opt[$1]=1 ;;
+    --*) opt[$1]=$2; shift ;;
+    *) pos+=("$1") ;;
+    esac
+    shift
+done
+dom() { # dom NAME_OR_UUID: its uuid, or virsh's error for a domain that does not exist
+    local d
+    for d in "$F"/dom/*; do
+        [ -d "$d" ] || continue
+        if [ "${d##*/}" = "$1" ] || [ "$(cat "$d/name")" = "$1" ]; then
+            echo "${d##*/}"
+            return
+        fi
+    done
+    printf "error: failed to get domain '%s'\nerror: Domain not found: no domain with matching name '%s'\n" "$1" "$1" >&2
+    exit 1
+}
+vol() { # vol NAME POOL: the volume's file, or virsh's error when there is none
+    [ -f "$F/pool/$2/$1" ] && return
+    printf "error: failed to get vol '%s'\nerror: Storage volume not found: no storage vol with matching path '%s'\n" "$1" "$1" >&2
+    exit 1
+}
+case $cmd in
+hostname) cat "$F/hostname" ;;
+list) ls "$F/dom"; cat "$F/ghosts" 2>/dev/null; true ;;
+metadata)
+    u=$(dom "${pos[0]}") || exit 1
+    if [ -f "$F/dom/$u/meta" ]; then
+        cat "$F/dom/$u/meta"
+    else
+        echo "error: metadata not found: Requested metadata element is not present" >&2
+        exit 1
+    fi
+    ;;
+domstate) u=$(dom "${pos[0]}") || exit 1; cat "$F/dom/$u/state" ;;
+domname) u=$(dom "${pos[0]}") || exit 1; cat "$F/dom/$u/name" ;;
+domuuid) dom "${pos[0]}" || exit 1 ;;
+destroy)
+    u=$(dom "${pos[0]}") || exit 1
+    if [ "$(cat "$F/dom/$u/state")" != running ]; then
+        printf "error: Failed to destroy domain '%s'\nerror: Requested operation is not valid: domain is not running\n" "$u" >&2
+        exit 1
+    fi
+    echo "shut off" >"$F/dom/$u/state"
+    ;;
+start) u=$(dom "${pos[0]}") || exit 1; echo running >"$F/dom/$u/state" ;;
+autostart) dom "${pos[0]}" >/dev/null || exit 1 ;;
+undefine) u=$(dom "${pos[0]}") || exit 1; rm -r "${F:?}/dom/$u" ;;
+define)
+    x=${pos[0]}
+    u=$(sed -n 's:.*<uuid>\(.*\)</uuid>.*:\1:p' "$x")
+    mkdir -p "$F/dom/$u"
+    sed -n 's:.*<name>\(.*\)</name>.*:\1:p' "$x" >"$F/dom/$u/name"
+    # virsh prints the element with double quotes, and this one on one line.
+    sed -n '/<frugal:instance/,/\/>/p' "$x" | tr -s ' \n' ' ' | sed "s/^ //; s/'/\"/g" >"$F/dom/$u/meta"
+    echo >>"$F/dom/$u/meta"
+    echo "shut off" >"$F/dom/$u/state"
+    ;;
+vol-list) for v in "$F/pool/${pos[0]}"/*; do [ -f "$v" ] && echo " ${v##*/}  /pool/${v##*/}"; done; true ;;
+vol-info) vol "${pos[0]}" "${opt[--pool]}"; echo "Name: ${pos[0]}"; echo "Capacity: $(cat "$F/pool/${opt[--pool]}/${pos[0]}")" ;;
+vol-path) vol "${pos[0]}" "${opt[--pool]}"; echo "/pool/${pos[0]}" ;;
+vol-delete) vol "${pos[0]}" "${opt[--pool]}"; rm "$F/pool/${opt[--pool]}/${pos[0]}" ;;
+vol-create-as) echo "${pos[2]}" >"$F/pool/${pos[0]}/${pos[1]}" ;;
+vol-upload) vol "${pos[0]}" "${opt[--pool]}" ;;
+nodeinfo) echo "CPU(s):              8" ;;
+nodememstats) echo "free   :    16000000 KiB" ;;
+pool-info) echo "Available:      1000000000000" ;;
+*) echo "error: fake virsh: unknown command '$cmd'" >&2; exit 1 ;;
+esac
+VIRSH_EOF
+cat >"$BIN/genisoimage" <<'ISO_EOF'
+#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = -output ] && : >"$2"; shift; done
+ISO_EOF
+chmod +x "$BIN/virsh" "$BIN/genisoimage"
+
+# reset: an empty host, hostname kvm-1, with the pool frugal holding the base volume.
+reset() {
+    rm -rf "$FAKE"
+    mkdir -p "$FAKE/dom" "$FAKE/pool/frugal" "$FAKE/fail" "$FAKE/kill"
+    echo kvm-1 >"$FAKE/hostname"
+    echo 1073741824 >"$FAKE/pool/frugal/base.qcow2"
+}
+
+# hook VERB GROUP [ARG]: the hook with group g1's parameters.
+hook() {
+    env PATH="$BIN:$PATH" TMPDIR="$TMP/tmp" FAKE_VIRSH_DIR="$FAKE" \
+        FRUGAL_PARAM_URI=test:///fake FRUGAL_PARAM_POOL=frugal \
+        FRUGAL_PARAM_BASE_VOLUME=base.qcow2 FRUGAL_MEMORY=1Gi FRUGAL_CPU=1 "$HOOK" "$@"
+}
+
+# add_domain UUID NAME STATE [META]: a domain made behind the hook's back.
+add_domain() {
+    mkdir -p "$FAKE/dom/$1"
+    echo "$2" >"$FAKE/dom/$1/name"
+    echo "$3" >"$FAKE/dom/$1/state"
+    [ $# -lt 4 ] || echo "$4" >"$FAKE/dom/$1/meta"
+}
+
+# ours INSTANCE UUID [PROVIDER_ID]: our metadata element for g1's INSTANCE.
+ours() {
+    echo "<frugal:instance xmlns:frugal=\"urn:frugal:libvirt-hook:1\" group=\"g1\" instance=\"$1\" pool=\"frugal\" provider-id=\"${3:-libvirt://kvm-1/$2}\"/>"
+}
+
+# fail SUBCOMMAND: make it fail as a dropped connection does.
+fail_virsh() {
+    printf "error: failed to get domain 'x'\nerror: Cannot recv data: Connection reset by peer\n" >"$FAKE/fail/$1"
+}
+
+# vols: the volumes of the pool but the base, sorted, on one line.
+vols() {
+    local v
+    for v in "$FAKE"/pool/frugal/*; do
+        [ "${v##*/}" = base.qcow2 ] || printf '%s ' "${v##*/}"
+    done
+}
+
+U1=11111111-1111-4111-8111-111111111111
+U2=22222222-2222-4222-8222-222222222222
+
+log "list: a domain without our metadata is left out, one whose metadata cannot be read fails the list"
+reset
+add_domain "$U1" g1-1 running "$(ours g1-1 "$U1")"
+add_domain "$U2" other running
+assert_ok "list" hook list g1
+assert_eq "libvirt://kvm-1/$U1 running" "$OUT" "list prints only g1's domain"
+echo "$U2" >"$FAKE/ghosts" # removed between `virsh list` and its metadata
+assert_ok "list with a domain gone since virsh list" hook list g1
+assert_eq "libvirt://kvm-1/$U1 running" "$OUT" "a vanished domain is left out"
+fail_virsh metadata
+assert_exit 1 "list when metadata fails" hook list g1
+assert_match "cannot read the metadata of domain .*Connection reset by peer" "$ERR" "list says why"
+rm "$FAKE/fail/metadata"
+fail_virsh domstate
+assert_exit 1 "list when domstate fails" hook list g1
+assert_match "cannot get the state of domain $U1: Cannot recv data" "$ERR" "list says why"
+
+finish
