@@ -152,8 +152,13 @@ fail_virsh() {
 vols() {
     local v
     for v in "$FAKE"/pool/frugal/*; do
-        [ "${v##*/}" = base.qcow2 ] || printf '%s ' "${v##*/}"
-    done
+        [ "${v##*/}" = base.qcow2 ] || printf '%s\n' "${v##*/}"
+    done | LC_ALL=C sort | tr '\n' ' '
+}
+
+# domains: the names of the domains, sorted, on one line.
+domains() {
+    cat "$FAKE"/dom/*/name 2>/dev/null | LC_ALL=C sort | tr '\n' ' '
 }
 
 U1=11111111-1111-4111-8111-111111111111
@@ -175,5 +180,32 @@ rm "$FAKE/fail/metadata"
 fail_virsh domstate
 assert_exit 1 "list when domstate fails" hook list g1
 assert_match "cannot get the state of domain $U1: Cannot recv data" "$ERR" "list says why"
+
+log "ids: list and a re-run create print the id stored at create time, whatever the host is called now"
+reset
+FRUGAL_PARAM_HOST_NAME=kvm-old assert_ok "create with host_name kvm-old" hook create g1 g1-1
+ID1=$OUT
+U=${ID1##*/}
+assert_match "^libvirt://kvm-old/[0-9a-f-]{36}$" "$ID1" "create prints the id"
+assert_eq "g1-1 " "$(domains)" "create defined the domain"
+assert_eq "g1-1-$U-seed.iso g1-1-$U.qcow2 " "$(vols)" "create made the overlay and the seed"
+echo kvm-new >"$FAKE/hostname" # and no host_name any more
+assert_ok "list" hook list g1
+assert_eq "$ID1 running" "$OUT" "list prints the stored id"
+assert_ok "create re-run" hook create g1 g1-1
+assert_eq "$ID1" "$OUT" "a re-run create prints the stored id"
+add_domain "$U2" g1-2 running "$(ours g1-2 "$U2" | sed 's/ provider-id="[^"]*"//')"
+assert_ok "list" hook list g1
+assert_match "^libvirt://kvm-new/$U2 running$" "$OUT" "a domain whose metadata has no id gets the rebuilt one"
+
+log "ids: delete by the stored id, of a domain and of what a vanished one left"
+assert_ok "delete the stored id" hook delete g1 "$ID1"
+assert_eq "g1-2 " "$(domains)" "the domain is gone"
+assert_eq "" "$(vols)" "its volumes are gone"
+FRUGAL_PARAM_HOST_NAME=kvm-old assert_ok "create" hook create g1 g1-3
+ID3=$OUT
+rm -r "${FAKE:?}/dom/${ID3##*/}" # removed behind frugal's back
+assert_ok "orphan delete of the stored id" hook delete g1 "$ID3"
+assert_eq "" "$(vols)" "the orphan delete removed the vanished domain's volumes"
 
 finish
