@@ -208,4 +208,35 @@ rm -r "${FAKE:?}/dom/${ID3##*/}" # removed behind frugal's back
 assert_ok "orphan delete of the stored id" hook delete g1 "$ID3"
 assert_eq "" "$(vols)" "the orphan delete removed the vanished domain's volumes"
 
+log "only 'Domain not found' means gone: any other lookup failure deletes nothing and fails"
+reset
+assert_ok "create" hook create g1 g1-1
+ID1=$OUT
+VOLS=$(vols)
+fail_virsh domname
+assert_exit 1 "delete when domname fails" hook delete g1 "$ID1"
+assert_match "cannot look up domain ${ID1##*/}: Cannot recv data" "$ERR" "delete says why"
+assert_eq "g1-1 " "$(domains)" "the domain is still there"
+assert_eq "$VOLS" "$(vols)" "its volumes are still there"
+fail_virsh metadata
+assert_exit 1 "delete when metadata fails too" hook delete g1 "$ID1"
+assert_eq "$VOLS" "$(vols)" "its volumes are still there"
+rm "$FAKE"/fail/*
+fail_virsh domuuid
+assert_exit 1 "create re-run when domuuid fails" hook create g1 g1-1
+assert_match "cannot look up domain g1-1 on kvm-1: Cannot recv data" "$ERR" "create says why"
+assert_eq "g1-1 " "$(domains)" "the domain is still there"
+assert_eq "$VOLS" "$(vols)" "the existing domain's volumes are still there"
+assert_exit 1 "placeholder delete when domuuid fails" hook delete g1 frugal://g1/g1-1
+assert_eq "$VOLS" "$(vols)" "its volumes are still there"
+rm "$FAKE"/fail/*
+printf "error: failed to get vol 'x'\nerror: Cannot recv data: Connection reset by peer\n" >"$FAKE/fail/vol-info"
+assert_exit 1 "delete when vol-info fails" hook delete g1 "$ID1"
+assert_match "cannot look up volume g1-1-.*: Cannot recv data" "$ERR" "delete says why"
+assert_eq "g1-1 " "$(domains)" "the domain is not undefined with its volumes left"
+rm "$FAKE"/fail/*
+assert_ok "delete" hook delete g1 "$ID1"
+assert_eq "/" "$(domains)/$(vols)" "then a delete removes the domain and its volumes"
+assert_ok "delete again" hook delete g1 "$ID1"
+
 finish
