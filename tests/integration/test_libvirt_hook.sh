@@ -239,4 +239,22 @@ assert_ok "delete" hook delete g1 "$ID1"
 assert_eq "/" "$(domains)/$(vols)" "then a delete removes the domain and its volumes"
 assert_ok "delete again" hook delete g1 "$ID1"
 
+log "a create killed mid-way: the placeholder delete removes its volumes, the next run its temp dir"
+reset
+echo 1 >"$FAKE/pool/frugal/g1-50-$U1.qcow2" # another instance's, whose name starts alike
+mkdir "$TMP/tmp/frugal-libvirt.$$.live"     # a running hook's (this shell's pid)
+touch "$FAKE/kill/define"
+assert_exit 137 "create killed at define" hook create g1 g1-5
+assert_match "^g1-5-[0-9a-f-]{36}-seed\.iso g1-5-[0-9a-f-]{36}\.qcow2 g1-50-$U1\.qcow2 $" "$(vols)" \
+    "the killed create left its overlay and seed"
+assert_eq "" "$(domains)" "and no domain"
+LEFT=$(find "$TMP/tmp" -mindepth 1 -maxdepth 1 -name 'frugal-libvirt.*' ! -name '*.live' | wc -l)
+assert_eq 1 "$LEFT" "and its temp dir"
+assert_exit 1 "placeholder delete of an empty instance name" hook delete g1 frugal://g1/
+assert_match "g1-5-.*g1-50-" "$(vols)" "deletes nothing"
+assert_ok "placeholder delete" hook delete g1 frugal://g1/g1-5
+assert_eq "g1-50-$U1.qcow2 " "$(vols)" "the placeholder delete removed the killed create's volumes, only them"
+assert_eq "frugal-libvirt.$$.live" "$(ls "$TMP/tmp")" "the killed run's temp dir is gone, a running one's kept"
+assert_ok "placeholder delete again" hook delete g1 frugal://g1/g1-5
+
 finish
