@@ -257,4 +257,16 @@ assert_eq "g1-50-$U1.qcow2 " "$(vols)" "the placeholder delete removed the kille
 assert_eq "frugal-libvirt.$$.live" "$(ls "$TMP/tmp")" "the killed run's temp dir is gone, a running one's kept"
 assert_ok "placeholder delete again" hook delete g1 frugal://g1/g1-5
 
+log "a failed destroy is reported with destroy's own error"
+reset
+assert_ok "create" hook create g1 g1-1
+ID1=$OUT
+printf "error: Failed to destroy domain 'g1-1'\nerror: operation failed: domain is busy\n" >"$FAKE/fail/destroy"
+assert_exit 1 "delete when destroy fails" hook delete g1 "$ID1"
+assert_match "cannot stop domain g1-1: operation failed: domain is busy$" "$ERR" "delete names destroy's error"
+assert_eq "g1-1 " "$(domains)" "the domain is still there"
+rm "$FAKE/fail/destroy"
+assert_ok "delete" hook delete g1 "$ID1"
+assert_eq "/" "$(domains)/$(vols)" "then a delete removes the domain and its volumes"
+
 finish
