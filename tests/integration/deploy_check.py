@@ -18,12 +18,14 @@ manifest's source file(s) and the field.
 
 The replay config (top overlay only) has each listener on a free loopback port (same
 order, services and TLS layout), each Secret mount path pointed at PKI/<secret name>
-(scripts/dev-certs.sh) and the state under STATE_DIR. Prints shell assignments for the
+(scripts/dev-certs.sh) and the state under STATE_DIR; FRUGAL_TEST_PORTS=LO-HI takes
+the ports from that range. Prints shell assignments for the
 test (ports, client files) on stdout, one line per problem on stderr; exit 1 when
 anything disagrees."""
 import os
 import posixpath
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -44,6 +46,7 @@ CA_CLIENT_SECRET = "cluster-autoscaler-frugal-client"
 SHARED_PARTS = ("cert-manager", "cluster-autoscaler")
 COMPONENT = "monitoring"
 VALUES = ("cluster-autoscaler/values.yaml", "cluster-autoscaler/reloader-values.yaml")
+DOCKERFILE = "Dockerfile"
 
 problems = []
 
@@ -189,6 +192,74 @@ def merge(a, b):
     return out
 
 
+def option(args, short, long):
+    """The value of option short/long (-u 1, --uid 1, --uid=1) in args, or None."""
+    for i, a in enumerate(args):
+        if a in (short, long) and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(long + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def check_image(root):
+    """The final stage of the Dockerfile: the user it runs as must have a passwd entry
+    (ssh refuses to run for a uid without one, and reads ~/.ssh from the entry's home,
+    never from $HOME) and HOME must be that home. Returns {uid, gid, home} of the user,
+    or None when the Dockerfile says too little."""
+    path = os.path.join(root, DOCKERFILE)
+    if not check(os.path.isfile(path), f"deploy/{DOCKERFILE}: missing"):
+        return None
+    text = open(path, encoding="utf-8").read()
+    lines = re.sub(r"\\\n", " ", text).splitlines()
+    final = [l.strip() for l in lines[max(i for i, l in enumerate(lines) if re.match(r"\s*FROM\s", l, re.I)):]]
+    src = f"deploy/{DOCKERFILE}"
+    users, groups, env, user = {}, {}, {}, None
+    for l in final:
+        word, _, rest = l.partition(" ")
+        word = word.upper()
+        if word == "RUN":
+            for cmd in re.split(r"&&|;|\|\|", rest):
+                args = shlex.split(cmd, comments=True)
+                if args and args[0] in ("useradd", "adduser") and len(args) > 1:
+                    users[args[-1]] = {"uid": option(args, "-u", "--uid"), "gid": option(args, "-g", "--gid"),
+                                       "home": option(args, "-d", "--home-dir") or option(args, "-d", "--home")}
+                if args and args[0] in ("groupadd", "addgroup") and len(args) > 1:
+                    groups[args[-1]] = option(args, "-g", "--gid")
+        elif word == "ENV":
+            for kv in shlex.split(rest):
+                if "=" in kv:
+                    k, v = kv.split("=", 1)
+                    env[k] = v
+            if "=" not in rest.split(" ", 1)[0] and len(rest.split(None, 1)) == 2:
+                k, v = rest.split(None, 1)
+                env[k] = v.strip()
+        elif word == "USER":
+            user = rest.strip()
+    if not check(user is not None, f"{src}: the final stage sets no USER (frugal must not run as root)"):
+        return None
+    uname, _, ugroup = user.partition(":")
+    entry = None
+    for name, u in users.items():
+        if uname in (name, u["uid"]):
+            entry = dict(u, name=name)
+            entry["gid"] = groups.get(entry["gid"], entry["gid"])  # a group name, resolved
+    if not check(entry is not None,
+                 f"{src}: USER {user}: no useradd gives that user a passwd entry, so ssh refuses to run "
+                 "(\"No user exists for uid\") and no qemu+ssh:// hypervisor can be reached"):
+        return None
+    if ugroup:
+        gid = groups.get(ugroup, ugroup)
+        check(gid == entry["gid"], f"{src}: USER {user}: group {gid} is not the primary group {entry['gid']} of user {entry['name']}")
+    check(entry["uid"] is not None and entry["uid"].isdigit(),
+          f"{src}: useradd {entry['name']}: no numeric --uid (the Deployment's runAsUser must name it)")
+    check(entry["home"] is not None, f"{src}: useradd {entry['name']}: no --home-dir")
+    check(env.get("HOME") == entry["home"],
+          f"{src}: ENV HOME: {env.get('HOME')} is not the home {entry['home']} of user {entry['name']}, where ssh "
+          "reads ~/.ssh")
+    return entry
+
+
 def check_values(root):
     """CA's chart values: the chart's gate, and the optional reloader values."""
     values = yaml.safe_load(open(os.path.join(root, VALUES[0])))
@@ -211,7 +282,7 @@ def check_values(root):
     return values
 
 
-def check_overlay(root, overlay, docs, values):
+def check_overlay(root, overlay, docs, values, image):
     """Every check of one rendered overlay; returns what the replay needs."""
     name = os.path.relpath(overlay, root)
     name = "deploy/" if name == "." else f"deploy/{name}/"
@@ -251,6 +322,22 @@ def check_overlay(root, overlay, docs, values):
 
     # hardening
     sec = pod.get("securityContext", {})
+    # the image's user: the pod runs as it, and its HOME is the user's home, where ssh
+    # reads the identity and known_hosts the hook writes
+    if image is not None:
+        who = f"the image's user {image['name']} ({image['uid']}:{image['gid']}, deploy/{DOCKERFILE})"
+        run_as = ctr.get("securityContext", {}).get("runAsUser", sec.get("runAsUser"))
+        run_group = ctr.get("securityContext", {}).get("runAsGroup", sec.get("runAsGroup"))
+        if str(run_as) != str(image["uid"]):
+            dep_problem("spec.template.spec.securityContext.runAsUser",
+                        f"{run_as} is not the uid of {who}: ssh refuses a uid without a passwd entry")
+        if run_group is not None and str(run_group) != str(image["gid"]):
+            dep_problem("spec.template.spec.securityContext.runAsGroup", f"{run_group} is not the group of {who}")
+        home = {e["name"]: e.get("value") for e in ctr.get("env", [])}.get("HOME", image["home"])
+        if home != image["home"]:
+            dep_problem(f"{cpath}.env[HOME]", f"{home} is not the home {image['home']} of {who}: ssh reads ~/.ssh "
+                        "from the passwd entry, never from $HOME")
+    before = len(problems)  # what follows is checked whatever the image says
     for ok, field in ((pod.get("priorityClassName") == "system-cluster-critical", "spec.template.spec.priorityClassName"),
                       (pod.get("automountServiceAccountToken") is False, "spec.template.spec.automountServiceAccountToken"),
                       (sec.get("runAsNonRoot") is True, "spec.template.spec.securityContext.runAsNonRoot"),
@@ -559,11 +646,23 @@ def replay(r, pki, state_dir, out_config):
     cfg, roles = r["cfg"], r["roles"]
     held = []  # each port stays bound until all are chosen, so they differ
 
+    # FRUGAL_TEST_PORTS=LO-HI confines the ports to that range (a shared machine);
+    # otherwise the kernel picks them.
+    span = os.environ.get("FRUGAL_TEST_PORTS")
+    lo, _, hi = (span or "0-0").partition("-")
+    candidates = iter(range(int(lo), int(hi or lo) + 1))
+
     def free_port():
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        held.append(s)
-        return s.getsockname()[1]
+        for port in candidates if span else [0]:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+            return s.getsockname()[1]
+        sys.exit(f"no free port in FRUGAL_TEST_PORTS={span}")
 
     local = dict(cfg)
     local["listen"] = []
@@ -604,6 +703,7 @@ def replay(r, pki, state_dir, out_config):
 def main():
     root, pki, state_dir, out_config = (os.path.abspath(a) for a in sys.argv[1:5])
     values = check_values(root)
+    image = check_image(root)
     overlays = discover(root)
     check(root in overlays, "deploy/: renders no Deployment frugal")
     tmp = tempfile.mkdtemp(prefix="deploy-check.")
@@ -612,7 +712,7 @@ def main():
         for overlay in overlays:
             docs = compose(root, overlay, render(overlay) or [], tmp)
             if docs:
-                results[overlay] = check_overlay(root, overlay, docs, values)
+                results[overlay] = check_overlay(root, overlay, docs, values, image)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("# overlays checked: " + " ".join(sorted(os.path.relpath(o, root) for o in overlays)))

@@ -65,9 +65,22 @@ open(sys.argv[2], "w").write(text)
 done
 assert_ok "the shipped hook is valid sh" sh -n "$TMP/hook"
 # it writes the SSH identity from env_from_files into HOME, private, before running the
-# image's libvirt hook (absent here: that last step fails)
-mkdir -p "$TMP/home"
-run env HOME="$TMP/home" LIBVIRT_SSH_KEY="key-material" LIBVIRT_KNOWN_HOSTS="host-keys" sh "$TMP/hook" list pool-a
+# image's libvirt hook (absent here: that last step fails). ssh reads ~/.ssh from the
+# passwd entry, never from $HOME: a stand-in getent gives this uid the entry the image's
+# Dockerfile makes, with HOME as its home.
+mkdir -p "$TMP/home" "$TMP/bin"
+printf '#!/bin/sh\n[ -n "$PASSWD_HOME" ] || exit 2\necho "frugal:x:$(id -u):$(id -g)::$PASSWD_HOME:/usr/sbin/nologin"\n' >"$TMP/bin/getent"
+chmod +x "$TMP/bin/getent"
+HOOK_ENV=(env PATH="$TMP/bin:$PATH" HOME="$TMP/home" LIBVIRT_SSH_KEY="key-material" LIBVIRT_KNOWN_HOSTS="host-keys")
+run "${HOOK_ENV[@]}" PASSWD_HOME="" sh "$TMP/hook" list pool-a
+assert_eq 1 "$RC" "no passwd entry: the hook stops"
+assert_match "^frugal hook: uid [0-9]+ has no passwd entry, so ssh refuses to run" "$ERR" "it says why"
+run "${HOOK_ENV[@]}" PASSWD_HOME="/home/frugal" sh "$TMP/hook" list pool-a
+assert_eq 1 "$RC" "HOME is not the passwd home: the hook stops"
+assert_match "^frugal hook: HOME is $TMP/home, but ssh reads /home/frugal/.ssh" "$ERR" "it says why"
+assert_eq "" "$(ls -A "$TMP/home")" "nothing written where ssh would not read it"
+run "${HOOK_ENV[@]}" PASSWD_HOME="$TMP/home" sh "$TMP/hook" list pool-a
+assert_match "frugal-libvirt-hook" "$ERR" "with the passwd home as HOME it goes on to the libvirt hook"
 assert_eq "key-material" "$(cat "$TMP/home/.ssh/id_ed25519" 2>&1)" "the hook writes the SSH key"
 assert_eq "host-keys" "$(cat "$TMP/home/.ssh/known_hosts" 2>&1)" "the hook writes known_hosts"
 assert_eq "600" "$(stat -c %a "$TMP/home/.ssh/id_ed25519" 2>&1)" "the key is private"
@@ -97,9 +110,16 @@ printf '%s\n' 'resources: [../base]' 'patches:' '  - target: {kind: Service, nam
 mkdir -p "$TMP/deploy/bad-provider"
 sed 's/^  kind: exec$/  kind: simulated/' "$DEPLOY/base/frugal.yaml" >"$TMP/deploy/bad-provider/frugal.yaml"
 sed 's/bad-memory/bad-provider/' "$TMP/deploy/bad-memory/kustomization.yaml" >"$TMP/deploy/bad-provider/kustomization.yaml"
+# bad-user: the pod runs as a uid the image has no passwd entry for
+mkdir -p "$TMP/deploy/bad-user"
+printf '%s\n' 'resources: [../base]' 'patches:' '  - target: {kind: Deployment, name: frugal}' \
+    "    patch: '[{\"op\": \"replace\", \"path\": \"/spec/template/spec/securityContext/runAsUser\", \"value\": 1000}]'" \
+    >"$TMP/deploy/bad-user/kustomization.yaml"
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
 assert_eq 1 "$RC" "the bad overlays fail"
-assert_match '^# overlays checked: \. bad-memory bad-probe bad-provider bad-service base etcd$' "$OUT" "new overlays are found [$OUT]"
+assert_match '^# overlays checked: \. bad-memory bad-probe bad-provider bad-service bad-user base etcd$' "$OUT" "new overlays are found [$OUT]"
+assert_match '^FAIL: deploy/bad-user/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.securityContext.runAsUser: 1000 is not the uid of the image.s user frugal \(65532:65532, deploy/Dockerfile\)' \
+    "$ERR" "a pod uid without the image's passwd entry: file and field"
 assert_match '^FAIL: deploy/bad-provider/: bad-provider/frugal.yaml: provider.kind: simulated: deploy/ runs the exec hook' \
     "$ERR" "the simulated provider: file and field"
 assert_match '^FAIL: deploy/bad-probe/: Deployment frugal \(base/deployment.yaml, bad-probe/probe.yaml\): spec.template.spec.containers\[frugal\].readinessProbe.httpGet.port: 8088 is not ops_listen.s port 8087' \
@@ -114,12 +134,25 @@ assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays sta
 # CA's chart values without the chart's gate; a CA client certificate renewed too late
 sed -i 's/^autoDiscovery:/autoDiscoveryOff:/' "$TMP/deploy/cluster-autoscaler/values.yaml"
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
-rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service" "$TMP/deploy/bad-provider"
+# the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
+sed -i 's|--home-dir /home/frugal|--home-dir /var/lib/frugal-home|' "$TMP/deploy/Dockerfile"
+rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service" "$TMP/deploy/bad-provider" \
+    "$TMP/deploy/bad-user"
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
+assert_match '^FAIL: deploy/Dockerfile: ENV HOME: /home/frugal is not the home /var/lib/frugal-home of user frugal' \
+    "$ERR" "the image's HOME is not its user's home"
+assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].env\[HOME\]: /home/frugal is not the home /var/lib/frugal-home' \
+    "$ERR" "the pod's HOME is not the image user's home"
 assert_match '^FAIL: cluster-autoscaler/values.yaml: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: none is set, so the chart renders no Deployment' \
     "$ERR" "values without the chart's gate"
 assert_match '^FAIL: deploy/etcd/: Certificate cluster-autoscaler-frugal-client \(cert-manager/pki.yaml\): spec.renewBefore: 360h: CA reads its client certificate at start' \
     "$ERR" "a CA client certificate renewed within CA's restart cadence"
+# an image whose user has no passwd entry (ssh refuses to run)
+cp "$DEPLOY/Dockerfile" "$TMP/deploy/Dockerfile"
+sed -i 's/ useradd / true /' "$TMP/deploy/Dockerfile"
+run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
+assert_match '^FAIL: deploy/Dockerfile: USER 65532:65532: no useradd gives that user a passwd entry, so ssh refuses to run' \
+    "$ERR" "an image user without a passwd entry"
 
 log "the shipped config loads"
 assert_ok "frugal check of the replayed config" "$FRUGAL" check -c "$TMP/frugal.yaml"
