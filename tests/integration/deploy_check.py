@@ -47,6 +47,9 @@ SHARED_PARTS = ("cert-manager", "cluster-autoscaler")
 COMPONENT = "monitoring"
 VALUES = ("cluster-autoscaler/values.yaml", "cluster-autoscaler/reloader-values.yaml")
 DOCKERFILE = "Dockerfile"
+# docs/deploy.md installs the chart as this release and names CA's Deployment so.
+CA_RELEASE = "cluster-autoscaler"
+CA_DEPLOYMENT = "cluster-autoscaler"
 
 problems = []
 
@@ -184,6 +187,17 @@ def chart_renders_deployment(values):
                 or values.get("autoscalingGroups"))
 
 
+def chart_fullname(values, release):
+    """The name of the chart's Deployment: its _helpers.tpl cluster-autoscaler.fullname
+    (fullnameOverride, else RELEASE-NAME where NAME is nameOverride or
+    CLOUDPROVIDER-cluster-autoscaler, the release alone when it is NAME; at most 63
+    characters, no trailing '-')."""
+    if values.get("fullnameOverride"):
+        return str(values["fullnameOverride"])[:63].rstrip("-")
+    name = values.get("nameOverride") or f"{values.get('cloudProvider')}-cluster-autoscaler"
+    return (name if name == release else f"{release}-{name}")[:63].rstrip("-")
+
+
 def merge(a, b):
     """Helm's merge of values files: b over a, maps merged key by key."""
     out = dict(a)
@@ -266,6 +280,10 @@ def check_values(root):
     check(chart_renders_deployment(values),
           f"{VALUES[0]}: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: "
           "none is set, so the chart renders no Deployment (its templates/deployment.yaml)")
+    name = chart_fullname(values, CA_RELEASE)
+    check(name == CA_DEPLOYMENT,
+          f"{VALUES[0]}: fullnameOverride: the chart names CA's Deployment {name} (release {CA_RELEASE}), "
+          f"not {CA_DEPLOYMENT} as docs/deploy.md has it")
     check("autoscalingGroups" not in values,
           f"{VALUES[0]}: autoscalingGroups: the chart turns it into --nodes flags, which "
           "externalgrpc does not take (the groups are frugal's)")

@@ -132,7 +132,7 @@ assert_match 'grpc-expander-url is not the expander listener \(port 8444 of the 
     "$ERR" "CA's expander URL is off the Service"
 assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays stay clean"
 # CA's chart values without the chart's gate; a CA client certificate renewed too late
-sed -i 's/^autoDiscovery:/autoDiscoveryOff:/' "$TMP/deploy/cluster-autoscaler/values.yaml"
+sed -i -e 's/^autoDiscovery:/autoDiscoveryOff:/' -e '/^fullnameOverride:/d' "$TMP/deploy/cluster-autoscaler/values.yaml"
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
 # the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
 sed -i 's|--home-dir /home/frugal|--home-dir /var/lib/frugal-home|' "$TMP/deploy/Dockerfile"
@@ -145,6 +145,8 @@ assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.t
     "$ERR" "the pod's HOME is not the image user's home"
 assert_match '^FAIL: cluster-autoscaler/values.yaml: autoDiscovery.clusterName, .namespace, .labels or autoscalingGroups: none is set, so the chart renders no Deployment' \
     "$ERR" "values without the chart's gate"
+assert_match '^FAIL: cluster-autoscaler/values.yaml: fullnameOverride: the chart names CA.s Deployment cluster-autoscaler-externalgrpc-cluster-autoscaler \(release cluster-autoscaler\), not cluster-autoscaler' \
+    "$ERR" "values without fullnameOverride: CA's Deployment is not the one the docs name"
 assert_match '^FAIL: deploy/etcd/: Certificate cluster-autoscaler-frugal-client \(cert-manager/pki.yaml\): spec.renewBefore: 360h: CA reads its client certificate at start' \
     "$ERR" "a CA client certificate renewed within CA's restart cadence"
 # an image whose user has no passwd entry (ssh refuses to run)
