@@ -136,6 +136,20 @@ def sources(root, d, kind, name, seen=None):
     return found
 
 
+def dollar_keys(node, path=""):
+    """The paths of the keys starting with '$' in node: strategic-merge directives
+    kustomize left in the output, which the API server refuses as unknown fields."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if str(k).startswith("$"):
+                yield sub
+            yield from dollar_keys(v, sub)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from dollar_keys(v, f"{path}[{i}]")
+
+
 def render(path):
     r = subprocess.run(["kubectl", "kustomize", path], capture_output=True, text=True)
     if r.returncode != 0:
@@ -367,6 +381,19 @@ def check_overlay(root, overlay, docs, values, image):
             dep_problem(field, "hardening missing")
     if pod.get("terminationGracePeriodSeconds", 30) <= 10 + 5:
         dep_problem("spec.template.spec.terminationGracePeriodSeconds", "must exceed the 10 s drain and the final write")
+    # what the API server would refuse: a directive left as a key, a rolling-update block
+    # under another strategy (what follows is checked all the same)
+    refused = len(problems)
+    for d in docs:
+        for key in dollar_keys(d):
+            problem(d.get("kind"), d.get("metadata", {}).get("name"), key,
+                    "a patch directive kustomize did not apply, left as a field the API server refuses")
+    strategy = dep["spec"].get("strategy") or {}
+    if set(strategy) - {"type", "rollingUpdate"}:
+        dep_problem("spec.strategy", f"unknown fields {sorted(set(strategy) - {'type', 'rollingUpdate'})}")
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate" and "rollingUpdate" in strategy:
+        dep_problem("spec.strategy.rollingUpdate", f"may only be set with type RollingUpdate, not {strategy.get('type')}")
+    before += len(problems) - refused
     for m in ctr["volumeMounts"]:
         if "subPath" in m:
             dep_problem(f"{cpath}.volumeMounts[{m['name']}].subPath", "a subPath mount never sees updates")

@@ -134,11 +134,17 @@ assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays sta
 # CA's chart values without the chart's gate; a CA client certificate renewed too late
 sed -i -e 's/^autoDiscovery:/autoDiscoveryOff:/' -e '/^fullnameOverride:/d' "$TMP/deploy/cluster-autoscaler/values.yaml"
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
+# a strategic-merge directive kustomize leaves in the output as a field
+sed -i 's/^  strategy:.*/  strategy:\n    $retainKeys: [type, rollingUpdate]/' "$TMP/deploy/etcd/deployment-patch.yaml"
 # the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
 sed -i 's|--home-dir /home/frugal|--home-dir /var/lib/frugal-home|' "$TMP/deploy/Dockerfile"
 rm -r "$TMP/deploy/bad-probe" "$TMP/deploy/bad-memory" "$TMP/deploy/bad-service" "$TMP/deploy/bad-provider" \
     "$TMP/deploy/bad-user"
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
+assert_match '^FAIL: deploy/etcd/: Deployment frugal \(base/deployment.yaml, etcd/deployment-patch.yaml\): spec.strategy.\$retainKeys: a patch directive kustomize did not apply' \
+    "$ERR" "a \$-directive left in the rendered manifests"
+assert_match '^FAIL: deploy/etcd/: Deployment frugal \(base/deployment.yaml, etcd/deployment-patch.yaml\): spec.strategy: unknown fields' \
+    "$ERR" "an unknown strategy field"
 assert_match '^FAIL: deploy/Dockerfile: ENV HOME: /home/frugal is not the home /var/lib/frugal-home of user frugal' \
     "$ERR" "the image's HOME is not its user's home"
 assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].env\[HOME\]: /home/frugal is not the home /var/lib/frugal-home' \
