@@ -49,6 +49,13 @@ VALUES = ("cluster-autoscaler/values.yaml", "cluster-autoscaler/reloader-values.
 DOCKERFILE = "Dockerfile"
 # docs/deploy.md installs the chart as this release and names CA's Deployment so.
 CA_RELEASE = "cluster-autoscaler"
+# The cluster-autoscaler the values were checked against (chart 9.59.0's appVersion; the
+# values' image.tag when set): its minor is the control plane's.
+CA_APP_VERSION = "1.35.0"
+# Where the image's libvirt user-data templates come from (CMakeLists.txt installs them).
+USER_DATA_INSTALLED = "/usr/local/share/frugal/libvirt/"
+USER_DATA_SOURCE = "providers/hooks/libvirt"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CA_DEPLOYMENT = "cluster-autoscaler"
 
 problems = []
@@ -210,6 +217,58 @@ def chart_fullname(values, release):
         return str(values["fullnameOverride"])[:63].rstrip("-")
     name = values.get("nameOverride") or f"{values.get('cloudProvider')}-cluster-autoscaler"
     return (name if name == release else f"{release}-{name}")[:63].rstrip("-")
+
+
+def minor(version):
+    """1.35 of v1.35, 1.35.0 or v1.35.2, as (1, 35); None if not a version."""
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(\.\d+)?", str(version).strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def check_user_data(root, cfg, values, cfg_problem):
+    """The image's kubeadm user-data: the Kubernetes minor kubelet and kubeadm come from
+    is the hook parameter kubernetes_version (the template's default when unset), and it
+    lies in the skew a kubelet may have to the control plane CA serves: the same minor or
+    up to three older, never newer. kubeadm's join config version fits it."""
+    provider = cfg.get("provider") or {}
+    params = provider.get("params") or {}
+    path = str(params.get("user_data", ""))
+    if not path.startswith(USER_DATA_INSTALLED):
+        return
+    source = os.path.join(REPO, USER_DATA_SOURCE, path[len(USER_DATA_INSTALLED):])
+    rel = os.path.relpath(source, REPO)
+    if not os.path.isfile(source):
+        cfg_problem("provider.params.user_data", f"{path}: no {rel} installs it")
+        return
+    text = open(source, encoding="utf-8").read()
+    for pinned in sorted(set(re.findall(r"pkgs\.k8s\.io/core:/stable:/(v\d+\.\d+)/", text))):
+        cfg_problem("provider.params.user_data", f"{rel} pins Kubernetes {pinned} instead of taking the hook "
+                    "parameter kubernetes_version (@ENV:FRUGAL_PARAM_KUBERNETES_VERSION@)")
+    default = re.search(r"@ENV:FRUGAL_PARAM_KUBERNETES_VERSION@.*?:-(v\d+\.\d+)\}", text)
+    if "pkgs.k8s.io" in text and default is None:
+        cfg_problem("provider.params.user_data", f"{rel}: no default for kubernetes_version (${{VAR:-vX.Y}})")
+    ca = minor((values.get("image") or {}).get("tag") or CA_APP_VERSION)
+    kubeadm_api = re.search(r"apiVersion: kubeadm\.k8s\.io/(v1beta\d+)", text)
+    groups = [("provider.params", params)] + [
+        (f"node_groups[{g.get('id')}].provider_params", dict(params, **(g.get("provider_params") or {})))
+        for g in cfg.get("node_groups") or []]
+    for where, p in groups:
+        field = f"{where}.kubernetes_version"
+        version = p.get("kubernetes_version") or (default.group(1) if default else None)
+        v = minor(version) if version else None
+        if version is None:
+            continue
+        if v is None:
+            cfg_problem(field, f"{version}: not vMAJOR.MINOR")
+            continue
+        if not (v[0] == ca[0] and ca[1] - 3 <= v[1] <= ca[1]):
+            cfg_problem(field, f"{version}: kubelet {v[0]}.{v[1]} is outside the skew a kubelet may have to a "
+                        f"{ca[0]}.{ca[1]} control plane (cluster-autoscaler {ca[0]}.{ca[1]}, {VALUES[0]}): "
+                        f"{ca[0]}.{ca[1] - 3} to {ca[0]}.{ca[1]}")
+        if kubeadm_api and ((kubeadm_api.group(1) == "v1beta3" and v >= (1, 36))
+                            or (kubeadm_api.group(1) == "v1beta4" and v < (1, 31))):
+            cfg_problem(field, f"{version}: kubeadm {v[0]}.{v[1]} does not read {rel}'s kubeadm.k8s.io/"
+                        f"{kubeadm_api.group(1)} (v1beta3 until 1.35, v1beta4 from 1.31)")
 
 
 def merge(a, b):
@@ -460,6 +519,7 @@ def check_overlay(root, overlay, docs, values, image):
             cfg_problem("provider.command", f"{provider.get('command')} is not on a ConfigMap or Secret volume")
         elif not (hvol.get("configMap") or hvol.get("secret")).get("defaultMode", 0o644) & 0o111:
             dep_problem(f"spec.template.spec.volumes[{hvol['name']}].defaultMode", "the hook is not executable")
+        check_user_data(root, cfg, values, cfg_problem)
         for var, f in (provider.get("env_from_files") or {}).items():
             fmp, fvol = volume_at(f)
             if fvol is None or "secret" not in fvol:

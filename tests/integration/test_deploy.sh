@@ -85,6 +85,44 @@ assert_eq "key-material" "$(cat "$TMP/home/.ssh/id_ed25519" 2>&1)" "the hook wri
 assert_eq "host-keys" "$(cat "$TMP/home/.ssh/known_hosts" 2>&1)" "the hook writes known_hosts"
 assert_eq "600" "$(stat -c %a "$TMP/home/.ssh/id_ed25519" 2>&1)" "the key is private"
 
+log "the kubeadm user-data installs the Kubernetes minor of the hook parameter kubernetes_version"
+# Rendered as the libvirt hook does (docs/hooks.md, "The user-data template": @ENV:NAME@ is
+# the variable NAME, empty when unset), then its apt source step run with curl and gpg
+# stubbed and /etc/apt under $TMP.
+render_user_data() { # VERSION: prints the rendered template
+    python3 - "$FRUGAL_SOURCE_DIR/providers/hooks/libvirt/user-data.kubeadm.yaml" "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+env = {"FRUGAL_PARAM_KUBERNETES_VERSION": sys.argv[2], "KUBEADM_API_SERVER": "api:6443",
+       "KUBEADM_TOKEN": "abcdef.0123456789abcdef", "KUBEADM_CA_HASH": "sha256:00"}
+words = {"HOSTNAME": "frugal-pool-a-1", "PROVIDER_ID": "libvirt://kvm1/u", "NODE_LABELS": "a=b", "NODE_TAINTS": ""}
+print(re.sub(r"@(ENV:)?([A-Za-z_][A-Za-z0-9_]*)@",
+             lambda m: env.get(m.group(2), "") if m.group(1) else words.get(m.group(2), m.group(0)), text), end="")
+PY
+}
+apt_source() { # VERSION: the apt source the user-data writes
+    render_user_data "$1" >"$TMP/user-data"
+    mkdir -p "$TMP/apt/keyrings" "$TMP/apt/sources.list.d"
+    python3 -c '
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+step = [c for c in d["runcmd"] if isinstance(c, str) and "pkgs.k8s.io" in c]
+print("curl() { :; }; gpg() { cat >/dev/null; }")
+print("\n".join(step).replace("/etc/apt/", sys.argv[2] + "/"))
+' "$TMP/user-data" "$TMP/apt" >"$TMP/apt.sh"
+    sh "$TMP/apt.sh" && cat "$TMP/apt/sources.list.d/kubernetes.list"
+}
+assert_match 'https://pkgs.k8s.io/core:/stable:/v1.35/deb/ /$' "$(apt_source "")" "unset: v1.35, CA's minor"
+assert_match 'https://pkgs.k8s.io/core:/stable:/v1.33/deb/ /$' "$(apt_source v1.33)" "kubernetes_version: v1.33"
+run python3 -c '
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+join = yaml.safe_load([f for f in d["write_files"] if f["path"] == "/etc/frugal/join.yaml"][0]["content"])
+args = {a["name"]: a["value"] for a in join["nodeRegistration"]["kubeletExtraArgs"]}
+print(join["apiVersion"], args["provider-id"], args["node-labels"])
+' "$TMP/user-data"
+assert_eq "kubeadm.k8s.io/v1beta4 libvirt://kvm1/u a=b" "$OUT" "the join config: v1beta4 (kubeadm 1.31 and later), kubelet's flags as name/value pairs [$ERR]"
+
 log "the checker finds a new overlay and names the file and field of what disagrees"
 cp -r "$DEPLOY" "$TMP/deploy"
 # bad-probe: the readiness probe on the gRPC health port, not on ops_listen
@@ -134,6 +172,8 @@ assert_no_match '^FAIL: deploy/(base/|etcd/)?:' "$ERR" "the shipped overlays sta
 # CA's chart values without the chart's gate; a CA client certificate renewed too late
 sed -i -e 's/^autoDiscovery:/autoDiscoveryOff:/' -e '/^fullnameOverride:/d' "$TMP/deploy/cluster-autoscaler/values.yaml"
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
+# new machines' kubelet five minors behind CA's control plane
+sed -i 's/kubernetes_version: v1.35/kubernetes_version: v1.30/' "$TMP/deploy/base/frugal.yaml"
 # a strategic-merge directive kustomize leaves in the output as a field
 sed -i 's/^  strategy:.*/  strategy:\n    $retainKeys: [type, rollingUpdate]/' "$TMP/deploy/etcd/deployment-patch.yaml"
 # the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
@@ -145,6 +185,8 @@ assert_match '^FAIL: deploy/etcd/: Deployment frugal \(base/deployment.yaml, etc
     "$ERR" "a \$-directive left in the rendered manifests"
 assert_match '^FAIL: deploy/etcd/: Deployment frugal \(base/deployment.yaml, etcd/deployment-patch.yaml\): spec.strategy: unknown fields' \
     "$ERR" "an unknown strategy field"
+assert_match '^FAIL: deploy/base/: base/frugal.yaml: provider.params.kubernetes_version: v1.30: kubelet 1.30 is outside the skew a kubelet may have to a 1.35 control plane' \
+    "$ERR" "a kubelet minor outside the skew to CA's control plane"
 assert_match '^FAIL: deploy/Dockerfile: ENV HOME: /home/frugal is not the home /var/lib/frugal-home of user frugal' \
     "$ERR" "the image's HOME is not its user's home"
 assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].env\[HOME\]: /home/frugal is not the home /var/lib/frugal-home' \
