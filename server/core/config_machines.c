@@ -266,11 +266,11 @@ static const char *env_file_read(const char *path, char **out, size_t *len, char
         fclose(f);
         return buf;
     }
-    char *data = malloc(HOOK_PARAM_VALUE_MAX + 2);
-    *len = data != NULL ? fread(data, 1, HOOK_PARAM_VALUE_MAX + 1, f) : 0;
+    char *data = malloc(HOOK_ENV_FILE_MAX + 2);
+    *len = data != NULL ? fread(data, 1, HOOK_ENV_FILE_MAX + 1, f) : 0;
     bool failed = data == NULL || ferror(f);
     fclose(f);
-    const char *problem = failed ? "cannot be read" : hook_param_value_problem(data, *len);
+    const char *problem = failed ? "cannot be read" : hook_env_file_problem(data, *len);
     if (problem != NULL) {
         snprintf(buf, size, "%s %s", path, problem);
         free(data);

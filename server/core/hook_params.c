@@ -29,6 +29,14 @@ const char *hook_param_value_problem(const char *value, size_t len) {
     return NULL;
 }
 
+const char *hook_env_file_problem(const char *value, size_t len) {
+    if (len > HOOK_ENV_FILE_MAX)
+        return "is longer than 64 KiB (65536 bytes)";
+    if (memchr(value, '\0', len) != NULL)
+        return "holds a NUL character";
+    return NULL;
+}
+
 static char hook__map_char(char c) {
     if (c == '-' || c == '.')
         return '_';

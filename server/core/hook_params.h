@@ -11,8 +11,12 @@
 
 #include "labels.h"
 
-/* The longest value (and file content) passed to a hook, in bytes. */
+/* The longest parameter value passed to a hook, in bytes. */
 #define HOOK_PARAM_VALUE_MAX 4096
+
+/* The longest provider.env_from_files content, in bytes: room for a known_hosts of many
+ * hosts, well below Linux's 128 KiB limit on one environment string. */
+#define HOOK_ENV_FILE_MAX 65536
 
 /* The prefix of the variable a parameter becomes: FRUGAL_PARAM_<KEY>. */
 #define HOOK_PARAM_PREFIX "FRUGAL_PARAM_"
@@ -27,6 +31,10 @@ const char *hook_param_key_problem(const char *key);
 /* Why a value of len bytes cannot be passed (over HOOK_PARAM_VALUE_MAX, or holding a
  * NUL), NULL when it can. */
 const char *hook_param_value_problem(const char *value, size_t len);
+
+/* Why a file's content of len bytes cannot be passed (over HOOK_ENV_FILE_MAX, or holding
+ * a NUL), NULL when it can. */
+const char *hook_env_file_problem(const char *value, size_t len);
 
 /* The environment variable name of parameter key: HOOK_PARAM_PREFIX then key upper-cased
  * with '-' and '.' turned into '_', into out (size >= sizeof(HOOK_PARAM_PREFIX) +

@@ -105,6 +105,14 @@ static void test_value_rules(void **state) {
                         "is longer than 4 KiB (4096 bytes)");
     assert_string_equal(hook_param_value_problem("a\0b", 3), "holds a NUL character");
     assert_null(hook_param_value_problem("", 0));
+    /* a file passed whole (env_from_files) may be longer: 64 KiB */
+    static char file[HOOK_ENV_FILE_MAX + 1];
+    memset(file, 'k', sizeof(file));
+    assert_null(hook_env_file_problem(file, HOOK_PARAM_VALUE_MAX + 1));
+    assert_null(hook_env_file_problem(file, HOOK_ENV_FILE_MAX));
+    assert_string_equal(hook_env_file_problem(file, HOOK_ENV_FILE_MAX + 1),
+                        "is longer than 64 KiB (65536 bytes)");
+    assert_string_equal(hook_env_file_problem("a\0b", 3), "holds a NUL character");
 }
 
 /* Later layers win per variable name, whatever spelling of the key they use. */
@@ -195,15 +203,35 @@ static void test_params_refused(void **state) {
                  "are both passed as FRUGAL_PARAM_A_B");
 }
 
+/* A known_hosts of five hypervisors from `ssh-keyscan HOST` (rsa, ecdsa and ed25519
+ * lines) is about 5 KiB: over a parameter's 4 KiB, within a file's 64 KiB. */
+static void test_env_files_large(void **state) {
+    (void)state;
+    static char hosts[5 * 1024];
+    char path[64], text[512];
+    for (size_t i = 0; i < sizeof(hosts); i++)
+        hosts[i] = (i % 100 == 99) ? '\n' : 'h';
+    temp_file(path, sizeof(path), hosts, sizeof(hosts));
+    snprintf(text, sizeof(text), EXEC_HEAD "  env_from_files: {LIBVIRT_KNOWN_HOSTS: %s}\n", path);
+    frugal_config_t *cfg = load_ok(text);
+    const char *got = value_of(&cfg->exec_env_files, "LIBVIRT_KNOWN_HOSTS");
+    assert_non_null(got);
+    assert_int_equal(strlen(got), sizeof(hosts));
+    assert_memory_equal(got, hosts, sizeof(hosts));
+    config_free(cfg);
+    unlink(path);
+}
+
 static void test_env_files_refused(void **state) {
     (void)state;
-    char big[HOOK_PARAM_VALUE_MAX + 1], path[64], nul[64], text[512], want[512];
+    static char big[65 * 1024];
+    char path[64], nul[64], text[512], want[512];
     memset(big, 'x', sizeof(big));
     temp_file(path, sizeof(path), big, sizeof(big));
     temp_file(nul, sizeof(nul), "a\0b", 3);
     snprintf(text, sizeof(text), EXEC_HEAD "  env_from_files: {TOKEN: %s}\n", path);
     snprintf(want, sizeof(want),
-             "t.yaml:4:27: provider.env_from_files.TOKEN: %s is longer than 4 KiB (4096 bytes)",
+             "t.yaml:4:27: provider.env_from_files.TOKEN: %s is longer than 64 KiB (65536 bytes)",
              path);
     expect_error(text, want);
     snprintf(text, sizeof(text), EXEC_HEAD "  env_from_files: {TOKEN: %s}\n", nul);
@@ -272,8 +300,8 @@ int main(void) {
         cmocka_unit_test(test_key_rules),         cmocka_unit_test(test_env_name_mapping),
         cmocka_unit_test(test_value_rules),       cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_params_loaded),     cmocka_unit_test(test_params_refused),
-        cmocka_unit_test(test_env_files_refused), cmocka_unit_test(test_simulated_exposed),
-        cmocka_unit_test(test_reconcile_keys),
+        cmocka_unit_test(test_env_files_large),   cmocka_unit_test(test_env_files_refused),
+        cmocka_unit_test(test_simulated_exposed), cmocka_unit_test(test_reconcile_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
