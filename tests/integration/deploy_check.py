@@ -520,6 +520,9 @@ def check_overlay(root, overlay, docs, values, image):
         elif not (hvol.get("configMap") or hvol.get("secret")).get("defaultMode", 0o644) & 0o111:
             dep_problem(f"spec.template.spec.volumes[{hvol['name']}].defaultMode", "the hook is not executable")
         check_user_data(root, cfg, values, cfg_problem)
+        if str(provider.get("reconcile_interval", "0")).strip() in ("0", "0s", "0m", "0h", ""):
+            cfg_problem("provider.reconcile_interval", "unset: machines that vanish (a host failure, a manual "
+                        "delete) are never replaced and leaked ones never reported (docs/hooks.md, \"Reconciliation\")")
         for var, f in (provider.get("env_from_files") or {}).items():
             fmp, fvol = volume_at(f)
             if fvol is None or "secret" not in fvol:

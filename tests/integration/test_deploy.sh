@@ -174,6 +174,8 @@ sed -i -e 's/^autoDiscovery:/autoDiscoveryOff:/' -e '/^fullnameOverride:/d' "$TM
 sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.yaml"
 # new machines' kubelet five minors behind CA's control plane
 sed -i 's/kubernetes_version: v1.35/kubernetes_version: v1.30/' "$TMP/deploy/base/frugal.yaml"
+# no reconciliation: vanished and leaked machines go unnoticed
+sed -i '/^  reconcile_interval:/d' "$TMP/deploy/base/frugal.yaml"
 # a strategic-merge directive kustomize leaves in the output as a field
 sed -i 's/^  strategy:.*/  strategy:\n    $retainKeys: [type, rollingUpdate]/' "$TMP/deploy/etcd/deployment-patch.yaml"
 # the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
@@ -187,6 +189,8 @@ assert_match '^FAIL: deploy/etcd/: Deployment frugal \(base/deployment.yaml, etc
     "$ERR" "an unknown strategy field"
 assert_match '^FAIL: deploy/base/: base/frugal.yaml: provider.params.kubernetes_version: v1.30: kubelet 1.30 is outside the skew a kubelet may have to a 1.35 control plane' \
     "$ERR" "a kubelet minor outside the skew to CA's control plane"
+assert_match '^FAIL: deploy/base/: base/frugal.yaml: provider.reconcile_interval: unset: machines that vanish' \
+    "$ERR" "a config without reconciliation"
 assert_match '^FAIL: deploy/Dockerfile: ENV HOME: /home/frugal is not the home /var/lib/frugal-home of user frugal' \
     "$ERR" "the image's HOME is not its user's home"
 assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].env\[HOME\]: /home/frugal is not the home /var/lib/frugal-home' \
