@@ -123,6 +123,13 @@ print(join["apiVersion"], args["provider-id"], args["node-labels"])
 ' "$TMP/user-data"
 assert_eq "kubeadm.k8s.io/v1beta4 libvirt://kvm1/u a=b" "$OUT" "the join config: v1beta4 (kubeadm 1.31 and later), kubelet's flags as name/value pairs [$ERR]"
 
+log "the image is set with kubectl alone: the commented images: entry of deploy/kustomization.yaml"
+mkdir -p "$TMP/images"
+cp -r "$DEPLOY" "$TMP/images/deploy"
+sed -i 's/^# \(images:\)/\1/; s/^#   \(- name: frugal\)/  \1/; s/^#     \(new\)/    \1/' "$TMP/images/deploy/kustomization.yaml"
+run kubectl kustomize "$TMP/images/deploy"
+assert_match '^ +image: registry.example/frugal:0.1.0$' "$OUT" "uncommented, it sets frugal's image [$ERR]"
+
 log "the checker finds a new overlay and names the file and field of what disagrees"
 cp -r "$DEPLOY" "$TMP/deploy"
 # bad-probe: the readiness probe on the gRPC health port, not on ops_listen
