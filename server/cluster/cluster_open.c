@@ -366,6 +366,13 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
         state_differs = strcmp(sa->endpoints[i], sb->endpoints[i]) != 0;
     if (state_differs)
         return "state";
+    const limits_config_t *la = &cur->limits, *lb = &next->limits;
+    if (la->memory_bytes != lb->memory_bytes || la->receive_timeout_ms != lb->receive_timeout_ms ||
+        la->idle_timeout_ms != lb->idle_timeout_ms ||
+        la->max_concurrent_streams != lb->max_concurrent_streams ||
+        la->max_calls_per_worker != lb->max_calls_per_worker ||
+        la->max_header_bytes != lb->max_header_bytes)
+        return "limits"; /* the transport is built with them */
     if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
         cur->boot_seconds != next->boot_seconds ||
         cluster__str_differs(cur->exec_command, next->exec_command) ||
@@ -415,6 +422,31 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
     return 0;
 }
 
+/* An autoprovisioned group across a reload: dropped when autoprovisioning is turned
+ * off and it holds nothing (CA could otherwise still create it, unbounded by the limits
+ * that no longer apply), or when it is theoretical and its machine type no longer
+ * allowed; turning autoprovisioning off while it has nodes is refused, as removing a
+ * configured group with nodes is. */
+static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const frugal_config_t *next,
+                                     bool *drop, frugal_err_t *err) {
+    const autoprov_config_t *ap = &next->autoprovisioning;
+    bool holds = g->target_size > 0 || g->instances_count > 0 || cluster__provider_busy(c, g);
+    if (!ap->enabled && holds)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "autoprovisioning.enabled: autoprovisioned node group %s still has "
+                              "%zu nodes (target size %d): turn autoprovisioning off only once "
+                              "it is empty",
+                              g->spec.id, g->instances_count, (int)g->target_size);
+    bool type_allowed = false;
+    for (size_t i = 0; i < ap->machine_types_count && !type_allowed; i++)
+        type_allowed = strcmp(ap->machine_types[i], g->spec.machine_type) == 0;
+    *drop = !ap->enabled || (!g->exists && !holds && !type_allowed);
+    if (*drop)
+        log_info("reload: autoprovisioned node group %s dropped (%s)", g->spec.id,
+                 !ap->enabled ? "autoprovisioning is off" : "its machine type is no longer allowed");
+    return 0;
+}
+
 static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
     pthread_mutex_lock(&c->write_mu);
     const frugal_config_t *cur = c->cfg;
@@ -430,8 +462,14 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     if (configured)
         provider_configure(c->provider, next);
     for (size_t i = 0; rc == 0 && i < c->count; i++) {
-        if (c->groups[i]->autoprovisioned)
-            continue; /* they follow the autoprovisioning settings, which apply at once */
+        if (c->groups[i]->autoprovisioned) {
+            /* They follow the autoprovisioning settings, which apply at once. */
+            bool drop = false;
+            rc = cluster__reload_nap_group(c, c->groups[i], next, &drop, err);
+            if (rc == 0 && drop)
+                changes[n++] = (change_t){.index = i, .next = NULL};
+            continue;
+        }
         group_t *g = NULL;
         if ((rc = cluster__reload_group(c, c->groups[i], next, &g, err)) == 0)
             changes[n++] = (change_t){.index = i, .next = g};

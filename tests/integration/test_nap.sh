@@ -373,6 +373,46 @@ assert_match "nap-custom-1-z1" "$OUT" "the resumed group is listed"
 assert_status UNIMPLEMENTED "its template" ctl template nap-custom-1-z1
 assert_match "machine type custom-1 is no longer in the catalog" "$ERR" "the reason"
 assert_ok "the other groups' templates still answer" ctl template nap-n1-standard-1-z1
+stop_server
 
+log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
+nap_config() { # ENABLED TYPES
+    cat >"$TMP/onoff.yaml.new" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $TMP/onoff-state.yaml
+autoprovisioning:
+  enabled: $1
+  machine_types: [$2]
+  zones: [z1]
+  limits: {max_cpu: 8}
+EOF
+    mv "$TMP/onoff.yaml.new" "$TMP/onoff.yaml"
+}
+reload_and_wait() { # PATTERN: SIGHUP, then wait for one more log line matching it
+    local before
+    before=$(grep -c "$1" "$SERVER_LOG")
+    kill -HUP "$SERVER_PID"
+    for _ in $(seq 1 50); do [ "$(grep -c "$1" "$SERVER_LOG")" -gt "$before" ] && return 0; sleep 0.1; done
+    return 1
+}
+nap_config true "n1-standard-1, n1-standard-2"
+start_server "$TMP/onoff.yaml"
+assert_ok "create the standard-1 group" ctl increase nap-n1-standard-1-z1 1
+nap_config true "n1-standard-1"
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "the type removal reloads"
+assert_status NOT_FOUND "the standard-2 theoretical group is dropped" ctl group-info nap-n1-standard-2-z1
+assert_eq 1 "$(target_size nap-n1-standard-1-z1)" "the created group stays"
+nap_config false "n1-standard-1"
+reload_and_wait 'reload (SIGHUP) refused' && pass || fail "turning NAP off with nodes is refused"
+assert_match 'nap-n1-standard-1-z1 still has 1 nodes .*turn autoprovisioning off only once it is empty' \
+    "$(cat "$SERVER_LOG")" "the group with nodes named"
+assert_eq 1 "$(target_size nap-n1-standard-1-z1)" "nothing changed"
+assert_ok "empty it" ctl delete-nodes nap-n1-standard-1-z1 $(instance_ids nap-n1-standard-1-z1)
+for _ in $(seq 1 50); do [ -z "$(instance_ids nap-n1-standard-1-z1)" ] && break; sleep 0.1; done
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP off once empty reloads"
+assert_ok "node-groups" ctl node-groups
+assert_no_match "nap-" "$OUT" "no autoprovisioned group is left"
+assert_status NOT_FOUND "CA can no longer create one" ctl increase nap-n1-standard-1-z1 5
 stop_server
 finish

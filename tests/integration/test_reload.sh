@@ -103,6 +103,12 @@ kill -HUP "$SERVER_PID"
 for _ in $(seq 1 50); do grep -q 'state_file changes only with a restart' "$SERVER_LOG" && break; sleep 0.1; done
 assert_match 'state_file changes only with a restart' "$(cat "$SERVER_LOG")" "restart-only key named"
 assert_eq 2 "$(target_size pool-a)" "nothing changed"
+# limits shape the transport when it is built: a change is refused, not silently ignored.
+cp "$TMP/good.yaml" "$CFG"
+echo 'limits: {receive_timeout: 1s}' >>"$CFG"
+kill -HUP "$SERVER_PID"
+for _ in $(seq 1 50); do grep -q 'limits changes only with a restart' "$SERVER_LOG" && break; sleep 0.1; done
+assert_match 'limits changes only with a restart' "$(cat "$SERVER_LOG")" "a limits change is refused"
 
 assert_eq 1 "$(grep -c 'node groups "pool-s" (spot)' "$SERVER_LOG")" "the spot twin warned once over every reload"
 stop_server
