@@ -607,6 +607,12 @@ static void call_accept(call_state_t *cs) {
 /* The receive of a call's message completed. */
 static void call_received(call_state_t *cs, bool ok) {
     receive_list_remove(cs->worker->server, cs);
+    /* A body that never came within the call's deadline or limits.receive_timeout is an
+     * answer (DEADLINE_EXCEEDED) the metrics count; a client's cancel is not. */
+    bool overdue = cs->receive_timed_out ||
+                   (!ok && gpr_time_cmp(gpr_now(cs->deadline.clock_type), cs->deadline) >= 0);
+    if (overdue)
+        call_record(cs, GRPC_STATUS_DEADLINE_EXCEEDED);
     if (!ok || cs->receive_timed_out) {
         call_state_free(cs); /* cancelled: by the client, a limit or the receive timeout */
         return;

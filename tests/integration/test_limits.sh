@@ -277,6 +277,9 @@ CANCELLED=$(sed -n 's/.*cancelled \([0-9]*\) call(s) without deadline.*/\1/p' "$
     awk '{ n += $1 } END { print n + 0 }')
 assert_match "^frugal_calls_refused_total\{reason=\"receive_timeout\"\} $CANCELLED\$" \
     "$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")" "the receive timeout is counted"
+assert_eq "$CANCELLED" "$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics" |
+    awk '/^grpc_server_handled_total\{.*grpc_code="DEADLINE_EXCEEDED"\}/ { n += $2 } END { print n + 0 }')" \
+    "the calls ended by the receive timeout are handled DEADLINE_EXCEEDED"
 
 log "an oversized header gets an answer (an error or the call), not silence"
 run $H2 big-header "$ADDR" 1048576
