@@ -7,6 +7,8 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -67,6 +69,37 @@ int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) 
         rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate is not valid before %s", path,
                             when);
     }
+    X509_free(cert);
+    return rc;
+}
+
+/* No passphrase: an encrypted key is unreadable here, never a prompt on a terminal. */
+static int pem__no_passphrase(char *buf, int size, int rwflag, void *u) {
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return 0;
+}
+
+int pem_check_key_pair(const char *cert_path, const char *cert_pem, const char *key_path,
+                       const char *key_pem, frugal_err_t *err) {
+    BIO *cb = BIO_new_mem_buf(cert_pem, -1);
+    X509 *cert = cb != NULL ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    BIO_free(cb);
+    BIO *kb = BIO_new_mem_buf(key_pem, -1);
+    EVP_PKEY *key = kb != NULL ? PEM_read_bio_PrivateKey(kb, NULL, pem__no_passphrase, NULL) : NULL;
+    BIO_free(kb);
+    int rc = 0;
+    if (cert == NULL)
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no readable PEM certificate", cert_path);
+    else if (key == NULL)
+        rc = frugal_err_set(err, FRUGAL_EINVAL,
+                            "%s: no readable PEM private key (an encrypted key is not supported)",
+                            key_path);
+    else if (X509_check_private_key(cert, key) != 1)
+        rc =
+            frugal_err_set(err, FRUGAL_EINVAL, "%s is not the private key of the certificate in %s",
+                           key_path, cert_path);
+    ERR_clear_error(); /* OpenSSL's queue must not leak into gRPC's handshakes */
+    EVP_PKEY_free(key);
     X509_free(cert);
     return rc;
 }

@@ -18,4 +18,10 @@ int pem_read_file(const char *path, char **out, frugal_err_t *err);
  * not valid yet. A server must not start with, or rotate to, such a certificate. */
 int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err);
 
+/* Check that the private key in key_pem (read from key_path) is the key of the first
+ * certificate in cert_pem: FRUGAL_EINVAL naming the file at fault otherwise (gRPC would
+ * only refuse the handshake, or the listener, without saying why). */
+int pem_check_key_pair(const char *cert_path, const char *cert_pem, const char *key_path,
+                       const char *key_pem, frugal_err_t *err);
+
 #endif

@@ -143,6 +143,11 @@ bad_config "$PKI" "$PKI/server.key"
 run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
 assert_eq 1 "$RC" "serve refuses an unreadable certificate (a directory)"
 assert_match "cannot (read|stat|open) $PKI" "$ERR" "the error names the unreadable file"
+bad_config "$PKI/server2.crt" "$PKI/expired.key"
+run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
+assert_eq 1 "$RC" "serve refuses a key that is not the certificate's"
+assert_match "$PKI/expired.key is not the private key of the certificate in $PKI/server2.crt" "$ERR" \
+    "the error names the mismatched pair"
 cp "$PKI/server2.crt" "$PKI/live.crt" && cp "$PKI/server2.key" "$PKI/live.key" # server.crt was emptied above
 bad_config "$PKI/live.crt" "$PKI/live.key"
 ADDR="127.0.0.1:$BAD_PORT"
@@ -154,6 +159,11 @@ cp "$PKI/expired.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.c
 assert_ok "a rotation to an expired certificate keeps the last good one" ctl health
 assert_eq 1 "$(target_size pool-a)" "and the server's data"
 assert_match "TLS reload failed, keeping the current certificate: .*expired" "$(cat "$SERVER_LOG")" "the refusal is logged"
+cp "$PKI/server2.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.crt" # with expired.key
+assert_ok "a rotation to a certificate of another key keeps the last good one" ctl health
+assert_match "TLS reload failed, keeping the current certificate: .*live.key is not the private key of the certificate in .*live.crt" \
+    "$(cat "$SERVER_LOG")" "the mismatch is logged"
+assert_no_match "TLS material of .* reloaded" "$(cat "$SERVER_LOG")" "no reload is claimed"
 stop_server
 
 log "plaintext on a non-loopback address"
