@@ -285,7 +285,9 @@ static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, s
                             size_t base, size_t seed) {
     const replay_figures_t *f = replay__run(c, w, k, seed);
     const replay_figures_t *b = replay__run(c, w, base, seed);
-    replay__stat_add(s, b->cost > 0 ? f->cost / b->cost : 0, seed);
+    /* Nothing bought by either (no pod ran yet): the same cost. */
+    double vs = b->cost > 0 ? f->cost / b->cost : f->cost > 0 ? 0 : 1;
+    replay__stat_add(s, vs, seed);
 }
 
 /* The bound of workload w's seed s (a trace has one, its pods are the same every seed). */

@@ -227,6 +227,10 @@ assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, t
 assert_exit 2 "a strategy twice" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --strategy random --strategy random
 assert_match "^frugal replay: --strategy random given twice$" "$ERR" "a strategy twice refused"
 
+assert_ok "no pod ran yet" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 0.001 --seeds 1 \
+    --strategy random --strategy pricing-proposal -o csv
+assert_match "^web,random,1,0,0,([0.]+,){12}1.000000,1.000000,1.000000,1.000000,1.000000,1.000000," "$OUT" "nothing bought by either: the same cost, VS 1"
+
 log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
 assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
 assert_match "^frugal replay: --restart-at: expected a positive number of hours up to 8784, got \"soon\"$" \
