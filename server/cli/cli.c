@@ -33,6 +33,7 @@ int cli_read_stream(FILE *f, char **data, size_t *len) {
     char *buf = malloc(cap);
     if (buf == NULL)
         return ENOMEM;
+    errno = 0;
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
@@ -47,8 +48,9 @@ int cli_read_stream(FILE *f, char **data, size_t *len) {
         cap *= 2;
     }
     if (ferror(f)) {
+        int e = errno != 0 ? errno : EIO; /* a directory says EISDIR */
         free(buf);
-        return EIO;
+        return e;
     }
     buf[n] = '\0'; /* n < cap: the loop stops on a short read */
     *data = buf;

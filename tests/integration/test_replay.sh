@@ -227,6 +227,8 @@ assert_match "^web: 12.0 h, 1 seeds, [0-9]+ pods per seed$" "$OUT" "first fit, t
 assert_exit 2 "a strategy twice" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --strategy random --strategy random
 assert_match "^frugal replay: --strategy random given twice$" "$ERR" "a strategy twice refused"
 
+assert_exit 1 "a directory as a workload" "$FRUGAL" replay -c "$CFG" "$TMP" --seeds 1
+assert_match "^frugal replay: cannot read $TMP: Is a directory$" "$ERR" "a directory is named as one"
 assert_ok "no pod ran yet" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 0.001 --seeds 1 \
     --strategy random --strategy pricing-proposal -o csv
 assert_match "^web,random,1,0,0,([0.]+,){12}1.000000,1.000000,1.000000,1.000000,1.000000,1.000000," "$OUT" "nothing bought by either: the same cost, VS 1"
