@@ -832,7 +832,7 @@ static int plan__print_table(const plan_t *pl) {
     if (pl->n_options == 0) {
         printf("  none\n");
     } else {
-        bool demand_fit = cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT;
+        bool demand_fit = pl->decision.strategy == RANKING_STRATEGY_DEMAND_FIT;
         cli_table_t t = {.ncols = 12};
         if (demand_fit)
             cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "SPARE",
@@ -1040,7 +1040,7 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
         plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
-        if (pl->cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT)
+        if (pl->decision.strategy == RANKING_STRATEGY_DEMAND_FIT)
             printf("  spare_value: %.6f\n  use_share: %.6f\n  arrivals_per_hour: %.6f\n"
                    "  gib_per_core: %.6f\n",
                    pl->in[o].spare_value, pl->in[o].use_share, pl->in[o].arrivals_per_hour,

@@ -54,6 +54,14 @@ static double decide__gib_per_core(const decide_request_t *req, const decide_dem
     return cpu > 0 ? mem / cpu : 0.0;
 }
 
+/* Whether no pod of the request asks for cpu, memory or GPUs (BestEffort pods). */
+static bool decide__pods_request_nothing(const decide_request_t *req) {
+    for (size_t i = 0; i < req->pods_count; i++)
+        if (req->pods[i].cpu_milli > 0 || req->pods[i].memory_bytes > 0 || req->pods[i].gpu > 0)
+            return false;
+    return true;
+}
+
 /* How many pods of the kind (with GPUs or without) reached frugal per hour lately: the
  * remembered ones seen at a known time, over the time the memory has watched (since the
  * oldest timed pod of either kind: few pods of a kind in a long watch are a low rate,
@@ -443,10 +451,21 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
             decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
                                &out->inputs[i]);
 
+    out->strategy = cfg->ranking.strategy;
     out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,
                                          out->inputs, n, out->figures, out->selected);
     for (size_t i = 0; i < n; i++)
         out->any_scored = out->any_scored || out->figures[i].scored;
+    if (demand_fit && !out->any_scored && decide__pods_request_nothing(req)) {
+        ranking_config_t formula = cfg->ranking;
+        formula.strategy = RANKING_STRATEGY_PRICING_PROPOSAL;
+        out->strategy = formula.strategy;
+        demand_fit = false;
+        out->selected_count = ranking_select(&formula, out->damper_price, out->cluster_size,
+                                             out->inputs, n, out->figures, out->selected);
+        for (size_t i = 0; i < n; i++)
+            out->any_scored = out->any_scored || out->figures[i].scored;
+    }
     if (demand_fit && out->any_scored && decide__most_pods_first(cfg, req, out, err) != 0) {
         decide_result_free(out);
         return FRUGAL_ENOMEM;

@@ -119,6 +119,10 @@ typedef struct decide_result {
     size_t *selected;           /* winners' indexes in request order ... */
     size_t selected_count;      /* ... >= 1 when there is an option */
     bool any_scored;            /* false: no option could be scored; every one is selected */
+    /* The strategy whose figures these are: the configured one, or pricing-proposal when
+     * demand-fit could score no option because its pods request nothing (BestEffort
+     * pods: T and the spare room are 0, and only the formula's X prices them). */
+    ranking_strategy_t strategy;
     double damper_price;        /* X */
     int64_t preferred_cpu_milli;
     int64_t cluster_size; /* the size the ranking used */

@@ -195,8 +195,8 @@ static int replay__frugal_choose(void *state, const replay_view_t *view,
     *chosen =
         res.selected[res.selected_count > 1 ? replay_rng_below(s->rng, res.selected_count) : 0];
     if (view->why != NULL)
-        ranking_format_strategy_figures(s->cfg.ranking.strategy, &res.figures[*chosen],
-                                        &res.inputs[*chosen], view->why, view->why_size);
+        ranking_format_strategy_figures(res.strategy, &res.figures[*chosen], &res.inputs[*chosen],
+                                        view->why, view->why_size);
     decide_result_free(&res);
 done:
     free(opts);

@@ -272,7 +272,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         goto done;
     for (size_t i = 0; i < n; i++)
         expander__log_skip(req, i, res.skips[i], missing[i]);
-    expander__log_decision(req, &res, cfg->ranking.strategy == RANKING_STRATEGY_DEMAND_FIT);
+    expander__log_decision(req, &res, res.strategy == RANKING_STRATEGY_DEMAND_FIT);
     if (!res.any_scored) {
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",
@@ -281,7 +281,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         for (size_t k = 0; k < res.selected_count; k++) {
             const expander_option_t *o = &req->options[res.selected[k]];
             char figures[RANKING_FIGURES_MAX];
-            ranking_format_strategy_figures(cfg->ranking.strategy, &res.figures[res.selected[k]],
+            ranking_format_strategy_figures(res.strategy, &res.figures[res.selected[k]],
                                             &res.inputs[res.selected[k]], figures, sizeof(figures));
             size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;
             if (!(debugs[k] = malloc(len))) {

@@ -80,4 +80,20 @@ log "pods without a creation time: seen when asked, within seconds, the large no
 ten - s16 "ten pods asked seconds apart"
 unset FRUGAL_LOG_FORMAT
 
+log "BestEffort pods (no requests): the formula ranks them, the small node wins"
+cat >"$TMP/besteffort.yaml" <<EOF2
+options:
+  - {group: s16, node_count: 1, pods: [{name: be, owner: ReplicaSet, count: 3}]}
+  - {group: s2, node_count: 1, pods: [{name: be, owner: ReplicaSet, count: 3}]}
+nodes:
+  - {group: s2, machine_type: n1-standard-2, zone: us-central1-a}
+  - {group: s16, machine_type: n1-standard-16, zone: us-central1-a}
+EOF2
+start_server "$TMP/frugal.yaml"
+assert_ok "best-options of BestEffort pods" ctl -o yaml best-options "$TMP/besteffort.yaml"
+assert_eq 1 "$(echo "$OUT" | grep -c '^    winner: true$')" "one option answered"
+assert_match 'group: "?s2"?' "$(echo "$OUT" | grep -B3 '^    winner: true$')" "the small node"
+assert_no_match "none of the 2 options can be scored" "$(cat "$SERVER_LOG")" "not answered unchanged"
+stop_server
+
 finish

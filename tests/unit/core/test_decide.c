@@ -187,6 +187,44 @@ static void test_nothing_scored_selects_all(void **state) {
     decide_result_free(&res);
 }
 
+/* BestEffort pods request nothing: demand-fit's T and spare room are 0 for every option,
+ * so the formula (whose X prices them) decides, and says so, rather than no one. */
+static void test_demand_fit_lets_the_formula_rank_besteffort_pods(void **state) {
+    (void)state;
+    static const char yaml[] = "node_groups:\n"
+                               "  - {id: big, machine_type: n1-standard-32, max_size: 10}\n"
+                               "  - {id: small, machine_type: n1-standard-2, max_size: 10}\n";
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    assert_int_equal(config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &errors), 0);
+    assert_int_equal(cfg->ranking.strategy, RANKING_STRATEGY_DEMAND_FIT);
+    static const resources_t empty[] = {{0, 0, 0}, {0, 0, 0}};
+    static const uint32_t both[] = {0, 1};
+    node_info_t n32 = template_node("n1-standard-32", 32000, 120LL * GIB, "32");
+    node_info_t n2 = template_node("n1-standard-2", 2000, 7680LL * 1024 * 1024, "2");
+    decide_option_t opts[] = {option("big", 1, &n32), option("small", 1, &n2)};
+    for (size_t i = 0; i < 2; i++)
+        opts[i].pods = both, opts[i].pods_count = 2;
+    decide_request_t req = {opts, 2, empty, 2, 10, false, 0, NULL, NULL};
+    decide_result_t res;
+    frugal_err_t err = {0};
+    assert_int_equal(decide_best_options(cfg, &req, &res, &err), 0);
+    assert_true(res.any_scored);
+    assert_int_equal(res.strategy, RANKING_STRATEGY_PRICING_PROPOSAL);
+    assert_int_equal(res.selected_count, 1);
+    assert_int_equal(res.selected[0], 1); /* the cheap node */
+    decide_result_free(&res);
+
+    /* One pod that requests something: demand-fit decides as configured. */
+    static const resources_t one[] = {{0, 0, 0}, {500, GIB, 0}};
+    req.pods = one;
+    assert_int_equal(decide_best_options(cfg, &req, &res, &err), 0);
+    assert_int_equal(res.strategy, RANKING_STRATEGY_DEMAND_FIT);
+    assert_true(res.any_scored);
+    decide_result_free(&res);
+    config_free(cfg);
+}
+
 static void test_theoretical_groups_pay_the_penalty(void **state) {
     const frugal_config_t *cfg = *state;
     node_info_t n4 = template_node("n1-standard-4", 4000, 15LL * GIB, "4");
@@ -232,6 +270,7 @@ int main(void) {
         cmocka_unit_test(test_figures_and_winner),
         cmocka_unit_test(test_left_out_in_order),
         cmocka_unit_test(test_nothing_scored_selects_all),
+        cmocka_unit_test(test_demand_fit_lets_the_formula_rank_besteffort_pods),
         cmocka_unit_test(test_theoretical_groups_pay_the_penalty),
         cmocka_unit_test(test_zone_balance_by_group_size),
     };
