@@ -564,8 +564,7 @@ static bool replay__positive(const char *s, double max, double *out) {
     errno = 0;
     double v = strtod(s, &end);
     /* strtod also reads hexadecimal ("0x10"), which no one means as hours. */
-    if (*s == '\0' || strpbrk(s, "xX") != NULL || *end != '\0' || errno != 0 || !(v > 0) ||
-        v > max)
+    if (*s == '\0' || strpbrk(s, "xX") != NULL || *end != '\0' || errno != 0 || !(v > 0) || v > max)
         return false;
     *out = v;
     return true;
@@ -586,8 +585,7 @@ static bool replay__has_strategy(const replay_cmd_t *c, const replay_policy_ops_
 static int replay__hours_arg(const char *opt, const char *val, double *out) {
     if (replay__positive(val, REPLAY_HOURS_MAX, out))
         return 0;
-    fprintf(stderr,
-            "frugal replay: %s: expected a positive number of hours up to %d, got \"%s\"\n",
+    fprintf(stderr, "frugal replay: %s: expected a positive number of hours up to %d, got \"%s\"\n",
             opt, REPLAY_HOURS_MAX, val);
     return 2;
 }

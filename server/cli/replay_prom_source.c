@@ -126,8 +126,7 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
 }
 
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
-                            replay_workload_t *out, replay_prom_built_t *built,
-                            frugal_err_t *err) {
+                            replay_workload_t *out, replay_prom_built_t *built, frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
     memset(built, 0, sizeof(*built));
     prom_http_t *h = NULL;

@@ -37,8 +37,7 @@ typedef struct replay_prom_built {
  * (unreachable URL, not a Prometheus answer, a missing kube-state-metrics metric named,
  * no pod in the range) and leaves nothing to free. */
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
-                            replay_workload_t *out, replay_prom_built_t *built,
-                            frugal_err_t *err);
+                            replay_workload_t *out, replay_prom_built_t *built, frugal_err_t *err);
 
 /* Once the replay stands: save the trace when asked (all or nothing: FILE.tmp renamed)
  * and say how many pods were left out for want of a creation time. A failed replay thus

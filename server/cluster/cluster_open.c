@@ -443,7 +443,8 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
     *drop = !ap->enabled || (!g->exists && !holds && !type_allowed);
     if (*drop)
         log_info("reload: autoprovisioned node group %s dropped (%s)", g->spec.id,
-                 !ap->enabled ? "autoprovisioning is off" : "its machine type is no longer allowed");
+                 !ap->enabled ? "autoprovisioning is off"
+                              : "its machine type is no longer allowed");
     return 0;
 }
 

@@ -123,7 +123,7 @@ typedef struct decide_result {
      * demand-fit could score no option because its pods request nothing (BestEffort
      * pods: T and the spare room are 0, and only the formula's X prices them). */
     ranking_strategy_t strategy;
-    double damper_price;        /* X */
+    double damper_price; /* X */
     int64_t preferred_cpu_milli;
     int64_t cluster_size; /* the size the ranking used */
     /* demand-fit: the winners are not the best score's but those of pods that no option

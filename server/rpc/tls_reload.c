@@ -35,8 +35,8 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
     if (rc == 0)
         rc = pem_check_certificate(r->paths[TLS_CERT], pem[TLS_CERT], err);
     if (rc == 0)
-        rc = pem_check_key_pair(r->paths[TLS_CERT], pem[TLS_CERT], r->paths[TLS_KEY],
-                                pem[TLS_KEY], err);
+        rc = pem_check_key_pair(r->paths[TLS_CERT], pem[TLS_CERT], r->paths[TLS_KEY], pem[TLS_KEY],
+                                err);
     if (rc == 0) {
         grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
                                            .cert_chain = pem[TLS_CERT]};

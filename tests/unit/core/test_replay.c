@@ -143,7 +143,8 @@ static void test_mix_errors(void **state) {
     const struct {
         const char *fields, *message;
     } refused[] = {
-        {"lifetime: 500ms}", "m.yaml:3:46: families[0].lifetime: must be at least 1s, got \"500ms\""},
+        {"lifetime: 500ms}",
+         "m.yaml:3:46: families[0].lifetime: must be at least 1s, got \"500ms\""},
         {"lifetime: [100ms, 1h]}", "m.yaml:3:47: families[0].lifetime: must be at least 1s"},
         {"lifetime: 0.99}", "m.yaml:3:46: families[0].lifetime: must be at least 1s, got \"0.99\""},
         {"lifetime: 1e12}", "m.yaml:3:46: families[0].lifetime: must be at most 3660 days"},
