@@ -353,6 +353,27 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     return rc;
 }
 
+/* A configured group's key was deleted from the store by hand (replicas never delete
+ * those): starting from it, a replica would take the group at its initial size and forget
+ * its machines. The leader writes its copy back; the others keep theirs meanwhile. */
+static int cluster__restore_deleted(cluster_t *c, const group_t *cur, frugal_err_t *err) {
+    if (!state_backend_leader(c->state)) {
+        log_warn("the stored node group %s was deleted outside frugal: the leader writes it "
+                 "back; this replica keeps its copy",
+                 cur->spec.id);
+        return 0;
+    }
+    log_error("the stored node group %s was deleted outside frugal: written back from this "
+              "replica's copy (target size %d, %zu instances)",
+              cur->spec.id, (int)cur->target_size, cur->instances_count);
+    group_t *copy = NULL;
+    int rc = group_dup(cur, &copy, err);
+    const cluster_ctx_t local = {0};
+    if (rc == 0)
+        rc = cluster__replace(c, &local, cur, copy, err);
+    return rc;
+}
+
 /* The backend's watch: another replica committed g (NULL: removed group id). Publish it
  * as it is stored: a configured group takes its sizes and instances (as at open), an
  * autoprovisioned one comes whole. */
@@ -368,6 +389,8 @@ void cluster__remote(void *arg, const char *id, const group_t *sg) {
         if (cur != NULL && cur->autoprovisioned) {
             change_t ch = {.index = cluster__index_of(c, cur), .next = NULL};
             rc = cluster__commit(c, &ctx, &ch, 1, &err);
+        } else if (cur != NULL && cur->managed) {
+            rc = cluster__restore_deleted(c, cur, &err);
         }
     } else if (cur != NULL && !cur->autoprovisioned) {
         group_t tmp;

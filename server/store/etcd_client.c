@@ -343,6 +343,12 @@ static int etcd__watch_start(etcd_endpoint_t *e, const ProtobufCMessage *req, in
     return 0;
 }
 
+void etcd_watch_avoid(etcd_client_t *c, const etcd_watch_t *w) {
+    size_t i = atomic_load(&c->current) % c->count;
+    if (c->endpoints[i].url == w->url)
+        atomic_store(&c->current, (i + 1) % c->count);
+}
+
 int etcd_watch_open(etcd_client_t *c, const ProtobufCMessage *req, etcd_watch_t **out,
                     frugal_err_t *err) {
     *out = NULL;

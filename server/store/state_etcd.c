@@ -67,8 +67,13 @@ typedef struct etcd_backend {
     void *lease_arg;
     atomic_bool stop;
     atomic_bool watch_stop;
-    atomic_bool watch_down;  /* the Watch could not be opened: the cache may be stale */
-    atomic_bool unreachable; /* the last lease renewal reached no endpoint */
+    atomic_bool watch_down;    /* the Watch could not be opened: the cache may be stale */
+    atomic_bool watch_stuck;   /* open, but keys changed that it did not bring */
+    atomic_bool watch_restart; /* reopen the Watch on another endpoint */
+    int64_t lag_revision;      /* Watch thread: the cache revision a lag was first seen at */
+    int64_t lag_since_ms;      /* ... and when (monotonic ms) */
+    int64_t next_check_ms;     /* ... and when to look again */
+    atomic_bool unreachable;   /* the last lease renewal reached no endpoint */
     bool lease_thread_started;
     pthread_t lease_thread;
     bool watch_thread_started;
@@ -480,8 +485,21 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         if (rc == 0 && !resp->succeeded) {
             e->wanted = rev;
             bool fenced = sc->provider_work && !se__leader_now(e);
-            metrics_count(METRICS_ETCD_TXN_REFUSED, fenced ? "fenced" : "conflict", NULL, NULL);
-            if (fenced)
+            /* The cache held every change up to the store's revision (the Watch waits for
+             * mu), yet a compare failed: a key holds a value the cache refused. */
+            bool unreadable = !fenced && rev > 0 && rev <= e->revision;
+            metrics_count(METRICS_ETCD_TXN_REFUSED,
+                          fenced       ? "fenced"
+                          : unreadable ? "unreadable"
+                                       : "conflict",
+                          NULL, NULL);
+            if (unreadable)
+                rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                                    "etcd: a key under %s holds a value this replica refused as "
+                                    "corrupt (logged when it was written): put a valid value back "
+                                    "or delete it; the write was refused",
+                                    e->prefix);
+            else if (fenced)
                 rc = frugal_err_set(err, FRUGAL_EPRECOND,
                                     "this replica lost the leadership (lease %" PRIx64
                                     "): its write was refused",
@@ -542,6 +560,8 @@ static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err)
     int64_t have = e->revision, want = e->wanted;
     pthread_mutex_unlock(&e->mu);
     if (behind)
+        atomic_store(&e->watch_restart, true); /* its stream may be stuck: reopen it */
+    if (behind)
         return frugal_err_set(err, FRUGAL_EUNAVAIL,
                               "etcd: this replica's cache is at revision %" PRId64
                               ", behind %" PRId64 ": the Watch is not current",
@@ -566,10 +586,11 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     if (known)
         return;
     if (value == NULL) {
-        e->watch_fn(e->watch_arg, id, NULL);
+        /* Forgotten first: a write the callback makes compares against an absent key. */
         pthread_mutex_lock(&e->mu);
         seen_free(strmap_remove(e->seen, id));
         pthread_mutex_unlock(&e->mu);
+        e->watch_fn(e->watch_arg, id, NULL);
         return;
     }
     state_t one;
@@ -629,10 +650,10 @@ static void se__resync(etcd_backend_t *e) {
     for (size_t i = 0; i < ngone; i++) {
         if (gone[i] == NULL)
             continue;
-        e->watch_fn(e->watch_arg, gone[i], NULL);
         pthread_mutex_lock(&e->mu);
         seen_free(strmap_remove(e->seen, gone[i]));
         pthread_mutex_unlock(&e->mu);
+        e->watch_fn(e->watch_arg, gone[i], NULL);
         free(gone[i]);
     }
     free(gone);
@@ -651,7 +672,77 @@ static void se__resync(etcd_backend_t *e) {
 /* The cache may be stale while the Watch is down or no etcd endpoint answers (a Watch
  * stream to a stopped etcd fails only later, when its connection does). */
 static void se__publish_stale(etcd_backend_t *e) {
-    metrics_state_stale(atomic_load(&e->watch_down) || atomic_load(&e->unreachable));
+    metrics_state_stale(atomic_load(&e->watch_down) || atomic_load(&e->watch_stuck) ||
+                        atomic_load(&e->unreachable));
+}
+
+/* Whether keys under the prefix changed after the revision the cache holds. */
+static bool se__keys_after_cache(etcd_backend_t *e, int64_t have, bool *after) {
+    char *end = se__range_end(e->prefix);
+    Etcdserverpb__RangeRequest req = ETCDSERVERPB__RANGE_REQUEST__INIT;
+    req.key = se__bytes(e->prefix);
+    req.range_end = se__bytes(end);
+    /* Keys, not a count: etcd counts before it applies min_mod_revision. */
+    req.keys_only = true;
+    req.min_mod_revision = have + 1;
+    Etcdserverpb__RangeResponse *resp = NULL;
+    frugal_err_t err = {0};
+    int rc = end == NULL
+                 ? FRUGAL_ENOMEM
+                 : etcd_client_call(e->client, ETCD_KV_RANGE, &req.base,
+                                    &etcdserverpb__range_response__descriptor,
+                                    (ProtobufCMessage **)&resp, ETCD_CALL_IDEMPOTENT, 0, &err);
+    free(end);
+    if (rc != 0)
+        return false;
+    *after = resp->n_kvs > 0;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return true;
+}
+
+/* How long keys may stay changed after the cache's revision before the Watch that
+ * should have brought them counts as stuck, and how often that is looked at. */
+#define SE_WATCH_STUCK_MS 1500
+#define SE_WATCH_CHECK_MS 500
+
+/* The Watch's liveness, looked at by the Watch thread itself: keys changed after the
+ * cache's revision and still not brought SE_WATCH_STUCK_MS later mean its stream is stuck
+ * (a member that hangs keeps it open and silent). True: reopen it on another endpoint;
+ * the cache is marked stale until it has caught up. */
+static bool se__watch_stuck(etcd_backend_t *e) {
+    int64_t now = clock_mono_ms();
+    if (now < e->next_check_ms)
+        return false;
+    e->next_check_ms = now + SE_WATCH_CHECK_MS;
+    pthread_mutex_lock(&e->mu);
+    int64_t have = e->revision;
+    pthread_mutex_unlock(&e->mu);
+    bool after = false;
+    if (!se__keys_after_cache(e, have, &after))
+        return false;
+    if (!after) {
+        e->lag_revision = 0;
+        if (atomic_exchange(&e->watch_stuck, false)) {
+            log_info("etcd Watch caught up (revision %" PRId64 ")", have);
+            se__publish_stale(e);
+        }
+        return false;
+    }
+    if (e->lag_revision != have) {
+        e->lag_revision = have; /* maybe on its way: look again */
+        e->lag_since_ms = now;
+        return false;
+    }
+    if (now - e->lag_since_ms < SE_WATCH_STUCK_MS)
+        return false;
+    e->lag_revision = 0;
+    if (!atomic_exchange(&e->watch_stuck, true))
+        log_warn("etcd Watch stuck: keys changed after revision %" PRId64
+                 " and it brought none within %d ms (serving from the cache, marked stale; "
+                 "reopening it on another endpoint)",
+                 have, SE_WATCH_STUCK_MS);
+    se__publish_stale(e);
+    return true;
 }
 
 static void *se__watch_main(void *arg) {
@@ -689,6 +780,10 @@ static void *se__watch_main(void *arg) {
         se__publish_stale(e);
         warned = false;
         while (!atomic_load(&e->stop) && !atomic_load(&e->watch_stop)) {
+            if (atomic_exchange(&e->watch_restart, false) || se__watch_stuck(e)) {
+                etcd_watch_avoid(e->client, w);
+                break;
+            }
             Etcdserverpb__WatchResponse *resp = NULL;
             if (etcd_watch_next(w, (ProtobufCMessage **)&resp, 200, &err) != 0)
                 break;

@@ -67,4 +67,8 @@ int etcd_watch_next(etcd_watch_t *w, ProtobufCMessage **resp, int64_t timeout_ms
 /* Cancel the stream and free it. */
 void etcd_watch_close(etcd_watch_t *w);
 
+/* The calls and the next Watch leave w's endpoint for the next one (w's stream is stuck
+ * there: a member that hangs keeps its streams open). */
+void etcd_watch_avoid(etcd_client_t *c, const etcd_watch_t *w);
+
 #endif

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The etcd Watch's liveness and hand edits of the store, against a real three-member
+# etcd: a member that hangs (SIGSTOP) keeps a replica's Watch stream open and silent; the
+# replica notices that keys changed which its Watch did not bring, marks its cache stale,
+# reopens the Watch on another member and catches up. A group key deleted by hand is
+# written back by the leader from its copy (a restart would otherwise take the group at
+# its initial size and forget its machines); a corrupt one makes writes fail as such,
+# not as a race with another replica.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd_lib.sh"
+
+etcd_start 3
+P1=$(free_port)
+P2=$(free_port)
+O1=$(free_port)
+replica_config "$TMP/r1.yaml" "$P1" /frugal/w/
+replica_config "$TMP/r2.yaml" "$P2" /frugal/w/
+echo "ops_listen: 127.0.0.1:$O1" >>"$TMP/r1.yaml"
+# r1 asks member 1 first, r2 member 0: r1's Watch is on member 1.
+sed -i "s|endpoints: .*|endpoints: [${ETCD_CLIENT[1]}, ${ETCD_CLIENT[0]}, ${ETCD_CLIENT[2]}]|" "$TMP/r1.yaml"
+R1="127.0.0.1:$P1"
+R2="127.0.0.1:$P2"
+stale() { curl -s "http://127.0.0.1:$O1/metrics" | awk '$1 == "frugal_state_cache_stale" { print $2 }'; }
+
+ADDR=$R1 start_server "$TMP/r1.yaml"
+PID1=$SERVER_PID LOG1=$SERVER_LOG
+ADDR=$R2 start_server "$TMP/r2.yaml"
+PID2=$SERVER_PID LOG2=$SERVER_LOG
+ADDR=$R2 assert_ok "increase on r2" ctl increase web-a 1
+for _ in $(seq 1 30); do [ "$(ADDR=$R1 target_size web-a)" = 1 ] && break; sleep 0.1; done
+assert_eq 1 "$(ADDR=$R1 target_size web-a)" "r1 sees r2's change"
+
+log "a member that hangs: r1's Watch on it is found stuck, reopened elsewhere, caught up"
+kill -STOP "${ETCD_PID[1]}"
+# The other two elect a raft leader again if member 1 was it: retry until they have.
+for k in 1 2 3; do
+    for _ in $(seq 1 50); do ADDR=$R2 ctl increase web-a 1 >/dev/null 2>&1 && break; sleep 0.1; done
+done
+# (A refused call "may or may not have been applied": the target is r2's, at least 4.)
+WANT=$(ADDR=$R2 target_size web-a)
+[ "$WANT" -ge 4 ] && pass || fail "r2 made three increases while member 1 hangs (target $WANT)"
+caught=0
+for _ in $(seq 1 150); do
+    [ "$(ADDR=$R1 target_size web-a)" = "$WANT" ] && caught=1 && break
+    sleep 0.1
+done
+[ $caught = 1 ] && pass || fail "r1 never caught up with target $WANT (it has $(ADDR=$R1 target_size web-a))"
+assert_match "etcd Watch stuck: keys changed after revision" "$(cat "$LOG1")" "the stuck Watch is logged"
+for _ in $(seq 1 50); do [ "$(stale)" = 0 ] && break; sleep 0.1; done
+assert_eq 0 "$(stale)" "the cache is current again"
+ADDR=$R1 assert_ok "r1 writes again" ctl increase web-a 1
+kill -CONT "${ETCD_PID[1]}"
+
+log "a group key deleted by hand: the leader writes it back from its copy"
+WANT=$((WANT + 1))
+for _ in $(seq 1 30); do [ "$(ADDR=$R2 target_size web-a)" = "$WANT" ] && break; sleep 0.1; done
+curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/deleterange" -d "{\"key\":\"$(b64 /frugal/w/groups/web-a)\"}" >/dev/null
+back=""
+for _ in $(seq 1 50); do
+    back=$(etcd_get /frugal/w/groups/web-a)
+    [ -n "$back" ] && break
+    sleep 0.1
+done
+assert_match "target=$WANT" "$back" "the key is back with its target"
+assert_match "deleted outside frugal: written back" "$(cat "$LOG1" "$LOG2")" "the leader says so"
+assert_eq "$WANT" "$(ADDR=$R1 target_size web-a)" "r1 keeps its target"
+assert_eq "$WANT" "$(ADDR=$R2 target_size web-a)" "r2 keeps its target"
+
+log "a corrupt group key: writes fail naming it, not as a race; a valid value heals it"
+good=$(etcd_get /frugal/w/groups/web-a)
+etcd_put /frugal/w/groups/web-a "garbage"
+sleep 0.5
+ADDR=$R2 assert_status FAILED_PRECONDITION "increase over a corrupt key" ctl increase web-a 1
+assert_match "refused as corrupt" "$ERR" "the corrupt key is the reason"
+etcd_put /frugal/w/groups/web-a "$good"
+sleep 0.5
+ADDR=$R2 assert_ok "increase once healed" ctl increase web-a 1
+
+ADDR=$R1 SERVER_PID=$PID1 stop_server
+ADDR=$R2 SERVER_PID=$PID2 stop_server
+etcd_stop
+finish
