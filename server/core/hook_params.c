@@ -21,20 +21,24 @@ const char *hook_param_key_problem(const char *key) {
     return NULL;
 }
 
-const char *hook_param_value_problem(const char *value, size_t len) {
-    if (len > HOOK_PARAM_VALUE_MAX)
-        return "is longer than 4 KiB (4096 bytes)";
+/* What keeps value from an environment variable: over max bytes (too_long), or a NUL. */
+static const char *hook__value_problem(const char *value, size_t len, size_t max,
+                                       const char *too_long) {
+    if (len > max)
+        return too_long;
     if (memchr(value, '\0', len) != NULL)
         return "holds a NUL character";
     return NULL;
 }
 
+const char *hook_param_value_problem(const char *value, size_t len) {
+    return hook__value_problem(value, len, HOOK_PARAM_VALUE_MAX,
+                               "is longer than 4 KiB (4096 bytes)");
+}
+
 const char *hook_env_file_problem(const char *value, size_t len) {
-    if (len > HOOK_ENV_FILE_MAX)
-        return "is longer than 64 KiB (65536 bytes)";
-    if (memchr(value, '\0', len) != NULL)
-        return "holds a NUL character";
-    return NULL;
+    return hook__value_problem(value, len, HOOK_ENV_FILE_MAX,
+                               "is longer than 64 KiB (65536 bytes)");
 }
 
 static char hook__map_char(char c) {
