@@ -284,6 +284,8 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
     return 0;
 }
 
+static int plan__decide(plan_t *pl);
+
 /* The options as a live BestOptions would get them: each configured group that can
  * host pending pods, its template node, the pods, and the group as the server knows it
  * when it starts (existing, at its initial size, with its spot settings). */
@@ -337,32 +339,73 @@ static int plan__rank(plan_t *pl) {
                       .max_size = g->cfg->max_size},
         };
     }
+    return plan__decide(pl);
+}
+
+/* The decision on the request CA would send: only the pending pods some option carries
+ * (hosted), renumbered, so that a pod no group can host shapes nothing (CA never sends
+ * it). As a server that has just started decides its first BestOptions, demand-fit's
+ * recent demand is these pods, with their owners' lifetimes. */
+static int plan__decide(plan_t *pl) {
+    size_t n = pl->n_pending > 0 ? pl->n_pending : 1, count = 0, total = 0;
+    uint32_t *index = calloc(n, sizeof(*index));
+    resources_t *pods = calloc(n, sizeof(*pods));
+    int64_t *created = calloc(n, sizeof(*created));
+    pod_lifetime_t *lifetimes = calloc(n, sizeof(*lifetimes));
+    for (size_t i = 0; i < pl->n_options; i++)
+        total += pl->options[i].pods_count;
+    uint32_t *carried = calloc(total > 0 ? total : 1, sizeof(*carried));
+    decide_option_t *options = calloc(pl->n_options > 0 ? pl->n_options : 1, sizeof(*options));
+    demand_memory_t *memory = calloc(1, sizeof(*memory));
+    int rc = 1;
+    if (index == NULL || pods == NULL || created == NULL || lifetimes == NULL || carried == NULL ||
+        options == NULL || memory == NULL) {
+        rc = plan__nomem();
+        goto done;
+    }
+    for (size_t i = 0; i < pl->n_pending; i++) {
+        if (!pl->hosted[i])
+            continue;
+        index[i] = (uint32_t)count;
+        pods[count] = pl->requests[i];
+        created[count] = pl->created_ms[i];
+        lifetimes[count++] = pl->lifetimes[i];
+    }
+    uint32_t *next = carried;
+    for (size_t i = 0; i < pl->n_options; i++) {
+        options[i] = pl->options[i];
+        options[i].pods = next;
+        for (size_t k = 0; k < pl->options[i].pods_count; k++)
+            *next++ = index[pl->options[i].pods[k]];
+    }
     /* As BestOptions reads the request's time: its latest pod's creation. */
-    int64_t now_ms = demand_request_ms(pl->created_ms, pl->n_pending, 0);
-    decide_request_t req = {pl->options,   pl->n_options,    pl->requests,
-                            pl->n_pending, pl->cluster_size, true,
-                            now_ms,        pl->created_ms,   NULL};
+    int64_t now_ms = demand_request_ms(created, count, 0);
+    decide_request_t req = {options, pl->n_options, pods,    count, pl->cluster_size,
+                            true,    now_ms,        created, NULL};
     frugal_err_t err;
     frugal_err_clear(&err);
-    /* As a server that has just started decides its first BestOptions: demand-fit's
-     * recent demand is these pending pods, with their owners' lifetimes; the server
-     * sees only the pods some option carries (hosted). */
-    demand_memory_t *memory = calloc(1, sizeof(*memory));
-    if (memory == NULL)
-        return plan__nomem();
     demand_init(memory);
-    int rc = decide_best_options_remember(cfg, &req, pl->lifetimes, pl->hosted, memory,
-                                          &pl->decision, &err);
-    free(memory);
-    if (rc != 0)
-        return plan__nomem();
+    if (decide_best_options_remember(pl->cfg, &req, lifetimes, NULL, memory, &pl->decision, &err) !=
+        0) {
+        rc = plan__nomem();
+        goto done;
+    }
     pl->in = pl->decision.inputs;
     pl->figs = pl->decision.figures;
     pl->pref_cpu_milli = pl->decision.preferred_cpu_milli;
     pl->damper_price = pl->decision.damper_price;
     for (size_t i = 0; i < pl->decision.selected_count; i++)
         pl->winner[pl->decision.selected[i]] = true;
-    return 0;
+    rc = 0;
+done:
+    free(index);
+    free(pods);
+    free(created);
+    free(lifetimes);
+    free(carried);
+    free(options);
+    free(memory);
+    return rc;
 }
 
 static bool plan__group_exists(void *ctx, const char *id) {

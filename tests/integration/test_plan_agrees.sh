@@ -179,6 +179,16 @@ AGREE_WINNERS_ONLY=1 agree "$TMP/d.yaml" '  - {group: std, machine_type: n1-stan
 assert_eq "strategy: demand-fit" "$(echo "$OUT" | grep '^strategy:')" "plan names the strategy"
 assert_eq "mem" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "memory-shaped pods: the highmem group wins"
 stop_server
+# A pending pod no group can host (CA never sends it) shapes nothing: plan still
+# answers as the server does, with the same winner.
+declare -A POD_CPU+=([huge]=100)
+declare -A POD_MEM+=([huge]=1Gi)
+start_server "$TMP/d.yaml"
+AGREE_WINNERS_ONLY=1 agree "$TMP/d.yaml" '  - {group: std, machine_type: n1-standard-4, zone: us-central1-a}
+  - {group: mem, machine_type: n1-highmem-4, zone: us-central1-a}
+  - {group: cpu, machine_type: n1-highcpu-8, zone: us-central1-a}' m1 m2 m3 huge
+assert_eq "mem" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "an unhostable cpu-heavy pod does not move the winner"
+stop_server
 
 log "demand-fit reads the pods' creation times, in plan and in the server alike"
 # Two 1.5-core Jobs: created 50 minutes apart, few Jobs come, and the n1-standard-16's
