@@ -336,13 +336,14 @@ static void call_record(const call_state_t *cs, grpc_status_code status) {
                         seconds);
 }
 
-/* Start a batch on cs's call unless the queue is closed (stop is past its grace and
- * the call was cancelled): false, and nothing started, when it could not start. */
-static bool call_start_batch(call_state_t *cs, grpc_call *call, const grpc_op *ops, size_t n) {
-    frugal_server_t *s = cs->worker->server;
+/* Start a batch on a call (tag: its call state, handed off already: not read here)
+ * unless the queue is closed (stop is past its grace and the call was cancelled): false,
+ * and nothing started, when it could not start. */
+static bool call_start_batch(frugal_server_t *s, grpc_call *call, const grpc_op *ops, size_t n,
+                             void *tag) {
     pthread_rwlock_rdlock(&s->cq_lock);
     grpc_call_error rc =
-        s->cq_closed ? GRPC_CALL_ERROR : grpc_call_start_batch(call, ops, n, cs, NULL);
+        s->cq_closed ? GRPC_CALL_ERROR : grpc_call_start_batch(call, ops, n, tag, NULL);
     bool closed = s->cq_closed;
     pthread_rwlock_unlock(&s->cq_lock);
     if (rc != GRPC_CALL_OK && !closed)
@@ -376,9 +377,10 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     n++;
 
     cs->phase = CALL_REPLYING;
-    grpc_call *call = cs->call;
+    grpc_call *call = cs->call; /* read before the hand-off: the completion may free cs */
+    frugal_server_t *s = cs->worker->server;
     CALL_HANDOFF_RELEASE(cs);
-    if (!call_start_batch(cs, call, ops, n))
+    if (!call_start_batch(s, call, ops, n, cs))
         call_state_free(cs);
 }
 
@@ -598,7 +600,7 @@ static void call_accept(call_state_t *cs) {
         receive_list_add(s, cs);
     grpc_call *call = cs->call; /* read before the hand-off: the completion may free cs */
     CALL_HANDOFF_RELEASE(cs);
-    if (!call_start_batch(cs, call, &op, 1)) {
+    if (!call_start_batch(s, call, &op, 1, cs)) {
         receive_list_remove(s, cs);
         call_state_free(cs);
     }
