@@ -38,8 +38,8 @@ static void exec__check_id(exec_job_t *j) {
         (problem = hook_output_id_problem(j->first_line, why, sizeof(why))) == NULL)
         return;
     snprintf(msg, sizeof(msg),
-             "hook create printed a provider id that %s (a provider id is one word without "
-             "control characters): refused",
+             "hook create printed a provider id that %s (a provider id is one word of "
+             "UTF-8 text without control characters, not frugal://): refused",
              problem);
     free(j->first_line);
     j->first_line = NULL;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "utf8.h"
 
 static bool hook__blank(char c) {
     return c == ' ' || c == '\t';
@@ -31,7 +32,17 @@ static const char *hook__token_problem(const char *s, size_t len, char *buf, siz
 }
 
 const char *hook_output_id_problem(const char *id, char *buf, size_t size) {
-    return hook__token_problem(id, strlen(id), buf, size);
+    const char *problem = hook__token_problem(id, strlen(id), buf, size);
+    if (problem != NULL)
+        return problem;
+    /* The state file, CA and the kubelet take ids as UTF-8 text; frugal://GROUP/NAME
+     * names frugal's own placeholders (a create that printed no id), which such an id
+     * would be taken for. */
+    if (!utf8_valid(id))
+        return "is not UTF-8 text";
+    if (strncmp(id, "frugal://", 9) == 0)
+        return "uses frugal's own placeholder scheme frugal://";
+    return NULL;
 }
 
 bool hook_listing_has(const hook_listing_t *l, const char *id) {

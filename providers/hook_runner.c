@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "utf8.h"
 
 /* Read what fd has into b (beyond the cap it is discarded); false at EOF or error. */
 static bool hook_runner__drain(int fd, hook_output_t *b) {
@@ -82,7 +83,8 @@ static void hook_runner__pipes_drain(hook_pipes_t *pp) {
         hook_runner__pipes_read(pp, 20);
 }
 
-/* The first line of b (NULL when it is empty) or its last non-empty line. */
+/* The first line of b (NULL when it is empty) or its last non-empty line; the last
+ * line (a hook's message) made UTF-8 text, so that it can be stored and sent to CA. */
 char *hook_output_line(const hook_output_t *b, bool last) {
     const char *s = b->data;
     size_t len = b->len;
@@ -103,7 +105,10 @@ char *hook_output_line(const hook_output_t *b, bool last) {
         start++;
     if (end == start)
         return NULL;
-    return strndup(start, (size_t)(end - start));
+    char *line = strndup(start, (size_t)(end - start));
+    if (line != NULL && last)
+        utf8_scrub(line);
+    return line;
 }
 
 #define HOOK_GUARD_POLL_MS 10

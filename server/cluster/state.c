@@ -13,6 +13,7 @@
 #include "k8s_name.h"
 #include "strbuf.h"
 #include "strmap.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------------------------
  * Writing
@@ -495,30 +496,14 @@ static int state__grow(void **items, size_t count, size_t size) {
  * Strict validation: what the config and the services accept, nothing else
  * ---------------------------------------------------------------------------------- */
 
-/* Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past
- * U+10FFFF) without control characters other than tab and newline. */
+/* Whether s is well-formed UTF-8 without control characters other than tab and
+ * newline. */
 static bool state__text_ok(const char *s) {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p != '\0') {
-        unsigned c = *p;
-        size_t n = c < 0x80             ? 0
-                   : (c & 0xE0) == 0xC0 ? 1
-                   : (c & 0xF0) == 0xE0 ? 2
-                   : (c & 0xF8) == 0xF0 ? 3
-                                        : 9;
-        if (n == 9 || (n == 0 && ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)))
+    if (!utf8_valid(s))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f)
             return false;
-        uint32_t cp = n == 0 ? c : c & (0x3Fu >> n);
-        for (size_t i = 1; i <= n; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3Fu);
-        }
-        static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        p += n + 1;
-    }
     return true;
 }
 

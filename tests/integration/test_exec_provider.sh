@@ -21,10 +21,10 @@ create)
     echo \$\$ > \$D/pid-\$3
     [ -f \$D/delay ] && sleep "\$(cat \$D/delay)"
     if [ -f \$D/fail-\$2 ]; then
-        echo "quota exceeded in \$FRUGAL_ZONE" >&2
+        if [ -f \$D/msg-\$2 ]; then cat \$D/msg-\$2 >&2; else echo "quota exceeded in \$FRUGAL_ZONE" >&2; fi
         exit "\$(cat \$D/fail-\$2)"
     fi
-    echo "openstack:///\$3-uuid"
+    if [ -f \$D/id-\$2 ]; then cat \$D/id-\$2; else echo "openstack:///\$3-uuid"; fi
     ;;
 delete)
     echo "\$3" >> \$D/deleted
@@ -141,6 +141,30 @@ start_server "$TMP/frugal.yaml"
 wait_nodes pool-a "^openstack:///pool-a-3-uuid +running" || fail "pending create not re-run after restart"
 assert_ok "node-group-for-node after restart" ctl node-group-for-node openstack:///pool-a-2-uuid
 assert_match "^pool-a " "$OUT" "ids persisted across the restart"
+stop_server
+
+log "a message that is not UTF-8 and an id in frugal's own scheme: the state still loads"
+printf 'erreur: d\xe9j\xe0 utilis\xe9\n' >"$TMP/msg-pool-b"
+echo 1 >"$TMP/fail-pool-b"
+start_server "$TMP/frugal.yaml"
+assert_ok "increase pool-b (Latin-1 message)" ctl increase pool-b 1
+wait_nodes pool-b "CreateFailed" || fail "no CreateFailed error shown"
+assert_match "hook create exited with status 1: erreur: d\?j\? utilis\?$" "$OUT" "the message is scrubbed to UTF-8"
+rm -f "$TMP/fail-pool-b" "$TMP/msg-pool-b"
+echo "frugal://pool-a/pool-a-9" >"$TMP/id-pool-b"
+assert_ok "increase pool-b (a frugal:// id)" ctl increase pool-b 1
+for _ in $(seq 1 100); do
+    run ctl nodes pool-b
+    echo "$OUT" | grep -q "placeholder scheme" && break
+    sleep 0.1
+done
+assert_match "pool-b-[0-9]+ +creating +CreateFailed +99 +hook create printed a provider id that uses frugal's own placeholder scheme frugal://" \
+    "$OUT" "an id in frugal's scheme is refused"
+rm -f "$TMP/id-pool-b"
+stop_server
+start_server "$TMP/frugal.yaml"
+assert_ok "the state loads after both" ctl nodes pool-b
+assert_match "erreur: d\?j\? utilis\?" "$OUT" "the scrubbed message came back from the state"
 stop_server
 
 finish

@@ -198,6 +198,11 @@ static void test_provider_id_rules(void **state) {
                         "holds the control character 0x1b at byte 2");
     assert_string_equal(hook_output_id_problem("x\x7f", why, sizeof(why)),
                         "holds the control character 0x7f at byte 2");
+    /* What the state file could not read back, and frugal's own placeholders. */
+    assert_string_equal(hook_output_id_problem("id-\xff\xfe", why, sizeof(why)),
+                        "is not UTF-8 text");
+    assert_string_equal(hook_output_id_problem("frugal://g2/g2-1", why, sizeof(why)),
+                        "uses frugal's own placeholder scheme frugal://");
 }
 
 static void test_list_parsing(void **state) {
