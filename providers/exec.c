@@ -243,12 +243,11 @@ fail:
     return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
 }
 
-static int exec_delete_instances(provider_t *base, group_t *g, const size_t *indexes, size_t n,
-                                 int64_t now_ms, frugal_err_t *err) {
-    exec_provider_t *p = (exec_provider_t *)base;
-    int rc = group_check_delete(g, indexes, n, err);
-    if (rc != 0)
-        return rc;
+/* Make the instances at indexes deleting and stage their deletes: at commit, a create
+ * still queued is dropped; one running finishes first, then refresh queues the delete
+ * (with the id the create reported). */
+static int exec__stage_deletes(exec_provider_t *p, group_t *g, const size_t *indexes, size_t n,
+                               int64_t now_ms, frugal_err_t *err) {
     exec_job_t **jobs = calloc(n > 0 ? n : 1, sizeof(*jobs));
     if (jobs == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
@@ -275,49 +274,84 @@ static int exec_delete_instances(provider_t *base, group_t *g, const size_t *ind
         instance_t *in = &g->instances[indexes[i]];
         in->state = INSTANCE_DELETING;
         in->state_since_ms = now_ms;
-        /* At commit, a create still queued is dropped; one running finishes first,
-         * then refresh queues the delete (with the id the create reported). */
         exec__stage_locked(p, jobs[i], EXEC_STAGE_REPLACE);
     }
     pthread_mutex_unlock(&p->mu);
     free(jobs);
-    g->target_size -= (int32_t)n;
     return 0;
 }
 
-static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, frugal_err_t *err) {
+static int exec_delete_instances(provider_t *base, group_t *g, const size_t *indexes, size_t n,
+                                 int64_t now_ms, frugal_err_t *err) {
+    exec_provider_t *p = (exec_provider_t *)base;
+    int rc = group_check_delete(g, indexes, n, err);
+    if (rc == 0)
+        rc = exec__stage_deletes(p, g, indexes, n, now_ms, err);
+    if (rc == 0)
+        g->target_size -= (int32_t)n;
+    return rc;
+}
+
+/* DecreaseTargetSize's instances, the newest creating ones. One whose first create is
+ * still queued never ran: its create is cancelled at commit and the instance goes. Any
+ * other may have made a machine (its create runs, or failed or timed out, or it comes
+ * from before a restart, whose hook may have run, even if its create is queued again):
+ * it becomes deleting, so that its delete runs (after the create, with the id that
+ * reported, else the placeholder) and survives a restart; dropped outright, its machine
+ * would leak. */
+static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, int64_t now_ms,
+                                frugal_err_t *err) {
     exec_provider_t *p = (exec_provider_t *)base;
     size_t drop = 0;
     int rc = group_check_decrease(g, delta, &drop, err);
     if (rc != 0)
         return rc;
-    /* Newest first, compacting the survivors in place. A dropped instance's queued
-     * create is cancelled at commit; a running one that then succeeds is deleted as an
-     * orphan. The cancels are allocated first: a failure leaves g as it was. */
     exec_job_t **cancels = calloc(drop > 0 ? drop : 1, sizeof(*cancels));
-    if (cancels == NULL)
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    size_t c = 0;
-    for (size_t r = g->instances_count; r-- > 0 && c < drop;) {
-        if (g->instances[r].state != INSTANCE_CREATING)
+    size_t *made = calloc(drop > 0 ? drop : 1, sizeof(*made));
+    size_t c = 0, m = 0;
+    if (cancels == NULL || made == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    pthread_mutex_lock(&p->mu);
+    for (size_t r = g->instances_count; rc == 0 && r-- > 0 && c + m < drop;) {
+        const instance_t *in = &g->instances[r];
+        if (in->state != INSTANCE_CREATING)
             continue;
+        const exec_job_t *job = strmap_get(p->busy, in->id);
+        bool queued = job != NULL && job->queued && job->verb == EXEC_CREATE && !job->rerun;
+        /* Exit 3 says the create made nothing: there is nothing to delete. */
+        bool no_resources =
+            job == NULL && in->error_code != NULL && strcmp(in->error_code, "OutOfResources") == 0;
+        if (!queued && !no_resources) {
+            made[m++] = r;
+            continue;
+        }
         if ((cancels[c] = calloc(1, sizeof(exec_job_t))) == NULL ||
-            (cancels[c]->key = strdup(g->instances[r].id)) == NULL) {
-            for (size_t k = 0; k <= c; k++)
-                exec__job_free(cancels[k]);
-            free(cancels);
-            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            (cancels[c]->key = strdup(in->id)) == NULL) {
+            exec__job_free(cancels[c]);
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+            break;
         }
         c++;
     }
-    pthread_mutex_lock(&p->mu);
-    for (size_t k = 0; k < c; k++)
-        exec__stage_locked(p, cancels[k], EXEC_STAGE_CANCEL);
-    free(cancels);
     pthread_mutex_unlock(&p->mu);
-    group_drop_creating(g, drop);
-    g->target_size += delta;
-    return 0;
+    /* The deletes first (a failure leaves g as it was), then the never-run creates, which
+     * are then the newest creating instances. */
+    if (rc == 0)
+        rc = exec__stage_deletes(p, g, made, m, now_ms, err);
+    if (rc == 0) {
+        pthread_mutex_lock(&p->mu);
+        for (size_t k = 0; k < c; k++)
+            exec__stage_locked(p, cancels[k], EXEC_STAGE_CANCEL);
+        pthread_mutex_unlock(&p->mu);
+        group_drop_creating(g, c);
+        g->target_size += delta;
+    } else {
+        for (size_t k = 0; cancels != NULL && k < c; k++)
+            exec__job_free(cancels[k]);
+    }
+    free(cancels);
+    free(made);
+    return rc;
 }
 
 static void exec__set_error(instance_t *in, const char *code, const char *msg, int32_t cls) {
@@ -518,6 +552,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
             pthread_mutex_unlock(&p->mu);
             return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory queueing hooks");
         }
+        j->rerun = true;
         log_info("exec: %s of instance %s of %s has no job: running the %s hook",
                  in->state == INSTANCE_CREATING ? "creation" : "deletion", in->id, g->spec.id,
                  exec__verb_name(j->verb));

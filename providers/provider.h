@@ -40,8 +40,10 @@ typedef struct provider_ops {
                             int64_t now_ms, frugal_err_t *err);
 
     /* Drop -delta (delta < 0) not-yet-running requests, newest first, and lower
-     * g->target_size accordingly. The cluster has checked there are enough. */
-    int (*decrease_target)(provider_t *p, group_t *g, int32_t delta, frugal_err_t *err);
+     * g->target_size accordingly (a request that may have made a machine may become
+     * deleting instead, since now_ms). The cluster has checked there are enough. */
+    int (*decrease_target)(provider_t *p, group_t *g, int32_t delta, int64_t now_ms,
+                           frugal_err_t *err);
 
     /* Advance g's instances to now (creating -> running, deleting -> removed); set
      * *changed when anything changed that must be persisted. A provider may replace an
@@ -126,9 +128,9 @@ static inline int provider_delete_instances(provider_t *p, group_t *g, const siz
                : provider__missing(p, "delete_instances", err);
 }
 
-static inline int provider_decrease_target(provider_t *p, group_t *g, int32_t delta,
+static inline int provider_decrease_target(provider_t *p, group_t *g, int32_t delta, int64_t now_ms,
                                            frugal_err_t *err) {
-    return p->ops->decrease_target != NULL ? p->ops->decrease_target(p, g, delta, err)
+    return p->ops->decrease_target != NULL ? p->ops->decrease_target(p, g, delta, now_ms, err)
                                            : provider__missing(p, "decrease_target", err);
 }
 

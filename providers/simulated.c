@@ -77,7 +77,9 @@ static int simulated_delete_instances(provider_t *p, group_t *g, const size_t *i
     return 0;
 }
 
-static int simulated_decrease_target(provider_t *p, group_t *g, int32_t delta, frugal_err_t *err) {
+static int simulated_decrease_target(provider_t *p, group_t *g, int32_t delta, int64_t now_ms,
+                                     frugal_err_t *err) {
+    (void)now_ms; /* its requests make nothing until they run */
     (void)p;
     size_t drop = 0;
     int rc = group_check_decrease(g, delta, &drop, err);

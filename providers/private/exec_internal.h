@@ -61,6 +61,8 @@ typedef struct exec_job {
     exec_verb_t verb;
     exec_stage_t stage;
     bool orphan; /* delete of a machine whose instance is gone: not in busy */
+    bool rerun;  /* a create queued again (a restart, a retry): an earlier run may have made
+                  * the machine */
     bool queued; /* in pending (else running or in results) */
     bool worker; /* run by a worker, which took it in release epoch `epoch` */
     unsigned epoch;

@@ -112,7 +112,7 @@ static int cluster__decrease_locked(cluster_t *c, const cluster_ctx_t *ctx, cons
     group_t *next = NULL;
     if ((rc = group_dup(g, &next, err)) != 0)
         return rc;
-    if ((rc = provider_decrease_target(c->provider, next, delta, err)) != 0) {
+    if ((rc = provider_decrease_target(c->provider, next, delta, now, err)) != 0) {
         cluster__staged_abort(c);
         group_free(next);
         return rc;

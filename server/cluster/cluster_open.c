@@ -48,7 +48,7 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
         for (size_t i = 0; i < g->instances_count; i++)
             creating += g->instances[i].state == INSTANCE_CREATING;
         int32_t drop = creating < excess ? creating : excess;
-        if (drop > 0 && (rc = provider_decrease_target(p, g, -drop, err)) != 0)
+        if (drop > 0 && (rc = provider_decrease_target(p, g, -drop, now, err)) != 0)
             return rc;
         excess -= drop;
         if (excess > 0) {

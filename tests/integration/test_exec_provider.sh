@@ -112,9 +112,17 @@ assert_match "^frugal://pool-b/pool-b-2 +creating +CreateFailed +99 +hook create
 assert_eq 2 "$(target_size pool-b)" "failed instances count until CA decreases the target"
 assert_ok "decrease drops the failed instances" ctl decrease pool-b -2
 assert_eq 0 "$(target_size pool-b)" "pool-b target after the decrease"
-assert_ok "nodes pool-b" ctl nodes pool-b
+# The OutOfResources one made nothing (exit 3) and goes; the CreateFailed one may have
+# made something: its delete runs, with the placeholder id, before it goes.
+for _ in $(seq 1 100); do
+    run ctl nodes pool-b
+    echo "$OUT" | grep -q "pool-b-" || break
+    sleep 0.1
+done
 assert_no_match "pool-b-" "$OUT" "no pool-b instance left"
-assert_no_match "^delete pool-b" "$(cat "$TMP/calls")" "no delete hook for never-created instances"
+assert_eq "frugal://pool-b/pool-b-2" "$(cat "$TMP/deleted" 2>/dev/null)" \
+    "the failed create's delete ran with its placeholder, the out-of-resources one's did not"
+rm -f "$TMP/deleted"
 
 log "delete-nodes runs the delete hook"
 assert_ok "delete-nodes" ctl delete-nodes pool-a openstack:///pool-a-1-uuid
@@ -141,6 +149,30 @@ start_server "$TMP/frugal.yaml"
 wait_nodes pool-a "^openstack:///pool-a-3-uuid +running" || fail "pending create not re-run after restart"
 assert_ok "node-group-for-node after restart" ctl node-group-for-node openstack:///pool-a-2-uuid
 assert_match "^pool-a " "$OUT" "ids persisted across the restart"
+
+log "restart: an instance dropped after a crash in its create is deleted, not forgotten"
+# The killed create may have made the machine: whether its create is re-run, queued or
+# running when CA drops it, its delete runs (placeholder id, or the id a re-run printed).
+echo 30 >"$TMP/delay"
+assert_ok "increase pool-a" ctl increase pool-a 1
+sleep 0.3
+kill_server_hard
+kill -KILL -- "-$(cat "$TMP/pid-pool-a-4")" 2>/dev/null
+rm -f "$TMP/delay" "$TMP/deleted"
+start_server "$TMP/frugal.yaml"
+assert_ok "decrease at once" ctl decrease pool-a -1
+for _ in $(seq 1 100); do
+    grep -q "pool-a-4" "$TMP/deleted" 2>/dev/null && break
+    sleep 0.1
+done
+assert_match "^(frugal://pool-a/pool-a-4|openstack:///pool-a-4-uuid)$" "$(cat "$TMP/deleted" 2>/dev/null)" \
+    "the dropped instance's delete ran"
+for _ in $(seq 1 50); do
+    run ctl nodes pool-a
+    echo "$OUT" | grep -q "pool-a-4" || break
+    sleep 0.1
+done
+assert_no_match "pool-a-4" "$OUT" "then it is gone"
 stop_server
 
 log "a message that is not UTF-8 and an id in frugal's own scheme: the state still loads"

@@ -252,7 +252,7 @@ static void test_out_of_resources(void **state) {
     sleep_ms(200);
     assert_false(refresh_until(f, empty, 60000, 100));
     frugal_err_t err = {0};
-    assert_int_equal(provider_decrease_target(f->p, &f->g, -1, &err), 0);
+    assert_int_equal(provider_decrease_target(f->p, &f->g, -1, cluster_now_ms(), &err), 0);
     commit(f);
     assert_int_equal(f->g.instances_count, 0);
     assert_int_equal(f->g.target_size, 0);
@@ -435,10 +435,13 @@ static void test_decrease_cancels_and_cleans_orphans(void **state) {
     while (count_lines(f, "created") < 1 && clock_mono_ms() < end)
         sleep_ms(10);
     frugal_err_t err = {0};
-    assert_int_equal(provider_decrease_target(f->p, &f->g, -2, &err), 0);
+    assert_int_equal(provider_decrease_target(f->p, &f->g, -2, cluster_now_ms(), &err), 0);
     commit(f);
-    assert_int_equal(f->g.instances_count, 0);
-    /* g-1 was being created: once made, it is deleted; g-2 never starts. */
+    /* g-1 was being created: it stays, deleting, until the machine it makes is deleted
+     * (a restart meanwhile would run that delete too); g-2 never starts. */
+    assert_int_equal(f->g.instances_count, 1);
+    assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
+    assert_int_equal(f->g.target_size, 0);
     end = clock_mono_ms() + 5000;
     while (count_lines(f, "deleted") < 1 && clock_mono_ms() < end) {
         bool changed = false;
@@ -449,9 +452,60 @@ static void test_decrease_cancels_and_cleans_orphans(void **state) {
     char *deleted = read_all(f, "deleted");
     assert_string_equal(deleted, "real-g-1\n");
     free(deleted);
+    end = clock_mono_ms() + 2000;
+    while (f->g.instances_count > 0 && clock_mono_ms() < end) {
+        bool changed = false;
+        provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
+        commit(f);
+        sleep_ms(20);
+    }
+    assert_int_equal(f->g.instances_count, 0);
     sleep_ms(300);
     char *created = read_all(f, "created");
     assert_string_equal(created, "g-1\n");
+    free(created);
+    fixture_free(f);
+}
+
+/* After a restart nothing says whether an instance's create ran (frugal may have died
+ * after the hook made the machine): dropping it runs its delete with the placeholder id
+ * rather than leaking a machine; one whose create said exit 3 (nothing made) just goes. */
+static void test_decrease_after_a_restart_deletes(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("case $1 in\n"
+                               "create) echo $3 >> $D/created; echo real-$3;;\n"
+                               "delete) echo $3 >> $D/deleted;;\n"
+                               "esac",
+                               10000, 1);
+    /* Two instances as a state file brings them back: creating, no job; the second
+     * failed with OutOfResources before the restart. */
+    f->g.instances = calloc(2, sizeof(instance_t));
+    assert_int_equal(instance_init_new(&f->g.instances[0], &f->g, 1, cluster_now_ms()), 0);
+    assert_int_equal(instance_init_new(&f->g.instances[1], &f->g, 2, cluster_now_ms()), 0);
+    f->g.instances[1].error_code = strdup("OutOfResources");
+    f->g.instances[1].error_message = strdup("no cores");
+    f->g.instances_count = 2;
+    f->g.target_size = 2;
+    f->g.next_seq = 3;
+    frugal_err_t err = {0};
+    assert_int_equal(provider_decrease_target(f->p, &f->g, -2, cluster_now_ms(), &err), 0);
+    commit(f);
+    assert_int_equal(f->g.instances_count, 1);
+    assert_string_equal(f->g.instances[0].id, "frugal://g/g-1");
+    assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
+    int64_t end = clock_mono_ms() + 5000;
+    while (f->g.instances_count > 0 && clock_mono_ms() < end) {
+        bool changed = false;
+        provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
+        commit(f);
+        sleep_ms(20);
+    }
+    assert_int_equal(f->g.instances_count, 0);
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "frugal://g/g-1\n");
+    free(deleted);
+    char *created = read_all(f, "created");
+    assert_string_equal(created, ""); /* no create ran */
     free(created);
     fixture_free(f);
 }
@@ -847,7 +901,21 @@ static void test_busy_group_is_not_deleted(void **state) {
     assert_int_equal(cluster_refresh(c, NULL, &err), 0);
     assert_int_equal(cluster_nap_delete_group(c, NULL, id, &err), FRUGAL_EPRECOND);
     assert_false(log_has(f, "delete-group"));
-    /* Once the create finished, its machine is deleted, then the group. */
+    /* Once the create finished, its machine is deleted (the instance stayed, deleting,
+     * until then); the group, empty from then on, goes after the TTL. */
+    assert_true(cluster_refresh_until_logged(f, c, orphan, 5000));
+    end = clock_mono_ms() + 5000;
+    bool empty = false;
+    while (!empty && clock_mono_ms() < end) {
+        assert_int_equal(cluster_refresh(c, NULL, &err), 0);
+        cluster_read_lock(c);
+        const group_t *g = cluster_find_group(c, id);
+        empty = g != NULL && g->instances_count == 0;
+        cluster_read_unlock(c);
+        sleep_ms(20);
+    }
+    assert_true(empty);
+    fake_now_ms += 120000;
     assert_true(cluster_refresh_until_logged(f, c, delete_group, 5000));
     char *log = read_all(f, "log");
     char *o = strstr(log, orphan);
@@ -908,6 +976,7 @@ int main(void) {
         cmocka_unit_test(test_restart_reruns_pending_work),
         cmocka_unit_test(test_parallelism_bound),
         cmocka_unit_test(test_decrease_cancels_and_cleans_orphans),
+        cmocka_unit_test(test_decrease_after_a_restart_deletes),
         cmocka_unit_test(test_group_hooks),
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_release_kills_running_hooks),

@@ -74,7 +74,7 @@ static void test_increase_ids(void **state) {
 
     /* Ids are never reused, even after removal. */
     bool changed = false;
-    assert_int_equal(provider_decrease_target(p, &g, -1, NULL), 0);
+    assert_int_equal(provider_decrease_target(p, &g, -1, 0, NULL), 0);
     assert_int_equal(provider_increase(p, &g, 1, 1000, NULL), 0);
     assert_string_equal(g.instances[2].id, "frugal://pool-a/pool-a-4");
     (void)changed;
@@ -151,7 +151,7 @@ static void test_decrease_newest_creating(void **state) {
     assert_int_equal(provider_increase(p, &g, 3, 10, NULL), 0);      /* g-3..g-5 creating */
     /* Make g-2 creating again between running ones to check ordering: move nothing, just
      * drop two newest creating. */
-    assert_int_equal(provider_decrease_target(p, &g, -2, NULL), 0);
+    assert_int_equal(provider_decrease_target(p, &g, -2, 0, NULL), 0);
     assert_int_equal(g.target_size, 3);
     assert_int_equal(g.instances_count, 3);
     assert_string_equal(g.instances[0].id, "frugal://g/g-1");
@@ -160,16 +160,16 @@ static void test_decrease_newest_creating(void **state) {
 
     /* Not enough creating: refused, unchanged. */
     frugal_err_t err = {0};
-    assert_int_equal(provider_decrease_target(p, &g, -2, &err), FRUGAL_EPRECOND);
+    assert_int_equal(provider_decrease_target(p, &g, -2, 0, &err), FRUGAL_EPRECOND);
     assert_int_equal(g.target_size, 3);
     assert_int_equal(g.instances_count, 3);
-    assert_int_equal(provider_decrease_target(p, &g, 0, &err), FRUGAL_EINVAL);
+    assert_int_equal(provider_decrease_target(p, &g, 0, 0, &err), FRUGAL_EINVAL);
 
     /* Creating instances interleaved with running ones: only creating ones go. */
     assert_int_equal(provider_refresh(p, &g, 10, &changed, NULL), 0);
     assert_int_equal(provider_increase(p, &g, 1, 20, NULL), 0); /* g-6 creating */
     g.instances[1].state = INSTANCE_CREATING;                   /* g-2 creating */
-    assert_int_equal(provider_decrease_target(p, &g, -2, NULL), 0);
+    assert_int_equal(provider_decrease_target(p, &g, -2, 0, NULL), 0);
     assert_int_equal(g.instances_count, 2);
     assert_string_equal(g.instances[0].id, "frugal://g/g-1");
     assert_string_equal(g.instances[1].id, "frugal://g/g-3");
