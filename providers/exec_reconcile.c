@@ -150,6 +150,15 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
     }
     const reconcile_policy_t policy = {.interval_ms = p->cfg->exec_reconcile_interval_ms,
                                        .missing_after = p->cfg->exec_reconcile_missing_after};
+    size_t judged = 0;
+    if (!reconcile_credible(rg, g, &l, &policy, &judged)) {
+        log_warn("exec: list of node group %s ignored (none_listed): it shows none of the "
+                 "group's %zu running instances (does the hook ask the right place?)",
+                 g->spec.id, judged);
+        metrics_count(METRICS_RECONCILE_LIST_FAILURES, g->spec.id, "none_listed", NULL);
+        hook_listing_clear(&l);
+        return;
+    }
     bool judge_unknown =
         rg->settled && rg->work == rg->work_at && !exec__group_busy_locked(p, g->spec.id);
     reconcile_verdict_t v;

@@ -74,6 +74,27 @@ void reconcile_verdict_clear(reconcile_verdict_t *v) {
     memset(v, 0, sizeof(*v));
 }
 
+/* Whether instance in is judged by a list queued at rg->listed_ms. */
+static bool reconcile__judged(const reconcile_group_t *rg, const instance_t *in,
+                              const reconcile_policy_t *policy) {
+    return in->state == INSTANCE_RUNNING &&
+           in->state_since_ms <= rg->listed_ms - policy->interval_ms;
+}
+
+bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
+                        const reconcile_policy_t *policy, size_t *judged) {
+    size_t listed = 0;
+    *judged = 0;
+    for (size_t i = 0; i < g->instances_count; i++) {
+        const instance_t *in = &g->instances[i];
+        if (!reconcile__judged(rg, in, policy))
+            continue;
+        (*judged)++;
+        listed += hook_listing_has(l, in->id);
+    }
+    return *judged < 2 || listed > 0;
+}
+
 int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
                     const reconcile_policy_t *policy, bool judge_unknown,
                     reconcile_verdict_t *out) {
@@ -88,8 +109,7 @@ int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_
     for (size_t i = 0; i < n; i++) {
         const instance_t *in = &g->instances[i];
         /* Creating, deleting, or created within the last interval: not judged. */
-        if (in->state != INSTANCE_RUNNING ||
-            in->state_since_ms > rg->listed_ms - policy->interval_ms || hook_listing_has(l, in->id))
+        if (!reconcile__judged(rg, in, policy) || hook_listing_has(l, in->id))
             continue;
         int32_t count = reconcile__missed(rg, in->id) + 1;
         if (count >= policy->missing_after) {

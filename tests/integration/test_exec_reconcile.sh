@@ -133,6 +133,21 @@ wait_for 15 nodes_match "^test://pool-a-4 +running" || fail "pool-a-2 not replac
 assert_no_match "pool-a-2" "$OUT" "pool-a-2 replaced once lists work again"
 sleep 1.5
 
+log "a list that shows none of the running machines is not believed"
+mv "$M/pool-a-3" "$TMP/keep-3"
+mv "$M/pool-a-4" "$TMP/keep-4"
+wait_for 10 grep -q "list of node group pool-a ignored (none_listed): it shows none of the group's 2 running instances" \
+    "$SERVER_LOG" || fail "the empty list was not reported"
+sleep 2.5
+run ctl nodes pool-a
+assert_match "^test://pool-a-3 +running" "$OUT" "pool-a-3 is kept"
+assert_match "^test://pool-a-4 +running" "$OUT" "pool-a-4 is kept"
+NONE=$(metric 'frugal_reconcile_list_failures_total\{node_group="pool-a",reason="none_listed"\}')
+[ "${NONE:-0}" -ge 2 ] && pass || fail "lists showing none counted: [$NONE]"
+mv "$TMP/keep-3" "$M/pool-a-3"
+mv "$TMP/keep-4" "$M/pool-a-4"
+sleep 1.5
+
 log "a machine frugal does not know is reported, then deleted once the reload allows it"
 touch "$M/stray"
 wait_for 10 grep -q "machine test://stray (running) is listed by the hook for node group pool-a but frugal does not know it" \

@@ -150,6 +150,39 @@ static bool keep_b(void *arg, const char *group) {
     return strcmp(group, "b") == 0;
 }
 
+/* A list that shows none of two or more judged instances is not believed; one that
+ * shows any of them is, and a group of one instance can lose it. */
+static void test_credible(void **state) {
+    (void)state;
+    const char *ids[] = {"m://a", "m://b", "m://c"};
+    instance_state_t st[] = {INSTANCE_RUNNING, INSTANCE_RUNNING, INSTANCE_CREATING};
+    int64_t since[] = {0, 0, 0};
+    group_t *g = make_group(3, ids, st, since);
+    reconcile_t r = {0};
+    reconcile_group_t *rg = reconcile_group(&r, "pool-a");
+    rg->listed_ms = NOW;
+    hook_listing_t l = {0};
+    size_t judged = 0;
+    listing(&l, "");
+    assert_false(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_int_equal(judged, 2); /* the creating one is not judged */
+    hook_listing_clear(&l);
+    listing(&l, "m://zzz\n"); /* only machines frugal does not know */
+    assert_false(reconcile_credible(rg, g, &l, &policy, &judged));
+    hook_listing_clear(&l);
+    listing(&l, "m://b\n");
+    assert_true(reconcile_credible(rg, g, &l, &policy, &judged));
+    hook_listing_clear(&l);
+    g->instances_count = 1; /* one running instance: its absence is believed */
+    listing(&l, "");
+    assert_true(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_int_equal(judged, 1);
+    hook_listing_clear(&l);
+    g->instances_count = 3;
+    reconcile_clear(&r);
+    group_free(g);
+}
+
 static void test_records(void **state) {
     (void)state;
     reconcile_t r = {0};
@@ -169,6 +202,7 @@ int main(void) {
         cmocka_unit_test(test_missing_then_replaced),
         cmocka_unit_test(test_never_judged),
         cmocka_unit_test(test_unknown_machines),
+        cmocka_unit_test(test_credible),
         cmocka_unit_test(test_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
