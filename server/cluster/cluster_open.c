@@ -389,11 +389,13 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
     *next = NULL;
     const node_group_config_t *ng = config_find_node_group(cfg, g->spec.id);
     if (ng == NULL) {
-        if (g->target_size > 0 || g->instances_count > 0 || cluster__provider_busy(c, g))
+        bool busy = cluster__provider_busy(c, g);
+        if (g->target_size > 0 || g->instances_count > 0 || busy)
             return frugal_err_set(err, FRUGAL_EPRECOND,
-                                  "node group %s still has %zu nodes (target size %d): remove "
+                                  "node group %s still has %zu nodes (target size %d)%s: remove "
                                   "it from the config only once it is empty",
-                                  g->spec.id, g->instances_count, (int)g->target_size);
+                                  g->spec.id, g->instances_count, (int)g->target_size,
+                                  busy ? " and machine hooks running" : "");
         return 0;
     }
     if (ng->managed != g->managed)
