@@ -137,15 +137,21 @@ assert_eq "openstack:///pool-a-1-uuid" "$(cat "$TMP/deleted" 2>/dev/null)" \
     "the delete hook got the provider id"
 assert_eq 1 "$(target_size pool-a)" "pool-a target after delete-nodes"
 
+# crash_mid_create INSTANCE: increase pool-a by one whose create hangs, kill -9 frugal
+# while it runs, end the hook (its own process group outlives frugal, as a reboot would
+# not let it), start again.
+crash_mid_create() {
+    echo 30 >"$TMP/delay"
+    assert_ok "increase pool-a" ctl increase pool-a 1
+    sleep 0.3
+    kill_server_hard
+    kill -KILL -- "-$(cat "$TMP/pid-$1")" 2>/dev/null
+    rm -f "$TMP/delay" "$TMP/deleted"
+    start_server "$TMP/frugal.yaml"
+}
+
 log "restart: a create left pending is re-run"
-echo 30 >"$TMP/delay"
-assert_ok "increase pool-a" ctl increase pool-a 1
-sleep 0.3
-kill_server_hard
-# The crash left the hook running in its own process group: end it, as a reboot would.
-kill -KILL -- "-$(cat "$TMP/pid-pool-a-3")" 2>/dev/null
-rm -f "$TMP/delay"
-start_server "$TMP/frugal.yaml"
+crash_mid_create pool-a-3
 wait_nodes pool-a "^openstack:///pool-a-3-uuid +running" || fail "pending create not re-run after restart"
 assert_ok "node-group-for-node after restart" ctl node-group-for-node openstack:///pool-a-2-uuid
 assert_match "^pool-a " "$OUT" "ids persisted across the restart"
@@ -153,13 +159,7 @@ assert_match "^pool-a " "$OUT" "ids persisted across the restart"
 log "restart: an instance dropped after a crash in its create is deleted, not forgotten"
 # The killed create may have made the machine: whether its create is re-run, queued or
 # running when CA drops it, its delete runs (placeholder id, or the id a re-run printed).
-echo 30 >"$TMP/delay"
-assert_ok "increase pool-a" ctl increase pool-a 1
-sleep 0.3
-kill_server_hard
-kill -KILL -- "-$(cat "$TMP/pid-pool-a-4")" 2>/dev/null
-rm -f "$TMP/delay" "$TMP/deleted"
-start_server "$TMP/frugal.yaml"
+crash_mid_create pool-a-4
 assert_ok "decrease at once" ctl decrease pool-a -1
 for _ in $(seq 1 100); do
     grep -q "pool-a-4" "$TMP/deleted" 2>/dev/null && break

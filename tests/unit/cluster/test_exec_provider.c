@@ -452,14 +452,7 @@ static void test_decrease_cancels_and_cleans_orphans(void **state) {
     char *deleted = read_all(f, "deleted");
     assert_string_equal(deleted, "real-g-1\n");
     free(deleted);
-    end = clock_mono_ms() + 2000;
-    while (f->g.instances_count > 0 && clock_mono_ms() < end) {
-        bool changed = false;
-        provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
-        commit(f);
-        sleep_ms(20);
-    }
-    assert_int_equal(f->g.instances_count, 0);
+    assert_true(refresh_until(f, empty, 0, 2000));
     sleep_ms(300);
     char *created = read_all(f, "created");
     assert_string_equal(created, "g-1\n");
@@ -493,14 +486,7 @@ static void test_decrease_after_a_restart_deletes(void **state) {
     assert_int_equal(f->g.instances_count, 1);
     assert_string_equal(f->g.instances[0].id, "frugal://g/g-1");
     assert_int_equal(f->g.instances[0].state, INSTANCE_DELETING);
-    int64_t end = clock_mono_ms() + 5000;
-    while (f->g.instances_count > 0 && clock_mono_ms() < end) {
-        bool changed = false;
-        provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
-        commit(f);
-        sleep_ms(20);
-    }
-    assert_int_equal(f->g.instances_count, 0);
+    assert_true(refresh_until(f, empty, 0, 5000));
     char *deleted = read_all(f, "deleted");
     assert_string_equal(deleted, "frugal://g/g-1\n");
     free(deleted);
