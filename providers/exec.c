@@ -48,6 +48,7 @@
 
 #include "exec_internal.h"
 #include "log.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------------------------
  * Slots
@@ -357,6 +358,8 @@ static int exec_decrease_target(provider_t *base, group_t *g, int32_t delta, int
 static void exec__set_error(instance_t *in, const char *code, const char *msg, int32_t cls) {
     char *c = strdup(code);
     char *m = strdup(msg != NULL ? msg : "");
+    if (m != NULL)
+        utf8_scrub(m); /* a hook's text, maybe cut in the middle of a character */
     if (c == NULL || m == NULL) {
         free(c);
         free(m);
@@ -450,8 +453,10 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
     /* create */
     const char *real = j->first_line;
     if (in == NULL) {
-        if (j->outcome == EXEC_OK) {
-            /* Dropped while its create ran: remove the machine it made. */
+        /* Dropped while its create ran (it was taken between the drop and its commit):
+         * remove what it made; a failed or timed-out create may have made something too.
+         * Exit 3 made nothing; a fenced run has no result. */
+        if (j->outcome == EXEC_OK || j->outcome == EXEC_FAILED || j->outcome == EXEC_TIMEOUT) {
             const char *id = real != NULL ? real : j->key;
             exec_job_t *orphan =
                 exec__job_new(p, EXEC_DELETE, g, id, instance_name_in_group(j->key, j->group));

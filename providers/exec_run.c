@@ -130,6 +130,11 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
             j->outcome = EXEC_OK;
             j->first_line = hook_output_line(res.out, false);
+            /* A NUL byte would cut the id short where the line is read as a string. */
+            const char *nl = memchr(res.out->data, '\n', res.out->len);
+            size_t first = nl != NULL ? (size_t)(nl - res.out->data) : res.out->len;
+            if (j->first_line != NULL && memchr(res.out->data, '\0', first) != NULL)
+                j->first_line[0] = '\0'; /* refused below as empty */
             exec__check_id(j);
             if (j->verb == EXEC_LIST)
                 exec__keep_list(j, res.out);

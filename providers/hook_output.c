@@ -32,6 +32,8 @@ static const char *hook__token_problem(const char *s, size_t len, char *buf, siz
 }
 
 const char *hook_output_id_problem(const char *id, char *buf, size_t size) {
+    if (id[0] == '\0')
+        return "is empty or holds a NUL byte";
     const char *problem = hook__token_problem(id, strlen(id), buf, size);
     if (problem != NULL)
         return problem;

@@ -192,6 +192,15 @@ for _ in $(seq 1 100); do
 done
 assert_match "pool-b-[0-9]+ +creating +CreateFailed +99 +hook create printed a provider id that uses frugal's own placeholder scheme frugal://" \
     "$OUT" "an id in frugal's scheme is refused"
+printf 'abc\0def\n' >"$TMP/id-pool-b"
+assert_ok "increase pool-b (an id with a NUL byte)" ctl increase pool-b 1
+for _ in $(seq 1 100); do
+    run ctl nodes pool-b
+    echo "$OUT" | grep -q "NUL byte" && break
+    sleep 0.1
+done
+assert_match "CreateFailed +99 +hook create printed a provider id that is empty or holds a NUL byte" \
+    "$OUT" "an id with a NUL byte is refused, not cut short"
 rm -f "$TMP/id-pool-b"
 stop_server
 start_server "$TMP/frugal.yaml"

@@ -203,6 +203,8 @@ static void test_provider_id_rules(void **state) {
                         "is not UTF-8 text");
     assert_string_equal(hook_output_id_problem("frugal://g2/g2-1", why, sizeof(why)),
                         "uses frugal's own placeholder scheme frugal://");
+    assert_string_equal(hook_output_id_problem("", why, sizeof(why)),
+                        "is empty or holds a NUL byte");
 }
 
 static void test_list_parsing(void **state) {
