@@ -155,7 +155,9 @@ static int cluster__persist_view(cluster_t *c, const cluster_ctx_t *ctx, const c
                          .changed = changed,
                          .removed = (const char *const *)removed,
                          .provider_work = ctx->provider_work,
-                         .whole_view = c->cfg->autoprovisioning.enabled,
+                         /* A restore writes a group back unchanged: no limit to guard. */
+                         .whole_view = c->cfg->autoprovisioning.enabled && !ctx->restore,
+                         .restore = ctx->restore,
                          .deadline_ms = ctx->deadline_ms};
     for (size_t i = 0; i < c->count; i++) {
         const group_t *g = c->groups[i];

@@ -353,22 +353,25 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     return rc;
 }
 
-/* A configured group's key was deleted from the store by hand (replicas never delete
- * those): starting from it, a replica would take the group at its initial size and forget
- * its machines. The leader writes its copy back; the others keep theirs meanwhile. */
+/* A group this replica has configured lost its stored key: deleted by hand, or by a
+ * replica whose reload removed the (empty) group first. Starting without it, a replica
+ * would take the group at its initial size and forget its machines, so the leader writes
+ * its copy back; the others keep theirs meanwhile. (A reload removing the group here too
+ * deletes it again.) */
 static int cluster__restore_deleted(cluster_t *c, const group_t *cur, frugal_err_t *err) {
     if (!state_backend_leader(c->state)) {
-        log_warn("the stored node group %s was deleted outside frugal: the leader writes it "
-                 "back; this replica keeps its copy",
+        log_warn("the stored node group %s was deleted (by hand, or by a replica whose config "
+                 "no longer has it): the leader writes it back; this replica keeps its copy",
                  cur->spec.id);
         return 0;
     }
-    log_error("the stored node group %s was deleted outside frugal: written back from this "
-              "replica's copy (target size %d, %zu instances)",
+    log_error("the stored node group %s was deleted (by hand, or by a replica whose config "
+              "no longer has it): written back from this replica's copy (target size %d, %zu "
+              "instances)",
               cur->spec.id, (int)cur->target_size, cur->instances_count);
     group_t *copy = NULL;
     int rc = group_dup(cur, &copy, err);
-    const cluster_ctx_t local = {0};
+    const cluster_ctx_t local = {.restore = true};
     if (rc == 0)
         rc = cluster__replace(c, &local, cur, copy, err);
     return rc;

@@ -33,6 +33,8 @@ typedef struct state_commit {
     bool provider_work;  /* made by the leader's provider work: fenced by its lease */
     bool whole_view;     /* validated against every group (cluster-wide limits): a shared
                             store must refuse it when any group changed meanwhile */
+    bool restore;        /* the changed groups' keys were deleted outside frugal: write them
+                            expecting them absent (what the cache last saw is gone) */
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms the commit must be answered by (a call's
                             budget: FRUGAL_EUNAVAIL when it cannot); 0: the store's own
                             timeout */

@@ -425,7 +425,7 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         size_t len = 0;
         if ((rc = state_format(&g, 1, &texts[i], &len, err)) != 0)
             break;
-        const seen_t *s = strmap_get(e->seen, g->spec.id);
+        const seen_t *s = sc->restore ? NULL : strmap_get(e->seen, g->spec.id);
         if (s != NULL && strcmp(s->text, texts[i]) == 0)
             continue; /* stored as it is: nothing to write */
         char *key = txn_own(&t, se__group_key(e, g->spec.id));
@@ -571,11 +571,28 @@ static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err)
 
 /* ---- Watch ---- */
 
+/* Forget group id, deleted at revision, unless the cache holds a later write of it (the
+ * leader's restore of a key deleted by hand, made in the deletion's callback). */
+static void se__forget(etcd_backend_t *e, const char *id, int64_t revision) {
+    pthread_mutex_lock(&e->mu);
+    const seen_t *s = strmap_get(e->seen, id);
+    if (s != NULL && s->mod_revision <= revision)
+        seen_free(strmap_remove(e->seen, id));
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* Deliver one group key's new value (NULL: deleted) at revision, unless this replica
  * wrote it itself. */
 static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value, size_t len,
                         int64_t revision) {
     const char *rest = key + strlen(e->prefix);
+    if (value == NULL && strcmp(rest, "schema") == 0) {
+        /* Deleted by hand (with the prefix, say): the next commit writes it again. */
+        pthread_mutex_lock(&e->mu);
+        e->schema_revision = 0;
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
     if (strncmp(rest, "groups/", 7) != 0)
         return;
     const char *id = rest + 7;
@@ -586,11 +603,8 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     if (known)
         return;
     if (value == NULL) {
-        /* Forgotten first: a write the callback makes compares against an absent key. */
-        pthread_mutex_lock(&e->mu);
-        seen_free(strmap_remove(e->seen, id));
-        pthread_mutex_unlock(&e->mu);
         e->watch_fn(e->watch_arg, id, NULL);
+        se__forget(e, id, revision);
         return;
     }
     state_t one;
@@ -650,10 +664,8 @@ static void se__resync(etcd_backend_t *e) {
     for (size_t i = 0; i < ngone; i++) {
         if (gone[i] == NULL)
             continue;
-        pthread_mutex_lock(&e->mu);
-        seen_free(strmap_remove(e->seen, gone[i]));
-        pthread_mutex_unlock(&e->mu);
         e->watch_fn(e->watch_arg, gone[i], NULL);
+        se__forget(e, gone[i], resp->header != NULL ? resp->header->revision : INT64_MAX);
         free(gone[i]);
     }
     free(gone);

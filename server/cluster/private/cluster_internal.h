@@ -65,6 +65,7 @@ typedef struct cluster_ctx {
     int64_t deadline_ms; /* the call's budget ends then (CLOCK_MONOTONIC ms; 0: none) */
     bool remote;         /* publishing another replica's commit: nothing to store */
     bool provider_work;  /* the leader's provider work (Refresh): fenced by its lease */
+    bool restore;        /* writing back a group whose stored key was deleted by hand */
 } cluster_ctx_t;
 
 /* ---- implemented in cluster.c: the commit engine ---- */
