@@ -487,7 +487,7 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
             bool fenced = sc->provider_work && !se__leader_now(e);
             /* The cache held every change up to the store's revision (the Watch waits for
              * mu), yet a compare failed: a key holds a value the cache refused. */
-            bool unreadable = !fenced && rev > 0 && rev <= e->revision;
+            bool unreadable = !fenced && !sc->provider_work && rev > 0 && rev <= e->revision;
             metrics_count(METRICS_ETCD_TXN_REFUSED,
                           fenced       ? "fenced"
                           : unreadable ? "unreadable"
@@ -586,10 +586,11 @@ static void se__forget(etcd_backend_t *e, const char *id, int64_t revision) {
 static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value, size_t len,
                         int64_t revision) {
     const char *rest = key + strlen(e->prefix);
-    if (value == NULL && strcmp(rest, "schema") == 0) {
-        /* Deleted by hand (with the prefix, say): the next commit writes it again. */
+    if (strcmp(rest, "schema") == 0) {
+        /* Written by another replica's first commit, or deleted by hand (with the prefix,
+         * say: the next commit writes it again). */
         pthread_mutex_lock(&e->mu);
-        e->schema_revision = 0;
+        e->schema_revision = value != NULL ? revision : 0;
         pthread_mutex_unlock(&e->mu);
         return;
     }
