@@ -496,6 +496,51 @@ static void test_decrease_after_a_restart_deletes(void **state) {
     fixture_free(f);
 }
 
+/* A create queued again after a restart (the worker busy with another one) is no
+ * first create: dropping its instance runs its delete, with the placeholder id. */
+static void test_decrease_of_a_requeued_create_deletes(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("case $1 in\n"
+                               "create) echo $3 >> $D/created; sleep 1; echo real-$3;;\n"
+                               "delete) echo $3 >> $D/deleted;;\n"
+                               "esac",
+                               10000, 1);
+    increase(f, 1); /* g-1: its create holds the only worker for a second */
+    int64_t end = clock_mono_ms() + 5000;
+    while (count_lines(f, "created") < 1 && clock_mono_ms() < end)
+        sleep_ms(10);
+    /* g-2 as a state file brings it back: creating, no job. A refresh queues its create
+     * again, behind g-1's. */
+    f->g.instances = realloc(f->g.instances, 2 * sizeof(instance_t));
+    memset(&f->g.instances[1], 0, sizeof(instance_t));
+    assert_int_equal(instance_init_new(&f->g.instances[1], &f->g, 2, cluster_now_ms()), 0);
+    f->g.instances_count = 2;
+    f->g.target_size = 2;
+    f->g.next_seq = 3;
+    bool changed = false;
+    frugal_err_t err = {0};
+    assert_int_equal(provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
+    commit(f);
+    assert_int_equal(provider_decrease_target(f->p, &f->g, -1, cluster_now_ms(), &err), 0);
+    commit(f);
+    assert_int_equal(f->g.instances_count, 2);
+    assert_string_equal(f->g.instances[1].id, "frugal://g/g-2");
+    assert_int_equal(f->g.instances[1].state, INSTANCE_DELETING);
+    end = clock_mono_ms() + 5000;
+    while (count_lines(f, "deleted") < 1 && clock_mono_ms() < end) {
+        provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err);
+        commit(f);
+        sleep_ms(20);
+    }
+    char *deleted = read_all(f, "deleted");
+    assert_string_equal(deleted, "frugal://g/g-2\n");
+    free(deleted);
+    char *created = read_all(f, "created");
+    assert_string_equal(created, "g-1\n"); /* g-2's queued create was cancelled */
+    free(created);
+    fixture_free(f);
+}
+
 static void test_group_hooks(void **state) {
     (void)state;
     fixture_t *f = fixture_new(hook_main, 10000, 4);
@@ -963,6 +1008,7 @@ int main(void) {
         cmocka_unit_test(test_parallelism_bound),
         cmocka_unit_test(test_decrease_cancels_and_cleans_orphans),
         cmocka_unit_test(test_decrease_after_a_restart_deletes),
+        cmocka_unit_test(test_decrease_of_a_requeued_create_deletes),
         cmocka_unit_test(test_group_hooks),
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_release_kills_running_hooks),
