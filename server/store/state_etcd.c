@@ -571,6 +571,13 @@ static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err)
 
 /* ---- Watch ---- */
 
+/* Whether key (bytes) is the prefix's schema key. */
+static bool se__is_schema(const etcd_backend_t *e, const ProtobufCBinaryData *key) {
+    size_t plen = strlen(e->prefix);
+    return key->len == plen + 6 && memcmp(key->data, e->prefix, plen) == 0 &&
+           memcmp(key->data + plen, "schema", 6) == 0;
+}
+
 /* Forget group id, deleted at revision, unless the cache holds a later write of it (the
  * leader's restore of a key deleted by hand, made in the deletion's callback). */
 static void se__forget(etcd_backend_t *e, const char *id, int64_t revision) {
@@ -813,9 +820,12 @@ static void *se__watch_main(void *arg) {
                 se__resync(e);
                 break;
             }
-            for (size_t i = 0; i < resp->n_events; i++) {
-                const Mvccpb__Event *ev = resp->events[i];
-                if (ev->kv == NULL)
+            /* The schema key's events first: a restore that a group's deletion makes
+             * must know the schema went with it (a prefix deleted at once lists its keys
+             * in order, groups/ before schema). */
+            for (size_t pass = 0; pass < 2 * resp->n_events; pass++) {
+                const Mvccpb__Event *ev = resp->events[pass % resp->n_events];
+                if (ev->kv == NULL || se__is_schema(e, &ev->kv->key) != (pass < resp->n_events))
                     continue;
                 char *key = strndup((const char *)ev->kv->key.data, ev->kv->key.len);
                 if (key == NULL)

@@ -70,7 +70,7 @@ assert_eq "$WANT" "$(ADDR=$R2 target_size web-a)" "r2 keeps its target"
 log "the whole prefix deleted by hand: the leader writes the group and the schema back"
 curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/deleterange" \
     -d "{\"key\":\"$(b64 /frugal/w/)\",\"range_end\":\"$(b64 /frugal/w0)\"}" >/dev/null
-for _ in $(seq 1 50); do
+for _ in $(seq 1 100); do
     [ -n "$(etcd_get /frugal/w/schema)" ] && [ -n "$(etcd_get /frugal/w/groups/web-a)" ] && break
     sleep 0.1
 done
