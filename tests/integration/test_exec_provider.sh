@@ -185,20 +185,12 @@ assert_match "hook create exited with status 1: erreur: d\?j\? utilis\?$" "$OUT"
 rm -f "$TMP/fail-pool-b" "$TMP/msg-pool-b"
 echo "frugal://pool-a/pool-a-9" >"$TMP/id-pool-b"
 assert_ok "increase pool-b (a frugal:// id)" ctl increase pool-b 1
-for _ in $(seq 1 100); do
-    run ctl nodes pool-b
-    echo "$OUT" | grep -q "placeholder scheme" && break
-    sleep 0.1
-done
+wait_nodes pool-b "placeholder scheme" || true # asserted below
 assert_match "pool-b-[0-9]+ +creating +CreateFailed +99 +hook create printed a provider id that uses frugal's own placeholder scheme frugal://" \
     "$OUT" "an id in frugal's scheme is refused"
 printf 'abc\0def\n' >"$TMP/id-pool-b"
 assert_ok "increase pool-b (an id with a NUL byte)" ctl increase pool-b 1
-for _ in $(seq 1 100); do
-    run ctl nodes pool-b
-    echo "$OUT" | grep -q "NUL byte" && break
-    sleep 0.1
-done
+wait_nodes pool-b "NUL byte" || true # asserted below
 assert_match "CreateFailed +99 +hook create printed a provider id that is empty or holds a NUL byte" \
     "$OUT" "an id with a NUL byte is refused, not cut short"
 rm -f "$TMP/id-pool-b"
