@@ -20,6 +20,9 @@ static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_owner",
     "kube_pod_nodeselectors",
     "kube_pod_tolerations",
+    "kube_pod_init_container_info",
+    "kube_pod_overhead_cpu_cores",
+    "kube_pod_overhead_memory_bytes",
 };
 
 typedef struct prom__request {
@@ -36,11 +39,12 @@ typedef struct prom__pair {
 typedef struct prom__pod {
     char *key, *ns, *name;
     double created, start, completion, seen; /* unix seconds; NAN when unknown */
+    double overhead_cpu, overhead_memory;    /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
     prom__request_t *reqs;
     size_t reqs_count;
-    prom__pair_t *sels, *tols;
-    size_t sels_count, tols_count;
+    prom__pair_t *sels, *tols, *sidecars; /* sidecars: the init containers' names */
+    size_t sels_count, tols_count, sidecars_count;
 } prom__pod_t;
 
 struct replay_prom {
@@ -93,6 +97,7 @@ void replay_prom_free(replay_prom_t *b) {
         free(p->reqs);
         prom__pairs_free(p->sels, p->sels_count);
         prom__pairs_free(p->tols, p->tols_count);
+        prom__pairs_free(p->sidecars, p->sidecars_count);
         free(p);
     }
     free(b->pods);
@@ -133,6 +138,7 @@ static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, 
     if ((p = calloc(1, sizeof(*p))) == NULL)
         goto nomem;
     p->created = p->start = p->completion = p->seen = NAN;
+    p->overhead_cpu = p->overhead_memory = NAN;
     p->key = strdup(key), p->ns = prom__dup(ns), p->name = prom__dup(name);
     if (!p->key || !p->ns || !p->name || strmap_put(b->index, p->key, p, NULL) != 0) {
         free(p->key), free(p->ns), free(p->name), free(p);
@@ -291,6 +297,19 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
                             prom__label(metric, "operator"), prom__label(metric, "value"),
                             prom__label(metric, "effect"));
         break;
+    case REPLAY_PROM_INIT_INFO: {
+        const char *policy = prom__label(metric, "restart_policy");
+        if (policy != NULL && strcmp(policy, "Always") == 0)
+            rc = prom__add_pair(&p->sidecars, &p->sidecars_count, prom__label(metric, "container"),
+                                NULL, NULL, NULL);
+        break;
+    }
+    case REPLAY_PROM_OVERHEAD_CPU:
+    case REPLAY_PROM_OVERHEAD_MEMORY:
+        /* Within the bounds prom__add_request keeps; else not an overhead to replay. */
+        if (isfinite(last) && last >= 0 && last <= (s == REPLAY_PROM_OVERHEAD_CPU ? 1e6 : 1e15))
+            *(s == REPLAY_PROM_OVERHEAD_CPU ? &p->overhead_cpu : &p->overhead_memory) = last;
+        break;
     default:
         break;
     }
@@ -390,20 +409,37 @@ static bool prom__sanitised_is(const char *label_key, const char *sanitised) {
     return *label_key == '\0' && *sanitised == '\0';
 }
 
-static void prom__requests(FILE *f, const prom__pod_t *p, bool init) {
+static bool prom__is_sidecar(const prom__pod_t *p, const char *container) {
+    for (size_t i = 0; i < p->sidecars_count; i++)
+        if (strcmp(p->sidecars[i].a, container) == 0)
+            return true;
+    return false;
+}
+
+static void prom__quantity(FILE *f, int resource, double value) {
+    if (resource == 0)
+        fprintf(f, "\"%lldm\"", (long long)llround(value * 1000.0));
+    else
+        fprintf(f, "\"%lld\"", (long long)llround(value));
+}
+
+/* The containers (init: the init containers that are sidecars, or the others), one entry
+ * per container with its requests, after *first_container's. */
+static void prom__containers(FILE *f, const prom__pod_t *p, bool init, bool sidecars,
+                             bool *first_container) {
     static const char *const names[] = {"cpu", "memory", "nvidia.com/gpu", "amd.com/gpu"};
-    bool first_container = true;
     for (size_t i = 0; i < p->reqs_count; i++) {
         const prom__request_t *r = &p->reqs[i];
         bool seen = false; /* one entry per container: its first request opens it */
         for (size_t j = 0; j < i && !seen; j++)
             seen = p->reqs[j].init == init && strcmp(p->reqs[j].container, r->container) == 0;
-        if (r->init != init || seen)
+        if (r->init != init || seen || (init && prom__is_sidecar(p, r->container) != sidecars))
             continue;
-        fputs(first_container ? "" : ", ", f);
-        first_container = false;
+        fputs(*first_container ? "" : ", ", f);
+        *first_container = false;
         fputs("{\"name\": ", f);
         prom__json_str(f, r->container);
+        fputs(sidecars ? ", \"restartPolicy\": \"Always\"" : "", f);
         fputs(", \"resources\": {\"requests\": {", f);
         bool first = true;
         for (size_t j = i; j < p->reqs_count; j++) {
@@ -411,10 +447,7 @@ static void prom__requests(FILE *f, const prom__pod_t *p, bool init) {
             if (q->init != init || strcmp(q->container, r->container) != 0)
                 continue;
             fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[q->resource]);
-            if (q->resource == 0)
-                fprintf(f, "\"%lldm\"", (long long)llround(q->value * 1000.0));
-            else
-                fprintf(f, "\"%lld\"", (long long)llround(q->value));
+            prom__quantity(f, q->resource, q->value);
             first = false;
         }
         fputs("}}}", f);
@@ -435,15 +468,32 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
         fputs(", \"controller\": true}]", f);
     }
     fputs("}, \"spec\": {\"containers\": [", f);
-    prom__requests(f, p, false);
+    bool first_container = true;
+    prom__containers(f, p, false, false, &first_container);
     fputs("]", f);
     bool has_init = false;
     for (size_t i = 0; i < p->reqs_count; i++)
         has_init = has_init || p->reqs[i].init;
     if (has_init) {
+        /* Sidecars first: each ordinary init container then runs beside all of them, the
+         * most the unknown declaration order can ask. */
         fputs(", \"initContainers\": [", f);
-        prom__requests(f, p, true);
+        first_container = true;
+        prom__containers(f, p, true, true, &first_container);
+        prom__containers(f, p, true, false, &first_container);
         fputs("]", f);
+    }
+    if (!isnan(p->overhead_cpu) || !isnan(p->overhead_memory)) {
+        fputs(", \"overhead\": {", f);
+        if (!isnan(p->overhead_cpu)) {
+            fputs("\"cpu\": ", f);
+            prom__quantity(f, 0, p->overhead_cpu);
+        }
+        if (!isnan(p->overhead_memory)) {
+            fputs(isnan(p->overhead_cpu) ? "\"memory\": " : ", \"memory\": ", f);
+            prom__quantity(f, 1, p->overhead_memory);
+        }
+        fputs("}", f);
     }
     if (p->sels_count > 0) {
         fputs(", \"nodeSelector\": {", f);

@@ -10,7 +10,10 @@
  *  - requests: kube_pod_container_resource_requests and
  *    kube_pod_init_container_resource_requests as containers and init containers (cpu,
  *    memory, nvidia.com/gpu, amd.com/gpu), combined by pod_effective_request as the
- *    scheduler does;
+ *    scheduler does: an init container whose kube_pod_init_container_info has
+ *    restart_policy="Always" is a sidecar (written before the ordinary init containers,
+ *    whose order the series do not give), kube_pod_overhead_cpu_cores and
+ *    kube_pod_overhead_memory_bytes are the pod's overhead;
  *  - owner: kube_pod_owner's controller; DaemonSet pods are left out;
  *  - kube_pod_nodeselectors and kube_pod_tolerations when present. */
 #ifndef FRUGAL_REPLAY_PROM_H
@@ -32,6 +35,9 @@ typedef enum replay_prom_series {
     REPLAY_PROM_OWNER,
     REPLAY_PROM_NODESELECTORS,
     REPLAY_PROM_TOLERATIONS,
+    REPLAY_PROM_INIT_INFO, /* restart_policy="Always" marks a sidecar */
+    REPLAY_PROM_OVERHEAD_CPU,
+    REPLAY_PROM_OVERHEAD_MEMORY,
     REPLAY_PROM_SERIES_COUNT
 } replay_prom_series_t;
 

@@ -34,11 +34,17 @@ pods = [
      {"example.com/pool": "gpu"}, [("nvidia.com/gpu", "Exists", "", "NoSchedule")]),
     ("api-1", "shop", "ReplicaSet", 5 * 3600, 30, None, False, [("api", 0.75, 2 * GI, 0)], [], {}, []),
     ("node-exporter-x", "monitoring", "DaemonSet", 0, 10, None, False, [("exporter", 0.1, 64 << 20, 0)], [], {}, []),
+    ("mesh-1", "shop", "ReplicaSet", 1800, 30, None, False, [("app", 1.0, GI, 0)],
+     [("setup", 2.0, 0, 0), ("proxy", 0.1, 128 << 20, 0)], {}, []),
 ]
+# Init containers with restart policy Always (sidecars), and pod overheads (cores, bytes).
+sidecars = {"mesh-1": {"proxy"}}
+overheads = {"mesh-1": (0.25, 100 << 20)}
 step = 30
 families = {k: [] for k in ["kube_pod_created", "kube_pod_start_time", "kube_pod_completion_time",
     "kube_pod_info", "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests",
-    "kube_pod_owner", "kube_pod_nodeselectors", "kube_pod_tolerations"]}
+    "kube_pod_owner", "kube_pod_nodeselectors", "kube_pod_tolerations", "kube_pod_init_container_info",
+    "kube_pod_overhead_cpu_cores", "kube_pod_overhead_memory_bytes"]}
 def lab(d):
     return "{" + ",".join('%s="%s"' % (k, v) for k, v in d.items()) + "}"
 def series(fam, labels, value, t0, t1):
@@ -65,20 +71,34 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
             for res, unit, v in (("cpu", "core", cpu), ("memory", "byte", float(mem)), ("nvidia_com_gpu", "integer", float(gpu))):
                 if v:
                     series(fam, dict(base, container=c, node="node-%d" % i, resource=res, unit=unit), v, created, last)
+    for (c, _, _, _) in inits:
+        policy = "Always" if c in sidecars.get(name, ()) else ""
+        series("kube_pod_init_container_info", dict(base, container=c, restart_policy=policy), 1.0, started, last)
+    if name in overheads:
+        series("kube_pod_overhead_cpu_cores", base, overheads[name][0], created, last)
+        series("kube_pod_overhead_memory_bytes", base, float(overheads[name][1]), created, last)
     if sel:
         series("kube_pod_nodeselectors", dict(base, **{"nodeselector_" + "".join(ch if ch.isalnum() else "_" for ch in k): v for k, v in sel.items()}), 1.0, created, last)
     for (k, op, v, eff) in tols:
         series("kube_pod_tolerations", dict(base, key=k, operator=op, value=v, effect=eff), 1.0, created, last)
     if kind == "DaemonSet":
         continue
-    def cont(c):
-        req = {"cpu": "%dm" % round(c[1] * 1000), "memory": "%d" % c[2]}
+    def cont(c, sidecar=False):
+        req = {"cpu": "%dm" % round(c[1] * 1000)}
+        if c[2]:
+            req["memory"] = "%d" % c[2]
         if c[3]:
             req["nvidia.com/gpu"] = "%d" % c[3]
-        return {"name": c[0], "resources": {"requests": req}}
+        return dict({"name": c[0]}, **({"restartPolicy": "Always"} if sidecar else {}),
+                    resources={"requests": req})
     spec = {"containers": [cont(c) for c in cs]}
     if inits:
-        spec["initContainers"] = [cont(c) for c in inits]
+        # The series do not give the declaration order: the sidecars come first.
+        side = sidecars.get(name, set())
+        spec["initContainers"] = [cont(c, True) for c in inits if c[0] in side] + \
+                                 [cont(c) for c in inits if c[0] not in side]
+    if name in overheads:
+        spec["overhead"] = {"cpu": "%dm" % round(overheads[name][0] * 1000), "memory": "%d" % overheads[name][1]}
     if sel:
         spec["nodeSelector"] = sel
     if tols:
@@ -151,7 +171,7 @@ for k in set(want) & set(got):
     w, g = want[k], got[k]
     if abs(w["t"] - g["t"]) > 60 or abs(w["duration"] - g["duration"]) > 60:
         bad.append("%s: t %s/%s duration %s/%s" % (k, w["t"], g["t"], w["duration"], g["duration"]))
-    for key in ("containers", "initContainers", "nodeSelector", "tolerations"):
+    for key in ("containers", "initContainers", "nodeSelector", "tolerations", "overhead"):
         if w["pod"]["spec"].get(key) != g["pod"]["spec"].get(key):
             bad.append("%s: %s %s != %s" % (k, key, w["pod"]["spec"].get(key), g["pod"]["spec"].get(key)))
     if w["pod"]["metadata"]["ownerReferences"] != g["pod"]["metadata"].get("ownerReferences"):

@@ -1,7 +1,8 @@
 /* Unit tests of the trace built from kube-state-metrics answers (server/core/replay_prom.c):
  * a pod's arrival, run and requests (init containers included), owners and DaemonSets,
  * node selectors with their sanitised keys resolved, tolerations, pods without creation
- * time counted, the range's cut, and answers that are not Prometheus'. */
+ * time counted, the range's cut, sidecars and overhead combined as the scheduler does,
+ * and answers that are not Prometheus'. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,10 @@
 
 #include <cmocka.h>
 
+#include "kube_json.h"
+#include "pod.h"
 #include "replay_prom.h"
+#include "yaml_tree.h"
 
 #define T0 1700000000
 
@@ -98,6 +102,66 @@ static void test_trace(void **state) {
     replay_prom_free(b);
 }
 
+/* The effective request of the pod on the trace's only line. */
+static resources_t only_pod_request(const char *text) {
+    yaml_tree_node_t *root = NULL;
+    yaml_tree_error_t ye;
+    assert_int_equal(yaml_tree_load(text, strlen(text), &root, &ye), 0);
+    k8s_pod_t *pod = NULL;
+    kube_json_error_t je;
+    assert_int_equal(kube_json_pod_from_tree(yaml_tree_mapping_get(root, "pod"), "pod", &pod, &je),
+                     0);
+    resources_t r;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(pod_effective_request(pod, &r, &err), 0);
+    k8s__io__api__core__v1__pod__free_unpacked(pod, NULL);
+    yaml_tree_free(root);
+    return r;
+}
+
+/* A sidecar (kube_pod_init_container_info restart_policy="Always") runs beside the
+ * containers and beside the ordinary init containers; the overhead adds to the whole. */
+static void test_sidecars_and_overhead(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 7200, &b, &err), 0);
+    add(b, REPLAY_PROM_CREATED, POD("mesh"), "[1700000100,\"1700000060\"]");
+    add(b, REPLAY_PROM_REQUESTS, POD("mesh") ",\"container\":\"app\",\"resource\":\"cpu\"",
+        "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_REQUESTS, POD("mesh") ",\"container\":\"app\",\"resource\":\"memory\"",
+        "[1700000100,\"1073741824\"]");
+    add(b, REPLAY_PROM_INIT_REQUESTS, POD("mesh") ",\"container\":\"setup\",\"resource\":\"cpu\"",
+        "[1700000100,\"2\"]");
+    add(b, REPLAY_PROM_INIT_REQUESTS, POD("mesh") ",\"container\":\"proxy\",\"resource\":\"cpu\"",
+        "[1700000100,\"0.1\"]");
+    add(b, REPLAY_PROM_INIT_REQUESTS,
+        POD("mesh") ",\"container\":\"proxy\",\"resource\":\"memory\"",
+        "[1700000100,\"134217728\"]");
+    add(b, REPLAY_PROM_INIT_INFO, POD("mesh") ",\"container\":\"setup\",\"restart_policy\":\"\"",
+        "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_INIT_INFO,
+        POD("mesh") ",\"container\":\"proxy\",\"restart_policy\":\"Always\"", "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_OVERHEAD_CPU, POD("mesh"), "[1700000100,\"0.25\"]");
+    add(b, REPLAY_PROM_OVERHEAD_MEMORY, POD("mesh"), "[1700000100,\"104857600\"]");
+    char *text = NULL;
+    size_t len = 0;
+    replay_prom_stats_t st;
+    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    assert_int_equal(st.pods, 1);
+    assert_non_null(strstr(text, "\"initContainers\": [{\"name\": \"proxy\", \"restartPolicy\": "
+                                 "\"Always\", "));
+    assert_non_null(strstr(text, "\"overhead\": {\"cpu\": \"250m\", \"memory\": \"104857600\"}"));
+    /* cpu: max(app 1 + proxy 0.1, setup 2 + proxy 0.1) + 0.25; memory: app + proxy + overhead. */
+    resources_t r = only_pod_request(text);
+    assert_int_equal(r.cpu_milli, 2350);
+    assert_int_equal(r.memory_bytes, 1073741824LL + 134217728LL + 104857600LL);
+    free(text);
+    replay_prom_free(b);
+}
+
 static void expect_refused(const char *text, const char *message) {
     replay_prom_t *b;
     frugal_err_t err;
@@ -145,6 +209,7 @@ static void test_has_metric(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_sidecars_and_overhead),
         cmocka_unit_test(test_not_prometheus),
         cmocka_unit_test(test_has_metric),
     };
