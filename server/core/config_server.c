@@ -154,6 +154,33 @@ static const char *address_problem(const char *address, bool *loopback) {
     return NULL;
 }
 
+/* Whether two valid listen addresses would bind the same socket: the same unix path, or
+ * the same port where the hosts are equal, one is a wildcard, or localhost meets a
+ * loopback address (gRPC binds every address a name resolves to). */
+static bool addresses_collide(const char *a, const char *b) {
+    if (strncmp(a, "unix:", 5) == 0 || strncmp(b, "unix:", 5) == 0)
+        return strcmp(a, b) == 0;
+    const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
+    if (atoi(ca + 1) != atoi(cb + 1))
+        return false;
+    size_t la = (size_t)(ca - a), lb = (size_t)(cb - b);
+    if (la == lb && strncasecmp(a, b, la) == 0)
+        return true;
+    for (int k = 0; k < 2; k++) {
+        const char *h = k ? b : a, *o = k ? a : b;
+        size_t hl = k ? lb : la, ol = k ? la : lb;
+        bool o_v6 = o[0] == '[';
+        if ((hl == 4 && strncmp(h, "[::]", 4) == 0) ||
+            (hl == 7 && strncmp(h, "0.0.0.0", 7) == 0 && !o_v6))
+            return true;
+        if (hl == 9 && strncasecmp(h, "localhost", 9) == 0 &&
+            ((ol == 9 && strncmp(o, "127.0.0.1", 9) == 0) ||
+             (ol == 5 && strncmp(o, "[::1]", 5) == 0)))
+            return true;
+    }
+    return false;
+}
+
 void config__listener_free(listener_config_t *l) {
     free(l->address);
     free(l->tls_cert);
@@ -199,10 +226,13 @@ bool config__parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, cons
                               l.address);
             }
             for (size_t j = 0; j < cfg->listeners_count; j++) {
-                if (strcmp(cfg->listeners[j].address, l.address) == 0) {
+                if (strcmp(cfg->listeners[j].address, l.address) == 0)
                     config__error(ctx, an, addr_path, "duplicate listener address \"%s\"",
                                   l.address);
-                }
+                else if (addresses_collide(cfg->listeners[j].address, l.address))
+                    config__error(ctx, an, addr_path,
+                                  "listener address \"%s\" binds the same port as \"%s\"",
+                                  l.address, cfg->listeners[j].address);
             }
         }
         listener_config_t *slot =
@@ -230,8 +260,9 @@ bool config__parse_ops_listen(load_ctx_t *ctx, const yaml_tree_node_t *node, con
     if (problem != NULL)
         config__error(ctx, node, path, "invalid address \"%s\": %s", address, problem);
     for (size_t j = 0; problem == NULL && j < ctx->cfg->listeners_count; j++)
-        if (strcmp(ctx->cfg->listeners[j].address, address) == 0)
-            config__error(ctx, node, path, "\"%s\" is also a gRPC listener", address);
+        if (addresses_collide(ctx->cfg->listeners[j].address, address))
+            config__error(ctx, node, path, "\"%s\" binds the same port as the gRPC listener \"%s\"",
+                          address, ctx->cfg->listeners[j].address);
     return true;
 }
 

@@ -796,6 +796,23 @@ static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cf
     return n;
 }
 
+/* Destroy a server that never ran. gRPC aborts the destruction of one that holds bound
+ * ports (an earlier listener's) unless it was shut down first, and shutdown reports on a
+ * queue registered before start. */
+static void server__discard(grpc_server *server) {
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_server_register_completion_queue(server, cq, NULL);
+    grpc_server_start(server);
+    grpc_server_shutdown_and_notify(server, cq, server);
+    grpc_completion_queue_pluck(cq, server, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    grpc_server_destroy(server);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(cq);
+}
+
 int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
                         size_t services_count, frugal_server_t **out, frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
@@ -892,7 +909,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
 
 fail_server:
     for (size_t e = 0; s->endpoints != NULL && e < s->endpoints_count; e++)
-        grpc_server_destroy(s->endpoints[e].server);
+        server__discard(s->endpoints[e].server);
     server__free(s);
     return err != NULL && err->code ? err->code : FRUGAL_EINTERNAL;
 }

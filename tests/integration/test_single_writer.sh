@@ -38,6 +38,14 @@ run timeout 10 "$FRUGAL" serve -c "$TMP/port.yaml" --init-state
 assert_eq 1 "$RC" "same port, other state file: exit 1"
 assert_match "cannot listen on $ADDR" "$ERR" "the bind failure is named"
 
+log "a busy second listener: exit 1 naming it, not an abort (the first had bound)"
+FREE=$(free_port)
+printf 'listen: [{address: "127.0.0.1:%s"}, {address: "%s"}]\nstate_file: %s\n' \
+    "$FREE" "$ADDR" "$TMP/state3" >"$TMP/second.yaml"
+run timeout 10 "$FRUGAL" serve -c "$TMP/second.yaml" --init-state
+assert_eq 1 "$RC" "the second listener's port is taken: exit 1"
+assert_match "cannot listen on $ADDR" "$ERR" "the busy listener is named"
+
 log "the reproduction: six increases, all acknowledged, all kept"
 for i in 1 2 3 4 5 6; do
     assert_ok "increase web-a 1 (#$i)" ctl increase web-a 1

@@ -883,6 +883,23 @@ static void test_err_listeners(void **state) {
     expect_error("listen: []\n", "t.yaml:1:9: listen: at least one listener is required");
     expect_error("listen:\n  - address: unix:/a\n  - address: unix:/a\n",
                  "t.yaml:3:14: listen[1].address: duplicate listener address \"unix:/a\"");
+    /* Sockets that collide although the strings differ: gRPC would fail to bind the second. */
+    expect_error("listen:\n  - address: 127.0.0.1:8086\n  - address: localhost:8086\n",
+                 "t.yaml:3:14: listen[1].address: listener address \"localhost:8086\" binds the "
+                 "same port as \"127.0.0.1:8086\"");
+    expect_error("allow_insecure: true\nlisten:\n  - address: 127.0.0.1:8086\n"
+                 "  - address: 0.0.0.0:8086\n",
+                 "t.yaml:4:14: listen[1].address: listener address \"0.0.0.0:8086\" binds the "
+                 "same port as \"127.0.0.1:8086\"");
+    expect_error("allow_insecure: true\nlisten:\n  - address: \"[::]:8086\"\n"
+                 "  - address: \"[::1]:8086\"\n",
+                 "t.yaml:4:14: listen[1].address: listener address \"[::1]:8086\" binds the same "
+                 "port as \"[::]:8086\"");
+    frugal_config_t *apart = load_ok("allow_insecure: true\nlisten:\n  - address: 127.0.0.1:8086\n"
+                                     "  - address: 127.0.0.1:8087\n  - address: \"[::1]:8086\"\n"
+                                     "  - address: 0.0.0.0:8088\n  - address: \"[::1]:8088\"\n");
+    assert_int_equal(apart->listeners_count, 5);
+    config_free(apart);
     expect_error("listen:\n  - {tls: {cert: /c, key: /k}}\n",
                  "t.yaml:2:5: listen[0]: missing required key \"address\"");
 
@@ -1041,7 +1058,11 @@ static void test_ops_listen(void **state) {
     assert_non_null(strstr(errors, "port must be a number"));
     free(errors);
     errors = load_err("listen: [{address: \"127.0.0.1:8086\"}]\nops_listen: 127.0.0.1:8086\n");
-    assert_non_null(strstr(errors, "also a gRPC listener"));
+    assert_non_null(strstr(errors, "binds the same port as the gRPC listener"));
+    free(errors);
+    errors = load_err("listen: [{address: \"127.0.0.1:8086\"}]\nops_listen: 0.0.0.0:8086\n");
+    assert_non_null(strstr(errors, "t.yaml:2:13: ops_listen: \"0.0.0.0:8086\" binds the same port "
+                                   "as the gRPC listener \"127.0.0.1:8086\""));
     free(errors);
 }
 
