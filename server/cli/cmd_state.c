@@ -38,13 +38,16 @@ static const group_t **state__view(const state_t *st) {
     return v;
 }
 
+/* A state that does not exist is refused, not exported as empty: imported, that would
+ * wipe every group's target and instances (a volume not mounted, a wrong path). A
+ * running server (the file backend's lock) could change the state behind the export. */
 static int state__export(state_backend_t *b, const char *out, frugal_err_t *err) {
     state_t st;
-    int rc = state_backend_load(b, &st, err);
-    if (rc == FRUGAL_ENOTFOUND) {
-        memset(&st, 0, sizeof(st));
-        rc = 0;
-    }
+    int rc = state_backend_exclude(b, err);
+    if (rc == 0 && (rc = state_backend_load(b, &st, err)) == FRUGAL_ENOTFOUND)
+        rc = frugal_err_set(err, FRUGAL_ENOTFOUND,
+                            "%s does not exist: nothing to export (nothing was written)",
+                            state_backend_describe(b));
     if (rc != 0)
         return rc;
     const group_t **view = state__view(&st);
