@@ -355,15 +355,19 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
     if (cluster__str_differs(cur->ops_listen, next->ops_listen))
         return "ops_listen";
     const state_config_t *sa = &cur->state, *sb = &next->state;
-    bool state_differs =
-        sa->backend != sb->backend || cluster__str_differs(sa->prefix, sb->prefix) ||
-        cluster__str_differs(sa->tls_ca, sb->tls_ca) ||
-        cluster__str_differs(sa->tls_cert, sb->tls_cert) ||
-        cluster__str_differs(sa->tls_key, sb->tls_key) || sa->lease_ttl_ms != sb->lease_ttl_ms ||
-        sa->request_timeout_ms != sb->request_timeout_ms ||
-        sa->endpoints_count != sb->endpoints_count;
-    for (size_t i = 0; !state_differs && i < sa->endpoints_count; i++)
-        state_differs = strcmp(sa->endpoints[i], sb->endpoints[i]) != 0;
+    /* A file backend is its path (state_file above), however it was written. */
+    bool state_differs = sa->backend != sb->backend;
+    if (!state_differs && sa->backend == STATE_BACKEND_ETCD) {
+        state_differs = cluster__str_differs(sa->prefix, sb->prefix) ||
+                        cluster__str_differs(sa->tls_ca, sb->tls_ca) ||
+                        cluster__str_differs(sa->tls_cert, sb->tls_cert) ||
+                        cluster__str_differs(sa->tls_key, sb->tls_key) ||
+                        sa->lease_ttl_ms != sb->lease_ttl_ms ||
+                        sa->request_timeout_ms != sb->request_timeout_ms ||
+                        sa->endpoints_count != sb->endpoints_count;
+        for (size_t i = 0; !state_differs && i < sa->endpoints_count; i++)
+            state_differs = strcmp(sa->endpoints[i], sb->endpoints[i]) != 0;
+    }
     if (state_differs)
         return "state";
     const limits_config_t *la = &cur->limits, *lb = &next->limits;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "k8s_name.h"
 #include "quantity.h"
 
 /* Record `NAME:LINE:COL: PATH: message` (path omitted when NULL or empty). */
@@ -263,6 +264,21 @@ bool config__parse_string(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         return false;
     }
     return config__store_scalar(ctx, node, field);
+}
+
+/* A non-empty string that frugal puts on template nodes as a label value (a machine
+ * type's name, a zone, a GPU type): Kubernetes refuses a node with any other. */
+bool config__parse_label_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                               void *field, const key_spec_t *spec) {
+    if (!config__parse_string(ctx, node, path, field, spec))
+        return false;
+    const char *problem = k8s_name_value_problem(node->u.scalar.text);
+    if (problem != NULL) {
+        config__error(ctx, node, path, "invalid label value \"%s\": %s (it labels the nodes)",
+                      node->u.scalar.text, problem);
+        return false;
+    }
+    return true;
 }
 
 static bool quantity_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,

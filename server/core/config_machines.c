@@ -443,11 +443,11 @@ bool config__parse_pricing(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
 /* ---- machine types: the effective catalog ---- */
 
 static const key_spec_t machine_type_keys[] = {
-    KEY_REQ("name", YAML_TREE_SCALAR, config__parse_string, machine_type_t, name),
+    KEY_REQ("name", YAML_TREE_SCALAR, config__parse_label_value, machine_type_t, name),
     KEY_REQ_RANGE("cpu", config__parse_cpu, machine_type_t, cpu_milli, 0, INFINITY, true),
     KEY_REQ_RANGE("memory", config__parse_bytes, machine_type_t, memory_bytes, 0, INFINITY, true),
     KEY_RANGE("gpu", config__parse_int32, machine_type_t, gpu, "0", 0, INT32_MAX, false),
-    KEY("gpu_type", YAML_TREE_SCALAR, config__parse_string, machine_type_t, gpu_type, NULL),
+    KEY("gpu_type", YAML_TREE_SCALAR, config__parse_label_value, machine_type_t, gpu_type, NULL),
     KEY_RANGE("price", config__parse_double, machine_type_t, price, NULL, 0, INFINITY, false),
     KEY_RANGE("spot_price", config__parse_double, machine_type_t, spot_price, NULL, 0, INFINITY,
               false),
@@ -564,7 +564,7 @@ static const key_spec_t group_keys[] = {
     KEY_REQ("id", YAML_TREE_SCALAR, config__parse_string, node_group_config_t, spec.id),
     KEY_REQ("machine_type", YAML_TREE_SCALAR, config__parse_string, node_group_config_t,
             spec.machine_type),
-    KEY("zone", YAML_TREE_SCALAR, config__parse_string, node_group_config_t, spec.zone, NULL),
+    KEY("zone", YAML_TREE_SCALAR, config__parse_label_value, node_group_config_t, spec.zone, NULL),
     KEY_RANGE("min_size", config__parse_int32, node_group_config_t, min_size, "0", 0, INT32_MAX,
               false),
     KEY_RANGE("max_size", config__parse_int32, node_group_config_t, max_size, NULL, 0, INT32_MAX,
@@ -647,7 +647,9 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
     }
     for (size_t i = 0; i < n; i++) {
         const yaml_tree_node_t *item = node->u.sequence.items[i];
-        node_group_config_t g = {.max_size = -1, .size = -1, .spec.spot_price = -1};
+        /* managed until read otherwise: a bad value must not add unmanaged-only errors */
+        node_group_config_t g = {
+            .max_size = -1, .size = -1, .spec.spot_price = -1, .managed = true};
         size_t before = ctx->error_count;
         config__path_index(sub, path, i);
         config__section_parse(ctx, item, sub, group_keys, TABLE_LEN(group_keys), &g);

@@ -49,6 +49,19 @@ static bool parse_ap_zones(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
     autoprov_config_t *ap = &cfg->autoprovisioning;
     if (node != NULL) {
         config__parse_strings(ctx, node, path, &ap->zones, &ap->zones_count);
+        for (size_t i = 0; i < config__seq_count(node); i++) {
+            const yaml_tree_node_t *item = node->u.sequence.items[i];
+            const char *problem = item->type == YAML_TREE_SCALAR && item->u.scalar.len > 0
+                                      ? k8s_name_value_problem(item->u.scalar.text)
+                                      : NULL;
+            if (problem != NULL) {
+                char sub[CONFIG_PATH_MAX];
+                config__path_index(sub, path, i);
+                config__error(ctx, item, sub,
+                              "invalid label value \"%s\": %s (it labels the nodes)",
+                              item->u.scalar.text, problem);
+            }
+        }
         return true;
     }
     for (size_t i = 0; i < cfg->node_groups_count; i++) {
@@ -77,6 +90,14 @@ static bool parse_ap_label_sets(load_ctx_t *ctx, const yaml_tree_node_t *node, c
         config__path_index(sub, path, i);
         kv_list_t l = {0};
         if (!config__parse_labels(ctx, item, sub, &l, NULL)) {
+            kv_list_clear(&l);
+            continue;
+        }
+        bool dup = false;
+        for (size_t j = 0; j < ap->label_sets_count && !dup; j++)
+            dup = kv_list_equal(&ap->label_sets[j], &l);
+        if (dup) {
+            config__error(ctx, item, sub, "duplicate label set");
             kv_list_clear(&l);
             continue;
         }
@@ -167,6 +188,14 @@ bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     config__section_parse(ctx, node, path, autoprov_keys, TABLE_LEN(autoprov_keys), ap);
     if (!ap->enabled || ap->prefix == NULL) {
         return true;
+    }
+    const yaml_tree_node_t *types = yaml_tree_mapping_get(node, "machine_types");
+    if (types != NULL && types->type == YAML_TREE_SEQUENCE && types->u.sequence.count == 0) {
+        char sub[CONFIG_PATH_MAX];
+        config__path_join(sub, path, "machine_types");
+        config__error(ctx, types, sub,
+                      "autoprovisioning is enabled but offers no machine type (omit the key "
+                      "for every machine type)");
     }
     size_t plen = strlen(ap->prefix);
     for (size_t i = 0; i < cfg->node_groups_count; i++) {

@@ -110,6 +110,14 @@ kill -HUP "$SERVER_PID"
 for _ in $(seq 1 50); do grep -q 'limits changes only with a restart' "$SERVER_LOG" && break; sleep 0.1; done
 assert_match 'limits changes only with a restart' "$(cat "$SERVER_LOG")" "a limits change is refused"
 
+# state_file: PATH is short for state: {backend: file, path: PATH}: the same state.
+before=$(grep -c 'reloaded' "$SERVER_LOG")
+grep -v 'pool-c' "$TMP/good.yaml" | sed -e "s|^state_file: \(.*\)|state: {backend: file, path: \1}|" >"$CFG.new" && mv "$CFG.new" "$CFG"
+kill -HUP "$SERVER_PID"
+for _ in $(seq 1 50); do [ "$(grep -c 'reloaded' "$SERVER_LOG")" -gt "$before" ] && break; sleep 0.1; done
+assert_eq $((before + 1)) "$(grep -c 'reloaded' "$SERVER_LOG")" "the long form of the same state file reloads"
+assert_no_match 'state changes only with a restart' "$(cat "$SERVER_LOG")" "it is not taken for a change"
+
 assert_eq 1 "$(grep -c 'node groups "pool-s" (spot)' "$SERVER_LOG")" "the spot twin warned once over every reload"
 stop_server
 assert_match 'target=2' "$(grep 'id=pool-a' "$STATE")" "pool-a's nodes are in the state file"

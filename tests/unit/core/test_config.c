@@ -644,6 +644,10 @@ static void test_err_wrong_types(void **state) {
                  "t.yaml:1:9: listen: expected a sequence, got a mapping");
     expect_error("allow_insecure: yes\n",
                  "t.yaml:1:17: allow_insecure: expected true or false, got \"yes\"");
+    /* one error only: a bad managed does not make the group unmanaged */
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, min_size: 0, max_size: "
+                 "3, managed: yes}\n",
+                 "t.yaml:2:77: node_groups[0].managed: expected true or false, got \"yes\"");
     expect_error("pricing: {cpu: cheap}\n",
                  "t.yaml:1:16: pricing.cpu: expected a number, got \"cheap\"");
     expect_error("state_file: [a]\n", "t.yaml:1:13: state_file: expected a value, got a sequence");
@@ -696,6 +700,19 @@ static void test_err_machine_types(void **state) {
                  "  - {name: m, cpu: 2, memory: 2Gi}\n",
                  "t.yaml:3:12: machine_types[1].name: duplicate machine type \"m\" (first at "
                  "line 2)");
+    expect_error("machine_types:\n  - {name: \"m 1\", cpu: 1, memory: 1Gi}\n",
+                 "t.yaml:2:12: machine_types[0].name: invalid label value \"m 1\": must be "
+                 "empty or 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
+                 "alphanumeric (it labels the nodes)");
+    expect_error("machine_types:\n  - {name: m, cpu: 1, memory: 1Gi, gpu: 1, gpu_type: a/b}\n",
+                 "t.yaml:2:54: machine_types[0].gpu_type: invalid label value \"a/b\": must be "
+                 "empty or 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
+                 "alphanumeric (it labels the nodes)");
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3, zone: "
+                 "\"-x\"}\n",
+                 "t.yaml:2:61: node_groups[0].zone: invalid label value \"-x\": must be empty or "
+                 "1-63 characters of [A-Za-z0-9._-], starting and ending with an alphanumeric "
+                 "(it labels the nodes)");
     expect_error("machine_types:\n  - {name: m, memory: 1Gi}\n",
                  "t.yaml:2:5: machine_types[0]: missing required key \"cpu\"");
     expect_error("machine_types:\n  - {name: m, cpu: 0, memory: 1Gi}\n",
@@ -960,6 +977,15 @@ static void test_err_autoprovisioning(void **state) {
                  "lowercase alphanumerics or '-', starting and ending with an alphanumeric");
     expect_error("autoprovisioning: {max_node_groups: -2}\n",
                  "t.yaml:1:37: autoprovisioning.max_node_groups: must not be negative, got -2");
+    expect_error("autoprovisioning: {enabled: true, machine_types: []}\n",
+                 "t.yaml:1:50: autoprovisioning.machine_types: autoprovisioning is enabled but "
+                 "offers no machine type (omit the key for every machine type)");
+    expect_error("autoprovisioning: {label_sets: [{a: b}, {}, {a: b}]}\n",
+                 "t.yaml:1:45: autoprovisioning.label_sets[2]: duplicate label set");
+    expect_error("autoprovisioning: {zones: [us-a, \"us b\"]}\n",
+                 "t.yaml:1:34: autoprovisioning.zones[1]: invalid label value \"us b\": must be "
+                 "empty or 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
+                 "alphanumeric (it labels the nodes)");
 }
 
 static void test_err_ranking(void **state) {
