@@ -51,6 +51,47 @@ static const key_spec_t top_keys[] = {
     KEY("limits", YAML_TREE_MAPPING, config__parse_limits, frugal_config_t, limits, NULL),
 };
 
+typedef struct config__error_line {
+    const char *text;
+    size_t len;
+    long line, column; /* 0 when the error names no position */
+} config__error_line_t;
+
+/* Error lines in file order (by line, then column; stable), as an editor walks them:
+ * the sections are parsed in the order their values depend on each other. */
+static void config__sort_errors(char *text, const char *name) {
+    size_t n = 0, name_len = strlen(name);
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    config__error_line_t *lines = calloc(n + 1, sizeof(*lines));
+    char *copy = strdup(text);
+    if (lines == NULL || copy == NULL) {
+        free(lines), free(copy);
+        return; /* unsorted is still every error */
+    }
+    size_t k = 0;
+    for (char *p = copy; *p && k <= n; k++) {
+        char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) + 1 : strlen(p);
+        config__error_line_t l = {p, len, 0, 0};
+        if (strncmp(p, name, name_len) == 0 && p[name_len] == ':')
+            sscanf(p + name_len + 1, "%ld:%ld:", &l.line, &l.column);
+        size_t i = k;
+        for (; i > 0 && (lines[i - 1].line > l.line ||
+                         (lines[i - 1].line == l.line && lines[i - 1].column > l.column));
+             i--)
+            lines[i] = lines[i - 1];
+        lines[i] = l;
+        p += len;
+    }
+    char *out = text;
+    for (size_t i = 0; i < k; i++) {
+        memcpy(out, lines[i].text, lines[i].len);
+        out += lines[i].len;
+    }
+    free(lines);
+    free(copy);
+}
 int config_load_string(const char *name, const char *text, size_t len, frugal_config_t **out,
                        char **errors) {
     load_ctx_t ctx = {.name = name != NULL ? name : "<config>"};
@@ -90,6 +131,8 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
     config_free(ctx.cfg);
     if (errors != NULL && rc != 0) {
         *errors = strbuf_take(&ctx.errors);
+        if (*errors != NULL)
+            config__sort_errors(*errors, ctx.name);
     }
     strbuf_free(&ctx.errors);
     return rc;

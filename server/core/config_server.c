@@ -161,7 +161,7 @@ static bool addresses_collide(const char *a, const char *b) {
     if (strncmp(a, "unix:", 5) == 0 || strncmp(b, "unix:", 5) == 0)
         return strcmp(a, b) == 0;
     const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
-    if (atoi(ca + 1) != atoi(cb + 1))
+    if (ca == NULL || cb == NULL || atoi(ca + 1) != atoi(cb + 1))
         return false;
     size_t la = (size_t)(ca - a), lb = (size_t)(cb - b);
     if (la == lb && strncasecmp(a, b, la) == 0)
@@ -225,7 +225,7 @@ bool config__parse_listeners(load_ctx_t *ctx, const yaml_tree_node_t *node, cons
                               "or set allow_insecure: true",
                               l.address);
             }
-            for (size_t j = 0; j < cfg->listeners_count; j++) {
+            for (size_t j = 0; problem == NULL && j < cfg->listeners_count; j++) {
                 if (strcmp(cfg->listeners[j].address, l.address) == 0)
                     config__error(ctx, an, addr_path, "duplicate listener address \"%s\"",
                                   l.address);

@@ -900,6 +900,9 @@ static void test_err_listeners(void **state) {
     expect_error("listen: []\n", "t.yaml:1:9: listen: at least one listener is required");
     expect_error("listen:\n  - address: unix:/a\n  - address: unix:/a\n",
                  "t.yaml:3:14: listen[1].address: duplicate listener address \"unix:/a\"");
+    expect_error("listen:\n  - address: 127.0.0.1:8086\n  - address: localhost\n",
+                 "t.yaml:3:14: listen[1].address: invalid address \"localhost\": expected "
+                 "HOST:PORT or unix:PATH");
     /* Sockets that collide although the strings differ: gRPC would fail to bind the second. */
     expect_error("listen:\n  - address: 127.0.0.1:8086\n  - address: localhost:8086\n",
                  "t.yaml:3:14: listen[1].address: listener address \"localhost:8086\" binds the "
@@ -1015,7 +1018,7 @@ static void test_err_prices(void **state) {
                  "t.yaml:2:67: node_groups[0].spot_price: must not be negative, got -0.5");
 }
 
-/* Every problem is reported, in document order within a section. */
+/* Every problem is reported, in document order (line, then column). */
 static void test_multiple_errors(void **state) {
     (void)state;
     char *errors = load_err("listen: [{address: 0.0.0.0:1}]\n"
@@ -1026,14 +1029,14 @@ static void test_multiple_errors(void **state) {
                             "  - {id: a, machine_type: n1-standard-1, min_size: 4, max_size: 3}\n"
                             "ranking: {gpu_unfitness: many}\n");
     assert_string_equal(
-        errors, "t.yaml:2:1: bogus: unknown key\n"
-                "t.yaml:1:20: listen[0].address: plaintext listener on non-loopback address "
+        errors, "t.yaml:1:20: listen[0].address: plaintext listener on non-loopback address "
                 "\"0.0.0.0:1\": configure tls or set allow_insecure: true\n"
+                "t.yaml:2:1: bogus: unknown key\n"
                 "t.yaml:3:16: pricing.cpu: must not be negative, got -1\n"
                 "t.yaml:3:25: pricing.gpu: expected a number, got \"x\"\n"
                 "t.yaml:5:27: node_groups[0].machine_type: unknown machine type \"nope\"\n"
-                "t.yaml:6:52: node_groups[1].min_size: min_size 4 is greater than max_size 3\n"
                 "t.yaml:6:10: node_groups[1].id: duplicate node group id \"a\" (first at line 5)\n"
+                "t.yaml:6:52: node_groups[1].min_size: min_size 4 is greater than max_size 3\n"
                 "t.yaml:7:26: ranking.gpu_unfitness: expected a number, got \"many\"\n");
     free(errors);
 }
