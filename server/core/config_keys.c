@@ -391,6 +391,7 @@ void config__section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         config__error(ctx, node, path, "internal error: key table too long");
         return;
     }
+    const yaml_tree_node_t *at = node; /* a null section still has a position */
     if (node != NULL && yaml_tree_is_null(node)) {
         node = NULL;
     }
@@ -434,7 +435,7 @@ void config__section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
                 } else if (keys[j] != NULL) {
                     config__error(ctx, keys[j], sub, "a value is required");
                 } else {
-                    config__error(ctx, node, path, "missing required key \"%s\"", spec->name);
+                    config__error(ctx, at, path, "missing required key \"%s\"", spec->name);
                 }
             } else if (spec->default_text != NULL) {
                 spec_apply_default(ctx, spec, sub, field);

@@ -656,6 +656,9 @@ static void test_err_wrong_types(void **state) {
                  "t.yaml:2:63: node_groups[0].labels: expected a mapping, got a sequence");
     expect_error("node_groups: [a]\n", "t.yaml:1:15: node_groups[0]: expected a mapping, got a "
                                        "scalar");
+    /* an empty item is a null mapping: its keys are missing there */
+    expect_error_among("node_groups:\n  -\n",
+                       "t.yaml:2:4: node_groups[0]: missing required key \"id\"");
 }
 
 static void test_err_sizes(void **state) {
