@@ -76,8 +76,6 @@ int state_load(const char *path, state_t *out, frugal_err_t *err) {
     data[len] = '\0';
     rc = state_parse(path, data, len, out, err);
     free(data);
-    if (rc == FRUGAL_EINVAL && err != NULL && strstr(err->msg, ": checksum mismatch") != NULL)
-        state__hint_previous(path, err);
     return rc;
 fail:
     if (f != NULL)
@@ -215,6 +213,9 @@ typedef struct file_backend {
 static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     file_backend_t *f = b->impl;
     int rc = state_load(f->path, out, err);
+    /* The advice is for the state a server runs on, not for a file given to import. */
+    if (rc == FRUGAL_EINVAL && err != NULL && strstr(err->msg, ": checksum mismatch") != NULL)
+        state__hint_previous(f->path, err);
     if (rc == 0 && out->version < STATE_FORMAT_VERSION)
         log_info("state file %s is format version %d: its next write (serve's first) stores it "
                  "as version %d (checksummed), the original staying as %s" STATE_PREVIOUS_SUFFIX

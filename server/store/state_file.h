@@ -15,8 +15,8 @@
 #define STATE_PREVIOUS_SUFFIX ".prev"
 
 /* Read and parse path. FRUGAL_ENOTFOUND when it does not exist, FRUGAL_EIO when it
- * cannot be read, else as state_parse; a checksum mismatch names the previous
- * generation and how to restore it. */
+ * cannot be read, else as state_parse. (The file backend's load adds to a checksum
+ * mismatch where the previous generation is and how to restore it.) */
 int state_load(const char *path, state_t *out, frugal_err_t *err);
 
 /* Durably replace path with the serialisation of groups: write PATH.tmp, fsync it,

@@ -192,8 +192,16 @@ static void test_previous_generation(void **state) {
     fseek(f, off, SEEK_SET);
     fputc(buf[off] ^ 1, f);
     fclose(f);
+    /* The file itself (what `state import` reads) is refused without advice ... */
     assert_int_equal(state_load(path, &st, &err), FRUGAL_EINVAL);
     char want[600];
+    snprintf(want, sizeof(want), "%s:3: checksum mismatch", path);
+    assert_string_equal(err.msg, want);
+    /* ... the state a server starts on names the previous generation and its restore. */
+    state_backend_t *backend = NULL;
+    assert_int_equal(state_backend_file_create(path, &backend, &err), 0);
+    assert_int_equal(state_backend_load(backend, &st, &err), FRUGAL_EINVAL);
+    state_backend_destroy(backend);
     snprintf(want, sizeof(want), "%s:3: checksum mismatch; the previous good generation is %s",
              path, prev);
     if (strstr(err.msg, want) == NULL)
