@@ -26,6 +26,7 @@
 
 #include "escalator.h"
 #include "fit.h"
+#include "hash.h"
 #include "pricing.h"
 #include "replay.h"
 #include "template.h"
@@ -61,7 +62,8 @@ typedef struct replay__sim {
     replay_pod_t *pods;
     size_t pods_count;
     size_t shapes;
-    bool *compat; /* [shape * groups_count + group]: selector, affinity, taints */
+    bool *compat;           /* [shape * groups_count + group]: selector, affinity, taints */
+    uint32_t *compat_class; /* [shape]: the first shape with the same compat row */
     /* nodes: ids stable (index), alive ones listed in purchase order */
     replay__node_t *nodes;
     size_t nodes_count, nodes_cap;
@@ -260,6 +262,39 @@ static void replay__take(resources_t *free_, const resources_t *r, int sign) {
     free_->gpu -= sign * r->gpu;
 }
 
+static uint64_t replay__row_hash(const bool *row, size_t n) {
+    uint64_t h = HASH_FNV_OFFSET;
+    for (size_t g = 0; g < n; g++)
+        h = hash_fnv_byte(h, row[g]);
+    return hash_finish(h);
+}
+
+/* Shapes whose pods the same groups can host are one class: a trace gives every line a
+ * shape of its own, yet few classes. */
+static int replay__compat_classes(replay__sim_t *s, frugal_err_t *err) {
+    size_t G = s->groups_count, cap = 16;
+    while (cap < 2 * s->shapes)
+        cap *= 2;
+    s->compat_class = calloc(s->shapes ? s->shapes : 1, sizeof(*s->compat_class));
+    uint32_t *table = malloc(cap * sizeof(*table)); /* first shape of a class + 1; 0 empty */
+    if (s->compat_class == NULL || table == NULL) {
+        free(table);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    memset(table, 0, cap * sizeof(*table));
+    for (size_t k = 0; k < s->shapes; k++) {
+        const bool *row = s->compat + k * G;
+        size_t i = replay__row_hash(row, G) & (cap - 1);
+        while (table[i] != 0 && memcmp(s->compat + (table[i] - 1) * G, row, G * sizeof(*row)) != 0)
+            i = (i + 1) & (cap - 1);
+        if (table[i] == 0)
+            table[i] = (uint32_t)k + 1;
+        s->compat_class[k] = table[i] - 1;
+    }
+    free(table);
+    return 0;
+}
+
 static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
     size_t n = s->shapes * s->groups_count;
     if ((s->compat = calloc(n ? n : 1, sizeof(*s->compat))) == NULL)
@@ -281,7 +316,7 @@ static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
         }
     }
     free(done);
-    return 0;
+    return replay__compat_classes(s, err);
 }
 
 /* ---- placement (replay_options_t.placement) ---- */
@@ -690,19 +725,64 @@ static bool replay__escalator_unneeded(const replay__sim_t *s, size_t a, int64_t
     return now - since >= REPLAY_ESCALATOR_SOFT_GRACE;
 }
 
+/* The requests (of a compat class) that found no node in this pass: placing pods only
+ * takes room, so a later pod of the same class and request finds none either. */
+typedef struct replay__misses {
+    uint32_t *pods; /* a pod of each miss + 1; 0 empty */
+    size_t cap;
+} replay__misses_t;
+
+static uint64_t replay__miss_hash(const replay__sim_t *s, const replay_pod_t *p) {
+    uint64_t h = HASH_FNV_OFFSET;
+    const int64_t v[4] = {s->compat_class[p->shape], p->request.cpu_milli, p->request.memory_bytes,
+                          p->request.gpu};
+    for (size_t i = 0; i < sizeof(v); i++)
+        h = hash_fnv_byte(h, ((const unsigned char *)v)[i]);
+    return hash_finish(h);
+}
+
+static bool replay__same_miss(const replay__sim_t *s, const replay_pod_t *a,
+                              const replay_pod_t *b) {
+    return s->compat_class[a->shape] == s->compat_class[b->shape] &&
+           a->request.cpu_milli == b->request.cpu_milli &&
+           a->request.memory_bytes == b->request.memory_bytes && a->request.gpu == b->request.gpu;
+}
+
+/* Whether a pod like p already missed; else, when add, p is recorded as a miss. */
+static bool replay__missed(const replay__sim_t *s, replay__misses_t *m, uint32_t pod, bool add) {
+    const replay_pod_t *p = &s->pods[pod];
+    size_t i = replay__miss_hash(s, p) & (m->cap - 1);
+    for (; m->pods[i] != 0; i = (i + 1) & (m->cap - 1))
+        if (replay__same_miss(s, &s->pods[m->pods[i] - 1], p))
+            return true;
+    if (add)
+        m->pods[i] = pod + 1;
+    return false;
+}
+
 /* Steps 4 and 5; *scaled tells whether an option was bought. */
 static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_err_t *err) {
     *scaled = false;
     size_t keep = 0;
+    replay__misses_t misses = {NULL, 16};
+    while (misses.cap < 2 * s->pending_count)
+        misses.cap *= 2;
+    if ((misses.pods = calloc(misses.cap, sizeof(*misses.pods))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
-        size_t a = replay__pick_node(s, p, NULL, NULL, s->alive_count, true, now);
-        if (a < s->alive_count)
+        size_t a = replay__missed(s, &misses, pod, false)
+                       ? s->alive_count
+                       : replay__pick_node(s, p, NULL, NULL, s->alive_count, true, now);
+        if (a < s->alive_count) {
             replay__place(s, pod, s->alive[a], now);
-        else
+        } else {
+            replay__missed(s, &misses, pod, true);
             s->pending[keep++] = pod;
+        }
     }
+    free(misses.pods);
     s->pending_count = keep;
     if (keep == 0 || s->policy == &replay_policy_escalator)
         return 0; /* Escalator scales in replay__escalate */
@@ -807,6 +887,7 @@ static void replay__free(replay__sim_t *s) {
     free(s->groups);
     free(s->pods);
     free(s->compat);
+    free(s->compat_class);
     free(s->nodes);
     free(s->alive);
     free(s->pending);
