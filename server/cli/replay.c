@@ -226,7 +226,8 @@ static int replay__run_all(replay_cmd_t *c) {
 /* Mean, min and max of one figure over the seeds, and the sum of its squares. */
 typedef struct replay_stat {
     double mean, min, max;
-    double sum_sq; /* of the values, for the spread of the mean */
+    double sum_sq;  /* of the values, for the spread of the mean */
+    bool undefined; /* a ratio over nothing in some seed: shown as "-", empty, null */
 } replay_stat_t;
 
 typedef struct replay_row {
@@ -238,7 +239,12 @@ typedef struct replay_row {
     int64_t pods, unhostable; /* of the first seed; the mean pods */
 } replay_row_t;
 
+/* v NAN: a ratio whose denominator is 0. */
 static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
+    if (isnan(v)) {
+        s->undefined = true;
+        return;
+    }
     if (k == 0 || v < s->min)
         s->min = v;
     if (k == 0 || v > s->max)
@@ -286,7 +292,7 @@ static void replay__stat_vs(const replay_cmd_t *c, replay_stat_t *s, size_t w, s
     const replay_figures_t *f = replay__run(c, w, k, seed);
     const replay_figures_t *b = replay__run(c, w, base, seed);
     /* Nothing bought by either (no pod ran yet): the same cost. */
-    double vs = b->cost > 0 ? f->cost / b->cost : f->cost > 0 ? 0 : 1;
+    double vs = b->cost > 0 ? f->cost / b->cost : f->cost > 0 ? NAN : 1;
     replay__stat_add(s, vs, seed);
 }
 
@@ -318,10 +324,10 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
                     r->bound_error_seed = b->seed;
                 }
                 replay__stat_add(&r->bound, b->bound.cost, s);
-                replay__stat_add(&r->cost_bound, b->bound.cost > 0 ? f->cost / b->bound.cost : 0,
+                replay__stat_add(&r->cost_bound, b->bound.cost > 0 ? f->cost / b->bound.cost : NAN,
                                  s);
                 replay__stat_add(&r->cost, f->cost, s);
-                replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : 0, s);
+                replay__stat_add(&r->ratio, f->ideal_cost > 0 ? f->cost / f->ideal_cost : NAN, s);
                 replay__stat_add(&r->pending, f->pending_pod_minutes, s);
                 replay__stat_add(&r->nodes, (double)f->nodes_bought, s);
                 replay__stat_add(&r->drained, (double)f->nodes_drained, s);
@@ -366,6 +372,10 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
 }
 
 static void replay__range(char *buf, size_t size, const replay_stat_t *s, const char *fmt) {
+    if (s->undefined) {
+        snprintf(buf, size, "-");
+        return;
+    }
     char a[32], b[32], m[32];
     snprintf(m, sizeof(m), fmt, s->mean);
     snprintf(a, sizeof(a), fmt, s->min);
@@ -433,12 +443,15 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
 }
 
 static void replay__csv_stat(const replay_stat_t *s) {
-    printf(",%.6f,%.6f,%.6f", s->mean, s->min, s->max);
+    if (s->undefined)
+        printf(",,,");
+    else
+        printf(",%.6f,%.6f,%.6f", s->mean, s->min, s->max);
 }
 
 /* A VS column's 95 % half-width: empty when the column is absent or with one seed. */
 static void replay__csv_ci95(const replay_cmd_t *c, bool has, const replay_stat_t *s) {
-    double h = has ? replay__ci95(s, c->seeds) : NAN;
+    double h = has && !s->undefined ? replay__ci95(s, c->seeds) : NAN;
     if (isnan(h))
         printf(",");
     else
@@ -510,13 +523,22 @@ static void replay__json_stat_open(const char *key, const replay_stat_t *s) {
     printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f", key, s->mean, s->min, s->max);
 }
 
+/* null for a ratio over nothing. */
 static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
+    if (s->undefined) {
+        printf("\"%s\": null%s", key, last ? "" : ", ");
+        return;
+    }
     replay__json_stat_open(key, s);
     printf("}%s", last ? "" : ", ");
 }
 
 /* A VS column's figures with the 95 % half-width of its mean (null with one seed). */
 static void replay__json_vs(const replay_cmd_t *c, const char *key, const replay_stat_t *s) {
+    if (s->undefined) {
+        printf("\"%s\": null, ", key);
+        return;
+    }
     double h = replay__ci95(s, c->seeds);
     replay__json_stat_open(key, s);
     printf(", \"ci95\": ");

@@ -231,7 +231,12 @@ assert_exit 1 "a directory as a workload" "$FRUGAL" replay -c "$CFG" "$TMP" --se
 assert_match "^frugal replay: cannot read $TMP: Is a directory$" "$ERR" "a directory is named as one"
 assert_ok "no pod ran yet" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 0.001 --seeds 1 \
     --strategy random --strategy pricing-proposal -o csv
-assert_match "^web,random,1,0,0,([0.]+,){12}1.000000,1.000000,1.000000,1.000000,1.000000,1.000000," "$OUT" "nothing bought by either: the same cost, VS 1"
+assert_match "^web,random,1,0,0,([0.]+,){3},,,([0.]+,){6}1.000000,1.000000,1.000000,1.000000,1.000000,1.000000," "$OUT" "nothing bought by either: the same cost, VS 1"
+assert_match "^web,random,1,0,0,([0.]+,){3},,,.*,0.000000,0.000000,0.000000,,,,," "$OUT" \
+    "COST/IDEAL and COST/BOUND over nothing: empty, not 0"
+assert_ok "over nothing, in the table" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 0.001 --seeds 1 \
+    --strategy random
+assert_match "^  random +0.00 \[0.00-0.00\] +- +0.00 \[0.00-0.00\] +- " "$OUT" "shown as -"
 
 log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
 assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
