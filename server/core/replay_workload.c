@@ -269,7 +269,8 @@ static int replay__trace_time(const char *path, size_t line, const yaml_tree_nod
                               const char *key, int64_t *out, frugal_err_t *err) {
     const yaml_tree_node_t *v = yaml_tree_mapping_get(obj, key);
     if (v == NULL)
-        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu: \"%s\" is required", path, line, key);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: \"%s\" is required", path, line,
+                              obj->column, key);
     frugal_err_t e;
     frugal_err_clear(&e);
     if (replay__scalar("", v, key, REPLAY__SECONDS, out, &e) != 0) {
@@ -310,9 +311,9 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         int rc = 0;
         if (obj == NULL || obj->type != YAML_TREE_MAPPING) {
             rc = frugal_err_set(err, FRUGAL_EINVAL,
-                                "%s:%zu: malformed trace line: expected {\"t\", \"pod\", "
+                                "%s:%zu:%d: malformed trace line: expected {\"t\", \"pod\", "
                                 "\"duration\"}",
-                                path, line);
+                                path, line, obj != NULL ? obj->column : (int)(q - at) + 1);
             goto next;
         }
         for (size_t i = 0; i < obj->u.mapping.count; i++) {
@@ -342,7 +343,8 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         const yaml_tree_node_t *pod = yaml_tree_mapping_get(obj, "pod");
         kube_json_error_t je;
         if (pod == NULL) {
-            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu: \"pod\" is required", path, line);
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: \"pod\" is required", path, line,
+                                obj->column);
             goto next;
         }
         if ((rc = kube_json_pod_from_tree(pod, "pod", &tp->pod, &je)) != 0) {
@@ -356,7 +358,7 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         frugal_err_t pe;
         frugal_err_clear(&pe);
         if ((rc = pod_effective_request(tp->pod, &tp->request, &pe)) != 0)
-            frugal_err_set(err, rc, "%s:%zu: %s", path, line, pe.msg);
+            frugal_err_set(err, rc, "%s:%zu:%d: %s", path, line, pod->column, pe.msg);
         if (tp->t_s + tp->duration_s > w->trace_span_s)
             w->trace_span_s = tp->t_s + tp->duration_s;
     next:
@@ -381,10 +383,17 @@ int replay_workload_load(const char *path, const char *text, size_t len, replay_
         replay_workload_free(out);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        text += 3, len -= 3; /* a UTF-8 byte order mark, as some editors write */
     size_t i = 0;
     while (i < len && isspace((unsigned char)text[i]))
         i++;
-    out->is_trace = i < len && text[i] == '{';
+    if (i == len) {
+        replay_workload_free(out);
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "%s: empty (expected a workload mix or a JSON-lines trace)", path);
+    }
+    out->is_trace = text[i] == '{';
     int rc = out->is_trace ? replay__load_trace(path, text, len, out, err)
                            : replay__load_mix(path, text, len, out, err);
     if (rc != 0)

@@ -190,7 +190,21 @@ static void test_trace(void **state) {
                  "t.jsonl:1:33: duration: must not be negative");
     expect_error("t.jsonl", "{\"t\": -5, \"pod\": {}, \"duration\": 1}\n",
                  "t.jsonl:1:7: t: must not be negative");
-    expect_error("t.jsonl", "{\"t\": 0, \"duration\": 1}\n", "t.jsonl:1: \"pod\" is required");
+    expect_error("t.jsonl", "{\"t\": 0, \"duration\": 1}\n", "t.jsonl:1:1: \"pod\" is required");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}}\n", "t.jsonl:1:1: \"duration\" is required");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1}\n  [1]\n",
+                 "t.jsonl:2:3: malformed trace line: expected {\"t\", \"pod\", \"duration\"}");
+    /* A UTF-8 byte order mark is skipped; an empty file says so. */
+    replay_workload_t bom;
+    frugal_err_t berr;
+    frugal_err_clear(&berr);
+    const char *bom_text = "\xef\xbb\xbf{\"t\": 0, \"pod\": {}, \"duration\": 60}\n";
+    assert_int_equal(replay_workload_load("t.jsonl", bom_text, strlen(bom_text), &bom, &berr), 0);
+    assert_true(bom.is_trace);
+    assert_int_equal(bom.trace_count, 1);
+    replay_workload_free(&bom);
+    expect_error("t.jsonl", " \n\n",
+                 "t.jsonl: empty (expected a workload mix or a JSON-lines trace)");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
                  "t.jsonl:1:36: unknown trace field \"x\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
