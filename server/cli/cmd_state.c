@@ -39,12 +39,11 @@ static const group_t **state__view(const state_t *st) {
 }
 
 /* A state that does not exist is refused, not exported as empty: imported, that would
- * wipe every group's target and instances (a volume not mounted, a wrong path). A
- * running server (the file backend's lock) could change the state behind the export. */
+ * wipe every group's target and instances (a volume not mounted, a wrong path). */
 static int state__export(state_backend_t *b, const char *out, frugal_err_t *err) {
     state_t st;
-    int rc = state_backend_exclude(b, err);
-    if (rc == 0 && (rc = state_backend_load(b, &st, err)) == FRUGAL_ENOTFOUND)
+    int rc = state_backend_load(b, &st, err);
+    if (rc == FRUGAL_ENOTFOUND)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND,
                             "%s does not exist: nothing to export (nothing was written)",
                             state_backend_describe(b));

@@ -42,6 +42,12 @@ void config__error(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *pa
     if (len > sizeof(line) - 2) {
         len = sizeof(line) - 2;
     }
+    /* One line per error: a value's line breaks (a quoted "a\nb") must not split it. */
+    for (size_t i = 0; i < len; i++) {
+        if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
+            line[i] = '?';
+        }
+    }
     line[len++] = '\n';
     strbuf_append(&ctx->errors, line, len);
     ctx->oom = ctx->oom || ctx->errors.failed;

@@ -155,8 +155,9 @@ static const char *address_problem(const char *address, bool *loopback) {
 }
 
 /* Whether two valid listen addresses would bind the same socket: the same unix path, or
- * the same port where the hosts are equal, one is a wildcard, or localhost meets a
- * loopback address (gRPC binds every address a name resolves to). */
+ * the same port where the hosts are equal, one is a wildcard (gRPC binds 0.0.0.0 like
+ * [::], on both protocols), or localhost meets a loopback address (gRPC binds every
+ * address a name resolves to). */
 static bool addresses_collide(const char *a, const char *b) {
     if (strncmp(a, "unix:", 5) == 0 || strncmp(b, "unix:", 5) == 0)
         return strcmp(a, b) == 0;
@@ -169,9 +170,7 @@ static bool addresses_collide(const char *a, const char *b) {
     for (int k = 0; k < 2; k++) {
         const char *h = k ? b : a, *o = k ? a : b;
         size_t hl = k ? lb : la, ol = k ? la : lb;
-        bool o_v6 = o[0] == '[';
-        if ((hl == 4 && strncmp(h, "[::]", 4) == 0) ||
-            (hl == 7 && strncmp(h, "0.0.0.0", 7) == 0 && !o_v6))
+        if ((hl == 4 && strncmp(h, "[::]", 4) == 0) || (hl == 7 && strncmp(h, "0.0.0.0", 7) == 0))
             return true;
         if (hl == 9 && strncasecmp(h, "localhost", 9) == 0 &&
             ((ol == 9 && strncmp(o, "127.0.0.1", 9) == 0) ||

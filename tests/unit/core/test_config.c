@@ -711,6 +711,12 @@ static void test_err_machine_types(void **state) {
                  "t.yaml:2:54: machine_types[0].gpu_type: invalid label value \"a/b\": must be "
                  "empty or 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
                  "alphanumeric (it labels the nodes)");
+    /* a value's line break does not split its error line */
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3, zone: "
+                 "\"x\\ny\"}\n",
+                 "t.yaml:2:61: node_groups[0].zone: invalid label value \"x?y\": must be empty or "
+                 "1-63 characters of [A-Za-z0-9._-], starting and ending with an alphanumeric "
+                 "(it labels the nodes)");
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3, zone: "
                  "\"-x\"}\n",
                  "t.yaml:2:61: node_groups[0].zone: invalid label value \"-x\": must be empty or "
@@ -918,9 +924,13 @@ static void test_err_listeners(void **state) {
                  "  - address: \"[::1]:8086\"\n",
                  "t.yaml:4:14: listen[1].address: listener address \"[::1]:8086\" binds the same "
                  "port as \"[::]:8086\"");
+    expect_error("allow_insecure: true\nlisten:\n  - address: 0.0.0.0:8086\n"
+                 "  - address: \"[::1]:8086\"\n",
+                 "t.yaml:4:14: listen[1].address: listener address \"[::1]:8086\" binds the same "
+                 "port as \"0.0.0.0:8086\"");
     frugal_config_t *apart = load_ok("allow_insecure: true\nlisten:\n  - address: 127.0.0.1:8086\n"
                                      "  - address: 127.0.0.1:8087\n  - address: \"[::1]:8086\"\n"
-                                     "  - address: 0.0.0.0:8088\n  - address: \"[::1]:8088\"\n");
+                                     "  - address: 0.0.0.0:8088\n  - address: \"[::1]:8089\"\n");
     assert_int_equal(apart->listeners_count, 5);
     config_free(apart);
     expect_error("listen:\n  - {tls: {cert: /c, key: /k}}\n",
