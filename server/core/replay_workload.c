@@ -323,6 +323,13 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
                                     path, line, obj->u.mapping.items[i].key->column, k);
                 goto next;
             }
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(obj->u.mapping.items[j].key->u.scalar.text, k) == 0) {
+                    rc = frugal_err_set(err, FRUGAL_EINVAL,
+                                        "%s:%zu:%d: duplicate trace field \"%s\"", path, line,
+                                        obj->u.mapping.items[i].key->column, k);
+                    goto next;
+                }
         }
         if (w->trace_count == cap) {
             size_t ncap = cap ? cap * 2 : 256;

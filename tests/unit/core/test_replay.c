@@ -205,6 +205,8 @@ static void test_trace(void **state) {
     replay_workload_free(&bom);
     expect_error("t.jsonl", " \n\n",
                  "t.jsonl: empty (expected a workload mix or a JSON-lines trace)");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"t\": 2}\n",
+                 "t.jsonl:1:36: duplicate trace field \"t\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
                  "t.jsonl:1:36: unknown trace field \"x\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
