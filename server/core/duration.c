@@ -73,11 +73,11 @@ static bool duration__term(const char **p, uint64_t *term) {
 }
 
 int duration_parse(const char *s, int64_t *ns, frugal_err_t *err) {
-    if (strcmp(s, "0") == 0) {
+    const char *p = s[0] == '+' ? s + 1 : s; /* Go takes a leading sign too */
+    if (strcmp(p, "0") == 0) {
         *ns = 0;
         return 0;
     }
-    const char *p = s;
     uint64_t total = 0;
     do {
         uint64_t term;

@@ -14,7 +14,8 @@
 
 #define DURATION_NS_PER_SEC 1000000000LL
 
-/* Parse s into nanoseconds (a fraction finer than a nanosecond is dropped).
+/* Parse s into nanoseconds (a fraction finer than a nanosecond is dropped); a leading
+ * "+" is taken, as Go does (a "-" is for the caller to refuse or take).
  * 0, or FRUGAL_EINVAL when s is not a duration or exceeds INT64_MAX ns; *ns is only
  * set on success. err gets "invalid duration \"S\"". */
 int duration_parse(const char *s, int64_t *ns, frugal_err_t *err);

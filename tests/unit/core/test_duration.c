@@ -42,6 +42,10 @@ static void test_units_and_sums(void **state) {
     assert_int_equal(parse_ok("3\xc2\xb5s"), 3000); /* µs, micro sign */
     assert_int_equal(parse_ok("3\xce\xbcs"), 3000); /* μs, Greek mu */
     assert_int_equal(parse_ok("1m1ms"), 60 * S + 1000000);
+    assert_int_equal(parse_ok("+1s"), S); /* Go's leading plus */
+    assert_int_equal(parse_ok("+0"), 0);
+    parse_bad("+");
+    parse_bad("++1s");
 }
 
 static void test_fractions_are_exact(void **state) {
@@ -61,8 +65,7 @@ static void test_rejected(void **state) {
     parse_bad("600");  /* no unit */
     parse_bad("10 m"); /* space */
     parse_bad("10 minutes");
-    parse_bad("-5s"); /* no sign */
-    parse_bad("+5s");
+    parse_bad("-5s");  /* negative: no sign but Go's leading plus */
     parse_bad("1e3s"); /* no exponent */
     parse_bad("5d");   /* no such unit */
     parse_bad("5sx");
