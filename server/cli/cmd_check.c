@@ -40,8 +40,16 @@ int cmd_check(int argc, char **argv) {
                 fprintf(stderr, "frugal check: %s needs a file\n", a);
                 return check_usage(stderr, 2);
             }
+            if (path != NULL) {
+                fprintf(stderr, "frugal check: -c given twice\n");
+                return check_usage(stderr, 2);
+            }
             path = argv[++i];
         } else if (strncmp(a, "--config=", 9) == 0) {
+            if (path != NULL) {
+                fprintf(stderr, "frugal check: -c given twice\n");
+                return check_usage(stderr, 2);
+            }
             path = a + 9;
         } else {
             fprintf(stderr, "frugal check: unexpected argument \"%s\"\n", a);

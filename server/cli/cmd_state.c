@@ -134,7 +134,12 @@ int cmd_state(int argc, char **argv) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return state_usage(stdout, 0);
         if ((strcmp(a, "-c") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
-            *(a[1] == 'c' ? &path : &out) = argv[++i];
+            const char **dst = a[1] == 'c' ? &path : &out;
+            if (*dst != NULL) {
+                fprintf(stderr, "frugal state: %s given twice\n", a);
+                return state_usage(stderr, 2);
+            }
+            *dst = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "frugal state: unexpected option \"%s\"\n", a);
             return state_usage(stderr, 2);

@@ -1192,6 +1192,10 @@ int cmd_plan(int argc, char **argv) {
             fprintf(stderr, "frugal plan: %s needs a value\n", opt);
             return plan__usage(stderr, 2);
         }
+        if (dst != &format && *dst != NULL) {
+            fprintf(stderr, "frugal plan: %s given twice\n", opt);
+            return plan__usage(stderr, 2);
+        }
         *dst = argv[++i];
     }
     if (config_path == NULL || pods_path == NULL) {

@@ -697,6 +697,10 @@ int cmd_replay(int argc, char **argv) {
         const char *val = argv[++i];
         double v = 0; /* replay__positive leaves it unset when it refuses */
         if (strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0) {
+            if (config_path != NULL) {
+                fprintf(stderr, "frugal replay: -c given twice\n");
+                status = 2;
+            }
             config_path = val;
         } else if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) {
             format = val;

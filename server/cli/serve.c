@@ -191,6 +191,10 @@ int cmd_serve(int argc, char **argv) {
         log_format_t format;
         switch (opt) {
         case 'c':
+            if (path != NULL) {
+                fprintf(stderr, "frugal serve: -c given twice\n");
+                return 2;
+            }
             path = optarg;
             break;
         case 'I':

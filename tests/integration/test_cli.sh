@@ -156,6 +156,13 @@ assert_match "^commit ([0-9a-f]{12}|unknown)\$" "$OUT" "commit line ($rev)"
 assert_exit 2 "unknown command" "$FRUGAL" no-such-command
 assert_exit 2 "no command" "$FRUGAL"
 
+log "-c given twice is a usage error, not the last one silently winning"
+for cmd in "serve" "check" "state export" "plan --pods p.json" "replay w.yaml"; do
+    # shellcheck disable=SC2086 # the command's words
+    assert_exit 2 "$cmd -c twice" "$FRUGAL" $cmd -c "$TMP/a.yaml" -c "$TMP/b.yaml"
+    assert_match "given twice" "$ERR" "$cmd says -c was given twice"
+done
+
 log "ctl usage errors"
 PORT=$(free_port)
 assert_exit 2 "ctl without --addr" "$FRUGAL" ctl health
