@@ -35,26 +35,24 @@ int cmd_check(int argc, char **argv) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             return check_usage(stdout, 0);
         }
+        const char *value = NULL;
         if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "frugal check: %s needs a file\n", a);
                 return check_usage(stderr, 2);
             }
-            if (path != NULL) {
-                fprintf(stderr, "frugal check: -c given twice\n");
-                return check_usage(stderr, 2);
-            }
-            path = argv[++i];
+            value = argv[++i];
         } else if (strncmp(a, "--config=", 9) == 0) {
-            if (path != NULL) {
-                fprintf(stderr, "frugal check: -c given twice\n");
-                return check_usage(stderr, 2);
-            }
-            path = a + 9;
+            value = a + 9;
         } else {
             fprintf(stderr, "frugal check: unexpected argument \"%s\"\n", a);
             return check_usage(stderr, 2);
         }
+        if (path != NULL) {
+            fprintf(stderr, "frugal check: -c given twice\n");
+            return check_usage(stderr, 2);
+        }
+        path = value;
     }
     if (path == NULL || path[0] == '\0') {
         fprintf(stderr, "frugal check: -c FILE is required\n");

@@ -272,19 +272,20 @@ bool config__parse_string(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
     return config__store_scalar(ctx, node, field);
 }
 
+bool config__check_label_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path) {
+    const char *problem = k8s_name_value_problem(node->u.scalar.text);
+    if (problem != NULL)
+        config__error(ctx, node, path, "invalid label value \"%s\": %s (it labels the nodes)",
+                      node->u.scalar.text, problem);
+    return problem == NULL;
+}
+
 /* A non-empty string that frugal puts on template nodes as a label value (a machine
  * type's name, a zone, a GPU type): Kubernetes refuses a node with any other. */
 bool config__parse_label_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                void *field, const key_spec_t *spec) {
-    if (!config__parse_string(ctx, node, path, field, spec))
-        return false;
-    const char *problem = k8s_name_value_problem(node->u.scalar.text);
-    if (problem != NULL) {
-        config__error(ctx, node, path, "invalid label value \"%s\": %s (it labels the nodes)",
-                      node->u.scalar.text, problem);
-        return false;
-    }
-    return true;
+    return config__parse_string(ctx, node, path, field, spec) &&
+           config__check_label_value(ctx, node, path);
 }
 
 static bool quantity_check(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,

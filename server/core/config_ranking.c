@@ -51,16 +51,10 @@ static bool parse_ap_zones(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         config__parse_strings(ctx, node, path, &ap->zones, &ap->zones_count);
         for (size_t i = 0; i < config__seq_count(node); i++) {
             const yaml_tree_node_t *item = node->u.sequence.items[i];
-            const char *problem = item->type == YAML_TREE_SCALAR && item->u.scalar.len > 0
-                                      ? k8s_name_value_problem(item->u.scalar.text)
-                                      : NULL;
-            if (problem != NULL) {
-                char sub[CONFIG_PATH_MAX];
-                config__path_index(sub, path, i);
-                config__error(ctx, item, sub,
-                              "invalid label value \"%s\": %s (it labels the nodes)",
-                              item->u.scalar.text, problem);
-            }
+            char sub[CONFIG_PATH_MAX];
+            config__path_index(sub, path, i);
+            if (item->type == YAML_TREE_SCALAR && item->u.scalar.len > 0)
+                config__check_label_value(ctx, item, sub);
         }
         return true;
     }

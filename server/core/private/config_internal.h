@@ -115,6 +115,8 @@ bool config__parse_double(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
                           void *field, const key_spec_t *spec);
 bool config__parse_string(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                           void *field, const key_spec_t *spec);
+/* Whether a scalar node's text is a label value; else an error naming it. */
+bool config__check_label_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path);
 bool config__parse_label_value(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                void *field, const key_spec_t *spec);
 bool config__parse_cpu(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, void *field,
