@@ -137,9 +137,9 @@ assert_eq "openstack:///pool-a-1-uuid" "$(cat "$TMP/deleted" 2>/dev/null)" \
     "the delete hook got the provider id"
 assert_eq 1 "$(target_size pool-a)" "pool-a target after delete-nodes"
 
-# crash_mid_create INSTANCE: increase pool-a by one whose create hangs, kill -9 frugal
-# while it runs, end the hook (its own process group outlives frugal, as a reboot would
-# not let it), start again.
+# crash_mid_create INSTANCE [RERUN_DELAY]: increase pool-a by one whose create hangs,
+# kill -9 frugal while it runs, end the hook (its own process group outlives frugal, as a
+# reboot would not let it), start again; the re-run create sleeps RERUN_DELAY seconds.
 crash_mid_create() {
     echo 30 >"$TMP/delay"
     assert_ok "increase pool-a" ctl increase pool-a 1
@@ -147,6 +147,7 @@ crash_mid_create() {
     kill_server_hard
     kill -KILL -- "-$(cat "$TMP/pid-$1")" 2>/dev/null
     rm -f "$TMP/delay" "$TMP/deleted"
+    [ -n "${2:-}" ] && echo "$2" >"$TMP/delay"
     start_server "$TMP/frugal.yaml"
 }
 
@@ -159,8 +160,11 @@ assert_match "^pool-a " "$OUT" "ids persisted across the restart"
 log "restart: an instance dropped after a crash in its create is deleted, not forgotten"
 # The killed create may have made the machine: whether its create is re-run, queued or
 # running when CA drops it, its delete runs (placeholder id, or the id a re-run printed).
-crash_mid_create pool-a-4
+# The re-run is slowed so that it cannot finish (and leave a running node, which a
+# decrease may not drop) before the decrease arrives on a loaded machine.
+crash_mid_create pool-a-4 5
 assert_ok "decrease at once" ctl decrease pool-a -1
+rm -f "$TMP/delay"
 for _ in $(seq 1 100); do
     grep -q "pool-a-4" "$TMP/deleted" 2>/dev/null && break
     sleep 0.1
