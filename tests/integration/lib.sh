@@ -92,13 +92,14 @@ finish() {
     exit 0
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on right now and that this test has not
-# been given before (two ports picked one after the other must differ: $TMP/.ports).
+# A TCP port on 127.0.0.1, below the ephemeral range, that nothing listens on right now
+# and that this test has not been given before (two ports picked one after the other must
+# differ: $TMP/.ports).
 free_port() {
     local port
     for _ in $(seq 1 100); do
         if command -v python3 >/dev/null 2>&1; then
-            port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+            port=$(python3 "$FRUGAL_SOURCE_DIR/tests/integration/free_port.py")
         else
             port=$((20000 + RANDOM % 40000))
             (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
@@ -281,14 +282,15 @@ stop_server() {
     local pid=$SERVER_PID i
     [ -n "$pid" ] || return 0
     kill -TERM "$pid" 2>/dev/null
-    for i in $(seq 1 150); do
+    # The grace is 10 s; a sanitizer build's exit adds its own seconds.
+    for i in $(seq 1 300); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
         kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
-        fail "server did not exit within 15 s of SIGTERM"
+        fail "server did not exit within 30 s of SIGTERM"
         show_server_log
     else
         wait "$pid"

@@ -188,7 +188,7 @@ assert_ok "replay --seeds=1 --hours=1 --strategy=random -o=csv" "$FRUGAL" replay
 assert_eq "$spaced" "$OUT" "the same report as with the values after a space"
 run "$FRUGAL" check -c "$TMP/good.yaml" -x=1
 assert_match 'unexpected .*-x=1' "$ERR" "a short option without a value stays as it is"
-run "$FRUGAL" ctl --addr=127.0.0.1:1 --timeout=300 health
+run "$FRUGAL" ctl --addr=127.0.0.1:1 --timeout=2000 health
 assert_match "^UNAVAILABLE" "$OUT$ERR" "ctl --addr=HOST:PORT --timeout=MS: the address was used"
 
 finish

@@ -116,7 +116,7 @@ assert_ok "increase g 1" ctl increase g 1
 acked=$((acked + 1))
 python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" headers-only "$ADDR" 1 1 20 >/dev/null 2>&1 &
 STALLED=$!
-sleep 1
+sleep 3 # python's start, the connection and the HEADERS, on a loaded machine
 stop_server
 wait "$STALLED" 2>/dev/null
 assert_match "cancelling them" "$(cat "$SERVER_LOG")" "the grace ran out and the stalled call was cancelled"

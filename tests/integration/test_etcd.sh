@@ -19,6 +19,9 @@ echo "ops_listen: 127.0.0.1:$O2" >>"$TMP/r2.yaml"
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 # metric_l OPS_PORT SERIES: the value of one labelled series (0 when absent).
 metric_l() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'; }
+# converge ADDR GROUP N: wait (5 s at most) until the replica at ADDR shows GROUP at N;
+# another replica's write reaches it through its Watch.
+converge() { local i; for i in $(seq 1 50); do [ "$(ADDR=$1 target_size "$2")" = "$3" ] && return; sleep 0.1; done; }
 R1="127.0.0.1:$P1"
 R2="127.0.0.1:$P2"
 
@@ -30,7 +33,7 @@ PID2=$SERVER_PID LOG2=$SERVER_LOG
 log "both replicas serve, each sees the other's changes"
 ADDR=$R1 assert_ok "increase on r1" ctl increase web-a 2
 ADDR=$R2 assert_ok "increase on r2" ctl increase web-a 3
-sleep 0.3
+converge "$R1" web-a 5
 assert_eq 5 "$(ADDR=$R1 target_size web-a)" "r1 sees 5"
 assert_eq 5 "$(ADDR=$R2 target_size web-a)" "r2 sees 5"
 assert_match "target=5" "$(etcd_get /frugal/t/groups/web-a)" "etcd holds the group"
@@ -44,7 +47,8 @@ done
 wait_jobs() { local j; for j in $(jobs -p); do case " ${ALL_SERVER_PIDS[*]} " in *" $j "*) ;; *) wait "$j";; esac; done; }
 wait_jobs
 ok=$(cat "$TMP"/race*.* | grep -cx 0)
-sleep 0.3
+converge "$R1" web-a 10
+converge "$R2" web-a 10
 assert_eq 10 "$(ADDR=$R1 target_size web-a)" "r1: target exactly max_size"
 assert_eq 10 "$(ADDR=$R2 target_size web-a)" "r2: target exactly max_size"
 assert_eq 5 "$ok" "exactly 5 increases acknowledged"
@@ -95,7 +99,8 @@ t1=$(date +%s%N)
 assert_eq 1 "$(( $(grep -c "info  leader:" "$LEAD_LOG") > before ))" "the survivor leads"
 ms=$(( (t1 - t0) / 1000000 ))
 echo "    failover in $ms ms (lease_ttl 2s)"
-assert_eq 1 "$(( ms < 3500 ))" "within about lease_ttl (etcd expires leases every 0.5 s)"
+# lease_ttl plus etcd's 0.5 s expiry sweep, plus a loaded machine's polling slack.
+assert_eq 1 "$(( ms < 5000 ))" "within about lease_ttl (etcd expires leases every 0.5 s)"
 assert_match "leader was deleted \(the leader's lease ended\): electing now" "$(cat "$LEAD_LOG")" \
     "the survivor's Watch saw the leader key go and elected at once"
 if [ "$LEAD" = "$PID1" ]; then A=$R1; else A=$R2; fi
@@ -105,11 +110,11 @@ node_ids() { ADDR=$A ctl -o yaml nodes web-a | grep '^- id: ' | sed 's/^- id: "\
 IDS=($(node_ids))
 assert_eq 10 "${#IDS[@]}" "ten instances"
 kill -STOP "${ETCD_PID[0]}"
-t0=$(date +%s%N)
+seen=$(wc -l <"$LEAD_LOG")
 ADDR=$A assert_status UNAVAILABLE "delete-nodes while etcd is stopped" ctl --timeout 5000 delete-nodes web-a "${IDS[0]}"
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-echo "    UNAVAILABLE after $ms ms (request_timeout 1s)"
-assert_eq 1 "$(( ms < 2500 ))" "answered within request_timeout"
+ms=$(tail -n +"$((seen + 1))" "$LEAD_LOG" | grep "DeleteNodes" | sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' | head -1)
+echo "    UNAVAILABLE after ${ms:-?} ms in the server (request_timeout 1s)"
+assert_eq 1 "$(( ${ms:-99999} < 2000 ))" "answered within request_timeout"
 # CA may send several at once: they wait for one another on this replica, yet each
 # must answer within CA's 5 s (the mutation budget is 3.5 s from arrival). CA's deadline
 # runs from its own send, so each call is timed by the server (duration_ms in its log
@@ -248,7 +253,7 @@ etcd_member_kill 0
 etcd_member_start 0
 etcd_wait
 kill -CONT "$PID4"
-for _ in $(seq 1 50); do grep -q "compacted revision" "$LOG4" && [ "$(ADDR=127.0.0.1:$C4 target_size web-a)" = 3 ] && break; sleep 0.1; done
+for _ in $(seq 1 150); do grep -q "compacted revision" "$LOG4" && [ "$(ADDR=127.0.0.1:$C4 target_size web-a)" = 3 ] && break; sleep 0.1; done
 assert_match "etcd compacted revision" "$(cat "$LOG4")" "the replica names the compaction"
 assert_eq 3 "$(ADDR=127.0.0.1:$C4 target_size web-a)" "and caught up by a full read"
 kill -TERM "$PID3" "$PID4"
@@ -279,7 +284,12 @@ for i in $(seq 1 7); do
     ("$FRUGAL" ctl --addr "127.0.0.1:$N2" increase web-b 1 >/dev/null 2>"$TMP/nap.b$i"; echo $? >>"$TMP/nap.b$i") &
 done
 wait_jobs
-sleep 0.3
+for _ in $(seq 1 50); do # web-b's writes reach N1 through its Watch
+    a=$(ADDR="127.0.0.1:$N1" target_size web-a)
+    b=$(ADDR="127.0.0.1:$N1" target_size web-b)
+    [ "$a" != ERR ] && [ "$b" != ERR ] && [ "$((a + b))" = 10 ] && break
+    sleep 0.1
+done
 a=$(ADDR="127.0.0.1:$N1" target_size web-a)
 b=$(ADDR="127.0.0.1:$N1" target_size web-b)
 assert_eq 10 "$((a + b))" "the two groups together stay at the limit ($a + $b)"

@@ -73,8 +73,9 @@ fi
 slow_create() {
     echo "$3" >"$TMP/delay"
     ADDR=$FOLLOW assert_ok "increase web-a" ctl increase web-a 1
-    for _ in $(seq 1 50); do grep -q "^start create $1 $2" "$TMP/calls" && break; sleep 0.1; done
+    for _ in $(seq 1 150); do grep -q "^start create $1 $2" "$TMP/calls" && break; sleep 0.1; done
     assert_match "start create $1 $2" "$(cat "$TMP/calls")" "the leader started the hook"
+    for _ in $(seq 1 50); do [ -s "$TMP/child.$1" ] && break; sleep 0.1; done
     HOOK_PID=$(cat "$TMP/pid.$1")
 }
 # gone PID TENTHS WHAT: PID no longer runs within TENTHS tenths of a second.
@@ -85,12 +86,12 @@ gone() {
 
 log "an increase on the follower: the leader runs the hooks, once each"
 ADDR=$FOLLOW assert_ok "increase on the follower" ctl increase web-a 2
-for _ in $(seq 1 50); do [ "$(cat "$TMP/calls" 2>/dev/null | grep -c "^end create")" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 150); do [ "$(cat "$TMP/calls" 2>/dev/null | grep -c "^end create")" -ge 2 ] && break; sleep 0.1; done
 assert_eq 2 "$(grep -c '^start create' "$TMP/calls")" "two create hooks"
 assert_eq 0 "$(grep '^start create' "$TMP/calls" | grep -vc " $LEAD\$")" "all run by the leader"
-for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
+for _ in $(seq 1 100); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-2' && break; sleep 0.1; done
 assert_match "real:///web-a-2" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "the follower sees the hook's result"
-for _ in $(seq 1 30); do [ "$(grep -c '^list web-a' "$TMP/lists" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 100); do [ "$(grep -c '^list web-a' "$TMP/lists" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
 assert_match "^list web-a $LEAD$" "$(cat "$TMP/lists")" "the leader lists its groups"
 assert_eq 0 "$(grep -vc " $LEAD\$" "$TMP/lists")" "no list on the follower"
 
@@ -102,12 +103,12 @@ wait "$LEAD" 2>/dev/null
 rm -f "$TMP/delay"
 gone "$HOOK_PID" 10 "the hook of the killed leader"
 gone "$CHILD_PID" 10 "the process the hook started"
-for _ in $(seq 1 80); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
+for _ in $(seq 1 200); do grep -q "^end create web-a-3 $FPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-3 $FPID" "$(cat "$TMP/calls")" "the new leader ran it again"
 assert_match "info  leader:" "$(cat "$FLOG")" "the follower became leader"
-for _ in $(seq 1 30); do grep -q "^list web-a $FPID$" "$TMP/lists" && break; sleep 0.1; done
+for _ in $(seq 1 100); do grep -q "^list web-a $FPID$" "$TMP/lists" && break; sleep 0.1; done
 assert_match "^list web-a $FPID$" "$(cat "$TMP/lists")" "the new leader lists"
-for _ in $(seq 1 30); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
+for _ in $(seq 1 100); do ADDR=$FOLLOW ctl -o yaml nodes web-a | grep -q 'real:///web-a-3' && break; sleep 0.1; done
 assert_match "real:///web-a-3" "$(ADDR=$FOLLOW ctl -o yaml nodes web-a)" "and its result is kept"
 assert_eq 1 "$(grep -c "^start create web-a-1 " "$TMP/calls")" "a finished hook is not run again"
 assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "no hook ran twice at once"
@@ -124,7 +125,7 @@ gone "$HOOK_PID" 25 "the hook of the paused leader (lease_ttl 2s)"
 gone "$CHILD_PID" 5 "the process that hook started"
 killed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 log "the paused leader's hook was gone ${killed_ms} ms after SIGSTOP"
-for _ in $(seq 1 60); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
+for _ in $(seq 1 150); do grep -q "^end create web-a-4 $NPID" "$TMP/calls" && break; sleep 0.1; done
 assert_match "end create web-a-4 $NPID" "$(cat "$TMP/calls")" "the new leader ran it meanwhile"
 assert_eq 0 "$(grep -c '^OVERLAP' "$TMP/calls")" "never beside the paused leader's run"
 kill -CONT "$FPID"

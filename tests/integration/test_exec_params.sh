@@ -115,8 +115,9 @@ rm -f "$TMP/bad-id"
 assert_ok "decrease drops it" ctl decrease pool-a -1
 
 log "a reload gives later hooks the new parameters"
-write_config ubuntu-24
+# The file first: the server also reloads on its own when the config file changes.
 printf 'tok-2' >"$SECRET"
+write_config ubuntu-24
 kill -HUP "$SERVER_PID"
 for _ in $(seq 1 50); do grep -q 'reloaded (SIGHUP)' "$SERVER_LOG" && break; sleep 0.1; done
 assert_ok "increase after the reload" ctl increase pool-a 1
@@ -126,11 +127,11 @@ assert_match "^FRUGAL_PARAM_IMAGE=ubuntu-24$" "$ENV3" "the reloaded parameter"
 assert_match "^OS_TOKEN=tok-2$" "$ENV3" "the file is read again at the reload"
 
 log "a reload with an unreadable file is refused and keeps the running parameters"
-write_config fedora
 chmod 000 "$SECRET"
 if [ "$(id -u)" -eq 0 ]; then
     rm -f "$SECRET" # root reads any file: make it missing instead
 fi
+write_config fedora
 kill -HUP "$SERVER_PID"
 for _ in $(seq 1 50); do grep -q 'reload (SIGHUP) refused' "$SERVER_LOG" && break; sleep 0.1; done
 assert_match "frugal.yaml:12:15: provider.env_from_files.OS_TOKEN: cannot read $SECRET" \

@@ -10,8 +10,9 @@ ADDR="127.0.0.1:$PORT"
 HOOK="$TMP/hook"
 STATE="$TMP/state.json"
 
-# The hook logs each call; create sleeps $TMP/delay seconds (when present), then fails
-# with the status in $TMP/fail-GROUP (when present), else prints the real provider id.
+# The hook logs each call; create waits while $TMP/hold exists, sleeps $TMP/delay seconds
+# (when present), then fails with the status in $TMP/fail-GROUP (when present), else
+# prints the real provider id.
 cat >"$HOOK" <<HOOK_EOF
 #!/bin/bash
 D=$TMP
@@ -19,6 +20,7 @@ echo "\$*|\$FRUGAL_INSTANCE|\$FRUGAL_PROVIDER_ID|\$FRUGAL_MACHINE_TYPE|\$FRUGAL_
 case \$1 in
 create)
     echo \$\$ > \$D/pid-\$3
+    while [ -f \$D/hold ]; do sleep 0.1; done
     [ -f \$D/delay ] && sleep "\$(cat \$D/delay)"
     if [ -f \$D/fail-\$2 ]; then
         if [ -f \$D/msg-\$2 ]; then cat \$D/msg-\$2 >&2; else echo "quota exceeded in \$FRUGAL_ZONE" >&2; fi
@@ -81,12 +83,12 @@ assert_match "exec $HOOK, timeout 20s, parallelism 2" "$OUT" "check summary name
 start_server "$TMP/frugal.yaml"
 
 log "increase: creating, then running with the hook's provider id"
-echo 1 >"$TMP/delay"
+touch "$TMP/hold"
 assert_ok "increase pool-a" ctl increase pool-a 2
 assert_ok "nodes right after" ctl nodes pool-a
 assert_eq creating "$(state_of frugal://pool-a/pool-a-1)" "pool-a-1 creating at first"
 assert_eq creating "$(state_of frugal://pool-a/pool-a-2)" "pool-a-2 creating at first"
-rm -f "$TMP/delay"
+rm -f "$TMP/hold"
 wait_nodes pool-a "^openstack:///pool-a-2-uuid +running" || fail "pool-a-2 never ran"
 wait_nodes pool-a "^openstack:///pool-a-1-uuid +running" || fail "pool-a-1 never ran"
 assert_eq running "$(state_of openstack:///pool-a-1-uuid)" "pool-a-1 running with its real id"
@@ -165,7 +167,7 @@ log "restart: an instance dropped after a crash in its create is deleted, not fo
 crash_mid_create pool-a-4 5
 assert_ok "decrease at once" ctl decrease pool-a -1
 rm -f "$TMP/delay"
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
     grep -q "pool-a-4" "$TMP/deleted" 2>/dev/null && break
     sleep 0.1
 done

@@ -226,7 +226,10 @@ assert_match '^[0-9]+' "$T2" "reload timestamp after SIGHUP"
 cp "$TMP/frugal.yaml" "$TMP/frugal.good"
 echo "bogus_key: 1" >>"$TMP/frugal.yaml"
 kill -HUP "$SERVER_PID"
-sleep 1.5
+for _ in $(seq 1 100); do
+    curl -s --max-time 5 "$URL/metrics" | grep -q '^frugal_config_last_reload_successful 0$' && break
+    sleep 0.1
+done
 assert_eq "$T2" "$(reload_ts)" "reload timestamp after a refused reload"
 assert_match '^frugal_config_last_reload_successful 0$' "$(curl -s --max-time 5 "$URL/metrics")" \
     "reload successful gauge after a refused reload"
