@@ -18,3 +18,12 @@ derive_scale_down() {
         -e "s/^\(    max_size: .*\)$/\1\n    options: {scale_down_unneeded: $3}/" \
         "$W/cluster.yaml" >"$1/$2.yaml"
 }
+
+# derive_burst OUT NAME FILE PODS: reference FILE with every family's pods arriving PODS at
+# a time (`burst`), at the same pods an hour, as OUT/NAME.yaml
+derive_burst() {
+    local rate
+    rate=$(sed -n 's/^arrivals_per_hour: //p' "$W/$3.yaml")
+    sed -e "s/^arrivals_per_hour: .*/arrivals_per_hour: $(awk -v r="$rate" -v b="$4" 'BEGIN { print r / b }')/" \
+        -e "s/^\(    owner: .*\)$/\1\n    burst: [$4, $4]/" "$W/$3.yaml" >"$1/$2.yaml"
+}
