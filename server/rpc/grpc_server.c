@@ -127,6 +127,10 @@ typedef struct call_state {
     bool counted;                 /* included in the server's calls in flight */
     conn_share_slot_t share_slot; /* where its connection's count is, or UNTRACKED */
     bool receive_timed_out;       /* cancelled by limits.receive_timeout */
+    /* Its status counts once the reply is done, unless the client cancelled: a call
+     * without a request message is a cancel as often as a malformed call. */
+    bool record_at_close;
+    grpc_status_code close_status;
     bool on_receive_list;         /* waiting for a body, without a deadline */
     gpr_timespec receive_by;      /* monotonic */
     struct call_state *recv_prev; /* the receive list, oldest first */
@@ -179,6 +183,8 @@ struct frugal_server {
     atomic_long receiving;
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
     atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
+    long long max_message_bytes;
+    atomic_llong unreadable_warned_s; /* monotonic s of the last unreadable-request warning */
 };
 
 static atomic_bool server_stopping;
@@ -353,7 +359,10 @@ static bool call_start_batch(frugal_server_t *s, grpc_call *call, const grpc_op 
 
 /* Start the single reply batch of a unary call. */
 static void call_reply(call_state_t *cs, grpc_status_code status, const char *message) {
-    call_record(cs, status);
+    if (cs->record_at_close)
+        cs->close_status = status;
+    else
+        call_record(cs, status);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
@@ -465,6 +474,7 @@ static void call_handle_request(call_state_t *cs) {
     frugal_err_clear(&err);
     int rc;
     if (cs->payload == NULL) {
+        cs->record_at_close = true;
         rc = frugal_err_set(&err, FRUGAL_EINVAL, "request message missing");
     } else if (gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC),
                             gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC)) > 0) {
@@ -606,6 +616,26 @@ static void call_accept(call_state_t *cs) {
     }
 }
 
+/* gRPC failed cs's receive before its deadline: it refused the message before frugal
+ * saw it, over max_message_bytes (the client gets RESOURCE_EXHAUSTED) or compressed data
+ * it cannot decompress. A client's cancel or a closed connection completes the receive
+ * without a message instead. Counted as RESOURCE_EXHAUSTED, warned at most once a minute. */
+static void call_unreadable(call_state_t *cs) {
+    frugal_server_t *s = cs->worker->server;
+    call_record(cs, GRPC_STATUS_RESOURCE_EXHAUSTED);
+    long long now_s = clock_mono_ms() / 1000;
+    long long last = atomic_load(&s->unreadable_warned_s);
+    if ((last != 0 && now_s - last < 60) ||
+        !atomic_compare_exchange_strong(&s->unreadable_warned_s, &last, now_s))
+        return;
+    char name[256];
+    log_warn("gRPC refused a %s request before frugal could read it: larger than "
+             "max_message_bytes (%lld), or compressed data it cannot decompress; further "
+             "refusals are not logged for a minute (grpc_server_handled_total, "
+             "grpc_code=\"RESOURCE_EXHAUSTED\")",
+             call_method_name(cs, name, sizeof(name)), s->max_message_bytes);
+}
+
 /* The receive of a call's message completed. */
 static void call_received(call_state_t *cs, bool ok) {
     receive_list_remove(cs->worker->server, cs);
@@ -615,6 +645,8 @@ static void call_received(call_state_t *cs, bool ok) {
                    (!ok && gpr_time_cmp(gpr_now(cs->deadline.clock_type), cs->deadline) >= 0);
     if (overdue)
         call_record(cs, GRPC_STATUS_DEADLINE_EXCEEDED);
+    else if (!ok && !atomic_load(&server_stopping))
+        call_unreadable(cs);
     if (!ok || cs->receive_timed_out) {
         call_state_free(cs); /* cancelled: by the client, a limit or the receive timeout */
         return;
@@ -673,6 +705,8 @@ static void *worker_main(void *arg) {
         } else if (cs->phase == CALL_RECEIVING) {
             call_received(cs, ev.success);
         } else {
+            if (cs->phase == CALL_REPLYING && cs->record_at_close && ev.success && !cs->cancelled)
+                call_record(cs, cs->close_status);
             bool large = cs->payload_bytes >= LARGE_CALL_BYTES;
             call_state_free(cs); /* reply done, or a request cancelled by shutdown */
             if (large)
@@ -844,6 +878,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->closed_connections = metrics_cell(METRICS_CONNECTIONS_CLOSED, NULL, NULL, NULL);
     s->max_streams = cfg->limits.max_concurrent_streams;
     s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);
+    s->max_message_bytes = (long long)cfg->max_message_bytes;
     s->workers = calloc(s->workers_count, sizeof(*s->workers));
     s->listeners_count = cfg->listeners_count;
     s->reloaders = calloc(listeners, sizeof(*s->reloaders));

@@ -19,6 +19,11 @@ Modes (each prints one line of key=value results):
   big-header HOST:PORT BYTES
       one call whose metadata carries a BYTES-long header (split into CONTINUATION
       frames); prints what the server answered: trailers, rst, goaway or nothing.
+  no-message HOST:PORT
+      one Health/Check call that ends (END_STREAM on its HEADERS) without a request
+      message; prints what the server answered and, for trailers, whether they hold
+      grpc-status 3 and the message "request message missing" (gRPC 1.51 sends both as
+      plain literals).
 """
 import socket
 import struct
@@ -297,6 +302,20 @@ def big_header(addr, size):
     conn.close()
 
 
+def no_message(addr):
+    conn = Conn(addr)
+    sid = conn.new_stream()
+    conn.send(frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block(HEALTH)))
+    ev = conn.wait_end(sid, 5)
+    what = "trailers" if "end" in ev else "rst" if "rst" in ev else "nothing"
+    t = conn.trailers.get(sid, b"")
+    status3 = b"grpc-status\x013" in t
+    missing = b"request message missing" in t
+    print(f"answer={what}" + (" grpc-status=3" if status3 else "") +
+          (" grpc-message=request message missing" if missing else ""))
+    conn.close()
+
+
 def main(argv):
     mode = argv[1]
     if mode == "flood":
@@ -307,6 +326,8 @@ def main(argv):
         headers_only(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
     elif mode == "big-header":
         big_header(argv[2], int(argv[3]))
+    elif mode == "no-message":
+        no_message(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

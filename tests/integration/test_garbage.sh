@@ -5,10 +5,12 @@
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
+OPS=$(free_port)
 ADDR="127.0.0.1:$PORT"
 cat >"$TMP/frugal.yaml" <<EOF
 listen:
   - address: 127.0.0.1:$PORT
+ops_listen: 127.0.0.1:$OPS
 max_message_bytes: 1048576
 provider:
   kind: simulated
@@ -106,6 +108,33 @@ log "oversized bodies"
 for m in $ALL_METHODS; do
     expect_raw RESOURCE_EXHAUSTED "$m" oversized
 done
+# gRPC refuses them before frugal reads them: still counted (as the receive fails, which
+# may come just after the client has its answer), and warned once a minute.
+for _ in $(seq 1 50); do
+    METRICS=$(curl -s "http://127.0.0.1:$OPS/metrics")
+    [ "$(echo "$METRICS" | grep -c 'grpc_code="RESOURCE_EXHAUSTED"} 1$')" -ge 17 ] && break
+    sleep 0.1
+done
+for m in $ALL_METHODS; do
+    svc=${m#/}
+    assert_match "^grpc_server_handled_total\{grpc_service=\"${svc%/*}\",grpc_method=\"${svc#*/}\",grpc_code=\"RESOURCE_EXHAUSTED\"\} 1$" \
+        "$METRICS" "$m: the oversized call is counted"
+done
+assert_match "warn  gRPC refused a /[^ ]+ request before frugal could read it: larger than max_message_bytes \(1048576\)" \
+    "$(cat "$SERVER_LOG")" "the refusal is logged with the limit"
+assert_eq 1 "$(grep -c 'gRPC refused a' "$SERVER_LOG")" "once within the minute"
+
+log "a call that ends without its request message"
+# health_invalid: Health/Check's INVALID_ARGUMENT answers so far.
+health_invalid() {
+    curl -s "http://127.0.0.1:$OPS/metrics" | awk 'index($0, "grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"INVALID_ARGUMENT\"} ") == 1 { v = $2 } END { print v + 0 }'
+}
+before=$(health_invalid)
+run python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" no-message "$ADDR"
+assert_match "grpc-status=3 grpc-message=request message missing" "$OUT" "INVALID_ARGUMENT"
+# Counted once the reply is done, which may come just after the client has it.
+for _ in $(seq 1 50); do [ "$(health_invalid)" = $((before + 1)) ] && break; sleep 0.1; done
+assert_eq $((before + 1)) "$(health_invalid)" "an answer, so counted"
 
 log "unknown methods"
 : >"$B/empty"
