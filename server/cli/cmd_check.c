@@ -78,6 +78,9 @@ int cmd_check(int argc, char **argv) {
             fprintf(stderr, "warning: %s\n", msg);
         }
     }
+    char unpriced[300];
+    if (config_unpriced_pods_warning(cfg, unpriced, sizeof(unpriced)))
+        fprintf(stderr, "warning: %s\n", unpriced);
     config_summary_print(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;

@@ -89,6 +89,14 @@ static void serve__warn_spot_twins(const frugal_config_t *cfg, const frugal_conf
     }
 }
 
+/* The unpriced-pods warning, unless old (NULL at start) had it already. */
+static void serve__warn_unpriced(const frugal_config_t *cfg, const frugal_config_t *old) {
+    char msg[300];
+    if (config_unpriced_pods_warning(cfg, msg, sizeof(msg)) &&
+        (old == NULL || !config_unpriced_pods_warning(old, NULL, 0)))
+        log_warn("%s", msg);
+}
+
 /* Which memory budget applies and why; a warning when the container's limit could not
  * be read or the budget cannot hold one message of max_message_bytes. */
 static void serve__log_memory_budget(const frugal_config_t *cfg) {
@@ -136,6 +144,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     } else {
         serve__warn_options(next, old);
         serve__warn_spot_twins(next, old);
+        serve__warn_unpriced(next, old);
         serve__reload_applied(next, why);
     }
     config_release(old);
@@ -271,6 +280,7 @@ int cmd_serve(int argc, char **argv) {
     }
     serve__warn_options(cfg, NULL);
     serve__warn_spot_twins(cfg, NULL);
+    serve__warn_unpriced(cfg, NULL);
     /* A missing state file is refused unless --init-state: never a silent fresh start. */
     if (state_backend_check_present(state, cfg->path, init_state, &err) != 0)
         goto fail_provider;

@@ -255,6 +255,11 @@ bool config_group_has_options(const group_options_t *o);
  * whose options are overridden (kubernetes/autoscaler#10245; docs/wire.md). */
 void config_format_options_warning(const char *id, char *buf, size_t size);
 
+/* Into buf, and true: the warning that pricing gives cpu, memory and GPUs no price, so
+ * that no pod is worth anything and no scale-up option can be ranked. False when some
+ * resource has a price. */
+bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t size);
+
 /* The first on-demand group that cluster-autoscaler's --balance-similar-node-groups
  * would balance with spot group i (same machine type, labels and taints: its template
  * differs only in zone); cfg->node_groups_count when group i is not spot or has none. */

@@ -710,6 +710,17 @@ void config_format_options_warning(const char *id, char *buf, size_t size) {
              id);
 }
 
+bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t size) {
+    const pricing_config_t *p = &cfg->pricing;
+    if (p->cpu > 0 || p->memory_gib > 0 || p->gpu > 0)
+        return false;
+    snprintf(buf, size,
+             "pricing.cpu, pricing.memory_gib and pricing.gpu are all 0: pods have no price, "
+             "so BestOptions can score no option (each score divides by what the pods are "
+             "worth) and answers every request with its options unchanged");
+    return true;
+}
+
 static bool config__has_taint(const taint_list_t *l, const taint_t *t) {
     for (size_t i = 0; i < l->count; i++)
         if (strcmp(l->items[i].key, t->key) == 0 && strcmp(l->items[i].value, t->value) == 0 &&

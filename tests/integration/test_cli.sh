@@ -35,6 +35,16 @@ assert_match 'pool-a' "$OUT" "the summary lists the groups"
 assert_eq "" "$ERR" "no errors printed"
 printf 'node_groups:\n  - id: only\n    machine_type: n1-standard-1\n    max_size: 1\n' >"$TMP/minimal.yaml"
 assert_ok "a config may be one node group" "$FRUGAL" check -c "$TMP/minimal.yaml"
+{ cat "$TMP/minimal.yaml"; echo 'pricing: {cpu: 0, memory_gib: 0, gpu: 0}'; } >"$TMP/unpriced.yaml"
+assert_ok "unpriced pods: valid" "$FRUGAL" check -c "$TMP/unpriced.yaml"
+assert_match '^warning: pricing.cpu, pricing.memory_gib and pricing.gpu are all 0: pods have no price, so BestOptions can score no option' \
+    "$ERR" "but warned: no option could be ranked"
+PORT=$(free_port)
+printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >>"$TMP/unpriced.yaml"
+ADDR=127.0.0.1:$PORT start_server "$TMP/unpriced.yaml"
+assert_match 'warn  pricing.cpu, pricing.memory_gib and pricing.gpu are all 0' "$(cat "$SERVER_LOG")" \
+    "serve warns at start"
+stop_server
 for f in "$FRUGAL_SOURCE_DIR"/examples/*.yaml; do
     [ -f "$f" ] || continue
     assert_ok "check $(basename "$(dirname "$f")")/$(basename "$f")" "$FRUGAL" check -c "$f"

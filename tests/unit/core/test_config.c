@@ -537,6 +537,29 @@ static void test_spot_twin(void **state) {
     config_free(cfg);
 }
 
+/* Pods are unpriced only when every resource is: then no option can be scored. */
+static void test_unpriced_pods(void **state) {
+    (void)state;
+    const char *groups = "node_groups: [{id: a, machine_type: n1-standard-1, max_size: 1}]\n";
+    const char *cases[][2] = {
+        {"pricing: {cpu: 0, memory_gib: 0, gpu: 0}\n", "1"},
+        {"pricing: {cpu: 0, memory_gib: 0}\n", "0"}, /* the GPU keeps its default price */
+        {"pricing: {memory_gib: 0, gpu: 0}\n", "0"},
+        {"", "0"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "%s%s", cases[i][0], groups);
+        frugal_config_t *cfg = load_ok(text);
+        char msg[300] = "";
+        bool warned = config_unpriced_pods_warning(cfg, msg, sizeof(msg));
+        assert_int_equal(warned, cases[i][1][0] == '1');
+        if (warned)
+            assert_non_null(strstr(msg, "BestOptions can score no option"));
+        config_free(cfg);
+    }
+}
+
 static void test_load_file(void **state) {
     (void)state;
     char path[] = "/tmp/frugal-test-config-XXXXXX";
@@ -1206,6 +1229,7 @@ int main(void) {
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_machine_type_adds_to_catalog),
         cmocka_unit_test(test_spot_twin),
+        cmocka_unit_test(test_unpriced_pods),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_err_yaml_syntax),
