@@ -618,8 +618,9 @@ static void call_accept(call_state_t *cs) {
 
 /* gRPC failed cs's receive before its deadline: it refused the message before frugal
  * saw it, over max_message_bytes (the client gets RESOURCE_EXHAUSTED) or compressed data
- * it cannot decompress. A client's cancel or a closed connection completes the receive
- * without a message instead. Counted as RESOURCE_EXHAUSTED, warned at most once a minute. */
+ * it cannot decompress (the client sees its stream reset). A client's cancel or a closed
+ * connection completes the receive without a message instead. Counted as
+ * RESOURCE_EXHAUSTED either way, warned at most once a minute. */
 static void call_unreadable(call_state_t *cs) {
     frugal_server_t *s = cs->worker->server;
     call_record(cs, GRPC_STATUS_RESOURCE_EXHAUSTED);
@@ -640,14 +641,15 @@ static void call_unreadable(call_state_t *cs) {
 static void call_received(call_state_t *cs, bool ok) {
     receive_list_remove(cs->worker->server, cs);
     /* A body that never came within the call's deadline or limits.receive_timeout is an
-     * answer (DEADLINE_EXCEEDED) the metrics count; a client's cancel is not. */
-    bool overdue = cs->receive_timed_out ||
-                   (!ok && gpr_time_cmp(gpr_now(cs->deadline.clock_type), cs->deadline) >= 0);
+     * answer (DEADLINE_EXCEEDED, sent by gRPC) the metrics count; a client's cancel is
+     * not. gRPC ends the receive of a call past its deadline without a message. */
+    bool expired = gpr_time_cmp(gpr_now(cs->deadline.clock_type), cs->deadline) >= 0;
+    bool overdue = cs->receive_timed_out || ((!ok || cs->payload == NULL) && expired);
     if (overdue)
         call_record(cs, GRPC_STATUS_DEADLINE_EXCEEDED);
     else if (!ok && !atomic_load(&server_stopping))
         call_unreadable(cs);
-    if (!ok || cs->receive_timed_out) {
+    if (!ok || overdue) {
         call_state_free(cs); /* cancelled: by the client, a limit or the receive timeout */
         return;
     }

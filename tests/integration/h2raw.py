@@ -24,6 +24,10 @@ Modes (each prints one line of key=value results):
       message; prints what the server answered and, for trailers, whether they hold
       grpc-status 3 and the message "request message missing" (gRPC 1.51 sends both as
       plain literals).
+  no-message-timeout HOST:PORT
+      one Health/Check call with a 1 s deadline (grpc-timeout) that never sends its
+      message nor ends its stream; prints what the server answered and, for trailers,
+      whether they hold grpc-status 4 (DEADLINE_EXCEEDED).
 """
 import socket
 import struct
@@ -302,16 +306,19 @@ def big_header(addr, size):
     conn.close()
 
 
-def no_message(addr):
+def no_message(addr, timeout=None):
     conn = Conn(addr)
     sid = conn.new_stream()
-    conn.send(frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block(HEALTH)))
+    if timeout is None:
+        conn.send(frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block(HEALTH)))
+    else:
+        conn.send(frame(HEADERS, END_HEADERS, sid, request_block(HEALTH, [("grpc-timeout", timeout)])))
     ev = conn.wait_end(sid, 5)
     what = "trailers" if "end" in ev else "rst" if "rst" in ev else "nothing"
     t = conn.trailers.get(sid, b"")
-    status3 = b"grpc-status\x013" in t
+    status = [c for c in "34" if b"grpc-status\x01" + c.encode() in t]
     missing = b"request message missing" in t
-    print(f"answer={what}" + (" grpc-status=3" if status3 else "") +
+    print(f"answer={what}" + "".join(f" grpc-status={c}" for c in status) +
           (" grpc-message=request message missing" if missing else ""))
     conn.close()
 
@@ -328,6 +335,8 @@ def main(argv):
         big_header(argv[2], int(argv[3]))
     elif mode == "no-message":
         no_message(argv[2])
+    elif mode == "no-message-timeout":
+        no_message(argv[2], "1S")
     else:
         print(__doc__, file=sys.stderr)
         return 2

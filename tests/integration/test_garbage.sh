@@ -136,6 +136,15 @@ assert_match "grpc-status=3 grpc-message=request message missing" "$OUT" "INVALI
 for _ in $(seq 1 50); do [ "$(health_invalid)" = $((before + 1)) ] && break; sleep 0.1; done
 assert_eq $((before + 1)) "$(health_invalid)" "an answer, so counted"
 
+log "a call whose deadline passes before its request message"
+health_deadline() {
+    curl -s "http://127.0.0.1:$OPS/metrics" | awk 'index($0, "grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"DEADLINE_EXCEEDED\"} ") == 1 { v = $2 } END { print v + 0 }'
+}
+run python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" no-message-timeout "$ADDR"
+assert_match "^answer=trailers" "$OUT" "gRPC answers it (DEADLINE_EXCEEDED)"
+for _ in $(seq 1 50); do [ "$(health_deadline)" = 1 ] && break; sleep 0.1; done
+assert_eq 1 "$(health_deadline)" "counted as DEADLINE_EXCEEDED"
+
 log "unknown methods"
 : >"$B/empty"
 expect_raw UNIMPLEMENTED "$CP/NoSuchMethod" empty
