@@ -14,6 +14,7 @@
 #include "duration.h"
 #include "k8s_name.h"
 #include "quantity.h"
+#include "utf8.h"
 
 /* Record `NAME:LINE:COL: PATH: message` (path omitted when NULL or empty). */
 void config__error(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, const char *fmt,
@@ -43,11 +44,8 @@ void config__error(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *pa
         len = sizeof(line) - 2;
     }
     /* One line per error: a value's line breaks (a quoted "a\nb") must not split it. */
-    for (size_t i = 0; i < len; i++) {
-        if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-            line[i] = '?';
-        }
-    }
+    line[len] = '\0';
+    utf8_scrub(line);
     line[len++] = '\n';
     strbuf_append(&ctx->errors, line, len);
     ctx->oom = ctx->oom || ctx->errors.failed;

@@ -125,25 +125,22 @@ assert_match "warn  gRPC refused a /[^ ]+ request before frugal could read it: l
 assert_eq 1 "$(grep -c 'gRPC refused a' "$SERVER_LOG")" "once within the minute"
 
 log "a call that ends without its request message"
-# health_invalid: Health/Check's INVALID_ARGUMENT answers so far.
-health_invalid() {
-    curl -s "http://127.0.0.1:$OPS/metrics" | awk 'index($0, "grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"INVALID_ARGUMENT\"} ") == 1 { v = $2 } END { print v + 0 }'
+# health_answers CODE: Health/Check's answers with status CODE so far.
+health_answers() {
+    curl -s "http://127.0.0.1:$OPS/metrics" | awk -v n="grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"$1\"}" '$1 == n { v = $2 } END { print v + 0 }'
 }
-before=$(health_invalid)
+before=$(health_answers INVALID_ARGUMENT)
 run python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" no-message "$ADDR"
 assert_match "grpc-status=3 grpc-message=request message missing" "$OUT" "INVALID_ARGUMENT"
 # Counted once the reply is done, which may come just after the client has it.
-for _ in $(seq 1 50); do [ "$(health_invalid)" = $((before + 1)) ] && break; sleep 0.1; done
-assert_eq $((before + 1)) "$(health_invalid)" "an answer, so counted"
+for _ in $(seq 1 50); do [ "$(health_answers INVALID_ARGUMENT)" = $((before + 1)) ] && break; sleep 0.1; done
+assert_eq $((before + 1)) "$(health_answers INVALID_ARGUMENT)" "an answer, so counted"
 
 log "a call whose deadline passes before its request message"
-health_deadline() {
-    curl -s "http://127.0.0.1:$OPS/metrics" | awk 'index($0, "grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"DEADLINE_EXCEEDED\"} ") == 1 { v = $2 } END { print v + 0 }'
-}
 run python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" no-message-timeout "$ADDR"
 assert_match "^answer=trailers" "$OUT" "gRPC answers it (DEADLINE_EXCEEDED)"
-for _ in $(seq 1 50); do [ "$(health_deadline)" = 1 ] && break; sleep 0.1; done
-assert_eq 1 "$(health_deadline)" "counted as DEADLINE_EXCEEDED"
+for _ in $(seq 1 50); do [ "$(health_answers DEADLINE_EXCEEDED)" = 1 ] && break; sleep 0.1; done
+assert_eq 1 "$(health_answers DEADLINE_EXCEEDED)" "counted as DEADLINE_EXCEEDED"
 
 log "unknown methods"
 : >"$B/empty"
