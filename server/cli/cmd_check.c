@@ -78,9 +78,11 @@ int cmd_check(int argc, char **argv) {
             fprintf(stderr, "warning: %s\n", msg);
         }
     }
-    char unpriced[300];
-    if (config_unpriced_pods_warning(cfg, unpriced, sizeof(unpriced)))
-        fprintf(stderr, "warning: %s\n", unpriced);
+    char inert[512];
+    if (config_unpriced_pods_warning(cfg, inert, sizeof(inert)))
+        fprintf(stderr, "warning: %s\n", inert);
+    if (config_autoprov_limits_warning(cfg, inert, sizeof(inert)))
+        fprintf(stderr, "warning: %s\n", inert);
     config_summary_print(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;

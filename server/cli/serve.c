@@ -89,12 +89,21 @@ static void serve__warn_spot_twins(const frugal_config_t *cfg, const frugal_conf
     }
 }
 
-/* The unpriced-pods warning, unless old (NULL at start) had it already. */
-static void serve__warn_unpriced(const frugal_config_t *cfg, const frugal_config_t *old) {
-    char msg[300];
-    if (config_unpriced_pods_warning(cfg, msg, sizeof(msg)) &&
-        (old == NULL || !config_unpriced_pods_warning(old, NULL, 0)))
+typedef bool (*config_warning_fn)(const frugal_config_t *cfg, char *buf, size_t size);
+
+/* warning's text for cfg, unless old (NULL at start) gave the same text already. */
+static void serve__warn_once(config_warning_fn warning, const frugal_config_t *cfg,
+                             const frugal_config_t *old) {
+    char msg[512], before[512];
+    if (warning(cfg, msg, sizeof(msg)) &&
+        (old == NULL || !warning(old, before, sizeof(before)) || strcmp(msg, before) != 0))
         log_warn("%s", msg);
+}
+
+/* The warnings of a config that makes part of frugal do nothing. */
+static void serve__warn_inert(const frugal_config_t *cfg, const frugal_config_t *old) {
+    serve__warn_once(config_unpriced_pods_warning, cfg, old);
+    serve__warn_once(config_autoprov_limits_warning, cfg, old);
 }
 
 /* Which memory budget applies and why; a warning when the container's limit could not
@@ -144,7 +153,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     } else {
         serve__warn_options(next, old);
         serve__warn_spot_twins(next, old);
-        serve__warn_unpriced(next, old);
+        serve__warn_inert(next, old);
         serve__reload_applied(next, why);
     }
     config_release(old);
@@ -280,7 +289,7 @@ int cmd_serve(int argc, char **argv) {
     }
     serve__warn_options(cfg, NULL);
     serve__warn_spot_twins(cfg, NULL);
-    serve__warn_unpriced(cfg, NULL);
+    serve__warn_inert(cfg, NULL);
     /* A missing state file is refused unless --init-state: never a silent fresh start. */
     if (state_backend_check_present(state, cfg->path, init_state, &err) != 0)
         goto fail_provider;

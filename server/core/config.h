@@ -260,6 +260,12 @@ void config_format_options_warning(const char *id, char *buf, size_t size);
  * resource has a price. */
 bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t size);
 
+/* Into buf, and true: the warning that one node of some machine type a configured
+ * group uses or autoprovisioning allows is larger than autoprovisioning.limits'
+ * max_cpu or max_memory alone, so its groups can never grow. False when autoprovisioning
+ * is off (the limits then bind nothing) or every such type fits. */
+bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_t size);
+
 /* The first on-demand group that cluster-autoscaler's --balance-similar-node-groups
  * would balance with spot group i (same machine type, labels and taints: its template
  * differs only in zone); cfg->node_groups_count when group i is not spot or has none. */

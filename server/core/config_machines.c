@@ -721,6 +721,58 @@ bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t 
     return true;
 }
 
+/* Whether name is among the first `groups` configured groups' machine types or the first
+ * `allowed` autoprovisioning machine types: the walk below names each type once. */
+static bool config__type_seen(const frugal_config_t *cfg, const char *name, size_t groups,
+                              size_t allowed) {
+    for (size_t i = 0; i < groups; i++)
+        if (strcmp(cfg->node_groups[i].spec.machine_type, name) == 0)
+            return true;
+    for (size_t j = 0; j < allowed; j++)
+        if (strcmp(cfg->autoprovisioning.machine_types[j], name) == 0)
+            return true;
+    return false;
+}
+
+bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_t size) {
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    if (!ap->enabled)
+        return false;
+    char names[256] = "";
+    size_t len = 0, over = 0;
+    size_t groups = cfg->node_groups_count, allowed = ap->machine_types_count;
+    for (size_t k = 0; k < groups + allowed; k++) {
+        const char *name =
+            k < groups ? cfg->node_groups[k].spec.machine_type : ap->machine_types[k - groups];
+        bool seen = k < groups ? config__type_seen(cfg, name, k, 0)
+                               : config__type_seen(cfg, name, groups, k - groups);
+        const machine_type_t *t = config_find_machine_type(cfg, name);
+        if (seen || t == NULL ||
+            (t->cpu_milli <= ap->max_cpu_milli && t->memory_bytes <= ap->max_memory_bytes))
+            continue;
+        if (over++ < 4)
+            len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len > 0 ? ", " : "",
+                                    name);
+        if (len >= sizeof(names))
+            len = sizeof(names) - 1;
+    }
+    if (over == 0)
+        return false;
+    char more[32] = "";
+    if (over > 4)
+        snprintf(more, sizeof(more), " and %zu more", over - 4);
+    char cpu[32] = "unlimited", mem[32] = "unlimited";
+    if (ap->max_cpu_milli != INT64_MAX)
+        snprintf(cpu, sizeof(cpu), "%g cores", (double)ap->max_cpu_milli / 1000.0);
+    if (ap->max_memory_bytes != INT64_MAX)
+        snprintf(mem, sizeof(mem), "%g GiB", (double)ap->max_memory_bytes / 1073741824.0);
+    snprintf(buf, size,
+             "autoprovisioning.limits: one node of %s%s is larger than the limits alone "
+             "(max_cpu %s, max_memory %s), so groups of %s can never grow",
+             names, more, cpu, mem, over == 1 ? "that type" : "those types");
+    return true;
+}
+
 static bool config__has_taint(const taint_list_t *l, const taint_t *t) {
     for (size_t i = 0; i < l->count; i++)
         if (strcmp(l->items[i].key, t->key) == 0 && strcmp(l->items[i].value, t->value) == 0 &&

@@ -184,7 +184,7 @@ struct frugal_server {
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
     atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
     long long max_message_bytes;
-    atomic_llong unreadable_warned_s; /* monotonic s of the last unreadable-request warning */
+    atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
 };
 
 static atomic_bool server_stopping;
@@ -625,9 +625,9 @@ static void call_unreadable(call_state_t *cs) {
     frugal_server_t *s = cs->worker->server;
     call_record(cs, GRPC_STATUS_RESOURCE_EXHAUSTED);
     long long now_s = clock_mono_ms() / 1000;
-    long long last = atomic_load(&s->unreadable_warned_s);
-    if ((last != 0 && now_s - last < 60) ||
-        !atomic_compare_exchange_strong(&s->unreadable_warned_s, &last, now_s))
+    long long from = atomic_load(&s->unreadable_warn_from_s);
+    if (now_s < from ||
+        !atomic_compare_exchange_strong(&s->unreadable_warn_from_s, &from, now_s + 60))
         return;
     char name[256];
     log_warn("gRPC refused a %s request before frugal could read it: larger than "

@@ -166,8 +166,11 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
         char *text = strndup((const char *)kv->value.data, kv->value.len);
         int got =
             text != NULL ? sscanf(text, "frugal-state-etcd version=%u%c", &version, &tail) : 0;
+        /* %u reads "-1" as a huge version and "+1" as 1; there never was a version 0 */
+        bool digits = got >= 1 && text[strlen("frugal-state-etcd version=")] >= '1' &&
+                      text[strlen("frugal-state-etcd version=")] <= '9';
         free(text);
-        if (got < 1 || (got == 2 && tail != '\n'))
+        if (got < 1 || (got == 2 && tail != '\n') || !digits)
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "etcd key %s holds foreign or corrupt data (expected "
                                 "\"frugal-state-etcd version=%d\"): refusing to start, nothing "

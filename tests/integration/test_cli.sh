@@ -45,6 +45,10 @@ ADDR=127.0.0.1:$PORT start_server "$TMP/unpriced.yaml"
 assert_match 'warn  pricing.cpu, pricing.memory_gib and pricing.gpu are all 0' "$(cat "$SERVER_LOG")" \
     "serve warns at start"
 stop_server
+{ cat "$TMP/minimal.yaml"; echo 'autoprovisioning: {enabled: true, machine_types: [n1-standard-2, n1-standard-8, n1-highmem-8], limits: {max_cpu: 6}}'; } >"$TMP/over-limits.yaml"
+assert_ok "machine types over the limits: valid" "$FRUGAL" check -c "$TMP/over-limits.yaml"
+assert_match '^warning: autoprovisioning.limits: one node of n1-standard-8, n1-highmem-8 is larger than the limits alone \(max_cpu 6 cores, max_memory unlimited\), so groups of those types can never grow$' \
+    "$ERR" "but warned: those types can never be added"
 for f in "$FRUGAL_SOURCE_DIR"/examples/*.yaml; do
     [ -f "$f" ] || continue
     assert_ok "check $(basename "$(dirname "$f")")/$(basename "$f")" "$FRUGAL" check -c "$f"

@@ -195,6 +195,12 @@ etcd_put /frugal/n/groups/web-a "a format of version 7"
 bad_start "schema from the future" "state schema version 7 is newer than this frugal's 1" "$TMP/future.yaml"
 assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/n/schema)" "the schema key is untouched"
 
+replica_config "$TMP/zero.yaml" "$(free_port)" /frugal/z/
+etcd_put /frugal/z/schema "frugal-state-etcd version=0"
+bad_start "schema version 0" "etcd key /frugal/z/schema holds foreign or corrupt data" "$TMP/zero.yaml"
+etcd_put /frugal/z/schema "frugal-state-etcd version=-1"
+bad_start "a negative schema version" "etcd key /frugal/z/schema holds foreign or corrupt data" "$TMP/zero.yaml"
+
 log "failover between endpoints: the first one is dead"
 DP=$(free_port)
 replica_config "$TMP/dead.yaml" "$DP" /frugal/dead/

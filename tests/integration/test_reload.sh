@@ -120,6 +120,21 @@ for _ in $(seq 1 50); do [ "$(grep -c 'reloaded (SIGHUP)' "$SERVER_LOG")" -gt "$
 assert_eq $((before + 1)) "$(grep -c 'reloaded (SIGHUP)' "$SERVER_LOG")" "the long form of the same state file reloads"
 assert_no_match 'state changes only with a restart' "$(cat "$SERVER_LOG")" "it is not taken for a change"
 
+log "a reload that makes ranking or autoprovisioning inert is applied, and warned once"
+grep -v 'pool-c' "$TMP/good.yaml" >"$CFG.new"
+printf 'pricing: {cpu: 0, memory_gib: 0, gpu: 0}\nautoprovisioning: {enabled: true, machine_types: [test-4], limits: {max_cpu: 2}}\n' >>"$CFG.new"
+for round in 1 2; do
+    before=$(grep -c 'reloaded (SIGHUP)' "$SERVER_LOG")
+    cp "$CFG.new" "$CFG.next" && mv "$CFG.next" "$CFG"
+    kill -HUP "$SERVER_PID"
+    for _ in $(seq 1 50); do [ "$(grep -c 'reloaded (SIGHUP)' "$SERVER_LOG")" -gt "$before" ] && break; sleep 0.1; done
+    assert_eq $((before + 1)) "$(grep -c 'reloaded (SIGHUP)' "$SERVER_LOG")" "reload $round applied"
+done
+assert_eq 1 "$(grep -c 'warn  pricing.cpu, pricing.memory_gib and pricing.gpu are all 0' "$SERVER_LOG")" \
+    "the unpriced pods warned once over both reloads"
+assert_eq 1 "$(grep -c 'warn  autoprovisioning.limits: one node of test-4 is larger than the limits alone (max_cpu 2 cores, max_memory unlimited), so groups of that type can never grow' "$SERVER_LOG")" \
+    "the machine type over the limits warned once over both reloads"
+
 assert_eq 1 "$(grep -c 'node groups "pool-s" (spot)' "$SERVER_LOG")" "the spot twin warned once over every reload"
 stop_server
 assert_match 'target=2' "$(grep 'id=pool-a' "$STATE")" "pool-a's nodes are in the state file"

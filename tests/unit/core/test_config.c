@@ -560,6 +560,42 @@ static void test_unpriced_pods(void **state) {
     }
 }
 
+/* A machine type larger than the autoprovisioning maxima alone can never be added. */
+static void test_autoprov_limits_warning(void **state) {
+    (void)state;
+    const char *groups = "node_groups: [{id: a, machine_type: n1-standard-8, max_size: 3},\n"
+                         "              {id: b, machine_type: n1-standard-8, max_size: 3}]\n";
+    const char *cases[][2] = {
+        {"autoprovisioning: {enabled: true, machine_types: [n1-standard-2, n1-standard-16],\n"
+         "                   limits: {max_cpu: 8}}\n",
+         "one node of n1-standard-16 is larger than the limits alone (max_cpu 8 cores, "
+         "max_memory unlimited), so groups of that type can never grow"},
+        {"autoprovisioning: {enabled: true, machine_types: [n1-standard-2, n1-standard-8],\n"
+         "                   limits: {max_cpu: 64, max_memory: 16Gi}}\n",
+         "one node of n1-standard-8 is larger than the limits alone (max_cpu 64 cores, "
+         "max_memory 16 GiB), so groups of that type can never grow"},
+        {"autoprovisioning: {enabled: true, machine_types: [n1-standard-4, n1-standard-2],\n"
+         "                   limits: {max_cpu: 3.5}}\n",
+         "one node of n1-standard-8, n1-standard-4 is larger than the limits alone (max_cpu "
+         "3.5 cores, max_memory unlimited), so groups of those types can never grow"},
+        {"autoprovisioning: {enabled: true, machine_types: [n1-standard-2],\n"
+         "                   limits: {max_cpu: 8}}\n",
+         NULL},
+        {"autoprovisioning: {enabled: false, limits: {max_cpu: 1}}\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s", cases[i][0], groups);
+        frugal_config_t *cfg = load_ok(text);
+        char msg[512] = "";
+        bool warned = config_autoprov_limits_warning(cfg, msg, sizeof(msg));
+        assert_int_equal(warned, cases[i][1] != NULL);
+        if (warned)
+            assert_string_equal(msg + strlen("autoprovisioning.limits: "), cases[i][1]);
+        config_free(cfg);
+    }
+}
+
 static void test_load_file(void **state) {
     (void)state;
     char path[] = "/tmp/frugal-test-config-XXXXXX";
@@ -1230,6 +1266,7 @@ int main(void) {
         cmocka_unit_test(test_machine_type_adds_to_catalog),
         cmocka_unit_test(test_spot_twin),
         cmocka_unit_test(test_unpriced_pods),
+        cmocka_unit_test(test_autoprov_limits_warning),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_example_config_loads),
         cmocka_unit_test(test_err_yaml_syntax),
