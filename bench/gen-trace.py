@@ -2,7 +2,7 @@
 """A synthetic production-like JSON-lines trace for `frugal replay` (docs/replay.md),
 to time replays of large clusters (docs/benchmarks.md).
 
-usage: bench/gen-trace.py N_PODS OUT [--seed S] [--span SECONDS] [--gpu] [--owners K]
+usage: bench/gen-trace.py N_PODS OUT [--seed S] [--span SECONDS] [--gpu] [--owners K] [--warm]
 
 ~K owners (Deployments -> ReplicaSet, StatefulSets, Jobs); every owner has one pod
 shape (cpu 50m..16, memory 64Mi..64Gi); with --gpu some owners ask 1..8 nvidia.com/gpu
@@ -10,6 +10,9 @@ and tolerate the taint, some pin a GPU model / instance type via nodeSelector or
 required node affinity (labels that cluster-gpu.yaml's templates carry).
 Arrivals follow a daily cycle (1 + 0.6 sin); durations from minutes to the whole span.
 The Job share grows with N so that concurrency stays near what the cluster can hold.
+With --warm the trace starts in a running cluster, as one built by `replay
+--from-prometheus` does: the pods are drawn over two spans and the first is cut off, so
+the pods still running at the cut arrive at 0 with what is left of their lifetime.
 Output sorted by t.
 """
 import json, math, random, sys, argparse
@@ -21,6 +24,7 @@ ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--span", type=int, default=604800)
 ap.add_argument("--gpu", action="store_true")
 ap.add_argument("--owners", type=int, default=50)
+ap.add_argument("--warm", action="store_true")
 a = ap.parse_args()
 R = random.Random(a.seed)
 SPAN = a.span
@@ -94,10 +98,16 @@ def pick():
     return owners[-1]
 
 recs = []
-for k in range(a.n):
+for k in range(a.n * (2 if a.warm else 1)):
     o = pick()
     t = arrival()
     d = int(logu(*o["dur"]))
+    if a.warm:  # drawn over [-SPAN, SPAN): the first span is cut off
+        t -= SPAN if k % 2 == 0 else 0
+        if t + d <= 0:
+            continue
+        if t < 0:
+            d, t = t + d, 0
     d = max(1, min(d, SPAN - t))
     res = {"requests": {"cpu": cpu_q(o["cpu"]), "memory": mem_q(o["mem"])}}
     if o["gpu"]:
@@ -126,4 +136,4 @@ recs.sort(key=lambda r: (r[0], r[1]))
 with open(a.out, "w") as f:
     for _, _, r in recs:
         f.write(json.dumps(r, separators=(",", ":")) + "\n")
-print(f"{a.out}: {a.n} pods, frac_job={frac_job:.2f}", file=sys.stderr)
+print(f"{a.out}: {len(recs)} pods, frac_job={frac_job:.2f}", file=sys.stderr)

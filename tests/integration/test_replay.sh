@@ -41,6 +41,17 @@ for c in "$R"/cluster-*.yaml "$DERIVED/scale-down-2m.yaml"; do
 done
 rm -rf "$DERIVED"
 
+log "production-like traces (bench/gen-trace.py, bench/production.sh) replay, cold and warm"
+GEN=$(mktemp -d)
+assert_ok "a cold trace" python3 "$FRUGAL_SOURCE_DIR/bench/gen-trace.py" 300 "$GEN/cold.jsonl" --owners 10
+assert_ok "a warm trace" python3 "$FRUGAL_SOURCE_DIR/bench/gen-trace.py" 300 "$GEN/warm.jsonl" --owners 10 --warm
+assert_eq 0 "$(grep -c '"t":0,' "$GEN/cold.jsonl")" "the cold week starts empty"
+assert_match '^[1-9]' "$(grep -c '"t":0,' "$GEN/warm.jsonl")" "the warm week starts with pods running"
+assert_ok "replay both" "$FRUGAL" replay -c "$W/cluster.yaml" "$GEN/cold.jsonl" "$GEN/warm.jsonl" \
+    --seeds 1 --strategy pricing-proposal --strategy demand-fit
+assert_eq 2 "$(echo "$OUT" | grep -c '^  demand-fit ')" "a row per trace"
+rm -rf "$GEN"
+
 log "deterministic: the same run twice gives the same figures"
 assert_ok "replay mix again" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 3 --hours 24
 assert_eq "$TABLE1" "$OUT" "same seeds, same figures"
