@@ -537,6 +537,17 @@ static void test_spot_twin(void **state) {
     config_free(cfg);
 }
 
+/* Whether the config of head and groups gets warning (its text into msg). */
+static bool warning_of(bool (*warning)(const frugal_config_t *, char *, size_t), const char *head,
+                       const char *groups, char *msg, size_t size) {
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", head, groups);
+    frugal_config_t *cfg = load_ok(text);
+    bool warned = warning(cfg, msg, size);
+    config_free(cfg);
+    return warned;
+}
+
 /* Pods are unpriced only when every resource is: then no option can be scored. */
 static void test_unpriced_pods(void **state) {
     (void)state;
@@ -548,15 +559,12 @@ static void test_unpriced_pods(void **state) {
         {"", "0"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char text[256];
-        snprintf(text, sizeof(text), "%s%s", cases[i][0], groups);
-        frugal_config_t *cfg = load_ok(text);
         char msg[300] = "";
-        bool warned = config_unpriced_pods_warning(cfg, msg, sizeof(msg));
+        bool warned =
+            warning_of(config_unpriced_pods_warning, cases[i][0], groups, msg, sizeof(msg));
         assert_int_equal(warned, cases[i][1][0] == '1');
         if (warned)
             assert_non_null(strstr(msg, "BestOptions can score no option"));
-        config_free(cfg);
     }
 }
 
@@ -584,15 +592,12 @@ static void test_autoprov_limits_warning(void **state) {
         {"autoprovisioning: {enabled: false, limits: {max_cpu: 1}}\n", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char text[512];
-        snprintf(text, sizeof(text), "%s%s", cases[i][0], groups);
-        frugal_config_t *cfg = load_ok(text);
         char msg[512] = "";
-        bool warned = config_autoprov_limits_warning(cfg, msg, sizeof(msg));
+        bool warned =
+            warning_of(config_autoprov_limits_warning, cases[i][0], groups, msg, sizeof(msg));
         assert_int_equal(warned, cases[i][1] != NULL);
         if (warned)
             assert_string_equal(msg + strlen("autoprovisioning.limits: "), cases[i][1]);
-        config_free(cfg);
     }
 }
 
