@@ -104,7 +104,8 @@ typedef struct autoprov_config {
     char *prefix;         /* default "nap" */
     char **machine_types; /* allowed types; default: the whole effective catalog */
     size_t machine_types_count;
-    char **zones; /* default: the distinct zones of the node groups (may be none) */
+    bool machine_types_listed; /* given in the config, not the default */
+    char **zones;              /* default: the distinct zones of the node groups (may be none) */
     size_t zones_count;
     kv_list_t *label_sets; /* default: one empty set */
     size_t label_sets_count;
@@ -261,9 +262,10 @@ void config_format_options_warning(const char *id, char *buf, size_t size);
 bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t size);
 
 /* Into buf, and true: the warning that one node of some machine type a configured
- * group uses or autoprovisioning allows is larger than autoprovisioning.limits'
- * max_cpu or max_memory alone, so its groups can never grow. False when autoprovisioning
- * is off (the limits then bind nothing) or every such type fits. */
+ * group uses or autoprovisioning lists is larger than autoprovisioning.limits' max_cpu
+ * or max_memory alone, so its groups can never grow. False when autoprovisioning is off
+ * (the limits then bind nothing) or every such type fits. The catalog's types allowed by
+ * default are not named: the user chose none of them. */
 bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_t size);
 
 /* The first on-demand group that cluster-autoscaler's --balance-similar-node-groups

@@ -740,7 +740,8 @@ bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_
         return false;
     char names[256] = "";
     size_t len = 0, over = 0;
-    size_t groups = cfg->node_groups_count, allowed = ap->machine_types_count;
+    size_t groups = cfg->node_groups_count;
+    size_t allowed = ap->machine_types_listed ? ap->machine_types_count : 0;
     for (size_t k = 0; k < groups + allowed; k++) {
         const char *name =
             k < groups ? cfg->node_groups[k].spec.machine_type : ap->machine_types[k - groups];

@@ -30,6 +30,7 @@ static bool parse_ap_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node
         return true;
     }
     config__parse_strings(ctx, node, path, &ap->machine_types, &ap->machine_types_count);
+    ap->machine_types_listed = true;
     char sub[CONFIG_PATH_MAX];
     for (size_t i = 0; i < node->u.sequence.count; i++) {
         const yaml_tree_node_t *item = node->u.sequence.items[i];

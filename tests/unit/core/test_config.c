@@ -590,6 +590,11 @@ static void test_autoprov_limits_warning(void **state) {
          "                   limits: {max_cpu: 8}}\n",
          NULL},
         {"autoprovisioning: {enabled: false, limits: {max_cpu: 1}}\n", NULL},
+        /* the catalog's 96-core types, allowed by default, are not the user's choice */
+        {"autoprovisioning: {enabled: true, limits: {max_cpu: 64}}\n", NULL},
+        {"autoprovisioning: {enabled: true, limits: {max_cpu: 4}}\n",
+         "one node of n1-standard-8 is larger than the limits alone (max_cpu 4 cores, "
+         "max_memory unlimited), so groups of that type can never grow"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char msg[512] = "";
