@@ -687,31 +687,59 @@ static size_t bytes_field_size(size_t len) {
     return len ? 1 + varint_size(len) + len : 0;
 }
 
-/* The pods of option o, written once more under the other generation's number: both
- * generations read the answer (a client skips the number it does not know). With out
- * NULL, only count them (*count) and their bytes (*bytes); else append to out, each as
- * a literal tag from *lit and the request's length and pod bytes. */
-static int response__twin_pods(const expander_request_t *req, const expander_option_t *o,
-                               expander_response_t *out, uint8_t **lit, size_t *count,
-                               uint64_t *bytes) {
-    if (o->pod_field == 0 || o->pods_in_both)
-        return 0;
+/* How an answered option's pods are echoed: under both generations' numbers (a client
+ * skips the number it does not know), only as received, or not at all. CA reads only
+ * the options' group ids back, and CA 1.24 to 1.27 receive at most 4 MiB. */
+typedef enum response_pods {
+    RESPONSE_PODS_BOTH,
+    RESPONSE_PODS_AS_RECEIVED,
+    RESPONSE_PODS_NONE,
+} response_pods_t;
+
+/* The fields of option o after its id, count and debug, echoed as `pods` says. With out
+ * NULL, only count the pieces (*pieces) and bytes (*bytes) they take; else append them
+ * to out (a twin pod as a literal tag from *lit and the request's length and pod bytes;
+ * everything else as ranges of the request). -1 when the bytes no longer parse. */
+static int response__option_fields(const expander_request_t *req, const expander_option_t *o,
+                                   response_pods_t pods, expander_response_t *out, uint8_t **lit,
+                                   size_t *pieces, uint64_t *bytes) {
+    bool twins = pods == RESPONSE_PODS_BOTH && o->pod_field != 0 && !o->pods_in_both;
     uint32_t twin =
         o->pod_field == EXPANDER_OPTION_POD ? EXPANDER_OPTION_POD_BYTES : EXPANDER_OPTION_POD;
     for (size_t k = 0; k < o->keep_count; k++) {
         const expander_range_t *kr = &req->keep[o->keep_first + k];
+        if (pods != RESPONSE_PODS_NONE) {
+            *pieces += 1;
+            *bytes += kr->len;
+            if (out != NULL)
+                out->pieces[out->pieces_count++] =
+                    (expander_piece_t){NULL, kr->start, (size_t)kr->len};
+        }
+        if (!twins && pods != RESPONSE_PODS_NONE)
+            continue;
         rd_t r = {req->segs, req->segs_count, 0, 0, kr->start, kr->start + kr->len};
         expander_request_locate(req, kr->start, &r.seg, &r.off);
         while (r.pos < r.end) {
+            uint64_t at = r.pos;
             uint32_t field, wt;
             if (rd_tag(&r, &field, &wt) != 0)
                 return -1;
             uint64_t body = r.pos;
             if (rd_skip_field(&r, field, wt) != 0)
                 return -1;
-            if (field != o->pod_field || wt != WT_LEN)
+            bool pod = wt == WT_LEN &&
+                       (field == EXPANDER_OPTION_POD || field == EXPANDER_OPTION_POD_BYTES);
+            if (pods == RESPONSE_PODS_NONE && !pod) {
+                *pieces += 1;
+                *bytes += r.pos - at;
+                if (out != NULL)
+                    out->pieces[out->pieces_count++] =
+                        (expander_piece_t){NULL, at, (size_t)(r.pos - at)};
                 continue;
-            *count += 1;
+            }
+            if (pods == RESPONSE_PODS_NONE || field != o->pod_field || !pod)
+                continue;
+            *pieces += 2;
             *bytes += 1 + (r.pos - body);
             if (out == NULL)
                 continue;
@@ -720,8 +748,35 @@ static int response__twin_pods(const expander_request_t *req, const expander_opt
             out->pieces[out->pieces_count++] = (expander_piece_t){tag, 0, 1};
             out->pieces[out->pieces_count++] =
                 (expander_piece_t){NULL, body, (size_t)(r.pos - body)};
-            out->total_bytes += 1 + (r.pos - body);
         }
+    }
+    return 0;
+}
+
+/* The sizes of the answer's options (inner[i]: option i's message), its literal bytes,
+ * pieces and total bytes, with pods echoed as `pods` says. -1 when unreadable. */
+static int response__measure(const expander_request_t *req, const size_t *selected, size_t n,
+                             const char *const *debugs, response_pods_t pods, uint64_t *inner,
+                             size_t *literal_size, size_t *pieces, uint64_t *total) {
+    *literal_size = *pieces = 0;
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const expander_option_t *o = &req->options[selected[i]];
+        const char *debug = debugs && debugs[i] ? debugs[i] : o->debug;
+        size_t fields = 0;
+        uint64_t field_bytes = 0;
+        if (response__option_fields(req, o, pods, NULL, NULL, &fields, &field_bytes) != 0)
+            return -1;
+        uint64_t head = bytes_field_size(strlen(o->group_id)) + bytes_field_size(strlen(debug)) +
+                        (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
+        inner[i] = head + field_bytes;
+        /* the twins' tags are literals too: one byte each, two pieces each */
+        size_t twin_tags = 0;
+        if (pods == RESPONSE_PODS_BOTH && o->pod_field != 0 && !o->pods_in_both)
+            twin_tags = (fields - o->keep_count) / 2;
+        *literal_size += 1 + varint_size(inner[i]) + (size_t)head + twin_tags;
+        *pieces += 1 + fields;
+        *total += 1 + varint_size(inner[i]) + inner[i];
     }
     return 0;
 }
@@ -735,23 +790,27 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
     if (inner == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory building BestOptionsResponse");
     size_t literal_size = 0, pieces = 0;
-    for (size_t i = 0; i < n; i++) {
-        const expander_option_t *o = &req->options[selected[i]];
-        const char *debug = debugs && debugs[i] ? debugs[i] : o->debug;
-        size_t twins = 0;
-        uint64_t twin_bytes = 0;
-        if (response__twin_pods(req, o, NULL, NULL, &twins, &twin_bytes) != 0) {
+    uint64_t total = 0;
+    /* Both numbers while the answer fits what every CA receives; else as received; a
+     * legacy caller (it may be CA <= 1.27) gets no pods rather than an answer it refuses. */
+    bool legacy = true;
+    for (size_t i = 0; i < n; i++)
+        legacy = legacy && req->options[selected[i]].pod_field != EXPANDER_OPTION_POD_BYTES &&
+                 !req->options[selected[i]].pods_in_both;
+    response_pods_t pods = RESPONSE_PODS_BOTH;
+    for (;; pods++) {
+        if (response__measure(req, selected, n, debugs, pods, inner, &literal_size, &pieces,
+                              &total) != 0) {
             free(inner);
             return frugal_err_set(err, FRUGAL_EINTERNAL, "BestOptions: echoed pods unreadable");
         }
-        uint64_t head = bytes_field_size(strlen(o->group_id)) + bytes_field_size(strlen(debug)) +
-                        (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
-        inner[i] = head + twin_bytes;
-        for (size_t k = 0; k < o->keep_count; k++)
-            inner[i] += req->keep[o->keep_first + k].len;
-        literal_size += 1 + varint_size(inner[i]) + (size_t)head + twins;
-        pieces += 1 + o->keep_count + 2 * twins;
+        if (total <= EXPANDER_ANSWER_LIMIT || pods == RESPONSE_PODS_NONE ||
+            (pods == RESPONSE_PODS_AS_RECEIVED && !legacy))
+            break;
     }
+    out->pods = pods == RESPONSE_PODS_BOTH          ? "both generations"
+                : pods == RESPONSE_PODS_AS_RECEIVED ? "as received"
+                                                    : "left out";
     out->pieces = calloc(pieces ? pieces : 1, sizeof(*out->pieces));
     out->literals = malloc(literal_size ? literal_size : 1);
     if (!out->pieces || !out->literals) {
@@ -776,16 +835,11 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
         if (debug_len)
             p = bytes_field_put(p, EXPANDER_OPTION_DEBUG, debug, debug_len);
         out->pieces[out->pieces_count++] = (expander_piece_t){start, 0, (size_t)(p - start)};
-        out->total_bytes += (uint64_t)(p - start);
-        for (size_t k = 0; k < o->keep_count; k++) {
-            const expander_range_t *kr = &req->keep[o->keep_first + k];
-            out->pieces[out->pieces_count++] = (expander_piece_t){NULL, kr->start, (size_t)kr->len};
-            out->total_bytes += kr->len;
-        }
-        size_t twins = 0;
-        uint64_t twin_bytes = 0;
-        response__twin_pods(req, o, out, &p, &twins, &twin_bytes);
+        size_t fields = 0;
+        uint64_t field_bytes = 0;
+        response__option_fields(req, o, pods, out, &p, &fields, &field_bytes);
     }
+    out->total_bytes = total;
     free(inner);
     return 0;
 }

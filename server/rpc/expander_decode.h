@@ -124,13 +124,21 @@ typedef struct expander_response {
     size_t pieces_count;
     uint64_t total_bytes;
     uint8_t *literals; /* owns every literal piece */
+    const char *pods;  /* how the pods were echoed, for the log */
 } expander_response_t;
+
+/* The largest answer every CA receives: 1.24 to 1.27 keep grpc-go's default of 4 MiB
+ * (1.28 and later 128 MiB), and refuse a larger one, keeping all options instead. */
+#define EXPANDER_ANSWER_LIMIT (4u << 20)
 
 /* The BestOptionsResponse holding options selected[0..n) of req, in that order, each
  * with its group id, node count, debugs[i] (the incoming debug when debugs or
  * debugs[i] is NULL) and its other fields as received; the pods also under the other
- * generation's number (4 or 5) unless they came under both. 0, FRUGAL_ENOMEM, or
- * FRUGAL_EINTERNAL if the echoed bytes no longer parse (they were checked when decoded). */
+ * generation's number (4 or 5) unless they came under both. An answer over
+ * EXPANDER_ANSWER_LIMIT echoes the pods only as received, and one still over it whose
+ * pods all came under the legacy number none (CA reads only the group ids back).
+ * 0, FRUGAL_ENOMEM, or FRUGAL_EINTERNAL if the echoed bytes no longer parse (they were
+ * checked when decoded). */
 int expander_response_build(const expander_request_t *req, const size_t *selected, size_t n,
                             const char *const *debugs, expander_response_t *out, frugal_err_t *err);
 

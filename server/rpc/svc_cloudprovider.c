@@ -445,27 +445,41 @@ static void set_duration(duration_pair_t *pair, int64_t ns, Google__Protobuf__Du
     *legacy = &pair->legacy;
 }
 
+/* Whether defaults come from a CA older than 1.29: it sends the two scale-down times
+ * in their legacy fields and no max node provision time in either generation. Such a CA
+ * takes UNIMPLEMENTED for a failure (1.29 made it mean "not supported"). */
+static bool options_caller_before_1_29(const EG(NodeGroupAutoscalingOptions) * d) {
+    return d != NULL && (d->scaledownunneededtime != NULL || d->scaledownunreadytime != NULL) &&
+           d->maxnodeprovisiontime == NULL && d->maxnodeprovisionduration == NULL &&
+           d->scaledownunneededduration == NULL && d->scaledownunreadyduration == NULL;
+}
+
 static int cp_get_options(service_ctx_t *ctx, const void *request, void *response,
                           service_mem_t *mem, frugal_err_t *err) {
     const EG(NodeGroupAutoscalingOptionsRequest) *req = request;
     EG(NodeGroupAutoscalingOptionsResponse) *resp = response;
     int rc = 0;
+    bool overrides = false;
     group_options_t o = {0};
     cluster_read_lock(ctx->cluster);
     const group_t *g = find_visible_group(ctx->cluster, req->id);
     if (g == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
-    else if (!config_group_has_options(&g->options))
-        /* Only UNIMPLEMENTED makes CA >= 1.35 apply all of its own defaults, including the
-         * MaxNodeStartupTime the protocol cannot carry (docs/wire.md). */
-        rc =
-            frugal_err_set(err, FRUGAL_EUNIMPL,
-                           "node group \"%s\" has no option overrides: use your defaults", req->id);
-    else
+    else if ((overrides = config_group_has_options(&g->options)))
         o = g->options;
     cluster_read_unlock(ctx->cluster);
     if (rc != 0)
         return rc;
+    /* No overrides: CA is to apply all of its own defaults, including the
+     * MaxNodeStartupTime the protocol cannot carry (docs/wire.md). UNIMPLEMENTED says so
+     * to CA >= 1.29; an answer without options says so to every CA, and is the one an
+     * older CA does not take for a failure. */
+    if (!overrides && options_caller_before_1_29(req->defaults))
+        return 0;
+    if (!overrides)
+        return frugal_err_set(err, FRUGAL_EUNIMPL,
+                              "node group \"%s\" has no option overrides: use your defaults",
+                              req->id);
 
     const EG(NodeGroupAutoscalingOptions) *d = req->defaults;
     EG(NodeGroupAutoscalingOptions) *opts =

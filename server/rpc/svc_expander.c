@@ -434,9 +434,10 @@ static int expander_best_options(service_ctx_t *ctx, grpc_byte_buffer *request,
     if (!*response)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory answering BestOptions");
     log_debug("BestOptions: %zu options, %zu pods (%zu distinct), %zu slices, %llu bytes in, "
-              "%llu bytes out, handled in %.3f ms",
+              "%llu bytes out (pods echoed: %s), handled in %.3f ms",
               req->options_count, req->pod_refs_count, req->pods_count, slices.count,
               (unsigned long long)req->total_bytes, (unsigned long long)resp.total_bytes,
+              resp.pods ? resp.pods : "none answered",
               gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), t0)) / 1000.0);
     expander_response_free(&resp);
 fail_answer:

@@ -744,6 +744,52 @@ static void test_response_round_trip(void **state) {
     response_round_trip(true);
 }
 
+/* An answer of about `mib` MiB of pods of one generation: how its pods are echoed. */
+static void large_answer(bool legacy, size_t mib, size_t want_pod, size_t want_podbytes) {
+    ProtobufCBinaryData one = pod_make("pod-0", "100m", "64Mi", NULL);
+    size_t n = (mib << 20) / (one.len + 3);
+    free(one.data);
+    fixture_t f = request_make(1, n, 2, legacy, 1);
+    expander_request_t *req = decode_one(f.bytes, f.len);
+    size_t sel = 0;
+    expander_response_t resp;
+    frugal_err_t err = {0};
+    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
+    uint8_t *out;
+    size_t len;
+    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    assert_int_equal(len, resp.total_bytes);
+    Grpcplugin__BestOptionsResponse *br = grpcplugin__best_options_response__unpack(NULL, len, out);
+    assert_non_null(br);
+    assert_int_equal(br->n_options, 1);
+    assert_string_equal(br->options[0]->nodegroupid, "group-0");
+    assert_int_equal(br->options[0]->nodecount, 1);
+    assert_string_equal(br->options[0]->debug, "debug-0");
+    assert_int_equal(br->options[0]->n_pod, want_pod ? n : 0);
+    assert_int_equal(br->options[0]->n_podbytes, want_podbytes ? n : 0);
+    bool may_exceed = !legacy && !want_pod && mib > 4; /* CA >= 1.35 receives 128 MiB */
+    if (!may_exceed)
+        assert_true(len <= EXPANDER_ANSWER_LIMIT);
+    grpcplugin__best_options_response__free_unpacked(br, NULL);
+    free(out);
+    expander_response_free(&resp);
+    decode_free(req);
+    free(f.bytes);
+}
+
+/* CA reads only the group ids back, and CA 1.24 to 1.27 refuse an answer over 4 MiB
+ * (keeping every option): pods go under both numbers while the answer fits, else as
+ * received, and a legacy answer still over 4 MiB leaves them out. */
+static void test_large_answers(void **state) {
+    (void)state;
+    large_answer(false, 1, 1, 1); /* 2 MiB with both: fits */
+    large_answer(true, 1, 1, 1);
+    large_answer(false, 3, 0, 1); /* 6 MiB with both: as received */
+    large_answer(true, 3, 1, 0);
+    large_answer(false, 5, 0, 1); /* CA >= 1.35 receives 128 MiB */
+    large_answer(true, 5, 0, 0);  /* over 4 MiB as received: no pods */
+}
+
 /* --- the service's ranking glue, without gRPC --- */
 
 static frugal_config_t *load_config(const char *yaml) {
@@ -893,6 +939,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_fields_and_bad_pod),
         cmocka_unit_test(test_unknown_groups),
         cmocka_unit_test(test_response_round_trip),
+        cmocka_unit_test(test_large_answers),
         cmocka_unit_test(test_answer_design_case),
         cmocka_unit_test(test_handler_deadline),
     };

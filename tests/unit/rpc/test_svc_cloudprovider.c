@@ -234,6 +234,51 @@ static void test_options_unimplemented_without_overrides(void **state) {
                      GRPC_STATUS_NOT_FOUND);
 }
 
+/* CA 1.25-1.28 take UNIMPLEMENTED for a failure (no scale-down for the group) and send
+ * only the two legacy scale-down times: they get an answer without options, which every
+ * CA reads as "apply your defaults". From 1.29 on (a provision time in either
+ * generation) the answer is UNIMPLEMENTED again. */
+static void test_options_without_overrides_for_ca_before_1_29(void **state) {
+    fx_t *f = *state;
+    frugal_err_t err;
+    K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration unneeded =
+        K8S__IO__APIMACHINERY__PKG__APIS__META__V1__DURATION__INIT;
+    unneeded.has_duration = 1;
+    unneeded.duration = 600LL * 1000000000;
+    K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration unready = unneeded;
+    EG(NodeGroupAutoscalingOptions) defaults = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
+    defaults.scaledownutilizationthreshold = 0.5;
+    defaults.scaledownunneededtime = &unneeded;
+    defaults.scaledownunreadytime = &unready;
+    EG(NodeGroupAutoscalingOptionsRequest) req = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS_REQUEST);
+    req.id = "spot-8";
+    req.defaults = &defaults;
+    EG(NodeGroupAutoscalingOptionsResponse) * resp;
+    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
+                          EG_DESC(node_group_autoscaling_options_response),
+                          (ProtobufCMessage **)&resp, &err),
+                     0);
+    assert_null(resp->nodegroupautoscalingoptions);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+
+    K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration provision = unneeded;
+    defaults.maxnodeprovisiontime = &provision; /* CA 1.29-1.34 */
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_UNIMPLEMENTED);
+    Google__Protobuf__Duration current = GOOGLE__PROTOBUF__DURATION__INIT;
+    current.seconds = 900;
+    defaults.maxnodeprovisiontime = NULL;
+    defaults.scaledownunneededtime = defaults.scaledownunreadytime = NULL;
+    defaults.maxnodeprovisionduration = &current; /* CA >= 1.35 */
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_UNIMPLEMENTED);
+    req.id = "nosuch";
+    defaults.maxnodeprovisionduration = NULL;
+    defaults.scaledownunneededtime = &unneeded;
+    assert_int_equal(frugal_err_status(call(f, "NodeGroupGetOptions", &req.base, NULL, NULL, &err)),
+                     GRPC_STATUS_NOT_FOUND);
+}
+
 /* Defaults CA could never mean (zero, negative, overflowing) fall back to CA's own. */
 static void test_options_never_zero(void **state) {
     fx_t *f = *state;
@@ -352,6 +397,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup,
                                         svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_without_overrides_for_ca_before_1_29, fx_setup,
+                                        svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_unimplemented_without_overrides, fx_setup,
                                         svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, svc_fx_teardown),
