@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -447,12 +448,16 @@ static void set_duration(duration_pair_t *pair, int64_t ns, Google__Protobuf__Du
 
 /* Whether defaults come from a CA older than 1.29: it sends the two scale-down times
  * in their legacy fields and no max node provision time in either generation. Such a CA
- * takes UNIMPLEMENTED for a failure (1.29 made it mean "not supported"). */
+ * takes UNIMPLEMENTED for a failure (1.29 made it mean "not supported"), and 1.27 and
+ * 1.28 read a group's max node provision time from options they have no field for: 0,
+ * which fails every new node at once. */
 static bool options_caller_before_1_29(const EG(NodeGroupAutoscalingOptions) * d) {
     return d != NULL && (d->scaledownunneededtime != NULL || d->scaledownunreadytime != NULL) &&
            d->maxnodeprovisiontime == NULL && d->maxnodeprovisionduration == NULL &&
            d->scaledownunneededduration == NULL && d->scaledownunreadyduration == NULL;
 }
+
+static atomic_bool options_old_caller_warned;
 
 static int cp_get_options(service_ctx_t *ctx, const void *request, void *response,
                           service_mem_t *mem, frugal_err_t *err) {
@@ -470,12 +475,19 @@ static int cp_get_options(service_ctx_t *ctx, const void *request, void *respons
     cluster_read_unlock(ctx->cluster);
     if (rc != 0)
         return rc;
-    /* No overrides: CA is to apply all of its own defaults, including the
-     * MaxNodeStartupTime the protocol cannot carry (docs/wire.md). UNIMPLEMENTED says so
-     * to CA >= 1.29; an answer without options says so to every CA, and is the one an
-     * older CA does not take for a failure. */
-    if (!overrides && options_caller_before_1_29(req->defaults))
+    /* An answer without options means "apply your defaults" to every CA; it is the only
+     * safe one for a CA older than 1.29, overrides or not (above). */
+    if (options_caller_before_1_29(req->defaults)) {
+        if (overrides && !atomic_exchange(&options_old_caller_warned, true))
+            log_warn("NodeGroupGetOptions from a cluster-autoscaler older than 1.29: node "
+                     "group \"%s\" and every other group with options overrides is answered "
+                     "without them (CA 1.27 and 1.28 would read its max node provision time "
+                     "as 0); CA's own defaults apply",
+                     req->id);
         return 0;
+    }
+    /* No overrides: UNIMPLEMENTED makes CA apply all of its own defaults, including the
+     * MaxNodeStartupTime the protocol cannot carry (docs/wire.md). */
     if (!overrides)
         return frugal_err_set(err, FRUGAL_EUNIMPL,
                               "node group \"%s\" has no option overrides: use your defaults",

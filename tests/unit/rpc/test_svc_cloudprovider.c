@@ -234,11 +234,12 @@ static void test_options_unimplemented_without_overrides(void **state) {
                      GRPC_STATUS_NOT_FOUND);
 }
 
-/* CA 1.25-1.28 take UNIMPLEMENTED for a failure (no scale-down for the group) and send
- * only the two legacy scale-down times: they get an answer without options, which every
+/* CA 1.25-1.28 take UNIMPLEMENTED for a failure (no scale-down for the group), 1.27 and
+ * 1.28 read a group's max node provision time as 0, and they send only the two legacy
+ * scale-down times: they get an answer without options, overrides or not, which every
  * CA reads as "apply your defaults". From 1.29 on (a provision time in either
  * generation) the answer is UNIMPLEMENTED again. */
-static void test_options_without_overrides_for_ca_before_1_29(void **state) {
+static void test_options_for_ca_before_1_29(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
     K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration unneeded =
@@ -260,6 +261,14 @@ static void test_options_without_overrides_for_ca_before_1_29(void **state) {
                      0);
     assert_null(resp->nodegroupautoscalingoptions);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
+    req.id = "pool-a"; /* overrides max_node_provision: still none for such a caller */
+    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
+                          EG_DESC(node_group_autoscaling_options_response),
+                          (ProtobufCMessage **)&resp, &err),
+                     0);
+    assert_null(resp->nodegroupautoscalingoptions);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    req.id = "spot-8";
 
     K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__Duration provision = unneeded;
     defaults.maxnodeprovisiontime = &provision; /* CA 1.29-1.34 */
@@ -397,8 +406,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_options_fill_both_generations, fx_setup,
                                         svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_never_zero, fx_setup, svc_fx_teardown),
-        cmocka_unit_test_setup_teardown(test_options_without_overrides_for_ca_before_1_29, fx_setup,
-                                        svc_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_options_for_ca_before_1_29, fx_setup, svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_options_unimplemented_without_overrides, fx_setup,
                                         svc_fx_teardown),
         cmocka_unit_test_setup_teardown(test_node_price_resolution, fx_setup, svc_fx_teardown),
