@@ -145,7 +145,7 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
     size_t *indexes = malloc(n * sizeof(*indexes));
     if (indexes == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    size_t k = 0;
+    size_t k = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
         const char *pid = provider_ids[i] != NULL ? provider_ids[i] : "";
         const instance_t *inst = NULL;
@@ -170,14 +170,22 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
         /* Deleting a node already being deleted is a retry: it counts once. */
         if (inst->state != INSTANCE_DELETING)
             indexes[k++] = (size_t)(inst - g->instances);
+        if (inst->state == INSTANCE_CREATING && inst->error_code != NULL)
+            failed++;
     }
-    if ((int64_t)g->target_size - (int64_t)k < g->min_size) {
+    /* CA deletes an instance that failed to create at its next loop. At min_size that
+     * is a replacement, as a cloud's instance group retries: refused, CA >= 1.28 would
+     * stop autoscaling the whole cluster (it lowers the target instead, and is refused
+     * again, every loop). */
+    int64_t below = (int64_t)g->min_size - ((int64_t)g->target_size - (int64_t)k);
+    if (below > (int64_t)failed) {
         rc = frugal_err_set(err, FRUGAL_EPRECOND,
                             "deleting %zu nodes of %s would go below min_size %d (target %d)", k,
                             id, (int)g->min_size, (int)g->target_size);
         goto out;
     }
-    if ((rc = cluster__nap_check_delete(c, g, (int32_t)k, err)) != 0)
+    int32_t replace = below > 0 ? (int32_t)below : 0;
+    if ((rc = cluster__nap_check_delete(c, g, (int32_t)k - replace, err)) != 0)
         goto out;
     if (k == 0)
         goto out;
@@ -186,13 +194,19 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
     group_t *next = NULL;
     if ((rc = group_dup(g, &next, err)) != 0)
         goto out;
-    if ((rc = provider_delete_instances(c->provider, next, indexes, k, now, err)) != 0) {
+    if ((rc = provider_delete_instances(c->provider, next, indexes, k, now, err)) != 0 ||
+        (replace > 0 && (rc = provider_increase(c->provider, next, replace, now, err)) != 0)) {
         cluster__staged_abort(c);
         group_free(next);
         goto out;
     }
+    int32_t min_size = g->min_size;
     cluster__update_empty(next, now);
     rc = cluster__replace(c, ctx, g, next, err);
+    if (rc == 0 && replace > 0)
+        log_info("node group %s: %d instance(s) that failed to create replaced to stay at "
+                 "min_size %d",
+                 id, (int)replace, (int)min_size);
 out:
     free(indexes);
     return rc;

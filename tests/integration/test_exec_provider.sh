@@ -57,6 +57,11 @@ node_groups:
     zone: us-central1-b
     min_size: 0
     max_size: 5
+  - id: pool-c
+    machine_type: n1-standard-2
+    zone: us-central1-c
+    min_size: 1
+    max_size: 2
 CONFIG_EOF
 
 # state_of PROVIDER_ID: its STATE column in the `ctl nodes` output in $OUT.
@@ -80,6 +85,7 @@ wait_nodes() {
 assert_ok "check accepts the exec config" "$FRUGAL" check -c "$TMP/frugal.yaml"
 assert_match "exec $HOOK, timeout 20s, parallelism 2" "$OUT" "check summary names the hook"
 
+echo 1 >"$TMP/fail-pool-c" # pool-c's first instance, made at start for its min_size, fails
 start_server "$TMP/frugal.yaml"
 
 log "increase: creating, then running with the hook's provider id"
@@ -124,6 +130,23 @@ done
 assert_no_match "pool-b-" "$OUT" "no pool-b instance left"
 assert_eq "frugal://pool-b/pool-b-2" "$(cat "$TMP/deleted" 2>/dev/null)" \
     "the failed create's delete ran with its placeholder, the out-of-resources one's did not"
+rm -f "$TMP/deleted"
+
+log "at min_size, deleting an instance that failed to create replaces it"
+wait_nodes pool-c "CreateFailed" || fail "pool-c-1 did not fail"
+rm -f "$TMP/fail-pool-c"
+# CA deletes it at its next loop; refused, CA >= 1.28 would lower the target instead,
+# be refused again, and stop autoscaling the whole cluster.
+assert_ok "delete-nodes of the failed instance at min_size" ctl delete-nodes pool-c frugal://pool-c/pool-c-1
+assert_eq 1 "$(target_size pool-c)" "the target stays at min_size"
+wait_nodes pool-c "^openstack:///pool-c-2-uuid +running" || fail "no replacement ran"
+assert_match "node group pool-c: 1 instance\(s\) that failed to create replaced to stay at min_size 1" \
+    "$(cat "$SERVER_LOG")" "the replacement is logged"
+assert_status FAILED_PRECONDITION "a running instance at min_size is still kept" \
+    ctl delete-nodes pool-c openstack:///pool-c-2-uuid
+assert_match "would go below min_size 1" "$ERR" "with the reason"
+for _ in $(seq 1 100); do grep -q "frugal://pool-c/pool-c-1" "$TMP/deleted" 2>/dev/null && break; sleep 0.1; done
+assert_eq "frugal://pool-c/pool-c-1" "$(cat "$TMP/deleted" 2>/dev/null)" "the failed create's delete ran"
 rm -f "$TMP/deleted"
 
 log "delete-nodes runs the delete hook"
