@@ -47,6 +47,19 @@ int32_t cluster_nap_existing_groups(const cluster_t *c) {
     return count;
 }
 
+int32_t cluster_nap_min_size(const cluster_t *c, const group_t *g) {
+    const frugal_config_t *cfg = cluster_config(c);
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    if (!ap->enabled || (ap->min_cpu_milli <= 0 && ap->min_memory_bytes <= 0))
+        return g->min_size; /* no minimum: no need for the O(groups) totals */
+    resources_t node;
+    if (cluster_nap_node_capacity(cfg, g, &node) != 0)
+        return g->min_size;
+    autoprov_totals_t totals;
+    cluster_nap_totals(c, &totals);
+    return autoprov_min_size(ap, &totals, &node, g->target_size, g->min_size);
+}
+
 int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g) {
     const frugal_config_t *cfg = cluster_config(c);
     const autoprov_config_t *ap = &cfg->autoprovisioning;

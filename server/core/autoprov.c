@@ -232,6 +232,29 @@ static int64_t autoprov__room(int64_t max, int64_t used, int64_t per_node) {
     return (max - used) / per_node;
 }
 
+/* How many nodes of size per_node can go before used falls under min; INT64_MAX when
+ * min binds nothing. Never negative. */
+static int64_t autoprov__slack(int64_t min, int64_t used, int64_t per_node) {
+    if (min <= 0 || per_node <= 0)
+        return INT64_MAX;
+    if (used <= min)
+        return 0;
+    return (used - min) / per_node;
+}
+
+int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
+                          const resources_t *node, int32_t target, int32_t min_size) {
+    int64_t slack = autoprov__slack(ap->min_cpu_milli, totals->cpu_milli, node->cpu_milli);
+    int64_t mem_slack =
+        autoprov__slack(ap->min_memory_bytes, totals->memory_bytes, node->memory_bytes);
+    if (mem_slack < slack)
+        slack = mem_slack;
+    int64_t min = min_size;
+    if (slack != INT64_MAX && (int64_t)target - slack > min)
+        min = (int64_t)target - slack;
+    return (int32_t)min; /* never above target, unless min_size is */
+}
+
 int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t max_size) {
     int64_t room = autoprov__room(ap->max_cpu_milli, totals->cpu_milli, node->cpu_milli);

@@ -60,6 +60,12 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
                             const char *group_id, const char *machine_type, const resources_t *node,
                             int32_t n, frugal_err_t *err);
 
+/* The minSize advertised for a group of capacity node at target with its own min_size:
+ * max(min_size, target - floor(cpu above min_cpu / node cpu), target - floor(memory
+ * above min_memory / node memory)): never above target unless min_size is. */
+int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
+                          const resources_t *node, int32_t target, int32_t min_size);
+
 /* The maxSize advertised for a group of capacity node at target with its own max_size:
  * min(max_size, target + floor(remaining cpu / node cpu), target + floor(remaining
  * memory / node memory)), never below target (nor below 0). */

@@ -155,6 +155,16 @@ assert_eq 0 "$(max_size "$S4")" "no room advertised"
 assert_eq 2 "$(max_size "$HM")" "highmem maxSize = target at the limit"
 
 log "DeleteNodes and the min limit (min_cpu 20, 32 used)"
+# 12 cores above the minimum: "as" (16 cores a node) advertises minSize 1, its target,
+# so CA never drains its node; highmem (4 cores) may lose 3.
+min_size_of() {
+    ctl -o yaml node-groups | awk -v id="$1" '
+        /^- id: / { cur = $3; gsub(/"/, "", cur) }
+        /^  minSize: / && cur == id { print $2; found = 1 }
+        END { if (!found) print "absent" }'
+}
+assert_eq 1 "$(min_size_of as)" "as minSize raised by min_cpu"
+assert_eq 0 "$(min_size_of "$HM")" "highmem minSize stays 0"
 AS_NODE=$(instance_ids as | head -n 1)
 assert_status FAILED_PRECONDITION "deleting as's node crosses min_cpu" ctl delete-nodes as "$AS_NODE"
 assert_match 'min_cpu' "$ERR" "message names the min limit"

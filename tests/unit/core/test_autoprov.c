@@ -166,6 +166,30 @@ static void test_limit_example_max_cpu_32(void **state) {
     example_free(&ex);
 }
 
+/* The minimums raise the advertised minSize, so that CA never drains a node whose
+ * DeleteNodes the limits would refuse (28 cores and 127 GiB in the example). */
+static void test_min_size_from_minimums(void **state) {
+    (void)state;
+    example_t ex;
+    example_load(&ex, "80");
+    autoprov_config_t ap = ex.cfg->autoprovisioning;
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.std16, 1, 0), 0);    /* no minimum */
+    ap.min_cpu_milli = 20000;                                                    /* 8 cores above */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.std2, 2, 0), 0);     /* 4 may go */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.highmem4, 2, 0), 0); /* 2 may go */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.std16, 1, 0), 1);    /* none */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.std2, 2, 3), 3);     /* its own */
+    ap.min_memory_bytes = 100LL << 30; /* 27 GiB above: one n1-highmem-4 (26 GiB) */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.highmem4, 2, 0), 1);
+    ap.min_cpu_milli = 40000; /* already under a minimum: nothing may go */
+    assert_int_equal(autoprov_min_size(&ap, &ex.totals, &ex.std2, 2, 0), 2);
+    frugal_err_t err = {0};
+    assert_int_equal(
+        autoprov_check_decrease(&ap, &ex.totals, "g", "n1-standard-2", &ex.std2, 1, &err),
+        FRUGAL_EPRECOND);
+    example_free(&ex);
+}
+
 static void test_limit_example_max_cpu_80(void **state) {
     (void)state;
     example_t ex;
@@ -257,6 +281,7 @@ int main(void) {
         cmocka_unit_test(test_limit_example_max_cpu_5),
         cmocka_unit_test(test_limit_example_max_cpu_32),
         cmocka_unit_test(test_limit_example_max_cpu_80),
+        cmocka_unit_test(test_min_size_from_minimums),
         cmocka_unit_test(test_limit_memory_and_unlimited),
         cmocka_unit_test(test_limit_min),
         cmocka_unit_test(test_fractional_cores_in_messages),
