@@ -242,13 +242,19 @@ static int64_t autoprov__slack(int64_t min, int64_t used, int64_t per_node) {
     return (used - min) / per_node;
 }
 
+/* The fewer of the nodes `count` allows by cpu (against cpu_limit) and by memory. */
+static int64_t autoprov__fewest(int64_t (*count)(int64_t, int64_t, int64_t), int64_t cpu_limit,
+                                int64_t memory_limit, const autoprov_totals_t *totals,
+                                const resources_t *node) {
+    int64_t by_cpu = count(cpu_limit, totals->cpu_milli, node->cpu_milli);
+    int64_t by_memory = count(memory_limit, totals->memory_bytes, node->memory_bytes);
+    return by_memory < by_cpu ? by_memory : by_cpu;
+}
+
 int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t min_size) {
-    int64_t slack = autoprov__slack(ap->min_cpu_milli, totals->cpu_milli, node->cpu_milli);
-    int64_t mem_slack =
-        autoprov__slack(ap->min_memory_bytes, totals->memory_bytes, node->memory_bytes);
-    if (mem_slack < slack)
-        slack = mem_slack;
+    int64_t slack =
+        autoprov__fewest(autoprov__slack, ap->min_cpu_milli, ap->min_memory_bytes, totals, node);
     int64_t min = min_size;
     if (slack != INT64_MAX && (int64_t)target - slack > min)
         min = (int64_t)target - slack;
@@ -257,11 +263,8 @@ int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *
 
 int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t max_size) {
-    int64_t room = autoprov__room(ap->max_cpu_milli, totals->cpu_milli, node->cpu_milli);
-    int64_t mem_room =
-        autoprov__room(ap->max_memory_bytes, totals->memory_bytes, node->memory_bytes);
-    if (mem_room < room)
-        room = mem_room;
+    int64_t room =
+        autoprov__fewest(autoprov__room, ap->max_cpu_milli, ap->max_memory_bytes, totals, node);
     int64_t max = max_size;
     if (room != INT64_MAX && (int64_t)target + room < max)
         max = (int64_t)target + room;
