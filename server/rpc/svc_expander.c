@@ -6,6 +6,7 @@
  * size), the decision is decide.c's (shared with `frugal plan`), and the answer is
  * written as fresh option headers followed by sub-slices of the request for the pods:
  * nothing big is copied, neither in nor out. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,26 @@ static void expander__log_decision(const expander_request_t *req, const decide_r
     log_fields(LOG_LEVEL_INFO, f, count, "BestOptions: chose %s", req->options[win].group_id);
 }
 
+static atomic_bool unlabelled_template_warned;
+
+/* Once a group has a ready node, CA sends a copy of it as the group's template: without
+ * an instance-type label naming a catalog type, P is the linear price of its capacity,
+ * not the group's machine type's (docs/ranking.md). Said once, naming the group. */
+static void expander__warn_unlabelled(const frugal_config_t *cfg, const group_t *g,
+                                      const node_info_t *node) {
+    if ((node->instance_type != NULL && config_find_machine_type(cfg, node->instance_type)) ||
+        atomic_exchange(&unlabelled_template_warned, true))
+        return;
+    log_warn("BestOptions: the template of node group \"%s\" (CA sends a copy of one of its "
+             "nodes once it has one) has %s%s%s: priced linearly from its capacity, not as "
+             "machine type %s; give the group's nodes that label (the exec hook's "
+             "FRUGAL_NODE_LABELS carries it); logged once",
+             g->spec.id, node->instance_type ? "node.kubernetes.io/instance-type " : "no ",
+             node->instance_type ? node->instance_type : "node.kubernetes.io/instance-type label",
+             node->instance_type ? ", not a machine type of the catalog" : "",
+             g->spec.machine_type);
+}
+
 int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
@@ -262,6 +283,8 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         if (g)
             d->group = (decide_group_t){
                 true, g->exists, g->spec.spot, g->spec.spot_price, g->target_size, g->max_size};
+        if (g && d->node != NULL)
+            expander__warn_unlabelled(cfg, g, d->node);
     }
     if (cluster)
         cluster_read_unlock(cluster);

@@ -163,6 +163,18 @@ EOF
     assert_near 0.08 "$(col spot8 4)" "P of a spot n1-standard-8 is its preemptible price ($gen)"
 done
 
+log "a known group's template of no catalog type (a copy of a real node) is priced linearly, and warned once"
+cat >"$TMP/unlabelled.yaml" <<EOF
+options:
+  - {group: s8, node_count: 1, pods: [{cpu: 1}]}
+nodes:
+  - {group: s8, machine_type: c2d-standard-8, cpu: 8, memory: 32Gi, zone: us-central1-a}
+EOF
+assert_ok "best-options with an unknown instance type" ctl best-options "$TMP/unlabelled.yaml"
+assert_ok "again" ctl best-options "$TMP/unlabelled.yaml"
+assert_eq 1 "$(grep -c 'template of node group "s8" (CA sends a copy of one of its nodes once it has one) has node.kubernetes.io/instance-type c2d-standard-8, not a machine type of the catalog: priced linearly from its capacity, not as machine type n1-standard-8' "$SERVER_LOG")" \
+    "the operator is told once how to fix it"
+
 log "zone balance follows the groups' current sizes"
 assert_ok "grow s8" ctl increase s8 2
 for gen in current legacy; do
