@@ -200,7 +200,8 @@ static atomic_bool unlabelled_template_warned;
  * not the group's machine type's (docs/ranking.md). Said once, naming the group. */
 static void expander__warn_unlabelled(const frugal_config_t *cfg, const group_t *g,
                                       const node_info_t *node) {
-    if ((node->instance_type != NULL && config_find_machine_type(cfg, node->instance_type)) ||
+    if (atomic_load(&unlabelled_template_warned) ||
+        (node->instance_type != NULL && config_find_machine_type(cfg, node->instance_type)) ||
         atomic_exchange(&unlabelled_template_warned, true))
         return;
     log_warn("BestOptions: the template of node group \"%s\" (CA sends a copy of one of its "
