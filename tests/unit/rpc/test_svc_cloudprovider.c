@@ -191,9 +191,20 @@ static void test_template_both_generations(void **state) {
         GRPC_STATUS_NOT_FOUND);
 }
 
+/* NodeGroupGetOptions of req, which must succeed. */
+static EG(NodeGroupAutoscalingOptionsResponse) *
+    options_ok(fx_t *f, EG(NodeGroupAutoscalingOptionsRequest) * req) {
+    frugal_err_t err;
+    EG(NodeGroupAutoscalingOptionsResponse) *resp = NULL;
+    assert_int_equal(call(f, "NodeGroupGetOptions", &req->base,
+                          EG_DESC(node_group_autoscaling_options_response),
+                          (ProtobufCMessage **)&resp, &err),
+                     0);
+    return resp;
+}
+
 static void test_options_fill_both_generations(void **state) {
     fx_t *f = *state;
-    frugal_err_t err;
     Google__Protobuf__Duration unneeded = GOOGLE__PROTOBUF__DURATION__INIT;
     unneeded.seconds = 300;
     EG(NodeGroupAutoscalingOptions) defaults = EG_INIT(NODE_GROUP_AUTOSCALING_OPTIONS);
@@ -203,10 +214,7 @@ static void test_options_fill_both_generations(void **state) {
     req.id = "pool-a";
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
-    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          EG_DESC(node_group_autoscaling_options_response),
-                          (ProtobufCMessage **)&resp, &err),
-                     0);
+    resp = options_ok(f, &req);
     const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
     assert_true(o->scaledownutilizationthreshold == 0.4);
     assert_int_equal(o->scaledownunneededduration->seconds, 300);
@@ -255,17 +263,11 @@ static void test_options_for_ca_before_1_29(void **state) {
     req.id = "spot-8";
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
-    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          EG_DESC(node_group_autoscaling_options_response),
-                          (ProtobufCMessage **)&resp, &err),
-                     0);
+    resp = options_ok(f, &req);
     assert_null(resp->nodegroupautoscalingoptions);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     req.id = "pool-a"; /* overrides max_node_provision: still none for such a caller */
-    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          EG_DESC(node_group_autoscaling_options_response),
-                          (ProtobufCMessage **)&resp, &err),
-                     0);
+    resp = options_ok(f, &req);
     assert_null(resp->nodegroupautoscalingoptions);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     req.id = "spot-8";
@@ -291,7 +293,6 @@ static void test_options_for_ca_before_1_29(void **state) {
 /* Defaults CA could never mean (zero, negative, overflowing) fall back to CA's own. */
 static void test_options_never_zero(void **state) {
     fx_t *f = *state;
-    frugal_err_t err;
     Google__Protobuf__Duration huge = GOOGLE__PROTOBUF__DURATION__INIT;
     huge.seconds = (int64_t)1 << 55; /* x 1e9 wraps to exactly 0 in int64 */
     Google__Protobuf__Duration zero = GOOGLE__PROTOBUF__DURATION__INIT;
@@ -307,10 +308,7 @@ static void test_options_never_zero(void **state) {
     req.id = "pool-a"; /* overrides max_node_provision only */
     req.defaults = &defaults;
     EG(NodeGroupAutoscalingOptionsResponse) * resp;
-    assert_int_equal(call(f, "NodeGroupGetOptions", &req.base,
-                          EG_DESC(node_group_autoscaling_options_response),
-                          (ProtobufCMessage **)&resp, &err),
-                     0);
+    resp = options_ok(f, &req);
     const EG(NodeGroupAutoscalingOptions) *o = resp->nodegroupautoscalingoptions;
     assert_int_equal(o->scaledownunneededduration->seconds, 600);
     assert_int_equal(o->scaledownunreadyduration->seconds, 1200);
