@@ -47,34 +47,35 @@ int32_t cluster_nap_existing_groups(const cluster_t *c) {
     return count;
 }
 
-int32_t cluster_nap_min_size(const cluster_t *c, const group_t *g) {
+void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32_t *max) {
     const frugal_config_t *cfg = cluster_config(c);
     const autoprov_config_t *ap = &cfg->autoprovisioning;
-    if (!ap->enabled || (ap->min_cpu_milli <= 0 && ap->min_memory_bytes <= 0))
-        return g->min_size; /* no minimum: no need for the O(groups) totals */
+    *min = g->min_size;
+    *max = g->max_size;
+    if (!ap->enabled)
+        return;
+    bool full =
+        g->autoprovisioned && !g->exists && cluster_nap_existing_groups(c) >= ap->max_node_groups;
+    if (full)
+        *max = g->target_size;
+    bool maxima = !full && (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX);
+    bool minima = ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0;
     resources_t node;
-    if (cluster_nap_node_capacity(cfg, g, &node) != 0)
-        return g->min_size;
+    /* Without limits to apply, no need for the O(groups) totals. */
+    if ((!maxima && !minima) || cluster_nap_node_capacity(cfg, g, &node) != 0)
+        return;
     autoprov_totals_t totals;
     cluster_nap_totals(c, &totals);
-    return autoprov_min_size(ap, &totals, &node, g->target_size, g->min_size);
+    if (maxima)
+        *max = autoprov_max_size(ap, &totals, &node, g->target_size, g->max_size);
+    if (minima)
+        *min = autoprov_min_size(ap, &totals, &node, g->target_size, g->min_size);
 }
 
 int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g) {
-    const frugal_config_t *cfg = cluster_config(c);
-    const autoprov_config_t *ap = &cfg->autoprovisioning;
-    if (!ap->enabled)
-        return g->max_size;
-    if (g->autoprovisioned && !g->exists && cluster_nap_existing_groups(c) >= ap->max_node_groups)
-        return g->target_size;
-    if (ap->max_cpu_milli == INT64_MAX && ap->max_memory_bytes == INT64_MAX)
-        return g->max_size; /* unlimited: no need for the O(groups) totals */
-    resources_t node;
-    if (cluster_nap_node_capacity(cfg, g, &node) != 0)
-        return g->max_size;
-    autoprov_totals_t totals;
-    cluster_nap_totals(c, &totals);
-    return autoprov_max_size(ap, &totals, &node, g->target_size, g->max_size);
+    int32_t min, max;
+    cluster_nap_sizes(c, g, &min, &max);
+    return max;
 }
 
 int cluster__nap_check_increase(const cluster_t *c, const group_t *g, int32_t delta,

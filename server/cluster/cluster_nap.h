@@ -26,10 +26,10 @@ int cluster_nap_node_capacity(const frugal_config_t *cfg, const group_t *g, reso
  * capacity. Read lock held. */
 void cluster_nap_totals(const cluster_t *c, autoprov_totals_t *out);
 
-/* The minSize advertised to CA for g: its min_size raised to what the cluster-wide
- * minimums still allow (autoprov_min_size), so that CA does not drain a node whose
- * DeleteNodes would be refused. */
-int32_t cluster_nap_min_size(const cluster_t *c, const group_t *g);
+/* The minSize and maxSize advertised to CA for g: its min_size raised to what the
+ * cluster-wide minimums still allow (autoprov_min_size), so that CA does not drain a
+ * node whose DeleteNodes would be refused, and its max_size as cluster_nap_max_size. */
+void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32_t *max);
 
 /* The maxSize advertised to CA for g: its max_size cut by what the cluster-wide limits
  * still allow (never below its target), and its target for a theoretical group once

@@ -721,17 +721,12 @@ bool config_unpriced_pods_warning(const frugal_config_t *cfg, char *buf, size_t 
     return true;
 }
 
-/* Whether name is among the first `groups` configured groups' machine types or the first
- * `allowed` autoprovisioning machine types: the walk below names each type once. */
-static bool config__type_seen(const frugal_config_t *cfg, const char *name, size_t groups,
-                              size_t allowed) {
-    for (size_t i = 0; i < groups; i++)
-        if (strcmp(cfg->node_groups[i].spec.machine_type, name) == 0)
-            return true;
-    for (size_t j = 0; j < allowed; j++)
-        if (strcmp(cfg->autoprovisioning.machine_types[j], name) == 0)
-            return true;
-    return false;
+/* The k-th machine type the user chose: the configured groups' first, then the listed
+ * autoprovisioning machine types (groups + allowed in all). */
+static const char *config__chosen_type(const frugal_config_t *cfg, size_t k) {
+    size_t groups = cfg->node_groups_count;
+    return k < groups ? cfg->node_groups[k].spec.machine_type
+                      : cfg->autoprovisioning.machine_types[k - groups];
 }
 
 bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_t size) {
@@ -740,16 +735,18 @@ bool config_autoprov_limits_warning(const frugal_config_t *cfg, char *buf, size_
         return false;
     char names[256] = "";
     size_t len = 0, over = 0;
-    size_t groups = cfg->node_groups_count;
-    size_t allowed = ap->machine_types_listed ? ap->machine_types_count : 0;
-    for (size_t k = 0; k < groups + allowed; k++) {
-        const char *name =
-            k < groups ? cfg->node_groups[k].spec.machine_type : ap->machine_types[k - groups];
-        bool seen = k < groups ? config__type_seen(cfg, name, k, 0)
-                               : config__type_seen(cfg, name, groups, k - groups);
+    size_t chosen =
+        cfg->node_groups_count + (ap->machine_types_listed ? ap->machine_types_count : 0);
+    for (size_t k = 0; k < chosen; k++) {
+        const char *name = config__chosen_type(cfg, k);
         const machine_type_t *t = config_find_machine_type(cfg, name);
-        if (seen || t == NULL ||
+        if (t == NULL ||
             (t->cpu_milli <= ap->max_cpu_milli && t->memory_bytes <= ap->max_memory_bytes))
+            continue;
+        size_t j = 0;
+        while (j < k && strcmp(config__chosen_type(cfg, j), name) != 0)
+            j++;
+        if (j < k) /* named already */
             continue;
         if (over++ < 4)
             len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len > 0 ? ", " : "",

@@ -696,25 +696,37 @@ typedef enum response_pods {
     RESPONSE_PODS_NONE,
 } response_pods_t;
 
-/* The fields of option o after its id, count and debug, echoed as `pods` says. With out
- * NULL, only count the pieces (*pieces) and bytes (*bytes) they take; else append them
- * to out (a twin pod as a literal tag from *lit and the request's length and pod bytes;
- * everything else as ranges of the request). -1 when the bytes no longer parse. */
+/* What echoing some fields takes: pieces, literal tag bytes, and bytes in all. */
+typedef struct response_tally {
+    size_t pieces;
+    size_t tags;
+    uint64_t bytes;
+} response_tally_t;
+
+/* A piece of the answer, the request's range [start, start + len) or, with tag, that
+ * literal byte (len 1), counted in *t and, with out, appended to it. */
+static void response__piece(expander_response_t *out, response_tally_t *t, const uint8_t *tag,
+                            uint64_t start, size_t len) {
+    t->pieces++;
+    t->bytes += len;
+    if (out != NULL)
+        out->pieces[out->pieces_count++] = (expander_piece_t){tag, start, len};
+}
+
+/* The fields of option o after its id, count and debug, echoed as `pods` says, counted
+ * in *t and, with out, appended to it: the request's ranges, and each twin pod as a
+ * literal tag from *lit before the request's length and pod bytes. -1 when the bytes no
+ * longer parse. */
 static int response__option_fields(const expander_request_t *req, const expander_option_t *o,
                                    response_pods_t pods, expander_response_t *out, uint8_t **lit,
-                                   size_t *pieces, uint64_t *bytes) {
+                                   response_tally_t *t) {
     bool twins = pods == RESPONSE_PODS_BOTH && o->pod_field != 0 && !o->pods_in_both;
     uint32_t twin =
         o->pod_field == EXPANDER_OPTION_POD ? EXPANDER_OPTION_POD_BYTES : EXPANDER_OPTION_POD;
     for (size_t k = 0; k < o->keep_count; k++) {
         const expander_range_t *kr = &req->keep[o->keep_first + k];
-        if (pods != RESPONSE_PODS_NONE) {
-            *pieces += 1;
-            *bytes += kr->len;
-            if (out != NULL)
-                out->pieces[out->pieces_count++] =
-                    (expander_piece_t){NULL, kr->start, (size_t)kr->len};
-        }
+        if (pods != RESPONSE_PODS_NONE)
+            response__piece(out, t, NULL, kr->start, (size_t)kr->len);
         if (!twins && pods != RESPONSE_PODS_NONE)
             continue;
         rd_t r = {req->segs, req->segs_count, 0, 0, kr->start, kr->start + kr->len};
@@ -729,25 +741,17 @@ static int response__option_fields(const expander_request_t *req, const expander
                 return -1;
             bool pod = wt == WT_LEN &&
                        (field == EXPANDER_OPTION_POD || field == EXPANDER_OPTION_POD_BYTES);
-            if (pods == RESPONSE_PODS_NONE && !pod) {
-                *pieces += 1;
-                *bytes += r.pos - at;
-                if (out != NULL)
-                    out->pieces[out->pieces_count++] =
-                        (expander_piece_t){NULL, at, (size_t)(r.pos - at)};
-                continue;
+            if (pods == RESPONSE_PODS_NONE) {
+                if (!pod) /* every other field stays */
+                    response__piece(out, t, NULL, at, (size_t)(r.pos - at));
+            } else if (pod && field == o->pod_field) {
+                uint8_t *tag = out != NULL ? (*lit)++ : NULL;
+                if (tag != NULL)
+                    *tag = (uint8_t)(twin << 3 | WT_LEN);
+                t->tags++;
+                response__piece(out, t, tag, 0, 1);
+                response__piece(out, t, NULL, body, (size_t)(r.pos - body));
             }
-            if (pods == RESPONSE_PODS_NONE || field != o->pod_field || !pod)
-                continue;
-            *pieces += 2;
-            *bytes += 1 + (r.pos - body);
-            if (out == NULL)
-                continue;
-            uint8_t *tag = (*lit)++;
-            *tag = (uint8_t)(twin << 3 | WT_LEN);
-            out->pieces[out->pieces_count++] = (expander_piece_t){tag, 0, 1};
-            out->pieces[out->pieces_count++] =
-                (expander_piece_t){NULL, body, (size_t)(r.pos - body)};
         }
     }
     return 0;
@@ -763,19 +767,14 @@ static int response__measure(const expander_request_t *req, const size_t *select
     for (size_t i = 0; i < n; i++) {
         const expander_option_t *o = &req->options[selected[i]];
         const char *debug = debugs && debugs[i] ? debugs[i] : o->debug;
-        size_t fields = 0;
-        uint64_t field_bytes = 0;
-        if (response__option_fields(req, o, pods, NULL, NULL, &fields, &field_bytes) != 0)
+        response_tally_t t = {0};
+        if (response__option_fields(req, o, pods, NULL, NULL, &t) != 0)
             return -1;
         uint64_t head = bytes_field_size(strlen(o->group_id)) + bytes_field_size(strlen(debug)) +
                         (o->node_count ? 1 + varint_size((uint64_t)(int64_t)o->node_count) : 0);
-        inner[i] = head + field_bytes;
-        /* the twins' tags are literals too: one byte each, two pieces each */
-        size_t twin_tags = 0;
-        if (pods == RESPONSE_PODS_BOTH && o->pod_field != 0 && !o->pods_in_both)
-            twin_tags = (fields - o->keep_count) / 2;
-        *literal_size += 1 + varint_size(inner[i]) + (size_t)head + twin_tags;
-        *pieces += 1 + fields;
+        inner[i] = head + t.bytes;
+        *literal_size += 1 + varint_size(inner[i]) + (size_t)head + t.tags;
+        *pieces += 1 + t.pieces;
         *total += 1 + varint_size(inner[i]) + inner[i];
     }
     return 0;
@@ -835,9 +834,8 @@ int expander_response_build(const expander_request_t *req, const size_t *selecte
         if (debug_len)
             p = bytes_field_put(p, EXPANDER_OPTION_DEBUG, debug, debug_len);
         out->pieces[out->pieces_count++] = (expander_piece_t){start, 0, (size_t)(p - start)};
-        size_t fields = 0;
-        uint64_t field_bytes = 0;
-        response__option_fields(req, o, pods, out, &p, &fields, &field_bytes);
+        response_tally_t t = {0};
+        response__option_fields(req, o, pods, out, &p, &t);
     }
     out->total_bytes = total;
     free(inner);

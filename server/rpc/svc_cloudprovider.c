@@ -47,8 +47,8 @@ static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
              g->target_size, g->autoprovisioned ? " autoprovisioned" : "",
              g->exists ? "" : " theoretical");
     out->id = service_strdup(mem, g->spec.id);
-    out->minsize = cluster_nap_min_size(c, g); /* min_size raised by the NAP minimums */
-    out->maxsize = cluster_nap_max_size(c, g); /* max_size cut by the NAP limits */
+    /* min_size raised by the NAP minimums, max_size cut by the NAP maxima */
+    cluster_nap_sizes(c, g, &out->minsize, &out->maxsize);
     out->debug = service_strdup(mem, debug);
 }
 
