@@ -25,6 +25,7 @@
 #include "config.h"
 #include "duration.h"
 #include "replay.h"
+#include "replay_prom.h"
 #include "replay_prom_source.h"
 #include "timestamp.h"
 
@@ -632,6 +633,11 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
             return 2;
         }
         return 0;
+    }
+    if (p->namespace_re != NULL && strlen(p->namespace_re) > REPLAY_PROM_REGEX_MAX) {
+        fprintf(stderr, "frugal replay: --namespace: longer than %d characters\n",
+                REPLAY_PROM_REGEX_MAX);
+        return 2;
     }
     int64_t ns = 0;
     frugal_err_t err;

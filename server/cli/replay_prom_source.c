@@ -72,16 +72,6 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, 
 /* Every series over the range, window by window, into b. */
 static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, replay_prom_t *b,
                              frugal_err_t *err) {
-    char selector[1024] = "";
-    if (o->namespace_re != NULL) {
-        char *p = selector + snprintf(selector, sizeof(selector), "{namespace=~\"");
-        for (const char *s = o->namespace_re; *s && p < selector + sizeof(selector) - 8; s++) {
-            if (*s == '"' || *s == '\\')
-                *p++ = '\\';
-            *p++ = *s;
-        }
-        strcpy(p, "\"}");
-    }
     /* Points end, end - step, ... back to the first whose step reaches the start; asked
      * REPLAY_PROM_WINDOW_POINTS at a time. */
     int64_t step_s = REPLAY_PROM_STEP_S;
@@ -90,8 +80,8 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
     int64_t windows = (points + REPLAY_PROM_WINDOW_POINTS - 1) / REPLAY_PROM_WINDOW_POINTS;
     int64_t total = windows * REPLAY_PROM_SERIES_COUNT, done = 0;
     for (int s = 0; s < REPLAY_PROM_SERIES_COUNT; s++) {
-        char query[1200];
-        replay_prom_query((replay_prom_series_t)s, selector, step_s, query, sizeof(query));
+        char query[REPLAY_PROM_QUERY_MAX];
+        replay_prom_query((replay_prom_series_t)s, o->namespace_re, step_s, query, sizeof(query));
         for (int64_t w = 0; w < windows; w++) {
             int64_t from = first + w * REPLAY_PROM_WINDOW_POINTS * step_s;
             int64_t to = from + (REPLAY_PROM_WINDOW_POINTS - 1) * step_s;

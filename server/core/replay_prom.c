@@ -33,7 +33,8 @@ typedef struct prom__request {
 } prom__request_t;
 
 typedef struct prom__pair {
-    char *a, *b, *c, *d; /* selector: key, value; toleration: key, operator, value, effect */
+    /* selector: key, value; toleration: key, operator, value, effect, seconds */
+    char *a, *b, *c, *d, *e;
 } prom__pair_t;
 
 typedef struct prom__pod {
@@ -58,14 +59,38 @@ const char *replay_prom_metric(replay_prom_series_t s) {
     return prom__metrics[s];
 }
 
-const char *replay_prom_query(replay_prom_series_t s, const char *selector, int64_t step_s,
-                              char *buf, size_t size) {
+static void prom__series_query(replay_prom_series_t s, const char *selector, int64_t step_s,
+                               char *buf, size_t size) {
     if (s == REPLAY_PROM_INFO_SEEN)
         snprintf(buf, size, "max_over_time(timestamp(kube_pod_info%s)[%llds:1m])", selector,
                  (long long)step_s);
     else
         snprintf(buf, size, "max_over_time(%s%s[%llds])", prom__metrics[s], selector,
                  (long long)step_s);
+}
+
+const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, int64_t step_s,
+                              char *buf, size_t size) {
+    if (namespace_re == NULL) {
+        prom__series_query(s, "", step_s, buf, size);
+        return buf;
+    }
+    char re[REPLAY_PROM_REGEX_MAX * 2 + 1], *p = re;
+    for (const char *c = namespace_re; *c && p < re + sizeof(re) - 2; c++) {
+        if (*c == '"' || *c == '\\')
+            *p++ = '\\';
+        *p++ = *c;
+    }
+    *p = '\0';
+    /* Scraped with honor_labels: false, the pod's namespace is exported_namespace (the
+     * target's own namespace label took its name): either side of the `or` matches. */
+    char selector[sizeof(re) + 64], exported[REPLAY_PROM_QUERY_MAX / 2],
+        plain[REPLAY_PROM_QUERY_MAX / 2];
+    snprintf(selector, sizeof(selector), "{exported_namespace=~\"%s\"}", re);
+    prom__series_query(s, selector, step_s, exported, sizeof(exported));
+    snprintf(selector, sizeof(selector), "{exported_namespace=\"\",namespace=~\"%s\"}", re);
+    prom__series_query(s, selector, step_s, plain, sizeof(plain));
+    snprintf(buf, size, "%s or %s", exported, plain);
     return buf;
 }
 
@@ -82,7 +107,7 @@ int replay_prom_new(int64_t start_s, int64_t end_s, replay_prom_t **out, frugal_
 
 static void prom__pairs_free(prom__pair_t *p, size_t n) {
     for (size_t i = 0; i < n; i++)
-        free(p[i].a), free(p[i].b), free(p[i].c), free(p[i].d);
+        free(p[i].a), free(p[i].b), free(p[i].c), free(p[i].d), free(p[i].e);
     free(p);
 }
 
@@ -110,14 +135,23 @@ static const char *prom__label(const yaml_tree_node_t *metric, const char *name)
     return v != NULL && v->type == YAML_TREE_SCALAR ? v->u.scalar.text : NULL;
 }
 
+/* A label that a Prometheus target may also carry (namespace, pod, container): scraped
+ * with honor_labels: false, kube-state-metrics' own comes as exported_NAME. */
+static const char *prom__pod_label(const yaml_tree_node_t *metric, const char *name) {
+    char exported[64];
+    snprintf(exported, sizeof(exported), "exported_%s", name);
+    const char *v = prom__label(metric, exported);
+    return v != NULL ? v : prom__label(metric, name);
+}
+
 static char *prom__dup(const char *s) {
     return strdup(s ? s : "");
 }
 
 /* The pod a series' labels name, created on first sight; NULL without a pod label. */
 static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, bool *nomem) {
-    const char *ns = prom__label(metric, "namespace"), *name = prom__label(metric, "pod");
-    const char *uid = prom__label(metric, "uid");
+    const char *ns = prom__pod_label(metric, "namespace"), *name = prom__pod_label(metric, "pod");
+    const char *uid = prom__pod_label(metric, "uid");
     if (name == NULL)
         return NULL;
     char key[512];
@@ -188,7 +222,7 @@ static int prom__resource(const char *r) {
 
 static int prom__add_request(prom__pod_t *p, const yaml_tree_node_t *metric, bool init,
                              double value) {
-    const char *container = prom__label(metric, "container");
+    const char *container = prom__pod_label(metric, "container");
     int res = prom__resource(prom__label(metric, "resource"));
     /* Far beyond any node (10^6 cores or GPUs, 10^15 bytes): not a request to replay. */
     if (res < 0 || !isfinite(value) || value < 0 || value > (res == 1 ? 1e15 : 1e6))
@@ -219,11 +253,11 @@ static bool prom__same(const char *x, const char *y) {
 
 /* Add a pair unless an equal one is there (a series comes again in every window). */
 static int prom__add_pair(prom__pair_t **list, size_t *count, const char *a, const char *b,
-                          const char *c, const char *d) {
+                          const char *c, const char *d, const char *e) {
     for (size_t i = 0; i < *count; i++) {
         prom__pair_t *p = &(*list)[i];
         if (prom__same(p->a, a) && prom__same(p->b, b) && prom__same(p->c, c) &&
-            prom__same(p->d, d))
+            prom__same(p->d, d) && prom__same(p->e, e))
             return 0;
     }
     prom__pair_t *n = realloc(*list, (*count + 1) * sizeof(*n));
@@ -232,8 +266,9 @@ static int prom__add_pair(prom__pair_t **list, size_t *count, const char *a, con
     *list = n;
     prom__pair_t *p = &n[*count];
     p->a = prom__dup(a), p->b = prom__dup(b), p->c = prom__dup(c), p->d = prom__dup(d);
-    if (!p->a || !p->b || !p->c || !p->d) {
-        free(p->a), free(p->b), free(p->c), free(p->d);
+    p->e = prom__dup(e);
+    if (!p->a || !p->b || !p->c || !p->d || !p->e) {
+        free(p->a), free(p->b), free(p->c), free(p->d), free(p->e);
         return FRUGAL_ENOMEM;
     }
     (*count)++;
@@ -289,19 +324,20 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
             const char *k = kv->key->u.scalar.text;
             if (strncmp(k, "nodeselector_", 13) == 0 && kv->value->type == YAML_TREE_SCALAR)
                 rc = prom__add_pair(&p->sels, &p->sels_count, k + 13, kv->value->u.scalar.text,
-                                    NULL, NULL);
+                                    NULL, NULL, NULL);
         }
         break;
     case REPLAY_PROM_TOLERATIONS:
         rc = prom__add_pair(&p->tols, &p->tols_count, prom__label(metric, "key"),
                             prom__label(metric, "operator"), prom__label(metric, "value"),
-                            prom__label(metric, "effect"));
+                            prom__label(metric, "effect"),
+                            prom__label(metric, "toleration_seconds"));
         break;
     case REPLAY_PROM_INIT_INFO: {
         const char *policy = prom__label(metric, "restart_policy");
         if (policy != NULL && strcmp(policy, "Always") == 0)
-            rc = prom__add_pair(&p->sidecars, &p->sidecars_count, prom__label(metric, "container"),
-                                NULL, NULL, NULL);
+            rc = prom__add_pair(&p->sidecars, &p->sidecars_count,
+                                prom__pod_label(metric, "container"), NULL, NULL, NULL, NULL);
         break;
     }
     case REPLAY_PROM_OVERHEAD_CPU:
@@ -398,15 +434,24 @@ static void prom__json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* kube-state-metrics' label name of a Kubernetes label key: every character that is not
- * a letter, digit or underscore becomes an underscore. */
-static bool prom__sanitised_is(const char *label_key, const char *sanitised) {
-    for (; *label_key && *sanitised; label_key++, sanitised++) {
-        char c = isalnum((unsigned char)*label_key) ? *label_key : '_';
-        if (c != *sanitised)
+/* Whether name is kube-state-metrics' label name of the Kubernetes label key (after its
+ * prefix): every character other than a letter, digit or underscore becomes an
+ * underscore, then an underscore goes between a lower-case letter or digit and the
+ * capital after it (left to right, each pair once), and everything is lower-cased. */
+static bool prom__ksm_name_is(const char *label_key, const char *name) {
+    for (const char *k = label_key; *k; k++) {
+        char c = isalnum((unsigned char)*k) ? *k : '_';
+        bool pair = (islower((unsigned char)c) || isdigit((unsigned char)c)) &&
+                    isupper((unsigned char)k[1]);
+        if (*name++ != tolower((unsigned char)c))
             return false;
+        if (pair) {
+            if (*name++ != '_' || *name++ != tolower((unsigned char)k[1]))
+                return false;
+            k++;
+        }
     }
-    return *label_key == '\0' && *sanitised == '\0';
+    return *name == '\0';
 }
 
 static bool prom__is_sidecar(const prom__pod_t *p, const char *container) {
@@ -500,7 +545,7 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
         for (size_t i = 0; i < p->sels_count; i++) {
             const char *key = p->sels[i].a;
             for (size_t k = 0; k < known_count; k++)
-                if (prom__sanitised_is(known[k], p->sels[i].a))
+                if (prom__ksm_name_is(known[k], p->sels[i].a))
                     key = known[k];
             fputs(i ? ", " : "", f);
             prom__json_str(f, key);
@@ -524,6 +569,10 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
                 prom__json_str(f, vals[k]);
                 first = false;
             }
+            char *end;
+            long long seconds = strtoll(t->e, &end, 10);
+            if (t->e[0] != '\0' && *end == '\0')
+                fprintf(f, "%s\"tolerationSeconds\": %lld", first ? "" : ", ", seconds);
             fputs("}", f);
         }
         fputs("]", f);
@@ -558,8 +607,9 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
             stats->no_created += p->reqs_count > 0;
             continue;
         }
-        if (p->owner_kind != NULL && strcmp(p->owner_kind, "DaemonSet") == 0) {
-            stats->daemonset++;
+        if (p->owner_kind != NULL &&
+            (strcmp(p->owner_kind, "DaemonSet") == 0 || strcmp(p->owner_kind, "Node") == 0)) {
+            stats->per_node++;
             continue;
         }
         double from = isnan(p->start) ? p->created : p->start;

@@ -14,7 +14,10 @@
  *    restart_policy="Always" is a sidecar (written before the ordinary init containers,
  *    whose order the series do not give), kube_pod_overhead_cpu_cores and
  *    kube_pod_overhead_memory_bytes are the pod's overhead;
- *  - owner: kube_pod_owner's controller; DaemonSet pods are left out;
+ *  - owner: kube_pod_owner's controller; DaemonSet and static (Node-owned) pods are left
+ *    out;
+ *  - namespace, pod and container from exported_namespace, exported_pod and
+ *    exported_container when a series has them (scraped with honor_labels: false);
  *  - kube_pod_nodeselectors and kube_pod_tolerations when present. */
 #ifndef FRUGAL_REPLAY_PROM_H
 #define FRUGAL_REPLAY_PROM_H
@@ -41,13 +44,20 @@ typedef enum replay_prom_series {
     REPLAY_PROM_SERIES_COUNT
 } replay_prom_series_t;
 
-/* The metric each series comes from, and the PromQL that asks for it given a label
- * selector ("" or `{namespace=~"..."}`) into buf: evaluated every step_s seconds, each
- * point sums up the step before it, one sample per series and step
- * (`max_over_time(METRIC{...}[STEPs])`; the end of a pod's kube_pod_info as
- * `max_over_time(timestamp(kube_pod_info{...})[STEPs:1m])`, its last sample's own time). */
+/* The longest --namespace expression, and the room a query needs with it. */
+#define REPLAY_PROM_REGEX_MAX 1000
+#define REPLAY_PROM_QUERY_MAX 4608
+
+/* The metric each series comes from, and the PromQL that asks for it into buf (of
+ * REPLAY_PROM_QUERY_MAX): evaluated every step_s seconds, each point sums up the step
+ * before it, one sample per series and step (`max_over_time(METRIC[STEPs])`; the end of
+ * a pod's kube_pod_info as `max_over_time(timestamp(kube_pod_info)[STEPs:1m])`, its last
+ * sample's own time). With namespace_re (not NULL, at most REPLAY_PROM_REGEX_MAX long),
+ * only the pods of the namespaces it matches: `Q{exported_namespace=~"RE"} or
+ * Q{exported_namespace="",namespace=~"RE"}`, for a Prometheus that keeps the target's own
+ * namespace label and renames the pod's. */
 const char *replay_prom_metric(replay_prom_series_t s);
-const char *replay_prom_query(replay_prom_series_t s, const char *selector, int64_t step_s,
+const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, int64_t step_s,
                               char *buf, size_t size);
 
 /* Whether the answer of /api/v1/label/__name__/values lists metric. FRUGAL_EINVAL when
@@ -59,7 +69,7 @@ typedef struct replay_prom replay_prom_t;
 
 typedef struct replay_prom_stats {
     size_t pods;       /* written to the trace */
-    size_t daemonset;  /* left out: owned by a DaemonSet */
+    size_t per_node;   /* left out: owned by a DaemonSet or a Node (static pods) */
     size_t no_created; /* left out: requests but no kube_pod_created */
     size_t outside;    /* left out: not running within the range */
 } replay_prom_stats_t;
@@ -76,8 +86,9 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
 
 /* Write the trace: one `{"t": S, "pod": POD, "duration": S}` line per pod running within
  * the range, ordered by arrival; t is seconds from start_s. Label keys of node selectors
- * come sanitised from kube-state-metrics (dots and slashes as underscores): one that is
- * the sanitised form of one of known_keys (the groups' labels) is written as that key.
+ * come as kube-state-metrics' label names (other characters than letters, digits and
+ * underscores as underscores, camelCase as snake_case, lower case): one that is the
+ * label name of one of known_keys (the groups' labels) is written as that key.
  * *text is malloc'd (free it). FRUGAL_ENOMEM. */
 int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, size_t known_count,
                       char **text, size_t *len, replay_prom_stats_t *stats, frugal_err_t *err);

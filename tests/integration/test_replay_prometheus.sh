@@ -17,11 +17,11 @@ END=$(( $(date +%s) / 60 * 60 - 3600 ))
 START=$((END - 8 * 3600))
 mkdir -p "$TMP/prom"
 python3 - "$START" "$END" "$TMP/history.om" "$TMP/expected.jsonl" <<'PY'
-import json, sys
+import json, re, sys
 start, end, om_path, trace_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 # name, ns, owner kind, created offset, start delay, run seconds (None: still running),
 # completed (Job), containers [(name, cpu, mem bytes, gpu)], init containers,
-# node selector {key: value}, tolerations [(key, op, value, effect)]
+# node selector {key: value}, tolerations [(key, op, value, effect[, seconds])]
 GI = 1 << 30
 pods = [
     ("web-1", "shop", "ReplicaSet", 0, 30, None, False, [("app", 0.5, GI, 0)], [], {}, []),
@@ -31,12 +31,18 @@ pods = [
     ("etl-2", "batch", "Job", 7200, 30, 2 * 3600, True, [("etl", 2.5, 3 * GI, 0)], [], {}, []),
     ("etl-3", "batch", "Job", 4 * 3600, 0, 3600, True, [("etl", 1.5, GI, 0)], [], {}, []),
     ("train-1", "ml", "Job", 2 * 3600, 120, 3 * 3600, True, [("train", 4.0, 16 * GI, 1)], [],
-     {"example.com/pool": "gpu"}, [("nvidia.com/gpu", "Exists", "", "NoSchedule")]),
+     {"example.com/pool": "gpu", "example.com/gpuModel": "t4"},
+     [("nvidia.com/gpu", "Exists", "", "NoSchedule"), ("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", 300)]),
     ("api-1", "shop", "ReplicaSet", 5 * 3600, 30, None, False, [("api", 0.75, 2 * GI, 0)], [], {}, []),
     ("node-exporter-x", "monitoring", "DaemonSet", 0, 10, None, False, [("exporter", 0.1, 64 << 20, 0)], [], {}, []),
+    ("kube-proxy-node-0", "kube-system", "Node", 0, 10, None, False, [("proxy", 0.1, 64 << 20, 0)], [], {}, []),
+    ("ops-1", "ops", "ReplicaSet", 900, 30, 4 * 3600, False, [("app", 0.25, GI, 0), ("proxy", 0.1, 128 << 20, 0)], [], {}, []),
     ("mesh-1", "shop", "ReplicaSet", 1800, 30, None, False, [("app", 1.0, GI, 0)],
      [("setup", 2.0, 0, 0), ("proxy", 0.1, 128 << 20, 0)], {}, []),
 ]
+# Pods whose series Prometheus scraped with honor_labels: false: the target's namespace,
+# pod and container stay, kube-state-metrics' own come as exported_*.
+exported = {"ops-1"}
 # Init containers with restart policy Always (sidecars), and pod overheads (cores, bytes).
 sidecars = {"mesh-1": {"proxy"}}
 overheads = {"mesh-1": (0.25, 100 << 20)}
@@ -45,6 +51,8 @@ families = {k: [] for k in ["kube_pod_created", "kube_pod_start_time", "kube_pod
     "kube_pod_info", "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests",
     "kube_pod_owner", "kube_pod_nodeselectors", "kube_pod_tolerations", "kube_pod_init_container_info",
     "kube_pod_overhead_cpu_cores", "kube_pod_overhead_memory_bytes"]}
+def ksm_label(prefix, key):  # kube-state-metrics' label name of a Kubernetes label key
+    return prefix + "_" + re.sub("([a-z0-9])([A-Z])", r"\1_\2", re.sub("[^a-zA-Z0-9_]", "_", key)).lower()
 def lab(d):
     return "{" + ",".join('%s="%s"' % (k, v) for k, v in d.items()) + "}"
 def series(fam, labels, value, t0, t1):
@@ -58,6 +66,11 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
     started = created + delay
     stop = started + run if run is not None else end
     base = {"namespace": ns, "pod": name, "uid": "uid-%d" % i}
+    target = {}
+    if name in exported:
+        target = {"container": "kube-state-metrics"}
+        base = {"namespace": "monitoring", "pod": "kube-state-metrics-0", "exported_namespace": ns,
+                "exported_pod": name, "uid": "uid-%d" % i, **target}
     # Series exist from creation to the pod's end (a completed Job lingers 10 min).
     last = min(end, stop + (600 if done else 0))
     series("kube_pod_created", base, float(created), created, last)
@@ -70,7 +83,8 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
         for (c, cpu, mem, gpu) in cl:
             for res, unit, v in (("cpu", "core", cpu), ("memory", "byte", float(mem)), ("nvidia_com_gpu", "integer", float(gpu))):
                 if v:
-                    series(fam, dict(base, container=c, node="node-%d" % i, resource=res, unit=unit), v, created, last)
+                    named = {"exported_container": c} if target else {"container": c}
+                    series(fam, dict(base, **named, node="node-%d" % i, resource=res, unit=unit), v, created, last)
     for (c, _, _, _) in inits:
         policy = "Always" if c in sidecars.get(name, ()) else ""
         series("kube_pod_init_container_info", dict(base, container=c, restart_policy=policy), 1.0, started, last)
@@ -78,10 +92,11 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
         series("kube_pod_overhead_cpu_cores", base, overheads[name][0], created, last)
         series("kube_pod_overhead_memory_bytes", base, float(overheads[name][1]), created, last)
     if sel:
-        series("kube_pod_nodeselectors", dict(base, **{"nodeselector_" + "".join(ch if ch.isalnum() else "_" for ch in k): v for k, v in sel.items()}), 1.0, created, last)
-    for (k, op, v, eff) in tols:
-        series("kube_pod_tolerations", dict(base, key=k, operator=op, value=v, effect=eff), 1.0, created, last)
-    if kind == "DaemonSet":
+        series("kube_pod_nodeselectors", dict(base, **{ksm_label("nodeselector", k): v for k, v in sel.items()}), 1.0, created, last)
+    for t in tols:
+        extra = {"toleration_seconds": str(t[4])} if len(t) > 4 else {}
+        series("kube_pod_tolerations", dict(base, key=t[0], operator=t[1], value=t[2], effect=t[3], **extra), 1.0, created, last)
+    if kind in ("DaemonSet", "Node"):  # they come with their node, whatever the strategy
         continue
     def cont(c, sidecar=False):
         req = {"cpu": "%dm" % round(c[1] * 1000)}
@@ -102,7 +117,7 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
     if sel:
         spec["nodeSelector"] = sel
     if tols:
-        spec["tolerations"] = [dict((k2, v2) for k2, v2 in zip(("key", "operator", "value", "effect"), t) if v2) for t in tols]
+        spec["tolerations"] = [dict((k2, v2) for k2, v2 in zip(("key", "operator", "value", "effect", "tolerationSeconds"), t) if v2) for t in tols]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns,
            "ownerReferences": [{"kind": kind, "name": name.rsplit("-", 1)[0], "controller": True}]}, "spec": spec}
     trace.append((created - start, name, {"t": created - start, "pod": pod, "duration": stop - started}))
@@ -144,7 +159,7 @@ node_groups:
     machine_type: g1-gpu-t4
     min_size: 0
     max_size: 5
-    labels: {example.com/pool: gpu}
+    labels: {example.com/pool: gpu, example.com/gpuModel: t4}
     taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 EOF
 
@@ -172,7 +187,9 @@ for k in set(want) & set(got):
     if abs(w["t"] - g["t"]) > 60 or abs(w["duration"] - g["duration"]) > 60:
         bad.append("%s: t %s/%s duration %s/%s" % (k, w["t"], g["t"], w["duration"], g["duration"]))
     for key in ("containers", "initContainers", "nodeSelector", "tolerations", "overhead"):
-        if w["pod"]["spec"].get(key) != g["pod"]["spec"].get(key):
+        # The series give no order of the tolerations: any order is the same pod.
+        order = (lambda v: sorted(v, key=json.dumps)) if key == "tolerations" and w["pod"]["spec"].get(key) else (lambda v: v)
+        if order(w["pod"]["spec"].get(key)) != order(g["pod"]["spec"].get(key)):
             bad.append("%s: %s %s != %s" % (k, key, w["pod"]["spec"].get(key), g["pod"]["spec"].get(key)))
     if w["pod"]["metadata"]["ownerReferences"] != g["pod"]["metadata"].get("ownerReferences"):
         bad.append("%s: owner" % (k,))
@@ -190,6 +207,15 @@ log "--namespace keeps only the matching namespaces"
 assert_ok "namespace batch" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 8h --until "$END" --namespace 'batch|ml' --save-trace "$TMP/ns.jsonl" --seeds 1
 assert_eq 4 "$(grep -c . "$TMP/ns.jsonl")" "3 ETL jobs and the training job"
+assert_ok "namespace ops" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --namespace ops --save-trace "$TMP/ns-ops.jsonl" --seeds 1
+assert_eq '"ops-1"' "$(python3 -c 'import json,sys; print(" ".join(json.dumps(json.loads(l)["pod"]["metadata"]["name"]) for l in open(sys.argv[1])))' "$TMP/ns-ops.jsonl")" \
+    "the pod under exported_namespace, not the target's namespace"
+# monitoring holds the DaemonSet's pod and is ops-1's target namespace; kube-system the
+# static pod's.
+assert_exit 1 "only pods left out" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --namespace 'monitoring|kube-system' --seeds 1
+assert_match "no pod ran between" "$ERR" "DaemonSet and static pods left out, the target's namespace not read as the pod's"
 
 log "bad input: one line, exit 1, no partial trace"
 DEAD=$(free_port)
@@ -327,6 +353,9 @@ assert_exit 2 "no --since" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-promet
 assert_match "needs --since" "$ERR" "--since required"
 assert_exit 2 "bad --until" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --until yesterday
 assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
+assert_exit 2 "a --namespace too long" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 1h --namespace "$(printf 'a%.0s' $(seq 1 1001))"
+assert_match "^frugal replay: --namespace: longer than 1000 characters$" "$ERR" "the limit said"
 assert_exit 2 "--cert without --key" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --cert x
 assert_exit 2 "TLS files on http://" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h \
     --ca-file "$PKI/ca.crt"

@@ -1,6 +1,7 @@
 /* Unit tests of the trace built from kube-state-metrics answers (server/core/replay_prom.c):
- * a pod's arrival, run and requests (init containers included), owners and DaemonSets,
- * node selectors with their sanitised keys resolved, tolerations, pods without creation
+ * a pod's arrival, run and requests (init containers included), owners, DaemonSets and
+ * static pods, node selectors with kube-state-metrics' label names resolved, tolerations
+ * (with their seconds), kube-state-metrics scraped with honor_labels: false, pods without creation
  * time counted, the range's cut, sidecars and overhead combined as the scheduler does,
  * and answers that are not Prometheus'. */
 #include <setjmp.h>
@@ -55,11 +56,17 @@ static void test_trace(void **state) {
         POD("web") ",\"owner_kind\":\"ReplicaSet\",\"owner_name\":\"web-7f\","
                    "\"owner_is_controller\":\"true\"",
         "[1700000100,\"1\"]");
-    add(b, REPLAY_PROM_NODESELECTORS, POD("web") ",\"nodeselector_example_com_pool\":\"a\"",
+    add(b, REPLAY_PROM_NODESELECTORS,
+        POD("web") ",\"nodeselector_example_com_pool\":\"a\","
+                   "\"nodeselector_example_com_node_pool_v2\":\"b\"",
         "[1700000100,\"1\"]");
     add(b, REPLAY_PROM_TOLERATIONS,
         POD("web") ",\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"web\","
                    "\"effect\":\"NoSchedule\"",
+        "[1700000100,\"1\"]");
+    add(b, REPLAY_PROM_TOLERATIONS,
+        POD("web") ",\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\","
+                   "\"effect\":\"NoExecute\",\"toleration_seconds\":\"300\"",
         "[1700000100,\"1\"]");
     /* job: created before the range, completed inside: t 0, runs from the range's start. */
     add(b, REPLAY_PROM_CREATED, POD("job"), "[1700000000,\"1699999000\"]");
@@ -69,18 +76,24 @@ static void test_trace(void **state) {
     add(b, REPLAY_PROM_CREATED, POD("ds"), "[1700000000,\"1700000000\"]");
     add(b, REPLAY_PROM_OWNER, POD("ds") ",\"owner_kind\":\"DaemonSet\",\"owner_name\":\"x\"",
         "[1700000000,\"1\"]");
+    /* A static pod: its mirror is owned by its Node, and comes with it as a DaemonSet's. */
+    add(b, REPLAY_PROM_CREATED, POD("etcd-node-1"), "[1700000000,\"1700000000\"]");
+    add(b, REPLAY_PROM_OWNER,
+        POD("etcd-node-1") ",\"owner_kind\":\"Node\",\"owner_name\":\"node-1\","
+                           "\"owner_is_controller\":\"true\"",
+        "[1700000000,\"1\"]");
     add(b, REPLAY_PROM_REQUESTS, POD("ghost") ",\"container\":\"c\",\"resource\":\"cpu\"",
         "[1700000000,\"1\"]");
     add(b, REPLAY_PROM_CREATED, POD("old"), "[1700000000,\"1699990000\"]");
     add(b, REPLAY_PROM_COMPLETION, POD("old"), "[1700000000,\"1699995000\"]");
 
-    const char *known[] = {"example.com/pool"};
+    const char *known[] = {"example.com/pool", "example.com/nodePoolV2"};
     char *text = NULL;
     size_t len = 0;
     replay_prom_stats_t st;
-    assert_int_equal(replay_prom_trace(b, known, 1, &text, &len, &st, &err), 0);
+    assert_int_equal(replay_prom_trace(b, known, 2, &text, &len, &st, &err), 0);
     assert_int_equal(st.pods, 2);
-    assert_int_equal(st.daemonset, 1);
+    assert_int_equal(st.per_node, 2);
     assert_int_equal(st.no_created, 1);
     assert_int_equal(st.outside, 1);
     const char *job = text, *web = strchr(text, '\n') + 1;
@@ -95,9 +108,13 @@ static void test_trace(void **state) {
                                 "{\"requests\": {\"cpu\": \"2000m\"}}}]"));
     assert_non_null(strstr(web, "\"ownerReferences\": [{\"kind\": \"ReplicaSet\", \"name\": "
                                 "\"web-7f\", \"controller\": true}]"));
-    assert_non_null(strstr(web, "\"nodeSelector\": {\"example.com/pool\": \"a\"}"));
+    assert_non_null(strstr(web, "\"nodeSelector\": {\"example.com/pool\": \"a\", "
+                                "\"example.com/nodePoolV2\": \"b\"}"));
     assert_non_null(strstr(web, "\"tolerations\": [{\"key\": \"dedicated\", \"operator\": "
-                                "\"Equal\", \"value\": \"web\", \"effect\": \"NoSchedule\"}]"));
+                                "\"Equal\", \"value\": \"web\", \"effect\": \"NoSchedule\"}, "
+                                "{\"key\": \"node.kubernetes.io/not-ready\", \"operator\": "
+                                "\"Exists\", \"effect\": \"NoExecute\", \"tolerationSeconds\": "
+                                "300}]"));
     free(text);
     replay_prom_free(b);
 }
@@ -162,6 +179,36 @@ static void test_sidecars_and_overhead(void **state) {
     replay_prom_free(b);
 }
 
+/* Scraped with honor_labels: false, the target's namespace, pod and container labels
+ * stay and kube-state-metrics' own come as exported_*: the pod's are those. */
+static void test_exported_labels(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 7200, &b, &err), 0);
+#define KSM "\"namespace\":\"monitoring\",\"pod\":\"ksm-6b7c9\",\"container\":\"ksm\","
+#define SHOP KSM "\"exported_namespace\":\"shop\",\"exported_pod\":\"web-1\",\"uid\":\"u1\""
+    add(b, REPLAY_PROM_CREATED, SHOP, "[1700000100,\"1700000060\"]");
+    add(b, REPLAY_PROM_REQUESTS, SHOP ",\"exported_container\":\"app\",\"resource\":\"cpu\"",
+        "[1700000100,\"0.25\"]");
+    add(b, REPLAY_PROM_REQUESTS, SHOP ",\"exported_container\":\"proxy\",\"resource\":\"cpu\"",
+        "[1700000100,\"0.1\"]");
+    char *text = NULL;
+    size_t len = 0;
+    replay_prom_stats_t st;
+    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    assert_int_equal(st.pods, 1);
+    assert_non_null(strstr(text, "\"name\": \"web-1\", \"namespace\": \"shop\""));
+    assert_non_null(strstr(text, "{\"name\": \"app\", \"resources\": {\"requests\": {\"cpu\": "
+                                 "\"250m\"}}}, {\"name\": \"proxy\""));
+    assert_int_equal(only_pod_request(text).cpu_milli, 350);
+    free(text);
+    replay_prom_free(b);
+#undef SHOP
+#undef KSM
+}
+
 static void expect_refused(const char *text, const char *message) {
     replay_prom_t *b;
     frugal_err_t err;
@@ -198,19 +245,20 @@ static void test_has_metric(void **state) {
     assert_int_equal(replay_prom_has_metric(names, strlen(names), "kube_pod_info", &has, &err), 0);
     assert_false(has);
     assert_int_equal(replay_prom_has_metric("hello", 5, "x", &has, &err), FRUGAL_EINVAL);
-    char buf[128];
+    char buf[REPLAY_PROM_QUERY_MAX];
     assert_string_equal(
-        replay_prom_query(REPLAY_PROM_INFO_SEEN, "{namespace=~\"a\"}", 3600, buf, sizeof(buf)),
-        "max_over_time(timestamp(kube_pod_info{namespace=~\"a\"})[3600s:1m])");
-    assert_string_equal(replay_prom_query(REPLAY_PROM_OWNER, "", 600, buf, sizeof(buf)),
+        replay_prom_query(REPLAY_PROM_INFO_SEEN, "a|\"b\"", 3600, buf, sizeof(buf)),
+        "max_over_time(timestamp(kube_pod_info{exported_namespace=~\"a|\\\"b\\\"\"})"
+        "[3600s:1m]) or max_over_time(timestamp(kube_pod_info{exported_namespace=\"\","
+        "namespace=~\"a|\\\"b\\\"\"})[3600s:1m])");
+    assert_string_equal(replay_prom_query(REPLAY_PROM_OWNER, NULL, 600, buf, sizeof(buf)),
                         "max_over_time(kube_pod_owner[600s])");
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trace),
-        cmocka_unit_test(test_sidecars_and_overhead),
-        cmocka_unit_test(test_not_prometheus),
+        cmocka_unit_test(test_trace),           cmocka_unit_test(test_sidecars_and_overhead),
+        cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_not_prometheus),
         cmocka_unit_test(test_has_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
