@@ -52,6 +52,15 @@ static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
     out->debug = service_strdup(mem, debug);
 }
 
+/* An autoprovisioned group whose machine type left the catalog has no template. While it
+ * holds nodes CA builds their group's node info from them; once it holds nothing CA
+ * would ask for the template, and 1.25-1.28 fail their whole loop on the UNIMPLEMENTED
+ * answer (1.29 and later skip it). Such a group is not listed until it expires. */
+static bool listed_group(const frugal_config_t *cfg, const group_t *g) {
+    return g->managed && (!g->autoprovisioned || g->target_size > 0 || g->instances_count > 0 ||
+                          config_find_machine_type(cfg, g->spec.machine_type) != NULL);
+}
+
 static int cp_node_groups(service_ctx_t *ctx, const void *request, void *response,
                           service_mem_t *mem, frugal_err_t *err) {
     EG(NodeGroupsResponse) *resp = response;
@@ -60,7 +69,7 @@ static int cp_node_groups(service_ctx_t *ctx, const void *request, void *respons
     resp->nodegroups = service_alloc(mem, n, sizeof(*resp->nodegroups));
     for (size_t i = 0; resp->nodegroups != NULL && i < n; i++) {
         const group_t *g = cluster_group_at(ctx->cluster, i);
-        if (!g->managed)
+        if (!listed_group(ctx->cfg, g))
             continue;
         EG(NodeGroup) *group = service_message(mem, EG_DESC(node_group));
         if (group == NULL)

@@ -385,6 +385,13 @@ assert_match "nap-custom-1-z1" "$OUT" "the resumed group is listed"
 assert_status UNIMPLEMENTED "its template" ctl template nap-custom-1-z1
 assert_match "machine type custom-1 is no longer in the catalog" "$ERR" "the reason"
 assert_ok "the other groups' templates still answer" ctl template nap-n1-standard-1-z1
+# Empty, it would only make CA ask for the template it cannot have (CA 1.25-1.28 fail
+# their whole loop on that answer): no longer listed, until it expires.
+assert_ok "empty it" ctl delete-nodes nap-custom-1-z1 $(instance_ids nap-custom-1-z1)
+unlisted() { ctl node-groups 2>/dev/null | grep -q "^nap-n1-standard-1-z1 " && ! ctl node-groups 2>/dev/null | grep -q "^$1 "; }
+if wait_for 10 unlisted nap-custom-1-z1; then pass; else fail "the emptied group is still listed once its node is gone"; fi
+assert_ok "listed groups" ctl node-groups
+assert_match "nap-n1-standard-1-z1" "$OUT" "the others are"
 stop_server
 
 log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
