@@ -68,6 +68,7 @@ static int exec_create(const frugal_config_t *cfg, provider_t **out, frugal_err_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");
     int rc;
     p->base.ops = &provider_exec_ops;
+    exec__metrics_init();
     if ((p->command = strdup(cfg->exec_command)) == NULL) {
         free(p);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory creating the exec provider");

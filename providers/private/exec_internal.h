@@ -178,6 +178,10 @@ bool exec__has_list(const exec_job_t *j, const char *group);
 
 const char *exec__verb_name(exec_verb_t v);
 
+/* Every frugal_hook_runs_total{verb,result} series at 0, so that a rule's increase()
+ * sees the first failure of a kind (a series that appears at 1 shows no increase). */
+void exec__metrics_init(void);
+
 /* An orphan delete is recorded nowhere else: the leader cannot run it again. */
 void exec__warn_orphan_dropped(const exec_job_t *j);
 

@@ -169,7 +169,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL},
     [METRICS_RECONCILE_LIST_FAILURES] = {"frugal_reconcile_list_failures_total",
                                          "Exec hook lists ignored, by reason: failed, timeout, "
-                                         "malformed, truncated.",
+                                         "malformed, truncated, none_listed.",
                                          METRICS__COUNTER,
                                          2,
                                          {"node_group", "reason"},

@@ -52,6 +52,13 @@ static void call_metrics_init(call_metrics_t *m, const char *path) {
         m->method = m->names + (slash - path);
     }
     m->seconds = metrics_cell(METRICS_GRPC_SECONDS, m->service, m->method, NULL);
+    /* Every code's series at 0 from the start: a rule's rate() or increase() then sees
+     * the first call that ends with it (a series that appears at 1 shows no increase). */
+    for (int code = 0; code < CALL_CODES; code++)
+        atomic_store_explicit(&m->handled[code],
+                              metrics_cell(METRICS_GRPC_HANDLED, m->service, m->method,
+                                           rpc_status_name((grpc_status_code)code)),
+                              memory_order_release);
 }
 
 static void call_metrics_record(call_metrics_t *m, grpc_status_code status, double seconds) {
@@ -877,6 +884,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
     s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);
     s->refused_total = metrics_cell(METRICS_CALLS_REFUSED, "total", NULL, NULL);
+    metrics_cell(METRICS_CALLS_REFUSED, "receive_timeout", NULL, NULL); /* its series at 0 */
     s->closed_connections = metrics_cell(METRICS_CONNECTIONS_CLOSED, NULL, NULL, NULL);
     s->max_streams = cfg->limits.max_concurrent_streams;
     s->receive_timeout = gpr_time_from_millis(cfg->limits.receive_timeout_ms, GPR_TIMESPAN);

@@ -134,6 +134,20 @@ PROM_PID=$!
 ALL_SERVER_PIDS+=("$PROM_PID")
 PROM="http://127.0.0.1:$PROM_PORT"
 
+# prom_value QUERY: the value of QUERY's first sample ("" when it has none).
+prom_value() {
+    curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$1" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null
+}
+# A first scrape of both targets before any call: the series of a kind of failure exist
+# at 0 from the start, so that the alerts' increase() sees its first occurrence.
+for _ in $(seq 1 100); do
+    [ "$(prom_value 'count(frugal_hook_runs_total{result="no_resources"} == 0) * count(up == 1)')" = 10 ] && break
+    sleep 0.2
+done
+assert_eq 10 "$(prom_value 'count(frugal_hook_runs_total{result="no_resources"} == 0) * count(up == 1)')" \
+    "scraped before any call, every verb's no_resources series at 0"
+
 log "real calls: scale-ups (hook runs, one out of resources), decisions, errors, a refusal"
 assert_ok "increase s2" ctl increase s2 2
 assert_ok "increase full (accepted; its hook then reports no resources)" ctl increase full 1
@@ -166,6 +180,24 @@ for _ in $(seq 1 100); do
 done
 assert_eq 2 "$seen" "Prometheus saw the calls' effects ($want)" || tail -5 "$TMP/prom/log" >&2
 sleep 2.5
+# The alerts' own expressions see the first occurrence of each kind of failure.
+rule_expr() { # ALERT: its expr in the rules extracted above
+    python3 -c '
+import sys, yaml
+for g in yaml.safe_load(open(sys.argv[1]))["groups"]:
+    for r in g["rules"]:
+        if r.get("alert") == sys.argv[2]:
+            print(r["expr"])
+' "$TMP/rules/rules.yaml" "$1"
+}
+assert_eq create "$(curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$(rule_expr FrugalHooksOutOfResources)" |
+    python3 -c 'import json,sys; print(" ".join(r["metric"]["verb"] for r in json.load(sys.stdin)["data"]["result"]))')" \
+    "FrugalHooksOutOfResources' expression fires on the first no_resources run"
+assert_match receive_timeout "$(curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$(rule_expr FrugalCallsRefusedByBudget)" |
+    python3 -c 'import json,sys; print(" ".join(r["metric"]["reason"] for r in json.load(sys.stdin)["data"]["result"]))')" \
+    "FrugalCallsRefusedByBudget's expression fires on the first receive timeouts"
+assert_eq 1 "$(prom_value 'count(increase(grpc_server_handled_total{grpc_method="NodeGroupIncreaseSize",grpc_code="NOT_FOUND"}[5m]) > 0.5)')" \
+    "the first NOT_FOUND of a method shows as an increase"
 
 log "every panel's query answers data from the real Prometheus"
 for _ in $(seq 1 10); do # a rate over a slow scrape may need one more sample
