@@ -537,6 +537,7 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         exec__job_free(j);
         if (rg != NULL)
             rg->work++;
+        p->work++;
         j = next;
     }
 
@@ -565,7 +566,10 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
         exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
     }
     /* 3. Judge the group's list (its replacements come with their jobs), then queue the
-     * next one every reconcile_interval. */
+     * next one every reconcile_interval. What g holds now is what other groups' lists are
+     * checked against (out of memory: the previous record stays). */
+    if (rg != NULL && p->cfg->exec_reconcile_interval_ms > 0)
+        (void)reconcile_note_held(rg, g);
     if (list != NULL && rg != NULL)
         exec__reconcile_locked(p, g, rg, list, now_ms, changed);
     exec__job_free(list);

@@ -170,16 +170,18 @@ bool exec__seen_has(const exec_provider_t *p, const char *group) {
     return false;
 }
 
-/* Whether list holds machine work (any job but a list) of group. */
+/* Whether list holds machine work (any job but a list) of group (NULL: of any group). */
 bool exec__list_has_group(const exec_job_t *j, const char *group) {
     for (; j != NULL; j = j->next) {
-        if (j->verb != EXEC_LIST && j->group != NULL && strcmp(j->group, group) == 0)
+        if (j->verb != EXEC_LIST && j->group != NULL &&
+            (group == NULL || strcmp(j->group, group) == 0))
             return true;
     }
     return false;
 }
 
-/* Whether machine work of group is staged, queued, running or not yet applied. */
+/* Whether machine work of group (NULL: of any group) is staged, queued, running or not
+ * yet applied. */
 bool exec__group_busy_locked(const exec_provider_t *p, const char *group) {
     return exec__list_has_group(p->pending, group) || exec__list_has_group(p->active, group) ||
            exec__list_has_group(p->results, group) || exec__list_has_group(p->staged, group);

@@ -88,11 +88,13 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
     free(jobs);
 }
 
-/* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines g
- * does not hold. With mu held. */
+/* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines no
+ * group holds. Deletes wait for a round in which no group had machine work (quiet_all):
+ * another group's machine being made may show in this list before frugal knows it. With
+ * mu held. */
 static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hook_listing_t *l,
-                                 const reconcile_verdict_t *v) {
-    bool remove = p->cfg->exec_reconcile_delete_unknown;
+                                 const reconcile_verdict_t *v, bool quiet_all) {
+    bool remove = p->cfg->exec_reconcile_delete_unknown && quiet_all;
     metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
     for (size_t i = 0; i < v->unknown_count; i++) {
         const char *id = v->unknown[i], *state = "";
@@ -104,8 +106,9 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hoo
                  "not know it (a leak)%s",
                  id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
                  remove ? ": deleting it"
-                        : "; provider.reconcile_delete_unknown deletes such "
-                          "machines");
+                 : p->cfg->exec_reconcile_delete_unknown
+                     ? "; deleted once a list runs while no node group has machine work"
+                     : "; provider.reconcile_delete_unknown deletes such machines");
         exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
         if (j != NULL) {
             j->orphan = true;
@@ -132,6 +135,8 @@ void exec__list_queue_locked(exec_provider_t *p, const group_t *g, reconcile_gro
     rg->next_list_ms = now + interval;
     rg->settled = !exec__group_busy_locked(p, g->spec.id);
     rg->work_at = rg->work;
+    rg->settled_all = !exec__group_busy_locked(p, NULL);
+    rg->work_all_at = p->work;
     exec__enqueue_locked(p, j);
 }
 
@@ -162,14 +167,20 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
     bool judge_unknown =
         rg->settled && rg->work == rg->work_at && !exec__group_busy_locked(p, g->spec.id);
     reconcile_verdict_t v;
-    if (reconcile_judge(rg, g, &l, &policy, judge_unknown, &v) != 0) {
+    if (reconcile_judge(rg, g, &p->reconcile, &l, &policy, judge_unknown, &v) != 0) {
         log_error("exec: out of memory judging the list of node group %s", g->spec.id);
     } else {
         log_debug("exec: list of %s: %zu machines, %zu instances to replace, %zu unknown%s",
                   g->spec.id, l.count, v.replace_count, v.unknown_count,
                   v.unknown_judged ? "" : " (not judged: machine work in flight)");
+        if (v.foreign_count > 0)
+            log_warn("exec: the list of node group %s shows machines of other node groups (%zu, "
+                     "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
+                     g->spec.id, v.foreign_count, v.foreign[0]);
+        bool quiet_all =
+            rg->settled_all && p->work == rg->work_all_at && !exec__group_busy_locked(p, NULL);
         if (v.unknown_judged)
-            exec__unknown_locked(p, g, &l, &v);
+            exec__unknown_locked(p, g, &l, &v, quiet_all);
         if (v.replace_count > 0)
             exec__replace_locked(p, g, &v, now, changed);
         reconcile_verdict_clear(&v);

@@ -26,8 +26,15 @@ static void reconcile__misses_free(reconcile_miss_t *m, size_t n) {
     free(m);
 }
 
+static void reconcile__ids_free(char **ids, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
 static void reconcile__group_free(reconcile_group_t *rg) {
     reconcile__misses_free(rg->misses, rg->misses_count);
+    reconcile__ids_free(rg->held, rg->held_count);
     free(rg->group);
     free(rg);
 }
@@ -68,9 +75,39 @@ static bool reconcile__held(const group_t *g, const char *id) {
     return false;
 }
 
+int reconcile_note_held(reconcile_group_t *rg, const group_t *g) {
+    size_t n = g->instances_count;
+    char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
+    for (size_t i = 0; ids != NULL && i < n; i++) {
+        if ((ids[i] = strdup(g->instances[i].id)) == NULL) {
+            reconcile__ids_free(ids, i);
+            ids = NULL;
+        }
+    }
+    if (ids == NULL)
+        return FRUGAL_ENOMEM;
+    reconcile__ids_free(rg->held, rg->held_count);
+    rg->held = ids;
+    rg->held_count = n;
+    return 0;
+}
+
+/* Whether a group of all other than rg held id at its last refresh. */
+static bool reconcile__held_elsewhere(const reconcile_t *all, const reconcile_group_t *rg,
+                                      const char *id) {
+    for (const reconcile_group_t *o = all != NULL ? all->groups : NULL; o != NULL; o = o->next) {
+        for (size_t i = 0; o != rg && i < o->held_count; i++) {
+            if (strcmp(o->held[i], id) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 void reconcile_verdict_clear(reconcile_verdict_t *v) {
     free(v->replace);
     free(v->unknown);
+    free(v->foreign);
     memset(v, 0, sizeof(*v));
 }
 
@@ -95,8 +132,8 @@ bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hoo
     return *judged < 2 || listed > 0;
 }
 
-int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
-                    const reconcile_policy_t *policy, bool judge_unknown,
+int reconcile_judge(reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
+                    const hook_listing_t *l, const reconcile_policy_t *policy, bool judge_unknown,
                     reconcile_verdict_t *out) {
     memset(out, 0, sizeof(*out));
     size_t n = g->instances_count;
@@ -104,7 +141,8 @@ int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_
     size_t kept = 0;
     out->replace = calloc(n > 0 ? n : 1, sizeof(*out->replace));
     out->unknown = calloc(l->count > 0 ? l->count : 1, sizeof(*out->unknown));
-    if (misses == NULL || out->replace == NULL || out->unknown == NULL)
+    out->foreign = calloc(l->count > 0 ? l->count : 1, sizeof(*out->foreign));
+    if (misses == NULL || out->replace == NULL || out->unknown == NULL || out->foreign == NULL)
         goto oom;
     for (size_t i = 0; i < n; i++) {
         const instance_t *in = &g->instances[i];
@@ -122,8 +160,13 @@ int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_
     }
     out->unknown_judged = judge_unknown;
     for (size_t i = 0; judge_unknown && i < l->count; i++) {
-        if (!reconcile__held(g, l->items[i].id))
-            out->unknown[out->unknown_count++] = l->items[i].id;
+        const char *id = l->items[i].id;
+        if (reconcile__held(g, id))
+            continue;
+        if (reconcile__held_elsewhere(all, rg, id))
+            out->foreign[out->foreign_count++] = id;
+        else
+            out->unknown[out->unknown_count++] = id;
     }
     reconcile__misses_free(rg->misses, rg->misses_count);
     rg->misses = misses;

@@ -31,8 +31,14 @@ typedef struct reconcile_group {
     bool settled;     /* no machine work queued or running when the list was queued */
     uint64_t work;    /* machine work results applied to the group so far */
     uint64_t work_at; /* work when the list in flight was queued */
+    /* The same for every group's machine work: a hook that lists more than GROUP's
+     * machines may show another group's new machine before frugal knows it. */
+    bool settled_all;
+    uint64_t work_all_at;
     reconcile_miss_t *misses;
     size_t misses_count;
+    char **held; /* the group's instance ids at its last refresh (reconcile_note_held) */
+    size_t held_count;
 } reconcile_group_t;
 
 /* Every group's record. */
@@ -58,19 +64,27 @@ typedef struct reconcile_policy {
 typedef struct reconcile_verdict {
     size_t *replace; /* indexes into g->instances, ascending */
     size_t replace_count;
-    const char **unknown; /* listed ids g does not hold (borrowed from the listing) */
+    const char **unknown; /* listed ids no group holds (borrowed from the listing) */
     size_t unknown_count;
+    const char **foreign; /* listed ids another group holds: not leaks (borrowed) */
+    size_t foreign_count;
     bool unknown_judged; /* false: the round could not tell (machine work in flight) */
 } reconcile_verdict_t;
+
+/* Remember g's instance ids in rg (every state): another group's list that shows one of
+ * them (a hook that lists more than GROUP's machines) is not shown a leak. 0, or
+ * FRUGAL_ENOMEM with rg unchanged. */
+int reconcile_note_held(reconcile_group_t *rg, const group_t *g);
 
 /* Judge listing l, queued at rg->listed_ms, against g: a running instance that was
  * running already an interval before the list and is not listed misses once more, and
  * is to be replaced at missing_after misses (its count then starts over); any other
  * instance's count is dropped. With judge_unknown, the listed ids no instance of g has
- * are unknown. Updates rg's misses. 0, or FRUGAL_ENOMEM with rg unchanged and *out
- * empty. */
-int reconcile_judge(reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
-                    const reconcile_policy_t *policy, bool judge_unknown, reconcile_verdict_t *out);
+ * are unknown, unless another group's record in all (may be NULL) holds them: those are
+ * foreign. Updates rg's misses. 0, or FRUGAL_ENOMEM with rg unchanged and *out empty. */
+int reconcile_judge(reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
+                    const hook_listing_t *l, const reconcile_policy_t *policy, bool judge_unknown,
+                    reconcile_verdict_t *out);
 
 void reconcile_verdict_clear(reconcile_verdict_t *v);
 

@@ -123,6 +123,7 @@ typedef struct exec_provider {
     size_t threads_count;
     exec_fence_t *fence;   /* a shared page: the guards read it (see hook_runner.h) */
     reconcile_t reconcile; /* the groups' lists: refresh, commit and release, under mu */
+    uint64_t work;         /* machine work results applied to any group so far, under mu */
 } exec_provider_t;
 
 /* exec_job.c */

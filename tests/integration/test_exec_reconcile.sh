@@ -4,7 +4,8 @@
 # replaced after reconcile_missing_after lists (target size kept, its remains deleted); a
 # list that fails or prints a malformed line changes nothing and is counted; a listed
 # machine frugal does not know is reported (warning, gauge) and, once a reload turns on
-# reconcile_delete_unknown, deleted through the delete hook.
+# reconcile_delete_unknown, deleted through the delete hook; a machine another group holds,
+# listed by a hook that ignores GROUP, is neither reported nor deleted as a leak.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
@@ -57,6 +58,10 @@ node_groups:
     machine_type: n1-standard-2
     min_size: 0
     max_size: 5
+  - id: pool-b
+    machine_type: n1-standard-2
+    min_size: 0
+    max_size: 2
 CONFIG_EOF
 }
 
@@ -165,6 +170,21 @@ wait_for 10 no_unknown || fail "the gauge did not return to 0"
 run ctl nodes pool-a
 assert_match "^test://pool-a-3 +running" "$OUT" "the known instances stay"
 assert_match "^test://pool-a-4 +running" "$OUT" "the known instances stay"
+
+log "the hook lists every group's machines: another group's machine is not a leak"
+# (the hook above ignores GROUP; reconcile_delete_unknown is on since the reload)
+assert_ok "increase pool-b" ctl increase pool-b 1
+b_running() { run ctl nodes pool-b; echo "$OUT" | grep -Eq "^test://pool-b-1 +running"; }
+wait_for 10 b_running || fail "pool-b-1 never ran"
+wait_for 10 grep -q "the list of node group pool-a shows machines of other node groups (1, test://pool-b-1 first)" \
+    "$SERVER_LOG" || fail "the other group's machine was not told apart"
+sleep 3 # lists of both groups, while no machine work runs
+assert_no_match "pool-b-1|pool-a-3|pool-a-4" "$(cat "$TMP/deleted")" "no known machine deleted"
+assert_eq yes "$([ -f "$M/pool-b-1" ] && echo yes)" "pool-b-1's machine stays"
+run ctl nodes pool-b
+assert_match "^test://pool-b-1 +running" "$OUT" "pool-b keeps its instance"
+assert_no_match "machine test://pool-[ab]-[0-9]+ \(running\) is listed by the hook" "$(cat "$SERVER_LOG")" \
+    "no known machine called a leak"
 stop_server
 
 finish

@@ -1,6 +1,7 @@
 /* Unit tests of providers/reconcile.c: which running instances a list misses and when
  * they are replaced, what is never judged (creating, deleting, created within the last
- * interval), unknown machines only when the round can tell, and the per-group records. */
+ * interval), unknown machines only when the round can tell and not when another group
+ * holds them, and the per-group records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,7 +56,7 @@ static void test_missing_then_replaced(void **state) {
     /* a and c missing once: nothing yet */
     listing(&l, "m://b running\n");
     rg->listed_ms = NOW;
-    assert_int_equal(reconcile_judge(rg, g, &l, &policy, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
     assert_int_equal(v.replace_count, 0);
     assert_int_equal(rg->misses_count, 2);
     reconcile_verdict_clear(&v);
@@ -64,7 +65,7 @@ static void test_missing_then_replaced(void **state) {
     /* c is back (its count starts over), a missing twice: replaced */
     listing(&l, "m://b\nm://c\n");
     rg->listed_ms = NOW + INTERVAL;
-    assert_int_equal(reconcile_judge(rg, g, &l, &policy, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
     assert_int_equal(v.replace_count, 1);
     assert_int_equal(v.replace[0], 0);
     assert_int_equal(rg->misses_count, 0);
@@ -73,7 +74,7 @@ static void test_missing_then_replaced(void **state) {
     /* c missing once after it came back: one miss, not two */
     hook_listing_clear(&l);
     listing(&l, "m://a\nm://b\n");
-    assert_int_equal(reconcile_judge(rg, g, &l, &policy, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
     assert_int_equal(v.replace_count, 0);
     assert_int_equal(rg->misses_count, 1);
     assert_string_equal(rg->misses[0].id, "m://c");
@@ -83,7 +84,7 @@ static void test_missing_then_replaced(void **state) {
     const reconcile_policy_t eager = {.interval_ms = INTERVAL, .missing_after = 1};
     hook_listing_clear(&l);
     listing(&l, "");
-    assert_int_equal(reconcile_judge(rg, g, &l, &eager, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &eager, true, &v), 0);
     assert_int_equal(v.replace_count, 3);
     assert_int_equal(v.replace[2], 2);
     reconcile_verdict_clear(&v);
@@ -108,7 +109,7 @@ static void test_never_judged(void **state) {
     hook_listing_t l = {0};
     reconcile_verdict_t v;
     const reconcile_policy_t eager = {.interval_ms = INTERVAL, .missing_after = 1};
-    assert_int_equal(reconcile_judge(rg, g, &l, &eager, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &eager, true, &v), 0);
     assert_int_equal(v.replace_count, 2);
     assert_int_equal(v.replace[0], 3); /* running since exactly an interval before */
     assert_int_equal(v.replace[1], 4);
@@ -129,14 +130,31 @@ static void test_unknown_machines(void **state) {
     hook_listing_t l = {0};
     reconcile_verdict_t v;
     listing(&l, "m://a\nm://leak shutoff\nfrugal://pool-a/pool-a-2\nm://leak2\n");
-    assert_int_equal(reconcile_judge(rg, g, &l, &policy, true, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
     assert_true(v.unknown_judged);
     assert_int_equal(v.unknown_count, 2);
     assert_string_equal(v.unknown[0], "m://leak");
     assert_string_equal(v.unknown[1], "m://leak2");
     reconcile_verdict_clear(&v);
+    /* a machine another group holds is not a leak: a hook that lists more than GROUP's */
+    reconcile_group_t *other = reconcile_group(&r, "pool-b");
+    const char *other_ids[] = {"m://leak2"};
+    group_t *b = make_group(1, other_ids, st, since);
+    assert_int_equal(reconcile_note_held(other, b), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
+    assert_int_equal(v.unknown_count, 1);
+    assert_string_equal(v.unknown[0], "m://leak");
+    assert_int_equal(v.foreign_count, 1);
+    assert_string_equal(v.foreign[0], "m://leak2");
+    reconcile_verdict_clear(&v);
+    /* its own record does not count as another group's */
+    assert_int_equal(reconcile_note_held(rg, g), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, true, &v), 0);
+    assert_int_equal(v.unknown_count, 1);
+    reconcile_verdict_clear(&v);
+    group_free(b);
     /* a round with machine work in flight cannot tell */
-    assert_int_equal(reconcile_judge(rg, g, &l, &policy, false, &v), 0);
+    assert_int_equal(reconcile_judge(rg, g, &r, &l, &policy, false, &v), 0);
     assert_false(v.unknown_judged);
     assert_int_equal(v.unknown_count, 0);
     reconcile_verdict_clear(&v);
