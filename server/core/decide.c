@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "left_out.h"
 #include "pricing.h"
 
 /* P of an option: its template's instance type priced from the effective catalog, with
@@ -224,11 +225,11 @@ static size_t decide__root(size_t *parent, size_t i) {
     return i;
 }
 
-/* The sets of scored options related by their pods: two options that carry a pod in
- * common are in one set (set[i], the root of option i's), and so is every option tied to
- * either through others. first holds pods_count entries. */
-static void decide__related_sets(const decide_request_t *req, const decide_result_t *out,
-                                 size_t *set, size_t *first) {
+/* The sets of the options in play (member[i]) related by their pods: two options that
+ * carry a pod in common are in one set (set[i], the root of option i's), and so is every
+ * option tied to either through others. first holds pods_count entries. */
+static void decide__related_sets(const decide_request_t *req, const bool *member, size_t *set,
+                                 size_t *first) {
     size_t n = req->options_count;
     for (size_t i = 0; i < n; i++)
         set[i] = i;
@@ -236,7 +237,7 @@ static void decide__related_sets(const decide_request_t *req, const decide_resul
         first[k] = n;
     for (size_t i = 0; i < n; i++) {
         const decide_option_t *o = &req->options[i];
-        if (!out->figures[i].scored)
+        if (!member[i])
             continue;
         for (size_t k = 0; k < o->pods_count; k++) {
             size_t pod = o->pods[k];
@@ -262,14 +263,17 @@ static int decide__most_pods_first(const frugal_config_t *cfg, const decide_requ
         return 0; /* one option is one set */
     size_t *set = malloc(n * sizeof(*set)), *best = malloc(n * sizeof(*best));
     size_t *first = malloc((req->pods_count > 0 ? req->pods_count : 1) * sizeof(*first));
+    bool *scored = malloc(n * sizeof(*scored));
     ranking_input_t *masked = NULL;
     ranking_figures_t *figures = NULL;
     int rc = 0;
-    if (set == NULL || best == NULL || first == NULL) {
+    if (set == NULL || best == NULL || first == NULL || scored == NULL) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory relating %zu options", n);
         goto done;
     }
-    decide__related_sets(req, out, set, first);
+    for (size_t i = 0; i < n; i++)
+        scored[i] = out->figures[i].scored;
+    decide__related_sets(req, scored, set, first);
     for (size_t i = 0; i < n; i++)
         best[i] = n;
     for (size_t i = 0; i < n; i++)
@@ -306,8 +310,55 @@ done:
     free(set);
     free(best);
     free(first);
+    free(scored);
     free(masked);
     free(figures);
+    return rc;
+}
+
+/* demand-fit's charge for the pods each option leaves to a later scale-up (left_out.h):
+ * into the inputs' left_out_nodes_price and left_out_pods_price. */
+static int decide__left_out(const decide_request_t *req, decide_result_t *out,
+                            const double *pod_prices) {
+    size_t n = req->options_count, m = req->pods_count > 0 ? req->pods_count : 1;
+    size_t cap = n > 0 ? n : 1;
+    bool *in_play = calloc(cap, sizeof(*in_play));
+    size_t *set = malloc(cap * sizeof(*set)), *first = malloc(m * sizeof(*first));
+    left_out_option_t *opts = calloc(cap, sizeof(*opts));
+    double *cost = malloc(cap * sizeof(*cost)), *value = malloc(cap * sizeof(*value));
+    int rc = FRUGAL_ENOMEM;
+    if (in_play == NULL || set == NULL || first == NULL || opts == NULL || cost == NULL ||
+        value == NULL)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        in_play[i] = out->skips[i] == DECIDE_SKIP_NONE;
+    decide__related_sets(req, in_play, set, first);
+    for (size_t i = 0; i < n; i++) {
+        const decide_option_t *o = &req->options[i];
+        const ranking_input_t *r = &out->inputs[i];
+        if (in_play[i])
+            opts[i] = (left_out_option_t){.in_play = true,
+                                          .set = set[i],
+                                          .pods = o->pods,
+                                          .pods_count = o->pods_count,
+                                          .node = o->node->capacity,
+                                          .node_price = r->node_price,
+                                          .nodes_price = r->node_price * (double)r->node_count,
+                                          .pods_price = r->pods_price};
+    }
+    if ((rc = left_out_charge(req->pods, pod_prices, req->pods_count, opts, n, cost, value)) != 0)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        out->inputs[i].left_out_nodes_price = cost[i];
+        out->inputs[i].left_out_pods_price = value[i];
+    }
+done:
+    free(in_play);
+    free(set);
+    free(first);
+    free(opts);
+    free(cost);
+    free(value);
     return rc;
 }
 
@@ -437,7 +488,6 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         r->similarity_key = ni->similarity_key;
         r->scorable = true;
     }
-    free(pod_prices);
     free(scratch);
     /* GPU nodes being built: while frugal remembers too few GPU pods to tell interchangeable
      * demand from mixed, and they come fast (or all at once), the spare GPUs of the first
@@ -450,6 +500,12 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
         if (out->skips[i] == DECIDE_SKIP_NONE)
             decide__demand_fit(cfg, req, dd, &req->options[i], gib_per_core, rates, gpu_mixed,
                                &out->inputs[i]);
+    int rc = demand_fit ? decide__left_out(req, out, pod_prices) : 0;
+    free(pod_prices);
+    if (rc != 0) {
+        decide_result_free(out);
+        return frugal_err_set(err, rc, "out of memory ranking %zu options", n);
+    }
 
     out->strategy = cfg->ranking.strategy;
     out->selected_count = ranking_select(&cfg->ranking, out->damper_price, out->cluster_size,

@@ -70,10 +70,10 @@ void ranking_score_demand_fit(const ranking_config_t *cfg, const ranking_input_t
     if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
         return;
     double c = in->node_price * in->node_count;
-    double value = in->pods_price + in->use_share * in->spare_value;
+    double value = in->pods_price + in->left_out_pods_price + in->use_share * in->spare_value;
     if (!(value > 0.0))
         return;
-    double ratio = c / value;
+    double ratio = (c + in->left_out_nodes_price) / value;
     double gpu_factor = in->gpu_unused ? cfg->gpu_unfitness : 1.0;
     ranking__finish(cfg, in, ratio, gpu_factor, gpu_factor, out);
     if (out->scored)
@@ -185,13 +185,17 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size) {
+    char left[96] = "";
+    if (in->left_out_pods_price > 0.0)
+        snprintf(left, sizeof(left), " left_out_nodes_price=%f left_out_pods_price=%f",
+                 in->left_out_nodes_price, in->left_out_pods_price);
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
                     "arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f "
-                    "pods_ratio=%f score=%f%s",
+                    "pods_ratio=%f score=%f%s%s",
                     f->node_price, f->pods_price, in->spare_value, in->use_share,
                     in->arrivals_per_hour, in->gib_per_core, f->suppressed, in->gpu_mixed ? 1 : 0,
-                    f->ratio, f->pods_ratio, f->score,
+                    f->ratio, f->pods_ratio, f->score, left,
                     f->most_pods_first ? " most_pods_first=1" : "");
 }
 

@@ -31,15 +31,18 @@ typedef struct ranking_input {
     const char *similarity_key; /* equal keys = similar groups; NULL: similar to none */
     int64_t group_nodes;        /* the group's current size (target), for the zone balance */
     /* demand-fit only (decide.c fills them): */
-    double spare_value;       /* the new nodes' room left after the pods, in the cluster's
-                               * recent demand shape, priced linearly (per hour) */
-    double use_share;         /* the share of that room expected to be used */
-    double arrivals_per_hour; /* the recent arrival rate use_share was weighed by; 0: none */
-    double gib_per_core;      /* the demand shape used */
-    bool gpu_unused;          /* GPU nodes for pods that request no GPU */
-    bool gpu_mixed;           /* some recent or requested GPU pod takes several GPUs or is
-                               * restricted to some GPU groups, and pricier GPU nodes run:
-                               * the spare GPUs decide, counted in full */
+    double spare_value;          /* the new nodes' room left after the pods, in the cluster's
+                                  * recent demand shape, priced linearly (per hour) */
+    double use_share;            /* the share of that room expected to be used */
+    double arrivals_per_hour;    /* the recent arrival rate use_share was weighed by; 0: none */
+    double gib_per_core;         /* the demand shape used */
+    bool gpu_unused;             /* GPU nodes for pods that request no GPU */
+    bool gpu_mixed;              /* some recent or requested GPU pod takes several GPUs or is
+                                  * restricted to some GPU groups, and pricier GPU nodes run:
+                                  * the spare GPUs decide, counted in full */
+    double left_out_nodes_price; /* the nodes the pods it leaves to a later scale-up will
+                                  * take (left_out.h), per hour; 0 when it leaves none */
+    double left_out_pods_price;  /* those pods' price */
 } ranking_input_t;
 
 /* Every figure of one option's score, as printed in its debug string. */
@@ -61,7 +64,8 @@ typedef struct ranking_figures {
     double pref_cpu;      /* the preferred node's cores unfitness is measured from (the
                            * formula only) */
 } ranking_figures_t;
-/* Under demand-fit, ratio is C / (T + use_share x spare_value) and unfitness and
+/* Under demand-fit, ratio is (C + left_out_nodes_price) / (T + left_out_pods_price +
+ * use_share x spare_value) and unfitness and
  * suppressed are the GPU factor (1 or gpu_unfitness); spare_value, use_share and
  * gib_per_core are in the option's ranking_input_t. */
 

@@ -116,12 +116,15 @@ static void expander__option_fields(log_field_t *f, const char *const *keys,
 }
 
 /* demand-fit's own terms of an option's score, for the decision line. */
-#define EXPANDER__DEMAND_FIELDS 5
+#define EXPANDER__DEMAND_FIELDS 7
 static const char *const expander__winner_demand_keys[EXPANDER__DEMAND_FIELDS] = {
-    "spare_value", "use", "arrivals_per_hour", "pods_ratio", "mixed_gpu"};
+    "spare_value",        "use",       "arrivals_per_hour",
+    "pods_ratio",         "mixed_gpu", "left_out_nodes_price",
+    "left_out_pods_price"};
 static const char *const expander__runner_up_demand_keys[EXPANDER__DEMAND_FIELDS] = {
-    "runner_up_spare_value", "runner_up_use", "runner_up_arrivals_per_hour", "runner_up_pods_ratio",
-    "runner_up_mixed_gpu"};
+    "runner_up_spare_value",        "runner_up_use",       "runner_up_arrivals_per_hour",
+    "runner_up_pods_ratio",         "runner_up_mixed_gpu", "runner_up_left_out_nodes_price",
+    "runner_up_left_out_pods_price"};
 
 static void expander__demand_fields(log_field_t *f, const char *const *keys,
                                     const ranking_input_t *in, const ranking_figures_t *fig) {
@@ -135,6 +138,8 @@ static void expander__demand_fields(log_field_t *f, const char *const *keys,
     f[2] = LOG_NUM(keys[2], in->arrivals_per_hour);
     f[3] = LOG_NUM(keys[3], fig->pods_ratio);
     f[4] = LOG_INT(keys[4], in->gpu_mixed ? 1 : 0);
+    f[5] = LOG_NUM(keys[5], in->left_out_nodes_price);
+    f[6] = LOG_NUM(keys[6], in->left_out_pods_price);
 }
 
 /* The decision's metrics (frugal_expander_decisions_total per chosen option's group,

@@ -290,8 +290,10 @@ for k in ("price", "pods_price", "score", "ratio", "unfitness", "suppressed_unfi
           "runner_up_unfitness", "runner_up_suppressed_unfitness",
           # demand-fit (the default)'s own terms
           "spare_value", "use", "arrivals_per_hour", "pods_ratio", "mixed_gpu",
+          "left_out_nodes_price", "left_out_pods_price",
           "runner_up_spare_value", "runner_up_use", "runner_up_arrivals_per_hour",
-          "runner_up_pods_ratio", "runner_up_mixed_gpu", "most_pods_first"):
+          "runner_up_pods_ratio", "runner_up_mixed_gpu", "runner_up_left_out_nodes_price",
+          "runner_up_left_out_pods_price", "most_pods_first"):
     if not isinstance(d.get(k), (int, float)):
         sys.exit("decision has no figure %s: %r" % (k, d))
 if d["runner_up"] not in ("s2", "s8") or d["runner_up"] == winner or d["score"] > d["runner_up_score"]:

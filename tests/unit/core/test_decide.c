@@ -225,6 +225,52 @@ static void test_demand_fit_lets_the_formula_rank_besteffort_pods(void **state) 
     config_free(cfg);
 }
 
+/* An option that leaves pods to a later scale-up is charged what they will cost there
+ * (left_out.h): eight 1-core pods fill an n1-standard-8 exactly (score 0.38 / 0.3365 =
+ * 1.129), two 9-core pods fit no such node; n1-standard-16 x2 hosts all ten (1.52 /
+ * (1.0048 + its spare room 0.1818) = 1.281). Uncharged, the 8-core node would win; the
+ * two 9-core pods take one 16-core node each later (1.52 for 0.668 of pods), so it
+ * scores 1.90 / 1.0048 = 1.891 and the 16-core option wins. */
+static void test_demand_fit_charges_pods_left_out(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    static const char yaml[] = "node_groups:\n"
+                               "  - {id: s8, machine_type: n1-standard-8, max_size: 10}\n"
+                               "  - {id: s16, machine_type: n1-standard-16, max_size: 10}\n";
+    assert_int_equal(config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &errors), 0);
+    static const resources_t mixed[] = {{1000, 2 * GIB, 0}, {1000, 2 * GIB, 0}, {1000, 2 * GIB, 0},
+                                        {1000, 2 * GIB, 0}, {1000, 2 * GIB, 0}, {1000, 2 * GIB, 0},
+                                        {1000, 2 * GIB, 0}, {1000, 2 * GIB, 0}, {9000, 8 * GIB, 0},
+                                        {9000, 8 * GIB, 0}};
+    static const uint32_t small[] = {0, 1, 2, 3, 4, 5, 6, 7},
+                          all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    node_info_t n8 = template_node("n1-standard-8", 8000, 30LL * GIB, "8");
+    node_info_t n16 = template_node("n1-standard-16", 16000, 60LL * GIB, "16");
+    decide_option_t opts[] = {option("s8", 1, &n8), option("s16", 2, &n16)};
+    opts[0].pods = small, opts[0].pods_count = 8;
+    opts[1].pods = all, opts[1].pods_count = 10;
+    decide_request_t req = {opts, 2, mixed, 10, 10, false, 0, NULL, NULL};
+    decide_result_t res;
+    frugal_err_t err = {0};
+    assert_int_equal(decide_best_options(cfg, &req, &res, &err), 0);
+    assert_int_equal(res.selected_count, 1);
+    assert_int_equal(res.selected[0], 1);
+    assert_near(res.inputs[0].left_out_nodes_price, 1.52);
+    assert_true(fabs(res.inputs[0].left_out_pods_price - 0.6683) < 0.001);
+    assert_true(fabs(res.figures[0].score - 1.891) < 0.001);
+    assert_true(fabs(res.figures[1].score - 1.281) < 0.001);
+    assert_near(res.inputs[1].left_out_nodes_price, 0.0);
+    char debug[512];
+    ranking_format_demand_figures(&res.figures[0], &res.inputs[0], debug, sizeof(debug));
+    assert_non_null(strstr(debug, " score=1.89"));
+    assert_non_null(strstr(debug, " left_out_nodes_price=1.520000 left_out_pods_price=0.668"));
+    ranking_format_demand_figures(&res.figures[1], &res.inputs[1], debug, sizeof(debug));
+    assert_null(strstr(debug, "left_out"));
+    decide_result_free(&res);
+    config_free(cfg);
+}
+
 static void test_theoretical_groups_pay_the_penalty(void **state) {
     const frugal_config_t *cfg = *state;
     node_info_t n4 = template_node("n1-standard-4", 4000, 15LL * GIB, "4");
@@ -271,6 +317,7 @@ int main(void) {
         cmocka_unit_test(test_left_out_in_order),
         cmocka_unit_test(test_nothing_scored_selects_all),
         cmocka_unit_test(test_demand_fit_lets_the_formula_rank_besteffort_pods),
+        cmocka_unit_test(test_demand_fit_charges_pods_left_out),
         cmocka_unit_test(test_theoretical_groups_pay_the_penalty),
         cmocka_unit_test(test_zone_balance_by_group_size),
     };
