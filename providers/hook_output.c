@@ -136,6 +136,15 @@ int hook_output_parse_list(const char *text, size_t len, hook_listing_t *out, ch
             free(st);
             goto oom;
         }
+        /* Ids are UTF-8 text wherever they go (the state, CA, the logs); so are states. */
+        if (!utf8_valid(copy) || !utf8_valid(st)) {
+            snprintf(why, size, "line %zu: the %s is not UTF-8 text", lineno,
+                     utf8_valid(copy) ? "state" : "provider id");
+            free(copy);
+            free(st);
+            hook_listing_clear(out);
+            return -1;
+        }
         out->items[out->count++] = (hook_machine_t){.id = copy, .state = st};
     }
     return 0;

@@ -239,6 +239,17 @@ static void test_list_parsing(void **state) {
     text = "a\x01 running\n";
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
     assert_string_equal(why, "line 1: holds the control character 0x01 at byte 2");
+    text = "ok running\nbad\xff\xfeid running\n";
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 2: the provider id is not UTF-8 text");
+    assert_int_equal(l.count, 0);
+    text = "ok running\nid2 \xc3\x28\n";
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 2: the state is not UTF-8 text");
+    text = "libvirt://h/\xc3\xa9t\xc3\xa9 running\n"; /* UTF-8 beyond ASCII is text */
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), 0);
+    assert_int_equal(l.count, 1);
+    hook_listing_clear(&l);
 }
 
 /* The delete of a machine a create made runs with the create's environment, the
