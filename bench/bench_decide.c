@@ -1,8 +1,11 @@
 /* The BestOptions decision alone, in process (docs/benchmarks.md): decide_best_options
  * for OPTIONS x PODS under each ranking strategy, with the demand memory recorded and
  * summarised as the server does under demand-fit. Isolates what a strategy costs from
- * the gRPC transfer that dominates bench_best_options.
- *   bench_decide [--sizes 200x1000,...] [--calls N] */
+ * the gRPC transfer that dominates bench_best_options. Every option carries every pod;
+ * with --partial each leaves out a different quarter of them, which demand-fit charges
+ * (left_out.h): its worst case.
+ *   bench_decide [--sizes 200x1000,...] [--calls N] [--partial] */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +26,16 @@ static const char *const types[] = {"n1-standard-2", "n1-standard-8", "n1-highme
 int main(int argc, char **argv) {
     const char *sizes = "10x10,100x200,200x1000";
     int calls = 50;
+    bool partial = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
             sizes = argv[++i];
         else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
             calls = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--partial") == 0)
+            partial = true;
         else {
-            fprintf(stderr, "usage: %s [--sizes OxP,...] [--calls N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sizes OxP,...] [--calls N] [--partial]\n", argv[0]);
             return 2;
         }
     }
@@ -52,6 +58,8 @@ int main(int argc, char **argv) {
         resources_t *pods = calloc(np, sizeof(*pods));
         pod_lifetime_t *lts = calloc(np, sizeof(*lts));
         uint32_t *refs = calloc(np, sizeof(*refs));
+        uint32_t *quarters = calloc(4 * np, sizeof(*quarters)); /* option i: quarters[i % 4] */
+        size_t quarter_count[4] = {0};
         node_info_t *nodes = calloc(no, sizeof(*nodes));
         decide_option_t *opts = calloc(no, sizeof(*opts));
         double *ms = calloc((size_t)calls, sizeof(*ms));
@@ -59,6 +67,9 @@ int main(int argc, char **argv) {
             pods[k] = (resources_t){100 * (int64_t)(k % 15 + 1), (int64_t)(k % 7 + 1) << 28, 0};
             lts[k] = k % 3 ? POD_LIFETIME_LONG : POD_LIFETIME_SHORT;
             refs[k] = (uint32_t)k;
+            for (size_t q = 0; q < 4; q++)
+                if ((k + q) % 4 != 0)
+                    quarters[q * np + quarter_count[q]++] = (uint32_t)k;
         }
         for (size_t i = 0; i < no; i++) {
             const machine_type_t *mt = config_find_machine_type(cfg, types[i % 5]);
@@ -69,8 +80,8 @@ int main(int argc, char **argv) {
             opts[i] = (decide_option_t){.group_id = mt->name,
                                         .node_count = (int32_t)(i % 9 + 1),
                                         .node = &nodes[i],
-                                        .pods = refs,
-                                        .pods_count = np,
+                                        .pods = partial ? quarters + (i % 4) * np : refs,
+                                        .pods_count = partial ? quarter_count[i % 4] : np,
                                         .group = {true, true, false, -1.0, (int64_t)i, 0}};
         }
         for (int s = 0; s < 2; s++) {
@@ -97,7 +108,7 @@ int main(int argc, char **argv) {
             printf("%-8zu %6zu %-17s %8.3f %8.3f\n", no, np, config_ranking_strategy_name(s),
                    ms[calls / 2], ms[(size_t)(calls * 0.99)]);
         }
-        free(pods), free(lts), free(refs), free(nodes), free(opts), free(ms);
+        free(pods), free(lts), free(refs), free(quarters), free(nodes), free(opts), free(ms);
     }
     free(list);
     free(mem);

@@ -14,6 +14,13 @@ typedef struct left_out__item {
     size_t pod;
 } left_out__item_t;
 
+/* What one option leaves out, to reuse for another that leaves out the same pods (CA
+ * offers many groups whose nodes are too small for the same large pods). */
+typedef struct left_out__seen {
+    uint64_t hash;
+    size_t count;
+} left_out__seen_t;
+
 /* By host, then largest first (first-fit decreasing), then pod order. */
 static int left_out__cmp(const void *a, const void *b) {
     const left_out__item_t *x = a, *y = b;
@@ -47,26 +54,26 @@ static size_t left_out__nodes(const resources_t *pods, const left_out__item_t *i
     return used;
 }
 
-int left_out_charge(const resources_t *pods, const double *pod_prices, size_t pods_count,
-                    const left_out_option_t *options, size_t n, double *cost, double *value) {
-    memset(cost, 0, n * sizeof(*cost));
-    memset(value, 0, n * sizeof(*value));
-    if (n < 2 || pods_count == 0)
-        return 0;
-    size_t m = pods_count;
-    size_t *host = malloc(m * sizeof(*host)), *set = malloc(m * sizeof(*set));
-    size_t *mark = calloc(m, sizeof(*mark));
-    double *host_ratio = malloc(m * sizeof(*host_ratio));
-    left_out__item_t *items = malloc(m * sizeof(*items));
-    resources_t *bins = malloc(m * sizeof(*bins));
-    int rc = 0;
-    if (!host || !set || !mark || !host_ratio || !items || !bins) {
-        rc = FRUGAL_ENOMEM;
-        goto done;
-    }
-    /* Each pod's set, and the option that hosts pods at the lowest price now. */
+/* The scratch of one call. */
+typedef struct left_out__work {
+    size_t *host, *set, *mark, *set_size, *set_start, *by_set;
+    double *host_ratio;
+    left_out__item_t *items;
+    resources_t *bins;
+    left_out__seen_t *seen;
+} left_out__work_t;
+
+static void left_out__work_free(left_out__work_t *w) {
+    free(w->host), free(w->set), free(w->mark), free(w->set_size), free(w->set_start);
+    free(w->by_set), free(w->host_ratio), free(w->items), free(w->bins), free(w->seen);
+}
+
+/* Each pod's set and host (the option that hosts pods at the lowest price now), each
+ * set's pods in pod order (by_set from set_start[s], set_size[s] of them). */
+static void left_out__sets(const left_out_option_t *options, size_t n, size_t m,
+                           left_out__work_t *w) {
     for (size_t p = 0; p < m; p++)
-        host[p] = n, set[p] = SIZE_MAX, host_ratio[p] = INFINITY;
+        w->host[p] = n, w->set[p] = SIZE_MAX, w->host_ratio[p] = INFINITY;
     for (size_t i = 0; i < n; i++) {
         const left_out_option_t *o = &options[i];
         if (!o->in_play)
@@ -76,50 +83,95 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
             size_t p = o->pods[k];
             if (p >= m)
                 continue;
-            set[p] = o->set;
-            if (ratio < host_ratio[p])
-                host_ratio[p] = ratio, host[p] = i;
+            w->set[p] = o->set < n ? o->set : 0;
+            if (ratio < w->host_ratio[p])
+                w->host_ratio[p] = ratio, w->host[p] = i;
         }
     }
+    memset(w->set_size, 0, n * sizeof(*w->set_size));
+    for (size_t p = 0; p < m; p++)
+        if (w->set[p] != SIZE_MAX)
+            w->set_size[w->set[p]]++;
+    for (size_t s = 0, at = 0; s < n; at += w->set_size[s], s++)
+        w->set_start[s] = at;
+    memset(w->mark, 0, n * sizeof(*w->mark)); /* the fill of each set, for now */
+    for (size_t p = 0; p < m; p++)
+        if (w->set[p] != SIZE_MAX)
+            w->by_set[w->set_start[w->set[p]] + w->mark[w->set[p]]++] = p;
+}
+
+int left_out_charge(const resources_t *pods, const double *pod_prices, size_t pods_count,
+                    const left_out_option_t *options, size_t n, double *cost, double *value) {
+    memset(cost, 0, n * sizeof(*cost));
+    memset(value, 0, n * sizeof(*value));
+    if (n < 2 || pods_count == 0)
+        return 0;
+    size_t m = pods_count, big = m > n ? m : n;
+    left_out__work_t w = {
+        .host = malloc(m * sizeof(size_t)),
+        .set = malloc(m * sizeof(size_t)),
+        .mark = calloc(big, sizeof(size_t)),
+        .set_size = malloc(n * sizeof(size_t)),
+        .set_start = malloc(n * sizeof(size_t)),
+        .by_set = malloc(m * sizeof(size_t)),
+        .host_ratio = malloc(m * sizeof(double)),
+        .items = malloc(m * sizeof(left_out__item_t)),
+        .bins = malloc(m * sizeof(resources_t)),
+        .seen = calloc(n, sizeof(left_out__seen_t)),
+    };
+    if (!w.host || !w.set || !w.mark || !w.set_size || !w.set_start || !w.by_set || !w.host_ratio ||
+        !w.items || !w.bins || !w.seen) {
+        left_out__work_free(&w);
+        return FRUGAL_ENOMEM;
+    }
+    left_out__sets(options, n, m, &w);
+    memset(w.mark, 0, big * sizeof(*w.mark));
     for (size_t i = 0; i < n; i++) {
         const left_out_option_t *o = &options[i];
         if (!o->in_play)
             continue;
-        for (size_t k = 0; k < o->pods_count; k++)
-            if (o->pods[k] < m)
-                mark[o->pods[k]] = i + 1;
+        size_t own = 0, s = o->set < n ? o->set : 0;
+        for (size_t k = 0; k < o->pods_count; k++) {
+            size_t p = o->pods[k];
+            if (p < m && w.mark[p] != i + 1)
+                w.mark[p] = i + 1, own++;
+        }
+        if (own == w.set_size[s])
+            continue; /* it hosts its whole set */
         size_t count = 0;
-        for (size_t p = 0; p < m; p++) {
+        uint64_t hash = 1469598103934665603ULL; /* FNV-1a over the left-out pods */
+        for (size_t k = 0; k < w.set_size[s]; k++) {
+            size_t p = w.by_set[w.set_start[s] + k];
             /* A pod that requests nothing fits wherever a pod fits: not charged. */
-            if (set[p] != o->set || mark[p] == i + 1 || host[p] == n || !(pod_prices[p] > 0.0))
+            if (w.mark[p] == i + 1 || w.host[p] == n || !(pod_prices[p] > 0.0))
                 continue;
-            const resources_t *r = &pods[p], *cap = &options[host[p]].node;
+            const resources_t *r = &pods[p], *cap = &options[w.host[p]].node;
             double size = fmax(left_out__share(r->cpu_milli, cap->cpu_milli),
                                left_out__share(r->memory_bytes, cap->memory_bytes));
             if (r->gpu > 0)
                 size = fmax(size, left_out__share(r->gpu, cap->gpu));
-            items[count++] = (left_out__item_t){host[p], size, p};
+            w.items[count++] = (left_out__item_t){w.host[p], size, p};
             value[i] += pod_prices[p];
+            hash = (hash ^ (uint64_t)p) * 1099511628211ULL;
         }
-        qsort(items, count, sizeof(*items), left_out__cmp);
+        w.seen[i] = (left_out__seen_t){hash, count};
+        size_t same = 0;
+        while (same < i && !(options[same].in_play && options[same].set == o->set &&
+                             w.seen[same].count == count && w.seen[same].hash == hash))
+            same++;
+        if (same < i) {
+            cost[i] = cost[same];
+            continue;
+        }
+        qsort(w.items, count, sizeof(*w.items), left_out__cmp);
         for (size_t a = 0, b; a < count; a = b) {
-            for (b = a; b < count && items[b].host == items[a].host; b++)
+            for (b = a; b < count && w.items[b].host == w.items[a].host; b++)
                 ;
-            const left_out_option_t *h = &options[items[a].host];
+            const left_out_option_t *h = &options[w.items[a].host];
             cost[i] +=
-                (double)left_out__nodes(pods, items + a, b - a, &h->node, bins) * h->node_price;
+                (double)left_out__nodes(pods, w.items + a, b - a, &h->node, w.bins) * h->node_price;
         }
     }
-done:
-    if (rc != 0) {
-        memset(cost, 0, n * sizeof(*cost));
-        memset(value, 0, n * sizeof(*value));
-    }
-    free(host);
-    free(set);
-    free(mark);
-    free(host_ratio);
-    free(items);
-    free(bins);
-    return rc;
+    left_out__work_free(&w);
+    return 0;
 }

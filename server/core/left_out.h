@@ -24,7 +24,8 @@
 /* One option, as this computation reads it. */
 typedef struct left_out_option {
     bool in_play;         /* scorable: an option that is not hosts and is charged nothing */
-    size_t set;           /* its related set: equal for options that compete for pods */
+    size_t set;           /* its related set, an index below n (0 when not): equal for
+                           * options that compete for pods */
     const uint32_t *pods; /* indexes into the request's pods (out of range ones ignored) */
     size_t pods_count;
     resources_t node;   /* one node's capacity */

@@ -33,12 +33,15 @@ static void test_large_pods_left_out(void **state) {
     double prices[] = {0.04, 0.04, 0.04, 0.3, 0.3};
     uint32_t small[] = {0, 1, 2}, all[] = {0, 1, 2, 3, 4};
     left_out_option_t opts[] = {option(0, small, 3, N1_8, 0.38, 1, 0.12),
-                                option(0, all, 5, N1_16, 0.76, 2, 0.72)};
-    double cost[2], value[2];
-    assert_int_equal(left_out_charge(pods, prices, 5, opts, 2, cost, value), 0);
+                                option(0, all, 5, N1_16, 0.76, 2, 0.72),
+                                option(0, small, 3, N1_8, 0.38, 1, 0.12)};
+    double cost[3], value[3];
+    assert_int_equal(left_out_charge(pods, prices, 5, opts, 3, cost, value), 0);
     assert_true(cost[0] == 2 * 0.76);
     assert_true(value[0] == 0.6);
     assert_true(cost[1] == 0.0 && value[1] == 0.0);
+    /* another group that leaves out the same pods: the same charge */
+    assert_true(cost[2] == cost[0] && value[2] == value[0]);
 }
 
 /* Left-out pods go to the option with the lowest C / T among those hosting them, and
