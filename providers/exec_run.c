@@ -196,9 +196,16 @@ void *exec__worker(void *arg) {
         j->next = p->active;
         p->active = j;
         p->running++;
+        int64_t timeout = p->timeout_ms;
+        if (j->verb == EXEC_LIST) {
+            int64_t interval = p->cfg->exec_reconcile_interval_ms;
+            int64_t cap =
+                interval > EXEC_LIST_TIMEOUT_FLOOR_MS ? interval : EXEC_LIST_TIMEOUT_FLOOR_MS;
+            timeout = timeout < cap ? timeout : cap;
+        }
         pthread_mutex_unlock(&p->mu);
 
-        exec__run(p, j, p->timeout_ms);
+        exec__run(p, j, timeout);
         if (j->outcome == EXEC_FENCED)
             log_warn("exec hook %s %s %s: %s; its result is not kept (the leader runs it)",
                      exec__verb_name(j->verb), j->group, j->arg,

@@ -30,7 +30,10 @@
 
 #define EXEC_RETRY_MS 30000        /* earliest re-run after a result was applied */
 #define EXEC_GROUP_TIMEOUT_MS 3000 /* cap of the synchronous group hooks: < CA's 5 s */
-#define EXEC_STOP_GRACE_MS 5000    /* destroy: how long running hooks may finish */
+/* A list runs at most one reconcile interval (the next one is due then), and never less
+ * than this: a list that hangs holds a worker that creates and deletes also need. */
+#define EXEC_LIST_TIMEOUT_FLOOR_MS 10000
+#define EXEC_STOP_GRACE_MS 5000 /* destroy: how long running hooks may finish */
 #define EXEC_EXIT_NO_RESOURCES 3
 
 typedef enum exec_verb {

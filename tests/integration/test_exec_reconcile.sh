@@ -32,6 +32,7 @@ delete)
 list)
     echo "\$2" >> \$D/lists
     [ -f \$D/list-fail ] && { echo "cannot reach the API" >&2; exit 1; }
+    [ -f \$D/list-hang ] && [ "\$2" = pool-b ] && exec sleep 60
     [ -f \$D/list-bad ] && echo "test://x running but odd"
     for f in \$(ls "\$M"); do echo "test://\$f running"; done
     ;;
@@ -137,6 +138,17 @@ rm "$TMP/list-fail"
 wait_for 15 nodes_match "^test://pool-a-4 +running" || fail "pool-a-2 not replaced once lists work"
 assert_no_match "pool-a-2" "$OUT" "pool-a-2 replaced once lists work again"
 sleep 1.5
+
+log "a list that hangs is killed after one interval (at least 10 s), not provider.timeout (20 s)"
+touch "$TMP/list-hang"
+T0=$(date +%s)
+wait_for 25 grep -q "hook list timed out after 10000 ms: killed" "$SERVER_LOG" ||
+    fail "the hanging list was not killed"
+ELAPSED=$(($(date +%s) - T0))
+[ "$ELAPSED" -le 16 ] && pass || fail "the hanging list was killed after ${ELAPSED} s"
+wait_for 5 grep -q "list of node group pool-b ignored (timeout)" "$SERVER_LOG" ||
+    fail "its list was not ignored"
+rm "$TMP/list-hang"
 
 log "a list that shows none of the running machines is not believed"
 mv "$M/pool-a-3" "$TMP/keep-3"
