@@ -58,8 +58,8 @@ for r in alerts:
         bad.append(f"{name}: no test case where it stays silent")
     if name not in headings:
         bad.append(f"{name}: no '### {name}' runbook section in docs/operations.md")
-    if r.get("annotations", {}).get("runbook") != f"docs/operations.md#{name.lower()}":
-        bad.append(f"{name}: its runbook annotation is not docs/operations.md#{name.lower()}")
+    if r.get("annotations", {}).get("runbook_url") != f"docs/operations.md#{name.lower()}":
+        bad.append(f"{name}: its runbook_url annotation is not docs/operations.md#{name.lower()}")
 print("\n".join(bad) or f"{len(alerts)} alerts, each tested both ways, each with its runbook")
 sys.exit(1 if bad else 0)
 PYEOF
