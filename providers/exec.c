@@ -192,8 +192,12 @@ static void exec_destroy(provider_t *base) {
 static void exec_configure(provider_t *base, const frugal_config_t *cfg) {
     exec_provider_t *p = (exec_provider_t *)base;
     config_retain(cfg);
-    config_release(p->cfg);
+    /* Under mu too: the workers read the reconcile interval for a list's timeout. */
+    pthread_mutex_lock(&p->mu);
+    const frugal_config_t *old = p->cfg;
     p->cfg = cfg;
+    pthread_mutex_unlock(&p->mu);
+    config_release(old);
 }
 
 static int exec_increase(provider_t *base, group_t *g, int32_t delta, int64_t now_ms,
