@@ -215,6 +215,21 @@ static expander_request_t *decode_one(const uint8_t *bytes, size_t len) {
     return req;
 }
 
+/* The answer selecting sel[0..n) with their debug strings (or NULL), flattened into one
+ * block; *total, when not NULL, the size the answer computed for itself. */
+static uint8_t *flattened(const expander_request_t *req, const size_t *sel, size_t n,
+                          const char *const *debugs, size_t *len, size_t *total) {
+    expander_response_t resp;
+    frugal_err_t err = {0};
+    assert_int_equal(expander_response_build(req, sel, n, debugs, &resp, &err), 0);
+    if (total != NULL)
+        *total = resp.total_bytes;
+    uint8_t *out;
+    assert_int_equal(expander_response_flatten(req, &resp, &out, len, &err), 0);
+    expander_response_free(&resp);
+    return out;
+}
+
 static void decode_free(expander_request_t *req) {
     free((void *)req->segs);
     expander_request_free(req);
@@ -332,13 +347,8 @@ static void test_prefer_current(void **state) {
     assert_memory_equal(h->data, node_only_legacy.data, node_only_legacy.len);
 
     /* The echo keeps both pod fields, as received. */
-    size_t sel = 0;
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
-    uint8_t *out;
-    size_t out_len;
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &out_len, &err), 0);
+    size_t sel = 0, out_len;
+    uint8_t *out = flattened(req, &sel, 1, NULL, &out_len, NULL);
     Grpcplugin__BestOptionsResponse *br =
         grpcplugin__best_options_response__unpack(NULL, out_len, out);
     assert_non_null(br);
@@ -347,7 +357,6 @@ static void test_prefer_current(void **state) {
     assert_int_equal(br->options[0]->n_podbytes, 1);
     grpcplugin__best_options_response__free_unpacked(br, NULL);
     free(out);
-    expander_response_free(&resp);
 
     decode_free(req);
     free(bytes);
@@ -458,13 +467,7 @@ static char *request_describe(const expander_request_t *req) {
 static uint8_t *response_of(const expander_request_t *req, size_t *len) {
     size_t sel[2] = {1, 0};
     const char *debugs[2] = {"changed", NULL};
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    assert_int_equal(expander_response_build(req, sel, 2, debugs, &resp, &err), 0);
-    uint8_t *out;
-    assert_int_equal(expander_response_flatten(req, &resp, &out, len, &err), 0);
-    expander_response_free(&resp);
-    return out;
+    return flattened(req, sel, 2, debugs, len, NULL);
 }
 
 static void check_segments(const expander_segment_t *segs, size_t n, const char *want,
@@ -599,14 +602,9 @@ static void test_unknown_fields_and_bad_pod(void **state) {
     assert_non_null(expander_request_find_node(req, "g"));
     assert_int_equal(expander_request_find_node(req, "g")->len, 0);
 
-    size_t sel = 0;
+    size_t sel = 0, len;
     const char *debug = "d";
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    assert_int_equal(expander_response_build(req, &sel, 1, &debug, &resp, &err), 0);
-    uint8_t *out;
-    size_t len;
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    uint8_t *out = flattened(req, &sel, 1, &debug, &len, NULL);
     /* The pods once more under the legacy number, after what came. */
     static const uint8_t want[] = {
         0x0a, 0x17, 0x0a, 0x01, 'g',  0x10, 0x02, 0x1a, 0x01, 'd',  0x3a, 0x03, 'x',
@@ -615,7 +613,6 @@ static void test_unknown_fields_and_bad_pod(void **state) {
     assert_int_equal(len, sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
     free(out);
-    expander_response_free(&resp);
     decode_free(req);
 
     /* Pods that came under both numbers are echoed as they came, not doubled again. */
@@ -624,12 +621,10 @@ static void test_unknown_fields_and_bad_pod(void **state) {
     };
     req = decode_one(both, sizeof(both));
     assert_true(req->options[0].pods_in_both);
-    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    out = flattened(req, &sel, 1, NULL, &len, NULL);
     assert_int_equal(len, sizeof(both));
     assert_memory_equal(out, both, sizeof(both));
     free(out);
-    expander_response_free(&resp);
     decode_free(req);
 }
 
@@ -640,12 +635,8 @@ static void response_round_trip(bool legacy) {
     expander_request_t *req = decode_one(f.bytes, f.len);
     size_t sel[2] = {2, 0};
     const char *debugs[2] = {"debug-2 | frugal: x", NULL};
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    assert_int_equal(expander_response_build(req, sel, 2, debugs, &resp, &err), 0);
-    uint8_t *out;
-    size_t len;
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    size_t len, total;
+    uint8_t *out = flattened(req, sel, 2, debugs, &len, NULL);
     Grpcplugin__BestOptionsResponse *br = grpcplugin__best_options_response__unpack(NULL, len, out);
     request_t *orig = grpcplugin__best_options_request__unpack(NULL, f.len, f.bytes);
     assert_non_null(br);
@@ -673,7 +664,6 @@ static void response_round_trip(bool legacy) {
     grpcplugin__best_options_request__free_unpacked(orig, NULL);
     grpcplugin__best_options_response__free_unpacked(br, NULL);
     free(out);
-    expander_response_free(&resp);
     if (legacy) {
         decode_free(req);
         free(f.bytes);
@@ -681,12 +671,10 @@ static void response_round_trip(bool legacy) {
     }
 
     /* An empty answer is an empty message. */
-    assert_int_equal(expander_response_build(req, NULL, 0, NULL, &resp, &err), 0);
-    assert_int_equal(resp.total_bytes, 0);
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    out = flattened(req, NULL, 0, NULL, &len, &total);
+    assert_int_equal(total, 0);
     assert_null(out);
     assert_int_equal(len, 0);
-    expander_response_free(&resp);
     decode_free(req);
     free(f.bytes);
 
@@ -696,12 +684,10 @@ static void response_round_trip(bool legacy) {
     req = decode_one(neg, sizeof(neg));
     assert_int_equal(req->options[0].node_count, -1);
     size_t zero = 0;
-    assert_int_equal(expander_response_build(req, &zero, 1, NULL, &resp, &err), 0);
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    out = flattened(req, &zero, 1, NULL, &len, NULL);
     assert_int_equal(len, sizeof(neg));
     assert_memory_equal(out, neg, sizeof(neg));
     free(out);
-    expander_response_free(&resp);
     decode_free(req);
 }
 
@@ -720,13 +706,8 @@ static void test_unknown_groups(void **state) {
     assert_string_equal(req->options[0].group_id, "g");
     assert_int_equal(req->options[0].node_count, 2);
     assert_int_equal(req->options[0].pods_count, 1);
-    size_t sel = 0;
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    uint8_t *out;
-    size_t len;
-    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
+    size_t sel = 0, len;
+    uint8_t *out = flattened(req, &sel, 1, NULL, &len, NULL);
     static const uint8_t want[] = {
         0x0a, 0x0f, 0x0a, 0x01, 'g',  0x10, 0x02, 0x63, 0x5b,
         0x08, 0x01, 0x5c, 0x64, 0x2a, 0x00, 0x22, 0x00,
@@ -734,7 +715,6 @@ static void test_unknown_groups(void **state) {
     assert_int_equal(len, sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
     free(out);
-    expander_response_free(&resp);
     decode_free(req);
 }
 
@@ -751,14 +731,9 @@ static void large_answer(bool legacy, size_t mib, size_t want_pod, size_t want_p
     free(one.data);
     fixture_t f = request_make(1, n, 2, legacy, 1);
     expander_request_t *req = decode_one(f.bytes, f.len);
-    size_t sel = 0;
-    expander_response_t resp;
-    frugal_err_t err = {0};
-    assert_int_equal(expander_response_build(req, &sel, 1, NULL, &resp, &err), 0);
-    uint8_t *out;
-    size_t len;
-    assert_int_equal(expander_response_flatten(req, &resp, &out, &len, &err), 0);
-    assert_int_equal(len, resp.total_bytes);
+    size_t sel = 0, len, total;
+    uint8_t *out = flattened(req, &sel, 1, NULL, &len, &total);
+    assert_int_equal(len, total);
     Grpcplugin__BestOptionsResponse *br = grpcplugin__best_options_response__unpack(NULL, len, out);
     assert_non_null(br);
     assert_int_equal(br->n_options, 1);
@@ -772,7 +747,6 @@ static void large_answer(bool legacy, size_t mib, size_t want_pod, size_t want_p
         assert_true(len <= EXPANDER_ANSWER_LIMIT);
     grpcplugin__best_options_response__free_unpacked(br, NULL);
     free(out);
-    expander_response_free(&resp);
     decode_free(req);
     free(f.bytes);
 }
