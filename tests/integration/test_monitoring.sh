@@ -134,10 +134,15 @@ PROM_PID=$!
 ALL_SERVER_PIDS+=("$PROM_PID")
 PROM="http://127.0.0.1:$PROM_PORT"
 
-# prom_value QUERY: the value of QUERY's first sample ("" when it has none).
+# prom_value QUERY [LABEL]: the value of QUERY's first sample ("" when it has none), or
+# with LABEL that label of every sample, space-separated.
 prom_value() {
-    curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$1" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null
+    curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+label = sys.argv[1] if len(sys.argv) > 1 else None
+print(" ".join(s["metric"][label] for s in r) if label else (r[0]["value"][1] if r else ""))
+' ${2:+"$2"} 2>/dev/null
 }
 # A first scrape of both targets before any call: the series of a kind of failure exist
 # at 0 from the start, so that the alerts' increase() sees its first occurrence.
@@ -173,8 +178,7 @@ assert_ok "etcd replica: best-options" "$FRUGAL" ctl --addr "127.0.0.1:$PORT_B" 
 want='sum(frugal_hook_runs_total{result="no_resources"}) * sum(frugal_calls_refused_total) / 2 * count(up == 1)'
 seen=""
 for _ in $(seq 1 100); do
-    seen=$(curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$want" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null)
+    seen=$(prom_value "$want")
     [ "$seen" = 2 ] && break
     sleep 0.2
 done
@@ -190,11 +194,9 @@ for g in yaml.safe_load(open(sys.argv[1]))["groups"]:
             print(r["expr"])
 ' "$TMP/rules/rules.yaml" "$1"
 }
-assert_eq create "$(curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$(rule_expr FrugalHooksOutOfResources)" |
-    python3 -c 'import json,sys; print(" ".join(r["metric"]["verb"] for r in json.load(sys.stdin)["data"]["result"]))')" \
+assert_eq create "$(prom_value "$(rule_expr FrugalHooksOutOfResources)" verb)" \
     "FrugalHooksOutOfResources' expression fires on the first no_resources run"
-assert_match receive_timeout "$(curl -s --get "$PROM/api/v1/query" --data-urlencode "query=$(rule_expr FrugalCallsRefusedByBudget)" |
-    python3 -c 'import json,sys; print(" ".join(r["metric"]["reason"] for r in json.load(sys.stdin)["data"]["result"]))')" \
+assert_match receive_timeout "$(prom_value "$(rule_expr FrugalCallsRefusedByBudget)" reason)" \
     "FrugalCallsRefusedByBudget's expression fires on the first receive timeouts"
 assert_eq 1 "$(prom_value 'count(increase(grpc_server_handled_total{grpc_method="NodeGroupIncreaseSize",grpc_code="NOT_FOUND"}[5m]) > 0.5)')" \
     "the first NOT_FOUND of a method shows as an increase"
