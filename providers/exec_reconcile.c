@@ -34,9 +34,10 @@ static const char *exec__list_problem(const exec_job_t *j, hook_listing_t *l, co
     return rc != 0 ? why : NULL;
 }
 
-/* Replace g's instances at v's indexes: each is dropped (an orphan delete removes what
- * may remain of its machine) and a new instance is appended, whose create is staged;
- * the target size stays. All or nothing. With mu held. */
+/* Replace g's instances at v's indexes: each becomes deleting (its delete hook removes
+ * what may remain of its machine, retried and resumed after a restart like any delete)
+ * and a new instance is appended, whose create is staged; the target size stays. All or
+ * nothing. With mu held. */
 static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile_verdict_t *v,
                                  int64_t now, bool *changed) {
     size_t n = v->replace_count;
@@ -51,9 +52,13 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
         if (ok)
             jobs[n + k] = exec__job_new(p, EXEC_DELETE, g, old->id,
                                         instance_name_in_group(old->id, g->spec.id));
-        ok = ok && jobs[k] != NULL && jobs[n + k] != NULL && exec__reserve_locked(p, k + 1) == 0;
+        ok = ok && jobs[k] != NULL && jobs[n + k] != NULL;
     }
-    if (!ok) {
+    instance_t *grown =
+        ok ? realloc(g->instances, (g->instances_count + n) * sizeof(*grown)) : NULL;
+    if (grown != NULL)
+        g->instances = grown;
+    if (grown == NULL || exec__reserve_locked(p, 2 * n) != 0) {
         log_error("exec: out of memory replacing %zu missing instances of %s: retried at a "
                   "later list",
                   n, g->spec.id);
@@ -66,19 +71,15 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
         free(jobs);
         return;
     }
-    for (size_t k = n; k-- > 0;) { /* descending: the indexes below stay valid */
+    for (size_t k = 0; k < n; k++) {
         instance_t *old = &g->instances[v->replace[k]];
         log_warn("exec: instance %s of %s is running but missing from %d lists of the hook: "
                  "replaced by %s",
                  old->id, g->spec.id, (int)p->cfg->exec_reconcile_missing_after, added[k].id);
         metrics_count(METRICS_RECONCILE_REPLACED, g->spec.id, NULL, NULL);
-        instance_clear(old);
-        memmove(old, old + 1, (g->instances_count - v->replace[k] - 1) * sizeof(*old));
-        g->instances_count--;
-        jobs[n + k]->orphan = true;
-        exec__stage_locked(p, jobs[n + k], EXEC_STAGE_ENQUEUE);
-    }
-    for (size_t k = 0; k < n; k++) { /* the count is unchanged: the array has the room */
+        old->state = INSTANCE_DELETING;
+        old->state_since_ms = now;
+        exec__stage_locked(p, jobs[n + k], EXEC_STAGE_REPLACE);
         g->instances[g->instances_count++] = added[k];
         exec__stage_locked(p, jobs[k], EXEC_STAGE_ENQUEUE);
     }

@@ -91,7 +91,7 @@ void reconcile_verdict_clear(reconcile_verdict_t *v);
 /* Whether listing l is to be believed about g: a list that shows none of g's running
  * instances while at least two would be judged (a hook asking the wrong project or
  * region, an empty answer) would replace them all, and delete the live machines with
- * the orphan deletes; it is not. */
+ * their deletes; it is not. */
 bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
                         const reconcile_policy_t *policy, size_t *judged);
 

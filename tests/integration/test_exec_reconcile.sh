@@ -5,7 +5,8 @@
 # list that fails or prints a malformed line changes nothing and is counted; a listed
 # machine frugal does not know is reported (warning, gauge) and, once a reload turns on
 # reconcile_delete_unknown, deleted through the delete hook; a machine another group holds,
-# listed by a hook that ignores GROUP, is neither reported nor deleted as a leak.
+# listed by a hook that ignores GROUP, is neither reported nor deleted as a leak; the
+# delete of a replaced machine is an instance's delete: retried, and resumed after a restart.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
@@ -13,6 +14,7 @@ OPS_PORT=$(free_port)
 ADDR="127.0.0.1:$PORT"
 HOOK="$TMP/hook"
 CFG="$TMP/frugal.yaml"
+STATE="$TMP/state.yaml"
 M="$TMP/machines" # one file per machine: the "infrastructure"
 mkdir -p "$M"
 
@@ -26,6 +28,7 @@ create)
     echo "test://\$3"
     ;;
 delete)
+    [ -f \$D/delete-fail ] && { echo "the API is down" >&2; exit 1; }
     rm -f "\$M/\${3#test://}"
     echo "\$3" >> \$D/deleted
     ;;
@@ -47,6 +50,7 @@ write_config() {
 listen:
   - address: 127.0.0.1:$PORT
 ops_listen: 127.0.0.1:$OPS_PORT
+state_file: $STATE
 provider:
   kind: exec
   command: $HOOK
@@ -103,12 +107,13 @@ sleep 1.5 # the instances have been running for an interval: they may now be jud
 log "a machine removed behind frugal's back is replaced"
 rm "$M/pool-a-1"
 wait_for 15 nodes_match "^test://pool-a-3 +running" || fail "no replacement ran"
-assert_no_match "pool-a-1" "$OUT" "the missing instance is dropped"
+wait_for 5 grep -q "^test://pool-a-1$" "$TMP/deleted" || fail "the remains were not deleted"
+wait_for 5 eval '! nodes_match "pool-a-1"' || fail "pool-a-1 stays after its delete ran"
+assert_match "^test://pool-a-3 +running" "$OUT" "the replacement runs"
 assert_match "^test://pool-a-2 +running" "$OUT" "the other instance stays"
 assert_eq 2 "$(target_size pool-a)" "the target size is kept"
 assert_match "instance test://pool-a-1 of pool-a is running but missing from 2 lists of the hook: replaced by frugal://pool-a/pool-a-3" \
     "$(cat "$SERVER_LOG")" "the replacement is logged"
-wait_for 5 grep -q "^test://pool-a-1$" "$TMP/deleted" || fail "the remains were not deleted"
 assert_eq 1 "$(metric 'frugal_reconcile_replaced_total\{node_group="pool-a"\}')" \
     "frugal_reconcile_replaced_total"
 sleep 1.5
@@ -197,6 +202,23 @@ run ctl nodes pool-b
 assert_match "^test://pool-b-1 +running" "$OUT" "pool-b keeps its instance"
 assert_no_match "machine test://pool-[ab]-[0-9]+ \(running\) is listed by the hook" "$(cat "$SERVER_LOG")" \
     "no known machine called a leak"
+
+log "the delete of a replaced machine is retried, and resumed after a restart"
+touch "$TMP/delete-fail"
+rm "$M/pool-a-3"
+wait_for 15 grep -q "deleting instance test://pool-a-3 of pool-a failed (retried in 30 s): hook delete exited with status 1: the API is down" \
+    "$SERVER_LOG" || fail "the replaced machine's delete did not run"
+wait_for 10 nodes_match "^test://pool-a-5 +running" || fail "pool-a-3 not replaced"
+assert_match "^test://pool-a-3 +deleting" "$OUT" "the replaced instance stays deleting while its delete fails"
+assert_eq 2 "$(target_size pool-a)" "the target size is kept"
+stop_server
+rm "$TMP/delete-fail"
+start_server "$CFG"
+wait_for 10 grep -q "^test://pool-a-3$" "$TMP/deleted" || fail "the delete was not resumed after the restart"
+wait_for 5 eval '! nodes_match "pool-a-3"' || fail "pool-a-3 stays after its delete ran"
+assert_match "^test://pool-a-5 +running" "$OUT" "the replacement runs"
+assert_match "^test://pool-a-4 +running" "$OUT" "the other instance stays"
+assert_eq 2 "$(target_size pool-a)" "the target size is kept"
 stop_server
 
 finish
