@@ -1,5 +1,6 @@
 /* Node auto-provisioning, the pure part: ids and limits. See autoprov.h. */
 #include "autoprov.h"
+#include "k8s_name.h"
 #include "metrics.h"
 
 #include <inttypes.h>
@@ -118,6 +119,50 @@ bool autoprov_shape_hash(const kv_list_t *labels, const taint_list_t *taints,
     return true;
 }
 
+/* The first n bytes of s as a DNS label allows them: a-z, 0-9 and '-' kept, A-Z
+ * lowered, any other byte '-'; into dst, which has room for n + 1. */
+static void autoprov__label_chars(char *dst, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        dst[i] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
+    }
+    dst[n] = '\0';
+}
+
+/* The id of a group whose names do not make a DNS label as they are (a machine type
+ * m5.large or Standard_D4s_v5, or names too long): the names mapped to label characters
+ * and cut to fit, then a hash of the names as given and of the shape, which keeps such
+ * groups apart from each other. */
+static char *autoprov__mapped_id(const char *prefix, const char *machine_type, const char *zone,
+                                 const char *shape) {
+    uint64_t h = autoprov__fnv(AUTOPROV_FNV_OFFSET, machine_type);
+    h = autoprov__fnv(autoprov__fnv(h, "\n"), zone);
+    h = autoprov__fnv(autoprov__fnv(h, "\n"), shape);
+    /* The config keeps the prefix to 20 characters, so room is at least 32. */
+    size_t fixed = strlen(prefix) + 1 + (zone[0] != '\0') + 1 + AUTOPROV_HASH_LEN;
+    size_t room = fixed < K8S_NAME_MAX ? K8S_NAME_MAX - fixed : 0;
+    size_t type_len = strlen(machine_type), zone_len = strlen(zone), half = room / 2;
+    if (type_len + zone_len > room) {
+        if (zone_len <= half)
+            type_len = room - zone_len;
+        else if (type_len <= half)
+            zone_len = room - type_len;
+        else
+            type_len = half, zone_len = room - half;
+    }
+    char type_part[K8S_NAME_MAX + 1], zone_part[K8S_NAME_MAX + 1];
+    autoprov__label_chars(type_part, machine_type, type_len);
+    autoprov__label_chars(zone_part, zone, zone_len);
+    size_t len = fixed + type_len + zone_len + 1;
+    char *id = malloc(len);
+    if (id != NULL)
+        snprintf(id, len, "%s-%s%s%s-%08" PRIx32, prefix, type_part, zone[0] != '\0' ? "-" : "",
+                 zone_part, (uint32_t)(h ^ (h >> 32)));
+    return id;
+}
+
 int autoprov_group_id(const char *prefix, const char *machine_type, const char *zone,
                       const kv_list_t *labels, const taint_list_t *taints,
                       const kv_list_t *extra_resources, char **out, frugal_err_t *err) {
@@ -125,16 +170,23 @@ int autoprov_group_id(const char *prefix, const char *machine_type, const char *
         return frugal_err_set(err, FRUGAL_EINVAL, "autoprovisioned group id: no machine type");
     if (prefix == NULL)
         prefix = "nap";
+    if (zone == NULL)
+        zone = "";
     char hash[AUTOPROV_HASH_LEN + 1];
     bool hashed = autoprov_shape_hash(labels, taints, extra_resources, hash, sizeof(hash));
-    bool zoned = zone != NULL && zone[0] != '\0';
+    bool zoned = zone[0] != '\0';
     size_t len = strlen(prefix) + 1 + strlen(machine_type) + (zoned ? 1 + strlen(zone) : 0) +
                  (hashed ? 1 + AUTOPROV_HASH_LEN : 0) + 1;
     char *id = malloc(len);
     if (id == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    snprintf(id, len, "%s-%s%s%s%s%s", prefix, machine_type, zoned ? "-" : "", zoned ? zone : "",
-             hashed ? "-" : "", hashed ? hash : "");
+    snprintf(id, len, "%s-%s%s%s%s%s", prefix, machine_type, zoned ? "-" : "", zone,
+             hashed ? "-" : "", hash);
+    if (!k8s_name_is_dns_label(id)) {
+        free(id);
+        if ((id = autoprov__mapped_id(prefix, machine_type, zone, hash)) == NULL)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
     *out = id;
     return 0;
 }

@@ -394,6 +394,30 @@ assert_ok "listed groups" ctl node-groups
 assert_match "nap-n1-standard-1-z1" "$OUT" "the others are"
 stop_server
 
+log "a machine type whose name is not a DNS label (m5.large): a mapped id, which the state keeps"
+cat >"$TMP/dotted.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $TMP/dotted-state.yaml
+machine_types:
+  - {name: m5.large, cpu: 2, memory: 8Gi, price: 0.096}
+autoprovisioning:
+  enabled: true
+  machine_types: [m5.large]
+  zones: [us-east-1a]
+EOF
+start_server "$TMP/dotted.yaml"
+assert_ok "node-groups" ctl node-groups
+DOTTED=$(echo "$OUT" | grep -oE '^nap-m5-large-us-east-1a-[0-9a-f]{8} ' | tr -d ' ')
+[ -n "$DOTTED" ] && pass || fail "no DNS-label id for m5.large: $OUT"
+assert_ok "create it" ctl increase "$DOTTED" 1
+stop_server
+start_server "$TMP/dotted.yaml"
+assert_eq 1 "$(target_size "$DOTTED")" "the group is resumed from the state file after a restart"
+assert_ok "its template" ctl template "$DOTTED"
+assert_match "node.kubernetes.io/instance-type=m5\\.large" "$OUT" "of machine type m5.large"
+stop_server
+
 log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
 nap_config() { # ENABLED TYPES
     cat >"$TMP/onoff.yaml.new" <<EOF

@@ -11,8 +11,9 @@
 #include <cmocka.h>
 
 #include "autoprov.h"
-#include "metrics.h"
 #include "config.h"
+#include "k8s_name.h"
+#include "metrics.h"
 
 #define GIB 1073741824LL
 
@@ -67,6 +68,59 @@ static void test_id_hash_is_stable_and_sorted(void **state) {
     kv_list_t none = {NULL, 0};
     assert_false(autoprov_shape_hash(&none, NULL, NULL, h4, sizeof(h4)));
     assert_string_equal(h4, "");
+}
+
+/* id_of: autoprov_group_id with a zone and labels, asserted to be a DNS label. */
+static char *id_of(const char *type, const char *zone, const kv_list_t *labels) {
+    char *id = NULL;
+    assert_int_equal(autoprov_group_id("nap", type, zone, labels, NULL, NULL, &id, NULL), 0);
+    assert_true(k8s_name_is_dns_label(id));
+    return id;
+}
+
+/* Names that do not make a DNS label as they are (AWS's m5.large, Azure's
+ * Standard_D4s_v5, names too long) are mapped and cut, with a hash of the names as given:
+ * the state file and CA's ids then accept them, and distinct names stay distinct. */
+static void test_id_of_names_that_are_not_labels(void **state) {
+    (void)state;
+    char *dotted = id_of("m5.large", "us-east-1a", NULL);
+    assert_int_equal(strncmp(dotted, "nap-m5-large-us-east-1a-", 24), 0);
+    assert_int_equal(strlen(dotted), 24 + AUTOPROV_HASH_LEN);
+    char *dashed = id_of("m5-large", "us-east-1a", NULL);
+    assert_string_equal(dashed, "nap-m5-large-us-east-1a");
+    char *again = id_of("m5.large", "us-east-1a", NULL);
+    assert_string_equal(dotted, again);
+
+    char *azure = id_of("Standard_D4s_v5", "westeurope", NULL);
+    assert_int_equal(strncmp(azure, "nap-standard-d4s-v5-westeurope-", 31), 0);
+    char *upper_zone = id_of("n1-standard-4", "EU-West", NULL);
+    assert_int_equal(strncmp(upper_zone, "nap-n1-standard-4-eu-west-", 26), 0);
+
+    kv_t gpu[] = {{"accelerator", "a100"}};
+    kv_list_t labels = {gpu, 1};
+    char *labelled = id_of("m5.large", "us-east-1a", &labels);
+    assert_string_not_equal(labelled, dotted);
+
+    const char *long_a = "a-very-long-machine-type-name-from-some-catalog-variant-one";
+    const char *long_b = "a-very-long-machine-type-name-from-some-catalog-variant-two";
+    const char *long_zone = "a-rather-long-zone-name-somewhere-far-away-1";
+    char *la = id_of(long_a, long_zone, NULL);
+    char *lb = id_of(long_b, long_zone, NULL);
+    char *short_zone = id_of(long_a, "z1", NULL);
+    assert_true(strlen(la) <= 63 && strlen(short_zone) <= 63);
+    assert_string_not_equal(la, lb);
+    assert_int_equal(strncmp(short_zone, "nap-a-very-long-machine-type-name-from-some-c", 45), 0);
+    assert_non_null(strstr(short_zone, "-z1-"));
+
+    char *no_zone = NULL;
+    assert_int_equal(autoprov_group_id("nap", "m5.large", NULL, NULL, NULL, NULL, &no_zone, NULL),
+                     0);
+    assert_int_equal(strncmp(no_zone, "nap-m5-large-", 13), 0);
+    assert_int_equal(strlen(no_zone), 13 + AUTOPROV_HASH_LEN);
+    char *list[] = {dotted,   dashed, again, azure,      upper_zone,
+                    labelled, la,     lb,    short_zone, no_zone};
+    for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+        free(list[i]);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -278,6 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_without_labels),
         cmocka_unit_test(test_id_hash_is_stable_and_sorted),
+        cmocka_unit_test(test_id_of_names_that_are_not_labels),
         cmocka_unit_test(test_limit_example_max_cpu_5),
         cmocka_unit_test(test_limit_example_max_cpu_32),
         cmocka_unit_test(test_limit_example_max_cpu_80),
