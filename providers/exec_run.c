@@ -135,6 +135,15 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             size_t first = nl != NULL ? (size_t)(nl - res.out->data) : res.out->len;
             if (j->first_line != NULL && memchr(res.out->data, '\0', first) != NULL)
                 j->first_line[0] = '\0'; /* refused below as empty */
+            if (j->verb == EXEC_CREATE && nl == NULL && res.out->overflow) {
+                free(j->first_line);
+                j->first_line = NULL;
+                snprintf(what, sizeof(what),
+                         "hook create printed a provider id over %d KiB, cut short: refused",
+                         HOOK_OUTPUT_MAX / 1024);
+                exec__fail(j, EXEC_FAILED, NULL, what);
+                break;
+            }
             exec__check_id(j);
             if (j->verb == EXEC_LIST)
                 exec__keep_list(j, res.out);

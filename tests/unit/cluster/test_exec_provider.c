@@ -272,6 +272,20 @@ static void test_create_failed(void **state) {
     fixture_free(f);
 }
 
+/* An id longer than the output kept is cut short: refused, never stored cut. */
+static void test_create_id_over_the_output_kept(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("head -c 70000 /dev/zero | tr '\\0' x", 10000, 4);
+    increase(f, 1);
+    assert_true(refresh_until(f, first_has_error, 0, 5000));
+    const instance_t *in = &f->g.instances[0];
+    assert_string_equal(in->id, "frugal://g/g-1");
+    assert_string_equal(in->error_code, "CreateFailed");
+    assert_string_equal(in->error_message,
+                        "hook create printed a provider id over 64 KiB, cut short: refused");
+    fixture_free(f);
+}
+
 static void test_timeout_kills_the_tree(void **state) {
     (void)state;
     fixture_t *f = fixture_new("sleep 30 & echo $! > $D/child; wait", 500, 4);
@@ -1002,6 +1016,7 @@ int main(void) {
         cmocka_unit_test(test_long_group_id_unique_ids),
         cmocka_unit_test(test_out_of_resources),
         cmocka_unit_test(test_create_failed),
+        cmocka_unit_test(test_create_id_over_the_output_kept),
         cmocka_unit_test(test_timeout_kills_the_tree),
         cmocka_unit_test(test_delete_success_and_retry),
         cmocka_unit_test(test_restart_reruns_pending_work),
