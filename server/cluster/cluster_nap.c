@@ -116,20 +116,48 @@ int cluster__nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, f
     return autoprov_check_decrease(ap, &totals, g->spec.id, g->spec.machine_type, &node, n, err);
 }
 
+static bool cluster__nap_type_allowed(const autoprov_config_t *ap, const char *machine_type) {
+    for (size_t i = 0; i < ap->machine_types_count; i++) {
+        if (strcmp(ap->machine_types[i], machine_type) == 0)
+            return true;
+    }
+    return false;
+}
+
 bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t *spec) {
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled || spec->taints.count > 0 || spec->extra_resources.count > 0 || spec->spot)
         return false;
-    bool type_ok = false;
-    for (size_t i = 0; i < ap->machine_types_count && !type_ok; i++)
-        type_ok = strcmp(ap->machine_types[i], spec->machine_type) == 0;
+    bool type_ok = cluster__nap_type_allowed(ap, spec->machine_type);
     bool zone_ok = ap->zones_count == 0 && (spec->zone == NULL || spec->zone[0] == '\0');
     for (size_t i = 0; i < ap->zones_count && !zone_ok; i++)
         zone_ok = spec->zone != NULL && strcmp(ap->zones[i], spec->zone) == 0;
     bool labels_ok = ap->label_sets_count == 0 && spec->labels.count == 0;
     for (size_t i = 0; i < ap->label_sets_count && !labels_ok; i++)
         labels_ok = kv_list_equal(&ap->label_sets[i], &spec->labels);
-    return type_ok && zone_ok && labels_ok;
+    if (!type_ok || !zone_ok || !labels_ok)
+        return false;
+    /* The shape under the id the config gives it now: not one kept from another prefix. */
+    char *id = NULL;
+    if (autoprov_group_id(ap->prefix, spec->machine_type, spec->zone, &spec->labels, NULL, NULL,
+                          &id, NULL) != 0)
+        return true; /* out of memory: kept, as the shape is offered */
+    bool same = strcmp(id, spec->id) == 0;
+    free(id);
+    return same;
+}
+
+const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g) {
+    const autoprov_config_t *ap = &cfg->autoprovisioning;
+    if (!g->autoprovisioned || g->exists || g->target_size > 0 || g->instances_count > 0)
+        return NULL;
+    if (!cluster__nap_type_allowed(ap, g->spec.machine_type))
+        return "its machine type is no longer allowed";
+    const char *prefix = ap->prefix != NULL ? ap->prefix : "nap";
+    size_t plen = strlen(prefix);
+    if (strncmp(g->spec.id, prefix, plen) != 0 || g->spec.id[plen] != '-')
+        return "its id does not start with the autoprovisioning prefix";
+    return NULL;
 }
 
 /* ------------------------------------------------------------------------------------

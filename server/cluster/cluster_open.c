@@ -98,7 +98,23 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
         size_t j = 0;
         while (j < configured && strcmp(v->items[j]->spec.id, sg->spec.id) != 0)
             j++;
-        if (j < configured) {
+        if (j < configured && sg->autoprovisioned) {
+            /* Its instances are machines of the autoprovisioned shape, not of the group
+             * configured under the same id now (a reload refuses this too). */
+            rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                                "%s: node group %s is autoprovisioned (machine type %s) but the "
+                                "config also has it: choose another id for the configured group",
+                                state_backend_describe(c->state), sg->spec.id,
+                                sg->spec.machine_type);
+            goto out;
+        }
+        const char *stale = sg->autoprovisioned && cfg->autoprovisioning.enabled
+                                ? cluster__nap_stale(cfg, sg)
+                                : NULL;
+        if (stale != NULL) {
+            log_info("%s: autoprovisioned node group %s dropped (%s)",
+                     state_backend_describe(c->state), sg->spec.id, stale);
+        } else if (j < configured) {
             group_t *g = v->items[j];
             if (sg->managed != g->managed) {
                 log_warn("node group %s is %s in the config but %s in the state file: "
@@ -430,8 +446,8 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
 
 /* An autoprovisioned group across a reload: dropped when autoprovisioning is turned
  * off and it holds nothing (CA could otherwise still create it, unbounded by the limits
- * that no longer apply), or when it is theoretical and its machine type no longer
- * allowed; turning autoprovisioning off while it has nodes is refused, as removing a
+ * that no longer apply), or when it is theoretical and stale (cluster__nap_stale);
+ * turning autoprovisioning off while it has nodes is refused, as removing a
  * configured group with nodes is. */
 static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const frugal_config_t *next,
                                      bool *drop, frugal_err_t *err) {
@@ -443,14 +459,11 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
                               "%zu nodes (target size %d): turn autoprovisioning off only once "
                               "it is empty",
                               g->spec.id, g->instances_count, (int)g->target_size);
-    bool type_allowed = false;
-    for (size_t i = 0; i < ap->machine_types_count && !type_allowed; i++)
-        type_allowed = strcmp(ap->machine_types[i], g->spec.machine_type) == 0;
-    *drop = !ap->enabled || (!g->exists && !holds && !type_allowed);
+    const char *stale = ap->enabled && !holds ? cluster__nap_stale(next, g) : NULL;
+    *drop = !ap->enabled || stale != NULL;
     if (*drop)
         log_info("reload: autoprovisioned node group %s dropped (%s)", g->spec.id,
-                 !ap->enabled ? "autoprovisioning is off"
-                              : "its machine type is no longer allowed");
+                 !ap->enabled ? "autoprovisioning is off" : stale);
     return 0;
 }
 

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autoprov.h"
 #include "k8s_name.h"
+#include "strmap.h"
 
 /* ---- autoprovisioning ---- */
 
@@ -172,6 +174,62 @@ static const key_spec_t autoprov_keys[] = {
               max_theoretical_groups, "200", 0, INT32_MAX, false),
 };
 
+/* The shape behind the k-th id of check_ap_ids, for its message. */
+static void ap_shape_name(const autoprov_config_t *ap, size_t k, char *buf, size_t size) {
+    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
+    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
+    size_t t = k / (nzones * nsets), z = k / nsets % nzones, l = k % nsets;
+    int len = snprintf(buf, size, "machine type %s", ap->machine_types[t]);
+    if (ap->zones_count > 0 && len >= 0 && (size_t)len < size)
+        len += snprintf(buf + len, size - (size_t)len, " in zone %s", ap->zones[z]);
+    if (ap->label_sets_count > 1 && len >= 0 && (size_t)len < size)
+        snprintf(buf + len, size - (size_t)len, " with label set %zu", l + 1);
+}
+
+/* Two shapes that the config offers must not get one autoprovisioned group id (a-b in
+ * zone c and a in zone b-c both give nap-a-b-c): the second would never be offered. */
+static void check_ap_ids(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                         const autoprov_config_t *ap) {
+    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
+    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
+    size_t n = ap->machine_types_count * nzones * nsets;
+    char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
+    strmap_t *seen = NULL;
+    if (ids == NULL || strmap_create(n, &seen) != 0) {
+        config__error(ctx, node, path, "out of memory");
+        free(ids);
+        return;
+    }
+    kv_list_t empty = {NULL, 0};
+    for (size_t k = 0; k < n; k++) {
+        size_t z = k / nsets % nzones, l = k % nsets;
+        if (autoprov_group_id(ap->prefix, ap->machine_types[k / (nzones * nsets)],
+                              ap->zones_count > 0 ? ap->zones[z] : NULL,
+                              ap->label_sets_count > 0 ? &ap->label_sets[l] : &empty, NULL, NULL,
+                              &ids[k], NULL) != 0) {
+            config__error(ctx, node, path, "out of memory");
+            break;
+        }
+        void *first = strmap_get(seen, ids[k]);
+        if (first != NULL) {
+            char a[CONFIG_PATH_MAX], b[CONFIG_PATH_MAX];
+            ap_shape_name(ap, (size_t)(uintptr_t)first - 1, a, sizeof(a));
+            ap_shape_name(ap, k, b, sizeof(b));
+            config__error(ctx, node, path,
+                          "%s and %s get the same autoprovisioned node group id %s: rename "
+                          "one of them",
+                          a, b, ids[k]);
+        } else if (strmap_put(seen, ids[k], (void *)(uintptr_t)(k + 1), NULL) != 0) {
+            config__error(ctx, node, path, "out of memory");
+            break;
+        }
+    }
+    strmap_destroy(seen);
+    for (size_t k = 0; k < n; k++)
+        free(ids[k]);
+    free(ids);
+}
+
 /* Relies on the node groups: with autoprovisioning on, no configured id may look like
  * an autoprovisioned one. */
 bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -180,6 +238,7 @@ bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     autoprov_config_t *ap = field;
     ap->max_cpu_milli = INT64_MAX;
     ap->max_memory_bytes = INT64_MAX;
+    size_t errors_before = ctx->error_count;
     config__section_parse(ctx, node, path, autoprov_keys, TABLE_LEN(autoprov_keys), ap);
     if (!ap->enabled || ap->prefix == NULL) {
         return true;
@@ -203,6 +262,8 @@ bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const
                           ap->prefix);
         }
     }
+    if (ctx->error_count == errors_before)
+        check_ap_ids(ctx, node, path, ap);
     return true;
 }
 

@@ -418,6 +418,52 @@ assert_ok "its template" ctl template "$DOTTED"
 assert_match "node.kubernetes.io/instance-type=m5\\.large" "$OUT" "of machine type m5.large"
 stop_server
 
+log "a restart applies the autoprovisioning settings as a reload does"
+restart_config() { # PREFIX TYPES [EXTRA_GROUP_ID]
+    cat >"$TMP/restart.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$PORT
+state_file: $TMP/restart-state.yaml
+autoprovisioning:
+  enabled: true
+  prefix: $1
+  machine_types: [$2]
+  zones: [z1]
+  empty_group_ttl: 2s
+EOF
+    if [ -n "${3:-}" ]; then
+        printf 'node_groups:\n  - {id: %s, machine_type: n1-highmem-4, zone: z9, max_size: 3}\n' "$3" \
+            >>"$TMP/restart.yaml"
+    fi
+}
+restart_config nap "n1-standard-1, n1-standard-2"
+start_server "$TMP/restart.yaml"
+assert_ok "create nap-n1-standard-1-z1" ctl increase nap-n1-standard-1-z1 1
+stop_server
+# A configured group may not take over an autoprovisioned group's id and machines.
+restart_config x "n1-standard-1" nap-n1-standard-1-z1
+assert_ok "check accepts the config alone" "$FRUGAL" check -c "$TMP/restart.yaml"
+assert_exit 1 "the start refuses a configured group under an autoprovisioned id" \
+    timeout 20 "$FRUGAL" serve -c "$TMP/restart.yaml"
+assert_match "node group nap-n1-standard-1-z1 is autoprovisioned \(machine type n1-standard-1\) but the config also has it: choose another id" \
+    "$ERR" "with the reason"
+# Another prefix, one type less: the theoretical groups follow, the created one stays.
+restart_config x "n1-standard-1"
+start_server "$TMP/restart.yaml"
+assert_ok "node-groups" ctl node-groups
+assert_no_match "nap-n1-standard-2-z1" "$OUT" "the removed type's theoretical group is dropped at the start"
+assert_match "^x-n1-standard-1-z1 " "$OUT" "the shape is offered under the new prefix"
+assert_match "^nap-n1-standard-1-z1 " "$OUT" "the created group stays while it holds a node"
+assert_match "nap-n1-standard-2-z1 dropped \(its machine type is no longer allowed\)" \
+    "$(cat "$SERVER_LOG")" "the drop is logged"
+assert_ok "empty it" ctl delete-nodes nap-n1-standard-1-z1 $(instance_ids nap-n1-standard-1-z1)
+gone() { ! ctl node-groups 2>/dev/null | grep -q "^nap-n1-standard-1-z1 "; }
+wait_for 15 gone && pass || fail "the old prefix's group came back as theoretical once empty"
+assert_ok "node-groups" ctl node-groups
+assert_no_match "^nap-" "$OUT" "no group of the old prefix is left"
+assert_match "^x-n1-standard-1-z1 " "$OUT" "the new prefix's group stays"
+stop_server
+
 log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
 nap_config() { # ENABLED TYPES
     cat >"$TMP/onoff.yaml.new" <<EOF

@@ -156,6 +156,12 @@ int cluster__nap_check_delete(const cluster_t *c, const group_t *g, int32_t n, f
  * v, unless v holds it already (brought back by the state file). */
 int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_err_t *err);
 
+/* Why the theoretical autoprovisioned group g, holding nothing, is dropped under cfg (at
+ * a start or a reload), NULL when it stays: its machine type is no longer allowed, or its
+ * id has another prefix (the prefix changed; the config offers the shape under the new
+ * one). */
+const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g);
+
 /* The TTL step of refresh, on the private copy *g: an autoprovisioned group empty for
  * empty_group_ttl is deleted through the provider and becomes theoretical again when
  * the config offers its shape (*changed); otherwise it is removed (*removed, *g freed

@@ -651,9 +651,14 @@ static void test_autoprovisioned_persisted(void **state) {
     f->cfg.autoprovisioning.max_cpu_milli = INT64_MAX;
     f->cfg.autoprovisioning.max_memory_bytes = INT64_MAX;
     f->cfg.autoprovisioning.max_node_groups = 50;
+    static char *allowed[] = {"n1-standard-1", "n1-standard-4"};
+    f->cfg.autoprovisioning.machine_types = allowed;
+    f->cfg.autoprovisioning.machine_types_count = 2;
+    f->cfg.autoprovisioning.prefix = "nap";
     fx_open(f);
     cluster_read_lock(f->c);
-    assert_int_equal(cluster_groups_count(f->c), 5);
+    /* The file's five, and the theoretical groups of the two allowed types. */
+    assert_int_equal(cluster_groups_count(f->c), 7);
     const group_t *g = cluster_find_group(f->c, "nap-n1-standard-4-us-central1-a");
     assert_non_null(g);
     assert_true(g->autoprovisioned);

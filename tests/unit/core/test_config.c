@@ -701,6 +701,25 @@ static void test_err_unknown_keys(void **state) {
                  "t.yaml:2:1: allow_insecure: duplicate key (first at line 1)");
 }
 
+/* Two offered shapes with one autoprovisioned group id: refused, naming both (the second
+ * would never be offered). Names that are not DNS labels are mapped and hashed apart. */
+static void test_err_autoprov_ids_collide(void **state) {
+    (void)state;
+    expect_error("machine_types:\n"
+                 "  - {name: a-b, cpu: 2, memory: 8Gi}\n"
+                 "  - {name: a, cpu: 4, memory: 16Gi}\n"
+                 "autoprovisioning: {enabled: true, machine_types: [a-b, a], zones: [c, b-c]}\n",
+                 "t.yaml:4:19: autoprovisioning: machine type a-b in zone c and machine type a in "
+                 "zone b-c get the same autoprovisioned node group id nap-a-b-c: rename one of "
+                 "them");
+    frugal_config_t *cfg = load_ok("machine_types:\n"
+                                   "  - {name: m5.large, cpu: 2, memory: 8Gi}\n"
+                                   "  - {name: m5-large, cpu: 2, memory: 8Gi}\n"
+                                   "autoprovisioning: {enabled: true, machine_types: [m5.large, "
+                                   "m5-large], zones: [z1]}\n");
+    config_release(cfg);
+}
+
 static void test_err_wrong_types(void **state) {
     (void)state;
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, min_size: abc, "
@@ -1295,6 +1314,7 @@ int main(void) {
         cmocka_unit_test(test_err_ranking),
         cmocka_unit_test(test_err_prices),
         cmocka_unit_test(test_multiple_errors),
+        cmocka_unit_test(test_err_autoprov_ids_collide),
         cmocka_unit_test(test_yaml_tree_positions),
         cmocka_unit_test(test_state_section),
         cmocka_unit_test(test_state_errors),
