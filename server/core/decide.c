@@ -145,6 +145,10 @@ static void decide__demand_fit(const frugal_config_t *cfg, const decide_request_
     /* GPUs come whole and so do a GPU pod's: the GPU room is counted exactly. */
     if (pg > 0)
         fits = fmin(fits, floor(spare_gpu / pg + 1e-9));
+    /* A node runs at most its "pods" capacity (kubelet's --max-pods, 110 by default): small
+     * pods use up its pod slots before its cpu or memory. */
+    if (o->node->max_pods > 0)
+        fits = fmin(fits, fmax(0.0, n * (double)o->node->max_pods - (double)o->pods_count));
     fits = isfinite(fits) ? fits : 0.0;
     resources_t one = {(int64_t)(pc * 1000.0), (int64_t)(pm * 1024.0 * 1024.0 * 1024.0),
                        (int64_t)ceil(pg)};

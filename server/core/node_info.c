@@ -89,10 +89,11 @@ fail:
     return NULL;
 }
 
-/* Add one resource of a capacity or allocatable map to out; what names the map in
- * messages. A negative quantity is refused: a node cannot offer less than nothing. */
+/* Add one resource of a capacity or allocatable map to out (and the pod count to *pods,
+ * when not NULL); what names the map in messages. A negative quantity is refused: a
+ * node cannot offer less than nothing. */
 static int node_info__resource(const char *what, const char *key, const k8s_quantity_t *quantity,
-                               resources_t *out, frugal_err_t *err) {
+                               resources_t *out, int64_t *pods, frugal_err_t *err) {
     const char *q = quantity && quantity->string ? quantity->string : "0";
     frugal_err_t qerr = {0};
     int64_t v;
@@ -100,14 +101,17 @@ static int node_info__resource(const char *what, const char *key, const k8s_quan
     bool cpu = strcmp(key, K8S_RESOURCE_CPU) == 0;
     bool memory = strcmp(key, K8S_RESOURCE_MEMORY) == 0;
     bool gpu = strcmp(key, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(key, K8S_RESOURCE_AMD_GPU) == 0;
-    if (!cpu && !memory && !gpu)
+    bool count = pods != NULL && strcmp(key, K8S_RESOURCE_PODS) == 0;
+    if (!cpu && !memory && !gpu && !count)
         return 0;
     int rc = cpu ? quantity_parse_milli(q, &v, &qerr) : quantity_parse_value(q, &v, &qerr);
     if (rc != 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s %s: %s", what, key, qerr.msg);
     if (v < 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s %s: negative quantity \"%s\"", what, key, q);
-    if (cpu)
+    if (count)
+        *pods = v;
+    else if (cpu)
         out->cpu_milli = v;
     else if (memory)
         out->memory_bytes = v;
@@ -125,11 +129,11 @@ int node_info_allocatable(const k8s_node_t *node, resources_t *out, frugal_err_t
     if (status != NULL && status->n_allocatable > 0) {
         for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
             rc = node_info__resource("allocatable", status->allocatable[i]->key,
-                                     status->allocatable[i]->value, &r, err);
+                                     status->allocatable[i]->value, &r, NULL, err);
     } else if (status != NULL) {
         for (size_t i = 0; i < status->n_capacity && rc == 0; i++)
             rc = node_info__resource("capacity", status->capacity[i]->key,
-                                     status->capacity[i]->value, &r, err);
+                                     status->capacity[i]->value, &r, NULL, err);
     }
     if (rc == 0)
         *out = r;
@@ -175,11 +179,13 @@ int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_e
     if (status && status->n_capacity) {
         for (size_t i = 0; i < status->n_capacity && rc == 0; i++)
             rc = node_info__resource(NODE_INFO_TEMPLATE, status->capacity[i]->key,
-                                     status->capacity[i]->value, &info.capacity, err);
+                                     status->capacity[i]->value, &info.capacity, &info.max_pods,
+                                     err);
     } else if (status) {
         for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
             rc = node_info__resource(NODE_INFO_TEMPLATE, status->allocatable[i]->key,
-                                     status->allocatable[i]->value, &info.capacity, err);
+                                     status->allocatable[i]->value, &info.capacity,
+                                     &info.max_pods, err);
     }
     if (rc != 0)
         goto done;

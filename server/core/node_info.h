@@ -18,6 +18,7 @@ typedef struct node_info {
     char *zone;           /* topology.kubernetes.io/zone, NULL when absent */
     resources_t capacity; /* status.capacity (allocatable when capacity is empty) */
     bool has_gpu;         /* GPU capacity (nvidia.com/gpu, amd.com/gpu) or the GPU label */
+    int64_t max_pods;     /* the "pods" capacity (allocatable): pods it runs; 0: no limit */
     /* Equal for similar groups: the instance type (the capacity when it has none), the
      * labels except hostname, zone and region, and the taints, all sorted. */
     char *similarity_key;

@@ -271,6 +271,38 @@ static void test_demand_fit_charges_pods_left_out(void **state) {
     config_free(cfg);
 }
 
+/* A node runs at most its "pods" capacity: the spare room of tiny pods stops at the free
+ * pod slots (110 - 10 on one n1-standard-16), not at the cpu and memory left (310 more). */
+static void test_spare_room_stops_at_the_pod_slots(void **state) {
+    (void)state;
+    frugal_config_t *cfg = NULL;
+    char *errors = NULL;
+    static const char yaml[] = "node_groups:\n"
+                               "  - {id: s16, machine_type: n1-standard-16, max_size: 10}\n";
+    assert_int_equal(config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &errors), 0);
+    static const resources_t tiny[10] = {{50, GIB / 16, 0}, {50, GIB / 16, 0}, {50, GIB / 16, 0},
+                                         {50, GIB / 16, 0}, {50, GIB / 16, 0}, {50, GIB / 16, 0},
+                                         {50, GIB / 16, 0}, {50, GIB / 16, 0}, {50, GIB / 16, 0},
+                                         {50, GIB / 16, 0}};
+    static const uint32_t all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    node_info_t n16 = template_node("n1-standard-16", 16000, 60LL * GIB, "16");
+    decide_option_t opts[] = {option("s16", 1, &n16)};
+    opts[0].pods = all, opts[0].pods_count = 10;
+    decide_request_t req = {opts, 1, tiny, 10, 10, false, 0, NULL, NULL};
+    double spare[2];
+    for (int capped = 0; capped < 2; capped++) {
+        n16.max_pods = capped ? 110 : 0;
+        decide_result_t res;
+        frugal_err_t err = {0};
+        assert_int_equal(decide_best_options(cfg, &req, &res, &err), 0);
+        spare[capped] = res.inputs[0].spare_value;
+        decide_result_free(&res);
+    }
+    /* Uncapped, the 15.5 spare cores hold 310 such pods, counted as 309.5 (room - 0.5). */
+    assert_true(fabs(spare[1] / spare[0] - 100 / 309.5) < 1e-9);
+    config_free(cfg);
+}
+
 static void test_theoretical_groups_pay_the_penalty(void **state) {
     const frugal_config_t *cfg = *state;
     node_info_t n4 = template_node("n1-standard-4", 4000, 15LL * GIB, "4");
@@ -318,6 +350,7 @@ int main(void) {
         cmocka_unit_test(test_nothing_scored_selects_all),
         cmocka_unit_test(test_demand_fit_lets_the_formula_rank_besteffort_pods),
         cmocka_unit_test(test_demand_fit_charges_pods_left_out),
+        cmocka_unit_test(test_spare_room_stops_at_the_pod_slots),
         cmocka_unit_test(test_theoretical_groups_pay_the_penalty),
         cmocka_unit_test(test_zone_balance_by_group_size),
     };

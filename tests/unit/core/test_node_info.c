@@ -134,6 +134,7 @@ static void test_basic(void **state) {
     assert_int_equal(info.capacity.cpu_milli, 8000);
     assert_int_equal(info.capacity.memory_bytes, 30LL << 30);
     assert_int_equal(info.capacity.gpu, 0);
+    assert_int_equal(info.max_pods, 110);
     assert_false(info.has_gpu);
     assert_non_null(info.similarity_key);
     assert_non_null(strstr(info.similarity_key, "n1-standard-8"));
