@@ -184,8 +184,8 @@ int node_info_decode(const uint8_t *data, size_t len, node_info_t *out, frugal_e
     } else if (status) {
         for (size_t i = 0; i < status->n_allocatable && rc == 0; i++)
             rc = node_info__resource(NODE_INFO_TEMPLATE, status->allocatable[i]->key,
-                                     status->allocatable[i]->value, &info.capacity,
-                                     &info.max_pods, err);
+                                     status->allocatable[i]->value, &info.capacity, &info.max_pods,
+                                     err);
     }
     if (rc != 0)
         goto done;

@@ -256,6 +256,13 @@ static bool replay__fits(const resources_t *r, const resources_t *free_) {
            r->gpu <= free_->gpu;
 }
 
+/* Whether a node of group g that holds pods pods has a pod slot left: kubelet runs at
+ * most the template's "pods" capacity (none given: no limit). */
+static bool replay__slot(const replay__sim_t *s, uint32_t g, int32_t pods) {
+    int64_t max = s->groups[g].info.max_pods;
+    return max <= 0 || pods < max;
+}
+
 static void replay__take(resources_t *free_, const resources_t *r, int sign) {
     free_->cpu_milli -= sign * r->cpu_milli;
     free_->memory_bytes -= sign * r->memory_bytes;
@@ -385,21 +392,24 @@ static bool replay__consider(const replay__sim_t *s, size_t b, const resources_t
 
 /* The node (index into s->alive; s->alive_count when none) where the scheduler puts pod
  * p at now, for steps 4 and 7: among the compatible, untainted nodes with room for it
- * (room[b], or the node's own free room when room is NULL), other than node self and
+ * (room[b] and a pod slot by held[b], or the node's own free room and pods when room is
+ * NULL), other than node self and
  * those flagged REPLAY__REMOVING (flag may be NULL), by s->placement. Booting nodes
  * only when booting_ok: first fit takes them in purchase order; the scored placements
  * rank ready nodes only (kube-scheduler sees only nodes that exist), a booting one
  * taking the pod when no ready one can. */
 static size_t replay__pick_node(const replay__sim_t *s, const replay_pod_t *p,
-                                const resources_t *room, const uint8_t *flag, size_t self,
-                                bool booting_ok, int64_t now) {
+                                const resources_t *room, const int32_t *held, const uint8_t *flag,
+                                size_t self, bool booting_ok, int64_t now) {
     size_t A = s->alive_count, best = A, booting = A;
     double score = 0;
     for (size_t b = 0; b < A; b++) {
         const replay__node_t *n = &s->nodes[s->alive[b]];
         const resources_t *free_ = room != NULL ? &room[b] : &n->free;
         if (b == self || (flag != NULL && (flag[b] & REPLAY__REMOVING)) || n->tainted_s >= 0 ||
-            !s->compat[p->shape * s->groups_count + n->group] || !replay__fits(&p->request, free_))
+            !s->compat[p->shape * s->groups_count + n->group] ||
+            !replay__fits(&p->request, free_) ||
+            !replay__slot(s, n->group, room != NULL ? held[b] : n->pods))
             continue;
         if (n->ready_s > now) {
             if (!booting_ok)
@@ -507,10 +517,11 @@ static int replay__key_cmp(const void *a, const void *b) {
     return (x->at > y->at) - (x->at < y->at);
 }
 
-/* The option of group g for the pending pods: first-fit-decreasing onto new nodes,
- * within max_size and the cluster limits. assign[k] is the new node of pods[k]. */
+/* The option of group g for the pending pods: first-fit-decreasing onto new nodes (their
+ * room and pod count in room and held), within max_size and the cluster limits.
+ * assign[k] is the new node of pods[k]. */
 static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, resources_t *room,
-                           uint32_t *pods, uint32_t *assign, replay_option_t *o) {
+                           int32_t *held, uint32_t *pods, uint32_t *assign, replay_option_t *o) {
     const replay_group_t *grp = &s->groups[g];
     const resources_t *cap = &grp->info.capacity;
     const autoprov_config_t *ap = &s->cfg->autoprovisioning;
@@ -543,14 +554,16 @@ static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, reso
     for (size_t i = 0; i < n; i++) {
         const resources_t *r = &s->pods[s->pending[keys[i].at]].request;
         int32_t j = 0;
-        while (j < opened && !replay__fits(r, &room[j]))
+        while (j < opened && (!replay__fits(r, &room[j]) || !replay__slot(s, (uint32_t)g, held[j])))
             j++;
         if (j == opened) {
             if (opened == headroom)
                 continue;
+            held[opened] = 0;
             room[opened++] = *cap;
         }
         replay__take(&room[j], r, 1);
+        held[j]++;
         pods[o->pods_count] = keys[i].at;
         assign[o->pods_count++] = (uint32_t)j;
     }
@@ -774,7 +787,7 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
         const replay_pod_t *p = &s->pods[pod];
         size_t a = replay__missed(s, &misses, pod, false)
                        ? s->alive_count
-                       : replay__pick_node(s, p, NULL, NULL, s->alive_count, true, now);
+                       : replay__pick_node(s, p, NULL, NULL, NULL, s->alive_count, true, now);
         if (a < s->alive_count) {
             replay__place(s, pod, s->alive[a], now);
         } else {
@@ -793,15 +806,16 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     uint32_t *assign = calloc(G * P, sizeof(*assign));
     replay__key_t *keys = calloc(P, sizeof(*keys));
     resources_t *room = calloc(P, sizeof(*room));
+    int32_t *held = calloc(P, sizeof(*held));
     size_t *which = calloc(G, sizeof(*which));
     int rc = 0;
-    if (!opts || !pods || !assign || !keys || !room || !which) {
+    if (!opts || !pods || !assign || !keys || !room || !held || !which) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
     size_t n = 0;
     for (size_t g = 0; g < G; g++) {
-        replay__option(s, g, keys, room, pods + g * P, assign + g * P, &opts[n]);
+        replay__option(s, g, keys, room, held, pods + g * P, assign + g * P, &opts[n]);
         if (opts[n].node_count > 0 && opts[n].pods_count > 0)
             which[n++] = g;
     }
@@ -872,6 +886,7 @@ done:
     free(assign);
     free(keys);
     free(room);
+    free(held);
     free(which);
     return rc;
 }
@@ -944,10 +959,11 @@ static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, fru
     /* The candidates' pods (ready nodes hold running pods only): heap slots, bucketed. */
     size_t *start = calloc(C + 1, sizeof(*start)), *fill = calloc(C, sizeof(*fill));
     resources_t *room = calloc(A, sizeof(*room));
+    int32_t *held = calloc(A, sizeof(*held));
     uint8_t *flag = calloc(A, sizeof(*flag));
     uint32_t *slot = NULL, *dest = NULL;
     int rc = 0;
-    if (!start || !fill || !room || !flag) {
+    if (!start || !fill || !room || !held || !flag) {
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
@@ -971,8 +987,10 @@ static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, fru
         if (c >= 0)
             slot[fill[c]++] = (uint32_t)h;
     }
-    for (size_t a = 0; a < A; a++)
+    for (size_t a = 0; a < A; a++) {
         room[a] = s->nodes[s->alive[a]].free;
+        held[a] = s->nodes[s->alive[a]].pods;
+    }
 
     /* Which candidates are unneeded in this loop. */
     for (size_t a = 0; a < A; a++) {
@@ -986,15 +1004,18 @@ static int replay__consolidate(replay__sim_t *s, int64_t now, int64_t *next, fru
         size_t c = (size_t)n->candidate, k = start[c];
         for (; k < start[c + 1]; k++) {
             const replay_pod_t *p = &s->pods[s->heap[slot[k]].pod];
-            size_t b = replay__pick_node(s, p, room, flag, a, false, now);
+            size_t b = replay__pick_node(s, p, room, held, flag, a, false, now);
             if (b == A)
                 break;
             replay__take(&room[b], &p->request, 1);
+            held[b]++;
             dest[k] = (uint32_t)b;
         }
         if (k < start[c + 1]) { /* a pod fits nowhere: give back what the others took */
-            for (size_t j = start[c]; j < k; j++)
+            for (size_t j = start[c]; j < k; j++) {
                 replay__take(&room[dest[j]], &s->pods[s->heap[slot[j]].pod].request, -1);
+                held[dest[j]]--;
+            }
             n->unneeded_s = -1;
             continue;
         }
@@ -1043,6 +1064,7 @@ done:
     free(start);
     free(fill);
     free(room);
+    free(held);
     free(flag);
     free(slot);
     free(dest);
