@@ -399,6 +399,9 @@ static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows)
                replay__hours(c, w), c->seeds, r0->pods);
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
+        if (c->workloads[w].trace_per_node > 0)
+            printf(", %zu DaemonSet and static pods left out (they come with every node)",
+                   c->workloads[w].trace_per_node);
         if (c->opts.scale_down_utilization > 0)
             printf(", nodes below utilisation %g scaled down", c->opts.scale_down_utilization);
         if (c->opts.placement != REPLAY_PLACE_FIRST_FIT)

@@ -84,7 +84,8 @@ typedef struct replay_workload {
     /* trace, sorted by t_s */
     replay_trace_pod_t *trace;
     size_t trace_count;
-    int64_t trace_span_s; /* last arrival + its duration */
+    int64_t trace_span_s;  /* the latest end of a pod (arrival + duration) */
+    size_t trace_per_node; /* DaemonSet and static pods left out: they come with every node */
 } replay_workload_t;
 
 /* Load a workload from text[0..len) read from path (used in messages and for the name).

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,10 @@ static int replay__fail(frugal_err_t *err, const char *path, const yaml_tree_nod
                           msg);
 }
 
+/* A number, quoted or not (scripts often quote them: "t": "60"). */
 static bool replay__number(const yaml_tree_node_t *n, double *out) {
-    if (n->type != YAML_TREE_SCALAR || !n->u.scalar.plain || n->u.scalar.len == 0)
+    if (n->type != YAML_TREE_SCALAR || n->u.scalar.len == 0 ||
+        isspace((unsigned char)n->u.scalar.text[0]))
         return false;
     char *end;
     errno = 0;
@@ -288,6 +291,41 @@ static int replay__trace_cmp(const void *a, const void *b) {
     return (x->line > y->line) - (x->line < y->line);
 }
 
+/* Surrogate pairs (\ud83d\ude00, as Python's json.dumps writes characters beyond U+FFFF)
+ * as the UTF-8 bytes of their character: the YAML parser that reads the line refuses
+ * them. Into out (len + 1 bytes); returns its length. Other escapes stay as they are. */
+static size_t replay__join_surrogates(const char *s, size_t len, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned hi, lo;
+        if (s[i] == '\\' && i + 12 <= len && s[i + 1] == 'u' && s[i + 6] == '\\' &&
+            s[i + 7] == 'u' && sscanf(s + i + 2, "%4x", &hi) == 1 &&
+            sscanf(s + i + 8, "%4x", &lo) == 1 && isxdigit((unsigned char)s[i + 5]) &&
+            isxdigit((unsigned char)s[i + 11]) && hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 &&
+            lo <= 0xDFFF) {
+            unsigned cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+            out[o++] = (char)(0xF0 | (cp >> 18));
+            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+            i += 11;
+            continue;
+        }
+        out[o++] = s[i];
+        if (s[i] == '\\' && i + 1 < len) /* an escaped character, "\\" included */
+            out[o++] = s[++i];
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Whether the trace pod comes with every node: a DaemonSet's, or a static pod (owned by
+ * its Node). */
+static bool replay__per_node(const k8s_pod_t *pod) {
+    const char *kind = kube_pod_controller_kind(pod);
+    return kind != NULL && (strcmp(kind, "DaemonSet") == 0 || strcmp(kind, "Node") == 0);
+}
+
 static int replay__load_trace(const char *path, const char *text, size_t len, replay_workload_t *w,
                               frugal_err_t *err) {
     size_t cap = 0, line = 0;
@@ -301,13 +339,24 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
             q++;
         const char *at = p;
         p = nl ? nl + 1 : end;
-        if (q == stop)
-            continue; /* blank line */
+        if (q == stop || *q == '#')
+            continue; /* a blank line or a comment */
         yaml_tree_node_t *obj = NULL;
         yaml_tree_error_t ye;
-        if (yaml_tree_load(at, (size_t)(stop - at), &obj, &ye) != 0)
-            return frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: malformed trace line: %s", path,
-                                  line, ye.column, ye.message);
+        size_t n = (size_t)(stop - at);
+        bool escapes = false;
+        for (const char *c = at; c + 1 < stop && !escapes; c++)
+            escapes = c[0] == '\\' && c[1] == 'u';
+        char *joined = escapes ? malloc(n + 1) : NULL;
+        if (joined != NULL)
+            n = replay__join_surrogates(at, n, joined);
+        int loaded = yaml_tree_load(joined != NULL ? joined : at, n, &obj, &ye);
+        free(joined);
+        if (loaded != 0)
+            return frugal_err_set(err, FRUGAL_EINVAL,
+                                  "%s:%zu:%d: malformed trace line: %s (a trace holds one JSON "
+                                  "object per line: `jq -c` writes them so)",
+                                  path, line, ye.column, ye.message);
         int rc = 0;
         if (obj == NULL || obj->type != YAML_TREE_MAPPING) {
             rc = frugal_err_set(err, FRUGAL_EINVAL,
@@ -361,6 +410,12 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
                 frugal_err_set(err, rc, "out of memory");
             goto next;
         }
+        if (replay__per_node(tp->pod)) {
+            k8s__io__api__core__v1__pod__free_unpacked(tp->pod, NULL);
+            tp->pod = NULL;
+            w->trace_per_node++;
+            goto next;
+        }
         w->trace_count++;
         frugal_err_t pe;
         frugal_err_clear(&pe);
@@ -374,7 +429,8 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
             return rc;
     }
     if (w->trace_count == 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "%s: the trace holds no pod", path);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: the trace holds no pod%s", path,
+                              w->trace_per_node > 0 ? " but DaemonSet and static pods" : "");
     qsort(w->trace, w->trace_count, sizeof(*w->trace), replay__trace_cmp);
     return 0;
 }
@@ -384,17 +440,30 @@ int replay_workload_load(const char *path, const char *text, size_t len, replay_
     memset(out, 0, sizeof(*out));
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    size_t n = strcspn(base, ".");
-    if ((out->name = strndup(base, n > 0 ? n : strlen(base))) == NULL ||
-        (out->path = strdup(path)) == NULL) {
+    /* prod.week1.jsonl is prod.week1: only a known extension goes. */
+    size_t n = strlen(base);
+    for (const char *const *ext = (const char *const[]){".jsonl", ".json", ".yaml", ".yml", NULL};
+         *ext != NULL; ext++) {
+        size_t e = strlen(*ext);
+        if (n > e && strcmp(base + n - e, *ext) == 0) {
+            n -= e;
+            break;
+        }
+    }
+    if ((out->name = strndup(base, n)) == NULL || (out->path = strdup(path)) == NULL) {
         replay_workload_free(out);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
         text += 3, len -= 3; /* a UTF-8 byte order mark, as some editors write */
     size_t i = 0;
-    while (i < len && isspace((unsigned char)text[i]))
-        i++;
+    while (i < len && (isspace((unsigned char)text[i]) || text[i] == '#')) {
+        if (text[i] == '#') /* a comment line: a trace's first object decides */
+            while (i < len && text[i] != '\n')
+                i++;
+        else
+            i++;
+    }
     if (i == len) {
         replay_workload_free(out);
         return frugal_err_set(err, FRUGAL_EINVAL,

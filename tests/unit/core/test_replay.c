@@ -89,7 +89,7 @@ static void test_mix(void **state) {
     replay_workload_t w;
     frugal_err_t err;
     assert_int_equal(load("dir/web.mix.yaml", mix, &w, &err), 0);
-    assert_string_equal(w.name, "web");
+    assert_string_equal(w.name, "web.mix"); /* only the extension goes */
     assert_false(w.is_trace);
     assert_true(w.arrivals_per_hour == 120 && w.diurnal == 0.5);
     assert_int_equal(w.families_count, 2);
@@ -168,6 +168,39 @@ static const char trace[] =
     "\n"
     "{\"t\": 0, \"pod\": {\"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": "
     "\"500m\"}}}]}}, \"duration\": 3600}\n";
+
+/* What scripts and kubectl write: Python's surrogate pairs for characters beyond U+FFFF,
+ * quoted numbers, comment lines; DaemonSet and static pods come with every node and are
+ * left out; a name keeps its dots, not its extension. */
+static void test_trace_as_written(void **state) {
+    (void)state;
+    static const char text[] =
+        "# exported from prod, week 1\n"
+        "{\"t\": \"60\", \"duration\": \"3600\", \"pod\": {\"metadata\": {\"annotations\": "
+        "{\"note\": \"\\ud83d\\ude00 \\\\ud83d\"}}, \"spec\": {\"containers\": [{\"name\": \"c\", "
+        "\"resources\": {\"requests\": {\"cpu\": \"1\"}}}]}}}\n"
+        "{\"t\": 0, \"duration\": 60, \"pod\": {\"metadata\": {\"ownerReferences\": "
+        "[{\"kind\": \"DaemonSet\", \"name\": \"ds\", \"controller\": true}]}}}\n"
+        "{\"t\": 0, \"duration\": 60, \"pod\": {\"metadata\": {\"ownerReferences\": "
+        "[{\"kind\": \"Node\", \"name\": \"n1\", \"controller\": true}]}}}\n";
+    replay_workload_t w;
+    frugal_err_t err;
+    assert_int_equal(load("/x/prod.week1.jsonl", text, &w, &err), 0);
+    assert_string_equal(w.name, "prod.week1");
+    assert_true(w.is_trace);
+    assert_int_equal(w.trace_count, 1);
+    assert_int_equal(w.trace_per_node, 2);
+    assert_int_equal(w.trace[0].t_s, 60);
+    assert_int_equal(w.trace[0].duration_s, 3600);
+    assert_int_equal(w.trace[0].request.cpu_milli, 1000);
+    const k8s_object_meta_t *meta = w.trace[0].pod->metadata;
+    assert_string_equal(meta->annotations[0]->value, "\xf0\x9f\x98\x80 \\ud83d");
+    replay_workload_free(&w);
+    expect_error("t.jsonl",
+                 "{\"t\": 0, \"duration\": 60, \"pod\": {\"metadata\": {\"ownerReferences\": "
+                 "[{\"kind\": \"DaemonSet\", \"name\": \"ds\", \"controller\": true}]}}}\n",
+                 "t.jsonl: the trace holds no pod but DaemonSet and static pods");
+}
 
 static void test_trace(void **state) {
     (void)state;
@@ -716,6 +749,7 @@ int main(void) {
         cmocka_unit_test(test_mix),
         cmocka_unit_test(test_mix_errors),
         cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_trace_as_written),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_run),
         cmocka_unit_test(test_initial_and_burst),
