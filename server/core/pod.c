@@ -80,10 +80,16 @@ static int pod__read_one(const pod__ctx_t *c, const pod__slots_t *req, const pod
         return pod__fail(c, resource, "", "empty quantity", err);
     frugal_err_t qerr;
     frugal_err_clear(&qerr);
-    if (quantity_parse_scaled(q->string, strlen(q->string), scale, out, &qerr) != 0)
+    bool gpu = r == POD__NVIDIA || r == POD__AMD;
+    /* GPUs are read in thousandths: a fraction is refused, as the API server does. */
+    if (quantity_parse_scaled(q->string, strlen(q->string), gpu ? 3 : scale, out, &qerr) != 0)
         return pod__fail(c, resource, q->string, qerr.msg, err);
     if (*out < 0)
         return pod__fail(c, resource, q->string, "must not be negative", err);
+    if (gpu && *out % 1000 != 0)
+        return pod__fail(c, resource, q->string, "GPUs come whole", err);
+    if (gpu)
+        *out /= 1000;
     return 0;
 }
 

@@ -367,6 +367,10 @@ static void test_malformed(void **state) {
     add_container(pod, "lim", NULL, "cpu=2cores");
     assert_invalid(pod, "prod/bad-limit", "lim", "cpu");
 
+    pod = new_pod("prod", "half-gpu"); /* the API server refuses a fraction of a GPU */
+    add_container(pod, "g", "nvidia.com/gpu=500m", NULL);
+    assert_invalid(pod, "nvidia.com/gpu", "\"500m\"", "GPUs come whole");
+
     pod = new_pod("prod", "bad-init");
     add_container(pod, "app", "cpu=1", NULL);
     add_init(pod, "setup", "nvidia.com/gpu=x", false);
