@@ -13,7 +13,8 @@
  * Scale-up options are what BestOptions would choose among the configured managed
  * groups. A group can host a pod when the pod fits the group's template node (fit.h:
  * allocatable resources, nodeSelector, required node affinity, taints). An option's
- * node count is ceil(summed requests / one node's allocatable), the larger resource,
+ * node count is ceil(summed requests / one node's allocatable), the larger resource
+ * (pods counted against the template's pods capacity too),
  * capped at what max_size still allows over the initial size; a group that can host
  * none of the pods, or is at max_size, is not an option. The options are decided by
  * decide.h exactly as a live BestOptions decides them for the same pods and template
@@ -268,10 +269,14 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
     int64_t nodes = plan__ceil_div(g->sum.cpu_milli, cap->cpu_milli);
     int64_t by_memory = plan__ceil_div(g->sum.memory_bytes, cap->memory_bytes);
     int64_t by_gpu = plan__ceil_div(g->sum.gpu, cap->gpu);
+    int64_t by_pods =
+        g->info.max_pods > 0 ? plan__ceil_div((int64_t)g->pods_count, g->info.max_pods) : 0;
     if (by_memory > nodes)
         nodes = by_memory;
     if (by_gpu > nodes)
         nodes = by_gpu;
+    if (by_pods > nodes)
+        nodes = by_pods;
     g->nodes_needed = nodes > 1 ? nodes : 1;
     int32_t headroom = g->cfg->max_size - plan__initial_size(g->cfg);
     if (g->pods_count == 0) {

@@ -390,6 +390,9 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
     int64_t by_gpu = propose__ceil_div(sum.gpu, t->mt->gpu);
     if (by_gpu > nodes)
         nodes = by_gpu;
+    int64_t by_pods = propose__ceil_div((int64_t)p.pods_count, TEMPLATE_MAX_PODS);
+    if (by_pods > nodes)
+        nodes = by_pods;
     if (nodes < 1)
         nodes = 1;
     p.node_count = nodes > INT32_MAX ? INT32_MAX : (int32_t)nodes;

@@ -11,7 +11,9 @@
 #include "k8s.h"
 #include "pricing.h"
 
-#define TEMPLATE_PODS "110"
+#define TEMPLATE__TEXT(n) #n
+#define TEMPLATE__QUANTITY(n) TEMPLATE__TEXT(n)
+#define TEMPLATE_PODS TEMPLATE__QUANTITY(TEMPLATE_MAX_PODS)
 #define TEMPLATE_EPHEMERAL_STORAGE "100Gi"
 #define TEMPLATE_BASE_LABELS 7
 

@@ -7,6 +7,8 @@
 #ifndef FRUGAL_TEMPLATE_H
 #define FRUGAL_TEMPLATE_H
 
+#define TEMPLATE_MAX_PODS 110 /* the "pods" capacity: kubelet's --max-pods default */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -213,6 +213,18 @@ assert_match '^  \*  za +n1-standard-2 +1 +3 +.*needs 2 nodes, capped by max_siz
 assert_match '^     zb +n1-standard-2 +1 +3 ' "$OUT" "the similar group ties but is not selected"
 assert_eq 1 "$(echo "$OUT" | grep -c '^  \*')" "one winner among similar groups"
 
+log "a node runs 110 pods: 230 pods of 10m need 3 nodes, not the one their cpu fills"
+TINY=()
+for i in $(seq 1 230); do TINY+=("$(pod "t$i" default Pending '"10m"' '"16Mi"')"); done
+pod_list "${TINY[@]}" >"$TMP/tiny.json"
+cat >"$TMP/one.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
+node_groups:
+  - {id: s8, machine_type: n1-standard-8, max_size: 10}
+EOF
+assert_ok "plan tiny" "$FRUGAL" plan -c "$TMP/one.yaml" --pods "$TMP/tiny.json"
+assert_match '^  \*  s8 +n1-standard-8 +3 +230 ' "$OUT" "3 nodes for 230 pods"
+
 log "autoprovisioning proposals"
 cat >"$TMP/nap.yaml" <<'EOF'
 ranking: {strategy: pricing-proposal}

@@ -164,7 +164,7 @@ static void make_pod(const pod_def_t *def, propose_pod_t *out) {
 
 typedef struct fixture {
     frugal_config_t *cfg;
-    propose_pod_t pods[64];
+    propose_pod_t pods[256];
     size_t n;
     propose_result_t res;
 } fixture_t;
@@ -184,7 +184,7 @@ static void load(fixture_t *f, const char *types, const char *zones) {
 }
 
 static void add(fixture_t *f, pod_def_t def) {
-    assert_true(f->n < 64);
+    assert_true(f->n < 256);
     make_pod(&def, &f->pods[f->n++]);
 }
 
@@ -467,6 +467,17 @@ static void test_node_count(void **state) {
     add(&f, (pod_def_t){"m3", "100m", "11Gi", NULL, NULL, NULL});
     run(&f);
     assert_int_equal(f.res.proposals[0].node_count, 4); /* 33 GiB / 15 GiB / 70 % = 3.14 */
+    done(&f);
+
+    /* 230 pods of 10m: 2.3 cores would take one node, but a node runs 110 pods. */
+    load(&f, "n1-standard-4", "us-central1-a");
+    for (int i = 0; i < 230; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "t%d", i);
+        add(&f, (pod_def_t){name, "10m", "16Mi", NULL, NULL, NULL});
+    }
+    run(&f);
+    assert_int_equal(f.res.proposals[0].node_count, 3);
     done(&f);
 }
 
