@@ -291,19 +291,32 @@ static int replay__trace_cmp(const void *a, const void *b) {
     return (x->line > y->line) - (x->line < y->line);
 }
 
-/* Surrogate pairs (\ud83d\ude00, as Python's json.dumps writes characters beyond U+FFFF)
- * as the UTF-8 bytes of their character: the YAML parser that reads the line refuses
- * them. Into out (len + 1 bytes); returns its length. Other escapes stay as they are. */
+/* The code unit of the six-byte escape \uXXXX at s, -1 when there is none. */
+static long replay__escape_unit(const char *s) {
+    if (s[0] != '\\' || s[1] != 'u')
+        return -1;
+    long v = 0;
+    for (int i = 2; i < 6; i++) {
+        int c = (unsigned char)s[i];
+        int d = isdigit(c) ? c - '0' : isxdigit(c) ? tolower(c) - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Surrogate pairs (\ud83d\ude00, as Python's json.dumps writes characters beyond
+ * U+FFFF) as the UTF-8 bytes of their character: the YAML parser that reads the line
+ * refuses them. Into out (len + 1 bytes); returns its length. Other escapes stay as they
+ * are. */
 static size_t replay__join_surrogates(const char *s, size_t len, char *out) {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        unsigned hi, lo;
-        if (s[i] == '\\' && i + 12 <= len && s[i + 1] == 'u' && s[i + 6] == '\\' &&
-            s[i + 7] == 'u' && sscanf(s + i + 2, "%4x", &hi) == 1 &&
-            sscanf(s + i + 8, "%4x", &lo) == 1 && isxdigit((unsigned char)s[i + 5]) &&
-            isxdigit((unsigned char)s[i + 11]) && hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 &&
-            lo <= 0xDFFF) {
-            unsigned cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+        long hi = i + 12 <= len ? replay__escape_unit(s + i) : -1;
+        long lo = hi >= 0xD800 && hi <= 0xDBFF ? replay__escape_unit(s + i + 6) : -1;
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            long cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
             out[o++] = (char)(0xF0 | (cp >> 18));
             out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
             out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
@@ -312,7 +325,7 @@ static size_t replay__join_surrogates(const char *s, size_t len, char *out) {
             continue;
         }
         out[o++] = s[i];
-        if (s[i] == '\\' && i + 1 < len) /* an escaped character, "\\" included */
+        if (s[i] == '\\' && i + 1 < len) /* an escaped character, an escaped backslash included */
             out[o++] = s[++i];
     }
     out[o] = '\0';
@@ -366,7 +379,15 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
             goto next;
         }
         for (size_t i = 0; i < obj->u.mapping.count; i++) {
-            const char *k = obj->u.mapping.items[i].key->u.scalar.text;
+            const yaml_tree_node_t *key = obj->u.mapping.items[i].key;
+            if (key->type != YAML_TREE_SCALAR) {
+                rc = frugal_err_set(err, FRUGAL_EINVAL,
+                                    "%s:%zu:%d: malformed trace line: a field name is %s, not "
+                                    "a string",
+                                    path, line, key->column, yaml_tree_type_name(key->type));
+                goto next;
+            }
+            const char *k = key->u.scalar.text;
             if (strcmp(k, "t") != 0 && strcmp(k, "pod") != 0 && strcmp(k, "duration") != 0) {
                 rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: unknown trace field \"%s\"",
                                     path, line, obj->u.mapping.items[i].key->column, k);

@@ -242,6 +242,8 @@ static void test_trace(void **state) {
                  "t.jsonl:1:36: duplicate trace field \"t\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
                  "t.jsonl:1:36: unknown trace field \"x\"");
+    expect_error("t.jsonl", "{{}}\n",
+                 "t.jsonl:1:2: malformed trace line: a field name is a mapping, not a string");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
     /* Times far beyond any replay would overflow the milliseconds they are counted in. */
     expect_error("t.jsonl", "{\"t\": 1e19, \"pod\": {}, \"duration\": 1}\n",
