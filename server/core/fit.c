@@ -122,6 +122,29 @@ bool fit_node_affinity(const k8s_pod_spec_t *spec, const k8s_node_t *node, char 
     return fit__fail(why, size, "required node affinity");
 }
 
+bool fit_node_affinity_valid(const k8s_pod_spec_t *spec, char *why, size_t size) {
+    static const char *const known[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    const K8s__Io__Api__Core__V1__NodeSelector *req =
+        spec != NULL && spec->affinity != NULL && spec->affinity->nodeaffinity != NULL
+            ? spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution
+            : NULL;
+    for (size_t k = 0; req != NULL && k < req->n_nodeselectorterms; k++) {
+        const fit_term_t *t = req->nodeselectorterms[k];
+        for (size_t i = 0; i < t->n_matchexpressions; i++) {
+            const char *op = fit__s(t->matchexpressions[i]->operator_);
+            bool ok = false;
+            for (size_t j = 0; j < sizeof(known) / sizeof(*known) && !ok; j++)
+                ok = strcmp(op, known[j]) == 0;
+            if (!ok)
+                return fit__fail(why, size,
+                                 "required node affinity: unknown operator \"%s\" (In, NotIn, "
+                                 "Exists, DoesNotExist, Gt or Lt)",
+                                 op);
+        }
+    }
+    return true;
+}
+
 bool fit_tolerates(const k8s_pod_spec_t *spec, const k8s_taint_t *taint) {
     const char *tkey = fit__s(taint->key);
     const char *tvalue = fit__s(taint->value);

@@ -31,6 +31,11 @@ bool fit_node_selector(const k8s_pod_spec_t *spec, const k8s_node_t *node, char 
 /* Whether node satisfies spec's required node affinity (true when there is none). */
 bool fit_node_affinity(const k8s_pod_spec_t *spec, const k8s_node_t *node, char *why, size_t size);
 
+/* Whether every operator of spec's required node affinity is one Kubernetes knows (In,
+ * NotIn, Exists, DoesNotExist, Gt, Lt); when not, the first other one is named in why.
+ * The API server refuses the others; a pod written by hand may carry one ("in"). */
+bool fit_node_affinity_valid(const k8s_pod_spec_t *spec, char *why, size_t size);
+
 /* Whether spec's tolerations tolerate taint (a taint of any effect). */
 bool fit_tolerates(const k8s_pod_spec_t *spec, const k8s_taint_t *taint);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "fit.h"
 #include "kube_json.h"
 #include "replay.h"
 #include "yaml_tree.h"
@@ -429,6 +430,14 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
                 frugal_err_set(err, rc, "%s:%zu:%d: %s", path, line, je.column, je.message);
             else
                 frugal_err_set(err, rc, "out of memory");
+            goto next;
+        }
+        char why[160];
+        if (!fit_node_affinity_valid(tp->pod->spec, why, sizeof(why))) {
+            k8s__io__api__core__v1__pod__free_unpacked(tp->pod, NULL);
+            tp->pod = NULL;
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s:%zu:%d: pod: %s", path, line, pod->column,
+                                why);
             goto next;
         }
         if (replay__per_node(tp->pod)) {

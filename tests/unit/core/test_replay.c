@@ -242,6 +242,14 @@ static void test_trace(void **state) {
                  "t.jsonl:1:36: duplicate trace field \"t\"");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"x\": 2}\n",
                  "t.jsonl:1:36: unknown trace field \"x\"");
+    expect_error(
+        "t.jsonl",
+        "{\"t\": 0, \"duration\": 1, \"pod\": {\"spec\": {\"affinity\": {\"nodeAffinity\": "
+        "{\"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": "
+        "[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"in\", \"values\": "
+        "[\"b\"]}]}]}}}}}}\n",
+        "t.jsonl:1:32: pod: required node affinity: unknown operator \"in\" (In, NotIn, "
+        "Exists, DoesNotExist, Gt or Lt)");
     expect_error("t.jsonl", "{{}}\n",
                  "t.jsonl:1:2: malformed trace line: a field name is a mapping, not a string");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {\"spec\": 3}, \"duration\": 1}\n", "t.jsonl:1:");
