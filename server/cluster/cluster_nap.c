@@ -153,11 +153,15 @@ const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g) {
         return NULL;
     if (!cluster__nap_type_allowed(ap, g->spec.machine_type))
         return "its machine type is no longer allowed";
-    const char *prefix = ap->prefix != NULL ? ap->prefix : "nap";
-    size_t plen = strlen(prefix);
-    if (strncmp(g->spec.id, prefix, plen) != 0 || g->spec.id[plen] != '-')
-        return "its id does not start with the autoprovisioning prefix";
-    return NULL;
+    /* The id its shape gets now, as NewNodeGroup and the config make them: another one
+     * was made under another prefix (nap-gpu- is not nap- even though it starts so). */
+    char *id = NULL;
+    if (autoprov_group_id(ap->prefix, g->spec.machine_type, g->spec.zone, &g->spec.labels,
+                          &g->spec.taints, &g->spec.extra_resources, &id, NULL) != 0)
+        return NULL; /* out of memory: kept until its TTL */
+    bool same = strcmp(id, g->spec.id) == 0;
+    free(id);
+    return same ? NULL : "its id is not the one the autoprovisioning prefix gives it";
 }
 
 /* ------------------------------------------------------------------------------------

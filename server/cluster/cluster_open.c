@@ -100,13 +100,20 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
             j++;
         if (j < configured && sg->autoprovisioned) {
             /* Its instances are machines of the autoprovisioned shape, not of the group
-             * configured under the same id now (a reload refuses this too). */
-            rc = frugal_err_set(err, FRUGAL_EPRECOND,
-                                "%s: node group %s is autoprovisioned (machine type %s) but the "
-                                "config also has it: choose another id for the configured group",
-                                state_backend_describe(c->state), sg->spec.id,
-                                sg->spec.machine_type);
-            goto out;
+             * configured under the same id now (a reload refuses this too); one that holds
+             * nothing simply goes. */
+            if (sg->exists || sg->target_size > 0 || sg->instances_count > 0) {
+                rc = frugal_err_set(
+                    err, FRUGAL_EPRECOND,
+                    "%s: node group %s is autoprovisioned (machine type %s) but the config also "
+                    "has it: choose another id for the configured group",
+                    state_backend_describe(c->state), sg->spec.id, sg->spec.machine_type);
+                goto out;
+            }
+            log_info("%s: the empty autoprovisioned node group %s dropped: the config has a "
+                     "group of that id",
+                     state_backend_describe(c->state), sg->spec.id);
+            continue;
         }
         const char *stale = sg->autoprovisioned && cfg->autoprovisioning.enabled
                                 ? cluster__nap_stale(cfg, sg)

@@ -463,6 +463,24 @@ assert_ok "node-groups" ctl node-groups
 assert_no_match "^nap-" "$OUT" "no group of the old prefix is left"
 assert_match "^x-n1-standard-1-z1 " "$OUT" "the new prefix's group stays"
 stop_server
+# A prefix that the old one starts with: nap-gpu-... is not under nap-.
+restart_config nap-gpu "n1-standard-1"
+start_server "$TMP/restart.yaml"
+stop_server
+restart_config nap "n1-standard-1"
+start_server "$TMP/restart.yaml"
+assert_ok "node-groups" ctl node-groups
+assert_no_match "^nap-gpu-" "$OUT" "the theoretical groups of prefix nap-gpu are dropped under nap"
+assert_match "^nap-n1-standard-1-z1 " "$OUT" "the shape is offered under nap"
+stop_server
+# Autoprovisioning off, and a configured group under the id of an empty theoretical one.
+restart_config nap "n1-standard-1" nap-n1-standard-1-z1
+sed -i 's/enabled: true/enabled: false/' "$TMP/restart.yaml"
+start_server "$TMP/restart.yaml"
+assert_eq 0 "$(target_size nap-n1-standard-1-z1)" "the configured group starts, the empty one is dropped"
+assert_match "empty autoprovisioned node group nap-n1-standard-1-z1 dropped: the config has a group of that id" \
+    "$(cat "$SERVER_LOG")" "the drop is logged"
+stop_server
 
 log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
 nap_config() { # ENABLED TYPES

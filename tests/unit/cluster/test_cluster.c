@@ -639,9 +639,11 @@ static void test_autoprovisioned_persisted(void **state) {
         "resource key=nvidia.com/gpu value=1\n"
         "instance id=frugal://nap-n1-standard-4-us-central1-a/nap-n1-standard-4-us-central1-a-1 "
         "state=running since=5\n"
-        "group id=nap-theory managed=1 autoprovisioned=1 exists=0 min=0 max=8 target=0 "
+        "group id=nap-n1-standard-1 managed=1 autoprovisioned=1 exists=0 min=0 max=8 target=0 "
         "next_seq=1 empty_since=0 machine_type=n1-standard-1 spot=0 spot_price=-1\n"
-        "end groups=5 instances=5\n",
+        "group id=gpu-n1-standard-1 managed=1 autoprovisioned=1 exists=0 min=0 max=8 target=0 "
+        "next_seq=1 empty_since=0 machine_type=n1-standard-1 spot=0 spot_price=-1\n"
+        "end groups=6 instances=5\n",
         content);
     free(content);
     write_file(f->path, text);
@@ -657,8 +659,10 @@ static void test_autoprovisioned_persisted(void **state) {
     f->cfg.autoprovisioning.prefix = "nap";
     fx_open(f);
     cluster_read_lock(f->c);
-    /* The file's five, and the theoretical groups of the two allowed types. */
-    assert_int_equal(cluster_groups_count(f->c), 7);
+    /* The file's groups but the theoretical one under another prefix (gpu-), and the
+     * theoretical group of n1-standard-4 in no zone. */
+    assert_int_equal(cluster_groups_count(f->c), 6);
+    assert_null(cluster_find_group(f->c, "gpu-n1-standard-1"));
     const group_t *g = cluster_find_group(f->c, "nap-n1-standard-4-us-central1-a");
     assert_non_null(g);
     assert_true(g->autoprovisioned);
@@ -669,21 +673,21 @@ static void test_autoprovisioned_persisted(void **state) {
     assert_string_equal(g->spec.taints.items[0].value, "a");
     assert_string_equal(g->spec.extra_resources.items[0].key, "nvidia.com/gpu");
     assert_int_equal(g->max_size, 8);
-    const group_t *t = cluster_find_group(f->c, "nap-theory");
+    const group_t *t = cluster_find_group(f->c, "nap-n1-standard-1");
     assert_false(t->exists);
     assert_null(t->spec.zone);
     cluster_read_unlock(f->c);
     /* The first increase makes the theoretical group real. */
-    assert_int_equal(cluster_increase_size(f->c, NULL, "nap-theory", 2, NULL), 0);
+    assert_int_equal(cluster_increase_size(f->c, NULL, "nap-n1-standard-1", 2, NULL), 0);
     cluster_read_lock(f->c);
-    t = cluster_find_group(f->c, "nap-theory");
+    t = cluster_find_group(f->c, "nap-n1-standard-1");
     assert_true(t->exists);
     assert_int_equal(t->target_size, 2);
     cluster_read_unlock(f->c);
     /* Survives a restart with its spec. */
     fx_reopen(f);
     cluster_read_lock(f->c);
-    t = cluster_find_group(f->c, "nap-theory");
+    t = cluster_find_group(f->c, "nap-n1-standard-1");
     assert_non_null(t);
     assert_true(t->exists);
     assert_int_equal(t->target_size, 2);
@@ -697,7 +701,7 @@ static void test_autoprovisioned_persisted(void **state) {
     fx_reopen(f);
     cluster_read_lock(f->c);
     assert_int_equal(cluster_groups_count(f->c), 3);
-    assert_null(cluster_find_group(f->c, "nap-theory"));
+    assert_null(cluster_find_group(f->c, "nap-n1-standard-1"));
     cluster_read_unlock(f->c);
 }
 
