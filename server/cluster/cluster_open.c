@@ -505,10 +505,14 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     for (size_t i = 0; rc == 0 && i < next->node_groups_count; i++) {
         const node_group_config_t *ng = &next->node_groups[i];
         const group_t *old = cluster_find_group(c, ng->spec.id);
-        if (old != NULL && old->autoprovisioned) {
+        /* An autoprovisioned group this reload drops (it holds nothing) leaves its id. */
+        bool dropped = false;
+        for (size_t k = 0; old != NULL && k < n && !dropped; k++)
+            dropped = changes[k].next == NULL && changes[k].index == cluster__index_of(c, old);
+        if (old != NULL && old->autoprovisioned && !dropped) {
             rc = frugal_err_set(err, FRUGAL_EPRECOND,
                                 "node group %s is autoprovisioned: choose another id", ng->spec.id);
-        } else if (old == NULL) {
+        } else if (old == NULL || dropped) {
             group_t *g = cluster__group_from_config(ng);
             int32_t initial = ng->size >= 0 ? ng->size : ng->min_size;
             if (g == NULL)

@@ -521,5 +521,13 @@ reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP off once empty 
 assert_ok "node-groups" ctl node-groups
 assert_no_match "nap-" "$OUT" "no autoprovisioned group is left"
 assert_status NOT_FOUND "CA can no longer create one" ctl increase nap-n1-standard-1-z1 5
+nap_config true "n1-standard-1"
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP on again reloads"
+assert_ok "the theoretical group is back" ctl group-info nap-n1-standard-1-z1
+nap_config false "n1-standard-1"
+printf 'node_groups:\n  - {id: nap-n1-standard-1-z1, machine_type: n1-highmem-4, zone: z9, max_size: 3}\n' \
+    >>"$TMP/onoff.yaml"
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "a configured group may take the id of an empty autoprovisioned one that the reload drops"
+assert_match "n1-highmem-4" "$(ctl group-info nap-n1-standard-1-z1 2>&1)" "the configured group holds the id"
 stop_server
 finish
