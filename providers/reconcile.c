@@ -77,6 +77,12 @@ static bool reconcile__held(const group_t *g, const char *id) {
 
 int reconcile_note_held(reconcile_group_t *rg, const group_t *g) {
     size_t n = g->instances_count;
+    /* Every refresh notes it; most find what the last one noted. */
+    bool same = rg->held_count == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(rg->held[i], g->instances[i].id) == 0;
+    if (same)
+        return 0;
     char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
     for (size_t i = 0; ids != NULL && i < n; i++) {
         if ((ids[i] = strdup(g->instances[i].id)) == NULL) {

@@ -124,6 +124,18 @@ static bool cluster__nap_type_allowed(const autoprov_config_t *ap, const char *m
     return false;
 }
 
+/* Whether spec's id is the one its shape gets under ap's prefix now, as the config and
+ * NewNodeGroup make ids (true when out of memory: the group is kept). */
+static bool cluster__nap_current_id(const autoprov_config_t *ap, const group_spec_t *spec) {
+    char *id = NULL;
+    if (autoprov_group_id(ap->prefix, spec->machine_type, spec->zone, &spec->labels, &spec->taints,
+                          &spec->extra_resources, &id, NULL) != 0)
+        return true;
+    bool same = strcmp(id, spec->id) == 0;
+    free(id);
+    return same;
+}
+
 bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t *spec) {
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled || spec->taints.count > 0 || spec->extra_resources.count > 0 || spec->spot)
@@ -135,16 +147,8 @@ bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t
     bool labels_ok = ap->label_sets_count == 0 && spec->labels.count == 0;
     for (size_t i = 0; i < ap->label_sets_count && !labels_ok; i++)
         labels_ok = kv_list_equal(&ap->label_sets[i], &spec->labels);
-    if (!type_ok || !zone_ok || !labels_ok)
-        return false;
-    /* The shape under the id the config gives it now: not one kept from another prefix. */
-    char *id = NULL;
-    if (autoprov_group_id(ap->prefix, spec->machine_type, spec->zone, &spec->labels, NULL, NULL,
-                          &id, NULL) != 0)
-        return true; /* out of memory: kept, as the shape is offered */
-    bool same = strcmp(id, spec->id) == 0;
-    free(id);
-    return same;
+    /* Under the id the config gives it now: not one kept from another prefix. */
+    return type_ok && zone_ok && labels_ok && cluster__nap_current_id(ap, spec);
 }
 
 const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g) {
@@ -153,15 +157,10 @@ const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g) {
         return NULL;
     if (!cluster__nap_type_allowed(ap, g->spec.machine_type))
         return "its machine type is no longer allowed";
-    /* The id its shape gets now, as NewNodeGroup and the config make them: another one
-     * was made under another prefix (nap-gpu- is not nap- even though it starts so). */
-    char *id = NULL;
-    if (autoprov_group_id(ap->prefix, g->spec.machine_type, g->spec.zone, &g->spec.labels,
-                          &g->spec.taints, &g->spec.extra_resources, &id, NULL) != 0)
-        return NULL; /* out of memory: kept until its TTL */
-    bool same = strcmp(id, g->spec.id) == 0;
-    free(id);
-    return same ? NULL : "its id is not the one the autoprovisioning prefix gives it";
+    /* Another id was made under another prefix (nap-gpu- is not nap-, though it starts so). */
+    return cluster__nap_current_id(ap, &g->spec)
+               ? NULL
+               : "its id is not the one the autoprovisioning prefix gives it";
 }
 
 /* ------------------------------------------------------------------------------------
@@ -193,35 +192,32 @@ int cluster__nap_add_theoretical(const frugal_config_t *cfg, gvec_t *v, frugal_e
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     if (!ap->enabled)
         return 0;
-    kv_list_t empty = {NULL, 0};
-    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
-    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
-    for (size_t t = 0; t < ap->machine_types_count; t++) {
-        for (size_t z = 0; z < nzones; z++) {
-            for (size_t l = 0; l < nsets; l++) {
-                group_spec_t spec;
-                memset(&spec, 0, sizeof(spec));
-                spec.machine_type = ap->machine_types[t];
-                spec.zone = ap->zones_count > 0 ? ap->zones[z] : NULL;
-                spec.labels = ap->label_sets_count > 0 ? ap->label_sets[l] : empty;
-                spec.spot_price = -1;
-                int rc = autoprov_group_id(ap->prefix, spec.machine_type, spec.zone, &spec.labels,
-                                           NULL, NULL, &spec.id, err);
-                if (rc != 0)
-                    return rc;
-                bool known = false;
-                for (size_t i = 0; i < v->count && !known; i++)
-                    known = strcmp(v->items[i]->spec.id, spec.id) == 0;
-                group_t *g = known ? NULL : cluster__nap_group_new(&spec);
-                free(spec.id);
-                if (known)
-                    continue;
-                /* "loaded": its size is not a configured initial size. */
-                if (g == NULL || cluster__gvec_push(v, g, true) != 0) {
-                    group_free(g);
-                    return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-                }
-            }
+    size_t n = autoprov_offered_count(ap);
+    for (size_t k = 0; k < n; k++) {
+        group_spec_t spec;
+        memset(&spec, 0, sizeof(spec));
+        const char *type, *zone;
+        const kv_list_t *labels;
+        autoprov_offered_shape(ap, k, &type, &zone, &labels);
+        spec.machine_type = (char *)type; /* borrowed: group_new copies the spec */
+        spec.zone = (char *)zone;
+        spec.labels = *labels;
+        spec.spot_price = -1;
+        int rc = autoprov_group_id(ap->prefix, spec.machine_type, spec.zone, &spec.labels, NULL,
+                                   NULL, &spec.id, err);
+        if (rc != 0)
+            return rc;
+        bool known = false;
+        for (size_t i = 0; i < v->count && !known; i++)
+            known = strcmp(v->items[i]->spec.id, spec.id) == 0;
+        group_t *g = known ? NULL : cluster__nap_group_new(&spec);
+        free(spec.id);
+        if (known)
+            continue;
+        /* "loaded": its size is not a configured initial size. */
+        if (g == NULL || cluster__gvec_push(v, g, true) != 0) {
+            group_free(g);
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         }
     }
     return 0;

@@ -163,6 +163,21 @@ static char *autoprov__mapped_id(const char *prefix, const char *machine_type, c
     return id;
 }
 
+size_t autoprov_offered_count(const autoprov_config_t *ap) {
+    return ap->machine_types_count * (ap->zones_count > 0 ? ap->zones_count : 1) *
+           (ap->label_sets_count > 0 ? ap->label_sets_count : 1);
+}
+
+void autoprov_offered_shape(const autoprov_config_t *ap, size_t k, const char **machine_type,
+                            const char **zone, const kv_list_t **labels) {
+    static const kv_list_t no_labels = {NULL, 0};
+    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
+    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
+    *machine_type = ap->machine_types[k / (nzones * nsets)];
+    *zone = ap->zones_count > 0 ? ap->zones[k / nsets % nzones] : NULL;
+    *labels = ap->label_sets_count > 0 ? &ap->label_sets[k % nsets] : &no_labels;
+}
+
 int autoprov_group_id(const char *prefix, const char *machine_type, const char *zone,
                       const kv_list_t *labels, const taint_list_t *taints,
                       const kv_list_t *extra_resources, char **out, frugal_err_t *err) {

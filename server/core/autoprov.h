@@ -40,6 +40,15 @@ void autoprov_totals_add(autoprov_totals_t *t, int64_t count, const resources_t 
 bool autoprov_shape_hash(const kv_list_t *labels, const taint_list_t *taints,
                          const kv_list_t *extra_resources, char *buf, size_t size);
 
+/* How many shapes the configuration offers: machine type x zone x label set. */
+size_t autoprov_offered_count(const autoprov_config_t *ap);
+
+/* The k-th offered shape (k < autoprov_offered_count), label sets varying fastest, then
+ * zones, then machine types: *zone NULL when no zone is configured, *labels empty when
+ * no label set is. */
+void autoprov_offered_shape(const autoprov_config_t *ap, size_t k, const char **machine_type,
+                            const char **zone, const kv_list_t **labels);
+
 /* The id `<prefix>-<machine-type>-<zone>[-<hash>]` (no zone part when zone is NULL or
  * empty; prefix NULL means "nap") into a malloc'ed *out. FRUGAL_EINVAL without a
  * machine type, FRUGAL_ENOMEM. */

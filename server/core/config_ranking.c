@@ -174,25 +174,24 @@ static const key_spec_t autoprov_keys[] = {
               max_theoretical_groups, "200", 0, INT32_MAX, false),
 };
 
-/* The shape behind the k-th id of check_ap_ids, for its message. */
+/* The k-th offered shape, for a message. */
 static void ap_shape_name(const autoprov_config_t *ap, size_t k, char *buf, size_t size) {
-    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
-    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
-    size_t t = k / (nzones * nsets), z = k / nsets % nzones, l = k % nsets;
-    int len = snprintf(buf, size, "machine type %s", ap->machine_types[t]);
-    if (ap->zones_count > 0 && len >= 0 && (size_t)len < size)
-        len += snprintf(buf + len, size - (size_t)len, " in zone %s", ap->zones[z]);
+    const char *type, *zone;
+    const kv_list_t *labels;
+    autoprov_offered_shape(ap, k, &type, &zone, &labels);
+    int len = snprintf(buf, size, "machine type %s", type);
+    if (zone != NULL && len >= 0 && (size_t)len < size)
+        len += snprintf(buf + len, size - (size_t)len, " in zone %s", zone);
     if (ap->label_sets_count > 1 && len >= 0 && (size_t)len < size)
-        snprintf(buf + len, size - (size_t)len, " with label set %zu", l + 1);
+        snprintf(buf + len, size - (size_t)len, " with label set %zu",
+                 (size_t)(labels - ap->label_sets) + 1);
 }
 
 /* Two shapes that the config offers must not get one autoprovisioned group id (a-b in
  * zone c and a in zone b-c both give nap-a-b-c): the second would never be offered. */
 static void check_ap_ids(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                          const autoprov_config_t *ap) {
-    size_t nzones = ap->zones_count > 0 ? ap->zones_count : 1;
-    size_t nsets = ap->label_sets_count > 0 ? ap->label_sets_count : 1;
-    size_t n = ap->machine_types_count * nzones * nsets;
+    size_t n = autoprov_offered_count(ap);
     char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
     strmap_t *seen = NULL;
     if (ids == NULL || strmap_create(n, &seen) != 0) {
@@ -200,13 +199,11 @@ static void check_ap_ids(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         free(ids);
         return;
     }
-    kv_list_t empty = {NULL, 0};
     for (size_t k = 0; k < n; k++) {
-        size_t z = k / nsets % nzones, l = k % nsets;
-        if (autoprov_group_id(ap->prefix, ap->machine_types[k / (nzones * nsets)],
-                              ap->zones_count > 0 ? ap->zones[z] : NULL,
-                              ap->label_sets_count > 0 ? &ap->label_sets[l] : &empty, NULL, NULL,
-                              &ids[k], NULL) != 0) {
+        const char *type, *zone;
+        const kv_list_t *labels;
+        autoprov_offered_shape(ap, k, &type, &zone, &labels);
+        if (autoprov_group_id(ap->prefix, type, zone, labels, NULL, NULL, &ids[k], NULL) != 0) {
             config__error(ctx, node, path, "out of memory");
             break;
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "hash.h"
 
 typedef struct left_out__item {
     size_t host; /* the option whose nodes will host the pod */
@@ -139,7 +140,7 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
         if (own == w.set_size[s])
             continue; /* it hosts its whole set */
         size_t count = 0;
-        uint64_t hash = 1469598103934665603ULL; /* FNV-1a over the left-out pods */
+        uint64_t hash = HASH_FNV_OFFSET; /* over the indexes of the left-out pods */
         for (size_t k = 0; k < w.set_size[s]; k++) {
             size_t p = w.by_set[w.set_start[s] + k];
             /* A pod that requests nothing fits wherever a pod fits: not charged. */
@@ -152,7 +153,8 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
                 size = fmax(size, left_out__share(r->gpu, cap->gpu));
             w.items[count++] = (left_out__item_t){w.host[p], size, p};
             value[i] += pod_prices[p];
-            hash = (hash ^ (uint64_t)p) * 1099511628211ULL;
+            for (unsigned b = 0; b < sizeof(p); b++)
+                hash = hash_fnv_byte(hash, (unsigned char)(p >> (8 * b)));
         }
         w.seen[i] = (left_out__seen_t){hash, count};
         size_t same = 0;

@@ -292,6 +292,10 @@ int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal
     return rc;
 }
 
+bool pod_kind_per_node(const char *kind) {
+    return kind != NULL && (strcmp(kind, "DaemonSet") == 0 || strcmp(kind, "Node") == 0);
+}
+
 pod_lifetime_t pod_lifetime_of_kind(const char *kind) {
     static const char *const short_kinds[] = {"Job", "CronJob"};
     static const char *const long_kinds[] = {"ReplicaSet", "StatefulSet", "Deployment", "DaemonSet",

@@ -8,6 +8,7 @@
 #ifndef FRUGAL_POD_H
 #define FRUGAL_POD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,10 @@ typedef enum pod_lifetime {
 
 /* The lifetime of a controller kind (NULL: none). */
 pod_lifetime_t pod_lifetime_of_kind(const char *kind);
+
+/* Whether pods of controller kind come with every node, whatever scales: a DaemonSet's,
+ * or a static pod's (its mirror pod is owned by its Node). kind may be NULL. */
+bool pod_kind_per_node(const char *kind);
 
 /* The lifetime of a decoded pod, from its controlling owner reference. */
 pod_lifetime_t pod_lifetime(const k8s_pod_t *pod);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pod.h"
 #include "replay_prom.h"
 #include "strmap.h"
 #include "yaml_tree.h"
@@ -607,8 +608,7 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
             stats->no_created += p->reqs_count > 0;
             continue;
         }
-        if (p->owner_kind != NULL &&
-            (strcmp(p->owner_kind, "DaemonSet") == 0 || strcmp(p->owner_kind, "Node") == 0)) {
+        if (pod_kind_per_node(p->owner_kind)) {
             stats->per_node++;
             continue;
         }

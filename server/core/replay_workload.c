@@ -12,6 +12,7 @@
 #include "duration.h"
 #include "fit.h"
 #include "kube_json.h"
+#include "pod.h"
 #include "replay.h"
 #include "yaml_tree.h"
 
@@ -333,13 +334,6 @@ static size_t replay__join_surrogates(const char *s, size_t len, char *out) {
     return o;
 }
 
-/* Whether the trace pod comes with every node: a DaemonSet's, or a static pod (owned by
- * its Node). */
-static bool replay__per_node(const k8s_pod_t *pod) {
-    const char *kind = kube_pod_controller_kind(pod);
-    return kind != NULL && (strcmp(kind, "DaemonSet") == 0 || strcmp(kind, "Node") == 0);
-}
-
 static int replay__load_trace(const char *path, const char *text, size_t len, replay_workload_t *w,
                               frugal_err_t *err) {
     size_t cap = 0, line = 0;
@@ -440,7 +434,7 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
                                 why);
             goto next;
         }
-        if (replay__per_node(tp->pod)) {
+        if (pod_kind_per_node(kube_pod_controller_kind(tp->pod))) {
             k8s__io__api__core__v1__pod__free_unpacked(tp->pod, NULL);
             tp->pod = NULL;
             w->trace_per_node++;
