@@ -22,8 +22,9 @@
  *       memory: 7.5Gi            # builtin catalog (or to override it)
  *       gpu: 1
  *
- * The server answers only the winners; the figures of the others come from one more
- * call per option (an option's score does not depend on the other options). --legacy
+ * One call, sent with the `frugal-explain` metadata: the server answers the winners and
+ * then every other option, each scored one with its figures (demand-fit's depend on the
+ * other options, so each is shown as this decision weighed it). --legacy
  * sends pods under `pod = 4` and templates under `nodeMap = 2`. */
 #include <errno.h>
 #include <stdarg.h>
@@ -388,8 +389,12 @@ typedef struct bo_row {
     ranking_figures_t figures;
 } bo_row_t;
 
+/* Winners first (demand-fit may choose another option than the lowest score: the most
+ * pods first, docs/ranking.md), then scored ones by score, then the rest. */
 static int bo_row_cmp(const void *a, const void *b) {
     const bo_row_t *x = a, *y = b;
+    if (x->winner != y->winner)
+        return x->winner ? -1 : 1;
     if (x->scored != y->scored)
         return x->scored ? -1 : 1;
     if (x->scored && !ranking_scores_tie(x->figures.score, y->figures.score))
@@ -398,8 +403,45 @@ static int bo_row_cmp(const void *a, const void *b) {
 }
 
 static int bo_call(rpc_client_t *client, const bo_request_t *req, bo_response_t **resp) {
-    return ctl_call(client, WIRE_EXPANDER_BEST_OPTIONS, &req->base,
-                    &grpcplugin__best_options_response__descriptor, (ProtobufCMessage **)resp);
+    grpc_metadata explain = {.key = grpc_slice_from_static_string(WIRE_EXPLAIN_METADATA),
+                             .value = grpc_slice_from_static_string("all")};
+    return ctl_call_metadata(client, WIRE_EXPANDER_BEST_OPTIONS, &explain, 1, &req->base,
+                             &grpcplugin__best_options_response__descriptor,
+                             (ProtobufCMessage **)resp);
+}
+
+/* rows[i] from the answer's option of request option i: won when its figures follow
+ * RANKING_DEBUG_SEPARATOR, or when no answered option has figures (none could be scored,
+ * so all are answered unchanged). */
+static void bo_read_answer(const bo_request_t *req, const bo_response_t *resp, bo_row_t *rows,
+                           bool *taken) {
+    bool any_figures = false;
+    for (size_t k = 0; k < resp->n_options; k++) {
+        const char *debug = resp->options[k]->debug ? resp->options[k]->debug : "";
+        if (strstr(debug, RANKING_DEBUG_SEPARATOR) || strstr(debug, RANKING_DEBUG_NOT_CHOSEN))
+            any_figures = true;
+    }
+    for (size_t i = 0; i < req->n_options; i++) {
+        rows[i].option = req->options[i];
+        rows[i].index = i;
+        for (size_t k = 0; k < resp->n_options; k++) {
+            const bo_option_t *o = resp->options[k];
+            if (taken[k] || strcmp(o->nodegroupid, req->options[i]->nodegroupid) != 0 ||
+                o->nodecount != req->options[i]->nodecount)
+                continue;
+            taken[k] = true;
+            const char *debug = o->debug ? o->debug : "";
+            if (ranking_parse_figures(debug, &rows[i].figures) == 0) {
+                rows[i].scored = rows[i].winner = true;
+            } else if (ranking_parse_figures_after(debug, RANKING_DEBUG_NOT_CHOSEN,
+                                                   &rows[i].figures) == 0) {
+                rows[i].scored = true;
+            } else {
+                rows[i].winner = !any_figures;
+            }
+            break;
+        }
+    }
 }
 
 static void bo_print(ctl_format_t format, const bo_row_t *rows, size_t n) {
@@ -485,36 +527,15 @@ static int ctl_verb_best_options(rpc_client_t *client, ctl_format_t format, int 
     if (!bo_build(&f, root, legacy, &req))
         goto done;
 
-    /* The answer, then every option alone for its figures. */
     bo_response_t *resp = NULL;
     status = 1;
     if (bo_call(client, &req, &resp) != 0)
         goto done;
-    rows = calloc(req.n_options, sizeof(*rows));
-    if (!rows) {
-        grpcplugin__best_options_response__free_unpacked(resp, NULL);
-        goto done;
-    }
-    for (size_t i = 0; i < req.n_options; i++) {
-        rows[i].option = req.options[i];
-        rows[i].index = i;
-        for (size_t k = 0; k < resp->n_options; k++)
-            if (strcmp(resp->options[k]->nodegroupid, req.options[i]->nodegroupid) == 0)
-                rows[i].winner = true;
-    }
+    rows = cli_xcalloc(req.n_options ? req.n_options : 1, sizeof(*rows));
+    bool *taken = cli_xcalloc(resp->n_options ? resp->n_options : 1, sizeof(*taken));
+    bo_read_answer(&req, resp, rows, taken);
+    free(taken);
     grpcplugin__best_options_response__free_unpacked(resp, NULL);
-
-    for (size_t i = 0; i < req.n_options; i++) {
-        bo_request_t one = req;
-        one.n_options = 1;
-        one.options = &req.options[i];
-        if (bo_call(client, &one, &resp) != 0)
-            goto done;
-        if (resp->n_options == 1 &&
-            ranking_parse_figures(resp->options[0]->debug, &rows[i].figures) == 0)
-            rows[i].scored = true;
-        grpcplugin__best_options_response__free_unpacked(resp, NULL);
-    }
     qsort(rows, req.n_options, sizeof(*rows), bo_row_cmp);
     bo_print(format, rows, req.n_options);
     status = 0;

@@ -11,6 +11,12 @@
 
 int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *req,
              const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp) {
+    return ctl_call_metadata(client, method, NULL, 0, req, resp_desc, resp);
+}
+
+int ctl_call_metadata(rpc_client_t *client, const char *method, const grpc_metadata *md,
+                      size_t md_count, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp) {
     size_t len = protobuf_c_message_get_packed_size(req);
     uint8_t *body = cli_xcalloc(len, 1);
     protobuf_c_message_pack(req, body);
@@ -19,7 +25,8 @@ int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *r
     size_t reply_len = 0;
     grpc_status_code status = GRPC_STATUS_UNKNOWN;
     char *details = NULL;
-    int rc = rpc_client_call(client, method, body, len, &reply, &reply_len, &status, &details);
+    int rc = rpc_client_call_metadata(client, method, md, md_count, body, len, &reply, &reply_len,
+                                      &status, &details);
     free(body);
     if (rc != 0) {
         fprintf(stderr, "error: %s: local failure calling %s\n", frugal_err_name(rc), method);

@@ -141,6 +141,14 @@ void rpc_client_close(rpc_client_t *client) {
 int rpc_client_call(rpc_client_t *client, const char *method, const uint8_t *request,
                     size_t request_len, uint8_t **response, size_t *response_len,
                     grpc_status_code *status, char **details) {
+    return rpc_client_call_metadata(client, method, NULL, 0, request, request_len, response,
+                                    response_len, status, details);
+}
+
+int rpc_client_call_metadata(rpc_client_t *client, const char *method, const grpc_metadata *md,
+                             size_t md_count, const uint8_t *request, size_t request_len,
+                             uint8_t **response, size_t *response_len, grpc_status_code *status,
+                             char **details) {
     *response = NULL;
     *response_len = 0;
     *details = NULL;
@@ -153,8 +161,8 @@ int rpc_client_call(rpc_client_t *client, const char *method, const uint8_t *req
     grpc_slice_unref(body);
     grpc_byte_buffer *recv_buf = NULL;
     grpc_status_code call_status = GRPC_STATUS_UNKNOWN;
-    int rc =
-        unary_call(client->channel, method, deadline, send_buf, &recv_buf, &call_status, details);
+    int rc = unary_call(client->channel, method, deadline, md, md_count, send_buf, &recv_buf,
+                        &call_status, details);
     grpc_byte_buffer_destroy(send_buf);
     if (rc == 0 && call_status == GRPC_STATUS_OK && recv_buf != NULL) {
         frugal_err_t err;

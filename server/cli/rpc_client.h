@@ -36,4 +36,10 @@ int rpc_client_call(rpc_client_t *client, const char *method, const uint8_t *req
                     size_t request_len, uint8_t **response, size_t *response_len,
                     grpc_status_code *status, char **details);
 
+/* rpc_client_call with the request metadata md[0..md_count). */
+int rpc_client_call_metadata(rpc_client_t *client, const char *method, const grpc_metadata *md,
+                             size_t md_count, const uint8_t *request, size_t request_len,
+                             uint8_t **response, size_t *response_len, grpc_status_code *status,
+                             char **details);
+
 #endif

@@ -215,9 +215,13 @@ int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
 }
 
 int ranking_parse_figures(const char *debug, ranking_figures_t *out) {
+    return ranking_parse_figures_after(debug, RANKING_DEBUG_SEPARATOR, out);
+}
+
+int ranking_parse_figures_after(const char *debug, const char *separator, ranking_figures_t *out) {
     const char *p = NULL, *q = debug;
-    while ((q = strstr(q, RANKING_DEBUG_SEPARATOR)) != NULL) {
-        p = q + strlen(RANKING_DEBUG_SEPARATOR);
+    while ((q = strstr(q, separator)) != NULL) {
+        p = q + strlen(separator);
         q = p;
     }
     if (!p)

@@ -128,11 +128,17 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 
 /* The separator put between the incoming debug string and the figures. */
 #define RANKING_DEBUG_SEPARATOR " | frugal: "
+/* What precedes the figures of an option that did not win, in an answer that explains
+ * every option (the `frugal-explain` metadata of `frugal ctl best-options`). */
+#define RANKING_DEBUG_NOT_CHOSEN " | frugal, not chosen: "
 
 /* Parse the figures back from a debug string (the last RANKING_DEBUG_SEPARATOR part);
  * the demand-fit form fills P, T, ratio, pods_ratio, score, mixed_gpu, and the GPU
  * factor as unfitness and suppressed.
  * Returns 0, or FRUGAL_EINVAL when the string carries no complete figures. */
 int ranking_parse_figures(const char *debug, ranking_figures_t *out);
+
+/* ranking_parse_figures after the last separator (RANKING_DEBUG_NOT_CHOSEN, say). */
+int ranking_parse_figures_after(const char *debug, const char *separator, ranking_figures_t *out);
 
 #endif

@@ -23,6 +23,7 @@
 #include "peer_socket.h"
 #include "status.h"
 #include "tls_reload.h"
+#include "wire_names.h"
 
 /* gRPC's status codes are 0 (OK) to 16 (UNAUTHENTICATED). */
 #define CALL_CODES (GRPC_STATUS_UNAUTHENTICATED + 1)
@@ -341,6 +342,14 @@ static const char *call_method_name(const call_state_t *cs, char *buf, size_t si
     return buf;
 }
 
+/* Whether the call's request metadata holds key (any value). */
+static bool call_has_metadata(const call_state_t *cs, const char *key) {
+    for (size_t i = 0; i < cs->request_metadata.count; i++)
+        if (grpc_slice_str_cmp(cs->request_metadata.metadata[i].key, key) == 0)
+            return true;
+    return false;
+}
+
 /* Count cs's answer in the per-method metrics. */
 static void call_record(const call_state_t *cs, grpc_status_code status) {
     double seconds =
@@ -496,6 +505,7 @@ static void call_handle_request(call_state_t *cs) {
             ctx.cfg = cluster_config_acquire(ctx.cluster);
         gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
         ctx.call.deadline_ms = call_budget_end(cs, deadline);
+        ctx.explain = call_has_metadata(cs, WIRE_EXPLAIN_METADATA);
         rc = service_method_call(cs->entry->method, &ctx, cs->payload, deadline, &cs->response,
                                  &err);
         if (ctx.cluster != NULL)

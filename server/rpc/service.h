@@ -36,6 +36,9 @@ typedef struct service_ctx {
      * demand-fit, and so does ProposeNodeGroups. Lock-free and bounded. NULL: none. */
     demand_memory_t *demand;
     cluster_call_t call; /* this call's budget, which handlers pass to cluster mutations */
+    /* The call carried the `frugal-explain` request metadata (WIRE_EXPLAIN_METADATA):
+     * BestOptions then answers every option with its figures, not only the winners. */
+    bool explain;
 } service_ctx_t;
 
 /* The memory a typed handler builds its response in: the response message itself and

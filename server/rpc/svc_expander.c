@@ -219,6 +219,13 @@ static void expander__warn_unlabelled(const frugal_config_t *cfg, const group_t 
              g->spec.machine_type);
 }
 
+static bool expander__selected(const decide_result_t *res, size_t i) {
+    for (size_t k = 0; k < res->selected_count; k++)
+        if (res->selected[k] == i)
+            return true;
+    return false;
+}
+
 int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
@@ -234,6 +241,7 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     decide_option_t *options = calloc(n, sizeof(*options));
     bool *missing = calloc(n, sizeof(*missing));
     char **debugs = calloc(n, sizeof(*debugs));
+    size_t *order = calloc(n, sizeof(*order));
     resources_t *pods = calloc(req->pods_count ? req->pods_count : 1, sizeof(*pods));
     expander__node_cache_t *nodes = calloc(req->nodes_count ? req->nodes_count : 1, sizeof(*nodes));
     decide_result_t res = {0};
@@ -242,8 +250,8 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     bool *decoded = calloc(m, sizeof(*decoded));
     int64_t *created = calloc(m, sizeof(*created));
     uint64_t *identities = calloc(m, sizeof(*identities));
-    if (!options || !missing || !debugs || !pods || !nodes || !lifetimes || !decoded || !created ||
-        !identities) {
+    if (!options || !missing || !debugs || !order || !pods || !nodes || !lifetimes || !decoded ||
+        !created || !identities) {
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
         goto done;
     }
@@ -306,23 +314,36 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
         log_warn(
             "BestOptions: none of the %zu options can be scored, answering all of them unchanged",
             n);
-    } else {
-        for (size_t k = 0; k < res.selected_count; k++) {
-            const expander_option_t *o = &req->options[res.selected[k]];
-            char figures[RANKING_FIGURES_MAX];
-            ranking_format_strategy_figures(res.strategy, &res.figures[res.selected[k]],
-                                            &res.inputs[res.selected[k]], figures, sizeof(figures));
-            size_t len = strlen(o->debug) + strlen(RANKING_DEBUG_SEPARATOR) + strlen(figures) + 1;
-            if (!(debugs[k] = malloc(len))) {
-                frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
-                goto done;
-            }
-            snprintf(debugs[k], len, "%s%s%s", o->debug, RANKING_DEBUG_SEPARATOR, figures);
-            log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
-        }
     }
-    rc = expander_response_build(req, res.selected, res.selected_count, (const char *const *)debugs,
-                                 out, err);
+    /* The winners, then (explain) every other option, each scored one with its figures
+     * after the separator that says whether it won. */
+    size_t answered = res.selected_count;
+    for (size_t k = 0; k < res.selected_count; k++)
+        order[k] = res.selected[k];
+    if (ctx->explain && res.any_scored)
+        for (size_t i = 0; i < n; i++)
+            if (!expander__selected(&res, i))
+                order[answered++] = i;
+    for (size_t k = 0; res.any_scored && k < answered; k++) {
+        size_t i = order[k];
+        if (!res.figures[i].scored)
+            continue;
+        const expander_option_t *o = &req->options[i];
+        const char *sep =
+            k < res.selected_count ? RANKING_DEBUG_SEPARATOR : RANKING_DEBUG_NOT_CHOSEN;
+        char figures[RANKING_FIGURES_MAX];
+        ranking_format_strategy_figures(res.strategy, &res.figures[i], &res.inputs[i], figures,
+                                        sizeof(figures));
+        size_t len = strlen(o->debug) + strlen(sep) + strlen(figures) + 1;
+        if (!(debugs[k] = malloc(len))) {
+            frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
+            goto done;
+        }
+        snprintf(debugs[k], len, "%s%s%s", o->debug, sep, figures);
+        if (k < res.selected_count)
+            log_debug("BestOptions: selected \"%s\" x%d: %s", o->group_id, o->node_count, figures);
+    }
+    rc = expander_response_build(req, order, answered, (const char *const *)debugs, out, err);
 
 done:
     for (size_t i = 0; nodes && i < req->nodes_count; i++)
@@ -336,6 +357,7 @@ done:
     free(created);
     free(identities);
     free(debugs);
+    free(order);
     free(nodes);
     free(pods);
     free(missing);

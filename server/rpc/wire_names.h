@@ -56,6 +56,10 @@
 
 /* grpcplugin.Expander and grpc.health.v1.Health. */
 #define WIRE_EXPANDER_BEST_OPTIONS "/" WIRE_SERVICE_EXPANDER "/BestOptions"
+/* The request metadata key with which `frugal ctl best-options` asks BestOptions for
+ * every option's figures from its one decision, not only the winners' (docs/wire.md).
+ * CA never sends it. */
+#define WIRE_EXPLAIN_METADATA "frugal-explain"
 #define WIRE_HEALTH_CHECK "/" WIRE_SERVICE_HEALTH "/Check"
 
 #endif

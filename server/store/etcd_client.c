@@ -160,7 +160,8 @@ static bool etcd__wait_ready(grpc_channel *ch, int64_t at_ms) {
 static void etcd__call_once(etcd_endpoint_t *e, const char *method, grpc_byte_buffer *req,
                             int64_t at_ms, grpc_byte_buffer **resp, grpc_status_code *status,
                             char **details) {
-    if (unary_call(e->channel, method, etcd__deadline(at_ms), req, resp, status, details) != 0) {
+    if (unary_call(e->channel, method, etcd__deadline(at_ms), NULL, 0, req, resp, status,
+                   details) != 0) {
         *status = GRPC_STATUS_INTERNAL;
         *details = strdup("");
     }

@@ -6,8 +6,9 @@
 
 #include <grpc/support/time.h>
 
-int unary_call(grpc_channel *ch, const char *method, gpr_timespec deadline, grpc_byte_buffer *req,
-               grpc_byte_buffer **resp, grpc_status_code *status, char **details) {
+int unary_call(grpc_channel *ch, const char *method, gpr_timespec deadline, const grpc_metadata *md,
+               size_t md_count, grpc_byte_buffer *req, grpc_byte_buffer **resp,
+               grpc_status_code *status, char **details) {
     *resp = NULL;
     *details = NULL;
     int rc = 0;
@@ -29,6 +30,8 @@ int unary_call(grpc_channel *ch, const char *method, gpr_timespec deadline, grpc
     grpc_op ops[6];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = md_count;
+    ops[0].data.send_initial_metadata.metadata = (grpc_metadata *)md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = req;
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;

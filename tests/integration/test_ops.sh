@@ -103,9 +103,12 @@ M=$(cat "$TMP/metrics.txt")
 CP='grpc_service="clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider"'
 assert_match "^grpc_server_handled_total\{$CP,grpc_method=\"NodeGroupIncreaseSize\",grpc_code=\"OK\"\} 1$" "$M" "handled OK"
 assert_match "^grpc_server_handled_total\{$CP,grpc_method=\"NodeGroupIncreaseSize\",grpc_code=\"NOT_FOUND\"\} 1$" "$M" "handled NOT_FOUND"
-# `ctl best-options` makes one call for the answer and one per option for its figures
+# `ctl best-options` makes one call (every option's figures come with its answer), so
+# the two runs above are two calls and two decisions
 CALLS=$(echo "$M" | sed -n 's/^grpc_server_handled_total{grpc_service="grpcplugin.Expander",grpc_method="BestOptions",grpc_code="OK"} //p')
-assert_match '^[1-9][0-9]*$' "$CALLS" "BestOptions calls counted"
+assert_eq 2 "$CALLS" "BestOptions calls counted"
+DECISIONS=$(echo "$M" | awk '/^frugal_expander_decisions_total\{/ { n += $2 } END { print n + 0 }')
+assert_eq 2 "$DECISIONS" "one decision per ctl best-options"
 assert_match "^grpc_server_handling_seconds_bucket\{grpc_service=\"grpcplugin.Expander\",grpc_method=\"BestOptions\",le=\"5\"\} $CALLS$" "$M" "BestOptions latency histogram"
 assert_match "^grpc_server_handling_seconds_count\{grpc_service=\"grpcplugin.Expander\",grpc_method=\"BestOptions\"\} $CALLS$" "$M" "BestOptions count"
 assert_match "^frugal_expander_decisions_total\{node_group=\"$WINNER\"\} [1-9]" "$M" "decisions by winner ($WINNER)"

@@ -36,4 +36,9 @@ extern const size_t ctl_verbs_autoprov_count;
 int ctl_call(rpc_client_t *client, const char *method, const ProtobufCMessage *req,
              const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp);
 
+/* ctl_call with the request metadata md[0..md_count). */
+int ctl_call_metadata(rpc_client_t *client, const char *method, const grpc_metadata *md,
+                      size_t md_count, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp);
+
 #endif

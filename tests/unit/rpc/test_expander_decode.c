@@ -776,8 +776,10 @@ static frugal_config_t *load_config(const char *yaml) {
     return cfg;
 }
 
-/* Answer a request through expander__answer; returns the unpacked response. */
-static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const request_t *r) {
+/* Answer a request through expander__answer, explained or not (the `frugal-explain`
+ * metadata); returns the unpacked response. */
+static Grpcplugin__BestOptionsResponse *answer_with(const frugal_config_t *cfg, const request_t *r,
+                                                    bool explain) {
     size_t len = grpcplugin__best_options_request__get_packed_size(r);
     uint8_t *bytes = malloc(len ? len : 1);
     grpcplugin__best_options_request__pack(r, bytes);
@@ -785,7 +787,7 @@ static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const
     expander_response_t resp;
     frugal_err_t err = {0};
     static demand_memory_t memory; /* zeroed: demand_init's state, as serve's */
-    service_ctx_t ctx = {.cfg = cfg, .cluster = NULL, .demand = &memory};
+    service_ctx_t ctx = {.cfg = cfg, .cluster = NULL, .demand = &memory, .explain = explain};
     assert_int_equal(expander__answer(&ctx, req, &resp, &err), 0);
     uint8_t *out;
     size_t out_len;
@@ -799,6 +801,10 @@ static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const
     decode_free(req);
     free(bytes);
     return br;
+}
+
+static Grpcplugin__BestOptionsResponse *answer(const frugal_config_t *cfg, const request_t *r) {
+    return answer_with(cfg, r, false);
 }
 
 /* A call whose deadline has passed is answered DEADLINE_EXCEEDED, and a live one OK. */
@@ -874,6 +880,27 @@ static void test_answer_design_case(void **state) {
         assert_int_equal(ranking_parse_figures(br->options[0]->debug, &f), 0);
         assert_true(strncmp(br->options[0]->debug, "ca | frugal: node_price=0.380000", 32) == 0);
         assert_true(f.unfitness == 1.0);
+        grpcplugin__best_options_response__free_unpacked(br, NULL);
+
+        /* Explained: the winner as before, then the others in request order, with their
+         * figures after the not-chosen separator. */
+        br = answer_with(cfg, &r, true);
+        assert_int_equal(br->n_options, 3);
+        static const char *explained[3] = {"s8", "s2", "s32"};
+        for (size_t i = 0; i < 3; i++) {
+            assert_string_equal(br->options[i]->nodegroupid, explained[i]);
+            assert_int_equal(br->options[i]->n_podbytes, 1);
+            ranking_figures_t g;
+            assert_int_equal(ranking_parse_figures(br->options[i]->debug, &g),
+                             i == 0 ? 0 : FRUGAL_EINVAL);
+            if (i > 0) {
+                assert_int_equal(ranking_parse_figures_after(br->options[i]->debug,
+                                                             RANKING_DEBUG_NOT_CHOSEN, &g),
+                                 0);
+                assert_true(strncmp(br->options[i]->debug, "ca | frugal, not chosen: ", 25) == 0);
+                assert_true(g.unfitness == 4.0);
+            }
+        }
         grpcplugin__best_options_response__free_unpacked(br, NULL);
 
         /* Without a template for s8 and with a zero node count for s2, s32 is left. */
