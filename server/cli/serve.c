@@ -186,7 +186,7 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
         }
         frugal_err_t err;
         frugal_err_clear(&err);
-        if (cluster_refresh(cluster, NULL, &err) != 0)
+        if (cluster_refresh_when_idle(cluster, &err) != 0)
             log_warn("periodic refresh failed: %s", err.msg);
     }
 }

@@ -395,9 +395,17 @@ int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
         return 0;
     if (rc == 0)
         pthread_mutex_unlock(&c->write_mu);
+    /* What holds the earlier changes up: their provider work (an exec hook), or storing
+     * them. */
+    if (c->state == NULL)
+        return frugal_err_set(err, FRUGAL_EUNAVAIL,
+                              "gave up waiting for earlier changes to finish (their provider "
+                              "work is slow) within this call's budget of %d ms: nothing changed",
+                              CLUSTER_MUTATION_BUDGET_MS);
     return frugal_err_set(err, FRUGAL_EUNAVAIL,
-                          "gave up waiting for earlier changes to be stored in %s (slow or "
-                          "unreachable) within this call's budget of %d ms: nothing changed",
+                          "gave up waiting for earlier changes to finish (their provider work is "
+                          "slow, or %s is slow or unreachable) within this call's budget of %d "
+                          "ms: nothing changed",
                           state_backend_describe(c->state), CLUSTER_MUTATION_BUDGET_MS);
 }
 

@@ -122,6 +122,11 @@ int cluster_delete_nodes(cluster_t *c, const cluster_call_t *call, const char *i
  * maintenance tick. */
 int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err);
 
+/* cluster_refresh for a periodic tick: skipped (0, nothing done) while a change holds
+ * the cluster (a hook may hold it for seconds), so the caller, serve's signal loop,
+ * never waits behind it; the next tick refreshes. */
+int cluster_refresh_when_idle(cluster_t *c, frugal_err_t *err);
+
 /* Store the whole state now (no-op in memory). */
 int cluster_persist(cluster_t *c, frugal_err_t *err);
 

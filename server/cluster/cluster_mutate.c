@@ -332,7 +332,9 @@ static void cluster__follow(cluster_t *c) {
     }
 }
 
-int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err) {
+/* when_idle: skip it (0, nothing done) when a change holds write_mu at the start. */
+static int cluster__refresh(cluster_t *c, const cluster_call_t *call, bool when_idle,
+                            frugal_err_t *err) {
     double t0 = clock_mono_ms_exact();
     /* Provider work (instance states, hook results, expiry) belongs to the leader of a
      * shared store; the others learn its results through the backend's watch. */
@@ -346,8 +348,12 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
     /* A mutation on another replica may commit first: refresh again on its result. */
     int rc, attempt = 0;
     do {
-        if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0)
+        if (when_idle && attempt == 0) {
+            if (pthread_mutex_trylock(&c->write_mu) != 0)
+                return 0;
+        } else if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0) {
             break;
+        }
         rc = cluster__refresh_locked(c, &ctx, err);
         pthread_mutex_unlock(&c->write_mu);
     } while (cluster__retry(c, rc, &attempt, ctx.deadline_ms));
@@ -365,6 +371,14 @@ int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err)
         log_warn("Refresh failed: %s (duration_ms=%.1f)", err != NULL ? err->msg : "",
                  clock_mono_ms_exact() - t0);
     return rc;
+}
+
+int cluster_refresh(cluster_t *c, const cluster_call_t *call, frugal_err_t *err) {
+    return cluster__refresh(c, call, false, err);
+}
+
+int cluster_refresh_when_idle(cluster_t *c, frugal_err_t *err) {
+    return cluster__refresh(c, NULL, true, err);
 }
 
 /* A group this replica has configured lost its stored key: deleted by hand, or by a

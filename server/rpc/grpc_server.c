@@ -143,6 +143,7 @@ typedef struct call_state {
     gpr_timespec receive_by;      /* monotonic */
     struct call_state *recv_prev; /* the receive list, oldest first */
     struct call_state *recv_next;
+    struct call_state *parked_next; /* the parked changes, oldest first */
 } call_state_t;
 
 /* After a call this large, freed memory is handed back to the system: a BestOptions
@@ -192,6 +193,13 @@ struct frugal_server {
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
     atomic_long freed_since_trim;     /* calls freed since memory was last handed back */
     long long max_message_bytes;
+    /* Changes (service_method_t.changes) may wait seconds for earlier ones (a slow disk,
+     * an unreachable etcd, a hook): at most changes_max of them (all workers but one)
+     * run at once, so reads always find a worker; the others are parked, and a worker
+     * that finishes a change runs the oldest parked one before taking new calls. */
+    pthread_mutex_t changes_mu;
+    size_t changes_running, changes_max;
+    call_state_t *parked_head, *parked_tail;
     atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
 };
 
@@ -470,8 +478,8 @@ static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
     return clock_mono_ms() + left;
 }
 
-/* The request message arrived: run the handler. */
-static void call_handle_request(call_state_t *cs) {
+/* Run cs's handler and reply. */
+static void call_run(call_state_t *cs) {
     worker_t *w = cs->worker;
     if (cs->payload != NULL)
         cs->payload_bytes = grpc_byte_buffer_length(cs->payload);
@@ -517,6 +525,44 @@ static void call_handle_request(call_state_t *cs) {
     const char *message = rc == 0 ? "" : (err.msg[0] ? err.msg : frugal_err_describe(rc));
     call_log(cs, status, message);
     call_reply(cs, status, message);
+}
+
+/* The request message arrived: run the handler now, or park a change while
+ * changes_max of them run (frugal_server.changes_mu). A parked call's budget still
+ * counts from its arrival (call_budget_end), so it never answers later than it would
+ * have behind a busy worker. */
+static void call_handle_request(call_state_t *cs) {
+    frugal_server_t *s = cs->worker->server;
+    if (cs->entry == NULL || !cs->entry->method->changes || cs->payload == NULL) {
+        call_run(cs);
+        return;
+    }
+    pthread_mutex_lock(&s->changes_mu);
+    if (s->changes_running >= s->changes_max) {
+        cs->parked_next = NULL;
+        if (s->parked_tail != NULL)
+            s->parked_tail->parked_next = cs;
+        else
+            s->parked_head = cs;
+        s->parked_tail = cs;
+        pthread_mutex_unlock(&s->changes_mu);
+        return;
+    }
+    s->changes_running++;
+    pthread_mutex_unlock(&s->changes_mu);
+    while (cs != NULL) {
+        call_run(cs);
+        pthread_mutex_lock(&s->changes_mu);
+        cs = s->parked_head;
+        if (cs != NULL) {
+            s->parked_head = cs->parked_next;
+            if (s->parked_head == NULL)
+                s->parked_tail = NULL;
+        } else {
+            s->changes_running--;
+        }
+        pthread_mutex_unlock(&s->changes_mu);
+    }
 }
 
 /* cs's connection (peer) holds its share: count the refusal and warn once a minute per
@@ -755,6 +801,7 @@ static void server__free(frugal_server_t *s) {
         grpc_resource_quota_unref(s->quota);
     conn_share_destroy(s->shares);
     pthread_mutex_destroy(&s->receive_mu);
+    pthread_mutex_destroy(&s->changes_mu);
     pthread_rwlock_destroy(&s->cq_lock);
     free(s->methods);
     free(s->workers);
@@ -878,6 +925,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     unknown_method_metrics.seconds = metrics_cell(METRICS_GRPC_SECONDS, "unknown", "unknown", NULL);
 
     pthread_mutex_init(&s->receive_mu, NULL);
+    pthread_mutex_init(&s->changes_mu, NULL);
     pthread_rwlock_init(&s->cq_lock, NULL);
     grpc_arg args[SERVER_ARGS_MAX];
     size_t nargs = server__channel_args(s, cfg, args);
@@ -890,6 +938,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->methods = calloc(total * listeners, sizeof(*s->methods));
     s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
+    s->changes_max = s->workers_count > 1 ? s->workers_count - 1 : 1;
     s->max_inflight = (long)cfg->limits.max_calls_per_worker * (long)s->workers_count;
     s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
     s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);

@@ -86,13 +86,18 @@ typedef struct service_method {
     const ProtobufCMessageDescriptor *response; /* typed: the answer's type */
     service_typed_fn handler;                   /* typed */
     service_raw_fn raw;                         /* raw */
+    /* It changes the cluster, so it may wait for earlier changes (a slow disk, etcd, a
+     * hook): the plumbing lets such calls hold all workers but one (grpc_server.c). */
+    bool changes;
 } service_method_t;
 
 /* A table entry of each kind. */
 #define SERVICE_TYPED(path, request_desc, response_desc, fn)                                       \
-    { (path), (request_desc), (response_desc), (fn), NULL }
+    { (path), (request_desc), (response_desc), (fn), NULL, false }
+#define SERVICE_TYPED_CHANGE(path, request_desc, response_desc, fn)                                \
+    { (path), (request_desc), (response_desc), (fn), NULL, true }
 #define SERVICE_RAW(path, fn)                                                                      \
-    { (path), NULL, NULL, NULL, (fn) }
+    { (path), NULL, NULL, NULL, (fn), false }
 
 typedef struct service_def {
     const char *name; /* full service name, for the health service */

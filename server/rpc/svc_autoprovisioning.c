@@ -458,13 +458,15 @@ out:
 /* A method of the table: its path, its request and response types, its handler. */
 #define AP_METHOD(path, type, fn)                                                                  \
     SERVICE_TYPED(path, AP_DESC(type##_request), AP_DESC(type##_response), fn)
+#define AP_CHANGE(path, type, fn)                                                                  \
+    SERVICE_TYPED_CHANGE(path, AP_DESC(type##_request), AP_DESC(type##_response), fn)
 
 static const service_method_t autoprovisioning_methods[] = {
     AP_METHOD(WIRE_AP_GET_AVAILABLE_MACHINE_TYPES, get_available_machine_types,
               ap_get_available_machine_types),
-    AP_METHOD(WIRE_AP_NEW_NODE_GROUP, new_node_group, ap_new_node_group),
-    AP_METHOD(WIRE_AP_NODE_GROUP_CREATE, node_group_create, ap_node_group_create),
-    AP_METHOD(WIRE_AP_NODE_GROUP_DELETE, node_group_delete, ap_node_group_delete),
+    AP_CHANGE(WIRE_AP_NEW_NODE_GROUP, new_node_group, ap_new_node_group),
+    AP_CHANGE(WIRE_AP_NODE_GROUP_CREATE, node_group_create, ap_node_group_create),
+    AP_CHANGE(WIRE_AP_NODE_GROUP_DELETE, node_group_delete, ap_node_group_delete),
     AP_METHOD(WIRE_AP_NODE_GROUP_INFO, node_group_info, ap_node_group_info),
     AP_METHOD(WIRE_AP_GET_RESOURCE_LIMITER, get_resource_limiter, ap_get_resource_limiter),
     AP_METHOD(WIRE_AP_PROPOSE_NODE_GROUPS, propose_node_groups, ap_propose_node_groups),

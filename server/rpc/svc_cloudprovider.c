@@ -550,6 +550,8 @@ static int cp_get_options(service_ctx_t *ctx, const void *request, void *respons
 /* A method of the table: its path, its request and response types, its handler. */
 #define CP_METHOD(path, type, fn)                                                                  \
     SERVICE_TYPED(path, EG_DESC(type##_request), EG_DESC(type##_response), fn)
+#define CP_CHANGE(path, type, fn)                                                                  \
+    SERVICE_TYPED_CHANGE(path, EG_DESC(type##_request), EG_DESC(type##_response), fn)
 
 static const service_method_t cloudprovider_methods[] = {
     CP_METHOD(WIRE_CP_NODE_GROUPS, node_groups, cp_node_groups),
@@ -558,12 +560,12 @@ static const service_method_t cloudprovider_methods[] = {
     CP_METHOD(WIRE_CP_PRICING_POD_PRICE, pricing_pod_price, cp_pricing_pod_price),
     CP_METHOD(WIRE_CP_GPU_LABEL, gpulabel, cp_gpu_label),
     CP_METHOD(WIRE_CP_GET_AVAILABLE_GPU_TYPES, get_available_gputypes, cp_get_available_gpu_types),
-    CP_METHOD(WIRE_CP_CLEANUP, cleanup, cp_cleanup),
-    CP_METHOD(WIRE_CP_REFRESH, refresh, cp_refresh),
+    CP_CHANGE(WIRE_CP_CLEANUP, cleanup, cp_cleanup),
+    CP_CHANGE(WIRE_CP_REFRESH, refresh, cp_refresh),
     CP_METHOD(WIRE_CP_TARGET_SIZE, node_group_target_size, cp_target_size),
-    CP_METHOD(WIRE_CP_INCREASE_SIZE, node_group_increase_size, cp_increase_size),
-    CP_METHOD(WIRE_CP_DELETE_NODES, node_group_delete_nodes, cp_delete_nodes),
-    CP_METHOD(WIRE_CP_DECREASE_TARGET_SIZE, node_group_decrease_target_size,
+    CP_CHANGE(WIRE_CP_INCREASE_SIZE, node_group_increase_size, cp_increase_size),
+    CP_CHANGE(WIRE_CP_DELETE_NODES, node_group_delete_nodes, cp_delete_nodes),
+    CP_CHANGE(WIRE_CP_DECREASE_TARGET_SIZE, node_group_decrease_target_size,
               cp_decrease_target_size),
     CP_METHOD(WIRE_CP_NODES, node_group_nodes, cp_nodes),
     CP_METHOD(WIRE_CP_TEMPLATE_NODE_INFO, node_group_template_node_info, cp_template_node_info),
