@@ -2,10 +2,12 @@
  * etcd) as a first `frugal serve --init-state` would, or move it to and from a state file
  * (docs/state-format.md), e.g. from the file backend to etcd: export with the old config,
  * import with the new one. Exit 0, 1 on an error (named on stderr), 2 on a usage error. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <grpc/grpc.h>
 
@@ -40,7 +42,17 @@ static const group_t **state__view(const state_t *st) {
 
 /* A state that does not exist is refused, not exported as empty: imported, that would
  * wipe every group's target and instances (a volume not mounted, a wrong path). */
-static int state__export(state_backend_t *b, const char *out, frugal_err_t *err) {
+static int state__export(const frugal_config_t *cfg, state_backend_t *b, const char *out,
+                         frugal_err_t *err) {
+    /* Written over the configured state file, the export would replace a live state
+     * behind its server's back. */
+    struct stat so, ss;
+    if (out != NULL && cfg->state_file != NULL && stat(out, &so) == 0 &&
+        stat(cfg->state_file, &ss) == 0 && so.st_dev == ss.st_dev && so.st_ino == ss.st_ino)
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "%s is the configured state file itself: export to another path "
+                              "(nothing was written)",
+                              out);
     state_t st;
     int rc = state_backend_load(b, &st, err);
     if (rc == FRUGAL_ENOTFOUND)
@@ -57,8 +69,8 @@ static int state__export(state_backend_t *b, const char *out, frugal_err_t *err)
     else if ((rc = state_format(view, st.count, &text, &len, err)) == 0) {
         if (out != NULL)
             rc = state_write_file(out, text, len, err);
-        else if (fwrite(text, 1, len, stdout) != len)
-            rc = frugal_err_set(err, FRUGAL_EIO, "cannot write to stdout");
+        else if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)
+            rc = frugal_err_set(err, FRUGAL_EIO, "cannot write to stdout: %s", strerror(errno));
     }
     if (rc == 0)
         fprintf(stderr, "exported %zu node groups from %s\n", st.count, state_backend_describe(b));
@@ -170,7 +182,7 @@ int cmd_state(int argc, char **argv) {
                             path);
     if (rc == 0)
         rc = init     ? state__init(cfg, b, &err)
-             : export ? state__export(b, out, &err)
+             : export ? state__export(cfg, b, out, &err)
                       : state__import(b, in, &err);
     if (rc != 0)
         fprintf(stderr, "frugal state %s: %s\n", verb, err.msg);

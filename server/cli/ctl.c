@@ -61,6 +61,20 @@ static bool ctl__parse_double(const char *s, double *out) {
     return true;
 }
 
+/* A pricing period in hours: within 100 years either way (a negative one asks for the
+ * server's INVALID_ARGUMENT), so that its end in nanoseconds cannot overflow. */
+#define CTL_HOURS_MAX 876000.0
+static bool ctl__parse_hours(const char *s, double *out) {
+    double v;
+    if (!ctl__parse_double(s, &v) || fabs(v) > CTL_HOURS_MAX) {
+        fprintf(stderr, "frugal ctl: --hours: \"%s\" is not a number of hours within +-%.0f\n", s,
+                CTL_HOURS_MAX);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 /* A duration option (duration.h's grammar) in nanoseconds. */
 static bool ctl__parse_duration(const char *s, int64_t *out) {
     return duration_parse(s, out, NULL) == 0;
@@ -226,7 +240,7 @@ static int ctl__parse_node_verb(int argc, char **argv, ctl_node_args_t *a, doubl
                 return ctl__usage_verb(argv[0]);
             }
         } else if (hours != NULL && strcmp(argv[i], "--hours") == 0) {
-            if ((v = ctl__optarg(argc, argv, &i)) == NULL || !ctl__parse_double(v, hours)) {
+            if ((v = ctl__optarg(argc, argv, &i)) == NULL || !ctl__parse_hours(v, hours)) {
                 return ctl__usage_verb(argv[0]);
             }
         } else if (legacy != NULL && strcmp(argv[i], "--legacy") == 0) {
@@ -807,7 +821,7 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
             dst = &gpu;
         } else if (strcmp(argv[i], "--hours") == 0) {
             const char *v = ctl__optarg(argc, argv, &i);
-            if (v == NULL || !ctl__parse_double(v, &hours)) {
+            if (v == NULL || !ctl__parse_hours(v, &hours)) {
                 return ctl__usage_verb(argv[0]);
             }
             continue;
@@ -1153,12 +1167,12 @@ int cmd_ctl(int argc, char **argv) {
         return 2;
     }
     /* ctl's own options may also follow the verb ("node-groups -o yaml"): they are taken
-     * out of the verb's arguments, up to a "--". */
+     * out of the verb's arguments, up to a "--", which is dropped. */
     int verb_argc = 0;
     char **verb_argv = argv + i;
     for (int k = i; k < argc; k++) {
         if (strcmp(argv[k], "--") == 0) {
-            while (k < argc)
+            for (k++; k < argc;)
                 verb_argv[verb_argc++] = argv[k++];
             break;
         }

@@ -1,5 +1,6 @@
 /* The frugal binary: dispatches to its subcommands (README.md, "Commands"). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,5 +101,12 @@ int main(int argc, char **argv) {
     }
     int rc = dispatch(n, args);
     free(args);
+    /* Output to a full disk or a closed pipe must not pass for success (a backup that
+     * was never written). */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "frugal: writing the output failed: %s\n", strerror(errno));
+        if (rc == 0)
+            rc = 1;
+    }
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
@@ -808,6 +810,26 @@ static void server__free(frugal_server_t *s) {
     free(s);
 }
 
+/* Whether address is a unix:PATH on which a server accepts connections. gRPC removes the
+ * file of a unix socket before it binds its own there, which would silently take the
+ * address from a running server (a TCP port in use fails instead); a stale file that
+ * refuses connections is gRPC's to replace. */
+static bool listener_unix_in_use(const char *address) {
+    if (strncmp(address, "unix:", 5) != 0)
+        return false;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *path = address + 5;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return false;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool in_use = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return in_use;
+}
+
 static size_t worker_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     /* At least four, so that slow calls (large BestOptions) leave workers free for the
@@ -963,6 +985,13 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
                                           services_count, &channel_args, err);
         if (ep == NULL)
             goto fail_server;
+        if (listener_unix_in_use(l->address)) {
+            frugal_err_set(err, FRUGAL_EIO,
+                           "cannot listen on %s: another server is listening on it (address in "
+                           "use)",
+                           l->address);
+            goto fail_server;
+        }
         grpc_server_credentials *creds = listener_credentials(l, &s->reloaders[i], err);
         if (creds == NULL)
             goto fail_server;

@@ -44,6 +44,10 @@ printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >>"$TMP/unpriced.yaml"
 ADDR=127.0.0.1:$PORT start_server "$TMP/unpriced.yaml"
 assert_match 'warn  pricing.cpu, pricing.memory_gib and pricing.gpu are all 0' "$(cat "$SERVER_LOG")" \
     "serve warns at start"
+assert_ok "a -- after the verb ends the options and is not an argument" \
+    "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase only -- 1
+assert_ok "target-size -- ID" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" target-size -- only
+assert_match '^1$' "$OUT" "the increase took"
 stop_server
 { cat "$TMP/minimal.yaml"; echo 'autoprovisioning: {enabled: true, machine_types: [n1-standard-2, n1-standard-8, n1-highmem-8], limits: {max_cpu: 6}}'; } >"$TMP/over-limits.yaml"
 assert_ok "machine types over the limits: valid" "$FRUGAL" check -c "$TMP/over-limits.yaml"
@@ -186,6 +190,8 @@ assert_exit 2 "ctl increase without delta" "$FRUGAL" ctl --addr "127.0.0.1:$PORT
 assert_exit 2 "ctl increase with a non-number" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g two
 assert_exit 2 "ctl bad -o" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" -o json health
 assert_exit 2 "ctl pod-price without --memory" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" pod-price --cpu 1
+assert_exit 2 "ctl --hours past 100 years (its end would overflow)" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" node-price x --hours 2.5e6
+assert_match 'is not a number of hours within' "$ERR" "and says so"
 assert_exit 2 "ctl options with a bad duration" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" options g --defaults-max-provision soon
 assert_ok "ctl --help" "$FRUGAL" ctl --help
 assert_match '^  increase ID DELTA' "$OUT" "help lists the verbs"

@@ -142,6 +142,17 @@ assert_eq 3 "$(target_size pool-a)" "resumed without the flag"
 stop_server
 assert_ok "export once it stopped" "$FRUGAL" state export -c "$TMP/frugal.yaml" -o "$TMP/export.txt"
 assert_match "group id=pool-a .*target=3" "$(cat "$TMP/export.txt")" "the export holds the state"
+cp "$STATE" "$TMP/before-export.txt"
+run "$FRUGAL" state export -c "$TMP/frugal.yaml" -o "$STATE"
+assert_eq 1 "$RC" "an export onto the configured state file itself exits 1"
+assert_match "is the configured state file itself" "$ERR" "and says why"
+cmp -s "$STATE" "$TMP/before-export.txt" && pass || fail "the state file is left as it was"
+if [ -w /dev/full ]; then
+    run bash -c "'$FRUGAL' state export -c '$TMP/frugal.yaml' >/dev/full"
+    assert_eq 1 "$RC" "an export to a full disk exits 1"
+    assert_match "cannot write to stdout: No space left on device" "$ERR" "and says why"
+    assert_no_match "exported" "$ERR" "without claiming it exported"
+fi
 
 log "one corrupted byte: refused with FILE:LINE: checksum mismatch and the way back"
 cp "$STATE" "$TMP/good.yaml"

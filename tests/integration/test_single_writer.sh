@@ -60,4 +60,24 @@ start_server "$TMP/frugal.yaml"
 assert_eq 6 "$(target_size web-a)" "resumed from the state file"
 assert_eq "$SERVER_PID" "$(tr -d '\n' <"$TMP/state.lock")" "the lock file names the new holder"
 stop_server
+
+log "a unix socket in use is not taken over (gRPC would remove its file and bind anew)"
+SOCK="$TMP/frugal.sock"
+printf 'listen: [{address: "unix:%s"}]\nstate_file: %s\nnode_groups: [{id: u, machine_type: n1-standard-2, max_size: 3}]\n' \
+    "$SOCK" "$TMP/state-u1" >"$TMP/u1.yaml"
+sed "s|state-u1|state-u2|" "$TMP/u1.yaml" >"$TMP/u2.yaml"
+ADDR="unix:$SOCK" start_server "$TMP/u1.yaml" --addr "unix:$SOCK"
+assert_ok "increase through the socket" "$FRUGAL" ctl --addr "unix:$SOCK" increase u 2
+run timeout 10 "$FRUGAL" serve -c "$TMP/u2.yaml" --init-state
+assert_eq 1 "$RC" "a second server on the same socket exits 1"
+assert_match "cannot listen on unix:$SOCK: another server is listening on it" "$ERR" "naming the socket"
+assert_ok "the first still answers on it" "$FRUGAL" ctl --addr "unix:$SOCK" target-size u
+assert_match '^2$' "$OUT" "with its own state"
+stop_server
+log "a stale socket file (no server) is replaced"
+rm -f "$TMP/state-u1.lock"
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCK" 2>/dev/null || touch "$SOCK"
+ADDR="unix:$SOCK" start_server "$TMP/u1.yaml" --addr "unix:$SOCK"
+assert_ok "serves on the replaced socket" "$FRUGAL" ctl --addr "unix:$SOCK" target-size u
+stop_server
 finish
