@@ -208,7 +208,25 @@ typedef struct file_backend {
     char *path;
     char *description;
     int lock_fd;
+    bool committed; /* a commit has run: the start's is behind it */
 } file_backend_t;
+
+/* Whether the file at path holds exactly data[0..len). */
+static bool state__file_holds(const char *path, const char *data, size_t len) {
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return false;
+    char buf[65536];
+    size_t at = 0, n;
+    bool same = true;
+    while (same && (n = fread(buf, 1, sizeof(buf), fp)) > 0) {
+        same = at + n <= len && memcmp(buf, data + at, n) == 0;
+        at += n;
+    }
+    same = same && !ferror(fp) && at == len;
+    fclose(fp);
+    return same;
+}
 
 static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     file_backend_t *f = b->impl;
@@ -226,7 +244,19 @@ static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
 
 static int file_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err) {
     file_backend_t *f = b->impl;
-    return state_save(f->path, c->view, c->count, err);
+    if (f->committed)
+        return state_save(f->path, c->view, c->count, err);
+    /* The start commits the state it loaded: when that is what the file holds, nothing
+     * is written, so a full disk does not keep a server from starting (and answering
+     * reads) on the state it had. */
+    f->committed = true;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = state_format(c->view, c->count, &data, &len, err);
+    if (rc == 0 && !state__file_holds(f->path, data, len))
+        rc = state_write_file(f->path, data, len, err);
+    free(data);
+    return rc;
 }
 
 static int file_lock(state_backend_t *b, frugal_err_t *err) {

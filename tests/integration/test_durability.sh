@@ -139,4 +139,32 @@ else
 fi
 stop_server
 
+log "a full disk: changes are refused, and a crashed server starts again on its state"
+FULL="$TMP/full"
+mkdir -p "$FULL"
+if mount -t tmpfs -o size=64k tmpfs "$FULL" 2>/dev/null; then
+    trap 'umount "$FULL" 2>/dev/null; lib_cleanup' EXIT
+    sed "s|^state_file: .*|state_file: $FULL/state|" "$TMP/frugal.yaml" >"$TMP/full.yaml"
+    start_server "$TMP/full.yaml"
+    assert_ok "increase before the disk fills" ctl increase g 1
+    before=$(target_size g)
+    dd if=/dev/zero of="$FULL/filler" bs=1k count=1024 2>/dev/null
+    assert_status INTERNAL "a change on a full disk" ctl increase g 1
+    assert_match "No space left on device" "$ERR" "naming the cause"
+    assert_eq "$before" "$(target_size g)" "refused, nothing changed"
+    kill_server_hard
+    rm -f "$FULL/state.lock"
+    "$FRUGAL" serve -c "$TMP/full.yaml" >"$TMP/full.log" 2>&1 &
+    SERVER_PID=$!
+    ALL_SERVER_PIDS+=("$SERVER_PID")
+    up=0
+    for _ in $(seq 1 50); do ctl --timeout 500 health >/dev/null 2>&1 && { up=1; break; }; kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    assert_eq 1 "$up" "it starts on the full disk (the state it loads is not rewritten): $(tail -n 2 "$TMP/full.log")"
+    assert_eq "$before" "$(target_size g)" "and serves the state it had"
+    kill_server_hard
+    umount "$FULL"
+else
+    echo "    (no tmpfs mount here: section skipped)"
+fi
+
 finish
