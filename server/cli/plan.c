@@ -5,8 +5,9 @@
  * the rest: pod_effective_request, template_build + node_info_decode, fit_pod,
  * decide_best_options (the very decision BestOptions makes), propose_node_groups.
  *
- * Pending pods: status.phase Pending and no spec.nodeName; pods controlled by a
- * DaemonSet are left out, as cluster-autoscaler leaves them out of scale-up.
+ * Pending pods: status.phase Pending, no spec.nodeName, no scheduling gates, not being
+ * deleted; pods controlled by a DaemonSet are left out, as cluster-autoscaler leaves them
+ * out of scale-up.
  * Cluster size: the number of nodes in NODES.json when given, else the sum of the
  * configured groups' initial sizes (size, else min_size).
  *

@@ -515,7 +515,12 @@ void kube_node_list_clear(kube_node_list_t *list) {
 bool kube_pod_is_pending(const k8s_pod_t *pod) {
     const char *phase = pod->status != NULL ? pod->status->phase : NULL;
     const char *node = pod->spec != NULL ? pod->spec->nodename : NULL;
-    return phase != NULL && strcmp(phase, "Pending") == 0 && (node == NULL || node[0] == '\0');
+    /* Gated pods wait for their gates, not for a node, and deleted ones go: CA scales up
+     * for neither. */
+    bool gated = pod->spec != NULL && pod->spec->n_schedulinggates > 0;
+    bool deleted = pod->metadata != NULL && pod->metadata->deletiontimestamp != NULL;
+    return phase != NULL && strcmp(phase, "Pending") == 0 && (node == NULL || node[0] == '\0') &&
+           !gated && !deleted;
 }
 
 const char *kube_pod_controller_kind(const k8s_pod_t *pod) {

@@ -60,7 +60,8 @@ int kube_json_node_from_tree(const yaml_tree_node_t *obj, const char *path, k8s_
 void kube_pod_list_clear(kube_pod_list_t *list);
 void kube_node_list_clear(kube_node_list_t *list);
 
-/* A pod waiting for a node: status.phase "Pending" and no spec.nodeName. */
+/* A pod waiting for a node: status.phase "Pending", no spec.nodeName, no scheduling gates
+ * and no deletion timestamp. */
 bool kube_pod_is_pending(const k8s_pod_t *pod);
 
 /* The kind of the pod's controller (the owner reference with controller: true), e.g.

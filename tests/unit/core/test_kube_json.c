@@ -266,6 +266,18 @@ static void test_single_pod_and_yaml(void **state) {
     assert_true(kube_pod_is_pending(list.items[0]));
     kube_pod_list_clear(&list);
 
+    /* Pending but gated, or being deleted: CA does not scale up for them. */
+    parse_pods_ok("{\"items\": [{\"metadata\": {\"name\": \"gated\"}, \"spec\": "
+                  "{\"schedulingGates\": [{\"name\": \"example.com/quota\"}]}, \"status\": "
+                  "{\"phase\": \"Pending\"}}, {\"metadata\": {\"name\": \"going\", "
+                  "\"deletionTimestamp\": \"2026-11-29T10:00:00Z\"}, \"spec\": {}, \"status\": "
+                  "{\"phase\": \"Pending\"}}]}",
+                  &list);
+    assert_int_equal(list.count, 2);
+    assert_false(kube_pod_is_pending(list.items[0]));
+    assert_false(kube_pod_is_pending(list.items[1]));
+    kube_pod_list_clear(&list);
+
     /* kubectl -o yaml reads the same. */
     parse_pods_ok("apiVersion: v1\n"
                   "kind: List\n"
