@@ -121,6 +121,7 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
     }
     yaml_tree_free(root);
     free(ctx.group_nodes);
+    free(ctx.group_items);
     if (ctx.oom) {
         rc = FRUGAL_ENOMEM;
     } else if (ctx.error_count == 0) {

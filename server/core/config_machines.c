@@ -641,7 +641,8 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
     size_t n = config__seq_count(node);
     const yaml_tree_node_t **ids = config__calloc(ctx, n, sizeof(*ids));
     ctx->group_nodes = config__calloc(ctx, n, sizeof(*ctx->group_nodes));
-    if (ids == NULL || ctx->group_nodes == NULL) {
+    ctx->group_items = config__calloc(ctx, n, sizeof(*ctx->group_items));
+    if (ids == NULL || ctx->group_nodes == NULL || ctx->group_items == NULL) {
         free(ids);
         return false;
     }
@@ -691,6 +692,7 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
             continue;
         }
         ctx->group_nodes[cfg->node_groups_count - 1] = item;
+        ctx->group_items[cfg->node_groups_count - 1] = i;
         *slot = g;
     }
     free(ids);

@@ -253,7 +253,7 @@ bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const
         const char *id = cfg->node_groups[i].spec.id;
         if (strncmp(id, ap->prefix, plen) == 0 && id[plen] == '-') {
             char sub[CONFIG_PATH_MAX];
-            snprintf(sub, sizeof(sub), "node_groups[%zu].id", i);
+            snprintf(sub, sizeof(sub), "node_groups[%zu].id", ctx->group_items[i]);
             config__error(ctx, yaml_tree_mapping_get(ctx->group_nodes[i], "id"), sub,
                           "id \"%s\" starts with the autoprovisioning prefix \"%s-\"", id,
                           ap->prefix);

@@ -23,6 +23,7 @@ typedef struct load_ctx {
     bool oom;
     frugal_config_t *cfg;
     const yaml_tree_node_t **group_nodes; /* mapping node of each cfg->node_groups[i] */
+    size_t *group_items; /* its index in the file's node_groups (invalid ones are not kept) */
 } load_ctx_t;
 
 typedef struct key_spec key_spec_t;

@@ -918,6 +918,12 @@ static void test_err_taints_and_labels(void **state) {
                  "t.yaml:1:45: autoprovisioning.label_sets[1].a b: invalid label key \"a b\": "
                  "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
                  "alphanumeric, after an optional DNS prefix and '/'");
+    /* The group's index in the file, though an invalid group before it is not kept. */
+    expect_error_among("node_groups:\n  - {id: a, machine_type: n1-standard-2}\n"
+                       "  - {id: nap-x, machine_type: n1-standard-2, max_size: 1}\n"
+                       "autoprovisioning: {enabled: true}\n",
+                       "t.yaml:3:10: node_groups[1].id: id \"nap-x\" starts with the "
+                       "autoprovisioning prefix \"nap-\"");
 }
 
 static void test_err_provider(void **state) {
