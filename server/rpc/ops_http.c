@@ -23,6 +23,9 @@
 /* A request's header block may not exceed this (MHD answers 431/414 beyond it). */
 #define OPS_MEMORY_LIMIT (32u << 10)
 #define OPS_CONNECTIONS_MAX 64
+/* One address (a client that opens connections and drips bytes into them, which the
+ * idle timeout does not close) cannot take the slots kubelet's probes need. */
+#define OPS_CONNECTIONS_PER_ADDRESS 16
 #define OPS_IDLE_TIMEOUT_S 10
 
 struct ops_http {
@@ -295,6 +298,7 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
         flags, 0, NULL, NULL, ops__handle, ops, MHD_OPTION_EXTERNAL_LOGGER, ops__mhd_log, NULL,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)OPS_MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)OPS_CONNECTIONS_MAX,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)OPS_CONNECTIONS_PER_ADDRESS,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)OPS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (ops->daemon == NULL) {

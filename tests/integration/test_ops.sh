@@ -171,6 +171,34 @@ http /nope
 assert_eq 404 "$CODE" "unknown path"
 http /healthz
 assert_eq 200 "$CODE" "/healthz after bad requests"
+
+# 80 connections from 127.0.0.1, each dripping a header byte every second (never idle
+# for the 10 s timeout): one address holds at most 16 of the 64 slots, so a probe from
+# another address is still answered.
+python3 - "$OPS" >"$TMP/drip.out" 2>&1 <<'PY_EOF' &
+import socket, sys, time
+conns = []
+for _ in range(80):
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nX: ")
+        conns.append(s)
+    except OSError:
+        pass
+for _ in range(8):
+    time.sleep(1)
+    for s in conns:
+        try:
+            s.sendall(b"a")
+        except OSError:
+            pass
+PY_EOF
+DRIP=$!
+sleep 1.5
+http /healthz --interface 127.0.0.2
+assert_eq 200 "$CODE" "/healthz from another address while one drips into 80 connections"
+kill "$DRIP" 2>/dev/null
+wait "$DRIP" 2>/dev/null
 # a client without a certificate fails the mutual TLS handshake: gRPC logs it itself
 run "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --timeout 2000 target-size s2
 assert_eq 1 "$RC" "call without a client certificate refused"
