@@ -38,6 +38,17 @@ static const group_t *find_visible_group(cluster_t *c, const char *id) {
     return g != NULL && g->managed ? g : NULL;
 }
 
+/* NOT_FOUND for a group find_visible_group does not return, saying whether it is unknown
+ * or unmanaged (configured, counted, never scaled: CA is not told of it). */
+static int group_not_visible(cluster_t *c, const char *id, frugal_err_t *err) {
+    return frugal_err_set(err, FRUGAL_ENOTFOUND,
+                          cluster_find_group(c, id) != NULL
+                              ? "node group \"%s\" is unmanaged: frugal does not scale it, so CA "
+                                "is not told of it"
+                              : "node group \"%s\" not found",
+                          id);
+}
+
 /* With the cluster's read lock held: what out points to is copied into mem. */
 static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
                             service_mem_t *mem) {
@@ -398,7 +409,7 @@ static int cp_template_node_info(service_ctx_t *ctx, const void *request, void *
     const machine_type_t *mt =
         g != NULL ? config_find_machine_type(ctx->cfg, g->spec.machine_type) : NULL;
     if (g == NULL)
-        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
+        rc = group_not_visible(ctx->cluster, req->id, err);
     else if (mt == NULL)
         /* An autoprovisioned group resumed from the state after its machine type left
          * the catalog: any other error aborts CA's whole loop, this one makes CA skip
@@ -478,7 +489,7 @@ static int cp_get_options(service_ctx_t *ctx, const void *request, void *respons
     cluster_read_lock(ctx->cluster);
     const group_t *g = find_visible_group(ctx->cluster, req->id);
     if (g == NULL)
-        rc = frugal_err_set(err, FRUGAL_ENOTFOUND, "node group \"%s\" not found", req->id);
+        rc = group_not_visible(ctx->cluster, req->id, err);
     else if ((overrides = config_group_has_options(&g->options)))
         o = g->options;
     cluster_read_unlock(ctx->cluster);

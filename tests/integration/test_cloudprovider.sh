@@ -117,6 +117,8 @@ assert_status NOT_FOUND "options of unknown group" ctl options nosuch
 assert_status NOT_FOUND "decrease unknown group" ctl decrease nosuch -1
 assert_status NOT_FOUND "delete-nodes unknown group" ctl delete-nodes nosuch frugal://nosuch/x
 assert_status "FAILED_PRECONDITION|NOT_FOUND" "the unmanaged group is never scaled" ctl increase main 1
+assert_status NOT_FOUND "no template for the unmanaged group" ctl template main
+assert_match 'node group "main" is unmanaged' "$ERR" "saying it is unmanaged, not unknown"
 assert_status INVALID_ARGUMENT "decrease with delta 1" ctl decrease pool-a 1
 assert_status INVALID_ARGUMENT "decrease with delta 0" ctl decrease pool-a 0
 assert_eq 3 "$(target_size pool-a)" "no change after invalid decreases"
