@@ -4,6 +4,7 @@
  * usage error. */
 #include "ctl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -39,11 +40,15 @@ static const char *ctl__str(const char *s) {
     return s != NULL ? s : "";
 }
 
+/* A decimal int32 as written (no blanks); says what is wrong with it otherwise. */
 static bool ctl__parse_int32(const char *s, int32_t *out) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < INT32_MIN || v > INT32_MAX) {
+    if (isspace((unsigned char)s[0]) || errno != 0 || end == s || *end != '\0' || v < INT32_MIN ||
+        v > INT32_MAX) {
+        fprintf(stderr, "frugal ctl: \"%s\" is not a whole number from %d to %d\n", s, INT32_MIN,
+                INT32_MAX);
         return false;
     }
     *out = (int32_t)v;
@@ -59,6 +64,21 @@ static bool ctl__parse_double(const char *s, double *out) {
     }
     *out = v;
     return true;
+}
+
+/* HOST:PORT with a port of 1 to 65535, or unix:PATH: gRPC would read port 99999 as
+ * another port, and a missing one as 0. */
+static bool ctl__address_valid(const char *a) {
+    if (strncmp(a, "unix:", 5) == 0)
+        return a[5] != '\0';
+    const char *colon = strrchr(a, ':');
+    if (colon == NULL || colon == a || colon[1] == '\0' || strlen(colon + 1) > 5)
+        return false;
+    for (const char *p = colon + 1; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return false;
+    long port = strtol(colon + 1, NULL, 10);
+    return port >= 1 && port <= 65535;
 }
 
 /* A pricing period in hours: within 100 years either way (a negative one asks for the
@@ -1184,6 +1204,13 @@ int cmd_ctl(int argc, char **argv) {
     }
     if (opts.address == NULL) {
         fprintf(stderr, "frugal ctl: --addr HOST:PORT is required\n");
+        return 2;
+    }
+    if (!ctl__address_valid(opts.address)) {
+        fprintf(stderr,
+                "frugal ctl: --addr \"%s\": expected HOST:PORT (port 1 to 65535) or "
+                "unix:PATH\n",
+                opts.address);
         return 2;
     }
     if (getenv("GRPC_VERBOSITY") == NULL) {

@@ -188,6 +188,12 @@ assert_exit 2 "ctl without a verb" "$FRUGAL" ctl --addr "127.0.0.1:$PORT"
 assert_exit 2 "ctl unknown verb" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" frobnicate
 assert_exit 2 "ctl increase without delta" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g
 assert_exit 2 "ctl increase with a non-number" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g two
+assert_match '"two" is not a whole number from -2147483648 to 2147483647' "$ERR" "saying what is wrong"
+assert_exit 2 "ctl increase past int32" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase g 2147483648
+assert_exit 2 "ctl --addr with a port past 65535" "$FRUGAL" ctl --addr 127.0.0.1:99999 health
+assert_match 'expected HOST:PORT \(port 1 to 65535\) or unix:PATH' "$ERR" "naming the form"
+assert_exit 2 "ctl --addr without a port" "$FRUGAL" ctl --addr 127.0.0.1 health
+assert_exit 2 "ctl --addr empty" "$FRUGAL" ctl --addr "" health
 assert_exit 2 "ctl bad -o" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" -o json health
 assert_exit 2 "ctl pod-price without --memory" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" pod-price --cpu 1
 assert_exit 2 "ctl --hours past 100 years (its end would overflow)" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" node-price x --hours 2.5e6
