@@ -1206,6 +1206,12 @@ int cmd_ctl(int argc, char **argv) {
         fprintf(stderr, "frugal ctl: --addr HOST:PORT is required\n");
         return 2;
     }
+    if ((opts.tls_cert == NULL) != (opts.tls_key == NULL) ||
+        (opts.tls_ca == NULL && (opts.tls_cert != NULL || opts.tls_server_name != NULL))) {
+        fprintf(stderr, "frugal ctl: --tls-cert and --tls-key go together, and they and "
+                        "--tls-server-name need --tls-ca\n");
+        return 2;
+    }
     if (!ctl__address_valid(opts.address)) {
         fprintf(stderr,
                 "frugal ctl: --addr \"%s\": expected HOST:PORT (port 1 to 65535) or "

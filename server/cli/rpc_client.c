@@ -39,8 +39,12 @@ static int rpc_client__credentials(const rpc_client_options_t *opts,
         return frugal_err_set(err, FRUGAL_EINVAL, "client certificate and key go together");
     }
     char *ca = NULL, *cert = NULL, *key = NULL;
+    /* gRPC would only fail the connection ("empty address list") without naming the file. */
     int rc = pem_read_file(opts->tls_ca, &ca, err);
+    if (rc == 0)
+        rc = pem_check_certificate(opts->tls_ca, ca, err);
     if (rc != 0) {
+        free(ca);
         goto fail_ca;
     }
     if (opts->tls_cert != NULL) {
@@ -49,7 +53,10 @@ static int rpc_client__credentials(const rpc_client_options_t *opts,
             goto fail_cert;
         }
         rc = pem_read_file(opts->tls_key, &key, err);
+        if (rc == 0)
+            rc = pem_check_key_pair(opts->tls_cert, cert, opts->tls_key, key, err);
         if (rc != 0) {
+            free(key);
             goto fail_key;
         }
         grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};

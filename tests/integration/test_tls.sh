@@ -95,6 +95,10 @@ assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client on the mTLS port"
     "$FRUGAL" ctl --addr "$ADDR" --timeout 3000 increase pool-a 1
 assert_eq 1 "$(target_size pool-a)" "refused clients changed nothing"
 assert_exit 1 "a missing CA file is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/none.crt" health
+echo "not a certificate" >"$TMP/garbage.crt"
+assert_exit 1 "a CA file without a certificate is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/garbage.crt" health
+assert_match "garbage.crt: no readable PEM certificate" "$ERR" "naming the file"
+assert_exit 2 "a client certificate without its key is a usage error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca.crt" --tls-cert "$PKI/client.crt" health
 
 log "a rotated certificate is served without a restart"
 make_ca ca2
