@@ -139,6 +139,20 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
     return rc;
 }
 
+/* No config comes near this; reading on (/dev/zero, a wrong path) would take the memory. */
+#define CONFIG_FILE_MAX (16u << 20)
+
+static int config__fail_too_large(const char *path, char **errors) {
+    if (errors != NULL) {
+        size_t n = strlen(path) + 64;
+        *errors = malloc(n);
+        if (*errors != NULL)
+            snprintf(*errors, n, "%s: larger than %u MiB: not a config file\n", path,
+                     CONFIG_FILE_MAX >> 20);
+    }
+    return FRUGAL_EINVAL;
+}
+
 int config_load(const char *path, frugal_config_t **out, char **errors) {
     *out = NULL;
     if (errors != NULL) {
@@ -165,6 +179,11 @@ int config_load(const char *path, frugal_config_t **out, char **errors) {
         len += n;
         if (n == 0) {
             break;
+        }
+        if (len > CONFIG_FILE_MAX) {
+            fclose(f);
+            free(text);
+            return config__fail_too_large(path, errors);
         }
     }
     if (ferror(f)) {

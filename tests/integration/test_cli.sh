@@ -158,6 +158,9 @@ assert_eq 2 "$(echo "$ERR" | grep -Ec "^$TMP/several.yaml:[0-9]+:[0-9]+: ")" "ev
 assert_exit 1 "check of a missing file" "$FRUGAL" check -c "$TMP/does-not-exist.yaml"
 assert_match "does-not-exist.yaml" "$ERR" "the missing file is named"
 assert_exit 2 "check without -c" "$FRUGAL" check
+run timeout 20 "$FRUGAL" check -c /dev/zero
+assert_eq 1 "$RC" "check of an endless file stops and fails"
+assert_match '^/dev/zero: larger than 16 MiB: not a config file$' "$ERR" "saying so"
 
 log "serve refuses a bad config"
 run timeout 10 "$FRUGAL" serve -c "$TMP/min-max.yaml"
