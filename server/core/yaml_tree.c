@@ -13,6 +13,8 @@
 typedef struct tree_loader {
     yaml_parser_t parser;
     yaml_tree_error_t *err;
+    const char *text; /* the input, for the line and column of a byte offset */
+    size_t len;
 } tree_loader_t;
 
 static int loader_fail(tree_loader_t *ld, const yaml_mark_t *mark, const char *fmt, ...)
@@ -39,7 +41,16 @@ static int loader_next(tree_loader_t *ld, yaml_event_t *ev) {
         return loader_fail(ld, NULL, "out of memory");
     }
     if (p->error == YAML_READER_ERROR) {
-        yaml_mark_t mark = p->problem_mark;
+        /* The reader reports a byte offset only (an invalid byte: NUL, bad UTF-8). */
+        yaml_mark_t mark = {.line = 0, .column = 0};
+        for (size_t i = 0; i < p->problem_offset && i < ld->len; i++) {
+            if (ld->text[i] == '\n') {
+                mark.line++;
+                mark.column = 0;
+            } else if (((unsigned char)ld->text[i] & 0xC0) != 0x80) {
+                mark.column++; /* columns count characters, as libyaml's marks do */
+            }
+        }
         return loader_fail(ld, &mark, "%s (byte offset %zu)", problem, p->problem_offset);
     }
     if (p->context != NULL) {
@@ -182,7 +193,7 @@ fail:
 }
 
 int yaml_tree_load(const char *text, size_t len, yaml_tree_node_t **out, yaml_tree_error_t *err) {
-    tree_loader_t ld = {.err = err};
+    tree_loader_t ld = {.err = err, .text = text, .len = len};
     yaml_tree_node_t *root = NULL;
     yaml_event_t ev;
     int rc = -1;

@@ -282,6 +282,9 @@ static void test_limits(void **state) {
     expect_error("limits: {max_header_bytes: 10}\n",
                  "t.yaml:1:28: limits.max_header_bytes: must be at least 1024, got 10");
     expect_error("limits: {memory: 0}\n", "t.yaml:1:18: limits.memory: must be at least 1, got 0");
+    /* A byte the YAML reader refuses is placed by line and column, not only its offset. */
+    expect_error("node_groups:\n  - id: \xff\n",
+                 "t.yaml:2:9: invalid leading UTF-8 octet (byte offset 21)");
     expect_error("max_message_bytes: 3Gi\n",
                  "t.yaml:1:20: max_message_bytes: must be at most 2147483647, got 3Gi");
 }
