@@ -77,8 +77,13 @@ static int dispatch(int argc, char **argv) {
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "state") == 0)
         return cmd_state(argc - 1, argv + 1);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "frugal version: unexpected argument \"%s\"\n", argv[2]);
+            return 2;
+        }
         return cmd_version();
+    }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout);
         return 0;

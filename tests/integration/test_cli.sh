@@ -174,6 +174,7 @@ assert_match "^frugal $want\$" "$OUT" "version line"
 rev=$(git -C "$FRUGAL_SOURCE_DIR" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 # the commit CMake saw at configure time: this tree's, unless committed since
 assert_match "^commit ([0-9a-f]{12}|unknown)\$" "$OUT" "commit line ($rev)"
+assert_exit 2 "frugal version with an argument" "$FRUGAL" version extra
 assert_exit 2 "unknown command" "$FRUGAL" no-such-command
 assert_exit 2 "no command" "$FRUGAL"
 
