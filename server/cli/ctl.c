@@ -71,8 +71,15 @@ static bool ctl__parse_double(const char *s, double *out) {
 static bool ctl__address_valid(const char *a) {
     if (strncmp(a, "unix:", 5) == 0)
         return a[5] != '\0';
+    /* gRPC's own target forms are passed as they are. */
+    if (strstr(a, "://") != NULL || strncmp(a, "dns:", 4) == 0 || strncmp(a, "ipv4:", 5) == 0 ||
+        strncmp(a, "ipv6:", 5) == 0)
+        return true;
     const char *colon = strrchr(a, ':');
     if (colon == NULL || colon == a || colon[1] == '\0' || strlen(colon + 1) > 5)
+        return false;
+    /* An IPv6 address goes in brackets ([::1]:8086): bare, its last group reads as a port. */
+    if (a[0] == '[' ? colon[-1] != ']' : memchr(a, ':', (size_t)(colon - a)) != NULL)
         return false;
     for (const char *p = colon + 1; *p; p++)
         if (!isdigit((unsigned char)*p))

@@ -108,10 +108,9 @@ int main(int argc, char **argv) {
     free(args);
     /* Output to a full disk or a closed pipe must not pass for success (a backup that
      * was never written). */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
         fprintf(stderr, "frugal: writing the output failed: %s\n", strerror(errno));
-        if (rc == 0)
-            rc = 1;
+        rc = 1;
     }
     return rc;
 }

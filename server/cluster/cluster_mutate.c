@@ -332,7 +332,7 @@ static void cluster__follow(cluster_t *c) {
     }
 }
 
-/* when_idle: skip it (0, nothing done) when a change holds write_mu at the start. */
+/* when_idle: skip it (0, nothing done) whenever a change holds write_mu. */
 static int cluster__refresh(cluster_t *c, const cluster_call_t *call, bool when_idle,
                             frugal_err_t *err) {
     double t0 = clock_mono_ms_exact();
@@ -348,7 +348,7 @@ static int cluster__refresh(cluster_t *c, const cluster_call_t *call, bool when_
     /* A mutation on another replica may commit first: refresh again on its result. */
     int rc, attempt = 0;
     do {
-        if (when_idle && attempt == 0) {
+        if (when_idle) {
             if (pthread_mutex_trylock(&c->write_mu) != 0)
                 return 0;
         } else if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0) {

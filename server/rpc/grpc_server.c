@@ -1,5 +1,6 @@
 #include "grpc_server.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
@@ -822,10 +823,11 @@ static bool listener_unix_in_use(const char *address) {
     if (strlen(path) >= sizeof(sa.sun_path))
         return false;
     strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return false;
-    bool in_use = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0;
+    /* EAGAIN: a server whose backlog is full (a stopped process) still holds it. */
+    bool in_use = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
     close(fd);
     return in_use;
 }

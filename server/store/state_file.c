@@ -211,6 +211,19 @@ typedef struct file_backend {
     bool committed; /* a commit has run: the start's is behind it */
 } file_backend_t;
 
+/* Make the file at path, as it is, durable (it may have been put there unsynced, by a
+ * `cp` of the previous generation say); needs no free space. */
+static int state__sync_existing(const char *path, frugal_err_t *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return frugal_err_set(err, FRUGAL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = 0;
+    if (fsync(fd) != 0)
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: fsync: %s", path, strerror(errno));
+    close(fd);
+    return rc != 0 ? rc : state__fsync_dir(path, err);
+}
+
 /* Whether the file at path holds exactly data[0..len). */
 static bool state__file_holds(const char *path, const char *data, size_t len) {
     FILE *fp = fopen(path, "rb");
@@ -253,8 +266,9 @@ static int file_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t
     char *data = NULL;
     size_t len = 0;
     int rc = state_format(c->view, c->count, &data, &len, err);
-    if (rc == 0 && !state__file_holds(f->path, data, len))
-        rc = state_write_file(f->path, data, len, err);
+    if (rc == 0)
+        rc = state__file_holds(f->path, data, len) ? state__sync_existing(f->path, err)
+                                                   : state_write_file(f->path, data, len, err);
     free(data);
     return rc;
 }

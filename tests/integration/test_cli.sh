@@ -197,6 +197,7 @@ assert_exit 2 "ctl increase past int32" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" i
 assert_exit 2 "ctl --addr with a port past 65535" "$FRUGAL" ctl --addr 127.0.0.1:99999 health
 assert_match 'expected HOST:PORT \(port 1 to 65535\) or unix:PATH' "$ERR" "naming the form"
 assert_exit 2 "ctl --addr without a port" "$FRUGAL" ctl --addr 127.0.0.1 health
+assert_exit 2 "ctl --addr with a bare IPv6 address (its last group is no port)" "$FRUGAL" ctl --addr ::1 health
 assert_exit 2 "ctl --addr empty" "$FRUGAL" ctl --addr "" health
 assert_exit 2 "ctl bad -o" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" -o json health
 assert_exit 2 "ctl pod-price without --memory" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" pod-price --cpu 1

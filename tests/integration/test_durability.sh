@@ -143,7 +143,14 @@ log "a full disk: changes are refused, and a crashed server starts again on its 
 FULL="$TMP/full"
 mkdir -p "$FULL"
 if mount -t tmpfs -o size=64k tmpfs "$FULL" 2>/dev/null; then
-    trap 'umount "$FULL" 2>/dev/null; lib_cleanup' EXIT
+    # The servers hold files there: they go first, then the mount, then the rest.
+    full_cleanup() {
+        local pid
+        for pid in "${ALL_SERVER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+        umount "$FULL" 2>/dev/null || umount -l "$FULL" 2>/dev/null
+        lib_cleanup
+    }
+    trap full_cleanup EXIT
     sed "s|^state_file: .*|state_file: $FULL/state|" "$TMP/frugal.yaml" >"$TMP/full.yaml"
     start_server "$TMP/full.yaml"
     assert_ok "increase before the disk fills" ctl increase g 1
@@ -153,7 +160,6 @@ if mount -t tmpfs -o size=64k tmpfs "$FULL" 2>/dev/null; then
     assert_match "No space left on device" "$ERR" "naming the cause"
     assert_eq "$before" "$(target_size g)" "refused, nothing changed"
     kill_server_hard
-    rm -f "$FULL/state.lock"
     "$FRUGAL" serve -c "$TMP/full.yaml" >"$TMP/full.log" 2>&1 &
     SERVER_PID=$!
     ALL_SERVER_PIDS+=("$SERVER_PID")
