@@ -203,6 +203,7 @@ struct frugal_server {
     pthread_mutex_t changes_mu;
     size_t changes_running, changes_max;
     call_state_t *parked_head, *parked_tail;
+    atomic_long changes_running_now, changes_parked_now; /* their copies for the metrics */
     atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
 };
 
@@ -548,10 +549,12 @@ static void call_handle_request(call_state_t *cs) {
         else
             s->parked_head = cs;
         s->parked_tail = cs;
+        atomic_fetch_add(&s->changes_parked_now, 1);
         pthread_mutex_unlock(&s->changes_mu);
         return;
     }
     s->changes_running++;
+    atomic_fetch_add(&s->changes_running_now, 1);
     pthread_mutex_unlock(&s->changes_mu);
     while (cs != NULL) {
         call_run(cs);
@@ -561,8 +564,10 @@ static void call_handle_request(call_state_t *cs) {
             s->parked_head = cs->parked_next;
             if (s->parked_head == NULL)
                 s->parked_tail = NULL;
+            atomic_fetch_sub(&s->changes_parked_now, 1);
         } else {
             s->changes_running--;
+            atomic_fetch_sub(&s->changes_running_now, 1);
         }
         pthread_mutex_unlock(&s->changes_mu);
     }
@@ -1056,6 +1061,8 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
     out->connection_calls_max = conn_share_busiest(s->shares);
     out->connections_with_calls = conn_share_connections(s->shares);
+    out->changes_running = atomic_load(&((frugal_server_t *)s)->changes_running_now);
+    out->changes_parked = atomic_load(&((frugal_server_t *)s)->changes_parked_now);
 }
 
 /* How long stop waits for the workers to free the calls the server let go of. */

@@ -28,6 +28,8 @@ typedef struct frugal_server_usage {
     long calls_awaiting_body;    /* without deadline, under limits.receive_timeout */
     long connection_calls_max;   /* calls in flight of the busiest connection */
     long connections_with_calls; /* connections holding calls in flight */
+    long changes_running;        /* calls that change the cluster, being handled */
+    long changes_parked;         /* changes waiting for a worker that finishes one */
 } frugal_server_usage_t;
 
 /* A snapshot of server's usage; safe from any thread while the server runs. */

@@ -169,6 +169,12 @@ static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b)
         {"frugal_connections_with_calls",
          "Connections holding calls in flight: the cap is shared among them.",
          (double)u.connections_with_calls},
+        {"frugal_changes_running",
+         "Calls that change the cluster being handled (at most one worker fewer than all).",
+         (double)u.changes_running},
+        {"frugal_changes_parked",
+         "Changes waiting for a worker that finishes a change (their budget running).",
+         (double)u.changes_parked},
     };
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
         metrics_buf_family(b, gauges[i].name, gauges[i].help, "gauge");

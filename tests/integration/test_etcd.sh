@@ -130,7 +130,11 @@ done
 # Meanwhile a read finds a worker at once: changes may hold all workers but one.
 sleep 0.5
 ADDR=$A assert_ok "a read while six changes wait for etcd" ctl --timeout 1500 target-size web-a
+if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
+assert_match '^[1-9]' "$(metric "$AO" frugal_changes_running)" "metrics: changes running meanwhile"
 wait "${CONC[@]}"
+assert_eq 0 "$(metric "$AO" frugal_changes_running)" "metrics: no change running once all answered"
+assert_eq 0 "$(metric "$AO" frugal_changes_parked)" "metrics: none parked"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "    six concurrent mutations answered after $ms ms: $(cat "$TMP"/conc.? | cut -c1-60 | sort | uniq -c | tr -s ' \n' ' ')"
 assert_eq 6 "$(cat "$TMP"/conc.? | grep -c '^UNAVAILABLE')" "each concurrent mutation: UNAVAILABLE, not a timeout"
@@ -139,7 +143,6 @@ echo "    their durations in the server (ms): $(echo $durations)"
 assert_eq 6 "$(echo "$durations" | grep -c .)" "six DeleteNodes answered"
 assert_eq 0 "$(echo "$durations" | awk '$1 > 4000' | wc -l)" "each within the 3.5 s budget (4 s with slack), well inside CA's 5 s"
 assert_eq 10 "$(ADDR=$A target_size web-a)" "reads keep serving from the cache"
-if [ "$A" = "$R1" ]; then AO=$O1; else AO=$O2; fi
 stale=0
 for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_cache_stale)" = 1 ] && { stale=1; break; }; sleep 0.2; done
 assert_eq 1 "$stale" "metrics: the cache is marked stale while etcd does not answer"
