@@ -201,9 +201,10 @@ struct frugal_server {
      * run at once, so reads always find a worker; the others are parked, and a worker
      * that finishes a change runs the oldest parked one before taking new calls. */
     pthread_mutex_t changes_mu;
-    size_t changes_running, changes_max;
+    /* changed under changes_mu; atomic so the metrics read them without it */
+    atomic_long changes_running, changes_parked;
+    long changes_max;
     call_state_t *parked_head, *parked_tail;
-    atomic_long changes_running_now, changes_parked_now; /* their copies for the metrics */
     atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
 };
 
@@ -542,19 +543,18 @@ static void call_handle_request(call_state_t *cs) {
         return;
     }
     pthread_mutex_lock(&s->changes_mu);
-    if (s->changes_running >= s->changes_max) {
+    if (atomic_load(&s->changes_running) >= s->changes_max) {
         cs->parked_next = NULL;
         if (s->parked_tail != NULL)
             s->parked_tail->parked_next = cs;
         else
             s->parked_head = cs;
         s->parked_tail = cs;
-        atomic_fetch_add(&s->changes_parked_now, 1);
+        atomic_fetch_add(&s->changes_parked, 1);
         pthread_mutex_unlock(&s->changes_mu);
         return;
     }
-    s->changes_running++;
-    atomic_fetch_add(&s->changes_running_now, 1);
+    atomic_fetch_add(&s->changes_running, 1);
     pthread_mutex_unlock(&s->changes_mu);
     while (cs != NULL) {
         call_run(cs);
@@ -564,10 +564,9 @@ static void call_handle_request(call_state_t *cs) {
             s->parked_head = cs->parked_next;
             if (s->parked_head == NULL)
                 s->parked_tail = NULL;
-            atomic_fetch_sub(&s->changes_parked_now, 1);
+            atomic_fetch_sub(&s->changes_parked, 1);
         } else {
-            s->changes_running--;
-            atomic_fetch_sub(&s->changes_running_now, 1);
+            atomic_fetch_sub(&s->changes_running, 1);
         }
         pthread_mutex_unlock(&s->changes_mu);
     }
@@ -967,7 +966,7 @@ int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services
     s->methods = calloc(total * listeners, sizeof(*s->methods));
     s->endpoints = calloc(listeners, sizeof(*s->endpoints));
     s->workers_count = worker_count();
-    s->changes_max = s->workers_count > 1 ? s->workers_count - 1 : 1;
+    s->changes_max = s->workers_count > 1 ? (long)s->workers_count - 1 : 1;
     s->max_inflight = (long)cfg->limits.max_calls_per_worker * (long)s->workers_count;
     s->shares = conn_share_create(s->max_inflight, CONN_SHARE_FLOOR);
     s->refused_share = metrics_cell(METRICS_CALLS_REFUSED, "connection_share", NULL, NULL);
@@ -1061,8 +1060,8 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->calls_awaiting_body = atomic_load(&((frugal_server_t *)s)->receiving);
     out->connection_calls_max = conn_share_busiest(s->shares);
     out->connections_with_calls = conn_share_connections(s->shares);
-    out->changes_running = atomic_load(&((frugal_server_t *)s)->changes_running_now);
-    out->changes_parked = atomic_load(&((frugal_server_t *)s)->changes_parked_now);
+    out->changes_running = atomic_load(&((frugal_server_t *)s)->changes_running);
+    out->changes_parked = atomic_load(&((frugal_server_t *)s)->changes_parked);
 }
 
 /* How long stop waits for the workers to free the calls the server let go of. */

@@ -219,13 +219,6 @@ static void expander__warn_unlabelled(const frugal_config_t *cfg, const group_t 
              g->spec.machine_type);
 }
 
-static bool expander__selected(const decide_result_t *res, size_t i) {
-    for (size_t k = 0; k < res->selected_count; k++)
-        if (res->selected[k] == i)
-            return true;
-    return false;
-}
-
 int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
                      expander_response_t *out, frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
@@ -320,10 +313,19 @@ int expander__answer(const service_ctx_t *ctx, const expander_request_t *req,
     size_t answered = res.selected_count;
     for (size_t k = 0; k < res.selected_count; k++)
         order[k] = res.selected[k];
-    if (ctx->explain && res.any_scored)
+    if (ctx->explain && res.any_scored) {
+        bool *won = calloc(n, sizeof(*won));
+        if (won == NULL) {
+            frugal_err_set(err, FRUGAL_ENOMEM, "out of memory ranking %zu options", n);
+            goto done;
+        }
+        for (size_t k = 0; k < res.selected_count; k++)
+            won[res.selected[k]] = true;
         for (size_t i = 0; i < n; i++)
-            if (!expander__selected(&res, i))
+            if (!won[i])
                 order[answered++] = i;
+        free(won);
+    }
     for (size_t k = 0; res.any_scored && k < answered; k++) {
         size_t i = order[k];
         if (!res.figures[i].scored)
