@@ -346,6 +346,7 @@ static int decide__left_out(const decide_request_t *req, decide_result_t *out,
                                           .pods = o->pods,
                                           .pods_count = o->pods_count,
                                           .node = o->node->capacity,
+                                          .max_pods = o->node->max_pods,
                                           .node_price = r->node_price,
                                           .nodes_price = r->node_price * (double)r->node_count,
                                           .pods_price = r->pods_price};

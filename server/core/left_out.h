@@ -7,7 +7,7 @@
  * leaves them to that later scale-up, and demand-fit charges it what they will cost
  * there: each left-out pod goes to the option of the set that hosts pods at the lowest
  * price now (the lowest C / T), and the left-out pods of each such option are packed
- * first-fit decreasing onto its node (cpu, memory, GPUs); the nodes they take, at its
+ * first-fit decreasing onto its node (cpu, memory, GPUs, pod slots); the nodes they take, at its
  * node price, are the cost, and the pods' own prices the value. A pod that requests
  * nothing is not charged: it fits wherever a pod fits.
  *
@@ -29,6 +29,7 @@ typedef struct left_out_option {
     const uint32_t *pods; /* indexes into the request's pods (out of range ones ignored) */
     size_t pods_count;
     resources_t node;   /* one node's capacity */
+    int64_t max_pods;   /* the pods one node takes (kubelet's --max-pods); 0: no limit */
     double node_price;  /* P */
     double nodes_price; /* C = P x node count */
     double pods_price;  /* T */

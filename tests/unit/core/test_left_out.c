@@ -20,7 +20,14 @@ static const resources_t N1_8 = {8000, 30 * GIB, 0}, N1_16 = {16000, 60 * GIB, 0
 
 static left_out_option_t option(size_t set, const uint32_t *pods, size_t count, resources_t node,
                                 double node_price, int nodes, double t) {
-    return (left_out_option_t){true, set, pods, count, node, node_price, node_price * nodes, t};
+    return (left_out_option_t){.in_play = true,
+                               .set = set,
+                               .pods = pods,
+                               .pods_count = count,
+                               .node = node,
+                               .node_price = node_price,
+                               .nodes_price = node_price * nodes,
+                               .pods_price = t};
 }
 
 /* Three 1-core pods and two 9-core ones. n1-standard-8 x1 hosts the small ones; the
@@ -104,12 +111,35 @@ static void test_unpriced_pods(void **state) {
     assert_true(cost[1] == 0.38 && value[1] == 0.04);
 }
 
+/* Pod slots bound the packing as they bound a node: 250 pods of 10m and 16 MiB fit one
+ * 8-core node's cpu and memory, but at 110 pods a node they take three. */
+static void test_pod_slots(void **state) {
+    (void)state;
+    enum { TINY = 250 };
+    resources_t pods[TINY + 1];
+    double prices[TINY + 1];
+    uint32_t all[TINY + 1], large[] = {TINY};
+    for (uint32_t p = 0; p < TINY; p++)
+        pods[p] = (resources_t){10, 16LL * 1024 * 1024, 0}, prices[p] = 0.001, all[p] = p;
+    pods[TINY] = (resources_t){12000, 8 * GIB, 0}, prices[TINY] = 0.4, all[TINY] = TINY;
+    left_out_option_t opts[] = {option(0, large, 1, N1_16, 0.76, 1, 0.4),
+                                option(0, all, TINY + 1, N1_8, 0.38, 3, 0.65)};
+    opts[1].max_pods = 110;
+    double cost[2], value[2];
+    assert_int_equal(left_out_charge(pods, prices, TINY + 1, opts, 2, cost, value), 0);
+    assert_true(cost[0] > 3 * 0.38 - 1e-9 && cost[0] < 3 * 0.38 + 1e-9);
+    opts[1].max_pods = 0; /* no limit: one node */
+    assert_int_equal(left_out_charge(pods, prices, TINY + 1, opts, 2, cost, value), 0);
+    assert_true(cost[0] == 0.38);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_pods_left_out),
         cmocka_unit_test(test_packed_on_the_cheapest_host),
         cmocka_unit_test(test_other_sets_and_options_out_of_play),
         cmocka_unit_test(test_unpriced_pods),
+        cmocka_unit_test(test_pod_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
