@@ -363,12 +363,24 @@ static bool call_has_metadata(const call_state_t *cs, const char *key) {
     return false;
 }
 
+/* The metrics of cs's method: its entry's, or for a call to a method its listener does
+ * not offer, those of the same method on the listener that does (a method frugal
+ * serves somewhere keeps its name); unknown_method_metrics for any other path. */
+static call_metrics_t *call_metrics_of(const call_state_t *cs) {
+    if (cs->entry != NULL)
+        return &cs->entry->metrics;
+    const frugal_server_t *s = cs->worker->server;
+    for (size_t i = 0; i < s->methods_count; i++)
+        if (grpc_slice_str_cmp(cs->details.method, s->methods[i].method->path) == 0)
+            return &s->methods[i].metrics;
+    return &unknown_method_metrics;
+}
+
 /* Count cs's answer in the per-method metrics. */
 static void call_record(const call_state_t *cs, grpc_status_code status) {
     double seconds =
         gpr_timespec_to_micros(gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), cs->started)) / 1e6;
-    call_metrics_record(cs->entry != NULL ? &cs->entry->metrics : &unknown_method_metrics, status,
-                        seconds);
+    call_metrics_record(call_metrics_of(cs), status, seconds);
 }
 
 /* Start a batch on a call (tag: its call state, handed off already: not read here)

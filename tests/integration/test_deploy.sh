@@ -258,5 +258,19 @@ assert_ok "target-size" "${CP[@]}" --tls-cert "$CLIENT_CERT" --tls-key "$CLIENT_
 assert_eq 1 "$OUT" "only the authenticated increase counted"
 assert_status UNIMPLEMENTED "no expander call on the CloudProvider port" \
     "${CP[@]}" --tls-cert "$CLIENT_CERT" --tls-key "$CLIENT_KEY" best-options "$TMP/options.yaml"
+
+if [ -n "${OPS_PORT:-}" ]; then
+    log "a method refused by its listener is counted under its own name"
+    M=$(curl -s --max-time 5 "http://127.0.0.1:$OPS_PORT/metrics")
+    CPS=clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
+    assert_match "^grpc_server_handled_total\{grpc_service=\"$CPS\",grpc_method=\"NodeGroups\",grpc_code=\"UNIMPLEMENTED\"\} 1\$" \
+        "$M" "NodeGroups on the probe port"
+    assert_match "^grpc_server_handled_total\{grpc_service=\"$CPS\",grpc_method=\"NodeGroupIncreaseSize\",grpc_code=\"UNIMPLEMENTED\"\} 1\$" \
+        "$M" "IncreaseSize on the expander port"
+    assert_match '^grpc_server_handled_total\{grpc_service="grpcplugin.Expander",grpc_method="BestOptions",grpc_code="UNIMPLEMENTED"\} 1$' \
+        "$M" "BestOptions on the CloudProvider port"
+    assert_no_match '^grpc_server_handled_total\{grpc_service="unknown",grpc_method="unknown",grpc_code="UNIMPLEMENTED"\} [1-9]' \
+        "$M" "none of them as unknown"
+fi
 stop_server
 finish
