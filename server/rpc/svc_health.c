@@ -1,6 +1,7 @@
 /* grpc.health.v1.Health/Check: SERVING for the whole server ("") and for each service
- * frugal serves, NOT_SERVING once shutdown has begun, NOT_FOUND for other names (the
- * gRPC health-checking protocol's answer to an unknown service). */
+ * frugal serves, NOT_FOUND for other names (the gRPC health-checking protocol's answer
+ * to an unknown service). NOT_SERVING once shutdown has begun: only a Check received
+ * before it sees that, since the listeners then refuse new calls. */
 #include <string.h>
 
 #include "grpc_server.h"
