@@ -1,7 +1,9 @@
 /* Can a pod be scheduled on a node? The scheduling predicates frugal simulates, one
  * place for every user (`frugal plan`, the proposals, a future replay simulator):
  *  - resources: the pod's effective request fits the node's allocatable cpu, memory
- *    and GPUs;
+ *    and GPUs, and every other resource it asks for (ephemeral-storage, hugepages-*,
+ *    extended resources such as example.com/fpga) fits the node's allocatable of it (0
+ *    when the node does not list it);
  *  - node selector: every nodeSelector pair is one of the node's labels;
  *  - required node affinity: one of its terms holds (In, NotIn, Exists, DoesNotExist,
  *    Gt, Lt over the labels; a term with matchFields names specific nodes: never);
@@ -23,6 +25,12 @@
 /* Whether request fits allocatable in cpu, memory and GPUs. */
 bool fit_resources(const resources_t *request, const resources_t *allocatable, char *why,
                    size_t size);
+
+/* Whether every resource spec asks for other than cpu, memory and GPUs, as the scheduler
+ * combines the containers' requests, fits node's allocatable of it ("example.com/fpga 1
+ * > 0"; an invalid quantity never fits). */
+bool fit_named_resources(const k8s_pod_spec_t *spec, const k8s_node_t *node, char *why,
+                         size_t size);
 
 /* Whether node (may be NULL: no labels) carries every nodeSelector pair of spec (may be
  * NULL: no selector). */

@@ -57,6 +57,25 @@ static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
     return rc;
 }
 
+/* Whether the resources spec asks for beyond cpu, memory and GPUs fit a proposed
+ * group's template node: its ephemeral storage, and no extended resource (a proposal
+ * carries none). */
+static bool propose__named_resources_fit(const k8s_pod_spec_t *spec) {
+    k8s_quantity_t storage = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
+    storage.string = TEMPLATE_EPHEMERAL_STORAGE;
+    K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry entry =
+        K8S__IO__API__CORE__V1__NODE_STATUS__ALLOCATABLE_ENTRY__INIT;
+    entry.key = K8S_RESOURCE_EPHEMERAL_STORAGE;
+    entry.value = &storage;
+    K8s__Io__Api__Core__V1__NodeStatus__AllocatableEntry *entries[] = {&entry};
+    k8s_node_status_t status = K8S__IO__API__CORE__V1__NODE_STATUS__INIT;
+    status.n_allocatable = 1;
+    status.allocatable = entries;
+    k8s_node_t node = K8S__IO__API__CORE__V1__NODE__INIT;
+    node.status = &status;
+    return fit_named_resources(spec, &node, NULL, 0);
+}
+
 int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *err) {
     memset(p, 0, sizeof(*p));
     char name[512];
@@ -72,6 +91,8 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
     const k8s_pod_spec_t *spec = pod->spec;
     if (spec == NULL)
         return 0;
+    if (!propose__named_resources_fit(spec))
+        p->impossible = true;
     for (size_t i = 0; i < spec->n_nodeselector; i++) {
         if (spec->nodeselector[i]->key == NULL)
             continue;

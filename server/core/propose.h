@@ -42,8 +42,9 @@ typedef struct propose_pod {
     resources_t request;     /* effective request */
     kv_list_t selector;      /* nodeSelector plus required node-affinity pins; sorted, unique */
     taint_list_t taints;     /* taints its custom tolerations ask for; sorted, unique */
-    bool impossible;         /* contradictory selectors, or a label no node can carry: no node can
-                                ever serve it */
+    bool impossible;         /* contradictory selectors, a label no node can carry, or a
+                                resource no proposed node has (an extended resource, more
+                                ephemeral storage than a template's): no proposal can serve it */
     pod_lifetime_t lifetime; /* what demand-fit's memory of recent pods keeps of it */
     int64_t created_ms;
     uint64_t identity;

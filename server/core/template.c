@@ -14,7 +14,6 @@
 #define TEMPLATE__TEXT(n) #n
 #define TEMPLATE__QUANTITY(n) TEMPLATE__TEXT(n)
 #define TEMPLATE_PODS TEMPLATE__QUANTITY(TEMPLATE_MAX_PODS)
-#define TEMPLATE_EPHEMERAL_STORAGE "100Gi"
 #define TEMPLATE_BASE_LABELS 7
 
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry template_label_t;

@@ -7,7 +7,8 @@
 #ifndef FRUGAL_TEMPLATE_H
 #define FRUGAL_TEMPLATE_H
 
-#define TEMPLATE_MAX_PODS 110 /* the "pods" capacity: kubelet's --max-pods default */
+#define TEMPLATE_MAX_PODS 110              /* the "pods" capacity: kubelet's --max-pods default */
+#define TEMPLATE_EPHEMERAL_STORAGE "100Gi" /* the "ephemeral-storage" capacity */
 
 #include <stddef.h>
 #include <stdint.h>

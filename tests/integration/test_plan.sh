@@ -251,6 +251,22 @@ assert_match '^      "team": "web"$' "$OUT" "its labels"
 assert_match '^    - key: "dedicated"$' "$OUT" "its taints"
 assert_match '^  - "batch/huge"$' "$OUT" "unschedulable in YAML"
 
+log "resources beyond cpu, memory and GPUs: extended resources, ephemeral storage"
+res_pod() { # NAME REQUESTS_JSON
+    echo "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"$1\", \"namespace\": \"hw\"}, \"spec\": {\"containers\": [{\"name\": \"c\", \"resources\": {\"requests\": $2}}]}, \"status\": {\"phase\": \"Pending\"}}"
+}
+pod_list "$(res_pod fpga '{"cpu": "1", "memory": "1Gi", "example.com/fpga": "1"}')" \
+    "$(res_pod disk '{"cpu": "1", "memory": "1Gi", "ephemeral-storage": "200Gi"}')" \
+    "$(res_pod scratch '{"cpu": "1", "memory": "1Gi", "ephemeral-storage": "20Gi"}')" >"$TMP/res.json"
+assert_ok "plan with extended resources" "$FRUGAL" plan -c "$TMP/nap.yaml" --pods "$TMP/res.json"
+assert_match '^  hw/fpga: small: example.com/fpga 1 > 0$' "$OUT" "no configured group has an FPGA"
+assert_match '^  hw/disk: small: ephemeral-storage 200Gi > 100Gi$' "$OUT" "more storage than a template node"
+assert_match '^  \*  small +n1-standard-2 +1 +1 ' "$OUT" "the pod within the storage is hosted"
+assert_match '^  nap-n1-standard-1-us-central1-a +n1-standard-1 +us-central1-a +- +- +1 ' "$OUT" \
+    "a proposal serves only that pod"
+assert_eq $'  hw/fpga\n  hw/disk' "$(echo "$OUT" | sed -n '/^unschedulable (no allowed machine type serves them):$/,$p' | tail -n +2)" \
+    "no proposal carries an FPGA or more storage"
+
 log "no pending pods; kubectl -o yaml input; a single pod"
 pod_list "$(pod running default Running '"1"' '"1Gi"' '"nodeName": "node-1"')" >"$TMP/none.json"
 assert_ok "nothing pending" "$FRUGAL" plan -c "$TMP/plan.yaml" --pods "$TMP/none.json"

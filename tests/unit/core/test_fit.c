@@ -20,7 +20,9 @@ static const char node_json[] =
     "\"team\": \"web\", \"tier\": \"3\", \"topology.kubernetes.io/zone\": \"us-central1-a\"}},"
     " \"spec\": {\"taints\": ["
     "  {\"key\": \"dedicated\", \"value\": \"web\", \"effect\": \"NoSchedule\"},"
-    "  {\"key\": \"soft\", \"value\": \"x\", \"effect\": \"PreferNoSchedule\"}]}}";
+    "  {\"key\": \"soft\", \"value\": \"x\", \"effect\": \"PreferNoSchedule\"}]},"
+    " \"status\": {\"allocatable\": {\"cpu\": \"2\", \"memory\": \"4Gi\", \"pods\": \"110\","
+    "  \"ephemeral-storage\": \"100Gi\", \"example.com/fpga\": \"2\"}}}";
 
 static k8s_node_t *node;
 static kube_node_list_t nodes;
@@ -154,6 +156,67 @@ static void test_taints(void **state) {
     assert_false(fits("\"tolerations\": [{\"value\": \"web\"}]", NULL, why, sizeof(why)));
 }
 
+/* Whether a pod of the given containers (and whatever else spec_json holds) passes
+ * fit_named_resources on the node; the reason in why. */
+static bool named_fits(const char *containers, const char *spec_json, char *why, size_t size) {
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": "
+             "[%s]%s%s}}",
+             containers, spec_json[0] != '\0' ? ", " : "", spec_json);
+    kube_pod_list_t pods;
+    kube_json_error_t err;
+    if (kube_json_parse_pods(text, strlen(text), &pods, &err) != 0)
+        fail_msg("pod JSON: %s", err.message);
+    why[0] = '\0';
+    bool ok = fit_named_resources(pods.items[0]->spec, node, why, size);
+    kube_pod_list_clear(&pods);
+    return ok;
+}
+
+#define REQ(name, q) "{\"name\": \"c\", \"resources\": {\"requests\": {\"" name "\": \"" q "\"}}}"
+#define LIM(name, q) "{\"name\": \"c\", \"resources\": {\"limits\": {\"" name "\": \"" q "\"}}}"
+
+/* Resources beyond cpu, memory and GPUs: what the node lists, 0 for what it does not,
+ * combined over containers, init containers, sidecars and overhead as the scheduler does. */
+static void test_named_resources(void **state) {
+    (void)state;
+    char why[128];
+    assert_true(named_fits(REQ("example.com/fpga", "2"), "", why, sizeof(why)));
+    assert_false(named_fits(REQ("example.com/fpga", "2") "," REQ("example.com/fpga", "1"), "", why,
+                            sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    /* a limit alone is the request */
+    assert_false(named_fits(LIM("example.com/fpga", "3"), "", why, sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    /* a resource the node does not list */
+    assert_false(named_fits(REQ("acme.io/dongle", "1"), "", why, sizeof(why)));
+    assert_string_equal(why, "acme.io/dongle 1 > 0");
+    assert_true(named_fits(REQ("acme.io/dongle", "0"), "", why, sizeof(why)));
+    assert_true(named_fits(REQ("ephemeral-storage", "100Gi"), "", why, sizeof(why)));
+    assert_false(named_fits(REQ("ephemeral-storage", "101Gi"), "", why, sizeof(why)));
+    assert_string_equal(why, "ephemeral-storage 101Gi > 100Gi");
+    /* an ordinary init container runs alone: the larger of it and the containers */
+    assert_true(named_fits(REQ("example.com/fpga", "1"),
+                           "\"initContainers\": [" REQ("example.com/fpga", "2") "]", why,
+                           sizeof(why)));
+    /* a sidecar runs beside the containers: summed */
+    assert_false(named_fits(REQ("example.com/fpga", "2"),
+                            "\"initContainers\": [{\"name\": \"s\", \"restartPolicy\": \"Always\", "
+                            "\"resources\": {\"requests\": {\"example.com/fpga\": \"1\"}}}]",
+                            why, sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    assert_false(named_fits(REQ("example.com/fpga", "2"),
+                            "\"overhead\": {\"example.com/fpga\": \"1\"}", why, sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    /* cpu, memory and GPUs are fit_resources' */
+    assert_true(named_fits(REQ("cpu", "64") "," REQ("nvidia.com/gpu", "8"), "", why, sizeof(why)));
+    assert_false(named_fits(REQ("example.com/fpga", "x"), "", why, sizeof(why)));
+    assert_string_equal(why, "example.com/fpga: invalid quantity");
+    /* fit_pod checks them after cpu, memory and GPUs */
+    assert_true(fit_named_resources(NULL, node, why, sizeof(why)));
+}
+
 static void test_first_failure_gives_the_reason(void **state) {
     (void)state;
     char why[128];
@@ -173,6 +236,7 @@ int main(void) {
         cmocka_unit_test(test_node_selector),
         cmocka_unit_test(test_node_affinity),
         cmocka_unit_test(test_taints),
+        cmocka_unit_test(test_named_resources),
         cmocka_unit_test(test_first_failure_gives_the_reason),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
