@@ -42,7 +42,7 @@ static int rpc_client__credentials(const rpc_client_options_t *opts,
     /* gRPC would only fail the connection ("empty address list") without naming the file. */
     int rc = pem_read_file(opts->tls_ca, &ca, err);
     if (rc == 0)
-        rc = pem_check_certificate(opts->tls_ca, ca, err);
+        rc = pem_check_bundle(opts->tls_ca, ca, err);
     if (rc != 0) {
         free(ca);
         goto fail_ca;

@@ -37,6 +37,9 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
     if (rc == 0)
         rc = pem_check_key_pair(r->paths[TLS_CERT], pem[TLS_CERT], r->paths[TLS_KEY], pem[TLS_KEY],
                                 err);
+    /* A client CA without a valid certificate would refuse every client, unexplained. */
+    if (rc == 0 && pem[TLS_CA] != NULL)
+        rc = pem_check_bundle(r->paths[TLS_CA], pem[TLS_CA], err);
     if (rc == 0) {
         grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
                                            .cert_chain = pem[TLS_CERT]};

@@ -1,6 +1,7 @@
 #include "pem.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,24 +54,60 @@ static void pem__format_time(const ASN1_TIME *t, char *buf, size_t size) {
     BIO_free(out);
 }
 
+/* Whether cert is valid now: true, or false with why it is not ("expired on DATE",
+ * "is not valid before DATE") in why. */
+static bool pem__valid_now(X509 *cert, char *why, size_t size) {
+    char when[64];
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
+        pem__format_time(X509_get0_notAfter(cert), when, sizeof(when));
+        snprintf(why, size, "expired on %s", when);
+        return false;
+    }
+    if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
+        pem__format_time(X509_get0_notBefore(cert), when, sizeof(when));
+        snprintf(why, size, "is not valid before %s", when);
+        return false;
+    }
+    return true;
+}
+
 int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
     X509 *cert = bio != NULL ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
     BIO_free(bio);
     if (cert == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s: no readable PEM certificate", path);
-    int rc = 0;
-    char when[64];
-    if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
-        pem__format_time(X509_get0_notAfter(cert), when, sizeof(when));
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate expired on %s", path, when);
-    } else if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
-        pem__format_time(X509_get0_notBefore(cert), when, sizeof(when));
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate is not valid before %s", path,
-                            when);
-    }
+    char why[96];
+    int rc = pem__valid_now(cert, why, sizeof(why))
+                 ? 0
+                 : frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate %s", path, why);
     X509_free(cert);
     return rc;
+}
+
+int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err) {
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    if (bio == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+    char first[96] = "", why[96];
+    size_t read = 0;
+    bool valid = false;
+    X509 *cert;
+    while (!valid && (cert = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        valid = pem__valid_now(cert, read++ == 0 ? first : why, sizeof(why));
+        X509_free(cert);
+    }
+    BIO_free(bio);
+    ERR_clear_error(); /* the read past the last certificate leaves an error queued */
+    if (read == 0)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: no readable PEM certificate", path);
+    if (valid)
+        return 0;
+    if (read == 1)
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate %s", path, first);
+    return frugal_err_set(err, FRUGAL_EINVAL,
+                          "%s: none of its %zu certificates is valid now (the first %s)", path,
+                          read, first);
 }
 
 /* No passphrase: an encrypted key is unreadable here, never a prompt on a terminal. */

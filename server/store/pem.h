@@ -18,6 +18,12 @@ int pem_read_file(const char *path, char **out, frugal_err_t *err);
  * not valid yet. A server must not start with, or rotate to, such a certificate. */
 int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err);
 
+/* Check a CA bundle, the PEM text read from path: FRUGAL_EINVAL naming path when it holds
+ * no readable certificate, or when none of its certificates is valid now (the first
+ * one's reason given). An expired certificate beside a valid one is kept: a bundle
+ * holds the old CA and the new one while a CA rotates. */
+int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err);
+
 /* Check that the private key in key_pem (read from key_path) is the key of the first
  * certificate in cert_pem: FRUGAL_EINVAL naming the file at fault otherwise (gRPC would
  * only refuse the handshake, or the listener, without saying why). */

@@ -158,6 +158,24 @@ ADDR="127.0.0.1:$BAD_PORT"
 CTL_OPTS=(--tls-ca "$PKI/ca2.crt" --timeout 3000)
 start_server "$TMP/bad-tls.yaml"
 assert_ok "increase before the bad rotation" ctl increase pool-a 1
+log "a CA bundle: an expired certificate beside a valid one is kept, a bundle of none valid is refused"
+cat "$PKI/expired.crt" "$PKI/ca2.crt" >"$PKI/rotating-ca.crt"
+assert_ok "ctl trusts a bundle whose first certificate has expired" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/rotating-ca.crt" --timeout 3000 health
+assert_exit 1 "ctl refuses a CA file whose only certificate has expired" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/expired.crt" --timeout 3000 health
+assert_match "^error: $PKI/expired.crt: the certificate expired on Jan  2 00:00:00 2020 GMT" "$ERR" \
+    "naming the file and the date"
+cat "$PKI/expired.crt" "$PKI/expired.crt" >"$PKI/stale-ca.crt"
+assert_exit 1 "ctl refuses a bundle of expired certificates" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/stale-ca.crt" --timeout 3000 health
+assert_match "$PKI/stale-ca.crt: none of its 2 certificates is valid now \(the first expired on Jan  2 00:00:00 2020 GMT\)" \
+    "$ERR" "a bundle with none valid, and why"
+printf 'listen:\n  - address: 127.0.0.1:%s\n    tls: {cert: %s, key: %s, client_ca: %s}\nnode_groups:\n  - {id: pool-a, machine_type: n1-standard-2, max_size: 3}\n' \
+    "$(free_port)" "$PKI/server2.crt" "$PKI/server2.key" "$PKI/stale-ca.crt" >"$TMP/stale-client-ca.yaml"
+run timeout 10 "$FRUGAL" serve -c "$TMP/stale-client-ca.yaml"
+assert_eq 1 "$RC" "serve refuses a client CA with no valid certificate"
+assert_match "$PKI/stale-ca.crt: none of its 2 certificates is valid now" "$ERR" "naming the client CA file"
 cp "$PKI/expired.key" "$PKI/live.key.new" && mv "$PKI/live.key.new" "$PKI/live.key"
 cp "$PKI/expired.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.crt"
 assert_ok "a rotation to an expired certificate keeps the last good one" ctl health
