@@ -38,9 +38,13 @@ static int etcd__credentials(const state_config_t *st, grpc_channel_credentials 
     }
     char *ca = NULL, *cert = NULL, *key = NULL;
     int rc = 0;
-    if ((st->tls_ca != NULL && (rc = pem_read_file(st->tls_ca, &ca, err)) != 0) ||
+    /* Checked here: gRPC would only fail the connections, naming no file. */
+    if ((st->tls_ca != NULL && ((rc = pem_read_file(st->tls_ca, &ca, err)) != 0 ||
+                                (rc = pem_check_bundle(st->tls_ca, ca, err)) != 0)) ||
         (st->tls_cert != NULL && (rc = pem_read_file(st->tls_cert, &cert, err)) != 0) ||
-        (st->tls_key != NULL && (rc = pem_read_file(st->tls_key, &key, err)) != 0))
+        (st->tls_key != NULL && (rc = pem_read_file(st->tls_key, &key, err)) != 0) ||
+        (cert != NULL && key != NULL &&
+         (rc = pem_check_key_pair(st->tls_cert, cert, st->tls_key, key, err)) != 0))
         goto out;
     grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
     *creds = grpc_ssl_credentials_create(ca, cert != NULL ? &pair : NULL, NULL, NULL);
