@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pod.h"
+
 typedef K8s__Io__Api__Core__V1__NodeSelectorRequirement fit_requirement_t;
 typedef K8s__Io__Api__Core__V1__NodeSelectorTerm fit_term_t;
 
@@ -54,102 +56,40 @@ bool fit_resources(const resources_t *request, const resources_t *allocatable, c
     return true;
 }
 
-/* The quantity of resource name in a generated map field (entries with key and Quantity
- * value; the last of duplicate keys, as Go keeps), or NULL. */
-#define FIT__FIND(out, entries, n, name)                                                           \
-    do {                                                                                           \
-        (out) = NULL;                                                                              \
-        for (size_t i_ = 0; i_ < (n); i_++)                                                        \
-            if ((entries)[i_]->key != NULL && strcmp((entries)[i_]->key, (name)) == 0)             \
-                (out) = (entries)[i_]->value;                                                      \
-    } while (0)
-
 /* Whether cpu, memory and the GPUs, which fit_resources judges from the effective request. */
 static bool fit__counted(const char *name) {
     return strcmp(name, K8S_RESOURCE_CPU) == 0 || strcmp(name, K8S_RESOURCE_MEMORY) == 0 ||
            strcmp(name, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(name, K8S_RESOURCE_AMD_GPU) == 0;
 }
 
-/* The value of q, rounded up; -1 when it is not a quantity. */
-static int64_t fit__value(const k8s_quantity_t *q) {
+/* node's allocatable of name, rounded up; 0 when it does not list it or it is no
+ * quantity. */
+static int64_t fit__allocatable(const k8s_node_t *node, const char *name) {
+    const k8s_node_status_t *st = node != NULL ? node->status : NULL;
+    const k8s_quantity_t *q = NULL;
+    for (size_t i = 0; st != NULL && i < st->n_allocatable; i++)
+        if (st->allocatable[i]->key != NULL && strcmp(st->allocatable[i]->key, name) == 0)
+            q = st->allocatable[i]->value; /* the last of duplicate keys, as Go keeps */
     int64_t v;
     if (q == NULL || q->string == NULL ||
         quantity_parse_scaled(q->string, strlen(q->string), 0, &v, NULL) != 0 || v < 0)
-        return -1;
+        return 0;
     return v;
 }
 
-/* A container's request of name (its limit when it has no request, as the API server
- * defaults it); 0 when it has neither, -1 when it is not a quantity. */
-static int64_t fit__container_request(const k8s_container_t *ct, const char *name) {
-    const k8s_resource_requirements_t *rr = ct->resources;
-    const k8s_quantity_t *q = NULL;
-    if (rr != NULL) {
-        FIT__FIND(q, rr->requests, rr->n_requests, name);
-        if (q == NULL)
-            FIT__FIND(q, rr->limits, rr->n_limits, name);
-    }
-    return q == NULL ? 0 : fit__value(q);
-}
-
-static bool fit__sidecar(const k8s_container_t *ct) {
-    return ct->restartpolicy != NULL && strcmp(ct->restartpolicy, "Always") == 0;
-}
-
-/* The pod's effective request of name, combined as pod_effective_request combines cpu
- * and memory (containers and sidecars summed, each ordinary init container with the
- * sidecars before it, the larger wins, plus overhead); -1 when a quantity is invalid
- * or the sum overflows. */
-static int64_t fit__named_request(const k8s_pod_spec_t *spec, const char *name) {
-    int64_t total = 0, sidecars = 0, init_max = 0, r;
-    for (size_t i = 0; i < spec->n_containers; i++)
-        if ((r = fit__container_request(spec->containers[i], name)) < 0 ||
-            __builtin_add_overflow(total, r, &total))
-            return -1;
-    for (size_t i = 0; i < spec->n_initcontainers; i++) {
-        const k8s_container_t *ct = spec->initcontainers[i];
-        if ((r = fit__container_request(ct, name)) < 0)
-            return -1;
-        if (fit__sidecar(ct)) {
-            if (__builtin_add_overflow(total, r, &total) ||
-                __builtin_add_overflow(sidecars, r, &sidecars))
-                return -1;
-            r = sidecars;
-        } else if (__builtin_add_overflow(r, sidecars, &r)) {
-            return -1;
-        }
-        if (r > init_max)
-            init_max = r;
-    }
-    if (init_max > total)
-        total = init_max;
-    const k8s_quantity_t *q;
-    FIT__FIND(q, spec->overhead, spec->n_overhead, name);
-    if (q != NULL && ((r = fit__value(q)) < 0 || __builtin_add_overflow(total, r, &total)))
-        return -1;
-    return total;
-}
-
 /* Whether name, a resource the pod asks for, is within node's allocatable. */
-static bool fit__named_fits(const k8s_pod_spec_t *spec, const k8s_node_t *node, const char *name,
+static bool fit__named_fits(const k8s_pod_t *pod, const k8s_node_t *node, const char *name,
                             char *why, size_t size) {
-    if (fit__counted(name))
+    if (name == NULL || fit__counted(name))
         return true;
-    int64_t need = fit__named_request(spec, name);
-    if (need < 0)
+    int64_t need;
+    if (pod_named_request(pod, name, &need, NULL) != 0)
         return fit__fail(why, size, "%s: invalid quantity", name);
-    if (need == 0)
-        return true;
-    const k8s_node_status_t *st = node != NULL ? node->status : NULL;
-    const k8s_quantity_t *q = NULL;
-    if (st != NULL)
-        FIT__FIND(q, st->allocatable, st->n_allocatable, name);
-    int64_t have = q != NULL ? fit__value(q) : 0;
-    if (have < 0)
-        have = 0;
+    int64_t have = fit__allocatable(node, name);
     if (need <= have)
         return true;
-    if (strcmp(name, K8S_RESOURCE_EPHEMERAL_STORAGE) == 0 || strncmp(name, "hugepages-", 10) == 0) {
+    if (strcmp(name, K8S_RESOURCE_EPHEMERAL_STORAGE) == 0 ||
+        strncmp(name, K8S_RESOURCE_HUGEPAGES_PREFIX, strlen(K8S_RESOURCE_HUGEPAGES_PREFIX)) == 0) {
         char a[64], b[64];
         return fit__fail(why, size, "%s %s > %s", name, quantity_format_bytes(need, a, sizeof(a)),
                          quantity_format_bytes(have, b, sizeof(b)));
@@ -157,16 +97,14 @@ static bool fit__named_fits(const k8s_pod_spec_t *spec, const k8s_node_t *node, 
     return fit__fail(why, size, "%s %" PRId64 " > %" PRId64, name, need, have);
 }
 
-/* fit__named_fits for every resource named in the requirements rr. */
-static bool fit__requirements_fit(const k8s_pod_spec_t *spec, const k8s_node_t *node,
+/* fit__named_fits for every resource named in the requirements rr (may be NULL). */
+static bool fit__requirements_fit(const k8s_pod_t *pod, const k8s_node_t *node,
                                   const k8s_resource_requirements_t *rr, char *why, size_t size) {
     for (size_t i = 0; rr != NULL && i < rr->n_requests; i++)
-        if (rr->requests[i]->key != NULL &&
-            !fit__named_fits(spec, node, rr->requests[i]->key, why, size))
+        if (!fit__named_fits(pod, node, rr->requests[i]->key, why, size))
             return false;
     for (size_t i = 0; rr != NULL && i < rr->n_limits; i++)
-        if (rr->limits[i]->key != NULL &&
-            !fit__named_fits(spec, node, rr->limits[i]->key, why, size))
+        if (!fit__named_fits(pod, node, rr->limits[i]->key, why, size))
             return false;
     return true;
 }
@@ -175,15 +113,19 @@ bool fit_named_resources(const k8s_pod_spec_t *spec, const k8s_node_t *node, cha
                          size_t size) {
     if (spec == NULL)
         return true;
+    /* pod_named_request reads the spec alone; a pod around it names no one in errors. */
+    k8s_pod_t pod = K8S__IO__API__CORE__V1__POD__INIT;
+    pod.spec = (k8s_pod_spec_t *)spec;
     for (size_t i = 0; i < spec->n_containers; i++)
-        if (!fit__requirements_fit(spec, node, spec->containers[i]->resources, why, size))
+        if (!fit__requirements_fit(&pod, node, spec->containers[i]->resources, why, size))
             return false;
     for (size_t i = 0; i < spec->n_initcontainers; i++)
-        if (!fit__requirements_fit(spec, node, spec->initcontainers[i]->resources, why, size))
+        if (!fit__requirements_fit(&pod, node, spec->initcontainers[i]->resources, why, size))
             return false;
+    if (!fit__requirements_fit(&pod, node, spec->resources, why, size))
+        return false;
     for (size_t i = 0; i < spec->n_overhead; i++)
-        if (spec->overhead[i]->key != NULL &&
-            !fit__named_fits(spec, node, spec->overhead[i]->key, why, size))
+        if (!fit__named_fits(&pod, node, spec->overhead[i]->key, why, size))
             return false;
     return true;
 }

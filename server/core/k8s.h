@@ -28,6 +28,7 @@ typedef K8s__Io__Apimachinery__Pkg__Api__Resource__Quantity k8s_quantity_t;
 #define K8S_RESOURCE_EPHEMERAL_STORAGE "ephemeral-storage"
 #define K8S_RESOURCE_NVIDIA_GPU "nvidia.com/gpu"
 #define K8S_RESOURCE_AMD_GPU "amd.com/gpu"
+#define K8S_RESOURCE_HUGEPAGES_PREFIX "hugepages-"
 
 /* Well-known labels. */
 #define K8S_LABEL_INSTANCE_TYPE "node.kubernetes.io/instance-type"

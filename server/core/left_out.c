@@ -152,8 +152,10 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
         uint64_t hash = HASH_FNV_OFFSET; /* over the indexes of the left-out pods */
         for (size_t k = 0; k < w.set_size[s]; k++) {
             size_t p = w.by_set[w.set_start[s] + k];
-            /* A pod that requests nothing fits wherever a pod fits: not charged. */
-            if (w.mark[p] == i + 1 || w.host[p] == n || !(pod_prices[p] > 0.0))
+            /* A pod that requests nothing fits wherever a pod slot is free: charged only
+             * for the slot, where its host's nodes have a limit. */
+            if (w.mark[p] == i + 1 || w.host[p] == n ||
+                (!(pod_prices[p] > 0.0) && options[w.host[p]].max_pods <= 0))
                 continue;
             const resources_t *r = &pods[p], *cap = &options[w.host[p]].node;
             double size = fmax(left_out__share(r->cpu_milli, cap->cpu_milli),

@@ -9,7 +9,8 @@
  * price now (the lowest C / T), and the left-out pods of each such option are packed
  * first-fit decreasing onto its node (cpu, memory, GPUs, pod slots); the nodes they take, at its
  * node price, are the cost, and the pods' own prices the value. A pod that requests
- * nothing is not charged: it fits wherever a pod fits.
+ * nothing takes only a pod slot: charged for that alone, and not at all where its host's
+ * nodes have no slot limit.
  *
  * Pure: no allocation kept, no locks. */
 #ifndef FRUGAL_LEFT_OUT_H

@@ -16,12 +16,22 @@ typedef struct pod__ctx {
     const char *name; /* container name or NULL */
 } pod__ctx_t;
 
-/* The resources frugal reads from one map, found by scanning its entries. */
-enum { POD__CPU, POD__MEMORY, POD__NVIDIA, POD__AMD, POD__NRES };
-static const char *const pod__names[POD__NRES] = {K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY,
-                                                  K8S_RESOURCE_NVIDIA_GPU, K8S_RESOURCE_AMD_GPU};
+/* The resources frugal reads from one map, found by scanning its entries: cpu, memory and
+ * GPUs, or (pod_named_request) one named resource alone. */
+enum {
+    POD__CPU,
+    POD__MEMORY,
+    POD__NVIDIA,
+    POD__AMD,
+    POD__STANDARD,
+    POD__NAMED = POD__STANDARD,
+    POD__NRES
+};
+static const char *const pod__names[POD__STANDARD] = {
+    K8S_RESOURCE_CPU, K8S_RESOURCE_MEMORY, K8S_RESOURCE_NVIDIA_GPU, K8S_RESOURCE_AMD_GPU};
 
 typedef struct pod__slots {
+    const char *named; /* NULL: the standard resources */
     const k8s_quantity_t *q[POD__NRES];
     bool found[POD__NRES];
 } pod__slots_t;
@@ -29,7 +39,12 @@ typedef struct pod__slots {
 static void pod__slot_set(pod__slots_t *s, const char *key, const k8s_quantity_t *q) {
     if (key == NULL)
         return;
-    for (int r = 0; r < POD__NRES; r++) {
+    if (s->named != NULL) {
+        if (strcmp(key, s->named) == 0)
+            s->q[POD__NAMED] = q, s->found[POD__NAMED] = true;
+        return;
+    }
+    for (int r = 0; r < POD__STANDARD; r++) {
         if (strcmp(key, pod__names[r]) == 0) {
             /* Go keeps the last of duplicate map keys. */
             s->q[r] = q;
@@ -38,10 +53,12 @@ static void pod__slot_set(pod__slots_t *s, const char *key, const k8s_quantity_t
     }
 }
 
-/* Fill slots from a generated map field (entries with key and Quantity value). */
-#define POD__SCAN(slots, entries, n)                                                               \
+/* Fill slots from a generated map field (entries with key and Quantity value), reading
+ * the resource named (NULL: the standard ones). */
+#define POD__SCAN(slots, entries, n, name)                                                         \
     do {                                                                                           \
         memset(&(slots), 0, sizeof(slots));                                                        \
+        (slots).named = (name);                                                                    \
         for (size_t i_ = 0; i_ < (n); i_++)                                                        \
             pod__slot_set(&(slots), (entries)[i_]->key, (entries)[i_]->value);                     \
     } while (0)
@@ -65,7 +82,7 @@ static int pod__add(int64_t *acc, int64_t v) {
  * missing request to its limit). *present says whether either had it. */
 static int pod__read_one(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim,
                          int r, int scale, int64_t *out, bool *present, frugal_err_t *err) {
-    const char *resource = pod__names[r];
+    const char *resource = r == POD__NAMED ? req->named : pod__names[r];
     const k8s_quantity_t *q = req->q[r];
     bool found = req->found[r];
     if (!found && lim != NULL) {
@@ -97,13 +114,23 @@ typedef struct pod__has {
     bool cpu, memory, gpu;
 } pod__has_t;
 
-/* Resources of a requests map with its limits map (lim may be NULL). */
+/* Resources of a requests map with its limits map (lim may be NULL); a named resource
+ * goes into out->cpu_milli, in its own unit (has->cpu: present). */
 static int pod__read_slots(const pod__ctx_t *c, const pod__slots_t *req, const pod__slots_t *lim,
                            resources_t *out, pod__has_t *has, frugal_err_t *err) {
     int64_t nvidia, amd;
     bool hn, ha;
     int rc;
     pod__has_t h;
+
+    if (req->named != NULL) {
+        memset(out, 0, sizeof(*out));
+        memset(&h, 0, sizeof(h));
+        rc = pod__read_one(c, req, lim, POD__NAMED, 0, &out->cpu_milli, &h.cpu, err);
+        if (has != NULL)
+            *has = h;
+        return rc;
+    }
 
     rc = pod__read_one(c, req, lim, POD__CPU, 3, &out->cpu_milli, &h.cpu, err);
     if (rc == 0)
@@ -124,7 +151,8 @@ static int pod__read_slots(const pod__ctx_t *c, const pod__slots_t *req, const p
 }
 
 static int pod__read_requirements(const pod__ctx_t *c, const k8s_resource_requirements_t *rr,
-                                  resources_t *out, pod__has_t *has, frugal_err_t *err) {
+                                  const char *named, resources_t *out, pod__has_t *has,
+                                  frugal_err_t *err) {
     pod__slots_t req, lim;
     if (rr == NULL) {
         memset(out, 0, sizeof(*out));
@@ -132,15 +160,15 @@ static int pod__read_requirements(const pod__ctx_t *c, const k8s_resource_requir
             memset(has, 0, sizeof(*has));
         return 0;
     }
-    POD__SCAN(req, rr->requests, rr->n_requests);
-    POD__SCAN(lim, rr->limits, rr->n_limits);
+    POD__SCAN(req, rr->requests, rr->n_requests, named);
+    POD__SCAN(lim, rr->limits, rr->n_limits, named);
     return pod__read_slots(c, &req, &lim, out, has, err);
 }
 
 static int pod__read_container(const k8s_pod_t *pod, const char *what, const k8s_container_t *ct,
-                               resources_t *out, frugal_err_t *err) {
+                               const char *named, resources_t *out, frugal_err_t *err) {
     pod__ctx_t c = {pod, what, ct->name != NULL ? ct->name : ""};
-    return pod__read_requirements(&c, ct->resources, out, NULL, err);
+    return pod__read_requirements(&c, ct->resources, named, out, NULL, err);
 }
 
 static int pod__sum(resources_t *acc, const resources_t *r) {
@@ -165,7 +193,10 @@ static int pod__overflow(const k8s_pod_t *pod, frugal_err_t *err) {
                           pod_format_name(pod, name, sizeof(name)));
 }
 
-int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err) {
+/* The effective request of the standard resources (named NULL), or of the resource
+ * named, in out->cpu_milli. */
+static int pod__effective(const k8s_pod_t *pod, const char *named, resources_t *out,
+                          frugal_err_t *err) {
     resources_t total = {0, 0, 0}, sidecars = {0, 0, 0}, init_max = {0, 0, 0}, r;
     const k8s_pod_spec_t *spec = pod->spec;
     int rc;
@@ -175,7 +206,7 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
         return 0;
     }
     for (size_t i = 0; i < spec->n_containers; i++) {
-        rc = pod__read_container(pod, "container", spec->containers[i], &r, err);
+        rc = pod__read_container(pod, "container", spec->containers[i], named, &r, err);
         if (rc != 0)
             return rc;
         if (pod__sum(&total, &r) != 0)
@@ -186,8 +217,8 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     for (size_t i = 0; i < spec->n_initcontainers; i++) {
         const k8s_container_t *ct = spec->initcontainers[i];
         bool sidecar = ct->restartpolicy != NULL && strcmp(ct->restartpolicy, "Always") == 0;
-        rc =
-            pod__read_container(pod, sidecar ? "sidecar container" : "init container", ct, &r, err);
+        rc = pod__read_container(pod, sidecar ? "sidecar container" : "init container", ct, named,
+                                 &r, err);
         if (rc != 0)
             return rc;
         if (sidecar) {
@@ -202,12 +233,14 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     }
     pod__max(&total, &init_max);
 
-    /* Pod-level requests (cpu and memory only) replace the containers' aggregate. */
+    /* Pod-level requests (cpu, memory and hugepages only) replace the containers'
+     * aggregate. */
     const k8s_resource_requirements_t *pr = spec->resources;
-    if (pr != NULL) {
+    if (pr != NULL && (named == NULL || strncmp(named, K8S_RESOURCE_HUGEPAGES_PREFIX,
+                                                strlen(K8S_RESOURCE_HUGEPAGES_PREFIX)) == 0)) {
         pod__ctx_t c = {pod, "pod resources", NULL};
         pod__has_t has;
-        rc = pod__read_requirements(&c, pr, &r, &has, err);
+        rc = pod__read_requirements(&c, pr, named, &r, &has, err);
         if (rc != 0)
             return rc;
         if (has.cpu)
@@ -219,7 +252,7 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     if (spec->n_overhead > 0) {
         pod__ctx_t c = {pod, "overhead", NULL};
         pod__slots_t over;
-        POD__SCAN(over, spec->overhead, spec->n_overhead);
+        POD__SCAN(over, spec->overhead, spec->n_overhead, named);
         rc = pod__read_slots(&c, &over, NULL, &r, NULL, err);
         if (rc != 0)
             return rc;
@@ -228,6 +261,17 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     }
     *out = total;
     return 0;
+}
+
+int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err) {
+    return pod__effective(pod, NULL, out, err);
+}
+
+int pod_named_request(const k8s_pod_t *pod, const char *name, int64_t *out, frugal_err_t *err) {
+    resources_t r;
+    int rc = pod__effective(pod, name, &r, err);
+    *out = rc == 0 ? r.cpu_milli : 0;
+    return rc;
 }
 
 int64_t pod_created_ms(const k8s_pod_t *pod) {

@@ -20,6 +20,13 @@
  * container and the resource when a quantity is malformed. */
 int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err);
 
+/* The effective request of one resource other than cpu, memory and GPUs
+ * (ephemeral-storage, hugepages-*, an extended resource such as example.com/fpga),
+ * combined as above, in the resource's own unit rounded up (bytes, or a count); pod-level
+ * resources count for hugepages only, as Kubernetes allows. FRUGAL_EINVAL with err as
+ * above when one of its quantities is malformed. */
+int pod_named_request(const k8s_pod_t *pod, const char *name, int64_t *out, frugal_err_t *err);
+
 /* Unpack serialized v1.Pod bytes and compute its effective request. FRUGAL_EINVAL
  * when the bytes are not a valid v1.Pod. */
 int pod_decode_request(const uint8_t *data, size_t len, resources_t *out, frugal_err_t *err);

@@ -58,8 +58,9 @@ static int propose__pin(propose_pod_t *p, const char *key, const char *value) {
 }
 
 /* Whether the resources spec asks for beyond cpu, memory and GPUs fit a proposed
- * group's template node: its ephemeral storage, and no extended resource (a proposal
- * carries none). */
+ * group's template node (template.c): its ephemeral storage, and no extended resource
+ * or hugepages (a proposal carries none). A resource template.c gives every node must
+ * be added here too. */
 static bool propose__named_resources_fit(const k8s_pod_spec_t *spec) {
     k8s_quantity_t storage = K8S__IO__APIMACHINERY__PKG__API__RESOURCE__QUANTITY__INIT;
     storage.string = TEMPLATE_EPHEMERAL_STORAGE;

@@ -71,10 +71,17 @@ static bool pem__valid_now(X509 *cert, char *why, size_t size) {
     return true;
 }
 
+/* The next certificate of bio, in either PEM form gRPC reads ("CERTIFICATE", or "TRUSTED
+ * CERTIFICATE" as `openssl x509 -trustout` writes it); NULL at the end. */
+static X509 *pem__next_certificate(BIO *bio) {
+    return PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL);
+}
+
 int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
-    X509 *cert = bio != NULL ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+    X509 *cert = bio != NULL ? pem__next_certificate(bio) : NULL;
     BIO_free(bio);
+    ERR_clear_error(); /* OpenSSL's queue must not leak into gRPC's handshakes */
     if (cert == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s: no readable PEM certificate", path);
     char why[96];
@@ -87,13 +94,15 @@ int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) 
 
 int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
-    if (bio == NULL)
+    if (bio == NULL) {
+        ERR_clear_error();
         return frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+    }
     char first[96] = "", why[96];
     size_t read = 0;
     bool valid = false;
     X509 *cert;
-    while (!valid && (cert = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+    while (!valid && (cert = pem__next_certificate(bio)) != NULL) {
         valid = pem__valid_now(cert, read++ == 0 ? first : why, sizeof(why));
         X509_free(cert);
     }
@@ -119,7 +128,7 @@ static int pem__no_passphrase(char *buf, int size, int rwflag, void *u) {
 int pem_check_key_pair(const char *cert_path, const char *cert_pem, const char *key_path,
                        const char *key_pem, frugal_err_t *err) {
     BIO *cb = BIO_new_mem_buf(cert_pem, -1);
-    X509 *cert = cb != NULL ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    X509 *cert = cb != NULL ? pem__next_certificate(cb) : NULL;
     BIO_free(cb);
     BIO *kb = BIO_new_mem_buf(key_pem, -1);
     EVP_PKEY *key = kb != NULL ? PEM_read_bio_PrivateKey(kb, NULL, pem__no_passphrase, NULL) : NULL;

@@ -188,6 +188,38 @@ assert_match "TLS reload failed, keeping the current certificate: .*live.key is 
 assert_no_match "TLS material of .* reloaded" "$(cat "$SERVER_LOG")" "no reload is claimed"
 stop_server
 
+log "client CAs as bundles: an expired certificate beside the valid CA, and the TRUSTED CERTIFICATE form"
+cat "$PKI/expired.crt" "$PKI/ca.crt" >"$PKI/rotating-client-ca.crt"
+openssl x509 -in "$PKI/ca.crt" -trustout -out "$PKI/ca-trusted.crt" 2>/dev/null || fatal "openssl: -trustout"
+openssl x509 -in "$PKI/ca2.crt" -trustout -out "$PKI/ca2-trusted.crt" 2>/dev/null || fatal "openssl: -trustout"
+grep -q 'BEGIN TRUSTED CERTIFICATE' "$PKI/ca-trusted.crt" || fatal "openssl wrote no TRUSTED CERTIFICATE"
+ROT_PORT=$(free_port)
+TRUST_PORT=$(free_port)
+while [ "$TRUST_PORT" = "$ROT_PORT" ]; do TRUST_PORT=$(free_port); done
+cat >"$TMP/bundles.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:$ROT_PORT
+    tls: {cert: $PKI/server2.crt, key: $PKI/server2.key, client_ca: $PKI/rotating-client-ca.crt}
+  - address: 127.0.0.1:$TRUST_PORT
+    tls: {cert: $PKI/server2.crt, key: $PKI/server2.key, client_ca: $PKI/ca-trusted.crt}
+node_groups:
+  - {id: pool-a, machine_type: n1-standard-2, max_size: 3}
+EOF
+ADDR="127.0.0.1:$ROT_PORT"
+CTL_OPTS=(--tls-ca "$PKI/ca2.crt" --tls-cert "$PKI/client.crt" --tls-key "$PKI/client.key" --timeout 3000)
+start_server "$TMP/bundles.yaml"
+assert_ok "a client CA bundle whose first certificate has expired admits its clients" ctl increase pool-a 1
+assert_status "UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED|CANCELLED" "and refuses others" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca2.crt" --tls-cert "$PKI/rogue-client.crt" \
+    --tls-key "$PKI/rogue-client.key" --timeout 3000 increase pool-a 1
+ADDR="127.0.0.1:$TRUST_PORT"
+assert_ok "a client CA in TRUSTED CERTIFICATE form admits its clients" ctl target-size pool-a
+assert_eq 1 "$OUT" "one increase counted"
+assert_ok "ctl --tls-ca in TRUSTED CERTIFICATE form" \
+    "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$PKI/ca2-trusted.crt" --tls-cert "$PKI/client.crt" \
+    --tls-key "$PKI/client.key" --timeout 3000 health
+stop_server
+
 log "plaintext on a non-loopback address"
 INSECURE_PORT=$(free_port)
 cat >"$TMP/insecure.yaml" <<EOF

@@ -175,6 +175,9 @@ static bool named_fits(const char *containers, const char *spec_json, char *why,
 }
 
 #define REQ(name, q) "{\"name\": \"c\", \"resources\": {\"requests\": {\"" name "\": \"" q "\"}}}"
+#define SIDECAR(q)                                                                                 \
+    "{\"name\": \"s\", \"restartPolicy\": \"Always\", \"resources\": {\"requests\": "              \
+    "{\"example.com/fpga\": \"" q "\"}}}"
 #define LIM(name, q) "{\"name\": \"c\", \"resources\": {\"limits\": {\"" name "\": \"" q "\"}}}"
 
 /* Resources beyond cpu, memory and GPUs: what the node lists, 0 for what it does not,
@@ -200,6 +203,20 @@ static void test_named_resources(void **state) {
     assert_true(named_fits(REQ("example.com/fpga", "1"),
                            "\"initContainers\": [" REQ("example.com/fpga", "2") "]", why,
                            sizeof(why)));
+    assert_false(named_fits(REQ("example.com/fpga", "1"),
+                            "\"initContainers\": [" REQ("example.com/fpga", "3") "]", why,
+                            sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    /* ... with the sidecars declared before it, not those after */
+    assert_false(
+        named_fits(REQ("example.com/fpga", "0"),
+                   "\"initContainers\": [" SIDECAR("1") "," REQ("example.com/fpga", "2") "]", why,
+                   sizeof(why)));
+    assert_string_equal(why, "example.com/fpga 3 > 2");
+    assert_true(
+        named_fits(REQ("example.com/fpga", "0"),
+                   "\"initContainers\": [" REQ("example.com/fpga", "2") "," SIDECAR("1") "]", why,
+                   sizeof(why)));
     /* a sidecar runs beside the containers: summed */
     assert_false(named_fits(REQ("example.com/fpga", "2"),
                             "\"initContainers\": [{\"name\": \"s\", \"restartPolicy\": \"Always\", "
@@ -213,8 +230,24 @@ static void test_named_resources(void **state) {
     assert_true(named_fits(REQ("cpu", "64") "," REQ("nvidia.com/gpu", "8"), "", why, sizeof(why)));
     assert_false(named_fits(REQ("example.com/fpga", "x"), "", why, sizeof(why)));
     assert_string_equal(why, "example.com/fpga: invalid quantity");
-    /* fit_pod checks them after cpu, memory and GPUs */
+    /* pod-level resources count for hugepages: the node lists none */
+    assert_false(named_fits(REQ("cpu", "1"),
+                            "\"resources\": {\"requests\": {\"hugepages-2Mi\": \"4Mi\"}}", why,
+                            sizeof(why)));
+    assert_string_equal(why, "hugepages-2Mi 4Mi > 0");
     assert_true(fit_named_resources(NULL, node, why, sizeof(why)));
+    /* fit_pod checks them after cpu, memory and GPUs */
+    static const resources_t big = {3000, 0, 0};
+    kube_pod_list_t pods;
+    kube_json_error_t err;
+    const char *json = "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": "
+                       "{\"containers\": [" REQ("acme.io/dongle", "1") "]}}";
+    assert_int_equal(kube_json_parse_pods(json, strlen(json), &pods, &err), 0);
+    assert_false(fit_pod(pods.items[0]->spec, &big, node, &allocatable, why, sizeof(why)));
+    assert_string_equal(why, "cpu 3 > 2");
+    assert_false(fit_pod(pods.items[0]->spec, &allocatable, node, &allocatable, why, sizeof(why)));
+    assert_string_equal(why, "acme.io/dongle 1 > 0");
+    kube_pod_list_clear(&pods);
 }
 
 static void test_first_failure_gives_the_reason(void **state) {

@@ -94,8 +94,8 @@ static void test_other_sets_and_options_out_of_play(void **state) {
     assert_true(cost[2] == 0.0 && value[2] == 0.0);
 }
 
-/* A pod that requests nothing fits wherever a pod fits: nothing is charged for it, and
- * an option of T = 0 hosts no left-out pod. */
+/* A pod that requests nothing fits wherever a pod fits (no slot limit here): nothing is charged for
+ * it, and an option of T = 0 hosts no left-out pod. */
 static void test_unpriced_pods(void **state) {
     (void)state;
     resources_t pods[] = {{1000, GIB, 0}, {0, 0, 0}};
@@ -131,6 +131,17 @@ static void test_pod_slots(void **state) {
     opts[1].max_pods = 0; /* no limit: one node */
     assert_int_equal(left_out_charge(pods, prices, TINY + 1, opts, 2, cost, value), 0);
     assert_true(cost[0] == 0.38);
+    /* Pods that request nothing (price 0) take slots alone: 250 need three nodes, and
+     * nothing where the nodes have no slot limit. */
+    for (uint32_t p = 0; p < TINY; p++)
+        pods[p] = (resources_t){0, 0, 0}, prices[p] = 0.0;
+    opts[1].max_pods = 110;
+    assert_int_equal(left_out_charge(pods, prices, TINY + 1, opts, 2, cost, value), 0);
+    assert_true(cost[0] > 3 * 0.38 - 1e-9 && cost[0] < 3 * 0.38 + 1e-9);
+    assert_true(value[0] == 0.0);
+    opts[1].max_pods = 0;
+    assert_int_equal(left_out_charge(pods, prices, TINY + 1, opts, 2, cost, value), 0);
+    assert_true(cost[0] == 0.0 && value[0] == 0.0);
 }
 
 int main(void) {
