@@ -153,6 +153,12 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
     }
     if (rc != CURLE_OK) {
         free(b.data);
+        if (rc == CURLE_SSL_CACERT_BADFILE && h->o->ca_file != NULL)
+            return frugal_err_set(err, FRUGAL_EINVAL,
+                                  "--ca-file %s: no CA certificate curl can read", h->o->ca_file);
+        if (rc == CURLE_SSL_CERTPROBLEM && h->o->cert_file != NULL)
+            return frugal_err_set(err, FRUGAL_EINVAL, "--cert %s / --key %s: %s", h->o->cert_file,
+                                  h->o->key_file, curl_easy_strerror(rc));
         return frugal_err_set(err, FRUGAL_EUNAVAIL, "cannot reach %s: %s", h->o->url,
                               curl_easy_strerror(rc));
     }

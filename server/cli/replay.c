@@ -649,9 +649,12 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
         fprintf(stderr, "frugal replay: --from-prometheus needs --since DURATION\n");
         return 2;
     }
-    if (duration_parse(since, &ns, &err) != 0 || ns < DURATION_NS_PER_SEC) {
-        fprintf(stderr, "frugal replay: --since: expected a duration of at least 1s, got \"%s\"\n",
-                since);
+    /* A trace spans at most REPLAY_SECONDS_MAX: a longer range would be queried in full,
+     * then refused. */
+    if (duration_parse(since, &ns, &err) != 0 || ns < DURATION_NS_PER_SEC ||
+        ns / DURATION_NS_PER_SEC > REPLAY_SECONDS_MAX) {
+        fprintf(stderr, "frugal replay: --since: expected a duration from 1s to %dh, got \"%s\"\n",
+                REPLAY_SECONDS_MAX / 3600, since);
         return 2;
     }
     p->end_s = (int64_t)time(NULL);

@@ -102,8 +102,11 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
                     frugal_err_set(err, rc, "%s: %s: %s", o->http.url, query, e.msg);
             }
             free(body);
-            if (rc != 0)
+            if (rc != 0) {
+                if (o->progress) /* the error is a line of its own */
+                    fprintf(stderr, "\r\033[K");
                 return rc;
+            }
             if (o->progress)
                 fprintf(stderr,
                         "\rfrugal replay: prometheus %" PRId64 "/%" PRId64 " queries (%s)\033[K",
@@ -131,6 +134,13 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         rc = replay_prom_new(o->start_s, o->end_s, &b, err);
     if (rc == 0)
         rc = source__query_all(h, o, b, err);
+    size_t warned = 0;
+    const char *warning = b != NULL ? replay_prom_warning(b, &warned) : NULL;
+    if (rc == 0 && warned > 0)
+        fprintf(stderr,
+                "frugal replay: warning: Prometheus' answer may be partial: %s (%zu of its answers "
+                "warned)\n",
+                warning != NULL ? warning : "(no text)", warned);
     if (rc == 0 && (keys = source__known_keys(cfg, &nkeys)) == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0)
@@ -142,7 +152,8 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         strftime(z, sizeof(z), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tz));
         if (st.no_created > 0)
             snprintf(left_out, sizeof(left_out),
-                     " (%zu pods with requests but no kube_pod_created left out)", st.no_created);
+                     " (%zu pod%s with requests but no kube_pod_created left out)", st.no_created,
+                     st.no_created == 1 ? "" : "s");
         rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s",
                             o->http.url, a, z, o->namespace_re ? " in namespaces matching \"" : "",
                             o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "",
@@ -152,9 +163,10 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         const char *name = o->save_trace ? o->save_trace : "prometheus";
         rc = replay_workload_load(name, built->text, built->len, out, err);
     }
-    if (rc == 0)
+    if (rc == 0) {
         built->no_created = st.no_created;
-    else
+        out->trace_per_node = st.per_node; /* the trace holds none: the report counts them */
+    } else
         replay_prom_built_free(built);
     free(keys);
     replay_prom_free(b);
@@ -168,8 +180,8 @@ int replay_prom_source_finish(const replay_prom_source_t *o, const replay_prom_b
     if (e != 0)
         return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
     if (built->no_created > 0)
-        fprintf(stderr, "frugal replay: %zu pods with requests but no kube_pod_created left out\n",
-                built->no_created);
+        fprintf(stderr, "frugal replay: %zu pod%s with requests but no kube_pod_created left out\n",
+                built->no_created, built->no_created == 1 ? "" : "s");
     return 0;
 }
 

@@ -41,7 +41,10 @@ typedef struct prom__pair {
 typedef struct prom__pod {
     char *key, *ns, *name;
     double created, start, completion, seen; /* unix seconds; NAN when unknown */
-    double overhead_cpu, overhead_memory;    /* cores, bytes; NAN when unknown */
+    /* The last query points at which kube_pod_completion_time and kube_pod_info had a
+     * sample: a completion time whose series ends before the pod's is no end (below). */
+    double completion_at, seen_at;
+    double overhead_cpu, overhead_memory; /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
     prom__request_t *reqs;
     size_t reqs_count;
@@ -51,10 +54,17 @@ typedef struct prom__pod {
 
 struct replay_prom {
     int64_t start_s, end_s;
+    char *warning;         /* the first of Prometheus' warnings, NULL when none */
+    size_t warned_answers; /* answers that carried warnings */
     strmap_t *index;
     prom__pod_t **pods;
     size_t pods_count, pods_cap;
 };
+
+const char *replay_prom_warning(const replay_prom_t *b, size_t *answers) {
+    *answers = b->warned_answers;
+    return b->warning;
+}
 
 const char *replay_prom_metric(replay_prom_series_t s) {
     return prom__metrics[s];
@@ -126,6 +136,7 @@ void replay_prom_free(replay_prom_t *b) {
         prom__pairs_free(p->sidecars, p->sidecars_count);
         free(p);
     }
+    free(b->warning);
     free(b->pods);
     strmap_destroy(b->index);
     free(b);
@@ -173,6 +184,7 @@ static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, 
     if ((p = calloc(1, sizeof(*p))) == NULL)
         goto nomem;
     p->created = p->start = p->completion = p->seen = NAN;
+    p->completion_at = p->seen_at = -INFINITY;
     p->overhead_cpu = p->overhead_memory = NAN;
     p->key = strdup(key), p->ns = prom__dup(ns), p->name = prom__dup(name);
     if (!p->key || !p->ns || !p->name || strmap_put(b->index, p->key, p, NULL) != 0) {
@@ -187,20 +199,25 @@ nomem:
 }
 
 /* The last value of a series' samples, and the largest (for timestamps). */
-static bool prom__values(const yaml_tree_node_t *values, double *last, double *max) {
+/* The last value of a series' [time, "value"] points, the largest value and the last
+ * point's time. */
+static bool prom__values(const yaml_tree_node_t *values, double *last, double *max,
+                         double *last_at) {
     if (values == NULL || values->type != YAML_TREE_SEQUENCE || values->u.sequence.count == 0)
         return false;
     *max = -INFINITY;
     for (size_t i = 0; i < values->u.sequence.count; i++) {
         const yaml_tree_node_t *pt = values->u.sequence.items[i];
         if (pt->type != YAML_TREE_SEQUENCE || pt->u.sequence.count != 2 ||
+            pt->u.sequence.items[0]->type != YAML_TREE_SCALAR ||
             pt->u.sequence.items[1]->type != YAML_TREE_SCALAR)
             return false;
-        char *end;
+        char *end, *tend;
         double v = strtod(pt->u.sequence.items[1]->u.scalar.text, &end);
-        if (*end != '\0')
+        double t = strtod(pt->u.sequence.items[0]->u.scalar.text, &tend);
+        if (*end != '\0' || *tend != '\0')
             return false;
-        *last = v;
+        *last = v, *last_at = t;
         if (v > *max)
             *max = v;
     }
@@ -280,8 +297,9 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
                         frugal_err_t *err) {
     const yaml_tree_node_t *metric = yaml_tree_mapping_get(item, "metric");
     const yaml_tree_node_t *values = yaml_tree_mapping_get(item, "values");
-    double last = 0, max = 0;
-    if (metric == NULL || metric->type != YAML_TREE_MAPPING || !prom__values(values, &last, &max))
+    double last = 0, max = 0, last_at = 0;
+    if (metric == NULL || metric->type != YAML_TREE_MAPPING ||
+        !prom__values(values, &last, &max, &last_at))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "not a Prometheus answer: a %s series without metric or values",
                               prom__metrics[s]);
@@ -296,12 +314,14 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         break;
     case REPLAY_PROM_INFO_SEEN:
         p->seen = isnan(p->seen) || max > p->seen ? max : p->seen;
+        p->seen_at = fmax(p->seen_at, last_at);
         break;
     case REPLAY_PROM_START:
         p->start = last;
         break;
     case REPLAY_PROM_COMPLETION:
-        p->completion = last;
+        if (last_at >= p->completion_at)
+            p->completion = last, p->completion_at = last_at;
         break;
     case REPLAY_PROM_REQUESTS:
     case REPLAY_PROM_INIT_REQUESTS:
@@ -375,14 +395,39 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
                             e && e->type == YAML_TREE_SCALAR ? e->u.scalar.text : "no message");
         goto done;
     }
-    if (data != NULL && data->type == YAML_TREE_MAPPING)
+    const yaml_tree_node_t *type = NULL;
+    if (data != NULL && data->type == YAML_TREE_MAPPING) {
         result = yaml_tree_mapping_get(data, "result");
+        type = yaml_tree_mapping_get(data, "resultType");
+    }
     if (result == NULL || result->type != YAML_TREE_SEQUENCE) {
         rc = frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: no data.result list");
         goto done;
     }
+    if (type == NULL || type->type != YAML_TREE_SCALAR ||
+        strcmp(type->u.scalar.text, "matrix") != 0) {
+        rc =
+            frugal_err_set(err, FRUGAL_EINVAL,
+                           "not a Prometheus answer to a range query: data.resultType is %s%s%s, "
+                           "not matrix",
+                           type && type->type == YAML_TREE_SCALAR ? "\"" : "",
+                           type && type->type == YAML_TREE_SCALAR ? type->u.scalar.text : "missing",
+                           type && type->type == YAML_TREE_SCALAR ? "\"" : "");
+        goto done;
+    }
     for (size_t i = 0; i < result->u.sequence.count && rc == 0; i++)
         rc = prom__series(b, s, result->u.sequence.items[i], err);
+    /* A partial answer (a Thanos store down, a query limit) is still an answer: kept,
+     * and its warning shown. */
+    const yaml_tree_node_t *warnings = yaml_tree_mapping_get(root, "warnings");
+    if (rc == 0 && warnings != NULL && warnings->type == YAML_TREE_SEQUENCE &&
+        warnings->u.sequence.count > 0) {
+        b->warned_answers++;
+        const yaml_tree_node_t *w = warnings->u.sequence.items[0];
+        if (b->warning == NULL && w->type == YAML_TREE_SCALAR &&
+            (b->warning = prom__dup(w->u.scalar.text)) == NULL)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
 done:
     yaml_tree_free(root);
     return rc;
@@ -613,9 +658,12 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
             continue;
         }
         double from = isnan(p->start) ? p->created : p->start;
-        double to = !isnan(p->completion) ? p->completion
-                    : !isnan(p->seen)     ? p->seen
-                                          : (double)b->end_s;
+        /* kube-state-metrics gives a completion time whenever one of the pod's containers
+         * is terminated, so a container that restarted, or a Job's main container beside
+         * a sidecar still running, leaves one behind while the pod runs on: it is the end
+         * only when its series lasts as long as the pod's. */
+        bool completed = !isnan(p->completion) && p->completion_at >= p->seen_at;
+        double to = completed ? p->completion : !isnan(p->seen) ? p->seen : (double)b->end_s;
         double arrive = p->created > (double)b->start_s ? p->created : (double)b->start_s;
         if (from < arrive)
             from = arrive;

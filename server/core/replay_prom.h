@@ -5,8 +5,10 @@
  *
  * Per pod (keyed by its uid, else namespace/name):
  *  - arrival: the value of kube_pod_created;
- *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time,
- *    else until the last sample of kube_pod_info (the answer of timestamp(kube_pod_info));
+ *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time
+ *    when that series lasts as long as kube_pod_info's (a container terminated and
+ *    restarted leaves one behind while the pod runs on), else until the last sample of
+ *    kube_pod_info (the answer of timestamp(kube_pod_info));
  *  - requests: kube_pod_container_resource_requests and
  *    kube_pod_init_container_resource_requests as containers and init containers (cpu,
  *    memory, nvidia.com/gpu, amd.com/gpu), combined by pod_effective_request as the
@@ -73,6 +75,10 @@ typedef struct replay_prom_stats {
     size_t no_created; /* left out: requests but no kube_pod_created */
     size_t outside;    /* left out: not running within the range */
 } replay_prom_stats_t;
+
+/* The first warning Prometheus gave with an answer (a partial answer: a store down, a
+ * limit hit), NULL when none; *answers: how many answers carried warnings. */
+const char *replay_prom_warning(const replay_prom_t *b, size_t *answers);
 
 /* A builder for the range [start_s, end_s) (unix seconds). FRUGAL_ENOMEM. */
 int replay_prom_new(int64_t start_s, int64_t end_s, replay_prom_t **out, frugal_err_t *err);

@@ -46,6 +46,9 @@ exported = {"ops-1"}
 # Init containers with restart policy Always (sidecars), and pod overheads (cores, bytes).
 sidecars = {"mesh-1": {"proxy"}}
 overheads = {"mesh-1": (0.25, 100 << 20)}
+# A container that was terminated for two minutes, then restarted: kube-state-metrics
+# shows a completion time meanwhile, though the pod runs on.
+restarts = {"web-1": 3 * 3600 + 600}
 step = 30
 families = {k: [] for k in ["kube_pod_created", "kube_pod_start_time", "kube_pod_completion_time",
     "kube_pod_info", "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests",
@@ -77,6 +80,9 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
     series("kube_pod_start_time", base, float(started), started, last)
     if done:
         series("kube_pod_completion_time", base, float(stop), stop, last)
+    if name in restarts:
+        at = created + restarts[name]
+        series("kube_pod_completion_time", base, float(at), at, at + 120)
     series("kube_pod_info", dict(base, node="node-%d" % i, created_by_kind=kind), 1.0, created, stop)
     series("kube_pod_owner", dict(base, owner_kind=kind, owner_name=name.rsplit("-", 1)[0], owner_is_controller="true"), 1.0, created, last)
     for fam, cl in (("kube_pod_container_resource_requests", cs), ("kube_pod_init_container_resource_requests", inits)):
@@ -167,7 +173,7 @@ log "the trace built from Prometheus matches the history"
 assert_ok "replay from prometheus" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 8h --until "$END" --save-trace "$TMP/built.jsonl" --seeds 2 -o csv
 FROM_PROM=$OUT
-assert_match "1 pods with requests but no kube_pod_created left out" "$ERR" "the pod without creation time is counted"
+assert_match "1 pod with requests but no kube_pod_created left out" "$ERR" "the pod without creation time is counted"
 python3 - "$TMP/expected.jsonl" "$TMP/built.jsonl" <<'PY' && pass || fail "built trace differs from the history"
 import json, sys
 def load(p):
@@ -382,5 +388,56 @@ ALL_SERVER_PIDS+=("$!")
 for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ODD_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "HTTP 500" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT" --since 1h
 assert_match "not a Prometheus answer \(HTTP 500" "$ERR" "HTTP 500 named"
+
+log "a server that knows the metrics, then answers a range query with an instant vector, or fails midway"
+MID_PORT=$(free_port)
+python3 - "$MID_PORT" <<'PY' >/dev/null 2>&1 &
+import http.server, json, sys
+names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
+calls = {"n": 0}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code, body = 200, {"status": "success", "data": names}
+        if self.path.startswith("/vector/api/v1/query_range"):
+            body = {"status": "success", "data": {"resultType": "vector", "result": []}}
+        elif self.path.startswith("/midway/api/v1/query_range"):
+            calls["n"] += 1
+            body = {"status": "success", "data": {"resultType": "matrix", "result": []}}
+            if calls["n"] > 3:
+                code, body = 503, None
+        raw = json.dumps(body).encode() if body is not None else b"busy"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json" if body is not None else "text/plain")
+        self.end_headers()
+        self.wfile.write(raw)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$MID_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+assert_exit 1 "an instant vector" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$MID_PORT/vector" --since 1h
+assert_match "not a Prometheus answer to a range query: data.resultType is \"vector\", not matrix" "$ERR" \
+    "the wrong answer named, not read as no pods"
+# On a terminal (script gives one), the progress line is cleared before the error.
+script -qec "$FRUGAL replay -c $TMP/cluster.yaml --from-prometheus http://127.0.0.1:$MID_PORT/midway --since 20h" \
+    /dev/null >"$TMP/midway.tty" 2>&1
+if python3 -c 'import sys; t = open(sys.argv[1], "rb").read(); sys.exit(0 if b"queries (kube_pod_created)\x1b[K\r\x1b[Kfrugal replay: http://127.0.0.1:" + sys.argv[2].encode() + b"/midway/api/v1/query_range: not a Prometheus answer (HTTP 503, not JSON)" in t else 1)' \
+    "$TMP/midway.tty" "$MID_PORT"; then
+    pass
+else
+    fail "the error after a progress line is a line of its own: $(od -c "$TMP/midway.tty" | head -5)"
+fi
+
+log "--since beyond a trace's longest span"
+assert_exit 2 "--since 88000h" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 88000h
+assert_match "^frugal replay: --since: expected a duration from 1s to 87840h, got \"88000h\"$" "$ERR" "the limit said"
+
+log "a CA file curl cannot read as one"
+echo "not a certificate" >"$TMP/garbage-ca.crt"
+assert_exit 1 "a garbage CA file" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "https://127.0.0.1:$PROM2_PORT" --since 1h --ca-file "$TMP/garbage-ca.crt"
+assert_match "^frugal replay: --ca-file $TMP/garbage-ca.crt: no CA certificate curl can read$" "$ERR" "the CA file named"
 
 finish

@@ -221,6 +221,76 @@ static void expect_refused(const char *text, const char *message) {
     replay_prom_free(b);
 }
 
+/* kube-state-metrics gives a completion time whenever a container is terminated: one that
+ * restarted leaves it behind while the pod runs on, and only a completion whose series
+ * lasts as long as the pod's ends it. */
+static void test_completion_left_behind(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 8 * 3600, &b, &err), 0);
+    char seen[512] = "", at[64];
+    for (int h = 1; h <= 8; h++) {
+        snprintf(at, sizeof(at), "%s[%d,\"%d\"]", h > 1 ? "," : "", T0 + h * 3600,
+                 T0 + h * 3600 - 10);
+        strcat(seen, at);
+    }
+    const char *names[] = {"restarted", "finished"};
+    for (int i = 0; i < 2; i++) {
+        char pod[128];
+        snprintf(pod, sizeof(pod), "\"namespace\":\"ns\",\"pod\":\"%s\",\"uid\":\"u-%s\"", names[i],
+                 names[i]);
+        add(b, REPLAY_PROM_CREATED, pod, "[1700003600,\"1700000000\"]");
+        add(b, REPLAY_PROM_START, pod, "[1700003600,\"1700000000\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, pod, seen);
+    }
+    /* restarted: a container terminated at +3h and ran again, the pod ran to the end */
+    add(b, REPLAY_PROM_COMPLETION,
+        "\"namespace\":\"ns\",\"pod\":\"restarted\",\"uid\":\"u-restarted\"",
+        "[1700014400,\"1700010800\"]");
+    /* finished: a Job's pod done at +2h, kept (and its completion with it) until the end */
+    add(b, REPLAY_PROM_COMPLETION,
+        "\"namespace\":\"ns\",\"pod\":\"finished\",\"uid\":\"u-finished\"",
+        "[1700010800,\"1700007200\"],[1700014400,\"1700007200\"],[1700018000,\"1700007200\"],"
+        "[1700021600,\"1700007200\"],[1700025200,\"1700007200\"],[1700028800,\"1700007200\"]");
+    char *text = NULL;
+    size_t len = 0;
+    replay_prom_stats_t st;
+    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    assert_int_equal(st.pods, 2);
+    const char *r = strstr(text, "\"name\": \"restarted\""),
+               *f = strstr(text, "\"name\": \"finished\"");
+    assert_non_null(r);
+    assert_non_null(f);
+    assert_non_null(strstr(r, "\"duration\": 28790}"));
+    assert_non_null(strstr(f, "\"duration\": 7200}"));
+    free(text);
+    replay_prom_free(b);
+}
+
+/* A partial answer is kept, and its first warning and the count of answers with one are
+ * given for the command to show. */
+static void test_warnings(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 3600, &b, &err), 0);
+    size_t answers = 9;
+    assert_null(replay_prom_warning(b, &answers));
+    assert_int_equal(answers, 0);
+    const char *partial = "{\"status\":\"success\",\"warnings\":[\"store eu-1 down\",\"limit\"],"
+                          "\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{" POD(
+                              "w") "},\"values\":[[1700000100,\"1700000060\"]]}]}}";
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(replay_prom_add(b, REPLAY_PROM_CREATED, partial, strlen(partial), &err),
+                         0);
+    assert_string_equal(replay_prom_warning(b, &answers), "store eu-1 down");
+    assert_int_equal(answers, 2);
+    replay_prom_free(b);
+}
+
 static void test_not_prometheus(void **state) {
     (void)state;
     expect_refused("<html>hello</html>", "not a Prometheus answer");
@@ -229,8 +299,16 @@ static void test_not_prometheus(void **state) {
     expect_refused("{\"status\": \"error\", \"errorType\": \"bad_data\", \"error\": \"parse "
                    "error\"}",
                    "Prometheus answered error: parse error");
-    expect_refused("{\"status\": \"success\", \"data\": {\"result\": [{\"values\": []}]}}",
+    expect_refused("{\"status\": \"success\", \"data\": {\"resultType\": \"matrix\", "
+                   "\"result\": [{\"values\": []}]}}",
                    "without metric or values");
+    /* an instant query's answer, or one without its type, is no range query's */
+    expect_refused("{\"status\": \"success\", \"data\": {\"resultType\": \"vector\", "
+                   "\"result\": []}}",
+                   "not a Prometheus answer to a range query: data.resultType is \"vector\", not "
+                   "matrix");
+    expect_refused("{\"status\": \"success\", \"data\": {\"result\": []}}",
+                   "data.resultType is missing, not matrix");
 }
 
 static void test_has_metric(void **state) {
@@ -258,7 +336,8 @@ static void test_has_metric(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace),           cmocka_unit_test(test_sidecars_and_overhead),
-        cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_not_prometheus),
+        cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_completion_left_behind),
+        cmocka_unit_test(test_warnings),        cmocka_unit_test(test_not_prometheus),
         cmocka_unit_test(test_has_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
