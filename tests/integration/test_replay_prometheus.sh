@@ -209,6 +209,12 @@ assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" 
 assert_ok "replay the saved trace" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/built.jsonl" --seeds 2 -o csv
 assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" "the saved trace replays the same"
 
+log "the report counts the DaemonSet and static pods left out"
+assert_ok "table report" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --seeds 1 --strategy random
+assert_match '^prometheus: 8.0 h, 1 seeds, [0-9]+ pods per seed, 2 DaemonSet and static pods left out' "$OUT" \
+    "node-exporter and the static kube-proxy counted"
+
 log "--namespace keeps only the matching namespaces"
 assert_ok "namespace batch" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 8h --until "$END" --namespace 'batch|ml' --save-trace "$TMP/ns.jsonl" --seeds 1
