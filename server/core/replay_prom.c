@@ -24,6 +24,7 @@ static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_init_container_info",
     "kube_pod_overhead_cpu_cores",
     "kube_pod_overhead_memory_bytes",
+    "kube_pod_container_status_restarts_total",
 };
 
 typedef struct prom__request {
@@ -44,6 +45,7 @@ typedef struct prom__pod {
     /* The last query points at which kube_pod_completion_time and kube_pod_info had a
      * sample: a completion time whose series ends before the pod's is no end (below). */
     double completion_at, seen_at;
+    bool restarted;                       /* a container of it restarted */
     double overhead_cpu, overhead_memory; /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
     prom__request_t *reqs;
@@ -74,6 +76,9 @@ static void prom__series_query(replay_prom_series_t s, const char *selector, int
                                char *buf, size_t size) {
     if (s == REPLAY_PROM_INFO_SEEN)
         snprintf(buf, size, "max_over_time(timestamp(kube_pod_info%s)[%llds:1m])", selector,
+                 (long long)step_s);
+    else if (s == REPLAY_PROM_RESTARTS)
+        snprintf(buf, size, "(max_over_time(%s%s[%llds]) > 0)", prom__metrics[s], selector,
                  (long long)step_s);
     else
         snprintf(buf, size, "max_over_time(%s%s[%llds])", prom__metrics[s], selector,
@@ -367,6 +372,9 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         if (isfinite(last) && last >= 0 && last <= (s == REPLAY_PROM_OVERHEAD_CPU ? 1e6 : 1e15))
             *(s == REPLAY_PROM_OVERHEAD_CPU ? &p->overhead_cpu : &p->overhead_memory) = last;
         break;
+    case REPLAY_PROM_RESTARTS:
+        p->restarted = p->restarted || max > 0;
+        break;
     default:
         break;
     }
@@ -659,10 +667,10 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
         }
         double from = isnan(p->start) ? p->created : p->start;
         /* kube-state-metrics gives a completion time whenever one of the pod's containers
-         * is terminated, so a container that restarted, or a Job's main container beside
-         * a sidecar still running, leaves one behind while the pod runs on: it is the end
-         * only when its series lasts as long as the pod's. */
-        bool completed = !isnan(p->completion) && p->completion_at >= p->seen_at;
+         * is terminated, so a container that restarted leaves one behind while the pod
+         * runs on: in a pod that restarted one, a completion series that ends before the
+         * pod's is no end. */
+        bool completed = !isnan(p->completion) && !(p->restarted && p->completion_at < p->seen_at);
         double to = completed ? p->completion : !isnan(p->seen) ? p->seen : (double)b->end_s;
         double arrive = p->created > (double)b->start_s ? p->created : (double)b->start_s;
         if (from < arrive)

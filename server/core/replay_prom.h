@@ -5,10 +5,11 @@
  *
  * Per pod (keyed by its uid, else namespace/name):
  *  - arrival: the value of kube_pod_created;
- *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time
- *    when that series lasts as long as kube_pod_info's (a container terminated and
- *    restarted leaves one behind while the pod runs on), else until the last sample of
- *    kube_pod_info (the answer of timestamp(kube_pod_info));
+ *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time,
+ *    else until the last sample of kube_pod_info (the answer of timestamp(kube_pod_info));
+ *    but a completion time whose series ends before kube_pod_info's, in a pod whose
+ *    kube_pod_container_status_restarts_total shows a restart, is a container that
+ *    stopped and ran again while the pod ran on, not the pod's end;
  *  - requests: kube_pod_container_resource_requests and
  *    kube_pod_init_container_resource_requests as containers and init containers (cpu,
  *    memory, nvidia.com/gpu, amd.com/gpu), combined by pod_effective_request as the
@@ -43,6 +44,7 @@ typedef enum replay_prom_series {
     REPLAY_PROM_INIT_INFO, /* restart_policy="Always" marks a sidecar */
     REPLAY_PROM_OVERHEAD_CPU,
     REPLAY_PROM_OVERHEAD_MEMORY,
+    REPLAY_PROM_RESTARTS, /* only the pods with a container restarted: `> 0` */
     REPLAY_PROM_SERIES_COUNT
 } replay_prom_series_t;
 

@@ -47,13 +47,13 @@ exported = {"ops-1"}
 sidecars = {"mesh-1": {"proxy"}}
 overheads = {"mesh-1": (0.25, 100 << 20)}
 # A container that was terminated for two minutes, then restarted: kube-state-metrics
-# shows a completion time meanwhile, though the pod runs on.
+# shows a completion time meanwhile, though the pod runs on, and counts the restart.
 restarts = {"web-1": 3 * 3600 + 600}
 step = 30
 families = {k: [] for k in ["kube_pod_created", "kube_pod_start_time", "kube_pod_completion_time",
     "kube_pod_info", "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests",
     "kube_pod_owner", "kube_pod_nodeselectors", "kube_pod_tolerations", "kube_pod_init_container_info",
-    "kube_pod_overhead_cpu_cores", "kube_pod_overhead_memory_bytes"]}
+    "kube_pod_overhead_cpu_cores", "kube_pod_overhead_memory_bytes", "kube_pod_container_status_restarts_total"]}
 def ksm_label(prefix, key):  # kube-state-metrics' label name of a Kubernetes label key
     return prefix + "_" + re.sub("([a-z0-9])([A-Z])", r"\1_\2", re.sub("[^a-zA-Z0-9_]", "_", key)).lower()
 def lab(d):
@@ -83,6 +83,9 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
     if name in restarts:
         at = created + restarts[name]
         series("kube_pod_completion_time", base, float(at), at, at + 120)
+        counter = dict(base, container=cs[0][0])
+        series("kube_pod_container_status_restarts_total", counter, 0.0, started, at + 90)
+        series("kube_pod_container_status_restarts_total", counter, 1.0, at + 120, last)
     series("kube_pod_info", dict(base, node="node-%d" % i, created_by_kind=kind), 1.0, created, stop)
     series("kube_pod_owner", dict(base, owner_kind=kind, owner_name=name.rsplit("-", 1)[0], owner_is_controller="true"), 1.0, created, last)
     for fam, cl in (("kube_pod_container_resource_requests", cs), ("kube_pod_init_container_resource_requests", inits)):

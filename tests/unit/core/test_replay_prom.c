@@ -222,8 +222,9 @@ static void expect_refused(const char *text, const char *message) {
 }
 
 /* kube-state-metrics gives a completion time whenever a container is terminated: one that
- * restarted leaves it behind while the pod runs on, and only a completion whose series
- * lasts as long as the pod's ends it. */
+ * restarted leaves it behind while the pod runs on. In a pod that restarted a container,
+ * a completion whose series ends before the pod's is no end; without a restart, the
+ * completion time ends the pod as always. */
 static void test_completion_left_behind(void **state) {
     (void)state;
     replay_prom_t *b;
@@ -236,35 +237,41 @@ static void test_completion_left_behind(void **state) {
                  T0 + h * 3600 - 10);
         strcat(seen, at);
     }
-    const char *names[] = {"restarted", "finished"};
-    for (int i = 0; i < 2; i++) {
-        char pod[128];
-        snprintf(pod, sizeof(pod), "\"namespace\":\"ns\",\"pod\":\"%s\",\"uid\":\"u-%s\"", names[i],
-                 names[i]);
-        add(b, REPLAY_PROM_CREATED, pod, "[1700003600,\"1700000000\"]");
-        add(b, REPLAY_PROM_START, pod, "[1700003600,\"1700000000\"]");
-        add(b, REPLAY_PROM_INFO_SEEN, pod, seen);
+    const char *names[] = {"restarted", "finished", "brief"};
+    char pods[3][128];
+    for (int i = 0; i < 3; i++) {
+        snprintf(pods[i], sizeof(pods[i]), "\"namespace\":\"ns\",\"pod\":\"%s\",\"uid\":\"u-%s\"",
+                 names[i], names[i]);
+        add(b, REPLAY_PROM_CREATED, pods[i], "[1700003600,\"1700000000\"]");
+        add(b, REPLAY_PROM_START, pods[i], "[1700003600,\"1700000000\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, pods[i], seen);
     }
     /* restarted: a container terminated at +3h and ran again, the pod ran to the end */
-    add(b, REPLAY_PROM_COMPLETION,
-        "\"namespace\":\"ns\",\"pod\":\"restarted\",\"uid\":\"u-restarted\"",
-        "[1700014400,\"1700010800\"]");
-    /* finished: a Job's pod done at +2h, kept (and its completion with it) until the end */
-    add(b, REPLAY_PROM_COMPLETION,
-        "\"namespace\":\"ns\",\"pod\":\"finished\",\"uid\":\"u-finished\"",
+    add(b, REPLAY_PROM_COMPLETION, pods[0], "[1700014400,\"1700010800\"]");
+    add(b, REPLAY_PROM_RESTARTS, pods[0], "[1700014400,\"1\"],[1700018000,\"1\"]");
+    /* finished: a Job's pod done at +2h, kept (and its completion with it) until the end,
+     * though one of its containers restarted before */
+    add(b, REPLAY_PROM_COMPLETION, pods[1],
         "[1700010800,\"1700007200\"],[1700014400,\"1700007200\"],[1700018000,\"1700007200\"],"
         "[1700021600,\"1700007200\"],[1700025200,\"1700007200\"],[1700028800,\"1700007200\"]");
+    add(b, REPLAY_PROM_RESTARTS, pods[1], "[1700003600,\"1\"]");
+    /* brief: a completion series shorter than the pod's, no restart: the completion */
+    add(b, REPLAY_PROM_COMPLETION, pods[2], "[1700014400,\"1700010800\"]");
     char *text = NULL;
     size_t len = 0;
     replay_prom_stats_t st;
     assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
-    assert_int_equal(st.pods, 2);
-    const char *r = strstr(text, "\"name\": \"restarted\""),
-               *f = strstr(text, "\"name\": \"finished\"");
-    assert_non_null(r);
-    assert_non_null(f);
-    assert_non_null(strstr(r, "\"duration\": 28790}"));
-    assert_non_null(strstr(f, "\"duration\": 7200}"));
+    assert_int_equal(st.pods, 3);
+    for (int i = 0; i < 3; i++) {
+        static const char *const want[] = {"\"duration\": 28790}", "\"duration\": 7200}",
+                                           "\"duration\": 10800}"};
+        char name[64];
+        snprintf(name, sizeof(name), "\"name\": \"%s\"", names[i]);
+        const char *line = strstr(text, name), *end = line != NULL ? strchr(line, '\n') : NULL;
+        assert_non_null(end);
+        const char *d = strstr(line, want[i]);
+        assert_true(d != NULL && d < end);
+    }
     free(text);
     replay_prom_free(b);
 }
