@@ -203,7 +203,6 @@ nomem:
     return NULL;
 }
 
-/* The last value of a series' samples, and the largest (for timestamps). */
 /* The last value of a series' [time, "value"] points, the largest value and the last
  * point's time. */
 static bool prom__values(const yaml_tree_node_t *values, double *last, double *max,
