@@ -56,12 +56,6 @@ bool fit_resources(const resources_t *request, const resources_t *allocatable, c
     return true;
 }
 
-/* Whether cpu, memory and the GPUs, which fit_resources judges from the effective request. */
-static bool fit__counted(const char *name) {
-    return strcmp(name, K8S_RESOURCE_CPU) == 0 || strcmp(name, K8S_RESOURCE_MEMORY) == 0 ||
-           strcmp(name, K8S_RESOURCE_NVIDIA_GPU) == 0 || strcmp(name, K8S_RESOURCE_AMD_GPU) == 0;
-}
-
 /* node's allocatable of name, rounded up; 0 when it does not list it or it is no
  * quantity. */
 static int64_t fit__allocatable(const k8s_node_t *node, const char *name) {
@@ -80,7 +74,7 @@ static int64_t fit__allocatable(const k8s_node_t *node, const char *name) {
 /* Whether name, a resource the pod asks for, is within node's allocatable. */
 static bool fit__named_fits(const k8s_pod_t *pod, const k8s_node_t *node, const char *name,
                             char *why, size_t size) {
-    if (name == NULL || fit__counted(name))
+    if (name == NULL || pod_resource_is_standard(name))
         return true;
     int64_t need;
     if (pod_named_request(pod, name, &need, NULL) != 0)

@@ -267,6 +267,13 @@ int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *
     return pod__effective(pod, NULL, out, err);
 }
 
+bool pod_resource_is_standard(const char *name) {
+    for (int r = 0; r < POD__STANDARD; r++)
+        if (strcmp(name, pod__names[r]) == 0)
+            return true;
+    return false;
+}
+
 int pod_named_request(const k8s_pod_t *pod, const char *name, int64_t *out, frugal_err_t *err) {
     resources_t r;
     int rc = pod__effective(pod, name, &r, err);

@@ -20,6 +20,10 @@
  * container and the resource when a quantity is malformed. */
 int pod_effective_request(const k8s_pod_t *pod, resources_t *out, frugal_err_t *err);
 
+/* Whether name is one of the resources pod_effective_request combines: cpu, memory,
+ * nvidia.com/gpu, amd.com/gpu. */
+bool pod_resource_is_standard(const char *name);
+
 /* The effective request of one resource other than cpu, memory and GPUs
  * (ephemeral-storage, hugepages-*, an extended resource such as example.com/fpga),
  * combined as above, in the resource's own unit rounded up (bytes, or a count); pod-level
