@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "config.h"
 #include "config_summary.h"
+#include "pricing.h"
 
 static int check_usage(FILE *f, int status) {
     fprintf(f, "usage: frugal check -c FILE\n"
@@ -80,6 +81,8 @@ int cmd_check(int argc, char **argv) {
     }
     char inert[512];
     if (config_unpriced_pods_warning(cfg, inert, sizeof(inert)))
+        fprintf(stderr, "warning: %s\n", inert);
+    if (pricing_unpriced_damper_warning(cfg, inert, sizeof(inert)))
         fprintf(stderr, "warning: %s\n", inert);
     if (config_autoprov_limits_warning(cfg, inert, sizeof(inert)))
         fprintf(stderr, "warning: %s\n", inert);

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ops_http.h"
+#include "pricing.h"
 #include "provider.h"
 #include "service.h"
 #include "state_backend.h"
@@ -103,6 +104,7 @@ static void serve__warn_once(config_warning_fn warning, const frugal_config_t *c
 /* The warnings of a config that makes part of frugal do nothing. */
 static void serve__warn_inert(const frugal_config_t *cfg, const frugal_config_t *old) {
     serve__warn_once(config_unpriced_pods_warning, cfg, old);
+    serve__warn_once(pricing_unpriced_damper_warning, cfg, old);
     serve__warn_once(config_autoprov_limits_warning, cfg, old);
 }
 

@@ -1,6 +1,7 @@
 /* Hourly prices of resources, machines and node groups. */
 #include "pricing.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -86,4 +87,15 @@ int pricing_machine_capacity(const machine_type_t *mt, const group_spec_t *spec,
     }
     *out = r;
     return 0;
+}
+
+bool pricing_unpriced_damper_warning(const frugal_config_t *cfg, char *buf, size_t size) {
+    if (pricing_linear(&cfg->pricing, &cfg->ranking.damper) > 0.0 ||
+        config_unpriced_pods_warning(cfg, buf, size))
+        return false;
+    snprintf(buf, size,
+             "ranking.damper is priced at 0: a request whose pods all request nothing "
+             "(BestEffort) cannot be scored, and BestOptions answers it with its options "
+             "unchanged (cluster-autoscaler then picks one at random)");
+    return true;
 }

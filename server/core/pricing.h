@@ -23,4 +23,10 @@ double pricing_group_node_price(const frugal_config_t *cfg, const group_spec_t *
 int pricing_machine_capacity(const machine_type_t *mt, const group_spec_t *spec, resources_t *out,
                              frugal_err_t *err);
 
+/* Into buf, and true: the warning that ranking.damper costs nothing at these prices, so
+ * that an option whose pods request nothing has T + X = 0 and cannot be scored. False
+ * when the damper has a price, or when config_unpriced_pods_warning applies (it says
+ * more). */
+bool pricing_unpriced_damper_warning(const frugal_config_t *cfg, char *buf, size_t size);
+
 #endif

@@ -39,6 +39,10 @@ assert_ok "a config may be one node group" "$FRUGAL" check -c "$TMP/minimal.yaml
 assert_ok "unpriced pods: valid" "$FRUGAL" check -c "$TMP/unpriced.yaml"
 assert_match '^warning: pricing.cpu, pricing.memory_gib and pricing.gpu are all 0: pods have no price, so BestOptions can score no option' \
     "$ERR" "but warned: no option could be ranked"
+{ cat "$TMP/minimal.yaml"; echo 'ranking: {damper: {cpu: 0, memory: 0}}'; } >"$TMP/free-damper.yaml"
+assert_ok "a damper priced at 0: valid" "$FRUGAL" check -c "$TMP/free-damper.yaml"
+assert_match '^warning: ranking.damper is priced at 0: a request whose pods all request nothing' \
+    "$ERR" "but warned: BestEffort pods could not be ranked"
 PORT=$(free_port)
 printf 'listen: [{address: "127.0.0.1:%s"}]\n' "$PORT" >>"$TMP/unpriced.yaml"
 ADDR=127.0.0.1:$PORT start_server "$TMP/unpriced.yaml"

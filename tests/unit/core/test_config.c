@@ -14,6 +14,7 @@
 
 #include "catalog.h"
 #include "config.h"
+#include "pricing.h"
 #include "yaml_tree.h"
 
 /* ---- helpers ---- */
@@ -568,6 +569,28 @@ static void test_unpriced_pods(void **state) {
         assert_int_equal(warned, cases[i][1][0] == '1');
         if (warned)
             assert_non_null(strstr(msg, "BestOptions can score no option"));
+    }
+}
+
+/* A damper that costs nothing leaves BestEffort pods' options unscorable. */
+static void test_unpriced_damper(void **state) {
+    (void)state;
+    const char *groups = "node_groups: [{id: a, machine_type: n1-standard-1, max_size: 1}]\n";
+    const char *cases[][2] = {
+        {"ranking: {damper: {cpu: 0, memory: 0}}\n", "1"},
+        {"ranking: {damper: {cpu: 0}}\n", "0"}, /* memory keeps its default 500Mi */
+        {"ranking: {damper: {cpu: 0}}\npricing: {memory_gib: 0}\n", "1"},
+        {"ranking: {damper: {cpu: 0, memory: 0}}\npricing: {cpu: 0, memory_gib: 0, gpu: 0}\n",
+         "0"}, /* config_unpriced_pods_warning says it */
+        {"", "0"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char msg[300] = "";
+        bool warned =
+            warning_of(pricing_unpriced_damper_warning, cases[i][0], groups, msg, sizeof(msg));
+        assert_int_equal(warned, cases[i][1][0] == '1');
+        if (warned)
+            assert_non_null(strstr(msg, "ranking.damper is priced at 0"));
     }
 }
 
@@ -1304,6 +1327,7 @@ int main(void) {
         cmocka_unit_test(test_machine_type_adds_to_catalog),
         cmocka_unit_test(test_spot_twin),
         cmocka_unit_test(test_unpriced_pods),
+        cmocka_unit_test(test_unpriced_damper),
         cmocka_unit_test(test_autoprov_limits_warning),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_example_config_loads),
