@@ -161,7 +161,7 @@ run ctl nodes main
 assert_match '^$|^NOT_FOUND' "$ERR" "nodes of the unmanaged group"
 assert_ok "decrease drops a creating instance" ctl decrease pool-a -1
 assert_ok "nodes pool-a after decrease" ctl -o yaml nodes pool-a
-mapfile -t inst_a < <(echo "$OUT" | awk '/^- id: /{id=$3} /^  state: creating$/{print id}' | tr -d '"')
+mapfile -t inst_a < <(echo "$OUT" | awk '/^- id: /{id=$3} /^  state: "creating"$/{print id}' | tr -d '"')
 assert_eq 3 "${#inst_a[@]}" "pool-a has 3 creating instances"
 assert_ok "delete-nodes" ctl delete-nodes pool-a "${inst_a[0]}"
 assert_ok "node-group-for-node" ctl -o yaml node-group-for-node "${inst_a[1]}"

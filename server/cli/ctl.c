@@ -447,7 +447,7 @@ static int ctl_verb_nodes(rpc_client_t *client, ctl_format_t format, int argc, c
         EG(InstanceErrorInfo) *ei = in->status != NULL ? in->status->errorinfo : NULL;
         if (format == CTL_FORMAT_YAML) {
             cli_yaml_item_kv(0, "id", in->id);
-            printf("  state: %s\n", state);
+            cli_yaml_kv(2, "state", state);
             if (ei != NULL) {
                 printf("  error:\n");
                 cli_yaml_kv(4, "code", ei->errorcode);
@@ -1028,7 +1028,7 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
         return 1;
     }
     if (format == CTL_FORMAT_YAML) {
-        printf("status: %s\n", rpc_status_name(status));
+        cli_yaml_kv(0, "status", rpc_status_name(status));
         cli_yaml_kv(0, "message", details);
         printf("responseBytes: %zu\n", reply_len);
         printf("responseHex: \"");
@@ -1168,12 +1168,14 @@ int cmd_ctl(int argc, char **argv) {
     rpc_client_options_t opts = {0};
     ctl_format_t format = CTL_FORMAT_TABLE;
     int i = 1;
+    bool options_ended = false;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *o = argv[i];
         if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
             return ctl__usage(stdout);
         }
         if (strcmp(o, "--") == 0) {
+            options_ended = true;
             i++;
             break;
         }
@@ -1194,10 +1196,15 @@ int cmd_ctl(int argc, char **argv) {
         return 2;
     }
     /* ctl's own options may also follow the verb ("node-groups -o yaml"): they are taken
-     * out of the verb's arguments, up to a "--", which is dropped. */
+     * out of the verb's arguments, up to a "--", which is dropped; after a "--" before
+     * the verb, every argument is the verb's. */
     int verb_argc = 0;
     char **verb_argv = argv + i;
     for (int k = i; k < argc; k++) {
+        if (options_ended) {
+            verb_argv[verb_argc++] = argv[k];
+            continue;
+        }
         if (strcmp(argv[k], "--") == 0) {
             for (k++; k < argc;)
                 verb_argv[verb_argc++] = argv[k++];

@@ -1077,7 +1077,7 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  gpu: %" PRId64 "\n  price: %.6f\n", r->gpu, pricing_linear(&cfg->pricing, r));
     }
 
-    printf("strategy: %s\n", config_ranking_strategy_name(pl->cfg->ranking.strategy));
+    cli_yaml_kv(0, "strategy", config_ranking_strategy_name(pl->cfg->ranking.strategy));
     printf("scale_up_options:%s\n", pl->n_options == 0 ? " []" : "");
     for (size_t o = 0; o < pl->n_options; o++) {
         const plan_group_t *g = &pl->groups[pl->option_group[o]];

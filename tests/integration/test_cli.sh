@@ -52,6 +52,9 @@ assert_ok "a -- after the verb ends the options and is not an argument" \
     "$FRUGAL" ctl --addr "127.0.0.1:$PORT" increase only -- 1
 assert_ok "target-size -- ID" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" target-size -- only
 assert_match '^1$' "$OUT" "the increase took"
+assert_status NOT_FOUND "a -- before the verb leaves every later argument to the verb" \
+    "$FRUGAL" ctl --addr "127.0.0.1:$PORT" -- target-size --timeout
+assert_match 'NOT_FOUND: .*--timeout' "$ERR" "--timeout is the verb's ID, not ctl's option"
 stop_server
 { cat "$TMP/minimal.yaml"; echo 'autoprovisioning: {enabled: true, machine_types: [n1-standard-2, n1-standard-8, n1-highmem-8], limits: {max_cpu: 6}}'; } >"$TMP/over-limits.yaml"
 assert_ok "machine types over the limits: valid" "$FRUGAL" check -c "$TMP/over-limits.yaml"

@@ -14,7 +14,7 @@ GPU_LABEL="cloud.google.com/gke-accelerator"
 instance_state() {
     echo "$OUT" | awk -v id="$1" '
         /^- id: / { cur = $3; gsub(/"/, "", cur) }
-        /^  state: / && cur == id { print $2; found = 1 }
+        /^  state: / && cur == id { s = $2; gsub(/"/, "", s); print s; found = 1 }
         END { if (!found) print "gone" }'
 }
 
@@ -82,6 +82,7 @@ printf '\x0a\x06pool-a\x5b\x08\x01\x5c' >"$TMP/group.bin"
 assert_ok "an unknown group is skipped" ctl -o yaml raw \
     /clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroupTargetSize "$TMP/group.bin"
 assert_eq OK "$(yaml_value status)" "a request with an unknown group is answered"
+assert_match '^status: "OK"$' "$OUT" "raw -o yaml quotes the status, as every string"
 assert_eq 0801 "$(yaml_value responseHex)" "targetSize 1, as without the group"
 
 log "gpu label, gpu types, refresh, cleanup"
@@ -97,7 +98,7 @@ assert_ok "nodes pool-a" ctl -o yaml nodes pool-a
 nodes_a=$OUT
 assert_eq 3 "$(echo "$nodes_a" | grep -c '^- id: ')" "pool-a has 3 instances"
 assert_eq 3 "$(echo "$nodes_a" | grep -c '^- id: "\{0,1\}frugal://pool-a/')" "instance ids are frugal://pool-a/..."
-assert_eq 3 "$(echo "$nodes_a" | grep -Ec '^  state: (creating|running)$')" "instances are creating or running"
+assert_eq 3 "$(echo "$nodes_a" | grep -Ec '^  state: "(creating|running)"$')" "instances are creating or running"
 assert_eq 3 "$(echo "$nodes_a" | sed -n 's/^- id: //p' | sort -u | wc -l)" "instance ids are unique"
 mapfile -t inst_a < <(echo "$nodes_a" | sed -n 's/^- id: //p' | tr -d '"')
 assert_ok "nodes table" ctl nodes pool-a && assert_match '^ID +STATE' "$OUT" "nodes table header"
@@ -127,7 +128,7 @@ log "decrease"
 assert_ok "decrease pool-a -1" ctl decrease pool-a -1
 assert_eq 2 "$(target_size pool-a)" "target after decrease"
 run ctl -o yaml nodes pool-a
-assert_eq 2 "$(echo "$OUT" | grep -Ec '^  state: (creating|running)$')" "one creating instance dropped"
+assert_eq 2 "$(echo "$OUT" | grep -Ec '^  state: "(creating|running)"$')" "one creating instance dropped"
 assert_status FAILED_PRECONDITION "decrease under min_size" ctl decrease pool-a -2
 assert_match 'min' "$ERR" "the refusal names min_size"
 assert_eq 2 "$(target_size pool-a)" "no change after refused decrease"
@@ -144,7 +145,7 @@ assert_status "INVALID_ARGUMENT|FAILED_PRECONDITION" "delete an unknown instance
 assert_eq 2 "$(target_size pool-a)" "no change after refused delete"
 assert_eq 1 "$(target_size pool-b)" "foreign group untouched"
 run ctl -o yaml nodes pool-a
-mapfile -t live_a < <(echo "$OUT" | awk '/^- id: /{id=$3} /^  state: (creating|running)$/{print id}' | tr -d '"')
+mapfile -t live_a < <(echo "$OUT" | awk '/^- id: /{id=$3} /^  state: "(creating|running)"$/{print id}' | tr -d '"')
 assert_eq 2 "${#live_a[@]}" "two live pool-a instances"
 assert_ok "delete one pool-a instance" ctl delete-nodes pool-a "${live_a[0]}"
 assert_eq 1 "$(target_size pool-a)" "target drops by the deleted node"
@@ -264,11 +265,11 @@ start_server "$TMP/running.yaml"
 assert_ok "increase fast 2" ctl increase fast 2
 for _ in $(seq 1 20); do
     ctl refresh >/dev/null 2>&1
-    [ "$(ctl -o yaml nodes fast 2>/dev/null | grep -c '^  state: running$')" -eq 2 ] && break
+    [ "$(ctl -o yaml nodes fast 2>/dev/null | grep -c '^  state: "running"$')" -eq 2 ] && break
     sleep 0.2
 done
 run ctl -o yaml nodes fast
-assert_eq 2 "$(echo "$OUT" | grep -c '^  state: running$')" "instances run after boot_seconds 0 and a refresh"
+assert_eq 2 "$(echo "$OUT" | grep -c '^  state: "running"$')" "instances run after boot_seconds 0 and a refresh"
 assert_status FAILED_PRECONDITION "decrease below running instances" ctl decrease fast -1
 assert_eq 2 "$(target_size fast)" "no change after refused decrease"
 stop_server

@@ -29,7 +29,7 @@ EOF
 
 # instances G: live instances of group G (creating or running).
 instances() {
-    ctl -o yaml nodes "$1" 2>/dev/null | grep -Ec '^  state: (creating|running)$'
+    ctl -o yaml nodes "$1" 2>/dev/null | grep -Ec '^  state: "(creating|running)"$'
 }
 
 acked=0
@@ -132,7 +132,7 @@ kill_server_hard
 start_server "$TMP/frugal.yaml"
 assert_eq 3 "$(target_size h)" "h after delete and kill -9"
 run ctl -o yaml nodes h
-if echo "$OUT" | awk -v id="$victim" '/^- id: /{c=$3; gsub(/"/,"",c)} /^  state: / && c==id && $2!="deleting"{bad=1} END{exit bad}'; then
+if echo "$OUT" | awk -v id="$victim" '/^- id: /{c=$3; gsub(/"/,"",c)} /^  state: / && c==id && $2!="\"deleting\""{bad=1} END{exit bad}'; then
     pass
 else
     fail "deleted instance $victim came back alive after restart"

@@ -176,7 +176,7 @@ start_server "$TMP/d.yaml"
 AGREE_WINNERS_ONLY=1 agree "$TMP/d.yaml" '  - {group: std, machine_type: n1-standard-4, zone: us-central1-a}
   - {group: mem, machine_type: n1-highmem-4, zone: us-central1-a}
   - {group: cpu, machine_type: n1-highcpu-8, zone: us-central1-a}' m1 m2 m3
-assert_eq "strategy: demand-fit" "$(echo "$OUT" | grep '^strategy:')" "plan names the strategy"
+assert_eq 'strategy: "demand-fit"' "$(echo "$OUT" | grep '^strategy:')" "plan names the strategy"
 assert_eq "mem" "$(echo "$PLAN" | awk '$3 == "true" { print $1 }')" "memory-shaped pods: the highmem group wins"
 stop_server
 # A pending pod no group can host (CA never sends it) shapes nothing: plan still
