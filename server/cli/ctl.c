@@ -608,7 +608,7 @@ static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const c
                           .provision_ns = 900 * DURATION_NS_PER_SEC};
     *id = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = NULL;
+        const char *o = argv[i], *v = NULL, *want = "a duration such as 10m or 1h30m";
         bool ok = true;
         if (strcmp(o, "--defaults-zero-or-max-node-scaling") == 0) {
             d->zero_or_max = true;
@@ -617,8 +617,10 @@ static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const c
         } else if (strcmp(o, "--no-defaults") == 0) {
             d->none = true;
         } else if (strcmp(o, "--defaults-scale-down-utilization") == 0) {
+            want = "a number";
             ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_double(v, &d->util);
         } else if (strcmp(o, "--defaults-scale-down-gpu-utilization") == 0) {
+            want = "a number";
             ok = (v = ctl__optarg(argc, argv, &i)) != NULL && ctl__parse_double(v, &d->gpu_util);
         } else if (strcmp(o, "--defaults-scale-down-unneeded") == 0) {
             ok = (v = ctl__optarg(argc, argv, &i)) != NULL &&
@@ -635,9 +637,12 @@ static int ctl__parse_defaults(int argc, char **argv, ctl_defaults_t *d, const c
         } else if (*id == NULL) {
             *id = o;
         } else {
+            fprintf(stderr, "frugal ctl %s: one node group id, not also \"%s\"\n", argv[0], o);
             ok = false;
         }
         if (!ok) {
+            if (v != NULL)
+                fprintf(stderr, "frugal ctl %s: %s \"%s\": expected %s\n", argv[0], o, v, want);
             return ctl__usage_verb(argv[0]);
         }
     }
@@ -878,7 +883,7 @@ static int ctl_verb_pod_price(rpc_client_t *client, ctl_format_t format, int arg
         cli_die_nomem();
     if (packed != 0) {
         fprintf(stderr, "frugal ctl: %s: %s\n", argv[0], err.msg);
-        return 1;
+        return 2; /* the options' values are wrong, as in any usage error */
     }
 
     ctl_period_t p;

@@ -211,6 +211,14 @@ assert_exit 2 "ctl pod-price without --memory" "$FRUGAL" ctl --addr "127.0.0.1:$
 assert_exit 2 "ctl --hours past 100 years (its end would overflow)" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" node-price x --hours 2.5e6
 assert_match 'is not a number of hours within' "$ERR" "and says so"
 assert_exit 2 "ctl options with a bad duration" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" options g --defaults-max-provision soon
+assert_match '^frugal ctl options: --defaults-max-provision "soon": expected a duration such as 10m' "$ERR" \
+    "naming the option and its value"
+assert_exit 2 "ctl options with a bad ratio" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" options g --defaults-scale-down-utilization half
+assert_match '"half": expected a number' "$ERR" "and says so"
+assert_exit 2 "ctl options with two ids" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" options g h
+assert_match 'one node group id, not also "h"' "$ERR" "and says so"
+assert_exit 2 "ctl pod-price with a bad quantity is a usage error" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" pod-price --cpu 1x --memory 1Gi
+assert_match 'invalid quantity "1x"' "$ERR" "naming the quantity"
 assert_ok "ctl --help" "$FRUGAL" ctl --help
 assert_match '^  increase ID DELTA' "$OUT" "help lists the verbs"
 assert_status UNAVAILABLE "ctl against nothing" "$FRUGAL" ctl --addr "127.0.0.1:$PORT" --timeout 2000 health
