@@ -353,19 +353,30 @@ bool config__parse_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node, co
     return config__duration_store(ctx, node, path, field, 1000000);
 }
 
+/* A duration that must be positive, stored in units of unit_ns (at least one). */
+static bool config__positive_duration_store(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                            const char *path, void *field, int64_t unit_ns) {
+    int64_t ns;
+    if (!duration_check(ctx, node, path, &ns))
+        return false;
+    if (ns < unit_ns) {
+        config__error(ctx, node, path, "must be greater than 0, got %s", node->u.scalar.text);
+        return false;
+    }
+    *(int64_t *)field = ns / unit_ns;
+    return true;
+}
+
 /* A group option duration: CA reads a zero one as "every new node failed" (or never
  * scales down), so it must be positive. */
 bool config__parse_positive_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node,
                                         const char *path, void *field, const key_spec_t *spec) {
-    int64_t ns;
-    if (!duration_check(ctx, node, path, &ns))
-        return false;
-    if (ns <= 0) {
-        config__error(ctx, node, path, "must be greater than 0, got %s", node->u.scalar.text);
-        return false;
-    }
-    *(int64_t *)field = ns;
-    return true;
+    return config__positive_duration_store(ctx, node, path, field, 1);
+}
+
+bool config__parse_positive_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                        const char *path, void *field, const key_spec_t *spec) {
+    return config__positive_duration_store(ctx, node, path, field, 1000000);
 }
 
 /* Parse text (a default from a table) as if it had been written in the file. */

@@ -485,7 +485,8 @@ void config__state_config_free(state_config_t *st) {
 static const key_spec_t limits_keys_top[] = {
     KEY_RANGE("memory", config__parse_bytes, limits_config_t, memory_bytes, NULL, 1, INFINITY,
               false),
-    KEY("receive_timeout", YAML_TREE_SCALAR, config__parse_duration_ms, limits_config_t,
+    /* 0 would cancel every call sent without a deadline before its message came. */
+    KEY("receive_timeout", YAML_TREE_SCALAR, config__parse_positive_duration_ms, limits_config_t,
         receive_timeout_ms, "30s"),
     KEY("idle_timeout", YAML_TREE_SCALAR, config__parse_duration_ms, limits_config_t,
         idle_timeout_ms, "5m"),

@@ -126,6 +126,9 @@ bool config__parse_bytes(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
                          void *field, const key_spec_t *spec);
 bool config__parse_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                                void *field, const key_spec_t *spec);
+/* A positive duration in milliseconds (at least 1ms). */
+bool config__parse_positive_duration_ms(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                        const char *path, void *field, const key_spec_t *spec);
 bool config__parse_positive_duration_ns(load_ctx_t *ctx, const yaml_tree_node_t *node,
                                         const char *path, void *field, const key_spec_t *spec);
 

@@ -244,6 +244,12 @@ static void test_limits(void **state) {
     assert_int_equal(cfg->limits.memory_bytes, 8LL * 1048576 + (64LL << 20));
     assert_int_equal(cfg->limits.receive_timeout_ms, 2000);
     config_free(cfg);
+    /* 0 would cancel every call sent without a deadline; idle_timeout 0 turns it off */
+    expect_error("limits: {receive_timeout: 0s}\n",
+                 "t.yaml:1:27: limits.receive_timeout: must be greater than 0, got 0s");
+    cfg = load_ok("limits: {idle_timeout: 0s}\n");
+    assert_int_equal(cfg->limits.idle_timeout_ms, 0);
+    config_free(cfg);
     cfg = load_ok("limits: {memory: 2Gi}\n");
     assert_int_equal(cfg->limits.memory_bytes, 2LL << 30);
     assert_string_equal(cfg->limits.memory_source, "limits.memory");
