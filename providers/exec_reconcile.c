@@ -90,12 +90,10 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
 }
 
 /* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines no
- * group holds. Deletes wait for a round in which no group had machine work (quiet_all):
- * another group's machine being made may show in this list before frugal knows it. With
- * mu held. */
+ * group holds. With mu held. */
 static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hook_listing_t *l,
-                                 const reconcile_verdict_t *v, bool quiet_all) {
-    bool remove = p->cfg->exec_reconcile_delete_unknown && quiet_all;
+                                 const reconcile_verdict_t *v) {
+    bool remove = p->cfg->exec_reconcile_delete_unknown;
     metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
     for (size_t i = 0; i < v->unknown_count; i++) {
         const char *id = v->unknown[i], *state = "";
@@ -107,9 +105,7 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hoo
                  "not know it (a leak)%s",
                  id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
                  remove ? ": deleting it"
-                 : p->cfg->exec_reconcile_delete_unknown
-                     ? "; deleted once a list runs while no node group has machine work"
-                     : "; provider.reconcile_delete_unknown deletes such machines");
+                        : "; provider.reconcile_delete_unknown deletes such machines");
         exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
         if (j != NULL) {
             j->orphan = true;
@@ -165,8 +161,13 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
         hook_listing_clear(&l);
         return;
     }
-    bool judge_unknown =
-        rg->settled && rg->work == rg->work_at && !exec__group_busy_locked(p, g->spec.id);
+    /* Unknown machines are judged only in a list that started and ended while no group
+     * had machine work: a machine being made or removed then is neither known nor a leak,
+     * and a hook that lists more than GROUP's machines may show another group's new
+     * machine before frugal knows it. The next quiet list decides. */
+    bool judge_unknown = rg->settled && rg->work == rg->work_at &&
+                         !exec__group_busy_locked(p, g->spec.id) && rg->settled_all &&
+                         p->work == rg->work_all_at && !exec__group_busy_locked(p, NULL);
     reconcile_verdict_t v;
     if (reconcile_judge(rg, g, &p->reconcile, &l, &policy, judge_unknown, &v) != 0) {
         log_error("exec: out of memory judging the list of node group %s", g->spec.id);
@@ -178,10 +179,8 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
             log_warn("exec: the list of node group %s shows machines of other node groups (%zu, "
                      "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
                      g->spec.id, v.foreign_count, v.foreign[0]);
-        bool quiet_all =
-            rg->settled_all && p->work == rg->work_all_at && !exec__group_busy_locked(p, NULL);
         if (v.unknown_judged)
-            exec__unknown_locked(p, g, &l, &v, quiet_all);
+            exec__unknown_locked(p, g, &l, &v);
         if (v.replace_count > 0)
             exec__replace_locked(p, g, &v, now, changed);
         reconcile_verdict_clear(&v);

@@ -31,8 +31,9 @@ typedef struct reconcile_group {
     bool settled;     /* no machine work queued or running when the list was queued */
     uint64_t work;    /* machine work results applied to the group so far */
     uint64_t work_at; /* work when the list in flight was queued */
-    /* The same for every group's machine work: a hook that lists more than GROUP's
-     * machines may show another group's new machine before frugal knows it. */
+    /* The same for every group's machine work, which must be quiet too: a hook that
+     * lists more than GROUP's machines may show another group's new machine before
+     * frugal knows it. */
     bool settled_all;
     uint64_t work_all_at;
     reconcile_miss_t *misses;

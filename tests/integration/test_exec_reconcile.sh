@@ -25,6 +25,7 @@ M=$M
 case \$1 in
 create)
     touch "\$M/\$3"
+    [ -f \$D/create-slow ] && sleep 2.5 # the machine is listed before frugal has its id
     echo "test://\$3"
     ;;
 delete)
@@ -190,9 +191,11 @@ assert_match "^test://pool-a-4 +running" "$OUT" "the known instances stay"
 
 log "the hook lists every group's machines: another group's machine is not a leak"
 # (the hook above ignores GROUP; reconcile_delete_unknown is on since the reload)
+touch "$TMP/create-slow" # pool-a's lists show pool-b-1 while its create runs
 assert_ok "increase pool-b" ctl increase pool-b 1
 b_running() { run ctl nodes pool-b; echo "$OUT" | grep -Eq "^test://pool-b-1 +running"; }
 wait_for 10 b_running || fail "pool-b-1 never ran"
+rm "$TMP/create-slow"
 wait_for 10 grep -q "the list of node group pool-a shows machines of other node groups (1, test://pool-b-1 first)" \
     "$SERVER_LOG" || fail "the other group's machine was not told apart"
 sleep 3 # lists of both groups, while no machine work runs
