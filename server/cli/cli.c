@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cli_die_nomem(void) {
     fputs("error: out of memory\n", stderr);
@@ -68,17 +69,40 @@ int cli_read_file(const char *path, char **data, size_t *len) {
 }
 
 int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
-    size_t n = strlen(path) + 5;
-    t->path = path;
-    t->f = NULL;
-    if ((t->tmp = malloc(n)) == NULL)
-        return ENOMEM;
-    snprintf(t->tmp, n, "%s.tmp", path);
+    memset(t, 0, sizeof(*t));
+    struct stat st, link;
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+        return EISDIR;
+    errno = 0;
+    if (exists && !S_ISREG(st.st_mode)) {
+        if ((t->f = fopen(path, "w")) == NULL)
+            return errno != 0 ? errno : EIO;
+        return 0;
+    }
+    /* A link to a file replaces the file; a dangling one is written through. */
+    if (exists && lstat(path, &link) == 0 && S_ISLNK(link.st_mode))
+        t->dest = realpath(path, NULL);
+    else if (!exists && lstat(path, &link) == 0) {
+        if ((t->f = fopen(path, "w")) == NULL)
+            return errno != 0 ? errno : EIO;
+        return 0;
+    } else
+        t->dest = strdup(path);
+    size_t n = t->dest != NULL ? strlen(t->dest) + 5 : 0;
+    if (t->dest == NULL || (t->tmp = malloc(n)) == NULL) {
+        int e = t->dest == NULL && errno != 0 ? errno : ENOMEM;
+        free(t->dest);
+        t->dest = NULL;
+        return e;
+    }
+    snprintf(t->tmp, n, "%s.tmp", t->dest);
     errno = 0;
     if ((t->f = fopen(t->tmp, "w")) == NULL) {
         int e = errno != 0 ? errno : EIO;
         free(t->tmp);
-        t->tmp = NULL;
+        free(t->dest);
+        memset(t, 0, sizeof(*t));
         return e;
     }
     return 0;
@@ -89,23 +113,16 @@ int cli_tmp_close(cli_tmp_file_t *t, bool keep) {
     int e = ferror(t->f) ? EIO : 0;
     if (fclose(t->f) != 0 && e == 0)
         e = errno != 0 ? errno : EIO;
-    if (keep && e == 0 && rename(t->tmp, t->path) != 0)
-        e = errno != 0 ? errno : EIO;
-    if (!keep || e != 0)
-        remove(t->tmp);
+    if (t->tmp != NULL) {
+        if (keep && e == 0 && rename(t->tmp, t->dest) != 0)
+            e = errno != 0 ? errno : EIO;
+        if (!keep || e != 0)
+            remove(t->tmp);
+    }
     free(t->tmp);
-    t->f = NULL;
-    t->tmp = NULL;
+    free(t->dest);
+    memset(t, 0, sizeof(*t));
     return e;
-}
-
-int cli_write_file(const char *path, const char *text, size_t len) {
-    cli_tmp_file_t t;
-    int e = cli_tmp_open(&t, path);
-    if (e != 0)
-        return e;
-    fwrite(text, 1, len, t.f);
-    return cli_tmp_close(&t, true);
 }
 
 const char *cli_split_kv(const char *arg, size_t *key_len) {

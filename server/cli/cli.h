@@ -25,23 +25,23 @@ int cli_read_stream(FILE *f, char **data, size_t *len);
 /* cli_read_stream on the file at path. 0, or an errno value (fopen's, ENOMEM, EIO). */
 int cli_read_file(const char *path, char **data, size_t *len);
 
-/* A file written through path.tmp and a rename, so that a partial file is never left:
- * cli_tmp_open, writes to f, then cli_tmp_close. */
+/* A file written through a temporary file and a rename, so that a partial file is never
+ * left: cli_tmp_open, writes to f, then cli_tmp_close. A symbolic link stays a link: the
+ * file it names is replaced. A path that is not a regular file (/dev/stdout, a pipe) is
+ * written straight through, as nothing can be renamed over it. */
 typedef struct cli_tmp_file {
     FILE *f;
-    char *tmp;
-    const char *path;
+    char *tmp;  /* TARGET.tmp; NULL when written straight through */
+    char *dest; /* the file renamed over: path, or the file its link names */
 } cli_tmp_file_t;
 
-/* Open path.tmp for writing into t->f. 0, or an errno value (nothing to close). */
+/* Open the temporary file (or the path itself, see above) for writing into t->f. 0, or
+ * an errno value (nothing to close; EISDIR for a directory). */
 int cli_tmp_open(cli_tmp_file_t *t, const char *path);
 
-/* Close t; when keep, rename it to its path, else remove it. 0, or an errno value (the
- * temporary file removed). */
+/* Close t; when keep, rename it over its destination, else remove it. 0, or an errno
+ * value (the temporary file removed). */
 int cli_tmp_close(cli_tmp_file_t *t, bool keep);
-
-/* Write len bytes of text to path through a cli_tmp_file_t. 0, or an errno value. */
-int cli_write_file(const char *path, const char *text, size_t len);
 
 /* The value of "KEY=VALUE" (just past the first '='), or NULL when arg has no '=' or
  * an empty key; *key_len gets the key's length. */

@@ -74,11 +74,17 @@ int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *e
         while (len > 0 &&
                (token[len - 1] == '\n' || token[len - 1] == '\r' || token[len - 1] == ' '))
             token[--len] = '\0';
-        if (e != 0 || len == 0) {
+        /* One line only: a header cannot carry the rest, and a cut token fails later. */
+        const char *bad = e != 0     ? strerror(e)
+                          : len == 0 ? "empty"
+                          : strlen(token) != len || strcspn(token, "\r\n") != len
+                              ? "not one line of text (a trailing newline is dropped, nothing else)"
+                              : NULL;
+        if (bad != NULL) {
             free(token);
             prom_http_close(h);
             return frugal_err_set(err, FRUGAL_EINVAL, "--bearer-token-file %s: %s",
-                                  o->bearer_token_file, e ? strerror(e) : "empty");
+                                  o->bearer_token_file, bad);
         }
         size_t hl = len + 32;
         char *header = malloc(hl);

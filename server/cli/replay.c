@@ -62,6 +62,7 @@ typedef struct replay_cmd {
     cli_tmp_file_t decisions;
     pthread_mutex_t decisions_lock;
     size_t decisions_next; /* the first run whose lines are not written yet */
+    bool unsaved_first;    /* workloads[0] is Prometheus' trace, in no file: no lines */
 } replay_cmd_t;
 
 static int replay__usage(FILE *f, int status) {
@@ -350,21 +351,27 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
     }
 }
 
-/* Where the pods no group can host come from, on stderr: the trace line or the family of
- * the first such pod in the first run of each workload (every run sees the same pods of a
- * trace, and a family's shapes are the same in every seed). */
+/* Where the pods no group can host come from, on stderr: the trace line and the pod, or
+ * the family, of the first such pod in the first run of each workload (every run sees the
+ * same pods of a trace, and a family's shapes are the same in every seed). */
 static void replay__warn_unhostable(const replay_cmd_t *c) {
     for (size_t w = 0; w < c->workloads_count; w++) {
         const replay_figures_t *f = replay__run(c, w, 0, 0);
         const replay_workload_t *wl = &c->workloads[w];
         if (f->unhostable == 0)
             continue;
-        if (wl->is_trace)
+        if (wl->is_trace) {
+            const replay_trace_pod_t *tp = &wl->trace[f->unhostable_shape];
+            const k8s_object_meta_t *m = tp->pod->metadata;
+            char line[32] = "";
+            if (!(w == 0 && c->unsaved_first))
+                snprintf(line, sizeof(line), ":%zu", tp->line);
             fprintf(stderr,
-                    "frugal replay: %s:%zu: no node group can host this pod: counted, not placed "
-                    "(%" PRId64 " such pods)\n",
-                    wl->path, wl->trace[f->unhostable_shape].line, f->unhostable);
-        else
+                    "frugal replay: %s%s: pod %s/%s: no node group can host this pod: counted, "
+                    "not placed (%" PRId64 " such pods)\n",
+                    wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
+                    m != NULL && m->name ? m->name : "", f->unhostable);
+        } else
             fprintf(stderr,
                     "frugal replay: %s: family %s: some of its pods no node group can host: "
                     "counted, not placed (%" PRId64 " such pods in seed 1)\n",
@@ -637,6 +644,15 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
         }
         return 0;
     }
+    /* libcurl also reads file:// and ftp://, which are no Prometheus. */
+    if (strncasecmp(p->http.url, "http://", 7) != 0 &&
+        strncasecmp(p->http.url, "https://", 8) != 0) {
+        fprintf(stderr,
+                "frugal replay: --from-prometheus: expected an http:// or https:// URL, "
+                "got %s\n",
+                p->http.url);
+        return 2;
+    }
     if (p->namespace_re != NULL && strlen(p->namespace_re) > REPLAY_PROM_REGEX_MAX) {
         fprintf(stderr, "frugal replay: --namespace: longer than %d characters\n",
                 REPLAY_PROM_REGEX_MAX);
@@ -821,6 +837,14 @@ int cmd_replay(int argc, char **argv) {
     /* Before anything slow: a file that cannot be written is said at once. */
     if (c.decisions_path != NULL)
         status = replay__decisions_status(&c, cli_tmp_open(&c.decisions, c.decisions_path));
+    if (status == 0) {
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (replay_prom_source_open_save(&prom, &err) != 0) {
+            fprintf(stderr, "frugal replay: %s\n", err.msg);
+            status = 1;
+        }
+    }
     /* The files first: a typo in one is said before minutes of queries. Prometheus'
      * trace, when asked for, takes the first place. */
     size_t first_file = prom.http.url != NULL ? 1 : 0;
@@ -851,6 +875,7 @@ int cmd_replay(int argc, char **argv) {
         frugal_err_t err;
         frugal_err_clear(&err);
         prom.progress = isatty(STDERR_FILENO);
+        c.unsaved_first = prom.save_trace == NULL;
         curl_global_init(CURL_GLOBAL_DEFAULT);
         if (replay_prom_source_load(&prom, cfg, &c.workloads[0], &built, &err) != 0) {
             fprintf(stderr, "frugal replay: %s\n", err.msg);
@@ -890,6 +915,7 @@ int cmd_replay(int argc, char **argv) {
             status = 1;
         }
     }
+    replay_prom_source_discard(&prom);
     replay_prom_built_free(&built);
     if (status == 0) {
         replay_row_t *rows = cli_xcalloc(c.workloads_count * c.strategies_count, sizeof(*rows));

@@ -174,15 +174,31 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
     return rc;
 }
 
-int replay_prom_source_finish(const replay_prom_source_t *o, const replay_prom_built_t *built,
-                              frugal_err_t *err) {
-    int e = o->save_trace != NULL ? cli_write_file(o->save_trace, built->text, built->len) : 0;
+int replay_prom_source_open_save(replay_prom_source_t *o, frugal_err_t *err) {
+    int e = o->save_trace != NULL ? cli_tmp_open(&o->save, o->save_trace) : 0;
     if (e != 0)
         return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
+    return 0;
+}
+
+int replay_prom_source_finish(replay_prom_source_t *o, const replay_prom_built_t *built,
+                              frugal_err_t *err) {
+    if (o->save.f != NULL) {
+        fwrite(built->text, 1, built->len, o->save.f);
+        int e = cli_tmp_close(&o->save, true);
+        if (e != 0)
+            return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace,
+                                  strerror(e));
+    }
     if (built->no_created > 0)
         fprintf(stderr, "frugal replay: %zu pod%s with requests but no kube_pod_created left out\n",
                 built->no_created, built->no_created == 1 ? "" : "s");
     return 0;
+}
+
+void replay_prom_source_discard(replay_prom_source_t *o) {
+    if (o->save.f != NULL)
+        cli_tmp_close(&o->save, false);
 }
 
 void replay_prom_built_free(replay_prom_built_t *built) {

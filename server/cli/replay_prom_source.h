@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "config.h"
 #include "errors.h"
 #include "prom_http.h"
@@ -24,6 +25,7 @@ typedef struct replay_prom_source {
     const char *namespace_re; /* may be NULL */
     const char *save_trace;   /* may be NULL */
     bool progress;            /* a progress line on stderr */
+    cli_tmp_file_t save;      /* save_trace's, from replay_prom_source_open_save */
 } replay_prom_source_t;
 
 /* The trace built, kept until the replay stands. */
@@ -39,11 +41,18 @@ typedef struct replay_prom_built {
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
                             replay_workload_t *out, replay_prom_built_t *built, frugal_err_t *err);
 
+/* Before anything slow: open --save-trace's temporary file (cli_tmp_open), so that a
+ * path that cannot be written is said at once. 0 when there is none to open. */
+int replay_prom_source_open_save(replay_prom_source_t *o, frugal_err_t *err);
+
 /* Once the replay stands: save the trace when asked (all or nothing: FILE.tmp renamed)
  * and say how many pods were left out for want of a creation time. A failed replay thus
  * says one line and leaves no trace file. */
-int replay_prom_source_finish(const replay_prom_source_t *o, const replay_prom_built_t *built,
+int replay_prom_source_finish(replay_prom_source_t *o, const replay_prom_built_t *built,
                               frugal_err_t *err);
+
+/* Drop the --save-trace file still open (a failed replay): nothing is left. */
+void replay_prom_source_discard(replay_prom_source_t *o);
 
 void replay_prom_built_free(replay_prom_built_t *built);
 

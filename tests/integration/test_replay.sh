@@ -138,7 +138,7 @@ pod() { # NAME CPU MEMORY OWNER
 } >"$TMP/trace.jsonl"
 assert_ok "replay trace" "$FRUGAL" replay -c "$CFG" "$TMP/trace.jsonl" --seeds 2
 assert_match "^trace: 2.0 h, 2 seeds, 4 pods per seed, 1 that no group can host" "$OUT" "trace header"
-assert_eq "frugal replay: $TMP/trace.jsonl:4: no node group can host this pod: counted, not placed (1 such pods)" \
+assert_eq "frugal replay: $TMP/trace.jsonl:4: pod default/huge: no node group can host this pod: counted, not placed (1 such pods)" \
     "$ERR" "the pod's trace line named on stderr"
 sed 's/^families:$/&\n  - {name: giant, weight: 0.2, owner: Job, cpu: [300, 400], memory: 1Gi, lifetime: 10m}/' \
     "$FRUGAL_SOURCE_DIR/bench/workloads/web.yaml" >"$TMP/giant.yaml"

@@ -212,6 +212,29 @@ assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" 
 assert_ok "replay the saved trace" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/built.jsonl" --seeds 2 -o csv
 assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" "the saved trace replays the same"
 
+log "--save-trace writes through a link, and straight into what is not a regular file"
+ln -s "$TMP/linked.jsonl" "$TMP/link.jsonl"
+assert_ok "through a link" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/link.jsonl" --seeds 1 --strategy random
+[ -L "$TMP/link.jsonl" ] && cmp -s "$TMP/linked.jsonl" "$TMP/built.jsonl" && pass ||
+    fail "the link stays a link, and the file it names holds the trace"
+mkfifo "$TMP/trace.fifo"
+timeout 60 cat "$TMP/trace.fifo" >"$TMP/from-fifo.jsonl" &
+READER=$!
+assert_ok "into a pipe" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --save-trace "$TMP/trace.fifo" --seeds 1 --strategy random
+[ -p "$TMP/trace.fifo" ] || kill "$READER" 2>/dev/null || true # replaced: nothing writes to it
+wait "$READER" || true
+[ -p "$TMP/trace.fifo" ] && cmp -s "$TMP/from-fifo.jsonl" "$TMP/built.jsonl" && pass ||
+    fail "the pipe stays a pipe and carries the trace"
+
+log "a pod no group can host is named; without --save-trace no trace line is"
+sed '/^  - {id: mem-8/d; /^  - id: gpu$/,$d' "$TMP/cluster.yaml" >"$TMP/small.yaml"
+assert_ok "a cluster too small" "$FRUGAL" replay -c "$TMP/small.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --seeds 1 --strategy random
+assert_match "^frugal replay: prometheus: pod [a-z0-9-]+/[a-z0-9-]+: no node group can host this pod: counted, not placed \([0-9]+ such pods\)$" \
+    "$ERR" "the pod named, no line of a file that was not written"
+
 log "the report counts the DaemonSet and static pods left out"
 assert_ok "table report" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 8h --until "$END" --seeds 1 --strategy random
@@ -240,9 +263,9 @@ assert_match "^frugal replay: cannot reach http://127.0.0.1:$DEAD: " "$ERR" "unr
 assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 [ ! -e "$TMP/bad1.jsonl" ] && [ ! -e "$TMP/bad1.jsonl.tmp" ] && pass || fail "no trace written"
 
-# The range has a pod without creation time: a failure after the trace is built is
-# still one line (the count is said only when the trace stands).
-assert_exit 1 "trace not writable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+# A trace that cannot be written is said before any query: here before the unreachable
+# URL is.
+assert_exit 1 "trace not writable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$DEAD" \
     --since 8h --until "$END" --save-trace "$TMP/no-such-dir/built.jsonl"
 assert_match "^frugal replay: --save-trace $TMP/no-such-dir/built.jsonl: No such file or directory$" \
     "$ERR" "the unwritable trace named"
@@ -355,6 +378,11 @@ assert_match "Prometheus answered error: no token" "$ERR" "refused without the t
 assert_exit 1 "missing token file" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/none"
 assert_match "^frugal replay: --bearer-token-file $TMP/none: No such file" "$ERR" "missing token file named"
+printf 's3cret\nsecond\n' >"$TMP/token2"
+assert_exit 1 "a token of two lines" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/token2"
+assert_match "^frugal replay: --bearer-token-file $TMP/token2: not one line of text" "$ERR" \
+    "refused, not cut to its first line"
 
 log "a range with no pods"
 assert_exit 1 "empty range" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
@@ -367,6 +395,9 @@ log "usage errors"
 assert_exit 2 "no --since" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM"
 assert_match "needs --since" "$ERR" "--since required"
 assert_exit 2 "bad --until" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 1h --until yesterday
+assert_exit 2 "a file:// URL" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "file://$TMP" --since 1h
+assert_match "^frugal replay: --from-prometheus: expected an http:// or https:// URL, got file://" "$ERR" \
+    "only HTTP"
 assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
 assert_exit 2 "a --namespace too long" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 1h --namespace "$(printf 'a%.0s' $(seq 1 1001))"

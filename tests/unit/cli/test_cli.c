@@ -7,9 +7,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -92,11 +96,88 @@ static void test_table_aligns_without_trailing_blanks(void **state) {
     free(out);
 }
 
+static void write_through(const char *path, const char *text, bool keep) {
+    cli_tmp_file_t t;
+    assert_int_equal(cli_tmp_open(&t, path), 0);
+    fputs(text, t.f);
+    assert_int_equal(cli_tmp_close(&t, keep), 0);
+}
+
+static char *read_back(const char *path) {
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(cli_read_file(path, &text, &len), 0);
+    return text;
+}
+
+/* A file, a link to one (the link stays), a dangling link (written through), a failure
+ * (nothing left), a directory (refused) and a pipe-like path (written straight). */
+static void test_tmp_file_paths(void **state) {
+    (void)state;
+    char dir[] = "/tmp/frugal-test-cli-XXXXXX", a[96], tmp[96], link[96], dangling[96], b[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(tmp, sizeof(tmp), "%s/a.tmp", dir);
+    snprintf(link, sizeof(link), "%s/link", dir);
+    snprintf(dangling, sizeof(dangling), "%s/dangling", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+
+    write_through(a, "one", true);
+    char *text = read_back(a);
+    assert_string_equal(text, "one");
+    free(text);
+    assert_int_equal(access(tmp, F_OK), -1);
+
+    assert_int_equal(symlink(a, link), 0);
+    write_through(link, "two", true);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    text = read_back(a);
+    assert_string_equal(text, "two");
+    free(text);
+
+    write_through(a, "partial", false);
+    text = read_back(a);
+    assert_string_equal(text, "two");
+    free(text);
+    assert_int_equal(access(tmp, F_OK), -1);
+
+    assert_int_equal(symlink(b, dangling), 0);
+    write_through(dangling, "three", true);
+    text = read_back(b);
+    assert_string_equal(text, "three");
+    free(text);
+
+    cli_tmp_file_t t;
+    assert_int_equal(cli_tmp_open(&t, dir), EISDIR);
+    /* A pipe, its reader open first so that opening it for writing does not wait. */
+    char fifo[96], got[16] = "";
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(reader >= 0);
+    assert_int_equal(cli_tmp_open(&t, fifo), 0);
+    assert_null(t.tmp);
+    fputs("four", t.f);
+    assert_int_equal(cli_tmp_close(&t, true), 0);
+    assert_int_equal(read(reader, got, sizeof(got) - 1), 4);
+    assert_string_equal(got, "four");
+    close(reader);
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+
+    unlink(fifo);
+    unlink(dangling), unlink(b), unlink(link), unlink(a);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yaml_strings_are_always_quoted),
         cmocka_unit_test(test_yaml_keys),
         cmocka_unit_test(test_table_aligns_without_trailing_blanks),
+        cmocka_unit_test(test_tmp_file_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
