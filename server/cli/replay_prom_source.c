@@ -136,11 +136,11 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         rc = source__query_all(h, o, b, err);
     size_t warned = 0;
     const char *warning = b != NULL ? replay_prom_warning(b, &warned) : NULL;
-    if (rc == 0 && warned > 0)
-        fprintf(stderr,
-                "frugal replay: warning: Prometheus' answer may be partial: %s (%zu of its answers "
-                "warned)\n",
-                warning != NULL ? warning : "(no text)", warned);
+    char partial[256] = "";
+    if (warned > 0)
+        snprintf(partial, sizeof(partial),
+                 "Prometheus' answer may be partial: %s (%zu of its answers warned)",
+                 warning != NULL ? warning : "(no text)", warned);
     if (rc == 0 && (keys = source__known_keys(cfg, &nkeys)) == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0)
@@ -154,11 +154,14 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
             snprintf(left_out, sizeof(left_out),
                      " (%zu pod%s with requests but no kube_pod_created left out)", st.no_created,
                      st.no_created == 1 ? "" : "s");
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s",
+        /* One line: a warning that may explain it goes with it. */
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s%s%s",
                             o->http.url, a, z, o->namespace_re ? " in namespaces matching \"" : "",
                             o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "",
-                            left_out);
+                            left_out, partial[0] ? "; " : "", partial);
     }
+    if (rc == 0 && partial[0])
+        fprintf(stderr, "frugal replay: warning: %s\n", partial);
     if (rc == 0) {
         const char *name = o->save_trace ? o->save_trace : "prometheus";
         rc = replay_workload_load(name, built->text, built->len, out, err);

@@ -431,15 +431,21 @@ assert_match "not a Prometheus answer \(HTTP 500" "$ERR" "HTTP 500 named"
 
 log "a server that knows the metrics, then answers a range query with an instant vector, or fails midway"
 MID_PORT=$(free_port)
-python3 - "$MID_PORT" <<'PY' >/dev/null 2>&1 &
-import http.server, json, sys
+python3 - "$MID_PORT" "$PROM" <<'PY' >/dev/null 2>&1 &
+import http.server, json, sys, urllib.request
 names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
 calls = {"n": 0}
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         code, body = 200, {"status": "success", "data": names}
-        if self.path.startswith("/vector/api/v1/query_range"):
+        if self.path.startswith("/proxy/"):  # the real Prometheus, its answers warned
+            body = json.load(urllib.request.urlopen(sys.argv[2] + self.path[len("/proxy"):]))
+            body["warnings"] = ["query hit a shard that is down"]
+        elif self.path.startswith("/vector/api/v1/query_range"):
             body = {"status": "success", "data": {"resultType": "vector", "result": []}}
+        elif self.path.startswith("/warn/api/v1/query_range"):
+            body = {"status": "success", "warnings": ["query hit a shard that is down"],
+                    "data": {"resultType": "matrix", "result": []}}
         elif self.path.startswith("/midway/api/v1/query_range"):
             calls["n"] += 1
             body = {"status": "success", "data": {"resultType": "matrix", "result": []}}
@@ -460,6 +466,16 @@ assert_exit 1 "an instant vector" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$MID_PORT/vector" --since 1h
 assert_match "not a Prometheus answer to a range query: data.resultType is \"vector\", not matrix" "$ERR" \
     "the wrong answer named, not read as no pods"
+assert_exit 1 "no pods, and Prometheus warned" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$MID_PORT/warn" --since 1h
+assert_match "no pod ran between .*; Prometheus' answer may be partial: query hit a shard that is down \([0-9]+ of its answers warned\)$" \
+    "$ERR" "the warning that may explain it in the error's line"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+assert_ok "pods, and Prometheus warned" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$MID_PORT/proxy" --since 8h --until "$END" --seeds 1 --strategy random
+assert_match "^frugal replay: warning: Prometheus' answer may be partial: query hit a shard that is down \([0-9]+ of its answers warned\)$" \
+    "$ERR" "the warning said once the trace stands"
+assert_match "^prometheus: 8.0 h, 1 seeds" "$OUT" "the report stands"
 # On a terminal (script gives one), the progress line is cleared before the error.
 script -qec "$FRUGAL replay -c $TMP/cluster.yaml --from-prometheus http://127.0.0.1:$MID_PORT/midway --since 20h" \
     /dev/null >"$TMP/midway.tty" 2>&1
