@@ -110,6 +110,7 @@ typedef struct plan {
     const ranking_figures_t *figs; /* = decision.figures */
     bool *winner;
     size_t *option_group; /* option -> group index */
+    size_t *ranked;       /* the options as printed: winners, then by score, unscored last */
     size_t n_options;
     bool proposed;
     propose_result_t proposals;
@@ -305,12 +306,13 @@ static int plan__rank(plan_t *pl) {
     pl->options = calloc(m, sizeof(*pl->options));
     pl->winner = calloc(m, sizeof(*pl->winner));
     pl->option_group = calloc(m, sizeof(*pl->option_group));
+    pl->ranked = calloc(m, sizeof(*pl->ranked));
     pl->requests = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->requests));
     pl->lifetimes = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->lifetimes));
     pl->created_ms = calloc(pl->n_pending > 0 ? pl->n_pending : 1, sizeof(*pl->created_ms));
     if (pl->groups == NULL || pl->options == NULL || pl->winner == NULL ||
-        pl->option_group == NULL || pl->requests == NULL || pl->lifetimes == NULL ||
-        pl->created_ms == NULL)
+        pl->option_group == NULL || pl->ranked == NULL || pl->requests == NULL ||
+        pl->lifetimes == NULL || pl->created_ms == NULL)
         return plan__nomem();
     for (size_t i = 0; i < pl->n_pending; i++) {
         pl->requests[i] = pl->pp[i].request;
@@ -346,6 +348,27 @@ static int plan__rank(plan_t *pl) {
         };
     }
     return plan__decide(pl);
+}
+
+/* Whether option a is printed before option b: winners first, then the lower score,
+ * options without a score last; the configuration's order among equals. */
+static bool plan__ranked_before(const plan_t *pl, size_t a, size_t b) {
+    if (pl->winner[a] != pl->winner[b])
+        return pl->winner[a];
+    if (pl->figs[a].scored != pl->figs[b].scored)
+        return pl->figs[a].scored;
+    return pl->figs[a].scored && pl->figs[a].score < pl->figs[b].score &&
+           !ranking_scores_tie(pl->figs[a].score, pl->figs[b].score);
+}
+
+/* pl->ranked: an insertion sort, stable (a few options, one per configured group). */
+static void plan__rank_order(plan_t *pl) {
+    for (size_t i = 0; i < pl->n_options; i++) {
+        size_t k = i;
+        for (; k > 0 && plan__ranked_before(pl, i, pl->ranked[k - 1]); k--)
+            pl->ranked[k] = pl->ranked[k - 1];
+        pl->ranked[k] = i;
+    }
 }
 
 /* The decision on the request CA would send: only the pending pods some option carries
@@ -402,6 +425,7 @@ static int plan__decide(plan_t *pl) {
     pl->damper_price = pl->decision.damper_price;
     for (size_t i = 0; i < pl->decision.selected_count; i++)
         pl->winner[pl->decision.selected[i]] = true;
+    plan__rank_order(pl);
     rc = 0;
 done:
     free(index);
@@ -699,6 +723,7 @@ static void plan__free(plan_t *pl) {
     free(pl->options);
     decide_result_free(&pl->decision);
     free(pl->winner);
+    free(pl->ranked);
     free(pl->option_group);
     if (pl->proposed)
         propose_result_clear(&pl->proposals);
@@ -849,6 +874,42 @@ static void plan__print_split_table(const plan_t *pl) {
     free(max);
 }
 
+/* The NOTE of option o: what keeps it from a score, its max_size cap, and under
+ * demand-fit the rules beside the score that decided it (docs/ranking.md). */
+static void plan__option_note(const plan_t *pl, size_t o, char *buf, size_t size) {
+    const plan_group_t *g = &pl->groups[pl->option_group[o]];
+    const ranking_figures_t *fg = &pl->figs[o];
+    const char *sep = "";
+    size_t len = 0;
+    buf[0] = '\0';
+    if (!fg->scored) {
+        plan__append(buf, size, &len, "not scorable");
+        return;
+    }
+    if (g->nodes_needed > g->node_count) {
+        plan__append(buf, size, &len, "needs %" PRId64 " nodes, capped by max_size %d",
+                     g->nodes_needed, (int)g->cfg->max_size);
+        sep = "; ";
+    }
+    if (pl->decision.strategy != RANKING_STRATEGY_DEMAND_FIT)
+        return;
+    if (pl->in[o].left_out_pods_price > 0.0) {
+        plan__append(buf, size, &len,
+                     "%sleaves pods to a later scale-up (their nodes %.6f, pods %.6f)", sep,
+                     pl->in[o].left_out_nodes_price, pl->in[o].left_out_pods_price);
+        sep = "; ";
+    }
+    bool lower = false; /* a better score lost: the winner was chosen by another rule */
+    for (size_t k = 0; pl->winner[o] && k < pl->n_options; k++)
+        lower |= pl->figs[k].scored && pl->figs[k].score < fg->score &&
+                 !ranking_scores_tie(pl->figs[k].score, fg->score);
+    if (fg->most_pods_first)
+        plan__append(buf, size, &len, "%smost pods first", sep);
+    else if (lower)
+        plan__append(buf, size, &len, "%sexact GPU fit: the lowest pods_ratio, %.6f", sep,
+                     fg->pods_ratio);
+}
+
 static int plan__print_table(const plan_t *pl) {
     const frugal_config_t *cfg = pl->cfg;
     char a[64], b[64], c[64], d[64], e[64], f[64], g6[64], h[64], cell[PLAN_CELL];
@@ -889,7 +950,8 @@ static int plan__print_table(const plan_t *pl) {
         else
             cli_table_row(&t, "", "GROUP", "MACHINE TYPE", "NODES", "PODS", "P", "T", "RATIO",
                           "UNFITNESS", "SUPPRESSED", "SCORE", "NOTE");
-        for (size_t o = 0; o < pl->n_options; o++) {
+        for (size_t r = 0; r < pl->n_options; r++) {
+            size_t o = pl->ranked[r];
             const plan_group_t *g = &pl->groups[pl->option_group[o]];
             const ranking_figures_t *fg = &pl->figs[o];
             snprintf(a, sizeof(a), "%d", (int)g->node_count);
@@ -901,12 +963,7 @@ static int plan__print_table(const plan_t *pl) {
             snprintf(f, sizeof(f), "%.6f", demand_fit ? pl->in[o].use_share : fg->unfitness);
             snprintf(g6, sizeof(g6), "%.6f", demand_fit ? fg->ratio : fg->suppressed);
             snprintf(h, sizeof(h), "%.6f", fg->score);
-            cell[0] = '\0';
-            if (!fg->scored)
-                snprintf(cell, sizeof(cell), "not scorable");
-            else if (g->nodes_needed > g->node_count)
-                snprintf(cell, sizeof(cell), "needs %" PRId64 " nodes, capped by max_size %d",
-                         g->nodes_needed, (int)g->cfg->max_size);
+            plan__option_note(pl, o, cell, sizeof(cell));
             cli_table_row(&t, pl->winner[o] ? "*" : "", g->cfg->spec.id, g->cfg->spec.machine_type,
                           a, b, c, d, e, f, g6, fg->scored ? h : "-", cell);
         }
@@ -1079,7 +1136,8 @@ static int plan__print_yaml(const plan_t *pl) {
 
     cli_yaml_kv(0, "strategy", config_ranking_strategy_name(pl->cfg->ranking.strategy));
     printf("scale_up_options:%s\n", pl->n_options == 0 ? " []" : "");
-    for (size_t o = 0; o < pl->n_options; o++) {
+    for (size_t r = 0; r < pl->n_options; r++) {
+        size_t o = pl->ranked[r];
         const plan_group_t *g = &pl->groups[pl->option_group[o]];
         printf("- group: ");
         cli_yaml_str(g->cfg->spec.id);
@@ -1089,11 +1147,23 @@ static int plan__print_yaml(const plan_t *pl) {
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
         plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
         plan__yaml_figures(2, &pl->figs[o]);
-        if (pl->decision.strategy == RANKING_STRATEGY_DEMAND_FIT)
+        if (pl->decision.strategy == RANKING_STRATEGY_DEMAND_FIT) {
+            const ranking_input_t *in = &pl->in[o];
             printf("  spare_value: %.6f\n  use_share: %.6f\n  arrivals_per_hour: %.6f\n"
-                   "  gib_per_core: %.6f\n",
-                   pl->in[o].spare_value, pl->in[o].use_share, pl->in[o].arrivals_per_hour,
-                   pl->in[o].gib_per_core);
+                   "  gib_per_core: %.6f\n  mixed_gpu: %s\n  pods_ratio: %.6f\n"
+                   "  left_out_nodes_price: %.6f\n  left_out_pods_price: %.6f\n"
+                   "  most_pods_first: %s\n",
+                   in->spare_value, in->use_share, in->arrivals_per_hour, in->gib_per_core,
+                   in->gpu_mixed ? "true" : "false", pl->figs[o].pods_ratio,
+                   in->left_out_nodes_price, in->left_out_pods_price,
+                   pl->figs[o].most_pods_first ? "true" : "false");
+        }
+        char figures[RANKING_FIGURES_MAX];
+        ranking_format_strategy_figures(pl->decision.strategy, &pl->figs[o], &pl->in[o], figures,
+                                        sizeof(figures));
+        cli_yaml_kv(2, "figures", figures); /* as BestOptions' debug has them */
+        plan__option_note(pl, o, cell, sizeof(cell));
+        cli_yaml_kv(2, "note", cell);
         if (pl->winner[o])
             plan__yaml_split(pl, pl->option_group[o]);
     }

@@ -201,6 +201,31 @@ assert_eq 16 "$(yaml_value preferred_node_cpu)" "100 nodes: 16 cpu preferred"
 assert_ok "table, ranking.cluster_size" "$FRUGAL" plan -c "$TMP/fixed.yaml" --pods "$TMP/three.json"
 assert_match '^cluster size: 100 nodes \(ranking.cluster_size\); preferred node cpu: 16$' "$OUT" "the table names it"
 
+log "demand-fit: options in rank order, and the rule that chose a winner without the lowest score"
+cat >"$TMP/df.yaml" <<'EOF'
+machine_types:
+  - {name: g1-gpu-t4, cpu: 8, memory: 30Gi, gpu: 1, gpu_type: nvidia-tesla-t4, price: 0.73}
+node_groups:
+  - {id: cpu, machine_type: n1-standard-8, max_size: 10}
+  - {id: gpu, machine_type: g1-gpu-t4, max_size: 5, taints: [{key: nvidia.com/gpu, effect: NoSchedule}]}
+EOF
+GPU_POD=$(pod trainer ml Pending '"2"' '"8Gi"' '"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]' | sed 's|"requests": {"cpu": "2", "memory": "8Gi"}|"requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}|')
+pod_list "$(pod w-1 web Pending '"1"' '"2Gi"')" "$(pod w-2 web Pending '"1"' '"2Gi"')" \
+    "$(pod w-3 web Pending '"1"' '"2Gi"')" "$(pod w-4 web Pending '"1"' '"2Gi"')" "$GPU_POD" >"$TMP/df.json"
+assert_ok "plan, demand-fit" "$FRUGAL" plan -c "$TMP/df.yaml" --pods "$TMP/df.json"
+assert_match '^  \*  cpu  +n1-standard-8 .* most pods first$' "$OUT" "the four pods' option wins, by the most pods first"
+assert_eq "gpu" "$(echo "$OUT" | sed -n '/^scale-up options/,/^$/p' | sed -n 4p | awk '{print $1}')" \
+    "the GPU option, whose score is lower, is listed after the winner"
+assert_ok "plan, demand-fit, yaml" "$FRUGAL" plan -c "$TMP/df.yaml" --pods "$TMP/df.json" -o yaml
+assert_eq true "$(option_field cpu most_pods_first)" "most_pods_first in YAML"
+assert_eq false "$(option_field gpu most_pods_first)" "and only for the winner"
+assert_match '^  figures: "strategy=demand-fit node_price=0.380000 .* most_pods_first=1"$' "$OUT" \
+    "the figures as BestOptions' debug carries them"
+assert_eq '"cpu"' "$(echo "$OUT" | grep -m1 '^- group: ' | cut -d' ' -f3)" "YAML in the same order"
+GPU_SCORE=$(option_field gpu score) CPU_SCORE=$(option_field cpu score)
+awk -v g="$GPU_SCORE" -v c="$CPU_SCORE" 'BEGIN { exit !(g < c) }' && pass ||
+    fail "the GPU option scores lower ($GPU_SCORE against $CPU_SCORE)"
+
 log "max_size caps the node count; similar groups in two zones: one winner"
 cat >"$TMP/zones.yaml" <<'EOF'
 ranking: {strategy: pricing-proposal}
