@@ -147,7 +147,8 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
             exec__check_id(j);
             if (j->verb == EXEC_LIST)
                 exec__keep_list(j, res.out);
-        } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) {
+        } else if (j->verb == EXEC_CREATE && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == EXEC_EXIT_NO_RESOURCES) { /* only a create's 3 */
             char *line = hook_output_line(err, true);
             j->outcome = EXEC_NO_RESOURCES;
             j->message = line != NULL ? line : strdup("out of resources (exit status 3)");

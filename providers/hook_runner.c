@@ -22,8 +22,9 @@
 #include "clock.h"
 #include "utf8.h"
 
-/* Read what fd has into b (beyond the cap it is discarded); false at EOF or error. */
-static bool hook_runner__drain(int fd, hook_output_t *b) {
+/* Read what fd has into b; beyond the cap the newest bytes are discarded, or with tail
+ * the oldest. False at EOF or error. */
+static bool hook_runner__drain(int fd, hook_output_t *b, bool tail) {
     char tmp[4096];
     ssize_t r = read(fd, tmp, sizeof(tmp));
     if (r < 0)
@@ -31,6 +32,13 @@ static bool hook_runner__drain(int fd, hook_output_t *b) {
     if (r == 0)
         return false;
     size_t room = HOOK_OUTPUT_MAX - b->len;
+    if (tail && (size_t)r > room) { /* r <= sizeof(tmp) < HOOK_OUTPUT_MAX */
+        size_t drop = (size_t)r - room;
+        memmove(b->data, b->data + drop, b->len - drop);
+        b->len -= drop;
+        b->overflow = true;
+        room = (size_t)r;
+    }
     size_t take = (size_t)r < room ? (size_t)r : room;
     b->overflow = b->overflow || take < (size_t)r;
     memcpy(b->data + b->len, tmp, take);
@@ -70,7 +78,8 @@ static void hook_runner__pipes_read(hook_pipes_t *pp, int slice_ms) {
     if (poll(fds, n, slice_ms) <= 0)
         return;
     for (nfds_t k = 0; k < n; k++) {
-        if (fds[k].revents != 0 && !hook_runner__drain(fds[k].fd, pp->bufs[which[k]]))
+        if (fds[k].revents != 0 &&
+            !hook_runner__drain(fds[k].fd, pp->bufs[which[k]], which[k] == 1))
             pp->open[which[k]] = false;
     }
 }

@@ -23,7 +23,9 @@
 
 #define HOOK_OUTPUT_MAX (64 * 1024) /* bytes kept of each of stdout and stderr */
 
-/* What a stream of the hook wrote, NUL-terminated, at most HOOK_OUTPUT_MAX bytes. */
+/* What a stream of the hook wrote, NUL-terminated, at most HOOK_OUTPUT_MAX bytes: the
+ * first ones of stdout (what it prints is read from the top), the last ones of stderr
+ * (its last line is the message). */
 typedef struct hook_output {
     char data[HOOK_OUTPUT_MAX + 1];
     size_t len;

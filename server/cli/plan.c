@@ -564,6 +564,11 @@ static void plan__util_nodes(plan_t *pl, long *node_group) {
             node_group[k] = -1;
             continue;
         }
+        if (alloc.cpu_milli <= 0) { /* a registered node always reports its cpu */
+            plan__note(pl, subject, "no allocatable or capacity cpu: left out");
+            node_group[k] = -1;
+            continue;
+        }
         resources_t first = u->eg.node_allocatable;
         if (!escalator_add_node(&u->eg, &alloc))
             plan__note(pl, subject,

@@ -438,15 +438,22 @@ static int kj__list(const char *text, size_t len, const ProtobufCMessageDescript
         goto done;
     }
     list = yaml_tree_mapping_get(root, "items");
+    const char *k = kj__scalar(root, "kind");
+    /* "List" or "PodList" / "NodeList"; a list without a kind is taken as one. */
+    bool list_kind =
+        k != NULL && (strcmp(k, "List") == 0 || (strncmp(k, kind, strlen(kind)) == 0 &&
+                                                 strcmp(k + strlen(kind), "List") == 0));
     if (list == NULL) {
-        const char *k = kj__scalar(root, "kind");
         if (k == NULL || strcmp(k, kind) != 0) {
-            rc = kj__fail(&c, root, "expected a v1 List of %ss (%s) or a %s, got %s%s", kind,
+            rc = kj__fail(&c, root, "expected a v1 List of %ss (%s) or a %s, got %s%s%s", kind,
                           command, kind, k != NULL ? "kind " : "a mapping without items",
-                          k != NULL ? k : "");
+                          k != NULL ? k : "", list_kind ? " without items" : "");
             goto done;
         }
         single = root;
+    } else if (k != NULL && !list_kind) {
+        rc = kj__fail(&c, root, "expected a v1 List of %ss (%s), got kind %s", kind, command, k);
+        goto done;
     } else if (!yaml_tree_is_null(list) && list->type != YAML_TREE_SEQUENCE) {
         kj__push_key(&c, "items");
         rc = kj__fail(&c, list, "expected a sequence, got %s", kj__type_name(list));

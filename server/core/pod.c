@@ -171,11 +171,16 @@ static int pod__read_container(const k8s_pod_t *pod, const char *what, const k8s
     return pod__read_requirements(&c, ct->resources, named, out, NULL, err);
 }
 
-static int pod__sum(resources_t *acc, const resources_t *r) {
-    if (pod__add(&acc->cpu_milli, r->cpu_milli) != 0 ||
-        pod__add(&acc->memory_bytes, r->memory_bytes) != 0 || pod__add(&acc->gpu, r->gpu) != 0)
-        return -1;
-    return 0;
+/* Add r to acc: NULL, or the resource whose sum is out of range (named, when it is the
+ * one summed). */
+static const char *pod__sum(resources_t *acc, const resources_t *r, const char *named) {
+    if (pod__add(&acc->cpu_milli, r->cpu_milli) != 0)
+        return named != NULL ? named : "cpu";
+    if (pod__add(&acc->memory_bytes, r->memory_bytes) != 0)
+        return "memory";
+    if (pod__add(&acc->gpu, r->gpu) != 0)
+        return "GPUs";
+    return NULL;
 }
 
 static void pod__max(resources_t *acc, const resources_t *r) {
@@ -187,10 +192,11 @@ static void pod__max(resources_t *acc, const resources_t *r) {
         acc->gpu = r->gpu;
 }
 
-static int pod__overflow(const k8s_pod_t *pod, frugal_err_t *err) {
+static int pod__overflow(const k8s_pod_t *pod, const char *resource, const char *of,
+                         frugal_err_t *err) {
     char name[256];
-    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: total request out of range",
-                          pod_format_name(pod, name, sizeof(name)));
+    return frugal_err_set(err, FRUGAL_EINVAL, "pod %s: %s: the total request of %s is out of range",
+                          pod_format_name(pod, name, sizeof(name)), resource, of);
 }
 
 /* The effective request of the standard resources (named NULL), or of the resource
@@ -199,6 +205,7 @@ static int pod__effective(const k8s_pod_t *pod, const char *named, resources_t *
                           frugal_err_t *err) {
     resources_t total = {0, 0, 0}, sidecars = {0, 0, 0}, init_max = {0, 0, 0}, r;
     const k8s_pod_spec_t *spec = pod->spec;
+    const char *beyond;
     int rc;
 
     if (spec == NULL) {
@@ -209,8 +216,8 @@ static int pod__effective(const k8s_pod_t *pod, const char *named, resources_t *
         rc = pod__read_container(pod, "container", spec->containers[i], named, &r, err);
         if (rc != 0)
             return rc;
-        if (pod__sum(&total, &r) != 0)
-            return pod__overflow(pod, err);
+        if ((beyond = pod__sum(&total, &r, named)) != NULL)
+            return pod__overflow(pod, beyond, "its containers", err);
     }
     /* Sidecars run alongside everything started after them; an ordinary init container
      * runs alone with the sidecars declared before it. */
@@ -222,12 +229,14 @@ static int pod__effective(const k8s_pod_t *pod, const char *named, resources_t *
         if (rc != 0)
             return rc;
         if (sidecar) {
-            if (pod__sum(&total, &r) != 0 || pod__sum(&sidecars, &r) != 0)
-                return pod__overflow(pod, err);
+            if ((beyond = pod__sum(&total, &r, named)) != NULL ||
+                (beyond = pod__sum(&sidecars, &r, named)) != NULL)
+                return pod__overflow(pod, beyond, "its containers and sidecars", err);
             pod__max(&init_max, &sidecars);
         } else {
-            if (pod__sum(&r, &sidecars) != 0)
-                return pod__overflow(pod, err);
+            if ((beyond = pod__sum(&r, &sidecars, named)) != NULL)
+                return pod__overflow(pod, beyond, "an init container and the sidecars before it",
+                                     err);
             pod__max(&init_max, &r);
         }
     }
@@ -256,8 +265,8 @@ static int pod__effective(const k8s_pod_t *pod, const char *named, resources_t *
         rc = pod__read_slots(&c, &over, NULL, &r, NULL, err);
         if (rc != 0)
             return rc;
-        if (pod__sum(&total, &r) != 0)
-            return pod__overflow(pod, err);
+        if ((beyond = pod__sum(&total, &r, named)) != NULL)
+            return pod__overflow(pod, beyond, "its containers and overhead", err);
     }
     *out = total;
     return 0;

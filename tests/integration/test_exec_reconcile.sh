@@ -35,7 +35,8 @@ delete)
     ;;
 list)
     echo "\$2" >> \$D/lists
-    [ -f \$D/list-fail ] && { echo "cannot reach the API" >&2; exit 1; }
+    # 3 means out of resources for a create only: a list that exits 3 failed.
+    [ -f \$D/list-fail ] && { echo "cannot reach the API" >&2; exit 3; }
     [ -f \$D/list-hang ] && [ "\$2" = pool-b ] && exec sleep 60
     [ -f \$D/list-bad ] && echo "test://x running but odd"
     for f in \$(ls "\$M"); do echo "test://\$f running"; done
@@ -133,13 +134,15 @@ MALFORMED=$(metric 'frugal_reconcile_list_failures_total\{node_group="pool-a",re
 log "a failing list changes nothing"
 rm "$TMP/list-bad"
 touch "$TMP/list-fail"
-wait_for 10 grep -q "list of node group pool-a ignored (failed): hook list exited with status 1: cannot reach the API" \
+wait_for 10 grep -q "list of node group pool-a ignored (failed): hook list exited with status 3: cannot reach the API" \
     "$SERVER_LOG" || fail "the failed list was not reported"
 sleep 2.5
 run ctl nodes pool-a
 assert_match "^test://pool-a-2 +running" "$OUT" "pool-a-2 is kept while lists fail"
 FAILED=$(metric 'frugal_reconcile_list_failures_total\{node_group="pool-a",reason="failed"\}')
 [ "${FAILED:-0}" -ge 2 ] && pass || fail "failed lists counted: [$FAILED]"
+RUNS=$(metric 'frugal_hook_runs_total\{verb="list",result="failed"\}')
+[ "${RUNS:-0}" -ge 2 ] && pass || fail "the list runs counted as failed, not out of resources: [$RUNS]"
 rm "$TMP/list-fail"
 wait_for 15 nodes_match "^test://pool-a-4 +running" || fail "pool-a-2 not replaced once lists work"
 assert_no_match "pool-a-2" "$OUT" "pool-a-2 replaced once lists work again"

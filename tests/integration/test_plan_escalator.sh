@@ -176,6 +176,12 @@ assert_eq 2 "$(util_field b pods_without_requests)" "two pods without requests"
 assert_eq true "$(util_field b mixed_allocatable)" "mixed allocatable"
 assert_eq 5 "$(echo "$OUT" | grep -c '^  - subject: ')" "five warnings"
 
+log "a node without allocatable or capacity is reported and left out"
+echo '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n0", "labels": {"frugal.io/node-group": "a"}}, "status": {}}]}' >"$TMP/no-alloc.json"
+assert_ok "plan, a node without resources" "$FRUGAL" plan -c "$TMP/bad.yaml" --pods "$TMP/one-pod.json" --nodes "$TMP/no-alloc.json"
+assert_match '^  node n0: no allocatable or capacity cpu: left out$' "$OUT" "the node named"
+assert_no_match 'inf %' "$OUT" "no utilisation of a node without room"
+
 log "a threshold of 0 or above 100 is a config error with FILE:LINE:COL"
 config "$TMP/zero-threshold.yaml" '  - {id: a, machine_type: jobs-1x4, max_size: 2, scale_up_threshold: 0}'
 assert_exit 1 "threshold 0" "$FRUGAL" plan -c "$TMP/zero-threshold.yaml" --pods "$TMP/ten.json"

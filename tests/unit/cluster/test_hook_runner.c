@@ -91,6 +91,26 @@ static void test_output_capped(void **state) {
     assert_int_equal(r.out->len, HOOK_OUTPUT_MAX);
     assert_int_equal(strlen(r.out->data), HOOK_OUTPUT_MAX);
     assert_string_equal(r.err->data, "done\n");
+    assert_true(r.out->overflow);
+    hook_result_clear(&r);
+}
+
+/* stderr keeps its last HOOK_OUTPUT_MAX bytes: the last line is the message. */
+static void test_stderr_keeps_its_end(void **state) {
+    (void)state;
+    char *argv[4];
+    hook_spec_t spec = sh_spec(
+        "i=0; while [ $i -lt 4000 ]; do echo \"noise line $i of many\"; i=$((i+1)); done >&2;"
+        " echo 'the real last line' >&2; exit 1",
+        20000, argv);
+    hook_result_t r;
+    hook_runner_run(&spec, &r);
+    assert_int_equal(r.end, HOOK_EXITED);
+    assert_true(r.err->overflow);
+    assert_int_equal(r.err->len, HOOK_OUTPUT_MAX);
+    char *last = hook_output_line(r.err, true);
+    assert_string_equal(last, "the real last line");
+    free(last);
     hook_result_clear(&r);
 }
 
@@ -211,6 +231,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_status_and_output),
         cmocka_unit_test(test_output_capped),
+        cmocka_unit_test(test_stderr_keeps_its_end),
         cmocka_unit_test(test_not_started),
         cmocka_unit_test(test_timeout_kills_group),
         cmocka_unit_test(test_exit_ends_group),

@@ -304,6 +304,10 @@ static void test_errors(void **state) {
     parse_pods_fails("", 1, 1, "empty document");
     parse_pods_fails("[1, 2]", 1, 1, "expected a v1 List of Pods");
     parse_pods_fails("{\"kind\": \"Deployment\"}", 1, 1, "kind Deployment");
+    parse_pods_fails("{\"kind\": \"NodeList\", \"items\": []}", 1, 1,
+                     "expected a v1 List of Pods (kubectl get pods -A -o json), got kind NodeList");
+    parse_pods_fails("{\"apiVersion\": \"v1\", \"kind\": \"List\"}", 1, 1,
+                     "got kind List without items");
     parse_pods_fails("{\"items\": {}}", 1, 11, "items: expected a sequence, got a mapping");
     parse_pods_fails(
         "{\"items\": [\n  {\"metadata\": {\"name\": \"x\"},\n   \"spec\": {\"containers\": [\n"

@@ -367,6 +367,17 @@ static void test_malformed(void **state) {
     add_container(pod, "lim", NULL, "cpu=2cores");
     assert_invalid(pod, "prod/bad-limit", "lim", "cpu");
 
+    pod = new_pod("prod", "huge"); /* each fits 64 bits, their sum does not */
+    add_container(pod, "a", "memory=5E", NULL);
+    add_container(pod, "b", "memory=5E", NULL);
+    assert_invalid(pod, "prod/huge", "memory: the total request of its containers is out of range",
+                   NULL);
+
+    pod = new_pod("prod", "huge-init");
+    add_init(pod, "side", "cpu=5P", true);
+    add_init(pod, "init", "cpu=5P", false);
+    assert_invalid(pod, "prod/huge-init", "cpu: the total request of an init container", NULL);
+
     pod = new_pod("prod", "half-gpu"); /* the API server refuses a fraction of a GPU */
     add_container(pod, "g", "nvidia.com/gpu=500m", NULL);
     assert_invalid(pod, "nvidia.com/gpu", "\"500m\"", "GPUs come whole");
