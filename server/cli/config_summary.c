@@ -17,7 +17,7 @@ static const char *config_summary__duration(int64_t ms, char *buf, size_t size) 
     return buf;
 }
 
-#define SUMMARY_MAX_GROUPS 12
+#define SUMMARY_MAX_GROUPS 10
 
 void config_summary_print(const frugal_config_t *cfg, FILE *f) {
     char a[32], b[32], c[32], d[32];
@@ -39,6 +39,11 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
                                            : "TLS",
                 services);
     }
+    if (cfg->ops_listen != NULL)
+        fprintf(f, "%-18s%s (plain HTTP: /healthz, /readyz, /metrics)\n", "ops_listen",
+                cfg->ops_listen);
+    else
+        fprintf(f, "%-18s%s\n", "ops_listen", "none");
     if (cfg->allow_insecure) {
         fprintf(f, "%-18s%s\n", "allow_insecure", "true");
     }
@@ -67,6 +72,17 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
         fprintf(f, "%-18s%s, boot %" PRId64 " s; max message %s\n", "provider", cfg->provider_kind,
                 cfg->boot_seconds, quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
     }
+    const limits_config_t *lim = &cfg->limits;
+    char t1[32], t2[32];
+    fprintf(f,
+            "%-18smemory %s, %d streams a connection, %d calls a worker, receive timeout %s, "
+            "idle timeout %s\n",
+            "limits", quantity_format_bytes(lim->memory_bytes, a, sizeof(a)),
+            (int)lim->max_concurrent_streams, (int)lim->max_calls_per_worker,
+            config_summary__duration(lim->receive_timeout_ms, t1, sizeof(t1)),
+            lim->idle_timeout_ms > 0
+                ? config_summary__duration(lim->idle_timeout_ms, t2, sizeof(t2))
+                : "off");
     fprintf(f, "%-18scpu %g/core, memory %g/GiB, gpu %g/GPU per hour; %zu machine types (%s)\n",
             "pricing", cfg->pricing.cpu, cfg->pricing.memory_gib, cfg->pricing.gpu,
             cfg->machine_types_count,
@@ -102,9 +118,9 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
             snprintf(zones, sizeof(zones), "no zone");
         fprintf(f,
                 "%-18senabled, prefix %s: %zu machine types x %s x %zu label sets, "
-                "at most %" PRId32 " groups, empty ttl %s\n",
+                "at most %" PRId32 " groups (%" PRId32 " theoretical listed), empty ttl %s\n",
                 "autoprovisioning", ap->prefix, ap->machine_types_count, zones,
-                ap->label_sets_count, ap->max_node_groups,
+                ap->label_sets_count, ap->max_node_groups, ap->max_theoretical_groups,
                 config_summary__duration(ap->empty_group_ttl_ms, a, sizeof(a)));
         fprintf(f, "%-18slimits cpu %s..%s, memory %s..%s\n", "",
                 quantity_format_milli(ap->min_cpu_milli, a, sizeof(a)),

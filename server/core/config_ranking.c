@@ -240,13 +240,18 @@ bool config__parse_autoprov(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     if (!ap->enabled || ap->prefix == NULL) {
         return true;
     }
-    const yaml_tree_node_t *types = yaml_tree_mapping_get(node, "machine_types");
-    if (types != NULL && types->type == YAML_TREE_SEQUENCE && types->u.sequence.count == 0) {
-        char sub[CONFIG_PATH_MAX];
-        config__path_join(sub, path, "machine_types");
-        config__error(ctx, types, sub,
-                      "autoprovisioning is enabled but offers no machine type (omit the key "
-                      "for every machine type)");
+    /* An empty list offers no group at all; leaving the key out gives its default. */
+    static const char *const empty_lists[][2] = {
+        {"machine_types", "no machine type (omit the key for every machine type)"},
+        {"label_sets", "no label set (omit the key for one empty set)"}};
+    for (size_t k = 0; k < TABLE_LEN(empty_lists); k++) {
+        const yaml_tree_node_t *list = yaml_tree_mapping_get(node, empty_lists[k][0]);
+        if (list != NULL && list->type == YAML_TREE_SEQUENCE && list->u.sequence.count == 0) {
+            char sub[CONFIG_PATH_MAX];
+            config__path_join(sub, path, empty_lists[k][0]);
+            config__error(ctx, list, sub, "autoprovisioning is enabled but offers %s",
+                          empty_lists[k][1]);
+        }
     }
     size_t plen = strlen(ap->prefix);
     for (size_t i = 0; i < cfg->node_groups_count; i++) {

@@ -150,7 +150,7 @@ static const char *address_problem(const char *address, bool *loopback) {
             return "invalid host name";
         }
     }
-    *loopback = strcmp(host, "localhost") == 0;
+    *loopback = strcasecmp(host, "localhost") == 0; /* host names are case-insensitive */
     return NULL;
 }
 

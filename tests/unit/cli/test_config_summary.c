@@ -48,6 +48,8 @@ static void test_full_config(void **state) {
                                    "    tls: {cert: /etc/frugal/tls/tls.crt, key: "
                                    "/etc/frugal/tls/tls.key, client_ca: /etc/frugal/tls/ca.crt}\n"
                                    "state_file: /var/lib/frugal/state.yaml\n"
+                                   "ops_listen: 0.0.0.0:8087\n"
+                                   "limits: {receive_timeout: 10s, idle_timeout: 0s}\n"
                                    "node_groups:\n"
                                    "  - {id: pool-a, machine_type: n1-standard-2, max_size: 10}\n"
                                    "autoprovisioning:\n"
@@ -60,6 +62,10 @@ static void test_full_config(void **state) {
     assert_non_null(strstr(buf, "pool-a"));
     assert_non_null(strstr(buf, "/var/lib/frugal/state.yaml"));
     assert_non_null(strstr(buf, "limits cpu 0..64, memory 0..256Gi"));
+    assert_non_null(
+        strstr(buf, "ops_listen        0.0.0.0:8087 (plain HTTP: /healthz, /readyz, /metrics)\n"));
+    assert_non_null(strstr(buf, "receive timeout 10s, idle timeout off\n"));
+    assert_non_null(strstr(buf, "(200 theoretical listed)"));
     assert_true(count_lines(buf) <= 24);
     config_free(cfg);
 }
@@ -76,9 +82,9 @@ static void test_many_groups(void **state) {
     frugal_config_t *cfg = load_ok(text);
     char buf[8192];
     summary_of(cfg, buf, sizeof(buf));
-    assert_non_null(strstr(buf, "g11"));
-    assert_null(strstr(buf, "g12"));
-    assert_non_null(strstr(buf, "... and 3 more"));
+    assert_non_null(strstr(buf, "g09"));
+    assert_null(strstr(buf, "g10"));
+    assert_non_null(strstr(buf, "... and 5 more"));
     assert_true(count_lines(buf) <= 24);
     config_free(cfg);
 }

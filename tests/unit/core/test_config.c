@@ -1025,6 +1025,8 @@ static void test_err_listeners(void **state) {
     expect_error("listen:\n  - address: 0.0.0.0:8086\n",
                  "t.yaml:2:14: listen[0].address: plaintext listener on non-loopback address "
                  "\"0.0.0.0:8086\": configure tls or set allow_insecure: true");
+    frugal_config_t *upper = load_ok("listen:\n  - address: LOCALHOST:8086\n"); /* loopback */
+    config_free(upper);
     expect_error("listen:\n  - address: \"[::]:8086\"\n",
                  "t.yaml:2:14: listen[0].address: plaintext listener on non-loopback address "
                  "\"[::]:8086\": configure tls or set allow_insecure: true");
@@ -1122,6 +1124,9 @@ static void test_err_autoprovisioning(void **state) {
     expect_error("autoprovisioning: {enabled: true, machine_types: []}\n",
                  "t.yaml:1:50: autoprovisioning.machine_types: autoprovisioning is enabled but "
                  "offers no machine type (omit the key for every machine type)");
+    expect_error("autoprovisioning: {enabled: true, label_sets: []}\n",
+                 "t.yaml:1:47: autoprovisioning.label_sets: autoprovisioning is enabled but "
+                 "offers no label set (omit the key for one empty set)");
     expect_error("autoprovisioning: {label_sets: [{a: b}, {}, {a: b}]}\n",
                  "t.yaml:1:45: autoprovisioning.label_sets[2]: duplicate label set");
     expect_error("autoprovisioning: {zones: [us-a, \"us b\"]}\n",
