@@ -99,6 +99,18 @@ static int node_append_pair(yaml_tree_node_t *map, yaml_tree_node_t *key, yaml_t
 
 /* Build the node that starts with *ev (already read; consumed here) and everything
  * nested in it. */
+
+/* A plain scalar tagged !!bool, !!int, !!float or !!null is read as its untagged self
+ * (the tag only says what it already is); !!str and other tags keep it a string. */
+static bool loader_typed_tag(const yaml_event_t *ev) {
+    static const char *const typed[] = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                                        "tag:yaml.org,2002:float", "tag:yaml.org,2002:null"};
+    const char *tag = (const char *)ev->data.scalar.tag;
+    for (size_t i = 0; tag != NULL && i < sizeof(typed) / sizeof(*typed); i++)
+        if (strcmp(tag, typed[i]) == 0)
+            return true;
+    return false;
+}
 static int loader_build(tree_loader_t *ld, yaml_event_t *ev, int depth, yaml_tree_node_t **out) {
     yaml_tree_node_t *n = NULL;
     yaml_mark_t start = ev->start_mark;
@@ -125,8 +137,8 @@ static int loader_build(tree_loader_t *ld, yaml_event_t *ev, int depth, yaml_tre
         memcpy(n->u.scalar.text, ev->data.scalar.value, len);
         n->u.scalar.text[len] = '\0';
         n->u.scalar.len = len;
-        n->u.scalar.plain =
-            ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev->data.scalar.plain_implicit;
+        n->u.scalar.plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                            (ev->data.scalar.plain_implicit || loader_typed_tag(ev));
         yaml_event_delete(ev);
         *out = n;
         return 0;

@@ -764,6 +764,14 @@ static void test_err_wrong_types(void **state) {
                  "t.yaml:1:9: listen: expected a sequence, got a mapping");
     expect_error("allow_insecure: yes\n",
                  "t.yaml:1:17: allow_insecure: expected true or false, got \"yes\"");
+    /* A core-schema tag says what a plain scalar already is; !!str makes it a string. */
+    frugal_config_t *tagged =
+        load_ok("allow_insecure: !!bool true\nmax_message_bytes: !!int 1048576\n");
+    assert_true(tagged->allow_insecure);
+    assert_int_equal(tagged->max_message_bytes, 1048576);
+    config_free(tagged);
+    expect_error("allow_insecure: !!str true\n",
+                 "t.yaml:1:17: allow_insecure: expected true or false, got \"true\"");
     /* one error only: a bad managed does not make the group unmanaged */
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, min_size: 0, max_size: "
                  "3, managed: yes}\n",
