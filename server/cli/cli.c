@@ -72,23 +72,17 @@ int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
     memset(t, 0, sizeof(*t));
     struct stat st, link;
     bool exists = stat(path, &st) == 0;
+    bool is_link = lstat(path, &link) == 0 && S_ISLNK(link.st_mode);
     if (exists && S_ISDIR(st.st_mode))
         return EISDIR;
     errno = 0;
-    if (exists && !S_ISREG(st.st_mode)) {
+    /* Nothing can be renamed over a device or a pipe, nor made through a dangling link. */
+    if ((exists && !S_ISREG(st.st_mode)) || (!exists && is_link)) {
         if ((t->f = fopen(path, "w")) == NULL)
             return errno != 0 ? errno : EIO;
         return 0;
     }
-    /* A link to a file replaces the file; a dangling one is written through. */
-    if (exists && lstat(path, &link) == 0 && S_ISLNK(link.st_mode))
-        t->dest = realpath(path, NULL);
-    else if (!exists && lstat(path, &link) == 0) {
-        if ((t->f = fopen(path, "w")) == NULL)
-            return errno != 0 ? errno : EIO;
-        return 0;
-    } else
-        t->dest = strdup(path);
+    t->dest = is_link ? realpath(path, NULL) : strdup(path);
     size_t n = t->dest != NULL ? strlen(t->dest) + 5 : 0;
     if (t->dest == NULL || (t->tmp = malloc(n)) == NULL) {
         int e = t->dest == NULL && errno != 0 ? errno : ENOMEM;
