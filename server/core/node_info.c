@@ -142,7 +142,7 @@ int node_info_allocatable(const k8s_node_t *node, resources_t *out, frugal_err_t
 
 const char *node_info_label(const k8s_node_t *node, const char *key) {
     const k8s_object_meta_t *meta = node->metadata;
-    for (size_t i = 0; meta != NULL && i < meta->n_labels; i++)
+    for (size_t i = meta != NULL ? meta->n_labels : 0; i-- > 0;) /* a map: the last wins */
         if (meta->labels[i]->key != NULL && strcmp(meta->labels[i]->key, key) == 0)
             return meta->labels[i]->value != NULL ? meta->labels[i]->value : "";
     return NULL;

@@ -155,3 +155,45 @@ ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *desc, size_t len,
     }
     return msg;
 }
+
+static const ProtobufCFieldDescriptor *pb__nul(const ProtobufCMessageDescriptor *desc,
+                                               pb_in_t *in, int depth,
+                                               const ProtobufCMessageDescriptor **owner) {
+    if (depth > PB_UNPACK_MAX_DEPTH)
+        return NULL;
+    while (in->p < in->end) {
+        uint64_t tag, v;
+        if (pb__varint(in, &tag) != 0)
+            return NULL;
+        const ProtobufCFieldDescriptor *f =
+            (tag >> 3) <= UINT32_MAX
+                ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
+                : NULL;
+        if ((tag & 7) != PB_LEN || f == NULL) {
+            if (pb__skip_value(in, tag, depth) != 0)
+                return NULL;
+            continue;
+        }
+        if (pb__varint(in, &v) != 0 || v > (uint64_t)(in->end - in->p))
+            return NULL;
+        pb_in_t sub = {in->p, in->p + v};
+        in->p += v;
+        if (f->type == PROTOBUF_C_TYPE_STRING && memchr(sub.p, 0, (size_t)v) != NULL) {
+            *owner = desc;
+            return f;
+        }
+        if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+            const ProtobufCFieldDescriptor *found = pb__nul(f->descriptor, &sub, depth + 1, owner);
+            if (found != NULL)
+                return found;
+        }
+    }
+    return NULL;
+}
+
+const ProtobufCFieldDescriptor *pb_string_with_nul(const ProtobufCMessageDescriptor *desc,
+                                                   const uint8_t *data, size_t len,
+                                                   const ProtobufCMessageDescriptor **owner) {
+    pb_in_t in = {data, data + len};
+    return data != NULL ? pb__nul(desc, &in, 0, owner) : NULL;
+}

@@ -27,4 +27,12 @@ ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *desc, size_t len,
 int pb_strip_groups(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                     uint8_t **out, size_t *out_len);
 
+/* The first string field, at any depth of desc's known message fields, whose value in
+ * data[0..len) holds a NUL byte; NULL when none does or the bytes do not parse. A string
+ * unpacks as a C string, so such a value would be read only up to its NUL (a group id
+ * "a\0b" as "a"), where the sender meant another. *owner: the message type it is in. */
+const ProtobufCFieldDescriptor *pb_string_with_nul(const ProtobufCMessageDescriptor *desc,
+                                                   const uint8_t *data, size_t len,
+                                                   const ProtobufCMessageDescriptor **owner);
+
 #endif

@@ -92,8 +92,9 @@ static int cp_node_groups(service_ctx_t *ctx, const void *request, void *respons
     return mem->out_of_memory ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
 }
 
+/* The last entry of a key wins, as a protobuf map's does. */
 static const char *node_label(const EG(ExternalGrpcNode) * node, const char *key) {
-    for (size_t i = 0; i < node->n_labels; i++)
+    for (size_t i = node->n_labels; i-- > 0;)
         if (strcmp(node->labels[i]->key, key) == 0)
             return node->labels[i]->value;
     return NULL;

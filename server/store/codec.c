@@ -47,10 +47,18 @@ int codec_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *buf,
     if (rc != 0)
         return rc;
     ProtobufCMessage *msg = pb_unpack(desc, len, data);
+    const ProtobufCMessageDescriptor *owner = NULL;
+    const ProtobufCFieldDescriptor *nul =
+        msg != NULL ? pb_string_with_nul(desc, data, len, &owner) : NULL;
     free(data);
     if (msg == NULL)
         return frugal_err_set(err, FRUGAL_EINVAL, "malformed %s message (%zu bytes)", desc->name,
                               len);
+    if (nul != NULL) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: field %s of %s holds a NUL byte",
+                              desc->name, nul->name, owner->name);
+    }
     *out = msg;
     return 0;
 }

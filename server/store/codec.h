@@ -10,7 +10,8 @@
 
 /* Unpack buf as a message of type desc. *out must be released with
  * protobuf_c_message_free_unpacked(*out, NULL). FRUGAL_EINVAL naming the message type
- * when the bytes are not a valid message. */
+ * when the bytes are not a valid message, or naming the field when a string holds a NUL
+ * byte (it would be read only up to it). */
 int codec_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *buf,
                  ProtobufCMessage **out, frugal_err_t *err);
 

@@ -104,6 +104,37 @@ expect_raw INVALID_ARGUMENT "$CP/PricingPodPrice" nested-pod-bytes  # pod_bytes 
 printf '\x0a\x06pool-a\x12\x03\xff\xff\xff' >"$B/nested-defaults"
 expect_raw INVALID_ARGUMENT "$CP/NodeGroupGetOptions" nested-defaults
 
+log "a string holding a NUL byte names another object: refused, nothing changes"
+# pb OUT EXPR: write the bytes of the python expression EXPR, in which ld(FIELD, BYTES) is
+# a length-delimited field, to $B/OUT.
+pb() { python3 -c 'import sys
+def ld(f, v):
+    v = v.encode() if isinstance(v, str) else v
+    return bytes([f << 3 | 2, len(v)]) + v
+sys.stdout.buffer.write(eval(sys.argv[1]))' "$2" >"$B/$1"; }
+assert_ok "pool-b's nodes" ctl -o yaml nodes pool-b
+VICTIM=$(echo "$OUT" | sed -n 's/^- id: "\(.*\)"$/\1/p' | head -n 1)
+assert_match '^frugal://pool-b/' "$VICTIM" "an instance of pool-b"
+pb nul-delete "ld(1, ld(1, '$VICTIM\\0other')) + ld(2, 'pool-b')"
+run ctl -o yaml raw "$CP/NodeGroupDeleteNodes" "$B/nul-delete"
+assert_eq INVALID_ARGUMENT "$(yaml_value status)" "DeleteNodes of $VICTIM<NUL>other"
+assert_match "field providerID of .*ExternalGrpcNode holds a NUL byte" "$(yaml_value message)" \
+    "the message names the field"
+assert_ok "pool-b's nodes after" ctl -o yaml nodes pool-b
+assert_eq 0 "$(echo "$OUT" | grep -ci 'deleting')" "no instance of pool-b is deleting"
+pb nul-id "ld(1, 'pool-a\\0garbage')"
+for m in $CP/NodeGroupTargetSize $CP/NodeGroupNodes $CP/NodeGroupTemplateNodeInfo; do
+    expect_raw INVALID_ARGUMENT "$m" nul-id
+done
+
+log "a map key given twice: the last entry wins, as in protobuf"
+pb twice "ld(1, ld(2, 'some-node') + ld(3, ld(1, 'frugal.io/node-group') + ld(2, 'pool-a'))
+    + ld(3, ld(1, 'frugal.io/node-group') + ld(2, 'pool-b')))"
+run ctl -o yaml raw "$CP/NodeGroupForNode" "$B/twice"
+assert_eq OK "$(yaml_value status)" "NodeGroupForNode with the label twice"
+# The answer: nodeGroup (1) { id (1) "pool-b", ... }.
+assert_match '^0a[0-9a-f]{2}0a06706f6f6c2d62' "$(yaml_value responseHex)" "answered pool-b, the last"
+
 log "oversized bodies"
 for m in $ALL_METHODS; do
     expect_raw RESOURCE_EXHAUSTED "$m" oversized

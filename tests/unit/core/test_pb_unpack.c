@@ -1,7 +1,7 @@
 /* Unit tests of server/core/pb_unpack.c: a v1.Pod holding unknown groups (at its top level
  * and deep in a known sub-message) decodes as without them; a group that does not end, ends
  * under another number or nests too deep does not decode; bytes without groups are left
- * to protobuf-c. */
+ * to protobuf-c; a NUL byte in a string field is found at any depth, and only there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -120,10 +120,44 @@ static void test_bad_groups(void **state) {
     }
 }
 
+static void test_string_with_nul(void **state) {
+    (void)state;
+    const ProtobufCMessageDescriptor *desc = &k8s__io__api__core__v1__pod__descriptor, *owner = NULL;
+    uint8_t buf[256];
+    size_t n = pod_bytes(buf, true);
+    assert_null(pb_string_with_nul(desc, buf, n, &owner));
+
+    /* The pod's name "p" (its byte sits after two tags and two lengths). */
+    assert_int_equal(buf[4], 'p');
+    buf[4] = 0;
+    const ProtobufCFieldDescriptor *f = pb_string_with_nul(desc, buf, n, &owner);
+    assert_non_null(f);
+    assert_string_equal(f->name, "name");
+    assert_string_equal(owner->name, "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+    buf[4] = 'p';
+
+    /* Deep down: the cpu Quantity's "500m", in a map entry of a container. */
+    uint8_t *q = memchr(buf, '5', n);
+    assert_non_null(q);
+    *q = 0;
+    f = pb_string_with_nul(desc, buf, n, &owner);
+    assert_non_null(f);
+    assert_string_equal(owner->name, "k8s.io.apimachinery.pkg.api.resource.Quantity");
+    *q = '5';
+
+    /* A field the type does not know, or bytes that do not parse, hold no string. */
+    uint8_t unknown[] = {0xa2, 0x06, 0x02, 'a', 0};
+    assert_null(pb_string_with_nul(desc, unknown, sizeof(unknown), &owner));
+    uint8_t cut[] = {0x0a, 0x05, 0x0a, 0x01};
+    assert_null(pb_string_with_nul(desc, cut, sizeof(cut), &owner));
+    assert_null(pb_string_with_nul(desc, NULL, 0, &owner));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_groups_are_skipped),
         cmocka_unit_test(test_bad_groups),
+        cmocka_unit_test(test_string_with_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* Unit tests of server/store/codec.c: messages round-trip through gRPC byte buffers made
  * of one slice, many slices and empty slices; empty buffers decode to the empty message;
  * garbage is FRUGAL_EINVAL naming the message type and its size; the caller keeps the
- * buffer it passes in, and a buffer made from bytes holds its own copy. Runs clean
+ * buffer it passes in, and a buffer made from bytes holds its own copy; a string holding
+ * a NUL byte is FRUGAL_EINVAL naming its field. Runs clean
  * under ASan and valgrind. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +263,28 @@ static int group_teardown(void **state) {
     return 0;
 }
 
+static void test_string_with_nul(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *bytes = node_bytes(3, &len);
+    size_t at = 0;
+    while (at + 3 <= len && memcmp(bytes + at, "web", 3) != 0)
+        at++;
+    assert_true(at + 3 <= len);
+    bytes[at + 1] = 0; /* the label team=w\0b */
+    grpc_byte_buffer *buf = codec_from_bytes(bytes, len);
+    free(bytes);
+    ProtobufCMessage *sentinel = (ProtobufCMessage *)&len, *msg = sentinel;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(codec_unpack(NODE_DESC, buf, &msg, &err), FRUGAL_EINVAL);
+    assert_ptr_equal(msg, sentinel);
+    assert_string_equal(err.msg, "k8s.io.api.core.v1.Node: field value of "
+                                 "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta.LabelsEntry "
+                                 "holds a NUL byte");
+    grpc_byte_buffer_destroy(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_one_slice),
@@ -269,6 +292,7 @@ int main(void) {
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_ownership),
+        cmocka_unit_test(test_string_with_nul),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
