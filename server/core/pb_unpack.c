@@ -156,8 +156,8 @@ ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *desc, size_t len,
     return msg;
 }
 
-static const ProtobufCFieldDescriptor *pb__nul(const ProtobufCMessageDescriptor *desc,
-                                               pb_in_t *in, int depth,
+static const ProtobufCFieldDescriptor *pb__nul(const ProtobufCMessageDescriptor *desc, pb_in_t *in,
+                                               int depth,
                                                const ProtobufCMessageDescriptor **owner) {
     if (depth > PB_UNPACK_MAX_DEPTH)
         return NULL;

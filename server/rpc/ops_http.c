@@ -19,6 +19,7 @@
 
 #include "grpc_server.h"
 #include "log.h"
+#include "service.h"
 
 /* A request's header block may not exceed this (MHD answers 431/414 beyond it). */
 #define OPS_MEMORY_LIMIT (32u << 10)
@@ -184,6 +185,7 @@ static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b)
 
 void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster,
                         const frugal_server_t *server, metrics_buf_t *b) {
+    expander_metrics_declare(cluster);
     metrics_write(b);
     if (cluster != NULL)
         cluster_metrics_write(cluster, b);

@@ -112,6 +112,12 @@ typedef struct service_def {
 int service_method_call(const service_method_t *m, service_ctx_t *ctx, grpc_byte_buffer *request,
                         gpr_timespec deadline, grpc_byte_buffer **response, frugal_err_t *err);
 
+/* Export the expander's counters from 0 before their first event, so that a rule's
+ * rate() or increase() sees it (a series that appears at 1 shows no increase): every
+ * unscored reason, and the decisions of every group the cluster knows now. Called before
+ * each scrape's samples are written; c NULL: the reasons only. */
+void expander_metrics_declare(cluster_t *c);
+
 extern const service_def_t service_cloudprovider;
 extern const service_def_t service_expander;
 extern const service_def_t service_health;

@@ -147,13 +147,27 @@ static void expander__demand_fields(log_field_t *f, const char *const *keys,
  * and the runner-up (the best other scored option) with every figure of their scores,
  * demand-fit's own terms too under that strategy. res NULL: the request had no
  * option. */
+static const char *const expander__unscored_reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
+                                                         [DECIDE_SKIP_NODE_COUNT] = "node_count",
+                                                         [DECIDE_SKIP_BAD_POD] = "bad_pod",
+                                                         [DECIDE_SKIP_NO_TEMPLATE] = "no_template",
+                                                         [DECIDE_SKIP_NO_CPU] = "no_cpu_capacity"};
+
+void expander_metrics_declare(cluster_t *c) {
+    size_t reasons = sizeof(expander__unscored_reasons) / sizeof(*expander__unscored_reasons);
+    for (size_t i = 0; i < reasons; i++)
+        metrics_cell(METRICS_EXPANDER_UNSCORED, expander__unscored_reasons[i], NULL, NULL);
+    if (c == NULL)
+        return;
+    cluster_read_lock(c);
+    for (size_t i = 0; i < cluster_groups_count(c); i++)
+        metrics_cell(METRICS_EXPANDER_DECISIONS, cluster_group_at(c, i)->spec.id, NULL, NULL);
+    cluster_read_unlock(c);
+}
+
 static void expander__log_decision(const expander_request_t *req, const decide_result_t *res,
                                    bool demand_fit) {
-    static const char *const reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
-                                          [DECIDE_SKIP_NODE_COUNT] = "node_count",
-                                          [DECIDE_SKIP_BAD_POD] = "bad_pod",
-                                          [DECIDE_SKIP_NO_TEMPLATE] = "no_template",
-                                          [DECIDE_SKIP_NO_CPU] = "no_cpu_capacity"};
+    const char *const *reasons = expander__unscored_reasons;
     size_t n = req->options_count;
     if (res == NULL || !res->any_scored) {
         for (size_t i = 0; res != NULL && i < n; i++)

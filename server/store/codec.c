@@ -56,8 +56,8 @@ int codec_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *buf,
                               len);
     if (nul != NULL) {
         protobuf_c_message_free_unpacked(msg, NULL);
-        return frugal_err_set(err, FRUGAL_EINVAL, "%s: field %s of %s holds a NUL byte",
-                              desc->name, nul->name, owner->name);
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s: field %s of %s holds a NUL byte", desc->name,
+                              nul->name, owner->name);
     }
     *out = msg;
     return 0;

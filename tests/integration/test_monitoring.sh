@@ -122,12 +122,24 @@ PID_B=$SERVER_PID
 
 PROM_PORT=$(free_port)
 mkdir -p "$TMP/prom"
-cat >"$TMP/prom/prometheus.yml" <<EOF
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: frugal
-    static_configs: [{targets: ["127.0.0.1:$OPS_A", "127.0.0.1:$OPS_B"]}]
-EOF
+# The scrape job operations.md gives for a Prometheus that discovers pods by their
+# annotations, with the two servers as the pods it would discover (Debian's Prometheus
+# has no Kubernetes discovery): its relabelling must find each one's ops port and path.
+python3 - "$OPS_DOC" "$TMP/prom/prometheus.yml" "$OPS_A" "$OPS_B" <<'PYEOF' || fatal "no scrape job under 'Without the Operator' in operations.md"
+import re, sys
+doc, out, ports = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3:]
+job = re.search(r"```yaml\n(scrape_configs:.*?)```", doc[doc.index("**Without the Operator.**"):], re.S).group(1)
+pods = ", ".join(
+    '{targets: ["127.0.0.1"], labels: {__meta_kubernetes_pod_label_app_kubernetes_io_name: frugal, '
+    '__meta_kubernetes_pod_annotation_prometheus_io_scrape: "true", '
+    f'__meta_kubernetes_pod_annotation_prometheus_io_port: "{p}", '
+    '__meta_kubernetes_pod_annotation_prometheus_io_path: /metrics}}' for p in ports)
+job, n = re.subn(r"kubernetes_sd_configs: .*", f"static_configs: [{pods}]", job)
+assert n == 1, "one kubernetes_sd_configs line"
+open(out, "w").write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n" + job)
+PYEOF
+run promtool check config "$TMP/prom/prometheus.yml"
+assert_eq 0 "$RC" "promtool check config [$OUT $ERR]"
 prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/prom/data" \
     --web.listen-address="127.0.0.1:$PROM_PORT" >"$TMP/prom/log" 2>&1 &
 PROM_PID=$!
@@ -152,6 +164,10 @@ for _ in $(seq 1 100); do
 done
 assert_eq 10 "$(prom_value 'count(frugal_hook_runs_total{result="no_resources"} == 0) * count(up == 1)')" \
     "scraped before any call, every verb's no_resources series at 0"
+assert_eq 10 "$(prom_value 'count(frugal_expander_options_unscored_total == 0)')" \
+    "every reason an option goes unscored at 0 on both targets"
+assert_eq "e2 full s2 s8" "$(prom_value 'frugal_expander_decisions_total == 0' node_group | tr ' ' '\n' | sort -u | xargs)" \
+    "every group's decisions at 0 before any decision"
 
 log "real calls: scale-ups (hook runs, one out of resources), decisions, errors, a refusal"
 assert_ok "increase s2" ctl increase s2 2
@@ -200,6 +216,18 @@ assert_match receive_timeout "$(prom_value "$(rule_expr FrugalCallsRefusedByBudg
     "FrugalCallsRefusedByBudget's expression fires on the first receive timeouts"
 assert_eq 1 "$(prom_value 'count(increase(grpc_server_handled_total{grpc_method="NodeGroupIncreaseSize",grpc_code="NOT_FOUND"}[5m]) > 0.5)')" \
     "the first NOT_FOUND of a method shows as an increase"
+# The dashboard's decision panels see the first decision and the first unscored option.
+panel_expr() { # TITLE: its first query
+    python3 -c '
+import json, sys
+(p,) = [p for p in json.load(open(sys.argv[1]))["panels"] if p["title"] == sys.argv[2]]
+print(p["targets"][0]["expr"])
+' "$MON/dashboard.json" "$1"
+}
+decided=$(prom_value "$(panel_expr "Decisions by winner group") > 0.5" node_group)
+assert_match '(s2|s8)' "$decided" "Decisions by winner group shows the first decisions"
+assert_match 'no_template' "$(prom_value "$(panel_expr "Options left unscored, by reason") > 0.5" reason)" \
+    "Options left unscored shows the first unscored option"
 
 log "every panel's query answers data from the real Prometheus"
 for _ in $(seq 1 10); do # a rate over a slow scrape may need one more sample

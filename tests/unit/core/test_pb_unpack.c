@@ -122,7 +122,8 @@ static void test_bad_groups(void **state) {
 
 static void test_string_with_nul(void **state) {
     (void)state;
-    const ProtobufCMessageDescriptor *desc = &k8s__io__api__core__v1__pod__descriptor, *owner = NULL;
+    const ProtobufCMessageDescriptor *desc = &k8s__io__api__core__v1__pod__descriptor,
+                                     *owner = NULL;
     uint8_t buf[256];
     size_t n = pod_bytes(buf, true);
     assert_null(pb_string_with_nul(desc, buf, n, &owner));
