@@ -142,11 +142,7 @@ static void expander__demand_fields(log_field_t *f, const char *const *keys,
     f[6] = LOG_NUM(keys[6], in->left_out_pods_price);
 }
 
-/* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
- * frugal_expander_options_unscored_total per reason) and its one info line: the winner
- * and the runner-up (the best other scored option) with every figure of their scores,
- * demand-fit's own terms too under that strategy. res NULL: the request had no
- * option. */
+/* frugal_expander_options_unscored_total's reason, by decide_skip_t. */
 static const char *const expander__unscored_reasons[] = {[DECIDE_SKIP_NONE] = "no_score",
                                                          [DECIDE_SKIP_NODE_COUNT] = "node_count",
                                                          [DECIDE_SKIP_BAD_POD] = "bad_pod",
@@ -165,6 +161,11 @@ void expander_metrics_declare(cluster_t *c) {
     cluster_read_unlock(c);
 }
 
+/* The decision's metrics (frugal_expander_decisions_total per chosen option's group,
+ * frugal_expander_options_unscored_total per reason) and its one info line: the winner
+ * and the runner-up (the best other scored option) with every figure of their scores,
+ * demand-fit's own terms too under that strategy. res NULL: the request had no
+ * option. */
 static void expander__log_decision(const expander_request_t *req, const decide_result_t *res,
                                    bool demand_fit) {
     const char *const *reasons = expander__unscored_reasons;
