@@ -5,7 +5,9 @@
 # subcommand fail with the file's content as virsh's stderr. Checks what a real libvirt
 # makes hard to provoke: a list never hides a domain it could not look at; ids are the
 # ones stored at create time; only a lookup that finds nothing means gone; a placeholder delete
-# removes a killed create's volumes and temp dir; a failed destroy names its own error.
+# removes a killed create's volumes and temp dir; a failed destroy names its own error; a
+# re-run create resumes a paused domain; a domain undefined while it ran is deleted in one
+# go; user-data names only variables sh passes on; disk sizes read as qemu-img's.
 # (tests/integration/test_libvirt.sh runs the hook against a real libvirtd.)
 source "$(dirname "$0")/lib.sh"
 
@@ -84,8 +86,18 @@ destroy)
         exit 1
     fi
     echo "shut off" >"$F/dom/$u/state"
+    [ ! -f "$F/dom/$u/transient" ] || rm -r "${F:?}/dom/$u" # undefined while it ran: gone
     ;;
-start) u=$(dom "${pos[0]}") || exit 1; echo running >"$F/dom/$u/state" ;;
+resume)
+    u=$(dom "${pos[0]}") || exit 1
+    [ "$(cat "$F/dom/$u/state")" = paused ] || { echo "error: domain is not paused" >&2; exit 1; }
+    echo running >"$F/dom/$u/state"
+    ;;
+start)
+    u=$(dom "${pos[0]}") || exit 1
+    [ "$(cat "$F/dom/$u/state")" = "shut off" ] || { echo "error: Requested operation is not valid: domain is already running" >&2; exit 1; }
+    echo running >"$F/dom/$u/state"
+    ;;
 autostart) dom "${pos[0]}" >/dev/null || exit 1 ;;
 undefine) u=$(dom "${pos[0]}") || exit 1; rm -r "${F:?}/dom/$u" ;;
 define)
@@ -257,6 +269,46 @@ assert_ok "placeholder delete" hook delete g1 frugal://g1/g1-5
 assert_eq "g1-50-$U1.qcow2 " "$(vols)" "the placeholder delete removed the killed create's volumes, only them"
 assert_eq "frugal-libvirt.$$.live" "$(ls "$TMP/tmp")" "the killed run's temp dir is gone, a running one's kept"
 assert_ok "placeholder delete again" hook delete g1 frugal://g1/g1-5
+
+log "a re-run create resumes its paused domain, starts its shut-off one"
+reset
+assert_ok "create" hook create g1 g1-1
+ID1=$OUT
+U=${ID1##*/}
+echo paused >"$FAKE/dom/$U/state"
+assert_ok "create re-run, paused" hook create g1 g1-1
+assert_eq "$ID1" "$OUT" "prints the stored id"
+assert_eq running "$(cat "$FAKE/dom/$U/state")" "the domain runs again"
+assert_match "^resume $U" "$(tail -n 1 "$FAKE/log")" "by resume"
+echo "shut off" >"$FAKE/dom/$U/state"
+assert_ok "create re-run, shut off" hook create g1 g1-1
+assert_eq running "$(cat "$FAKE/dom/$U/state")" "started"
+
+log "a domain undefined while it ran (transient: gone once destroyed) is deleted in one go"
+touch "$FAKE/dom/$U/transient"
+assert_ok "delete" hook delete g1 "$ID1"
+assert_eq "/" "$(domains)/$(vols)" "the domain and its volumes are gone"
+
+log "user-data: an @ENV:NAME@ sh cannot pass on fails the create, naming the line"
+reset
+printf 'token: @ENV:KUBEADM_TOKEN@\nmissing: "@ENV:NOT_SET@"\n' >"$TMP/ud-ok"
+printf 'a: 1\ntoken: @ENV:kubeadm-token@\n' >"$TMP/ud-bad"
+FRUGAL_PARAM_USER_DATA=$TMP/ud-ok KUBEADM_TOKEN=$'t0k\n' assert_ok "create with a valid name" hook create g1 g1-1
+assert_eq "" "$(find "$TMP/tmp" -name 'frugal-libvirt.*' ! -name '*.live')" "no temp dir left"
+FRUGAL_PARAM_USER_DATA=$TMP/ud-bad assert_exit 1 "create with kubeadm-token" hook create g1 g1-2
+assert_match "cannot render .*ud-bad: .*ud-bad:2: @ENV:kubeadm-token@: a shell script cannot read a variable named kubeadm-token" \
+    "$ERR" "the reason, with the line"
+assert_eq "g1-1 " "$(domains)" "no domain made"
+
+log "disk_size: bytes, or K/M/G/T as qemu-img reads them (20G = 20Gi = 20GiB)"
+for size in 2G 2Gi 2GiB 2147483648; do
+    reset
+    FRUGAL_PARAM_DISK_SIZE=$size assert_ok "disk_size $size" hook create g1 g1-1
+    assert_eq 2147483648 "$(cat "$FAKE"/pool/frugal/g1-1-*[0-9a-f].qcow2)" "$size is 2 GiB"
+done
+reset
+FRUGAL_PARAM_DISK_SIZE=2Gb assert_exit 1 "disk_size 2Gb" hook create g1 g1-1
+assert_match "disk_size: not a size: '2Gb'" "$ERR" "refused"
 
 log "a failed destroy is reported with destroy's own error"
 reset
