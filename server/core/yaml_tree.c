@@ -122,6 +122,10 @@ static int loader_build(tree_loader_t *ld, yaml_event_t *ev, int depth, yaml_tre
     }
     switch (ev->type) {
     case YAML_SCALAR_EVENT: {
+        if (ev->data.scalar.anchor != NULL) {
+            yaml_event_delete(ev);
+            return loader_fail(ld, &start, "YAML anchors are not supported");
+        }
         n = node_new(ld, YAML_TREE_SCALAR, &start);
         if (n == NULL) {
             yaml_event_delete(ev);

@@ -326,12 +326,15 @@ static int ap_get_resource_limiter(service_ctx_t *ctx, const void *request, void
     if (cpu == NULL || memory == NULL || resp->limits == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     cpu->resource = "cpu";
-    /* Whole cores: a min rounds up, a max down, so the limits are never loosened. */
-    cpu->min = (ap->min_cpu_milli + 999) / 1000;
-    cpu->max = ap->max_cpu_milli == INT64_MAX ? INT64_MAX : ap->max_cpu_milli / 1000;
     memory->resource = "memory";
-    memory->min = ap->min_memory_bytes;
-    memory->max = ap->max_memory_bytes;
+    cpu->max = memory->max = INT64_MAX; /* disabled, the limits bound nothing */
+    if (ap->enabled) {
+        /* Whole cores: a min rounds up, a max down, so the limits are never loosened. */
+        cpu->min = (ap->min_cpu_milli + 999) / 1000;
+        cpu->max = ap->max_cpu_milli == INT64_MAX ? INT64_MAX : ap->max_cpu_milli / 1000;
+        memory->min = ap->min_memory_bytes;
+        memory->max = ap->max_memory_bytes;
+    }
     resp->n_limits = 2;
     resp->limits[0] = cpu;
     resp->limits[1] = memory;

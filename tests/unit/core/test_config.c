@@ -707,7 +707,10 @@ static void test_err_yaml_syntax(void **state) {
                  "t.yaml:3:4: did not find expected '-' indicator while parsing a block "
                  "collection (line 2, column 3)");
     expect_error("a: 1\n---\nb: 2\n", "t.yaml:2:1: only one YAML document is allowed");
-    expect_error("x: &a 1\ny: *a\n", "t.yaml:2:4: YAML aliases are not supported");
+    expect_error("x: &a 1\ny: *a\n", "t.yaml:1:4: YAML anchors are not supported");
+    expect_error("node_groups: [{id: &i a, machine_type: n1-standard-2, max_size: 3}]\n",
+                 "t.yaml:1:20: YAML anchors are not supported");
+    expect_error("x: 1\ny: *a\n", "t.yaml:2:4: YAML aliases are not supported");
     expect_error("- 1\n", "t.yaml:1:1: the configuration must be a mapping, got a sequence");
 }
 

@@ -50,10 +50,14 @@ static const char config_enabled[] =
     "  limits: {max_cpu: 32}\n"
     "  max_node_groups: 2\n";
 
+/* Limits that would cut pool-a's max_size to 4 if they applied. */
 static const char config_disabled[] = "node_groups:\n"
                                       "  - id: pool-a\n"
                                       "    machine_type: n1-standard-2\n"
-                                      "    max_size: 5\n";
+                                      "    max_size: 5\n"
+                                      "autoprovisioning:\n"
+                                      "  enabled: false\n"
+                                      "  limits: {min_cpu: 1, max_cpu: 8}\n";
 
 typedef svc_fx_t fx_t;
 
@@ -648,7 +652,8 @@ static void test_garbage_is_invalid_argument(void **state) {
     assert_int_equal(groups_count(f), before);
 }
 
-/* Without autoprovisioning the mutations are FAILED_PRECONDITION; the reads answer. */
+/* Without autoprovisioning the mutations are FAILED_PRECONDITION; the reads answer, with
+ * the configured limits applied nowhere. */
 static void test_disabled(void **state) {
     fx_t *f = *state;
     frugal_err_t err;
@@ -671,8 +676,19 @@ static void test_disabled(void **state) {
     assert_int_equal(group_info(f, "pool-a", &info, &err), 0);
     assert_int_equal(info->group->max_size, 5);
     protobuf_c_message_free_unpacked(&info->base, NULL);
+    /* ... and the limits, which bound nothing, are none. */
     AP(GetResourceLimiterRequest) lreq = AP_INIT(GET_RESOURCE_LIMITER_REQUEST);
-    assert_int_equal(call(f, "GetResourceLimiter", &lreq.base, NULL, NULL, &err), 0);
+    AP(GetResourceLimiterResponse) * limits;
+    assert_int_equal(call(f, "GetResourceLimiter", &lreq.base,
+                          AP_DESC(get_resource_limiter_response), (ProtobufCMessage **)&limits,
+                          &err),
+                     0);
+    assert_int_equal(limits->n_limits, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(limits->limits[i]->min, 0);
+        assert_int_equal(limits->limits[i]->max, INT64_MAX);
+    }
+    protobuf_c_message_free_unpacked(&limits->base, NULL);
 }
 
 int main(void) {
