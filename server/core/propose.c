@@ -37,6 +37,7 @@ static bool propose__custom_key(const char *key) {
 
 void propose_pod_clear(propose_pod_t *p) {
     free(p->name);
+    free(p->affinity);
     kv_list_clear(&p->selector);
     taint_list_clear(&p->taints);
     memset(p, 0, sizeof(*p));
@@ -106,16 +107,26 @@ int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *e
         spec->affinity != NULL && spec->affinity->nodeaffinity != NULL
             ? spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution
             : NULL;
+    bool pins_say_all = req == NULL || req->n_nodeselectorterms == 0;
     if (req != NULL && req->n_nodeselectorterms == 1) {
         const K8s__Io__Api__Core__V1__NodeSelectorTerm *term = req->nodeselectorterms[0];
+        pins_say_all = term->n_matchfields == 0;
         for (size_t i = 0; i < term->n_matchexpressions; i++) {
             const K8s__Io__Api__Core__V1__NodeSelectorRequirement *e = term->matchexpressions[i];
             if (e->key == NULL || e->operator_ == NULL || strcmp(e->operator_, "In") != 0 ||
-                e->n_values != 1)
+                e->n_values != 1) {
+                pins_say_all = false;
                 continue;
+            }
             if (propose__pin(p, e->key, propose__s(e->values[0])) != 0)
                 goto nomem;
         }
+    }
+    if (!pins_say_all) {
+        p->affinity_len = k8s__io__api__core__v1__node_selector__get_packed_size(req);
+        if ((p->affinity = malloc(p->affinity_len > 0 ? p->affinity_len : 1)) == NULL)
+            goto nomem;
+        k8s__io__api__core__v1__node_selector__pack(req, p->affinity);
     }
     for (size_t i = 0; i < spec->n_tolerations; i++) {
         const k8s_toleration_t *t = spec->tolerations[i];
@@ -225,6 +236,47 @@ static bool propose__fits(const machine_type_t *mt, const resources_t *r) {
     return fit_resources(r, &allocatable, NULL, 0);
 }
 
+/* Whether the required node affinity aff (a serialized v1.NodeSelector) holds on the
+ * template node of a group of type t in zone with set's labels. */
+static bool propose__affinity_holds(const propose_type_t *t, const propose_set_t *set,
+                                    const char *zone, const uint8_t *aff, size_t aff_len) {
+    group_spec_t spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.id = "proposal";
+    spec.zone = (char *)zone;
+    bool holds = false;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    k8s_node_t *node = NULL;
+    K8s__Io__Api__Core__V1__NodeSelector *sel = NULL;
+    for (size_t i = 0; i < set->count; i++)
+        if (group_rules_label(set->items[i]->key, NULL, false, NULL, 0) != GROUP_RULE_RESERVED &&
+            kv_list_put(&spec.labels, set->items[i]->key, set->items[i]->value) < 0)
+            goto done;
+    if (template_build_machine(t->mt, &spec, &bytes, &len, NULL) != 0)
+        goto done;
+    node = (k8s_node_t *)pb_unpack(&k8s__io__api__core__v1__node__descriptor, len, bytes);
+    sel = (K8s__Io__Api__Core__V1__NodeSelector *)pb_unpack(
+        &k8s__io__api__core__v1__node_selector__descriptor, aff_len, aff);
+    if (node != NULL && sel != NULL) {
+        K8s__Io__Api__Core__V1__NodeAffinity na = K8S__IO__API__CORE__V1__NODE_AFFINITY__INIT;
+        K8s__Io__Api__Core__V1__Affinity a = K8S__IO__API__CORE__V1__AFFINITY__INIT;
+        k8s_pod_spec_t pod = K8S__IO__API__CORE__V1__POD_SPEC__INIT;
+        na.requiredduringschedulingignoredduringexecution = sel;
+        a.nodeaffinity = &na;
+        pod.affinity = &a;
+        holds = fit_node_affinity(&pod, node, NULL, 0);
+    }
+done:
+    kv_list_clear(&spec.labels);
+    free(bytes);
+    if (node != NULL)
+        protobuf_c_message_free_unpacked(&node->base, NULL);
+    if (sel != NULL)
+        protobuf_c_message_free_unpacked(&sel->base, NULL);
+    return holds;
+}
+
 /* ------------------------------------------------------------------------------------
  * The algorithm
  * ---------------------------------------------------------------------------------- */
@@ -233,9 +285,11 @@ static bool propose__fits(const machine_type_t *mt, const resources_t *r) {
 typedef struct propose_work {
     const propose_pod_t *pods;
     size_t n;
-    size_t *sel_of;         /* pod -> distinct selector index */
-    size_t *taints_of;      /* pod -> distinct taint set index */
-    const kv_list_t **sels; /* distinct selectors, in order of first appearance */
+    size_t *sel_of;                /* pod -> distinct selector index */
+    size_t *taints_of;             /* pod -> distinct taint set index */
+    const kv_list_t **sels;        /* distinct selectors (with their affinity), in order of first
+                                      appearance */
+    const propose_pod_t **sel_pod; /* selector -> its first pod, whose affinity it has */
     size_t sels_count;
     const taint_list_t **tsets; /* distinct taint sets, in order of first appearance */
     size_t tsets_count;
@@ -253,6 +307,7 @@ static void propose__work_free(propose_work_t *w) {
     free(w->sel_of);
     free(w->taints_of);
     free(w->sels);
+    free(w->sel_pod);
     free(w->tsets);
     free(w->served_by_some);
     free(w->remaining);
@@ -260,6 +315,23 @@ static void propose__work_free(propose_work_t *w) {
     free(w->order);
     free(w->folded);
     free(w->set_items);
+}
+
+static bool propose__same_affinity(const propose_pod_t *a, const propose_pod_t *b) {
+    return a->affinity_len == b->affinity_len && (a->affinity == NULL) == (b->affinity == NULL) &&
+           (a->affinity == NULL || memcmp(a->affinity, b->affinity, a->affinity_len) == 0);
+}
+
+/* Whether the affinity of selector s and of every folded one holds for set in zone. */
+static bool propose__affinities_hold(const propose_work_t *w, const propose_type_t *t,
+                                     const propose_set_t *set, const char *zone, size_t s) {
+    for (size_t k = 0; k < w->sels_count; k++) {
+        const propose_pod_t *p = w->sel_pod[k];
+        if ((k == s || w->folded[k]) && p->affinity != NULL &&
+            !propose__affinity_holds(t, set, zone, p->affinity, p->affinity_len))
+            return false;
+    }
+    return true;
 }
 
 static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size_t n) {
@@ -273,6 +345,7 @@ static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size
     w->sel_of = calloc(m, sizeof(*w->sel_of));
     w->taints_of = calloc(m, sizeof(*w->taints_of));
     w->sels = calloc(m, sizeof(*w->sels));
+    w->sel_pod = calloc(m, sizeof(*w->sel_pod));
     w->tsets = calloc(m, sizeof(*w->tsets));
     w->served_by_some = calloc(m, sizeof(*w->served_by_some));
     w->remaining = calloc(m, sizeof(*w->remaining));
@@ -281,9 +354,9 @@ static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size
     w->folded = calloc(m, sizeof(*w->folded));
     w->set_items = calloc(total_keys, sizeof(*w->set_items));
     w->set_cap = total_keys;
-    if (w->sel_of == NULL || w->taints_of == NULL || w->sels == NULL || w->tsets == NULL ||
-        w->served_by_some == NULL || w->remaining == NULL || w->counts == NULL ||
-        w->order == NULL || w->folded == NULL || w->set_items == NULL) {
+    if (w->sel_of == NULL || w->taints_of == NULL || w->sels == NULL || w->sel_pod == NULL ||
+        w->tsets == NULL || w->served_by_some == NULL || w->remaining == NULL ||
+        w->counts == NULL || w->order == NULL || w->folded == NULL || w->set_items == NULL) {
         propose__work_free(w);
         return FRUGAL_ENOMEM;
     }
@@ -291,10 +364,13 @@ static int propose__work_init(propose_work_t *w, const propose_pod_t *pods, size
      * hundreds of pods (quadratic only in the number of distinct ones). */
     for (size_t i = 0; i < n; i++) {
         size_t s = 0;
-        while (s < w->sels_count && !kv_list_equal(w->sels[s], &pods[i].selector))
+        while (s < w->sels_count && !(kv_list_equal(w->sels[s], &pods[i].selector) &&
+                                      propose__same_affinity(w->sel_pod[s], &pods[i])))
             s++;
-        if (s == w->sels_count)
+        if (s == w->sels_count) {
+            w->sel_pod[w->sels_count] = &pods[i];
             w->sels[w->sels_count++] = &pods[i].selector;
+        }
         w->sel_of[i] = s;
         size_t t = 0;
         while (t < w->tsets_count && !taint_list_equal(w->tsets[t], &pods[i].taints))
@@ -399,6 +475,7 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
         if (!w->remaining[i] || w->taints_of[i] != tset || !w->folded[w->sel_of[i]])
             continue;
         w->remaining[i] = false;
+        w->served_by_some[i] = true;
         p.pods[p.pods_count++] = i;
         sum.cpu_milli += w->pods[i].request.cpu_milli;
         sum.memory_bytes += w->pods[i].request.memory_bytes;
@@ -446,10 +523,7 @@ static int propose__for_type(const propose_params_t *params, propose_work_t *w,
         const propose_pod_t *p = &w->pods[i];
         w->remaining[i] = !p->impossible && propose__fits(t->mt, &p->request) &&
                           propose__resolve(t, NULL, &p->selector, NULL);
-        if (w->remaining[i]) {
-            w->served_by_some[i] = true;
-            any = true;
-        }
+        any = any || w->remaining[i];
     }
     if (!any)
         return 0;
@@ -476,14 +550,29 @@ static int propose__for_type(const propose_params_t *params, propose_work_t *w,
             propose_set_t set = {w->set_items, 0};
             memset(w->folded, 0, w->sels_count * sizeof(*w->folded));
             const char *zone = NULL;
+            bool any_folded = false;
             for (size_t j = 0; j < k; j++) {
                 const kv_list_t *sel = w->sels[w->order[j]];
                 const char *z = NULL;
                 if (!propose__agrees(&set, sel) || !propose__resolve(t, &set, sel, &z))
                     continue;
+                size_t before = set.count;
                 propose__merge(&set, sel);
+                if (!propose__affinities_hold(w, t, &set, z, w->order[j])) {
+                    set.count = before;
+                    continue;
+                }
                 w->folded[w->order[j]] = true;
                 zone = z;
+                any_folded = true;
+            }
+            if (!any_folded) {
+                /* The most popular selector's own affinity fails on any group of this
+                 * type that its labels make: this type serves none of its pods. */
+                for (size_t i = 0; i < w->n; i++)
+                    if (w->remaining[i] && w->taints_of[i] == tset && w->sel_of[i] == w->order[0])
+                        w->remaining[i] = false;
+                continue;
             }
             int rc = propose__emit(params, w, t, tset, &set, zone, out, err);
             if (rc != 0)

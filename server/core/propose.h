@@ -38,13 +38,18 @@
 
 /* One pending pod as the algorithm sees it. */
 typedef struct propose_pod {
-    char *name;              /* "namespace/name" */
-    resources_t request;     /* effective request */
-    kv_list_t selector;      /* nodeSelector plus required node-affinity pins; sorted, unique */
-    taint_list_t taints;     /* taints its custom tolerations ask for; sorted, unique */
-    bool impossible;         /* contradictory selectors, a label no node can carry, or a
-                                resource no proposed node has (an extended resource, more
-                                ephemeral storage than a template's): no proposal can serve it */
+    char *name;          /* "namespace/name" */
+    resources_t request; /* effective request */
+    kv_list_t selector;  /* nodeSelector plus required node-affinity pins; sorted, unique */
+    taint_list_t taints; /* taints its custom tolerations ask for; sorted, unique */
+    bool impossible;     /* contradictory selectors, a label no node can carry, or a
+                            resource no proposed node has (an extended resource, more
+                            ephemeral storage than a template's): no proposal can serve it */
+    /* Its required node affinity (a serialized v1.NodeSelector) when the pins above do not
+     * say all of it (several terms, NotIn, Exists, Gt, ...): a proposal's template node must
+     * satisfy it. NULL when the pins say it all. */
+    uint8_t *affinity;
+    size_t affinity_len;
     pod_lifetime_t lifetime; /* what demand-fit's memory of recent pods keeps of it */
     int64_t created_ms;
     uint64_t identity;
@@ -52,9 +57,9 @@ typedef struct propose_pod {
 
 /* Build p from a decoded v1.Pod: name, effective request, selector (nodeSelector plus,
  * when the required node affinity has exactly one term, its "In" expressions with a
- * single value), taints from custom tolerations (operator Exists: empty value; no
- * effect: NoSchedule). FRUGAL_EINVAL for a malformed quantity, FRUGAL_ENOMEM. On
- * failure p is zeroed. */
+ * single value), the rest of that affinity, taints from custom tolerations (operator
+ * Exists: empty value; no effect: NoSchedule). FRUGAL_EINVAL for a malformed quantity,
+ * FRUGAL_ENOMEM. On failure p is zeroed. */
 int propose_pod_from_k8s(const k8s_pod_t *pod, propose_pod_t *p, frugal_err_t *err);
 
 /* The same from serialized v1.Pod bytes; FRUGAL_EINVAL when they are not a v1.Pod. */

@@ -23,7 +23,8 @@ typedef struct pod_def {
     const char *memory;
     const char *selector;    /* "k=v,k=v" or NULL */
     const char *tolerations; /* "key=value:Effect,key:Effect(Exists)" or NULL */
-    const char *affinity;    /* "k=v" pinned by a single required term, or NULL */
+    const char *affinity;    /* one required term's expression: "k=v" (In; "k=v|w" for
+                                several values), "k!=v|w" (NotIn), or NULL */
 } pod_def_t;
 
 typedef K8s__Io__Api__Core__V1__PodSpec__NodeSelectorEntry sel_entry_t;
@@ -123,15 +124,17 @@ static void make_pod(const pod_def_t *def, propose_pod_t *out) {
     K8s__Io__Api__Core__V1__NodeAffinity na = K8S__IO__API__CORE__V1__NODE_AFFINITY__INIT;
     K8s__Io__Api__Core__V1__Affinity aff = K8S__IO__API__CORE__V1__AFFINITY__INIT;
     char *aff_copy = strdup(def->affinity != NULL ? def->affinity : "");
-    char *aff_value[1];
+    char *aff_value[4], *values_copy = NULL;
     if (def->affinity != NULL) {
         char *eq = strchr(aff_copy, '=');
         assert_non_null(eq);
         *eq = '\0';
-        aff_value[0] = eq + 1;
+        bool not_in = eq > aff_copy && eq[-1] == '!';
+        if (not_in)
+            eq[-1] = '\0';
         expr.key = aff_copy;
-        expr.operator_ = "In";
-        expr.n_values = 1;
+        expr.operator_ = not_in ? "NotIn" : "In";
+        expr.n_values = split(eq + 1, '|', &values_copy, aff_value, 4);
         expr.values = aff_value;
         term.n_matchexpressions = 1;
         term.matchexpressions = exprs;
@@ -160,6 +163,7 @@ static void make_pod(const pod_def_t *def, propose_pod_t *out) {
     free(sel_copy);
     free(tol_copy);
     free(aff_copy);
+    free(values_copy);
 }
 
 typedef struct fixture {
@@ -554,6 +558,45 @@ static void test_invalid_names(void **state) {
     done(&f);
 }
 
+/* A required affinity the pins do not say (NotIn, In with several values) holds on the
+ * proposal's nodes: such a pod never joins a group whose labels or zone it refuses. */
+static void test_affinity_beyond_pins(void **state) {
+    (void)state;
+    fixture_t f;
+    load(&f, "n1-standard-2", "us-central1-a");
+    add(&f, (pod_def_t){"ml-1", "500m", "1Gi", "team=ml", NULL, NULL});
+    add(&f, (pod_def_t){"ml-2", "500m", "1Gi", "team=ml", NULL, NULL});
+    add(&f, (pod_def_t){"not-ml", "500m", "1Gi", NULL, NULL, "team!=ml"});
+    add(&f, (pod_def_t){"web-or-x", "500m", "1Gi", NULL, NULL, "team=web|x"});
+    add(&f, (pod_def_t){"not-a", "500m", "1Gi", NULL, NULL,
+                        "topology.kubernetes.io/zone!=us-central1-a"});
+    add(&f, (pod_def_t){"in-a", "500m", "1Gi", NULL, NULL,
+                        "topology.kubernetes.io/zone=us-central1-a|us-central1-b"});
+    run(&f);
+    const propose_proposal_t *ml = NULL, *plain = NULL;
+    for (size_t i = 0; i < f.res.count; i++) {
+        const propose_proposal_t *p = &f.res.proposals[i];
+        if (label(p, "team") != NULL)
+            ml = p;
+        else
+            plain = p;
+    }
+    assert_int_equal(f.res.count, 2);
+    assert_non_null(ml);
+    assert_non_null(plain);
+    assert_string_equal(label(ml, "team"), "ml");
+    assert_true(serves(&f, ml, "ml-1") && serves(&f, ml, "ml-2"));
+    assert_false(serves(&f, ml, "not-ml")); /* it refuses team=ml */
+    assert_true(serves(&f, plain, "not-ml"));
+    assert_true(serves(&f, ml, "in-a") != serves(&f, plain, "in-a")); /* either holds */
+    assert_int_equal(ml->pods_count + plain->pods_count, 4);
+    /* No group of this config carries team=web or x, nor another zone. */
+    assert_int_equal(f.res.unschedulable_count, 2);
+    assert_string_equal(f.pods[f.res.unschedulable[0]].name, "default/web-or-x");
+    assert_string_equal(f.pods[f.res.unschedulable[1]].name, "default/not-a");
+    done(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tc1_big_pod),
@@ -568,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_order_and_exists),
         cmocka_unit_test(test_empty_and_bad_input),
         cmocka_unit_test(test_invalid_names),
+        cmocka_unit_test(test_affinity_beyond_pins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
