@@ -61,8 +61,15 @@ void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32
     bool maxima = !full && (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX);
     bool minima = ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0;
     resources_t node;
+    if (cluster_nap_node_capacity(cfg, g, &node) != 0) {
+        /* A machine type gone from the catalog: nothing counts its nodes against the
+         * limits, so the group does not grow (cluster__nap_check_increase). */
+        if (*max > g->target_size)
+            *max = g->target_size;
+        return;
+    }
     /* Without limits to apply, no need for the O(groups) totals. */
-    if ((!maxima && !minima) || cluster_nap_node_capacity(cfg, g, &node) != 0)
+    if (!maxima && !minima)
         return;
     autoprov_totals_t totals;
     cluster_nap_totals(c, &totals);
@@ -94,9 +101,12 @@ int cluster__nap_check_increase(const cluster_t *c, const group_t *g, int32_t de
     }
     resources_t node;
     /* A machine type gone from the catalog (a group resumed from an older state file)
-     * counts as nothing in the totals, so it cannot be held against the limits either. */
+     * counts as nothing in the totals: it could grow past every limit unseen. */
     if (cluster_nap_node_capacity(cfg, g, &node) != 0)
-        return 0;
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "node group %s: machine type %s is no longer in the catalog: the "
+                              "group can shrink, not grow",
+                              g->spec.id, g->spec.machine_type);
     autoprov_totals_t totals;
     cluster_nap_totals(c, &totals);
     return autoprov_check_increase(ap, &totals, g->spec.id, g->spec.machine_type, &node, delta,
@@ -126,6 +136,13 @@ static bool cluster__nap_type_allowed(const autoprov_config_t *ap, const char *m
 
 /* Whether spec's id is the one its shape gets under ap's prefix now, as the config and
  * NewNodeGroup make ids (true when out of memory: the group is kept). */
+static bool cluster__nap_zone_allowed(const autoprov_config_t *ap, const char *zone) {
+    bool ok = ap->zones_count == 0 && (zone == NULL || zone[0] == '\0');
+    for (size_t i = 0; i < ap->zones_count && !ok; i++)
+        ok = zone != NULL && strcmp(ap->zones[i], zone) == 0;
+    return ok;
+}
+
 static bool cluster__nap_current_id(const autoprov_config_t *ap, const group_spec_t *spec) {
     char *id = NULL;
     if (autoprov_group_id(ap->prefix, spec->machine_type, spec->zone, &spec->labels, &spec->taints,
@@ -141,9 +158,7 @@ bool cluster_nap_configured_shape(const frugal_config_t *cfg, const group_spec_t
     if (!ap->enabled || spec->taints.count > 0 || spec->extra_resources.count > 0 || spec->spot)
         return false;
     bool type_ok = cluster__nap_type_allowed(ap, spec->machine_type);
-    bool zone_ok = ap->zones_count == 0 && (spec->zone == NULL || spec->zone[0] == '\0');
-    for (size_t i = 0; i < ap->zones_count && !zone_ok; i++)
-        zone_ok = spec->zone != NULL && strcmp(ap->zones[i], spec->zone) == 0;
+    bool zone_ok = cluster__nap_zone_allowed(ap, spec->zone);
     bool labels_ok = ap->label_sets_count == 0 && spec->labels.count == 0;
     for (size_t i = 0; i < ap->label_sets_count && !labels_ok; i++)
         labels_ok = kv_list_equal(&ap->label_sets[i], &spec->labels);
@@ -157,6 +172,8 @@ const char *cluster__nap_stale(const frugal_config_t *cfg, const group_t *g) {
         return NULL;
     if (!cluster__nap_type_allowed(ap, g->spec.machine_type))
         return "its machine type is no longer allowed";
+    if (!cluster__nap_zone_allowed(ap, g->spec.zone))
+        return "its zone is no longer allowed";
     /* Another id was made under another prefix (nap-gpu- is not nap-, though it starts so). */
     return cluster__nap_current_id(ap, &g->spec)
                ? NULL

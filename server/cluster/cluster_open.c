@@ -452,9 +452,9 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
 }
 
 /* An autoprovisioned group across a reload: dropped when autoprovisioning is turned
- * off and it holds nothing (CA could otherwise still create it, unbounded by the limits
+ * off and it is theoretical (CA could otherwise still create it, unbounded by the limits
  * that no longer apply), or when it is theoretical and stale (cluster__nap_stale);
- * turning autoprovisioning off while it has nodes is refused, as removing a
+ * turning autoprovisioning off while it has nodes, or exists, is refused, as removing a
  * configured group with nodes is. */
 static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const frugal_config_t *next,
                                      bool *drop, frugal_err_t *err) {
@@ -466,6 +466,13 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
                               "%zu nodes (target size %d): turn autoprovisioning off only once "
                               "it is empty",
                               g->spec.id, g->instances_count, (int)g->target_size);
+    /* Dropped here, a created group would never have its provider's delete_group run. */
+    if (!ap->enabled && g->exists)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "autoprovisioning.enabled: autoprovisioned node group %s exists "
+                              "(empty): delete it first (frugal ctl delete %s), or wait for "
+                              "empty_group_ttl",
+                              g->spec.id, g->spec.id);
     const char *stale = ap->enabled && !holds ? cluster__nap_stale(next, g) : NULL;
     *drop = !ap->enabled || stale != NULL;
     if (*drop)

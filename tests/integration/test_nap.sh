@@ -384,6 +384,12 @@ assert_ok "still listed" ctl node-groups
 assert_match "nap-custom-1-z1" "$OUT" "the resumed group is listed"
 assert_status UNIMPLEMENTED "its template" ctl template nap-custom-1-z1
 assert_match "machine type custom-1 is no longer in the catalog" "$ERR" "the reason"
+# Nothing counts its nodes against the limits: it does not grow past what it has.
+assert_status FAILED_PRECONDITION "it cannot grow" ctl increase nap-custom-1-z1 5
+assert_match "machine type custom-1 is no longer in the catalog: the group can shrink, not grow" \
+    "$ERR" "the reason"
+assert_eq 1 "$(group_field nap-custom-1-z1 max_size)" "its max_size is its size"
+assert_eq 1 "$(target_size nap-custom-1-z1)" "nothing changed"
 assert_ok "the other groups' templates still answer" ctl template nap-n1-standard-1-z1
 # Empty, it would only make CA ask for the template it cannot have (CA 1.25-1.28 fail
 # their whole loop on that answer): no longer listed, until it expires.
@@ -483,7 +489,7 @@ assert_match "empty autoprovisioned node group nap-n1-standard-1-z1 dropped: the
 stop_server
 
 log "reload: a type no longer allowed drops its theoretical group; turning autoprovisioning off drops the empty ones and waits for the rest"
-nap_config() { # ENABLED TYPES
+nap_config() { # ENABLED TYPES [ZONES]
     cat >"$TMP/onoff.yaml.new" <<EOF
 listen:
   - address: 127.0.0.1:$PORT
@@ -491,7 +497,7 @@ state_file: $TMP/onoff-state.yaml
 autoprovisioning:
   enabled: $1
   machine_types: [$2]
-  zones: [z1]
+  zones: [${3:-z1}]
   limits: {max_cpu: 8}
 EOF
     mv "$TMP/onoff.yaml.new" "$TMP/onoff.yaml"
@@ -503,9 +509,15 @@ reload_and_wait() { # PATTERN: SIGHUP, then wait for one more log line matching 
     for _ in $(seq 1 50); do [ "$(grep -c "$1" "$SERVER_LOG")" -gt "$before" ] && return 0; sleep 0.1; done
     return 1
 }
-nap_config true "n1-standard-1, n1-standard-2"
+nap_config true "n1-standard-1, n1-standard-2" "z1, z2"
 start_server "$TMP/onoff.yaml"
 assert_ok "create the standard-1 group" ctl increase nap-n1-standard-1-z1 1
+assert_ok "a theoretical group in z2" ctl group-info nap-n1-standard-1-z2
+nap_config true "n1-standard-1, n1-standard-2"
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "the zone removal reloads"
+assert_status NOT_FOUND "the z2 theoretical group is dropped" ctl group-info nap-n1-standard-1-z2
+assert_status NOT_FOUND "so CA cannot create a group in z2" ctl increase nap-n1-standard-1-z2 1
+assert_match "nap-n1-standard-1-z2 dropped \(its zone is no longer allowed\)" "$(cat "$SERVER_LOG")" "logged"
 nap_config true "n1-standard-1"
 reload_and_wait 'reloaded (SIGHUP)' && pass || fail "the type removal reloads"
 assert_status NOT_FOUND "the standard-2 theoretical group is dropped" ctl group-info nap-n1-standard-2-z1
@@ -517,7 +529,12 @@ assert_match 'nap-n1-standard-1-z1 still has 1 nodes .*turn autoprovisioning off
 assert_eq 1 "$(target_size nap-n1-standard-1-z1)" "nothing changed"
 assert_ok "empty it" ctl delete-nodes nap-n1-standard-1-z1 $(instance_ids nap-n1-standard-1-z1)
 for _ in $(seq 1 50); do [ -z "$(instance_ids nap-n1-standard-1-z1)" ] && break; sleep 0.1; done
-reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP off once empty reloads"
+# Empty but created: dropping it would leave the provider's group (delete_group) behind.
+reload_and_wait 'reload (SIGHUP) refused' && pass || fail "turning NAP off with a created group is refused"
+assert_match 'nap-n1-standard-1-z1 exists \(empty\): delete it first \(frugal ctl delete nap-n1-standard-1-z1\)' \
+    "$(cat "$SERVER_LOG")" "the created group named, with the command"
+assert_ok "delete it" ctl delete nap-n1-standard-1-z1
+reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP off once it holds nothing reloads"
 assert_ok "node-groups" ctl node-groups
 assert_no_match "nap-" "$OUT" "no autoprovisioned group is left"
 assert_status NOT_FOUND "CA can no longer create one" ctl increase nap-n1-standard-1-z1 5

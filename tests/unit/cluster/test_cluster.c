@@ -656,6 +656,13 @@ static void test_autoprovisioned_persisted(void **state) {
     static char *allowed[] = {"n1-standard-1", "n1-standard-4"};
     f->cfg.autoprovisioning.machine_types = allowed;
     f->cfg.autoprovisioning.machine_types_count = 2;
+    /* The catalog's entries of the two (a group whose type is in none cannot grow). */
+    static machine_type_t types[] = {
+        {"n1-standard-1", 1000, 3840LL << 20, 0, NULL, -1, -1, {0}},
+        {"n1-standard-4", 4000, 15LL << 30, 0, NULL, -1, -1, {0}},
+    };
+    f->cfg.machine_types = types;
+    f->cfg.machine_types_count = 2;
     f->cfg.autoprovisioning.prefix = "nap";
     fx_open(f);
     cluster_read_lock(f->c);
