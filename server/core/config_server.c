@@ -68,6 +68,7 @@ static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         return false;
     }
     *services = LISTENER_SERVICE_HEALTH;
+    unsigned listed = 0;
     char sub[CONFIG_PATH_MAX];
     for (size_t i = 0; i < node->u.sequence.count; i++) {
         const yaml_tree_node_t *item = node->u.sequence.items[i];
@@ -83,7 +84,10 @@ static bool parse_services(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
             config__error(ctx, item, sub,
                           "unknown service (expected cloudprovider, expander, autoprovisioning or "
                           "health, or their gRPC service names)");
+        } else if ((listed & (1u << k)) != 0) {
+            config__error(ctx, item, sub, "service %s listed twice", names_of_services[k]);
         } else {
+            listed |= 1u << k;
             *services |= 1u << k;
         }
     }

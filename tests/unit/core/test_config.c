@@ -1079,6 +1079,8 @@ static void test_err_listeners(void **state) {
     expect_error("listen:\n  - {address: \"unix:/a\", services: [expander, billing]}\n",
                  "t.yaml:2:47: listen[0].services[1]: unknown service (expected cloudprovider, "
                  "expander, autoprovisioning or health, or their gRPC service names)");
+    expect_error("listen:\n  - {address: \"unix:/a\", services: [expander, grpcplugin.Expander]}\n",
+                 "t.yaml:2:47: listen[0].services[1]: service expander listed twice");
     expect_error("listen:\n  - {address: \"unix:/a\", services: []}\n",
                  "t.yaml:2:36: listen[0].services: at least one service is required");
     expect_error("listen:\n  - {address: 0.0.0.0:8088, services: [health, expander]}\n",
