@@ -457,7 +457,7 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
  * turning autoprovisioning off while it has nodes, or exists, is refused, as removing a
  * configured group with nodes is. */
 static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const frugal_config_t *next,
-                                     bool *drop, frugal_err_t *err) {
+                                     const char **drop, frugal_err_t *err) {
     const autoprov_config_t *ap = &next->autoprovisioning;
     bool holds = g->target_size > 0 || g->instances_count > 0 || cluster__provider_busy(c, g);
     if (!ap->enabled && holds)
@@ -474,10 +474,7 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
                               "empty_group_ttl",
                               g->spec.id, g->spec.id);
     const char *stale = ap->enabled && !holds ? cluster__nap_stale(next, g) : NULL;
-    *drop = !ap->enabled || stale != NULL;
-    if (*drop)
-        log_info("reload: autoprovisioned node group %s dropped (%s)", g->spec.id,
-                 !ap->enabled ? "autoprovisioning is off" : stale);
+    *drop = !ap->enabled ? "autoprovisioning is off" : stale;
     return 0;
 }
 
@@ -487,8 +484,11 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     int rc = 0;
     size_t n = 0;
     change_t *changes = calloc(c->count + next->node_groups_count + 1, sizeof(*changes));
+    /* Why each autoprovisioned group is dropped, logged once the reload took effect. */
+    const char **drop_why = calloc(c->count + 1, sizeof(*drop_why));
+    char **dropped_ids = calloc(c->count + 1, sizeof(*dropped_ids));
     const char *key = cluster__restart_key(cur, next);
-    if (changes == NULL)
+    if (changes == NULL || drop_why == NULL || dropped_ids == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     else if (key != NULL)
         rc = frugal_err_set(err, FRUGAL_EPRECOND, "%s changes only with a restart", key);
@@ -498,10 +498,12 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     for (size_t i = 0; rc == 0 && i < c->count; i++) {
         if (c->groups[i]->autoprovisioned) {
             /* They follow the autoprovisioning settings, which apply at once. */
-            bool drop = false;
+            const char *drop = NULL;
             rc = cluster__reload_nap_group(c, c->groups[i], next, &drop, err);
-            if (rc == 0 && drop)
+            if (rc == 0 && drop != NULL) {
+                drop_why[i] = drop;
                 changes[n++] = (change_t){.index = i, .next = NULL};
+            }
             continue;
         }
         group_t *g = NULL;
@@ -554,6 +556,10 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     }
     free(v.items);
     free(v.loaded);
+    size_t groups_before = c->count;
+    for (size_t i = 0; rc == 0 && i < groups_before; i++)
+        if (drop_why[i] != NULL && (dropped_ids[i] = strdup(c->groups[i]->spec.id)) == NULL)
+            rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0) {
         config_retain(next);
         c->next_cfg = next;
@@ -568,6 +574,14 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     for (size_t i = 0; i < n; i++)
         group_free(changes[i].next);
     free(changes);
+    for (size_t i = 0; dropped_ids != NULL && i < groups_before; i++) {
+        if (rc == 0 && dropped_ids[i] != NULL)
+            log_info("reload: autoprovisioned node group %s dropped (%s)", dropped_ids[i],
+                     drop_why[i]);
+        free(dropped_ids[i]);
+    }
+    free(dropped_ids);
+    free(drop_why);
     if (rc != 0 && configured)
         provider_configure(c->provider, cur);
     pthread_mutex_unlock(&c->write_mu);

@@ -533,6 +533,8 @@ for _ in $(seq 1 50); do [ -z "$(instance_ids nap-n1-standard-1-z1)" ] && break;
 reload_and_wait 'reload (SIGHUP) refused' && pass || fail "turning NAP off with a created group is refused"
 assert_match 'nap-n1-standard-1-z1 exists \(empty\): delete it first \(frugal ctl delete nap-n1-standard-1-z1\)' \
     "$(cat "$SERVER_LOG")" "the created group named, with the command"
+assert_no_match 'dropped \(autoprovisioning is off\)' "$(cat "$SERVER_LOG")" \
+    "a refused reload logs no group as dropped"
 assert_ok "delete it" ctl delete nap-n1-standard-1-z1
 reload_and_wait 'reloaded (SIGHUP)' && pass || fail "turning NAP off once it holds nothing reloads"
 assert_ok "node-groups" ctl node-groups
