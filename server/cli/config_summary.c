@@ -118,7 +118,7 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
             snprintf(zones, sizeof(zones), "no zone");
         fprintf(f,
                 "%-18senabled, prefix %s: %zu machine types x %s x %zu label sets, "
-                "at most %" PRId32 " groups (%" PRId32 " theoretical listed), empty ttl %s\n",
+                "at most %" PRId32 " groups (%" PRId32 " more from NewNodeGroup), empty ttl %s\n",
                 "autoprovisioning", ap->prefix, ap->machine_types_count, zones,
                 ap->label_sets_count, ap->max_node_groups, ap->max_theoretical_groups,
                 config_summary__duration(ap->empty_group_ttl_ms, a, sizeof(a)));

@@ -65,7 +65,7 @@ static void test_full_config(void **state) {
     assert_non_null(
         strstr(buf, "ops_listen        0.0.0.0:8087 (plain HTTP: /healthz, /readyz, /metrics)\n"));
     assert_non_null(strstr(buf, "receive timeout 10s, idle timeout off\n"));
-    assert_non_null(strstr(buf, "(200 theoretical listed)"));
+    assert_non_null(strstr(buf, "(200 more from NewNodeGroup)"));
     assert_true(count_lines(buf) <= 24);
     config_free(cfg);
 }
