@@ -27,12 +27,12 @@ int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster
  * finite non-negative number, left zeroed otherwise. */
 static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *in, double ratio,
                             double unfitness, double suppressed, ranking_figures_t *out) {
-    double score = suppressed * ratio;
-    if (!in->exists)
-        score *= cfg->not_exist_penalty;
+    double penalty = in->exists ? 1.0 : cfg->not_exist_penalty;
+    double score = suppressed * ratio * penalty;
     if (!isfinite(score) || score < 0.0)
         return;
     out->scored = true;
+    out->penalty = penalty;
     out->node_price = in->node_price;
     out->nodes_price = in->node_price * in->node_count;
     out->pods_price = in->pods_price;
@@ -183,20 +183,29 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     return count;
 }
 
+/* " not_exist_penalty=F" after the figures of a group that does not exist yet. */
+static const char *ranking__penalty(const ranking_figures_t *f, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (f->penalty != 1.0 && f->penalty != 0.0)
+        snprintf(buf, size, " not_exist_penalty=%f", f->penalty);
+    return buf;
+}
+
 int ranking_format_demand_figures(const ranking_figures_t *f, const ranking_input_t *in, char *buf,
                                   size_t size) {
-    char left[96] = "";
+    char left[96] = "", penalty[48];
     if (in->left_out_pods_price > 0.0)
         snprintf(left, sizeof(left), " left_out_nodes_price=%f left_out_pods_price=%f",
                  in->left_out_nodes_price, in->left_out_pods_price);
     return snprintf(buf, size,
                     "strategy=demand-fit node_price=%f pods_price=%f spare_value=%f use=%f "
                     "arrivals_per_hour=%f gib_per_core=%f gpu_factor=%f mixed_gpu=%d ratio=%f "
-                    "pods_ratio=%f score=%f%s%s",
+                    "pods_ratio=%f score=%f%s%s%s",
                     f->node_price, f->pods_price, in->spare_value, in->use_share,
                     in->arrivals_per_hour, in->gib_per_core, f->suppressed, in->gpu_mixed ? 1 : 0,
                     f->ratio, f->pods_ratio, f->score, left,
-                    f->most_pods_first ? " most_pods_first=1" : "");
+                    f->most_pods_first ? " most_pods_first=1" : "",
+                    ranking__penalty(f, penalty, sizeof(penalty)));
 }
 
 int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_figures_t *f,
@@ -207,11 +216,13 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 }
 
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
+    char penalty[48];
     return snprintf(buf, size,
                     "node_price=%f nodes_price=%f pods_price=%f damper_price=%f pref_cpu=%f "
-                    "ratio=%f unfitness=%f suppressed=%f score=%f",
+                    "ratio=%f unfitness=%f suppressed=%f score=%f%s",
                     f->node_price, f->nodes_price, f->pods_price, f->damper_price, f->pref_cpu,
-                    f->ratio, f->unfitness, f->suppressed, f->score);
+                    f->ratio, f->unfitness, f->suppressed, f->score,
+                    ranking__penalty(f, penalty, sizeof(penalty)));
 }
 
 int ranking_parse_figures(const char *debug, ranking_figures_t *out) {

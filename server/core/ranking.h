@@ -63,6 +63,7 @@ typedef struct ranking_figures {
     double damper_price;  /* X (the formula only) */
     double pref_cpu;      /* the preferred node's cores unfitness is measured from (the
                            * formula only) */
+    double penalty;       /* not_exist_penalty for a group that does not exist yet, else 1 */
 } ranking_figures_t;
 /* Under demand-fit, ratio is (C + left_out_nodes_price) / (T + left_out_pods_price +
  * use_share x spare_value) and unfitness and

@@ -89,13 +89,26 @@ static void expander__log_skip(const expander_request_t *req, size_t i, decide_s
 }
 
 /* The fields of one option on the decision line, under the given keys. */
-#define EXPANDER__OPTION_FIELDS 8
-static const char *const expander__winner_keys[EXPANDER__OPTION_FIELDS] = {
-    "node_group", "nodes", "price",     "pods_price",
-    "score",      "ratio", "unfitness", "suppressed_unfitness"};
+#define EXPANDER__OPTION_FIELDS 9
+static const char *const expander__winner_keys[EXPANDER__OPTION_FIELDS] = {"node_group",
+                                                                           "nodes",
+                                                                           "price",
+                                                                           "pods_price",
+                                                                           "score",
+                                                                           "ratio",
+                                                                           "unfitness",
+                                                                           "suppressed_unfitness",
+                                                                           "not_exist_penalty"};
 static const char *const expander__runner_up_keys[EXPANDER__OPTION_FIELDS] = {
-    "runner_up",       "runner_up_nodes", "runner_up_price",     "runner_up_pods_price",
-    "runner_up_score", "runner_up_ratio", "runner_up_unfitness", "runner_up_suppressed_unfitness"};
+    "runner_up",
+    "runner_up_nodes",
+    "runner_up_price",
+    "runner_up_pods_price",
+    "runner_up_score",
+    "runner_up_ratio",
+    "runner_up_unfitness",
+    "runner_up_suppressed_unfitness",
+    "runner_up_not_exist_penalty"};
 
 /* o NULL (no such option): every field without a value. */
 static void expander__option_fields(log_field_t *f, const char *const *keys,
@@ -113,6 +126,7 @@ static void expander__option_fields(log_field_t *f, const char *const *keys,
     f[5] = LOG_NUM(keys[5], fig->ratio);
     f[6] = LOG_NUM(keys[6], fig->unfitness);
     f[7] = LOG_NUM(keys[7], fig->suppressed);
+    f[8] = LOG_NUM(keys[8], fig->penalty);
 }
 
 /* demand-fit's own terms of an option's score, for the decision line. */

@@ -199,6 +199,18 @@ static void test_not_exist_penalty(void **state) {
     n = ranking_select(&cfg, 0.016, CLUSTER_PREF_8, in, 2, figs, selected);
     assert_int_equal(n, 1);
     assert_int_equal(selected[0], 1);
+
+    /* The debug shows the penalty where it applies, so the figures multiply to the score. */
+    char buf[512];
+    ranking_format_figures(&figs[0], buf, sizeof(buf));
+    assert_non_null(strstr(buf, " not_exist_penalty=10.000000"));
+    assert_float_equal(figs[0].suppressed * figs[0].ratio * figs[0].penalty, figs[0].score, 1e-12);
+    ranking_format_figures(&figs[1], buf, sizeof(buf));
+    assert_null(strstr(buf, "not_exist_penalty"));
+    in[0].spare_value = 0.05;
+    ranking_score_demand_fit(&cfg, &in[0], &figs[0]);
+    ranking_format_demand_figures(&figs[0], &in[0], buf, sizeof(buf));
+    assert_non_null(strstr(buf, " not_exist_penalty=10.000000"));
 }
 
 static void test_ties_in_request_order(void **state) {
