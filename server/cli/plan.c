@@ -14,8 +14,8 @@
  * Scale-up options are what BestOptions would choose among the configured managed
  * groups. A group can host a pod when the pod fits the group's template node (fit.h:
  * allocatable resources, nodeSelector, required node affinity, taints). An option's
- * node count is ceil(summed requests / one node's allocatable), the larger resource
- * (pods counted against the template's pods capacity too),
+ * node count is what its pods take packed first fit, largest first, onto its template
+ * node (cpu, memory, GPUs, pod slots), as CA's estimator builds options,
  * capped at what max_size still allows over the initial size; a group that can host
  * none of the pods, or is at max_size, is not an option. The options are decided by
  * decide.h exactly as a live BestOptions decides them for the same pods and template
@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "autoprov.h"
+#include "binpack.h"
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
@@ -167,10 +168,6 @@ static int plan__read_file(const char *path, char **text, size_t *len) {
     return 0;
 }
 
-static int64_t plan__ceil_div(int64_t a, int64_t b) {
-    return a <= 0 ? 0 : b <= 0 ? INT64_MAX : a / b + (a % b != 0);
-}
-
 static void plan__add(int64_t *acc, int64_t v) {
     if (__builtin_add_overflow(*acc, v, acc))
         *acc = INT64_MAX;
@@ -239,6 +236,43 @@ static int plan__collect_pending(plan_t *pl) {
     return 0;
 }
 
+typedef struct plan__sized {
+    double key; /* cpu and memory shares of one node, summed: CA's estimator's order */
+    resources_t request;
+} plan__sized_t;
+
+static int plan__sized_cmp(const void *a, const void *b) {
+    const plan__sized_t *x = a, *y = b;
+    return (x->key < y->key) - (x->key > y->key); /* largest first; qsort keeps no order */
+}
+
+/* The nodes of g that its pods take, first fit in decreasing size, as CA's estimator
+ * builds the option (three pods of 1.2 cores take three 2-core nodes, not two). */
+static int plan__pack(const plan_t *pl, const plan_group_t *g, int64_t *nodes) {
+    size_t n = g->pods_count;
+    const resources_t *cap = &g->info.capacity;
+    plan__sized_t *sized = calloc(n + 1, sizeof(*sized));
+    resources_t *pods = calloc(n + 1, sizeof(*pods)), *room = calloc(n + 1, sizeof(*room));
+    size_t *order = calloc(n + 1, sizeof(*order));
+    int64_t *slots = calloc(n + 1, sizeof(*slots));
+    if (sized == NULL || pods == NULL || room == NULL || order == NULL || slots == NULL) {
+        free(sized), free(pods), free(room), free(order), free(slots);
+        return plan__nomem();
+    }
+    for (size_t k = 0; k < n; k++) {
+        const resources_t *r = &pl->pp[g->pods[k]].request;
+        sized[k].request = *r;
+        sized[k].key = (cap->cpu_milli > 0 ? (double)r->cpu_milli / cap->cpu_milli : 0) +
+                       (cap->memory_bytes > 0 ? (double)r->memory_bytes / cap->memory_bytes : 0);
+    }
+    qsort(sized, n, sizeof(*sized), plan__sized_cmp);
+    for (size_t k = 0; k < n; k++)
+        pods[k] = sized[k].request, order[k] = k;
+    *nodes = (int64_t)binpack_first_fit(pods, order, n, cap, g->info.max_pods, room, slots);
+    free(sized), free(pods), free(room), free(order), free(slots);
+    return 0;
+}
+
 /* Decode g's template and find the pods it can host. */
 static int plan__build_group(plan_t *pl, plan_group_t *g) {
     const frugal_config_t *cfg = pl->cfg;
@@ -267,18 +301,9 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
         plan__add(&g->sum.memory_bytes, pl->pp[i].request.memory_bytes);
         plan__add(&g->sum.gpu, pl->pp[i].request.gpu);
     }
-    const resources_t *cap = &g->info.capacity;
-    int64_t nodes = plan__ceil_div(g->sum.cpu_milli, cap->cpu_milli);
-    int64_t by_memory = plan__ceil_div(g->sum.memory_bytes, cap->memory_bytes);
-    int64_t by_gpu = plan__ceil_div(g->sum.gpu, cap->gpu);
-    int64_t by_pods =
-        g->info.max_pods > 0 ? plan__ceil_div((int64_t)g->pods_count, g->info.max_pods) : 0;
-    if (by_memory > nodes)
-        nodes = by_memory;
-    if (by_gpu > nodes)
-        nodes = by_gpu;
-    if (by_pods > nodes)
-        nodes = by_pods;
+    int64_t nodes = 0;
+    if ((rc = plan__pack(pl, g, &nodes)) != 0)
+        return rc;
     g->nodes_needed = nodes > 1 ? nodes : 1;
     int32_t headroom = g->cfg->max_size - plan__initial_size(g->cfg);
     if (g->pods_count == 0) {

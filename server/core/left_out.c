@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binpack.h"
 #include "errors.h"
 #include "hash.h"
 
@@ -36,34 +37,9 @@ static double left_out__share(int64_t need, int64_t have) {
     return have > 0 ? (double)need / (double)have : (need > 0 ? INFINITY : 0.0);
 }
 
-/* The nodes of host h that items[0..count) take, first fit. bins and slots have count
- * rows: each node's room, and the pod slots it has left. */
-static size_t left_out__nodes(const resources_t *pods, const left_out__item_t *items, size_t count,
-                              const left_out_option_t *h, resources_t *bins, int64_t *slots) {
-    size_t used = 0;
-    for (size_t k = 0; k < count; k++) {
-        const resources_t *p = &pods[items[k].pod];
-        size_t b = 0;
-        while (b < used &&
-               (bins[b].cpu_milli < p->cpu_milli || bins[b].memory_bytes < p->memory_bytes ||
-                bins[b].gpu < p->gpu || slots[b] == 0))
-            b++;
-        if (b == used) {
-            bins[used] = h->node; /* a pod larger than a node still takes one */
-            slots[used++] = h->max_pods > 0 ? h->max_pods : -1;
-        }
-        bins[b].cpu_milli -= p->cpu_milli;
-        bins[b].memory_bytes -= p->memory_bytes;
-        bins[b].gpu -= p->gpu;
-        if (slots[b] > 0)
-            slots[b]--;
-    }
-    return used;
-}
-
 /* The scratch of one call. */
 typedef struct left_out__work {
-    size_t *host, *set, *mark, *set_size, *set_start, *by_set;
+    size_t *host, *set, *mark, *set_size, *set_start, *by_set, *order;
     double *host_ratio;
     left_out__item_t *items;
     resources_t *bins;
@@ -73,8 +49,8 @@ typedef struct left_out__work {
 
 static void left_out__work_free(left_out__work_t *w) {
     free(w->host), free(w->set), free(w->mark), free(w->set_size), free(w->set_start);
-    free(w->by_set), free(w->host_ratio), free(w->items), free(w->bins), free(w->slots),
-        free(w->seen);
+    free(w->by_set), free(w->order), free(w->host_ratio), free(w->items), free(w->bins),
+        free(w->slots), free(w->seen);
 }
 
 /* Each pod's set and host (the option that hosts pods at the lowest price now), each
@@ -123,14 +99,15 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
         .set_size = malloc(n * sizeof(size_t)),
         .set_start = malloc(n * sizeof(size_t)),
         .by_set = malloc(m * sizeof(size_t)),
+        .order = malloc(m * sizeof(size_t)),
         .host_ratio = malloc(m * sizeof(double)),
         .items = malloc(m * sizeof(left_out__item_t)),
         .bins = malloc(m * sizeof(resources_t)),
         .slots = malloc(m * sizeof(int64_t)),
         .seen = calloc(n, sizeof(left_out__seen_t)),
     };
-    if (!w.host || !w.set || !w.mark || !w.set_size || !w.set_start || !w.by_set || !w.host_ratio ||
-        !w.items || !w.bins || !w.slots || !w.seen) {
+    if (!w.host || !w.set || !w.mark || !w.set_size || !w.set_start || !w.by_set || !w.order ||
+        !w.host_ratio || !w.items || !w.bins || !w.slots || !w.seen) {
         left_out__work_free(&w);
         return FRUGAL_ENOMEM;
     }
@@ -181,7 +158,10 @@ int left_out_charge(const resources_t *pods, const double *pod_prices, size_t po
             for (b = a; b < count && w.items[b].host == w.items[a].host; b++)
                 ;
             const left_out_option_t *h = &options[w.items[a].host];
-            cost[i] += (double)left_out__nodes(pods, w.items + a, b - a, h, w.bins, w.slots) *
+            for (size_t k = a; k < b; k++)
+                w.order[k - a] = w.items[k].pod;
+            cost[i] += (double)binpack_first_fit(pods, w.order, b - a, &h->node, h->max_pods,
+                                                 w.bins, w.slots) *
                        h->node_price;
         }
     }

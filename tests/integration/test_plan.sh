@@ -183,6 +183,12 @@ assert_eq true "$(option_field two winner)" "small cluster: 2-cpu nodes win"
 assert_eq 2 "$(option_field two nodes)" "3 cpu on 2-cpu nodes: 2 nodes"
 assert_near "$(awk 'BEGIN { printf "%.9f", 1 * (1 - (exp(2/15) - 1) / (exp(2/15) + 1)) + 1 }')" \
     "$(option_field two suppressed)" "unfitness 2 suppressed by 2 nodes"
+# Packed as CA's estimator packs them: one 1.2-core pod per 2-core node, not 3.6 / 2.
+pod_list "$(pod q1 default Pending '"1200m"' '"1Gi"')" "$(pod q2 default Pending '"1200m"' '"1Gi"')" \
+    "$(pod q3 default Pending '"1200m"' '"1Gi"')" >"$TMP/bigger.json"
+assert_ok "plan, 1.2-core pods" "$FRUGAL" plan -c "$TMP/sizes.yaml" --pods "$TMP/bigger.json" -o yaml
+assert_eq 3 "$(option_field two nodes)" "three 1.2-core pods take three 2-core nodes"
+assert_eq 1 "$(option_field four nodes)" "and one 4-core node"
 assert_ok "plan, 7 nodes" "$FRUGAL" plan -c "$TMP/sizes.yaml" --pods "$TMP/three.json" --nodes "$TMP/nodes.json" -o yaml
 assert_eq 7 "$(yaml_value cluster_size)" "cluster size from NODES.json"
 assert_eq nodes "$(yaml_value cluster_size_from)" "said so"

@@ -1,0 +1,26 @@
+/* First fit onto nodes of one shape: see binpack.h. */
+#include "binpack.h"
+
+size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t count,
+                         const resources_t *node, int64_t max_pods, resources_t *room,
+                         int64_t *slots) {
+    size_t used = 0;
+    for (size_t k = 0; k < count; k++) {
+        const resources_t *p = &pods[order[k]];
+        size_t b = 0;
+        while (b < used &&
+               (room[b].cpu_milli < p->cpu_milli || room[b].memory_bytes < p->memory_bytes ||
+                room[b].gpu < p->gpu || slots[b] == 0))
+            b++;
+        if (b == used) {
+            room[used] = *node;
+            slots[used++] = max_pods > 0 ? max_pods : -1;
+        }
+        room[b].cpu_milli -= p->cpu_milli;
+        room[b].memory_bytes -= p->memory_bytes;
+        room[b].gpu -= p->gpu;
+        if (slots[b] > 0)
+            slots[b]--;
+    }
+    return used;
+}
