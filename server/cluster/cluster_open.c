@@ -478,6 +478,32 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
     return 0;
 }
 
+/* A group a reload adds may be stored already, by a replica whose config had it first
+ * (a shared store): g takes over its target size and instances, which writing g afresh
+ * would lose. *adopted: it did. */
+static int cluster__reload_adopt(cluster_t *c, group_t *g, bool *adopted, frugal_err_t *err) {
+    group_t stored;
+    memset(&stored, 0, sizeof(stored));
+    int rc = state_backend_stored(c->state, g->spec.id, &stored, err);
+    *adopted = false;
+    if (rc == FRUGAL_ENOTFOUND)
+        return 0;
+    if (rc == 0 && (stored.autoprovisioned || !stored.managed)) {
+        rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                            "node group %s: %s holds it as %s: choose another id", g->spec.id,
+                            state_backend_describe(c->state),
+                            stored.autoprovisioned ? "autoprovisioned" : "unmanaged");
+    } else if (rc == 0) {
+        log_info("reload: node group %s resumes as %s holds it (target size %d, %zu instances)",
+                 g->spec.id, state_backend_describe(c->state), (int)stored.target_size,
+                 stored.instances_count);
+        cluster__adopt(g, &stored);
+        *adopted = true;
+    }
+    group_clear(&stored);
+    return rc;
+}
+
 static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, frugal_err_t *err) {
     pthread_mutex_lock(&c->write_mu);
     const frugal_config_t *cur = c->cfg;
@@ -524,9 +550,12 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
         } else if (old == NULL || dropped) {
             group_t *g = cluster__group_from_config(ng);
             int32_t initial = ng->size >= 0 ? ng->size : ng->min_size;
+            bool adopted = false;
             if (g == NULL)
                 rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-            else if (g->managed && initial > 0)
+            else if (g->managed && !dropped)
+                rc = cluster__reload_adopt(c, g, &adopted, err);
+            if (rc == 0 && g != NULL && g->managed && !adopted && initial > 0)
                 rc = provider_increase(c->provider, g, initial, now, err);
             if (g != NULL)
                 cluster__update_empty(g, now);

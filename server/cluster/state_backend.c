@@ -50,6 +50,10 @@ int state_backend_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *er
     return b != NULL && b->ops->sync != NULL ? b->ops->sync(b, deadline_ms, err) : 0;
 }
 
+int state_backend_stored(state_backend_t *b, const char *id, group_t *out, frugal_err_t *err) {
+    return b != NULL && b->ops->stored != NULL ? b->ops->stored(b, id, out, err) : FRUGAL_ENOTFOUND;
+}
+
 const char *state_backend_describe(const state_backend_t *b) {
     return b != NULL ? b->ops->describe(b) : "in memory";
 }

@@ -70,6 +70,11 @@ typedef struct state_backend_ops {
     /* Keep every other writer out while an offline command (`frugal state import`)
      * writes: the file backend's lock. NULL: the store's transactions do already. */
     int (*exclude)(state_backend_t *b, frugal_err_t *err);
+    /* The group id as the store holds it now, into *out (group_clear), for a group this
+     * replica does not serve yet (another replica's config has it): a reload that adds it
+     * takes it over rather than write it afresh. FRUGAL_ENOTFOUND when none is stored.
+     * NULL op: the store holds this replica's groups only. */
+    int (*stored)(state_backend_t *b, const char *id, group_t *out, frugal_err_t *err);
     /* Whether this replica runs provider work (hooks, timers, expiry) now. NULL: always. */
     bool (*leader)(state_backend_t *b);
     /* Deliver other replicas' commits to fn from now on, on a thread of the backend; fn
@@ -106,6 +111,7 @@ bool state_backend_leader(state_backend_t *b);
 int state_backend_watch(state_backend_t *b, state_watch_fn fn, void *arg, frugal_err_t *err);
 void state_backend_lease(state_backend_t *b, state_lease_fn fn, void *arg);
 int state_backend_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err);
+int state_backend_stored(state_backend_t *b, const char *id, group_t *out, frugal_err_t *err);
 const char *state_backend_describe(const state_backend_t *b);
 void state_backend_destroy(state_backend_t *b);
 

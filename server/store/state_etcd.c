@@ -635,6 +635,30 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     pthread_mutex_unlock(&e->mu);
 }
 
+static int etcd_stored(state_backend_t *b, const char *id, group_t *out, frugal_err_t *err) {
+    etcd_backend_t *e = b->impl;
+    pthread_mutex_lock(&e->mu);
+    const seen_t *s = strmap_get(e->seen, id);
+    char *text = s != NULL ? strdup(s->text) : NULL;
+    pthread_mutex_unlock(&e->mu);
+    if (s == NULL)
+        return FRUGAL_ENOTFOUND;
+    char *key = se__group_key(e, id);
+    state_t one = {0};
+    int rc = text == NULL || key == NULL ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory")
+                                         : state_parse(key, text, strlen(text), &one, err);
+    if (rc == 0 && (one.count != 1 || strcmp(one.groups[0].spec.id, id) != 0))
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "etcd key %s holds not exactly group %s", key, id);
+    if (rc == 0) {
+        *out = one.groups[0];
+        memset(&one.groups[0], 0, sizeof(one.groups[0]));
+    }
+    state_free(&one);
+    free(key);
+    free(text);
+    return rc;
+}
+
 /* After a compaction: read everything and deliver what differs from the cache. */
 static void se__resync(etcd_backend_t *e) {
     Etcdserverpb__RangeResponse *resp = NULL;
@@ -1081,6 +1105,7 @@ static const state_backend_ops_t etcd_ops = {
     .kind = "etcd",
     .load = etcd_load,
     .commit = etcd_commit,
+    .stored = etcd_stored,
     .lock = etcd_lock,
     .leader = etcd_leader,
     .lease = etcd_lease,

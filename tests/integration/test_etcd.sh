@@ -360,6 +360,23 @@ for max in 12 14 16; do
 done
 assert_no_match "refused" "$(cat "$HL1" "$HL2")" "no reload was refused"
 echo "    reloads that lost to the other replica and ran again: $(cat "$HL1" "$HL2" | grep -c 'applying the reload again' || true)"
+
+log "a group one replica's reload adds, then the other's: the other takes over its nodes"
+# wait_max OPS_PORT GROUP MAX: wait (5 s) until that replica serves GROUP with MAX.
+wait_max() { local i; for i in $(seq 1 50); do [ "$(metric_l "$1" "frugal_node_group_max_size{node_group=\"$2\"}")" = "$3" ] && return 0; sleep 0.1; done; return 1; }
+sed -i '/{id: web-a,/a\  - {id: web-d, machine_type: n1-standard-2, min_size: 0, max_size: 5}' "$TMP/h1.yaml"
+kill -HUP "$HP1"
+wait_max "$HO1" web-d 5 && pass || fail "h1 serves web-d after its reload"
+ADDR="127.0.0.1:$H1" assert_ok "3 nodes of web-d on h1" ctl increase web-d 3
+sed -i '/{id: web-a,/a\  - {id: web-d, machine_type: n1-standard-2, min_size: 0, max_size: 5}' "$TMP/h2.yaml"
+kill -HUP "$HP2"
+wait_max "$HO2" web-d 5 && pass || fail "h2 serves web-d after its reload"
+assert_eq 3 "$(ADDR="127.0.0.1:$H2" target_size web-d)" "h2 resumes web-d at 3, as stored"
+assert_eq 3 "$(ADDR="127.0.0.1:$H2" ctl nodes web-d 2>/dev/null | grep -c 'frugal://web-d/')" "with its 3 instances"
+assert_eq 3 "$(ADDR="127.0.0.1:$H1" target_size web-d)" "h1 still has 3"
+assert_match "target=3" "$(etcd_get /frugal/hup/groups/web-d)" "etcd still holds 3"
+assert_match "node group web-d resumes as etcd prefix /frugal/hup/ holds it \(target size 3, 3 instances\)" \
+    "$(cat "$HL2")" "logged"
 kill -TERM "$HP1" "$HP2"
 wait "$HP1" "$HP2" 2>/dev/null
 
