@@ -231,7 +231,10 @@ int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, s
             goto fail;
         }
     }
-    /* Reserve everything publishing needs so that it cannot fail after the write. */
+    /* Reserve everything publishing needs so that it cannot fail after the write. A
+     * reserve may move the arrays and rehash the indexes the readers use: under the
+     * write lock too. */
+    pthread_rwlock_wrlock(&c->lock);
     if (c->count + appends > c->cap) {
         size_t cap = c->cap * 2 > c->count + appends ? c->cap * 2 : c->count + appends;
         group_t **groups = realloc(c->groups, cap * sizeof(*groups));
@@ -240,17 +243,17 @@ int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, s
         iref_t **refs = groups != NULL ? realloc(c->refs, cap * sizeof(*refs)) : NULL;
         if (refs != NULL)
             c->refs = refs;
-        if (groups == NULL || refs == NULL) {
+        if (groups == NULL || refs == NULL)
             rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory adding node groups");
-            goto fail;
-        }
-        c->cap = cap;
+        else
+            c->cap = cap;
     }
-    if (strmap_reserve(c->by_id, c->count + appends) != 0 ||
-        strmap_reserve(c->by_instance, instances) != 0) {
+    if (rc == 0 && (strmap_reserve(c->by_id, c->count + appends) != 0 ||
+                    strmap_reserve(c->by_instance, instances) != 0))
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory growing the indexes");
+    pthread_rwlock_unlock(&c->lock);
+    if (rc != 0)
         goto fail;
-    }
     old_groups = calloc(n > 0 ? n : 1, sizeof(*old_groups));
     old_refs = calloc(n > 0 ? n : 1, sizeof(*old_refs));
     if (old_groups == NULL || old_refs == NULL) {
