@@ -194,6 +194,8 @@ static const ProtobufCFieldDescriptor *pb__nul(const ProtobufCMessageDescriptor 
 const ProtobufCFieldDescriptor *pb_string_with_nul(const ProtobufCMessageDescriptor *desc,
                                                    const uint8_t *data, size_t len,
                                                    const ProtobufCMessageDescriptor **owner) {
+    if (data == NULL) /* an empty message: NULL + 0 is no pointer arithmetic C allows */
+        return NULL;
     pb_in_t in = {data, data + len};
-    return data != NULL ? pb__nul(desc, &in, 0, owner) : NULL;
+    return pb__nul(desc, &in, 0, owner);
 }
