@@ -194,10 +194,17 @@ static const char *propose__get2(const propose_set_t *a, const kv_list_t *b, con
     return v;
 }
 
+/* A further test of a candidate zone (the pods' affinity); NULL accepts any. */
+typedef struct propose_zone_test {
+    bool (*holds)(const void *ctx, const char *zone);
+    const void *ctx;
+} propose_zone_test_t;
+
 /* Whether a node of type t can carry the well-known labels of a ∪ b, and the zone such
- * a group gets (borrowed from the config; NULL when no zone is configured). */
+ * a group gets: the first allowed zone that passes test (borrowed from the config; NULL
+ * when no zone is configured). */
 static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, const kv_list_t *b,
-                             const char **zone_out) {
+                             const propose_zone_test_t *test, const char **zone_out) {
     const machine_type_t *mt = t->mt;
     const char *v;
     if ((v = propose__get2(a, b, K8S_LABEL_INSTANCE_TYPE)) != NULL && strcmp(v, mt->name) != 0)
@@ -221,9 +228,13 @@ static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, co
         if (region != NULL &&
             strcmp(region, template_region_of_zone(t->zones[i], buf, sizeof(buf))) != 0)
             continue;
+        if (test != NULL && !test->holds(test->ctx, t->zones[i]))
+            continue;
         chosen = t->zones[i];
     }
     if (chosen == NULL && (zone != NULL || region != NULL || t->zones_count > 0))
+        return false;
+    if (t->zones_count == 0 && test != NULL && !test->holds(test->ctx, NULL))
         return false;
     if (zone_out != NULL)
         *zone_out = chosen;
@@ -322,13 +333,20 @@ static bool propose__same_affinity(const propose_pod_t *a, const propose_pod_t *
            (a->affinity == NULL || memcmp(a->affinity, b->affinity, a->affinity_len) == 0);
 }
 
-/* Whether the affinity of selector s and of every folded one holds for set in zone. */
-static bool propose__affinities_hold(const propose_work_t *w, const propose_type_t *t,
-                                     const propose_set_t *set, const char *zone, size_t s) {
-    for (size_t k = 0; k < w->sels_count; k++) {
-        const propose_pod_t *p = w->sel_pod[k];
-        if ((k == s || w->folded[k]) && p->affinity != NULL &&
-            !propose__affinity_holds(t, set, zone, p->affinity, p->affinity_len))
+/* Whether the affinity of selector s and of every folded one holds for set in a zone. */
+typedef struct propose_fold {
+    const propose_work_t *w;
+    const propose_type_t *t;
+    const propose_set_t *set;
+    size_t s;
+} propose_fold_t;
+
+static bool propose__affinities_hold(const void *ctx, const char *zone) {
+    const propose_fold_t *f = ctx;
+    for (size_t k = 0; k < f->w->sels_count; k++) {
+        const propose_pod_t *p = f->w->sel_pod[k];
+        if ((k == f->s || f->w->folded[k]) && p->affinity != NULL &&
+            !propose__affinity_holds(f->t, f->set, zone, p->affinity, p->affinity_len))
             return false;
     }
     return true;
@@ -522,7 +540,7 @@ static int propose__for_type(const propose_params_t *params, propose_work_t *w,
     for (size_t i = 0; i < w->n; i++) {
         const propose_pod_t *p = &w->pods[i];
         w->remaining[i] = !p->impossible && propose__fits(t->mt, &p->request) &&
-                          propose__resolve(t, NULL, &p->selector, NULL);
+                          propose__resolve(t, NULL, &p->selector, NULL, NULL);
         any = any || w->remaining[i];
     }
     if (!any)
@@ -554,11 +572,13 @@ static int propose__for_type(const propose_params_t *params, propose_work_t *w,
             for (size_t j = 0; j < k; j++) {
                 const kv_list_t *sel = w->sels[w->order[j]];
                 const char *z = NULL;
-                if (!propose__agrees(&set, sel) || !propose__resolve(t, &set, sel, &z))
+                if (!propose__agrees(&set, sel))
                     continue;
                 size_t before = set.count;
                 propose__merge(&set, sel);
-                if (!propose__affinities_hold(w, t, &set, z, w->order[j])) {
+                propose_fold_t fold = {w, t, &set, w->order[j]};
+                propose_zone_test_t affinities = {propose__affinities_hold, &fold};
+                if (!propose__resolve(t, &set, NULL, &affinities, &z)) {
                     set.count = before;
                     continue;
                 }
