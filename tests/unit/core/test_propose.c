@@ -598,37 +598,27 @@ static void test_affinity_beyond_pins(void **state) {
 }
 
 /* A zone the pods' affinity allows is chosen even when it is not the first allowed
- * zone: pods that allow b or c, and one that refuses b, all go to c. */
+ * zone: pods that allow b or c go to b, and with one that refuses b, all go to c. */
 static void test_affinity_picks_zone(void **state) {
     (void)state;
-    fixture_t f;
-    load(&f, "n1-standard-2", "us-central1-a, us-central1-b, us-central1-c");
-    add(&f, (pod_def_t){"b-or-c", "500m", "1Gi", NULL, NULL,
-                        "topology.kubernetes.io/zone=us-central1-b|us-central1-c"});
-    add(&f, (pod_def_t){"c-or-b", "500m", "1Gi", NULL, NULL,
-                        "topology.kubernetes.io/zone=us-central1-c|us-central1-b"});
-    add(&f, (pod_def_t){"not-b", "500m", "1Gi", NULL, NULL,
-                        "topology.kubernetes.io/zone!=us-central1-b"});
-    run(&f);
-    assert_int_equal(f.res.unschedulable_count, 0);
-    assert_int_equal(f.res.count, 1);
-    const propose_proposal_t *p = &f.res.proposals[0];
-    assert_string_equal(p->zone, "us-central1-c");
-    assert_int_equal(p->pods_count, 3);
-    done(&f);
-
-    /* Alone, the first two go to b, the first allowed zone that holds. */
-    load(&f, "n1-standard-2", "us-central1-a, us-central1-b, us-central1-c");
-    add(&f, (pod_def_t){"b-or-c", "500m", "1Gi", NULL, NULL,
-                        "topology.kubernetes.io/zone=us-central1-b|us-central1-c"});
-    add(&f, (pod_def_t){"c-or-b", "500m", "1Gi", NULL, NULL,
-                        "topology.kubernetes.io/zone=us-central1-c|us-central1-b"});
-    run(&f);
-    assert_int_equal(f.res.unschedulable_count, 0);
-    assert_int_equal(f.res.count, 1);
-    assert_string_equal(f.res.proposals[0].zone, "us-central1-b");
-    assert_int_equal(f.res.proposals[0].pods_count, 2);
-    done(&f);
+    for (int with_not_b = 0; with_not_b <= 1; with_not_b++) {
+        fixture_t f;
+        load(&f, "n1-standard-2", "us-central1-a, us-central1-b, us-central1-c");
+        add(&f, (pod_def_t){"b-or-c", "500m", "1Gi", NULL, NULL,
+                            "topology.kubernetes.io/zone=us-central1-b|us-central1-c"});
+        add(&f, (pod_def_t){"c-or-b", "500m", "1Gi", NULL, NULL,
+                            "topology.kubernetes.io/zone=us-central1-c|us-central1-b"});
+        if (with_not_b)
+            add(&f, (pod_def_t){"not-b", "500m", "1Gi", NULL, NULL,
+                                "topology.kubernetes.io/zone!=us-central1-b"});
+        run(&f);
+        assert_int_equal(f.res.unschedulable_count, 0);
+        assert_int_equal(f.res.count, 1);
+        assert_string_equal(f.res.proposals[0].zone,
+                            with_not_b ? "us-central1-c" : "us-central1-b");
+        assert_int_equal(f.res.proposals[0].pods_count, 2 + with_not_b);
+        done(&f);
+    }
 }
 
 int main(void) {
