@@ -218,10 +218,8 @@ int ranking_format_strategy_figures(ranking_strategy_t strategy, const ranking_f
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size) {
     char penalty[48];
     return snprintf(buf, size,
-                    "node_price=%f nodes_price=%f pods_price=%f damper_price=%f pref_cpu=%f "
-                    "ratio=%f unfitness=%f suppressed=%f score=%f%s",
-                    f->node_price, f->nodes_price, f->pods_price, f->damper_price, f->pref_cpu,
-                    f->ratio, f->unfitness, f->suppressed, f->score,
+                    "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f%s",
+                    f->node_price, f->pods_price, f->ratio, f->unfitness, f->suppressed, f->score,
                     ranking__penalty(f, penalty, sizeof(penalty)));
 }
 
@@ -260,7 +258,7 @@ int ranking_parse_figures_after(const char *debug, const char *separator, rankin
         *out = f;
         return 0;
     }
-    /* Servers from before C, X and pref_cpu were shown wrote six figures. */
+    /* Servers of 2026-11-29 and 30 wrote C, X and pref_cpu too. */
     if (sscanf(p,
                "node_price=%lf nodes_price=%lf pods_price=%lf damper_price=%lf pref_cpu=%lf "
                "ratio=%lf unfitness=%lf suppressed=%lf score=%lf",

@@ -107,9 +107,10 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
 bool ranking_scores_tie(double a, double b);
 
 /* The figures as appended to an option's debug string under pricing-proposal:
- * "node_price=%f nodes_price=%f pods_price=%f damper_price=%f pref_cpu=%f ratio=%f
- * unfitness=%f suppressed=%f score=%f" (P, C, T, X, pref_cpu in cores, then the score's
- * terms); ranking_parse_figures also reads the six figures of older servers.
+ * "node_price=%f pods_price=%f ratio=%f unfitness=%f suppressed=%f score=%f" (P, T, then
+ * the score's terms), then " not_exist_penalty=%f" for a group that does not exist yet;
+ * ranking_parse_figures also reads the nine figures (with C, X, pref_cpu) that servers
+ * wrote for a while.
  * Returns what snprintf returns. */
 int ranking_format_figures(const ranking_figures_t *f, char *buf, size_t size);
 

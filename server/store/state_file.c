@@ -287,15 +287,24 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
         return 0;
     if (errno != ENOENT)
         return frugal_err_set(err, FRUGAL_EIO, "state file %s: %s", f->path, strerror(errno));
-    if (init) {
-        log_info("state file %s does not exist: initialising it from the configuration "
-                 "(--init-state)",
-                 f->path);
-        return 0;
-    }
     char prev[PATH_MAX];
     snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, f->path);
     bool has_prev = access(prev, F_OK) == 0;
+    /* A previous generation says frugal has run on this volume: the file was lost, not
+     * never written, so even --init-state must not start afresh over it. */
+    if (init && has_prev)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "state file %s does not exist, but its previous generation %s "
+                              "does: frugal has run here before, so --init-state will not start "
+                              "afresh. To restore it (losing at most the last change), run: cp "
+                              "%s %s; to start afresh deliberately, remove %s first",
+                              f->path, prev, prev, f->path, prev);
+    if (init) {
+        log_warn("state file %s does not exist: initialising it from the configuration "
+                 "(--init-state), every node group at its initial size",
+                 f->path);
+        return 0;
+    }
     const char *config_arg = config_path != NULL ? config_path : "CONFIG";
     return frugal_err_set(
         err, FRUGAL_EPRECOND,

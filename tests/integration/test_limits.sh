@@ -137,6 +137,18 @@ assert_ok "increase again" ctl increase pool-a 1
 stop_server
 assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "sealed header"
 [ -e "$STATE.prev" ] && pass || fail "the previous generation is kept"
+
+log "a lost state file beside its previous generation: even --init-state refuses"
+mv "$STATE" "$TMP/lost.yaml"
+for cmd in "serve -c $TMP/frugal.yaml --init-state" "state init -c $TMP/frugal.yaml"; do
+    run timeout 10 "$FRUGAL" $cmd
+    assert_eq 1 "$RC" "$cmd exits 1"
+    assert_match "state file $STATE does not exist, but its previous generation $STATE.prev does: frugal has run here before" \
+        "$ERR" "$cmd says the file was lost"
+    assert_match "cp $STATE.prev $STATE" "$ERR" "$cmd gives the command that restores it"
+    [ ! -e "$STATE" ] && pass || fail "$cmd wrote nothing"
+done
+mv "$TMP/lost.yaml" "$STATE"
 serve_plain "$TMP/plain.log"
 assert_eq 3 "$(target_size pool-a)" "resumed without the flag"
 stop_server

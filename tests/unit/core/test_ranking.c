@@ -481,24 +481,24 @@ static void test_figures_round_trip(void **state) {
     char buf[512];
     int len = ranking_format_figures(&f, buf, sizeof(buf));
     assert_true(len > 0 && (size_t)len < sizeof(buf));
-    assert_string_equal(buf, "node_price=0.380000 nodes_price=0.760000 pods_price=0.003000 "
-                             "damper_price=0.016000 pref_cpu=8.000000 ratio=40.000000 "
+    assert_string_equal(buf, "node_price=0.380000 pods_price=0.003000 ratio=40.000000 "
                              "unfitness=1.000000 suppressed=1.000000 score=40.000000");
     char debug[600];
     snprintf(debug, sizeof(debug), "ca says hi | x%s%s", RANKING_DEBUG_SEPARATOR, buf);
     assert_int_equal(ranking_parse_figures(debug, &g), 0);
     assert_true(g.scored);
     assert_near(g.node_price, 0.38, 1e-9);
-    assert_near(g.nodes_price, 0.76, 1e-9);
     assert_near(g.pods_price, 0.003, 1e-9);
-    assert_near(g.damper_price, 0.016, 1e-9);
-    assert_near(g.pref_cpu, 8, 1e-9);
+    assert_near(g.ratio, 40.0, 1e-9);
     assert_near(g.score, 40.0, 1e-9);
-    /* An older server's six figures still parse. */
-    assert_int_equal(ranking_parse_figures(" | frugal: node_price=0.38 pods_price=0.003 "
+    /* The nine figures servers wrote for a while (with C, X, pref_cpu) still parse. */
+    assert_int_equal(ranking_parse_figures(" | frugal: node_price=0.38 nodes_price=0.76 "
+                                           "pods_price=0.003 damper_price=0.016 pref_cpu=8 "
                                            "ratio=20.8 unfitness=1 suppressed=1 score=20.8",
                                            &g),
                      0);
+    assert_near(g.nodes_price, 0.76, 1e-9);
+    assert_near(g.damper_price, 0.016, 1e-9);
     assert_near(g.score, 20.8, 1e-9);
     assert_int_equal(ranking_parse_figures("no figures", &g), FRUGAL_EINVAL);
     assert_int_equal(ranking_parse_figures(" | frugal: node_price=1", &g), FRUGAL_EINVAL);
