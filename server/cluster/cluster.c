@@ -349,19 +349,21 @@ void cluster__update_empty(group_t *g, int64_t now) {
  * The mutation driver: budgeted lock, retry after another replica's commit, log line
  * ---------------------------------------------------------------------------------- */
 
-/* The log line of a mutation: method, group, delta, outcome (err's message on failure)
- * and the time since t0 (clock_mono_ms_exact). */
-static void cluster__log(const char *method, const char *id, long delta, int rc,
-                         const frugal_err_t *err, double t0) {
+/* The log line of a mutation: what it did, the call's method and peer, group, delta,
+ * outcome (err's message on failure) and the time since t0 (clock_mono_ms_exact). */
+static void cluster__log(const char *what, const cluster_call_t *call, const char *id, long delta,
+                         int rc, const frugal_err_t *err, double t0) {
     double ms = clock_mono_ms_exact() - t0;
     log_field_t fields[] = {
+        LOG_STR("method", call != NULL && call->method != NULL ? call->method : what),
+        LOG_STR("peer", call != NULL ? call->peer : NULL),
         LOG_STR("node_group", id != NULL ? id : ""),
         LOG_INT("delta", delta),
         LOG_STR("code", frugal_err_code_name(rc)),
         LOG_STR("message", rc != 0 && err != NULL ? err->msg : NULL),
         LOG_NUM("duration_ms", ms),
     };
-    log_fields(LOG_LEVEL_INFO, fields, sizeof(fields) / sizeof(fields[0]), "%s", method);
+    log_fields(LOG_LEVEL_INFO, fields, sizeof(fields) / sizeof(fields[0]), "%s", what);
 }
 
 /* The least time a mutation must have left when it takes the write lock. */
@@ -446,7 +448,7 @@ int cluster__mutate(cluster_t *c, const cluster_call_t *call, const char *method
         rc = locked(c, &ctx, args, err);
         pthread_mutex_unlock(&c->write_mu);
     } while (cluster__retry(c, rc, &attempt, ctx.deadline_ms));
-    cluster__log(method, id, delta, rc, err, t0);
+    cluster__log(method, call, id, delta, rc, err, t0);
     return rc;
 }
 

@@ -530,6 +530,11 @@ static void call_run(call_state_t *cs) {
             ctx.cfg = cluster_config_acquire(ctx.cluster);
         gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
         ctx.call.deadline_ms = call_budget_end(cs, deadline);
+        char name[256], cn[256];
+        if (cs->entry->method->changes) { /* what a mutation's log line names */
+            ctx.call.method = call_method_name(cs, name, sizeof(name));
+            ctx.call.peer = call_peer_cn(cs, cn, sizeof(cn));
+        }
         ctx.explain = call_has_metadata(cs, WIRE_EXPLAIN_METADATA);
         rc = service_method_call(cs->entry->method, &ctx, cs->payload, deadline, &cs->response,
                                  &err);

@@ -59,6 +59,15 @@ assert_match 'FRUGAL_LOG_LEVEL="loud"' "$ERR" "FRUGAL_LOG_LEVEL message"
 sed "s/^ops_listen: .*/ops_listen: unix:\/tmp\/x/" "$TMP/frugal.yaml" >"$TMP/bad-ops.yaml"
 assert_exit 1 "ops_listen on a unix socket" "$FRUGAL" serve -c "$TMP/bad-ops.yaml"
 assert_match 'ops_listen.*needs HOST:PORT' "$ERR" "ops_listen message"
+# with JSON logs, a config's errors are JSON lines too, each with its FILE:LINE:COL
+run "$FRUGAL" serve -c "$TMP/bad-ops.yaml" --log-format json
+assert_eq 1 "$RC" "ops_listen on a unix socket (JSON logs)"
+run python3 -c '
+import json, sys
+events = [json.loads(l) for l in sys.stdin.read().splitlines()]
+print(" ".join(e["level"] for e in events), any(e["msg"].startswith(sys.argv[1] + ":") for e in events))
+' "$TMP/bad-ops.yaml" <<<"$ERR"
+assert_eq "error True" "$OUT" "one JSON error line naming FILE:LINE:COL [$ERR]"
 
 log "serve with JSON logs at debug level (from the environment)"
 export FRUGAL_LOG_FORMAT=json FRUGAL_LOG_LEVEL=debug
@@ -301,8 +310,11 @@ rpc = find(lambda e: e["msg"] == "rpc" and e.get("method", "").endswith("/NodeGr
 if rpc.get("peer") != "ca-client" or not isinstance(rpc.get("duration_ms"), (int, float)):
     sys.exit("rpc fields: %r" % rpc)
 find(lambda e: e["msg"] == "rpc" and e.get("code") == "NOT_FOUND", "rpc NOT_FOUND")
-find(lambda e: e.get("node_group") == "s2" and e.get("delta") == 2 and e.get("code") == "OK"
-     and "duration_ms" in e, "increase mutation")
+inc = find(lambda e: e.get("node_group") == "s2" and e.get("delta") == 2 and e.get("code") == "OK"
+           and "duration_ms" in e, "increase mutation")
+if inc["level"] != "info" or inc.get("peer") != "ca-client" or \
+        inc.get("method") != "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroupIncreaseSize":
+    sys.exit("the mutation's info line names no method or peer: %r" % inc)
 find(lambda e: e.get("node_group") == "nope" and e.get("code") == "NOT_FOUND", "refused mutation")
 find(lambda e: e.get("source") == "grpc" and e.get("file") and isinstance(e.get("line"), int),
      "gRPC's own (routed through gpr_set_log_function)")

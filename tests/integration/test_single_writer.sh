@@ -24,6 +24,16 @@ assert_eq 1 "$RC" "the second serve exits 1"
 assert_match "pid $first" "$ERR" "the message names the holder's pid"
 assert_match "$TMP/state" "$ERR" "the message names the state file"
 assert_eq 1 "$(( $(date +%s) - start <= 3 ))" "it exits at once"
+# with JSON logs every line of stderr parses, the refusal included
+run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml" --log-format json
+assert_eq 1 "$RC" "the second serve exits 1 (JSON logs)"
+run python3 -c '
+import json, sys
+lines = sys.stdin.read().splitlines()
+events = [json.loads(l) for l in lines]
+print([e["level"] for e in events if "pid" in e["msg"] and "only one process" in e["msg"]])
+' <<<"$ERR"
+assert_eq "['error']" "$OUT" "the refusal is one JSON error line [$ERR]"
 
 log "the same state file behind another port is refused too"
 OTHER=$(free_port)
