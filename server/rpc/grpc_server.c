@@ -1081,6 +1081,12 @@ void frugal_server_get_usage(const frugal_server_t *s, frugal_server_usage_t *ou
     out->changes_parked = atomic_load(&((frugal_server_t *)s)->changes_parked);
 }
 
+double frugal_server_certificate_not_after(const frugal_server_t *s, size_t i) {
+    if (i >= s->listeners_count || s->reloaders == NULL || s->reloaders[i] == NULL)
+        return -1;
+    return tls_reloader_not_after(s->reloaders[i]);
+}
+
 /* How long stop waits for the workers to free the calls the server let go of. */
 #define STOP_DRAIN_MS 2000
 

@@ -35,6 +35,10 @@ typedef struct frugal_server_usage {
 /* A snapshot of server's usage; safe from any thread while the server runs. */
 void frugal_server_get_usage(const frugal_server_t *server, frugal_server_usage_t *out);
 
+/* notAfter (seconds since the epoch) of the certificate listener i (in the config's
+ * order) serves to new connections; -1 for a plaintext listener. */
+double frugal_server_certificate_not_after(const frugal_server_t *server, size_t i);
+
 /* True once frugal_server_stop has begun (the health service reports NOT_SERVING). */
 bool frugal_server_is_stopping(void);
 

@@ -13,9 +13,6 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
-#include <openssl/bio.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include "grpc_server.h"
 #include "log.h"
@@ -107,25 +104,10 @@ static void ops__process_metrics(metrics_buf_t *b) {
 
 /* ---- certificates ---- */
 
-/* notAfter of the first certificate in path, seconds since the epoch; -1 when the file
- * cannot be read or holds no certificate. */
-static double ops__cert_expiry(const char *path) {
-    BIO *bio = BIO_new_file(path, "r");
-    if (bio == NULL)
-        return -1;
-    X509 *cert = PEM_read_bio_X509(bio, NULL, NULL, NULL);
-    BIO_free(bio);
-    if (cert == NULL)
-        return -1;
-    struct tm tm;
-    double t = -1;
-    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
-        t = (double)timegm(&tm);
-    X509_free(cert);
-    return t;
-}
-
-static void ops__cert_metrics(const frugal_config_t *cfg, metrics_buf_t *b) {
+/* The certificate each TLS listener serves to new connections (a rotation that failed
+ * its checks is not served, so not shown). */
+static void ops__cert_metrics(const frugal_config_t *cfg, const frugal_server_t *server,
+                              metrics_buf_t *b) {
     static const char *const names[] = {"listener"};
     const char *name = "frugal_tls_certificate_expiry_timestamp_seconds";
     metrics_buf_family(b, name,
@@ -135,7 +117,7 @@ static void ops__cert_metrics(const frugal_config_t *cfg, metrics_buf_t *b) {
         const listener_config_t *l = &cfg->listeners[i];
         if (l->tls_cert == NULL)
             continue;
-        double t = ops__cert_expiry(l->tls_cert);
+        double t = frugal_server_certificate_not_after(server, i);
         if (t < 0) {
             log_warn("metrics: cannot read the certificate of listener %s from %s", l->address,
                      l->tls_cert);
@@ -189,9 +171,10 @@ void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster,
     metrics_write(b);
     if (cluster != NULL)
         cluster_metrics_write(cluster, b);
-    if (server != NULL)
+    if (server != NULL) {
         ops__limits_metrics(server, b);
-    ops__cert_metrics(cfg, b);
+        ops__cert_metrics(cfg, server, b);
+    }
     ops__process_metrics(b);
 }
 

@@ -16,12 +16,13 @@ struct tls_reloader {
     const char *paths[TLS_FILES]; /* borrowed from the config; TLS_CA may be NULL */
     file_version_t loaded[TLS_FILES];
     bool have_loaded;
+    double not_after;   /* of the certificate loaded last */
     pthread_mutex_t mu; /* handshakes may run on several threads */
 };
 
-/* Read every file of r into a new certificate config. */
+/* Read every file of r into a new certificate config, and its certificate's notAfter. */
 static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_config **out,
-                             file_version_t *versions, frugal_err_t *err) {
+                             file_version_t *versions, double *not_after, frugal_err_t *err) {
     char *pem[TLS_FILES] = {NULL, NULL, NULL};
     int rc = 0;
     for (int i = 0; i < TLS_FILES && rc == 0; i++) {
@@ -48,10 +49,23 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
          * own chain stands in. */
         const char *roots = pem[TLS_CA] != NULL ? pem[TLS_CA] : pem[TLS_CERT];
         *out = grpc_ssl_server_certificate_config_create(roots, &pair, 1);
+        *not_after = pem_not_after(pem[TLS_CERT]);
     }
     for (int i = 0; i < TLS_FILES; i++)
         free(pem[i]);
     return rc;
+}
+
+/* Whether a file of r changed since it was loaded (or nothing was). Under r->mu. */
+static bool tls_reloader_changed(const tls_reloader_t *r) {
+    bool changed = !r->have_loaded;
+    for (int i = 0; i < TLS_FILES && !changed; i++) {
+        file_version_t now;
+        if (r->paths[i] != NULL &&
+            (file_version_of(r->paths[i], &now) != 0 || !file_version_equal(&now, &r->loaded[i])))
+            changed = true;
+    }
+    return changed;
 }
 
 /* gRPC's certificate config fetcher, called at each new handshake. */
@@ -60,23 +74,18 @@ tls_reloader_fetch(void *user_data, grpc_ssl_server_certificate_config **config)
     tls_reloader_t *r = user_data;
     grpc_ssl_certificate_config_reload_status status = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
     pthread_mutex_lock(&r->mu);
-    bool changed = !r->have_loaded;
-    for (int i = 0; i < TLS_FILES && !changed; i++) {
-        file_version_t now;
-        if (r->paths[i] != NULL &&
-            (file_version_of(r->paths[i], &now) != 0 || !file_version_equal(&now, &r->loaded[i])))
-            changed = true;
-    }
-    if (changed) {
+    if (tls_reloader_changed(r)) {
         file_version_t versions[TLS_FILES];
         frugal_err_t err;
         frugal_err_clear(&err);
         memset(versions, 0, sizeof(versions));
-        if (tls_reloader_load(r, config, versions, &err) == 0) {
+        double not_after = -1;
+        if (tls_reloader_load(r, config, versions, &not_after, &err) == 0) {
             if (r->have_loaded)
                 log_info("TLS material of %s reloaded", r->paths[TLS_CERT]);
             memcpy(r->loaded, versions, sizeof(versions));
             r->have_loaded = true;
+            r->not_after = not_after;
             status = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW;
         } else {
             /* Keep serving the previous material; a half-written rotation is retried at
@@ -106,7 +115,7 @@ grpc_server_credentials *tls_server_credentials(const listener_config_t *l,
     /* Read once up front for a precise error; gRPC fetches again on creation. */
     grpc_ssl_server_certificate_config *probe = NULL;
     file_version_t versions[TLS_FILES];
-    if (tls_reloader_load(r, &probe, versions, err) != 0) {
+    if (tls_reloader_load(r, &probe, versions, &r->not_after, err) != 0) {
         tls_reloader_free(r);
         return NULL;
     }
@@ -127,6 +136,25 @@ grpc_server_credentials *tls_server_credentials(const listener_config_t *l,
     }
     *reloader = r;
     return creds;
+}
+
+double tls_reloader_not_after(tls_reloader_t *r) {
+    pthread_mutex_lock(&r->mu);
+    double t = r->not_after;
+    if (r->have_loaded && tls_reloader_changed(r)) {
+        /* What the next handshake will load: the new files once they pass its checks. */
+        grpc_ssl_server_certificate_config *probe = NULL;
+        file_version_t versions[TLS_FILES];
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        double next = -1;
+        if (tls_reloader_load(r, &probe, versions, &next, &err) == 0) {
+            grpc_ssl_server_certificate_config_destroy(probe);
+            t = next;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return t;
 }
 
 void tls_reloader_free(tls_reloader_t *r) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
@@ -90,6 +91,19 @@ int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) 
                  : frugal_err_set(err, FRUGAL_EINVAL, "%s: the certificate %s", path, why);
     X509_free(cert);
     return rc;
+}
+
+double pem_not_after(const char *pem) {
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    X509 *cert = bio != NULL ? pem__next_certificate(bio) : NULL;
+    BIO_free(bio);
+    ERR_clear_error();
+    struct tm tm;
+    double t = -1;
+    if (cert != NULL && ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
+        t = (double)timegm(&tm);
+    X509_free(cert);
+    return t;
 }
 
 int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err) {

@@ -18,6 +18,10 @@ int pem_read_file(const char *path, char **out, frugal_err_t *err);
  * not valid yet. A server must not start with, or rotate to, such a certificate. */
 int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err);
 
+/* notAfter of the first certificate of the PEM text, in seconds since the epoch; -1 when
+ * it holds none. */
+double pem_not_after(const char *pem);
+
 /* Check a CA bundle, the PEM text read from path: FRUGAL_EINVAL naming path when it holds
  * no readable certificate, or when none of its certificates is valid now (the first
  * one's reason given). An expired certificate beside a valid one is kept: a bundle

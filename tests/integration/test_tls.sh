@@ -154,9 +154,18 @@ assert_match "$PKI/expired.key is not the private key of the certificate in $PKI
     "the error names the mismatched pair"
 cp "$PKI/server2.crt" "$PKI/live.crt" && cp "$PKI/server2.key" "$PKI/live.key" # server.crt was emptied above
 bad_config "$PKI/live.crt" "$PKI/live.key"
+LIVE_OPS=$(free_port)
+echo "ops_listen: 127.0.0.1:$LIVE_OPS" >>"$TMP/bad-tls.yaml"
 ADDR="127.0.0.1:$BAD_PORT"
 CTL_OPTS=(--tls-ca "$PKI/ca2.crt" --timeout 3000)
 start_server "$TMP/bad-tls.yaml"
+# served_expiry: the expiry metric of the live listener
+served_expiry() {
+    curl -s --max-time 5 "http://127.0.0.1:$LIVE_OPS/metrics" |
+        sed -n "s/^frugal_tls_certificate_expiry_timestamp_seconds{listener=\"127.0.0.1:$BAD_PORT\"} //p"
+}
+LIVE_EXPIRY=$(date -u -d "$(openssl x509 -in "$PKI/server2.crt" -noout -enddate | sed 's/notAfter=//')" +%s)
+assert_eq "$LIVE_EXPIRY" "$(served_expiry)" "the expiry metric shows the served certificate"
 assert_ok "increase before the bad rotation" ctl increase pool-a 1
 log "a CA bundle: an expired certificate beside a valid one is kept, a bundle of none valid is refused"
 cat "$PKI/expired.crt" "$PKI/ca2.crt" >"$PKI/rotating-ca.crt"
@@ -181,6 +190,7 @@ cp "$PKI/expired.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.c
 assert_ok "a rotation to an expired certificate keeps the last good one" ctl health
 assert_eq 1 "$(target_size pool-a)" "and the server's data"
 assert_match "TLS reload failed, keeping the current certificate: .*expired" "$(cat "$SERVER_LOG")" "the refusal is logged"
+assert_eq "$LIVE_EXPIRY" "$(served_expiry)" "the expiry metric still shows the served certificate, not the refused one"
 cp "$PKI/server2.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.crt" # with expired.key
 assert_ok "a rotation to a certificate of another key keeps the last good one" ctl health
 assert_match "TLS reload failed, keeping the current certificate: .*live.key is not the private key of the certificate in .*live.crt" \

@@ -19,6 +19,11 @@ typedef struct tls_reloader tls_reloader_t;
 grpc_server_credentials *tls_server_credentials(const listener_config_t *l,
                                                 tls_reloader_t **reloader, frugal_err_t *err);
 
+/* notAfter (seconds since the epoch) of the certificate the listener serves to new
+ * connections: the one loaded last, or the rotated files' once they pass the checks a
+ * handshake makes (a rotation to a bad certificate is not served, so not shown). */
+double tls_reloader_not_after(tls_reloader_t *r);
+
 void tls_reloader_free(tls_reloader_t *r);
 
 #endif
