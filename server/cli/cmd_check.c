@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "config.h"
 #include "config_summary.h"
+#include "pem.h"
 #include "pricing.h"
 
 static int check_usage(FILE *f, int status) {
@@ -27,6 +28,28 @@ int cmd_load_config(const char *path, frugal_config_t **cfg) {
         fprintf(stderr, "%s: %s\n", path, frugal_err_describe(rc));
     free(errors);
     return 1;
+}
+
+/* A warning for each TLS listener whose files frugal serve would refuse (missing,
+ * expired, another key's): not an error, since a config is often checked away from the
+ * machine that holds its certificates. */
+static void check__tls_files(const frugal_config_t *cfg) {
+    for (size_t i = 0; i < cfg->listeners_count; i++) {
+        const listener_config_t *l = &cfg->listeners[i];
+        if (l->tls_cert == NULL)
+            continue;
+        const char *const paths[3] = {l->tls_cert, l->tls_key, l->tls_client_ca};
+        char *pem[3];
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        if (pem_load_tls(paths, pem, &err) != 0) {
+            fprintf(stderr, "warning: listener %s: %s: frugal serve here would refuse it\n",
+                    l->address, err.msg);
+            continue;
+        }
+        for (int k = 0; k < 3; k++)
+            free(pem[k]);
+    }
 }
 
 int cmd_check(int argc, char **argv) {
@@ -86,6 +109,7 @@ int cmd_check(int argc, char **argv) {
         fprintf(stderr, "warning: %s\n", inert);
     if (config_autoprov_limits_warning(cfg, inert, sizeof(inert)))
         fprintf(stderr, "warning: %s\n", inert);
+    check__tls_files(cfg);
     config_summary_print(cfg, stdout);
     config_free(cfg);
     return fflush(stdout) == 0 ? 0 : 1;

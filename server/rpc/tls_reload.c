@@ -25,22 +25,11 @@ static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_conf
                              file_version_t *versions, double *not_after, frugal_err_t *err) {
     char *pem[TLS_FILES] = {NULL, NULL, NULL};
     int rc = 0;
-    for (int i = 0; i < TLS_FILES && rc == 0; i++) {
-        if (r->paths[i] == NULL)
-            continue;
-        if (file_version_of(r->paths[i], &versions[i]) != 0)
+    for (int i = 0; i < TLS_FILES && rc == 0; i++)
+        if (r->paths[i] != NULL && file_version_of(r->paths[i], &versions[i]) != 0)
             rc = frugal_err_set(err, FRUGAL_EIO, "cannot stat %s", r->paths[i]);
-        else
-            rc = pem_read_file(r->paths[i], &pem[i], err);
-    }
     if (rc == 0)
-        rc = pem_check_certificate(r->paths[TLS_CERT], pem[TLS_CERT], err);
-    if (rc == 0)
-        rc = pem_check_key_pair(r->paths[TLS_CERT], pem[TLS_CERT], r->paths[TLS_KEY], pem[TLS_KEY],
-                                err);
-    /* A client CA without a valid certificate would refuse every client, unexplained. */
-    if (rc == 0 && pem[TLS_CA] != NULL)
-        rc = pem_check_bundle(r->paths[TLS_CA], pem[TLS_CA], err);
+        rc = pem_load_tls(r->paths, pem, err);
     if (rc == 0) {
         grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
                                            .cert_chain = pem[TLS_CERT]};

@@ -93,6 +93,28 @@ int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) 
     return rc;
 }
 
+int pem_load_tls(const char *const paths[3], char *pem[3], frugal_err_t *err) {
+    int rc = 0;
+    for (int i = 0; i < 3; i++)
+        pem[i] = NULL;
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (paths[i] != NULL)
+            rc = pem_read_file(paths[i], &pem[i], err);
+    if (rc == 0)
+        rc = pem_check_certificate(paths[0], pem[0], err);
+    if (rc == 0)
+        rc = pem_check_key_pair(paths[0], pem[0], paths[1], pem[1], err);
+    /* A client CA without a valid certificate would refuse every client, unexplained. */
+    if (rc == 0 && pem[2] != NULL)
+        rc = pem_check_bundle(paths[2], pem[2], err);
+    if (rc != 0)
+        for (int i = 0; i < 3; i++) {
+            free(pem[i]);
+            pem[i] = NULL;
+        }
+    return rc;
+}
+
 double pem_not_after(const char *pem) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
     X509 *cert = bio != NULL ? pem__next_certificate(bio) : NULL;

@@ -34,4 +34,10 @@ int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err);
 int pem_check_key_pair(const char *cert_path, const char *cert_pem, const char *key_path,
                        const char *key_pem, frugal_err_t *err);
 
+/* A listener's TLS material: paths[0..2] are its certificate, key and client CA (NULL:
+ * none), read into pem[0..2] (malloc'ed; pem[2] NULL without a CA) after every check a
+ * server makes before serving them: the certificate valid now, the key its own, the CA
+ * bundle holding a valid certificate. On error every pem[i] is NULL. */
+int pem_load_tls(const char *const paths[3], char *pem[3], frugal_err_t *err);
+
 #endif

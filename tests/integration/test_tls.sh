@@ -60,6 +60,7 @@ EOF
 
 log "check accepts the TLS config"
 assert_ok "frugal check of the TLS config" "$FRUGAL" check -c "$TMP/tls.yaml"
+assert_no_match "warning: listener" "$ERR" "its files pass serve's checks: no warning"
 
 ADDR="127.0.0.1:$TLS_PORT"
 CTL_OPTS=(--tls-ca "$PKI/ca.crt")
@@ -139,10 +140,16 @@ bad_config "$PKI/expired.crt" "$PKI/expired.key"
 run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
 assert_eq 1 "$RC" "serve refuses an expired certificate"
 assert_match "$PKI/expired.crt: the certificate expired on Jan  2 00:00:00 2020 GMT" "$ERR" "the error names the file and the date"
+# check warns (the files may live on another machine) and still exits 0
+assert_ok "check of a config whose certificate expired" "$FRUGAL" check -c "$TMP/bad-tls.yaml"
+assert_match "^warning: listener 127.0.0.1:$BAD_PORT: $PKI/expired.crt: the certificate expired on Jan  2 00:00:00 2020 GMT: frugal serve here would refuse it" \
+    "$ERR" "check warns, naming the listener, the file and the date"
 bad_config "$PKI/missing.crt" "$PKI/server.key"
 run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
 assert_eq 1 "$RC" "serve refuses a missing certificate"
 assert_match "$PKI/missing.crt" "$ERR" "the error names the missing file"
+assert_ok "check of a config whose certificate is missing" "$FRUGAL" check -c "$TMP/bad-tls.yaml"
+assert_match "^warning: listener 127.0.0.1:$BAD_PORT: cannot (read|open|stat) $PKI/missing.crt" "$ERR" "check warns"
 bad_config "$PKI" "$PKI/server.key"
 run timeout 10 "$FRUGAL" serve -c "$TMP/bad-tls.yaml"
 assert_eq 1 "$RC" "serve refuses an unreadable certificate (a directory)"
