@@ -536,6 +536,7 @@ static void call_run(call_state_t *cs) {
             ctx.call.peer = call_peer_cn(cs, cn, sizeof(cn));
         }
         ctx.explain = call_has_metadata(cs, WIRE_EXPLAIN_METADATA);
+        ctx.services = cs->entry->ep->services;
         rc = service_method_call(cs->entry->method, &ctx, cs->payload, deadline, &cs->response,
                                  &err);
         if (ctx.cluster != NULL)

@@ -39,6 +39,8 @@ typedef struct service_ctx {
     /* The call carried the `frugal-explain` request metadata (WIRE_EXPLAIN_METADATA):
      * BestOptions then answers every option with its figures, not only the winners. */
     bool explain;
+    /* The services the call's listener offers (LISTENER_SERVICE_* bits); 0: every one. */
+    unsigned services;
 } service_ctx_t;
 
 /* The memory a typed handler builds its response in: the response message itself and

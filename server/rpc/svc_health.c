@@ -1,6 +1,6 @@
 /* grpc.health.v1.Health/Check: SERVING for the whole server ("") and for each service
- * frugal serves, NOT_FOUND for other names (the gRPC health-checking protocol's answer
- * to an unknown service). NOT_SERVING once shutdown has begun: only a Check received
+ * the call's listener offers, NOT_FOUND for other names (the gRPC health-checking
+ * protocol's answer to a service the server does not serve). NOT_SERVING once shutdown has begun: only a Check received
  * before it sees that, since the listeners then refuse new calls. */
 #include <string.h>
 
@@ -9,14 +9,14 @@
 #include "service.h"
 #include "wire_names.h"
 
-static bool health_knows(const char *name) {
+static bool health_offers(const char *name, unsigned services) {
     const service_def_t *known[] = {&service_cloudprovider, &service_expander,
                                     &service_autoprovisioning, &service_health};
     if (name[0] == '\0')
         return true;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(known[i]->name, name) == 0)
-            return true;
+            return services == 0 || (known[i]->listener_service & services) != 0;
     return false;
 }
 
@@ -24,8 +24,9 @@ static int health_check(service_ctx_t *ctx, const void *request, void *response,
                         frugal_err_t *err) {
     const Grpc__Health__V1__HealthCheckRequest *req = request;
     Grpc__Health__V1__HealthCheckResponse *resp = response;
-    if (!health_knows(req->service))
-        return frugal_err_set(err, FRUGAL_ENOTFOUND, "unknown service \"%s\"", req->service);
+    if (!health_offers(req->service, ctx->services))
+        return frugal_err_set(err, FRUGAL_ENOTFOUND, "service \"%s\" is not served here",
+                              req->service);
     resp->status = frugal_server_is_stopping()
                        ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;

@@ -231,6 +231,9 @@ assert_ok "health in plaintext on the probe port" "$FRUGAL" ctl --addr "127.0.0.
 assert_eq SERVING "$OUT" "the probe sees SERVING"
 assert_status UNIMPLEMENTED "no CloudProvider call on the probe port" \
     "$FRUGAL" ctl --addr "127.0.0.1:$HEALTH_PORT" node-groups
+assert_status NOT_FOUND "nor is the expander's health SERVING there" \
+    "$FRUGAL" ctl --addr "127.0.0.1:$HEALTH_PORT" health grpcplugin.Expander
+assert_match 'service "grpcplugin.Expander" is not served here' "$ERR" "it says why"
 
 if [ -n "${OPS_PORT:-}" ]; then
     log "the kubelet's HTTP probes on the ops endpoint"
@@ -253,6 +256,10 @@ EXP=("$FRUGAL" ctl --addr "127.0.0.1:$EXP_PORT" --tls-ca "$EXPANDER_CA" --tls-se
 assert_ok "BestOptions over TLS without a client certificate" "${EXP[@]}" best-options "$TMP/options.yaml"
 assert_match 'pool-a' "$OUT" "the expander answered"
 assert_status UNIMPLEMENTED "no CloudProvider call on the expander port" "${EXP[@]}" increase pool-a 1
+assert_ok "the expander's health on its port" "${EXP[@]}" health grpcplugin.Expander
+assert_eq SERVING "$OUT" "SERVING where it is served"
+assert_status NOT_FOUND "the CloudProvider's health on the expander port" \
+    "${EXP[@]}" health clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider
 
 log "CA's cloud provider: mutual TLS with the cloud-config's files"
 CP=("$FRUGAL" ctl --addr "127.0.0.1:$CP_PORT" --tls-ca "$CLIENT_CACERT" --tls-server-name "$SERVER_NAME" --timeout 3000)
