@@ -1,7 +1,7 @@
 /* grpc.health.v1.Health/Check: SERVING for the whole server ("") and for each service
  * the call's listener offers, NOT_FOUND for other names (the gRPC health-checking
- * protocol's answer to a service the server does not serve). NOT_SERVING once shutdown has begun: only a Check received
- * before it sees that, since the listeners then refuse new calls. */
+ * protocol's answer to a service the server does not serve). NOT_SERVING once shutdown has begun:
+ * only a Check received before it sees that, since the listeners then refuse new calls. */
 #include <string.h>
 
 #include "grpc_server.h"
