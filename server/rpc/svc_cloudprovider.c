@@ -125,16 +125,33 @@ static const group_t *group_from_template_name(cluster_t *c, const char *name) {
     return NULL;
 }
 
+/* The group in a simulated instance's id, frugal://<group>/<name>, whether or not the
+ * instance still exists (a node CA still lists after its deletion). */
+static const group_t *group_from_simulated_id(cluster_t *c, const char *provider_id) {
+    static const char scheme[] = "frugal://";
+    if (strncmp(provider_id, scheme, sizeof(scheme) - 1) != 0)
+        return NULL;
+    const char *id = provider_id + sizeof(scheme) - 1, *slash = strchr(id, '/');
+    char buf[256];
+    if (slash == NULL || (size_t)(slash - id) >= sizeof(buf))
+        return NULL;
+    memcpy(buf, id, (size_t)(slash - id));
+    buf[slash - id] = '\0';
+    return cluster_find_group(c, buf);
+}
+
 /* The group a node belongs to (docs/wire.md), the one resolution of every handler: its
  * provider id (an instance of a group), then, when by_name (pricing: CA's template
- * nodes carry no provider id), its name as a template node's, then its
- * frugal.io/node-group label. NULL when none matches. Managed or not: the caller
- * decides. With the cluster's read lock held. */
+ * nodes carry no provider id), the group a simulated instance's id names and its name as
+ * a template node's, then its frugal.io/node-group label. NULL when none matches.
+ * Managed or not: the caller decides. With the cluster's read lock held. */
 static const group_t *resolve_node_group(cluster_t *c, const EG(ExternalGrpcNode) * node,
                                          bool by_name) {
     const group_t *g = NULL;
     if (node->providerid[0] != '\0')
         g = cluster_find_instance(c, node->providerid, NULL);
+    if (g == NULL && by_name)
+        g = group_from_simulated_id(c, node->providerid);
     if (g == NULL && by_name && node->name[0] != '\0')
         g = group_from_template_name(c, node->name);
     if (g == NULL) {

@@ -231,6 +231,11 @@ assert_ok "node-price by instance-type label" ctl node-price "" --name some-node
     --label node.kubernetes.io/instance-type=test-4
 assert_near 0.2 "$OUT" "priced from the instance-type label"
 assert_status NOT_FOUND "node-price of an unknown node" ctl node-price aws:///x/i-1 --name stranger
+assert_ok "node-price of a deleted instance (CA may still list its node)" ctl node-price frugal://pool-b/pool-b-999 --hours 2
+assert_near 0.4 "$OUT" "priced as its group's node"
+assert_status NOT_FOUND "node-price of a simulated id naming no group" ctl node-price frugal://nope/nope-1
+assert_ok "node-group-for-node of that deleted instance" ctl node-group-for-node frugal://pool-b/pool-b-999
+assert_eq "(no node group)" "$OUT" "but it belongs to no group: CA must not count it"
 assert_status INVALID_ARGUMENT "node-price without a period" ctl node-price "$inst_b" --no-period
 assert_status INVALID_ARGUMENT "node-price with an inverted period" ctl node-price "$inst_b" --hours -1
 assert_ok "pod-price" ctl -o yaml pod-price --cpu 2 --memory 4Gi
