@@ -351,9 +351,10 @@ static void replay__rows(const replay_cmd_t *c, replay_row_t *rows) {
     }
 }
 
-/* Where the pods no group can host come from, on stderr: the trace line and the pod, or
- * the family, of the first such pod in the first run of each workload (every run sees the
- * same pods of a trace, and a family's shapes are the same in every seed). */
+/* Where the pods no group can host come from, on stderr: the trace line and the pod of
+ * each of the first REPLAY_UNHOSTABLE_NAMED such pods, or the family of the first, in the
+ * first run of each workload (every run sees the same pods of a trace, and a family's
+ * shapes are the same in every seed). */
 static void replay__warn_unhostable(const replay_cmd_t *c) {
     for (size_t w = 0; w < c->workloads_count; w++) {
         const replay_figures_t *f = replay__run(c, w, 0, 0);
@@ -361,21 +362,28 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
         if (f->unhostable == 0)
             continue;
         if (wl->is_trace) {
-            const replay_trace_pod_t *tp = &wl->trace[f->unhostable_shape];
-            const k8s_object_meta_t *m = tp->pod->metadata;
-            char line[32] = "";
-            if (!(w == 0 && c->unsaved_first))
-                snprintf(line, sizeof(line), ":%zu", tp->line);
+            int64_t named = f->unhostable < REPLAY_UNHOSTABLE_NAMED ? f->unhostable
+                                                                     : REPLAY_UNHOSTABLE_NAMED;
+            for (int64_t k = 0; k < named; k++) {
+                const replay_trace_pod_t *tp = &wl->trace[f->unhostable_shapes[k]];
+                const k8s_object_meta_t *m = tp->pod->metadata;
+                char line[32] = "";
+                if (!(w == 0 && c->unsaved_first))
+                    snprintf(line, sizeof(line), ":%zu", tp->line);
+                fprintf(stderr,
+                        "frugal replay: %s%s: pod %s/%s: no node group can host this pod: "
+                        "counted, not placed\n",
+                        wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
+                        m != NULL && m->name ? m->name : "");
+            }
             fprintf(stderr,
-                    "frugal replay: %s%s: pod %s/%s: no node group can host this pod: counted, "
-                    "not placed (%" PRId64 " such pods)\n",
-                    wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
-                    m != NULL && m->name ? m->name : "", f->unhostable);
+                    "frugal replay: %s: %" PRId64 " pods no node group can host%s\n", wl->path,
+                    f->unhostable, f->unhostable > named ? " (the first ones named above)" : "");
         } else
             fprintf(stderr,
                     "frugal replay: %s: family %s: some of its pods no node group can host: "
                     "counted, not placed (%" PRId64 " such pods in seed 1)\n",
-                    wl->path, wl->families[f->unhostable_shape].name, f->unhostable);
+                    wl->path, wl->families[f->unhostable_shapes[0]].name, f->unhostable);
     }
 }
 

@@ -1222,8 +1222,8 @@ int replay_run_with(const frugal_config_t *cfg, const replay_workload_t *w,
                 hostable = replay__can_host(&s, &s.pods[next_pod], g);
             if (hostable)
                 s.pending[s.pending_count++] = (uint32_t)next_pod;
-            else if (s.fig.unhostable++ == 0)
-                s.fig.unhostable_shape = s.pods[next_pod].shape;
+            else if (s.fig.unhostable++ < REPLAY_UNHOSTABLE_NAMED)
+                s.fig.unhostable_shapes[s.fig.unhostable - 1] = s.pods[next_pod].shape;
         }
         /* 4, 5 */
         bool scaled = false;

@@ -174,14 +174,18 @@ const replay_policy_ops_t *const *replay_policy_list(size_t *count);
 
 /* ---- one run ---- */
 
+/* How many of a run's unhostable pods it remembers, for their names. */
+#define REPLAY_UNHOSTABLE_NAMED 10
+
 typedef struct replay_figures {
     double cost;       /* what the nodes cost, billed per loop */
     double ideal_cost; /* the pods' requests priced linearly for as long as they ran */
     double pending_pod_minutes;
     int64_t nodes_bought;
     int64_t pods;              /* pods that arrived */
-    int64_t unhostable;        /* pods no group can ever host: counted, never placed */
-    uint32_t unhostable_shape; /* the first one's family or trace line (when unhostable) */
+    int64_t unhostable; /* pods no group can ever host: counted, never placed */
+    /* the first REPLAY_UNHOSTABLE_NAMED of them: their family or trace pod */
+    uint32_t unhostable_shapes[REPLAY_UNHOSTABLE_NAMED];
     int64_t decisions;         /* loops in which the policy picked an option */
     int64_t nodes_drained;     /* non-empty nodes removed (replay_options_t) */
 } replay_figures_t;

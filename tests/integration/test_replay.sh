@@ -135,11 +135,14 @@ pod() { # NAME CPU MEMORY OWNER
     echo ""
     echo "{\"t\": \"2m\", \"pod\": $(pod huge 500 1Gi Job), \"duration\": 60}"
     echo "{\"t\": 600, \"pod\": $(pod c 1 12Gi StatefulSet), \"duration\": 3600}"
+    echo "{\"t\": 700, \"pod\": $(pod huger 900 1Gi Job), \"duration\": 60}"
 } >"$TMP/trace.jsonl"
 assert_ok "replay trace" "$FRUGAL" replay -c "$CFG" "$TMP/trace.jsonl" --seeds 2
-assert_match "^trace: 2.0 h, 2 seeds, 4 pods per seed, 1 that no group can host" "$OUT" "trace header"
-assert_eq "frugal replay: $TMP/trace.jsonl:4: pod default/huge: no node group can host this pod: counted, not placed (1 such pods)" \
-    "$ERR" "the pod's trace line named on stderr"
+assert_match "^trace: 2.0 h, 2 seeds, 5 pods per seed, 2 that no group can host" "$OUT" "trace header"
+assert_eq "frugal replay: $TMP/trace.jsonl:4: pod default/huge: no node group can host this pod: counted, not placed
+frugal replay: $TMP/trace.jsonl:6: pod default/huger: no node group can host this pod: counted, not placed
+frugal replay: $TMP/trace.jsonl: 2 pods no node group can host" \
+    "$ERR" "each pod's trace line named on stderr"
 sed 's/^families:$/&\n  - {name: giant, weight: 0.2, owner: Job, cpu: [300, 400], memory: 1Gi, lifetime: 10m}/' \
     "$FRUGAL_SOURCE_DIR/bench/workloads/web.yaml" >"$TMP/giant.yaml"
 assert_ok "replay a mix with a family no group can host" "$FRUGAL" replay -c "$CFG" "$TMP/giant.yaml" \
