@@ -362,8 +362,8 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
         if (f->unhostable == 0)
             continue;
         if (wl->is_trace) {
-            int64_t named = f->unhostable < REPLAY_UNHOSTABLE_NAMED ? f->unhostable
-                                                                     : REPLAY_UNHOSTABLE_NAMED;
+            int64_t named =
+                f->unhostable < REPLAY_UNHOSTABLE_NAMED ? f->unhostable : REPLAY_UNHOSTABLE_NAMED;
             for (int64_t k = 0; k < named; k++) {
                 const replay_trace_pod_t *tp = &wl->trace[f->unhostable_shapes[k]];
                 const k8s_object_meta_t *m = tp->pod->metadata;
@@ -376,9 +376,9 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
                         wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
                         m != NULL && m->name ? m->name : "");
             }
-            fprintf(stderr,
-                    "frugal replay: %s: %" PRId64 " pods no node group can host%s\n", wl->path,
-                    f->unhostable, f->unhostable > named ? " (the first ones named above)" : "");
+            fprintf(stderr, "frugal replay: %s: %" PRId64 " pods no node group can host%s\n",
+                    wl->path, f->unhostable,
+                    f->unhostable > named ? " (the first ones named above)" : "");
         } else
             fprintf(stderr,
                     "frugal replay: %s: family %s: some of its pods no node group can host: "

@@ -182,12 +182,12 @@ typedef struct replay_figures {
     double ideal_cost; /* the pods' requests priced linearly for as long as they ran */
     double pending_pod_minutes;
     int64_t nodes_bought;
-    int64_t pods;              /* pods that arrived */
+    int64_t pods;       /* pods that arrived */
     int64_t unhostable; /* pods no group can ever host: counted, never placed */
     /* the first REPLAY_UNHOSTABLE_NAMED of them: their family or trace pod */
     uint32_t unhostable_shapes[REPLAY_UNHOSTABLE_NAMED];
-    int64_t decisions;         /* loops in which the policy picked an option */
-    int64_t nodes_drained;     /* non-empty nodes removed (replay_options_t) */
+    int64_t decisions;     /* loops in which the policy picked an option */
+    int64_t nodes_drained; /* non-empty nodes removed (replay_options_t) */
 } replay_figures_t;
 
 /* Simulate hours of w (a trace: hours <= 0 means its whole span) under cfg's managed
