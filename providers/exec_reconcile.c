@@ -90,9 +90,10 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
 }
 
 /* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines no
- * group holds. With mu held. */
-static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hook_listing_t *l,
-                                 const reconcile_verdict_t *v) {
+ * group holds: a warning when a machine first shows or is deleted, debug while it only
+ * stays. With mu held. */
+static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile_group_t *rg,
+                                 const hook_listing_t *l, const reconcile_verdict_t *v) {
     bool remove = p->cfg->exec_reconcile_delete_unknown;
     metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
     for (size_t i = 0; i < v->unknown_count; i++) {
@@ -101,11 +102,12 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, const hoo
             if (l->items[k].id == id)
                 state = l->items[k].state;
         }
-        log_warn("exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
-                 "not know it (a leak)%s",
-                 id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
-                 remove ? ": deleting it"
-                        : "; provider.reconcile_delete_unknown deletes such machines");
+        log_write(remove || !reconcile_leak_known(rg, id) ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG,
+                  "exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
+                  "not know it (a leak)%s",
+                  id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
+                  remove ? ": deleting it"
+                         : "; provider.reconcile_delete_unknown deletes such machines");
         exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
         if (j != NULL) {
             j->orphan = true;
@@ -179,8 +181,11 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
             log_warn("exec: the list of node group %s shows machines of other node groups (%zu, "
                      "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
                      g->spec.id, v.foreign_count, v.foreign[0]);
-        if (v.unknown_judged)
-            exec__unknown_locked(p, g, &l, &v);
+        if (v.unknown_judged) {
+            exec__unknown_locked(p, g, rg, &l, &v);
+            if (reconcile_note_leaks(rg, &v) != 0)
+                log_error("exec: out of memory noting the leaks of %s: warned again", g->spec.id);
+        }
         if (v.replace_count > 0)
             exec__replace_locked(p, g, &v, now, changed);
         reconcile_verdict_clear(&v);

@@ -35,6 +35,7 @@ static void reconcile__ids_free(char **ids, size_t n) {
 static void reconcile__group_free(reconcile_group_t *rg) {
     reconcile__misses_free(rg->misses, rg->misses_count);
     reconcile__ids_free(rg->held, rg->held_count);
+    reconcile__ids_free(rg->leaks, rg->leaks_count);
     free(rg->group);
     free(rg);
 }
@@ -95,6 +96,30 @@ int reconcile_note_held(reconcile_group_t *rg, const group_t *g) {
     reconcile__ids_free(rg->held, rg->held_count);
     rg->held = ids;
     rg->held_count = n;
+    return 0;
+}
+
+bool reconcile_leak_known(const reconcile_group_t *rg, const char *id) {
+    for (size_t i = 0; i < rg->leaks_count; i++)
+        if (strcmp(rg->leaks[i], id) == 0)
+            return true;
+    return false;
+}
+
+int reconcile_note_leaks(reconcile_group_t *rg, const reconcile_verdict_t *v) {
+    size_t n = v->unknown_count;
+    char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
+    for (size_t i = 0; ids != NULL && i < n; i++) {
+        if ((ids[i] = strdup(v->unknown[i])) == NULL) {
+            reconcile__ids_free(ids, i);
+            ids = NULL;
+        }
+    }
+    if (ids == NULL)
+        return FRUGAL_ENOMEM;
+    reconcile__ids_free(rg->leaks, rg->leaks_count);
+    rg->leaks = ids;
+    rg->leaks_count = n;
     return 0;
 }
 

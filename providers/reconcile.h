@@ -40,6 +40,8 @@ typedef struct reconcile_group {
     size_t misses_count;
     char **held; /* the group's instance ids at its last refresh (reconcile_note_held) */
     size_t held_count;
+    char **leaks; /* the unknown machines of the last judged list (reconcile_note_leaks) */
+    size_t leaks_count;
 } reconcile_group_t;
 
 /* Every group's record. */
@@ -76,6 +78,14 @@ typedef struct reconcile_verdict {
  * them (a hook that lists more than GROUP's machines) is not shown a leak. 0, or
  * FRUGAL_ENOMEM with rg unchanged. */
 int reconcile_note_held(reconcile_group_t *rg, const group_t *g);
+
+/* Whether the last judged list of rg showed the unknown machine id too (it was
+ * reported then). */
+bool reconcile_leak_known(const reconcile_group_t *rg, const char *id);
+
+/* Remember v's unknown machines as the last judged list's. 0, or FRUGAL_ENOMEM with rg
+ * unchanged. */
+int reconcile_note_leaks(reconcile_group_t *rg, const reconcile_verdict_t *v);
 
 /* Judge listing l, queued at rg->listed_ms, against g: a running instance that was
  * running already an interval before the list and is not listed misses once more, and

@@ -182,6 +182,8 @@ assert_eq 1 "$(metric 'frugal_reconcile_unknown_machines\{node_group="pool-a"\}'
     "frugal_reconcile_unknown_machines"
 sleep 1.5
 assert_eq yes "$([ -f "$M/stray" ] && echo yes)" "not deleted without reconcile_delete_unknown"
+assert_eq 1 "$(grep -c 'warn .*machine test://stray (running) is listed by the hook' "$SERVER_LOG")" \
+    "the leak is warned once, not at every list"
 write_config true
 kill -HUP "$SERVER_PID"
 wait_for 10 grep -q "^test://stray$" "$TMP/deleted" 2>/dev/null || fail "the leak was not deleted"
