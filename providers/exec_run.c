@@ -217,14 +217,15 @@ void *exec__worker(void *arg) {
 
         exec__run(p, j, timeout);
         if (j->outcome == EXEC_FENCED)
-            log_warn("exec hook %s %s %s: %s; its result is not kept (the leader runs it)",
-                     exec__verb_name(j->verb), j->group, j->arg,
+            log_warn("exec hook %s %s%s%s: %s; its result is not kept (the leader runs it)",
+                     exec__verb_name(j->verb), j->group, j->arg[0] ? " " : "", j->arg,
                      j->message != NULL ? j->message : "fenced");
         else if (j->outcome != EXEC_OK)
-            log_warn("exec hook %s %s %s failed: %s", exec__verb_name(j->verb), j->group, j->arg,
-                     j->message != NULL ? j->message : "");
+            log_warn("exec hook %s %s%s%s failed: %s", exec__verb_name(j->verb), j->group,
+                     j->arg[0] ? " " : "", j->arg, j->message != NULL ? j->message : "");
         else
-            log_debug("exec hook %s %s %s: OK", exec__verb_name(j->verb), j->group, j->arg);
+            log_debug("exec hook %s %s%s%s: OK", exec__verb_name(j->verb), j->group,
+                      j->arg[0] ? " " : "", j->arg);
 
         pthread_mutex_lock(&p->mu);
         p->running--;

@@ -653,8 +653,8 @@ static bool call_admit(call_state_t *cs) {
     if (!within_share) {
         snprintf(msg, sizeof(msg),
                  "connection busy: %ld calls in flight, its fair share (limits."
-                 "max_calls_per_worker %ld x %zu workers / %ld connections with calls + 1, at "
-                 "least %d)",
+                 "max_calls_per_worker %ld x %zu workers / (%ld connections with calls + 1), "
+                 "at least %d)",
                  use.held, per_worker, s->workers_count, use.connections, CONN_SHARE_FLOOR);
         call_refused_for_share(cs, peer, msg);
     } else if (n > s->max_inflight ||
