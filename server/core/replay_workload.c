@@ -360,6 +360,10 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
             n = replay__join_surrogates(at, n, joined);
         int loaded = yaml_tree_load(joined != NULL ? joined : at, n, &obj, &ye);
         free(joined);
+        /* The parser saw one line: the place it names is a column of this line. */
+        char *ctx = loaded != 0 ? strstr(ye.message, " (line 1, column ") : NULL;
+        if (ctx != NULL)
+            memmove(ctx + 2, ctx + 10, strlen(ctx + 10) + 1);
         if (loaded != 0)
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "%s:%zu:%d: malformed trace line: %s (a trace holds one JSON "
