@@ -1,19 +1,27 @@
 /* The node groups' gauges for /metrics, read under the cluster's read lock at scrape
  * time (nothing is kept between scrapes). See cluster.h. */
 #include "cluster.h"
+#include "cluster_nap.h"
 #include "metrics.h"
 #include "pricing.h"
 
-typedef double (*group_figure_fn)(const group_t *g);
+typedef double (*group_figure_fn)(const cluster_t *c, const group_t *g);
 
-static double figure_target(const group_t *g) {
+static double figure_target(const cluster_t *c, const group_t *g) {
+    (void)c;
     return g->target_size;
 }
-static double figure_min(const group_t *g) {
-    return g->min_size;
+/* The bounds as NodeGroups advertises them to CA: the cluster-wide limits may narrow
+ * the configured ones. */
+static double figure_min(const cluster_t *c, const group_t *g) {
+    int32_t min, max;
+    cluster_nap_sizes(c, g, &min, &max);
+    return min;
 }
-static double figure_max(const group_t *g) {
-    return g->max_size;
+static double figure_max(const cluster_t *c, const group_t *g) {
+    int32_t min, max;
+    cluster_nap_sizes(c, g, &min, &max);
+    return max;
 }
 
 static void cluster__gauge(cluster_t *c, metrics_buf_t *b, const char *name, const char *help,
@@ -23,7 +31,7 @@ static void cluster__gauge(cluster_t *c, metrics_buf_t *b, const char *name, con
     for (size_t i = 0; i < cluster_groups_count(c); i++) {
         const group_t *g = cluster_group_at(c, i);
         const char *values[] = {g->spec.id};
-        metrics_buf_sample(b, name, names, values, 1, fn(g));
+        metrics_buf_sample(b, name, names, values, 1, fn(c, g));
     }
 }
 
@@ -39,8 +47,10 @@ void cluster_metrics_write(cluster_t *c, metrics_buf_t *b) {
     cluster_read_lock(c);
     const frugal_config_t *cfg = cluster_config(c); /* stable under the read lock */
     cluster__gauge(c, b, "frugal_node_group_target_size", "Node group target size.", figure_target);
-    cluster__gauge(c, b, "frugal_node_group_min_size", "Node group minimum size.", figure_min);
-    cluster__gauge(c, b, "frugal_node_group_max_size", "Node group maximum size.", figure_max);
+    cluster__gauge(c, b, "frugal_node_group_min_size",
+                   "Node group minimum size, as advertised to CA.", figure_min);
+    cluster__gauge(c, b, "frugal_node_group_max_size",
+                   "Node group maximum size, as advertised to CA.", figure_max);
     metrics_buf_family(b, "frugal_instances", "Instances of a node group, by state.", "gauge");
     for (size_t i = 0; i < cluster_groups_count(c); i++) {
         const group_t *g = cluster_group_at(c, i);

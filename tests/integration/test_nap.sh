@@ -8,6 +8,8 @@
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
+OPS=$(free_port)
+while [ "$OPS" = "$PORT" ]; do OPS=$(free_port); done
 ADDR="127.0.0.1:$PORT"
 STATE="$TMP/state.yaml"
 ZONE=us-central1-a
@@ -23,6 +25,7 @@ write_config() {
     cat >"$TMP/frugal.yaml" <<EOF
 listen:
   - address: 127.0.0.1:$PORT
+ops_listen: 127.0.0.1:$OPS
 state_file: $STATE
 provider:
   kind: simulated
@@ -117,6 +120,9 @@ assert_match 'theoretical' "$NG_LIST" "debug says theoretical"
 assert_eq 3 "$(max_size "$HM")" "highmem maxSize cut by max_cpu"
 assert_eq 12 "$(max_size "$S1")" "standard-1 maxSize cut by max_cpu"
 assert_eq 1 "$(max_size as)" "as maxSize cut by max_cpu"
+METRICS=$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")
+assert_match "^frugal_node_group_max_size\{node_group=\"$HM\"\} 3$" "$METRICS" "the max size metric is the advertised one"
+assert_match '^frugal_node_group_max_size\{node_group="as"\} 1$' "$METRICS" "for a configured group too"
 assert_eq 0 "$(target_size "$HM")" "theoretical target size"
 
 log "template of a theoretical label-set group"
