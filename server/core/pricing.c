@@ -15,18 +15,13 @@ double pricing_linear(const pricing_config_t *pricing, const resources_t *r) {
            (double)r->gpu * pricing->gpu;
 }
 
-/* On-demand price: configured/catalog, else linear with GPUs at their catalog price. */
+/* On-demand price: configured/catalog, else linear from the pricing section, GPUs at
+ * pricing.gpu. */
 static double pricing__on_demand(const frugal_config_t *cfg, const machine_type_t *mt) {
     if (mt->price >= 0)
         return mt->price;
-    resources_t r = {mt->cpu_milli, mt->memory_bytes, 0};
-    double price = pricing_linear(&cfg->pricing, &r);
-    if (mt->gpu > 0) {
-        const catalog_gpu_t *g =
-            cfg->pricing.builtin_catalog ? catalog_find_gpu(mt->gpu_type) : NULL;
-        price += (double)mt->gpu * (g != NULL ? g->price : cfg->pricing.gpu);
-    }
-    return price;
+    resources_t r = {mt->cpu_milli, mt->memory_bytes, mt->gpu};
+    return pricing_linear(&cfg->pricing, &r);
 }
 
 double pricing_machine_price(const frugal_config_t *cfg, const machine_type_t *mt, bool spot,

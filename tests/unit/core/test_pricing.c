@@ -75,15 +75,15 @@ static void test_machine_price(void **state) {
     assert_price(pricing_machine_price(&cfg, &types[0], false, -1), 0.095);
     /* No price: linear from capacity. */
     assert_price(pricing_machine_price(&cfg, &types[1], false, -1), 4 * 0.033174 + 16 * 0.004446);
-    /* GPUs at their catalog price. */
+    /* No price: GPUs at pricing.gpu too, whatever their type (the catalog's per-GPU
+     * prices are not the pricing section's). */
     assert_price(pricing_machine_price(&cfg, &types[2], false, -1),
-                 4 * 0.033174 + 16 * 0.004446 + 2 * 0.35);
-    /* Unknown GPU type: pricing.gpu. */
+                 4 * 0.033174 + 16 * 0.004446 + 2 * 0.7);
     assert_price(pricing_machine_price(&cfg, &types[3], false, -1),
                  4 * 0.033174 + 16 * 0.004446 + 0.7);
     /* A configured price includes everything. */
     assert_price(pricing_machine_price(&cfg, &types[4], false, -1), 3.0);
-    /* catalog: none -> GPUs at pricing.gpu. */
+    /* catalog: none changes nothing here. */
     cfg.pricing.builtin_catalog = false;
     assert_price(pricing_machine_price(&cfg, &types[2], false, -1),
                  4 * 0.033174 + 16 * 0.004446 + 2 * 0.7);
@@ -119,7 +119,7 @@ static void test_group_node_price(void **state) {
     spec.spot_price = 0.03;
     assert_price(pricing_group_node_price(&cfg, &spec), 0.03);
     spec = make_spec("gpu-t4");
-    assert_price(pricing_group_node_price(&cfg, &spec), 4 * 0.033174 + 16 * 0.004446 + 0.7);
+    assert_price(pricing_group_node_price(&cfg, &spec), 4 * 0.033174 + 16 * 0.004446 + 2 * 0.7);
     /* Not in the effective catalog (cfg holds it; the builtin table is not consulted). */
     spec = make_spec("n1-standard-4");
     assert_true(pricing_group_node_price(&cfg, &spec) < 0);
