@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "instance_id.h"
 #include "utf8.h"
 
 static bool hook__blank(char c) {
@@ -42,7 +43,7 @@ const char *hook_output_id_problem(const char *id, char *buf, size_t size) {
      * would be taken for. */
     if (!utf8_valid(id))
         return "is not UTF-8 text";
-    if (strncmp(id, "frugal://", 9) == 0)
+    if (strncmp(id, INSTANCE_ID_SCHEME, sizeof(INSTANCE_ID_SCHEME) - 1) == 0)
         return "uses frugal's own placeholder scheme frugal://";
     return NULL;
 }

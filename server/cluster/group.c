@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "instance_id.h"
+
 void instance_clear(instance_t *inst) {
     free(inst->id);
     free(inst->error_code);
@@ -146,10 +148,7 @@ void group_free(group_t *g) {
 }
 
 const char *instance_name_in_group(const char *id, const char *group) {
-    static const char scheme[] = "frugal://";
-    size_t glen = strlen(group);
-    if (strncmp(id, scheme, sizeof(scheme) - 1) != 0)
-        return "";
-    id += sizeof(scheme) - 1;
-    return strncmp(id, group, glen) == 0 && id[glen] == '/' ? id + glen + 1 : "";
+    size_t len;
+    const char *in = instance_id_group(id, &len);
+    return in != NULL && strlen(group) == len && strncmp(in, group, len) == 0 ? in + len + 1 : "";
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "group_rules.h"
+#include "instance_id.h"
 #include "k8s_name.h"
 #include "strbuf.h"
 #include "strmap.h"
@@ -513,7 +514,7 @@ static bool state__text_ok(const char *s) {
 static const char *state__provider_id_problem(const char *id, const char *group) {
     if (!state__text_ok(id) || strpbrk(id, "\t\n") != NULL)
         return "not UTF-8 text on one line";
-    if (strncmp(id, "frugal://", 9) != 0)
+    if (strncmp(id, INSTANCE_ID_SCHEME, sizeof(INSTANCE_ID_SCHEME) - 1) != 0)
         return NULL;
     const char *name = instance_name_in_group(id, group);
     return name == NULL || name[0] == '\0' ? "does not belong to the group it is listed under"

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "instance_id.h"
 #include "node_info.h"
 
 /* Exact products: requests x 100 x nodes stays far inside 128 bits. */
@@ -253,19 +254,16 @@ static bool escalator__same_shape(const node_group_config_t *g, const k8s_node_t
 
 long escalator_group_of_node(const frugal_config_t *cfg, const k8s_node_t *node,
                              escalator_claim_t *how) {
-    static const char scheme[] = "frugal://";
     escalator_claim_t rule = ESCALATOR_CLAIM_NONE;
     long found = -1;
     const char *label = node_info_label(node, FRUGAL_LABEL_NODE_GROUP);
     if (label != NULL && (found = escalator__group_index(cfg, label, strlen(label))) >= 0)
         rule = ESCALATOR_CLAIM_LABEL;
     const char *pid = node->spec != NULL ? node->spec->providerid : NULL;
-    if (found < 0 && pid != NULL && strncmp(pid, scheme, sizeof(scheme) - 1) == 0) {
-        const char *id = pid + sizeof(scheme) - 1;
-        const char *slash = strchr(id, '/');
-        if (slash != NULL && (found = escalator__group_index(cfg, id, (size_t)(slash - id))) >= 0)
-            rule = ESCALATOR_CLAIM_PROVIDER_ID;
-    }
+    size_t len;
+    const char *id = found < 0 ? instance_id_group(pid, &len) : NULL;
+    if (id != NULL && (found = escalator__group_index(cfg, id, len)) >= 0)
+        rule = ESCALATOR_CLAIM_PROVIDER_ID;
     for (size_t i = 0; found < 0 && i < cfg->node_groups_count; i++) {
         if (escalator__same_shape(&cfg->node_groups[i], node)) {
             found = (long)i;

@@ -10,6 +10,8 @@
 #include "catalog.h"
 #include "cluster.h"
 #include "cluster_nap.h"
+#include "instance_id.h"
+#include "k8s_name.h"
 #include "externalgrpc.pb-c.h"
 #include "k8s.h"
 #include "log.h"
@@ -128,15 +130,13 @@ static const group_t *group_from_template_name(cluster_t *c, const char *name) {
 /* The group in a simulated instance's id, frugal://<group>/<name>, whether or not the
  * instance still exists (a node CA still lists after its deletion). */
 static const group_t *group_from_simulated_id(cluster_t *c, const char *provider_id) {
-    static const char scheme[] = "frugal://";
-    if (strncmp(provider_id, scheme, sizeof(scheme) - 1) != 0)
+    size_t len;
+    const char *id = instance_id_group(provider_id, &len);
+    char buf[K8S_NAME_MAX + 1]; /* a group id is a DNS label: a longer one names none */
+    if (id == NULL || len >= sizeof(buf))
         return NULL;
-    const char *id = provider_id + sizeof(scheme) - 1, *slash = strchr(id, '/');
-    char buf[256];
-    if (slash == NULL || (size_t)(slash - id) >= sizeof(buf))
-        return NULL;
-    memcpy(buf, id, (size_t)(slash - id));
-    buf[slash - id] = '\0';
+    memcpy(buf, id, len);
+    buf[len] = '\0';
     return cluster_find_group(c, buf);
 }
 
