@@ -295,26 +295,32 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
     if (init && has_prev)
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "state file %s does not exist, but its previous generation %s "
-                              "does: frugal has run here before, so --init-state will not start "
-                              "afresh. To restore it (losing at most the last change), run: cp "
+                              "does: frugal has run here before, so it will not initialise a new "
+                              "state. To restore it (losing at most the last change), run: cp "
                               "%s %s; to start afresh deliberately, remove %s first",
                               f->path, prev, prev, f->path, prev);
     if (init) {
-        log_warn("state file %s does not exist: initialising it from the configuration "
-                 "(--init-state), every node group at its initial size",
+        log_warn("state file %s does not exist: initialising it from the configuration, every "
+                 "node group at its initial size",
                  f->path);
         return 0;
     }
     const char *config_arg = config_path != NULL ? config_path : "CONFIG";
+    if (has_prev)
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "state file %s does not exist, but its previous generation %s does: frugal has run "
+            "here before. To restore it (losing at most the last change), run: cp %s %s; to "
+            "start afresh deliberately, remove %s, then start once with: frugal serve -c %s "
+            "--init-state",
+            f->path, prev, prev, f->path, prev, config_arg);
     return frugal_err_set(
         err, FRUGAL_EPRECOND,
         "state file %s does not exist: refusing to start with every node group at its initial "
         "size and no instances. Check that the volume holding it is mounted and that state_file "
-        "in %s names the right path%s%s%s. To initialise a new state deliberately, start once "
-        "with: frugal serve -c %s --init-state (or run: frugal state init -c %s)",
-        f->path, config_path != NULL ? config_path : "the configuration",
-        has_prev ? "; the previous generation exists: cp " : "", has_prev ? prev : "",
-        has_prev ? " to the state file restores it" : "", config_arg, config_arg);
+        "in %s names the right path. To initialise a new state deliberately, start once with: "
+        "frugal serve -c %s --init-state (or run: frugal state init -c %s)",
+        f->path, config_path != NULL ? config_path : "the configuration", config_arg, config_arg);
 }
 
 static const char *file_describe(const state_backend_t *b) {

@@ -140,12 +140,13 @@ assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "seale
 
 log "a lost state file beside its previous generation: even --init-state refuses"
 mv "$STATE" "$TMP/lost.yaml"
-for cmd in "serve -c $TMP/frugal.yaml --init-state" "state init -c $TMP/frugal.yaml"; do
+for cmd in "serve -c $TMP/frugal.yaml" "serve -c $TMP/frugal.yaml --init-state" "state init -c $TMP/frugal.yaml"; do
     run timeout 10 "$FRUGAL" $cmd
     assert_eq 1 "$RC" "$cmd exits 1"
     assert_match "state file $STATE does not exist, but its previous generation $STATE.prev does: frugal has run here before" \
         "$ERR" "$cmd says the file was lost"
-    assert_match "cp $STATE.prev $STATE" "$ERR" "$cmd gives the command that restores it"
+    assert_match "cp $STATE.prev $STATE; to start afresh deliberately, remove $STATE.prev" "$ERR" \
+        "$cmd gives the command that restores it, and the way to start afresh"
     [ ! -e "$STATE" ] && pass || fail "$cmd wrote nothing"
 done
 mv "$TMP/lost.yaml" "$STATE"
