@@ -276,6 +276,38 @@ static void test_completion_left_behind(void **state) {
     replay_prom_free(b);
 }
 
+/* A pod kube_pod_info was never seen at (its last sample is read at whole minutes) lived
+ * between two of them: it ends by the next minute, and a range that starts after that
+ * leaves it out, rather than running it to the range's end. */
+static void test_unseen_brief_pod(void **state) {
+    (void)state;
+    for (int later = 0; later <= 1; later++) {
+        replay_prom_t *b;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        /* created at T0 + 65, started at T0 + 66, gone before the next whole minute,
+         * T0 + 100 (T0 is 20 s past one) */
+        int64_t start = later ? T0 + 600 : T0;
+        assert_int_equal(replay_prom_new(start, T0 + 3600, &b, &err), 0);
+        add(b, REPLAY_PROM_CREATED, POD("blip"), "[1700003600,\"1700000065\"]");
+        add(b, REPLAY_PROM_START, POD("blip"), "[1700003600,\"1700000066\"]");
+        char *text = NULL;
+        size_t len = 0;
+        replay_prom_stats_t st;
+        assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+        if (later) {
+            assert_int_equal(st.pods, 0);
+            assert_int_equal(st.outside, 1);
+        } else {
+            assert_int_equal(st.pods, 1);
+            assert_non_null(strstr(text, "{\"t\": 65, "));
+            assert_non_null(strstr(text, "\"duration\": 34}"));
+        }
+        free(text);
+        replay_prom_free(b);
+    }
+}
+
 /* A partial answer is kept, and its first warning and the count of answers with one are
  * given for the command to show. */
 static void test_warnings(void **state) {
@@ -345,7 +377,7 @@ int main(void) {
         cmocka_unit_test(test_trace),           cmocka_unit_test(test_sidecars_and_overhead),
         cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_completion_left_behind),
         cmocka_unit_test(test_warnings),        cmocka_unit_test(test_not_prometheus),
-        cmocka_unit_test(test_has_metric),
+        cmocka_unit_test(test_has_metric),      cmocka_unit_test(test_unseen_brief_pod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
