@@ -1,6 +1,7 @@
 /* `frugal check -c FILE`: validate a config without starting anything. Exit 0 with the
  * one-screen summary on stdout, 1 with every `FILE:LINE:COL: message` line on stderr,
  * 2 on a usage error. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "config.h"
 #include "config_summary.h"
+#include "log.h"
 #include "pem.h"
 #include "pricing.h"
 
@@ -17,13 +19,27 @@ static int check_usage(FILE *f, int status) {
     return status;
 }
 
+void cmd_log_lines(const char *text) {
+    for (const char *line = text, *end; line != NULL && *line != '\0'; line = end + 1) {
+        end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line) - 1;
+        log_error("%.*s", (int)(end - line + (*end != '\n')), line);
+    }
+}
+
 int cmd_load_config(const char *path, frugal_config_t **cfg) {
     char *errors = NULL;
     int rc = config_load(path, cfg, &errors);
     if (rc == 0)
         return 0;
-    if (errors != NULL)
+    bool json = log_get_format() == LOG_FORMAT_JSON;
+    if (errors != NULL && json)
+        cmd_log_lines(errors);
+    else if (errors != NULL)
         fputs(errors, stderr);
+    else if (json)
+        log_error("%s: %s", path, frugal_err_describe(rc));
     else
         fprintf(stderr, "%s: %s\n", path, frugal_err_describe(rc));
     free(errors);

@@ -13,7 +13,11 @@ int cmd_replay(int argc, char **argv); /* server/cli/replay.c */
 int cmd_state(int argc, char **argv);  /* server/cli/cmd_state.c */
 
 /* Load the config at path for a command; on failure print its FILE:LINE:COL errors (or
- * why it could not be read) to stderr and return 1, else 0 (server/cli/cmd_check.c). */
+ * why it could not be read) to stderr, as error log lines when the log is JSON (every
+ * line of serve's stderr then parses), and return 1, else 0 (server/cli/cmd_check.c). */
 int cmd_load_config(const char *path, frugal_config_t **cfg);
+
+/* One error log line per line of text (config errors: FILE:LINE:COL each). */
+void cmd_log_lines(const char *text);
 
 #endif

@@ -376,8 +376,8 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
                         wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
                         m != NULL && m->name ? m->name : "");
             }
-            fprintf(stderr, "frugal replay: %s: %" PRId64 " pods no node group can host%s\n",
-                    wl->path, f->unhostable,
+            fprintf(stderr, "frugal replay: %s: %" PRId64 " pod%s no node group can host%s\n",
+                    wl->path, f->unhostable, f->unhostable == 1 ? "" : "s",
                     f->unhostable > named ? " (the first ones named above)" : "");
         } else
             fprintf(stderr,

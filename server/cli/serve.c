@@ -128,31 +128,6 @@ static void serve__reload_applied(const frugal_config_t *cfg, const char *why) {
     log_info("config %s reloaded (%s): %zu node groups", cfg->path, why, cfg->node_groups_count);
 }
 
-/* One error log line per line of text (config errors: FILE:LINE:COL each). */
-static void serve__log_lines(const char *text) {
-    for (const char *line = text, *end; line != NULL && *line != '\0'; line = end + 1) {
-        end = strchr(line, '\n');
-        if (end == NULL)
-            end = line + strlen(line) - 1;
-        log_error("%.*s", (int)(end - line + (*end != '\n')), line);
-    }
-}
-
-/* The config at start: its errors on stderr as they are, or as JSON log lines when the
- * log is JSON (every line of stderr then parses). */
-static int serve__load_config(const char *path, frugal_config_t **cfg) {
-    if (log_get_format() != LOG_FORMAT_JSON)
-        return cmd_load_config(path, cfg);
-    char *errors = NULL;
-    int rc = config_load(path, cfg, &errors);
-    if (rc != 0 && errors != NULL)
-        serve__log_lines(errors);
-    else if (rc != 0)
-        log_error("%s: %s", path, frugal_err_describe(rc));
-    free(errors);
-    return rc != 0;
-}
-
 /* Re-read, validate and apply the config at path. On any error the running config stays
  * and every problem is logged (one FILE:LINE:COL line each). */
 static void serve__reload(cluster_t *cluster, const char *path, const char *why) {
@@ -161,7 +136,7 @@ static void serve__reload(cluster_t *cluster, const char *path, const char *why)
     if (config_load(path, &next, &errors) != 0) {
         metrics_config_reload_failed();
         log_error("config reload (%s) refused, keeping the running config:", why);
-        serve__log_lines(errors);
+        cmd_log_lines(errors);
         free(errors);
         return;
     }
@@ -278,7 +253,7 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     frugal_config_t *cfg = NULL;
-    if (serve__load_config(path, &cfg) != 0)
+    if (cmd_load_config(path, &cfg) != 0)
         return 1;
 
     char why[512];

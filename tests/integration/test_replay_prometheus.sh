@@ -234,7 +234,7 @@ assert_ok "a cluster too small" "$FRUGAL" replay -c "$TMP/small.yaml" --from-pro
     --since 8h --until "$END" --seeds 1 --strategy random
 assert_match "^frugal replay: prometheus: pod [a-z0-9-]+/[a-z0-9-]+: no node group can host this pod: counted, not placed$" \
     "$ERR" "the pod named, no line of a file that was not written"
-assert_match "^frugal replay: prometheus: [0-9]+ pods no node group can host" "$ERR" "and their number"
+assert_match "^frugal replay: prometheus: [0-9]+ pods? no node group can host" "$ERR" "and their number"
 
 log "the report counts the DaemonSet and static pods left out"
 assert_ok "table report" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
