@@ -35,8 +35,9 @@
 #define SERVE_TICK_MS 1000
 
 static void serve_usage(FILE *f) {
-    fprintf(f, "usage: frugal serve -c FILE [--init-state] [--log-level debug|info|warn|error] "
-               "[--log-format text|json]\n");
+    fprintf(f,
+            "usage: frugal serve -c FILE [--init-state | --init-new-volume]\n"
+            "                    [--log-level debug|info|warn|error] [--log-format text|json]\n");
 }
 
 /* gRPC's own log lines, in frugal's format (gRPC filters them by GRPC_VERBOSITY first). */
@@ -190,9 +191,10 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
 
 int cmd_serve(int argc, char **argv) {
     const char *path = NULL;
-    bool init_state = false;
+    state_init_t init_state = STATE_INIT_NEVER;
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                              {"init-state", no_argument, NULL, 'I'},
+                                             {"init-new-volume", no_argument, NULL, 'N'},
                                              {"log-level", required_argument, NULL, 'l'},
                                              {"log-format", required_argument, NULL, 'f'},
                                              {"help", no_argument, NULL, 'h'},
@@ -213,7 +215,12 @@ int cmd_serve(int argc, char **argv) {
             path = optarg;
             break;
         case 'I':
-            init_state = true;
+        case 'N':
+            if (init_state != STATE_INIT_NEVER) {
+                fprintf(stderr, "frugal serve: --init-state and --init-new-volume: give one\n");
+                return 2;
+            }
+            init_state = opt == 'I' ? STATE_INIT_DELIBERATE : STATE_INIT_NEW_VOLUME;
             break;
         case 'l':
             if (log_parse_level(optarg, &level) != 0) {

@@ -22,7 +22,7 @@ int state_backend_lock(state_backend_t *b, frugal_err_t *err) {
     return b != NULL && b->ops->lock != NULL ? b->ops->lock(b, err) : 0;
 }
 
-int state_backend_check_present(state_backend_t *b, const char *config_path, bool init,
+int state_backend_check_present(state_backend_t *b, const char *config_path, state_init_t init,
                                 frugal_err_t *err) {
     return b != NULL && b->ops->check_present != NULL
                ? b->ops->check_present(b, config_path, init, err)

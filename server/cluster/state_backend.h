@@ -49,6 +49,16 @@ typedef void (*state_watch_fn)(void *arg, const char *id, const group_t *g);
  * cannot have expired in the store before then), 0 when it does not lead. */
 typedef void (*state_lease_fn)(void *arg, int64_t until_ms);
 
+/* Whether a missing state may be initialised from the configuration: never (a start
+ * that finds none refuses), deliberately (`--init-state`, `state init`), or only where
+ * the store is new (`--init-new-volume`: the state file's directory holds nothing of an
+ * earlier state, so a changed state_file or a lost file is refused). */
+typedef enum {
+    STATE_INIT_NEVER = 0,
+    STATE_INIT_DELIBERATE,
+    STATE_INIT_NEW_VOLUME,
+} state_init_t;
+
 typedef struct state_backend_ops {
     const char *kind; /* "file", "etcd" */
     /* Read the stored groups into *out (state_free). FRUGAL_ENOTFOUND when nothing is
@@ -64,9 +74,10 @@ typedef struct state_backend_ops {
     int (*lock)(state_backend_t *b, frugal_err_t *err);
     /* Refuse to start on a store that should hold the state but does not (a volume that
      * failed to mount): FRUGAL_EPRECOND naming what to check and how to initialise with
-     * the configuration at config_path (NULL: unnamed); init allows it (logged). NULL
-     * op: an empty store is a fresh start. */
-    int (*check_present)(state_backend_t *b, const char *config_path, bool init, frugal_err_t *err);
+     * the configuration at config_path (NULL: unnamed); init allows it (logged) as
+     * state_init_t says. NULL op: an empty store is a fresh start. */
+    int (*check_present)(state_backend_t *b, const char *config_path, state_init_t init,
+                         frugal_err_t *err);
     /* Keep every other writer out while an offline command (`frugal state import`)
      * writes: the file backend's lock. NULL: the store's transactions do already. */
     int (*exclude)(state_backend_t *b, frugal_err_t *err);
@@ -104,7 +115,7 @@ struct state_backend {
 int state_backend_load(state_backend_t *b, state_t *out, frugal_err_t *err);
 int state_backend_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err);
 int state_backend_lock(state_backend_t *b, frugal_err_t *err);
-int state_backend_check_present(state_backend_t *b, const char *config_path, bool init,
+int state_backend_check_present(state_backend_t *b, const char *config_path, state_init_t init,
                                 frugal_err_t *err);
 int state_backend_exclude(state_backend_t *b, frugal_err_t *err);
 bool state_backend_leader(state_backend_t *b);

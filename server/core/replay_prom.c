@@ -672,7 +672,7 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
         bool completed = !isnan(p->completion) && !(p->restarted && p->completion_at < p->seen_at);
         /* kube_pod_info's last sample is read at whole minutes: a pod it was never seen at
          * lived between two of them, so it was gone by the next one. */
-        double to = completed          ? p->completion
+        double to = completed         ? p->completion
                     : !isnan(p->seen) ? p->seen
                                       : (floor(from / 60.0) + 1.0) * 60.0;
         double arrive = p->created > (double)b->start_s ? p->created : (double)b->start_s;

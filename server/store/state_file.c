@@ -1,6 +1,7 @@
 /* The state file and the file backend (state_file.h). */
 #include "state_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -280,7 +281,40 @@ static int file_lock(state_backend_t *b, frugal_err_t *err) {
     return state_lock_acquire(f->path, &f->lock_fd, err);
 }
 
-static int file_check_present(state_backend_t *b, const char *config_path, bool init,
+/* Whether the directory of path holds nothing but what a new volume has (lost+found)
+ * and path's own lock (taken before this check): else, into other, the first other
+ * entry, which says a state lived here before (under another state_file, or lost). */
+static bool state__dir_is_new(const char *path, char *other, size_t size) {
+    char dir[PATH_MAX], lock[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash != NULL ? slash + 1 : path;
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    snprintf(lock, sizeof(lock), "%s.lock", base);
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        snprintf(other, size, "%s (unreadable: %s)", dir, strerror(errno));
+        return false;
+    }
+    bool fresh = true;
+    for (struct dirent *e; fresh && (e = readdir(d)) != NULL;) {
+        const char *n = e->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, "lost+found") == 0 ||
+            strcmp(n, lock) == 0)
+            continue;
+        fresh = false;
+        snprintf(other, size, "%s/%.200s", dir, n);
+    }
+    closedir(d);
+    return fresh;
+}
+
+static int file_check_present(state_backend_t *b, const char *config_path, state_init_t init,
                               frugal_err_t *err) {
     file_backend_t *f = b->impl;
     if (access(f->path, F_OK) == 0)
@@ -292,14 +326,22 @@ static int file_check_present(state_backend_t *b, const char *config_path, bool 
     bool has_prev = access(prev, F_OK) == 0;
     /* A previous generation says frugal has run on this volume: the file was lost, not
      * never written, so even --init-state must not start afresh over it. */
-    if (init && has_prev)
+    if (init != STATE_INIT_NEVER && has_prev)
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "state file %s does not exist, but its previous generation %s "
                               "does: frugal has run here before, so it will not initialise a new "
                               "state. To restore it (losing at most the last change), run: cp "
                               "%s %s; to start afresh deliberately, remove %s first",
                               f->path, prev, prev, f->path, prev);
-    if (init) {
+    char other[PATH_MAX + 256];
+    if (init == STATE_INIT_NEW_VOLUME && !state__dir_is_new(f->path, other, sizeof(other)))
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "state file %s does not exist, and its directory is not a new volume (it holds %s): "
+            "--init-new-volume initialises only an empty one. Check that state_file in %s names "
+            "the file frugal wrote before; to start afresh there deliberately, use --init-state",
+            f->path, other, config_path != NULL ? config_path : "the configuration");
+    if (init != STATE_INIT_NEVER) {
         log_warn("state file %s does not exist: initialising it from the configuration, every "
                  "node group at its initial size",
                  f->path);

@@ -507,12 +507,12 @@ def check_overlay(root, overlay, docs, values, image):
             cfg_problem("state_file", f"{state_file} is not on a PersistentVolumeClaim")
         elif not any(p["metadata"]["name"] == svol["persistentVolumeClaim"]["claimName"] for p in pvcs):
             problems.append(f"{name}: no PersistentVolumeClaim {svol['persistentVolumeClaim']['claimName']}")
-        # The first rollout must start on the empty volume; the flag is safe only where a
-        # state_file off the volume cannot be written (a read-only root).
-        if "--init-state" not in args:
-            dep_problem(f"{cpath}.args", "no --init-state: the first rollout would crash-loop on the empty volume")
-        elif ctr["securityContext"].get("readOnlyRootFilesystem") is not True:
-            dep_problem(f"{cpath}.args", "--init-state with a writable root: a state_file off the volume would start afresh")
+        # The first rollout must start on the new volume, and no later one afresh.
+        if "--init-state" in args:
+            dep_problem(f"{cpath}.args", "--init-state: every start whose state file is missing would start afresh "
+                        "(a changed state_file, a lost file); --init-new-volume initialises a new volume only")
+        elif "--init-new-volume" not in args:
+            dep_problem(f"{cpath}.args", "no --init-new-volume: the first rollout would crash-loop on the new volume")
 
     # the provider: the exec hook on a volume, its credentials on a Secret, room to write
     provider = cfg.get("provider") or {}

@@ -183,9 +183,9 @@ sed -i 's/renewBefore: 2160h/renewBefore: 360h/' "$TMP/deploy/cert-manager/pki.y
 sed -i 's/kubernetes_version: v1.35/kubernetes_version: v1.30/' "$TMP/deploy/base/frugal.yaml"
 # no reconciliation: vanished and leaked machines go unnoticed
 sed -i '/^  reconcile_interval:/d' "$TMP/deploy/base/frugal.yaml"
-# no --init-state: the first rollout finds no state file on its new volume
-sed -i 's|^\(          args: \[serve, -c, [^],]*\), --init-state\]|\1]|' "$TMP/deploy/base/deployment.yaml"
-grep -q -- 'args:.*--init-state' "$TMP/deploy/base/deployment.yaml" && fatal "the sed left --init-state in the args"
+# --init-state: any start whose state file is missing would start afresh
+sed -i 's|^\(          args: \[serve, -c, [^],]*\), --init-new-volume\]|\1, --init-state]|' "$TMP/deploy/base/deployment.yaml"
+grep -q -- 'args:.*--init-state\]' "$TMP/deploy/base/deployment.yaml" || fatal "the sed did not put --init-state in the args"
 # a strategic-merge directive kustomize leaves in the output as a field
 sed -i 's/^  strategy:.*/  strategy:\n    $retainKeys: [type, rollingUpdate]/' "$TMP/deploy/etcd/deployment-patch.yaml"
 # the image's user with another home than the Deployment's HOME (and the image's ENV HOME)
@@ -201,8 +201,8 @@ assert_match '^FAIL: deploy/base/: base/frugal.yaml: provider.params.kubernetes_
     "$ERR" "a kubelet minor outside the skew to CA's control plane"
 assert_match '^FAIL: deploy/base/: base/frugal.yaml: provider.reconcile_interval: unset: machines that vanish' \
     "$ERR" "a config without reconciliation"
-assert_match '^FAIL: deploy/base/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].args: no --init-state: the first rollout would crash-loop' \
-    "$ERR" "a file state without --init-state"
+assert_match '^FAIL: deploy/base/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].args: --init-state: every start whose state file is missing would start afresh' \
+    "$ERR" "a file state with --init-state"
 assert_match '^FAIL: deploy/Dockerfile: ENV HOME: /home/frugal is not the home /var/lib/frugal-home of user frugal' \
     "$ERR" "the image's HOME is not its user's home"
 assert_match '^FAIL: deploy/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].env\[HOME\]: /home/frugal is not the home /var/lib/frugal-home' \

@@ -97,9 +97,10 @@ assert_match "frugal serve -c $TMP/frugal.yaml --init-state \(or run: frugal sta
     "$ERR" "says how to initialise"
 [ ! -e "$STATE" ] && pass || fail "nothing was written"
 
-# serve_plain LOG: frugal serve on the state as it is (no --init-state), once it answers.
+# serve_plain LOG [CONFIG [FLAG]]: frugal serve on the state as it is (no --init-state),
+# once it answers.
 serve_plain() {
-    "$FRUGAL" serve -c "$TMP/frugal.yaml" >"$1" 2>&1 &
+    "$FRUGAL" serve -c "${2:-$TMP/frugal.yaml}" ${3:-} >"$1" 2>&1 &
     SERVER_PID=$!
     ALL_SERVER_PIDS+=("$SERVER_PID")
     for _ in $(seq 1 100); do
@@ -180,6 +181,31 @@ assert_match "$STATE:3: checksum mismatch; the previous good generation is $STAT
     "FILE:LINE and the previous generation"
 assert_match "cp $STATE.prev $STATE" "$ERR" "the command that restores it"
 cp "$TMP/good.yaml" "$STATE"
+
+log "--init-new-volume initialises a new volume's state only"
+mkdir -p "$TMP/volume/lost+found"
+sed "s|^state_file: .*|state_file: $TMP/volume/state|" "$TMP/frugal.yaml" >"$TMP/volume.yaml"
+serve_plain "$TMP/volume.log" "$TMP/volume.yaml" --init-new-volume
+assert_ok "a new volume (lost+found alone): initialised and served" ctl health
+assert_match "warn .*state file $TMP/volume/state does not exist: initialising it" "$(cat "$TMP/volume.log")" \
+    "with a warning"
+stop_server
+serve_plain "$TMP/volume2.log" "$TMP/volume.yaml" --init-new-volume
+assert_ok "a later start with the file there: served" ctl health
+stop_server
+sed "s|^state_file: .*|state_file: $TMP/volume/state.yaml|" "$TMP/frugal.yaml" >"$TMP/renamed.yaml"
+run timeout 10 "$FRUGAL" serve -c "$TMP/renamed.yaml" --init-new-volume
+assert_eq 1 "$RC" "state_file changed to a new name on that volume: refused"
+assert_match "state file $TMP/volume/state.yaml does not exist, and its directory is not a new volume \(it holds $TMP/volume/state" \
+    "$ERR" "naming what the directory holds"
+assert_match "Check that state_file in $TMP/renamed.yaml names the file frugal wrote before" "$ERR" "and what to check"
+[ ! -e "$TMP/volume/state.yaml" ] && pass || fail "nothing written"
+rm "$TMP/volume/state"
+run timeout 10 "$FRUGAL" serve -c "$TMP/volume.yaml" --init-new-volume
+assert_eq 1 "$RC" "the file lost beside its .prev: refused"
+assert_match "previous generation $TMP/volume/state.prev does" "$ERR" "naming the previous generation"
+assert_exit 2 "both flags" "$FRUGAL" serve -c "$TMP/volume.yaml" --init-state --init-new-volume
+assert_match "give one" "$ERR" "says why"
 
 log "NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED"
 start_server "$TMP/frugal.yaml"
