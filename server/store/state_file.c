@@ -245,8 +245,10 @@ static bool state__file_holds(const char *path, const char *data, size_t len) {
 static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     file_backend_t *f = b->impl;
     int rc = state_load(f->path, out, err);
-    /* The advice is for the state a server runs on, not for a file given to import. */
-    if (rc == FRUGAL_EINVAL && err != NULL && strstr(err->msg, ": checksum mismatch") != NULL)
+    /* The advice is for the state a server runs on, not for a file given to import; and
+     * for a damaged file (any refusal but a newer frugal's format, which .prev shares). */
+    if (rc == FRUGAL_EINVAL && err != NULL &&
+        strstr(err->msg, "unsupported state format version") == NULL)
         state__hint_previous(f->path, err);
     if (rc == 0 && out->version < STATE_FORMAT_VERSION)
         log_info("state file %s is format version %d: its next write (serve's first) stores it "

@@ -180,6 +180,13 @@ assert_eq 1 "$RC" "corrupted state refused"
 assert_match "$STATE:3: checksum mismatch; the previous good generation is $STATE.prev" "$ERR" \
     "FILE:LINE and the previous generation"
 assert_match "cp $STATE.prev $STATE" "$ERR" "the command that restores it"
+for damage in truncated empty; do
+    if [ $damage = truncated ]; then head -n 2 "$TMP/good.yaml" >"$STATE"; else : >"$STATE"; fi
+    run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
+    assert_eq 1 "$RC" "a $damage state file refused"
+    assert_match "the previous good generation is $STATE.prev: .*cp $STATE.prev $STATE" "$ERR" \
+        "a $damage file names the previous generation and the way back too"
+done
 cp "$TMP/good.yaml" "$STATE"
 
 log "--init-new-volume initialises a new volume's state only"
