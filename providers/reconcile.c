@@ -76,6 +76,29 @@ static bool reconcile__held(const group_t *g, const char *id) {
     return false;
 }
 
+/* Replace *ids (its *count) with copies of the n ids id_at(src, i). 0, or
+ * FRUGAL_ENOMEM with *ids unchanged. */
+static int reconcile__ids_set(char ***ids, size_t *count, size_t n,
+                              const char *(*id_at)(const void *src, size_t i), const void *src) {
+    char **copy = calloc(n > 0 ? n : 1, sizeof(*copy));
+    for (size_t i = 0; copy != NULL && i < n; i++) {
+        if ((copy[i] = strdup(id_at(src, i))) == NULL) {
+            reconcile__ids_free(copy, i);
+            copy = NULL;
+        }
+    }
+    if (copy == NULL)
+        return FRUGAL_ENOMEM;
+    reconcile__ids_free(*ids, *count);
+    *ids = copy;
+    *count = n;
+    return 0;
+}
+
+static const char *reconcile__instance_id(const void *group, size_t i) {
+    return ((const group_t *)group)->instances[i].id;
+}
+
 int reconcile_note_held(reconcile_group_t *rg, const group_t *g) {
     size_t n = g->instances_count;
     /* Every refresh notes it; most find what the last one noted. */
@@ -84,19 +107,7 @@ int reconcile_note_held(reconcile_group_t *rg, const group_t *g) {
         same = strcmp(rg->held[i], g->instances[i].id) == 0;
     if (same)
         return 0;
-    char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
-    for (size_t i = 0; ids != NULL && i < n; i++) {
-        if ((ids[i] = strdup(g->instances[i].id)) == NULL) {
-            reconcile__ids_free(ids, i);
-            ids = NULL;
-        }
-    }
-    if (ids == NULL)
-        return FRUGAL_ENOMEM;
-    reconcile__ids_free(rg->held, rg->held_count);
-    rg->held = ids;
-    rg->held_count = n;
-    return 0;
+    return reconcile__ids_set(&rg->held, &rg->held_count, n, reconcile__instance_id, g);
 }
 
 bool reconcile_leak_known(const reconcile_group_t *rg, const char *id) {
@@ -106,21 +117,13 @@ bool reconcile_leak_known(const reconcile_group_t *rg, const char *id) {
     return false;
 }
 
+static const char *reconcile__unknown_id(const void *verdict, size_t i) {
+    return ((const reconcile_verdict_t *)verdict)->unknown[i];
+}
+
 int reconcile_note_leaks(reconcile_group_t *rg, const reconcile_verdict_t *v) {
-    size_t n = v->unknown_count;
-    char **ids = calloc(n > 0 ? n : 1, sizeof(*ids));
-    for (size_t i = 0; ids != NULL && i < n; i++) {
-        if ((ids[i] = strdup(v->unknown[i])) == NULL) {
-            reconcile__ids_free(ids, i);
-            ids = NULL;
-        }
-    }
-    if (ids == NULL)
-        return FRUGAL_ENOMEM;
-    reconcile__ids_free(rg->leaks, rg->leaks_count);
-    rg->leaks = ids;
-    rg->leaks_count = n;
-    return 0;
+    return reconcile__ids_set(&rg->leaks, &rg->leaks_count, v->unknown_count, reconcile__unknown_id,
+                              v);
 }
 
 /* Whether a group of all other than rg held id at its last refresh. */

@@ -135,6 +135,11 @@ static void test_unknown_machines(void **state) {
     assert_int_equal(v.unknown_count, 2);
     assert_string_equal(v.unknown[0], "m://leak");
     assert_string_equal(v.unknown[1], "m://leak2");
+    /* the leaks a list showed are known at the next one (warned once), and only them */
+    assert_false(reconcile_leak_known(rg, "m://leak"));
+    assert_int_equal(reconcile_note_leaks(rg, &v), 0);
+    assert_true(reconcile_leak_known(rg, "m://leak") && reconcile_leak_known(rg, "m://leak2"));
+    assert_false(reconcile_leak_known(rg, "m://a"));
     reconcile_verdict_clear(&v);
     /* a machine another group holds is not a leak: a hook that lists more than GROUP's */
     reconcile_group_t *other = reconcile_group(&r, "pool-b");
