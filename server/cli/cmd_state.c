@@ -127,8 +127,6 @@ static int state__init(const frugal_config_t *cfg, state_backend_t *b, frugal_er
     }
     if (rc != FRUGAL_ENOTFOUND)
         return rc;
-    if ((rc = state_backend_check_present(b, cfg->path, STATE_INIT_DELIBERATE, err)) != 0)
-        return rc;
     provider_t *provider = NULL;
     cluster_t *cluster = NULL;
     if ((rc = provider_create(cfg, &provider, err)) == 0 &&

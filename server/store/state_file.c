@@ -326,15 +326,16 @@ static int file_check_present(state_backend_t *b, const char *config_path, state
     char prev[PATH_MAX];
     snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, f->path);
     bool has_prev = access(prev, F_OK) == 0;
+    const char *config_arg = config_path != NULL ? config_path : "CONFIG";
     /* A previous generation says frugal has run on this volume: the file was lost, not
-     * never written, so even --init-state must not start afresh over it. */
-    if (init != STATE_INIT_NEVER && has_prev)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "state file %s does not exist, but its previous generation %s "
-                              "does: frugal has run here before, so it will not initialise a new "
-                              "state. To restore it (losing at most the last change), run: cp "
-                              "%s %s; to start afresh deliberately, remove %s first",
-                              f->path, prev, prev, f->path, prev);
+     * never written. Only a deliberate --init-state starts afresh over it. */
+    if (init != STATE_INIT_DELIBERATE && has_prev)
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "state file %s does not exist, but its previous generation %s does: frugal has run "
+            "here before. To restore it (losing at most the last change), run: cp %s %s; to "
+            "start afresh deliberately, start once with: frugal serve -c %s --init-state",
+            f->path, prev, prev, f->path, config_arg);
     char other[PATH_MAX + 256];
     if (init == STATE_INIT_NEW_VOLUME && !state__dir_is_new(f->path, other, sizeof(other)))
         return frugal_err_set(
@@ -349,15 +350,6 @@ static int file_check_present(state_backend_t *b, const char *config_path, state
                  f->path);
         return 0;
     }
-    const char *config_arg = config_path != NULL ? config_path : "CONFIG";
-    if (has_prev)
-        return frugal_err_set(
-            err, FRUGAL_EPRECOND,
-            "state file %s does not exist, but its previous generation %s does: frugal has run "
-            "here before. To restore it (losing at most the last change), run: cp %s %s; to "
-            "start afresh deliberately, remove %s, then start once with: frugal serve -c %s "
-            "--init-state",
-            f->path, prev, prev, f->path, prev, config_arg);
     return frugal_err_set(
         err, FRUGAL_EPRECOND,
         "state file %s does not exist: refusing to start with every node group at its initial "

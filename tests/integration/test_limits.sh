@@ -139,15 +139,15 @@ stop_server
 assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "sealed header"
 [ -e "$STATE.prev" ] && pass || fail "the previous generation is kept"
 
-log "a lost state file beside its previous generation: even --init-state refuses"
+log "a lost state file beside its previous generation: refused, but for a deliberate --init-state"
 mv "$STATE" "$TMP/lost.yaml"
-for cmd in "serve -c $TMP/frugal.yaml" "serve -c $TMP/frugal.yaml --init-state" "state init -c $TMP/frugal.yaml"; do
+for cmd in "serve -c $TMP/frugal.yaml" "serve -c $TMP/frugal.yaml --init-new-volume"; do
     run timeout 10 "$FRUGAL" $cmd
     assert_eq 1 "$RC" "$cmd exits 1"
     assert_match "state file $STATE does not exist, but its previous generation $STATE.prev does: frugal has run here before" \
         "$ERR" "$cmd says the file was lost"
-    assert_match "cp $STATE.prev $STATE; to start afresh deliberately, remove $STATE.prev" "$ERR" \
-        "$cmd gives the command that restores it, and the way to start afresh"
+    assert_match "cp $STATE.prev $STATE; to start afresh deliberately, start once with: frugal serve -c $TMP/frugal.yaml --init-state" \
+        "$ERR" "$cmd gives the command that restores it, and the way to start afresh"
     [ ! -e "$STATE" ] && pass || fail "$cmd wrote nothing"
 done
 mv "$TMP/lost.yaml" "$STATE"
@@ -211,6 +211,9 @@ rm "$TMP/volume/state"
 run timeout 10 "$FRUGAL" serve -c "$TMP/volume.yaml" --init-new-volume
 assert_eq 1 "$RC" "the file lost beside its .prev: refused"
 assert_match "previous generation $TMP/volume/state.prev does" "$ERR" "naming the previous generation"
+serve_plain "$TMP/volume3.log" "$TMP/volume.yaml" --init-state
+assert_ok "a deliberate --init-state starts afresh there" ctl health
+stop_server
 assert_exit 2 "both flags" "$FRUGAL" serve -c "$TMP/volume.yaml" --init-state --init-new-volume
 assert_match "give one" "$ERR" "says why"
 
