@@ -5,33 +5,36 @@
 #include "metrics.h"
 #include "pricing.h"
 
-typedef double (*group_figure_fn)(const cluster_t *c, const group_t *g);
+typedef double (*group_figure_fn)(const cluster_t *c, const cluster_nap_survey_t *survey,
+                                  const group_t *g);
 
-static double figure_target(const cluster_t *c, const group_t *g) {
+static double figure_target(const cluster_t *c, const cluster_nap_survey_t *survey,
+                            const group_t *g) {
     (void)c;
+    (void)survey;
     return g->target_size;
 }
 /* The bounds as NodeGroups advertises them to CA: the cluster-wide limits may narrow
  * the configured ones. */
-static double figure_min(const cluster_t *c, const group_t *g) {
+static double figure_min(const cluster_t *c, const cluster_nap_survey_t *survey, const group_t *g) {
     int32_t min, max;
-    cluster_nap_sizes(c, g, &min, &max);
+    cluster_nap_sizes(c, survey, g, &min, &max);
     return min;
 }
-static double figure_max(const cluster_t *c, const group_t *g) {
+static double figure_max(const cluster_t *c, const cluster_nap_survey_t *survey, const group_t *g) {
     int32_t min, max;
-    cluster_nap_sizes(c, g, &min, &max);
+    cluster_nap_sizes(c, survey, g, &min, &max);
     return max;
 }
 
-static void cluster__gauge(cluster_t *c, metrics_buf_t *b, const char *name, const char *help,
-                           group_figure_fn fn) {
+static void cluster__gauge(cluster_t *c, const cluster_nap_survey_t *survey, metrics_buf_t *b,
+                           const char *name, const char *help, group_figure_fn fn) {
     static const char *const names[] = {"node_group"};
     metrics_buf_family(b, name, help, "gauge");
     for (size_t i = 0; i < cluster_groups_count(c); i++) {
         const group_t *g = cluster_group_at(c, i);
         const char *values[] = {g->spec.id};
-        metrics_buf_sample(b, name, names, values, 1, fn(c, g));
+        metrics_buf_sample(b, name, names, values, 1, fn(c, survey, g));
     }
 }
 
@@ -46,10 +49,13 @@ void cluster_metrics_write(cluster_t *c, metrics_buf_t *b) {
                   {INSTANCE_DELETING, "deleting"}};
     cluster_read_lock(c);
     const frugal_config_t *cfg = cluster_config(c); /* stable under the read lock */
-    cluster__gauge(c, b, "frugal_node_group_target_size", "Node group target size.", figure_target);
-    cluster__gauge(c, b, "frugal_node_group_min_size",
+    cluster_nap_survey_t survey;
+    cluster_nap_survey(c, &survey);
+    cluster__gauge(c, &survey, b, "frugal_node_group_target_size", "Node group target size.",
+                   figure_target);
+    cluster__gauge(c, &survey, b, "frugal_node_group_min_size",
                    "Node group minimum size, as advertised to CA.", figure_min);
-    cluster__gauge(c, b, "frugal_node_group_max_size",
+    cluster__gauge(c, &survey, b, "frugal_node_group_max_size",
                    "Node group maximum size, as advertised to CA.", figure_max);
     metrics_buf_family(b, "frugal_instances", "Instances of a node group, by state.", "gauge");
     for (size_t i = 0; i < cluster_groups_count(c); i++) {

@@ -47,15 +47,27 @@ int32_t cluster_nap_existing_groups(const cluster_t *c) {
     return count;
 }
 
-void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32_t *max) {
+void cluster_nap_survey(const cluster_t *c, cluster_nap_survey_t *out) {
+    const autoprov_config_t *ap = &cluster_config(c)->autoprovisioning;
+    memset(out, 0, sizeof(*out));
+    if (!ap->enabled)
+        return;
+    out->existing_groups = cluster_nap_existing_groups(c);
+    /* Without limits to apply, no need for the totals. */
+    if (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX ||
+        ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0)
+        cluster_nap_totals(c, &out->totals);
+}
+
+void cluster_nap_sizes(const cluster_t *c, const cluster_nap_survey_t *survey, const group_t *g,
+                       int32_t *min, int32_t *max) {
     const frugal_config_t *cfg = cluster_config(c);
     const autoprov_config_t *ap = &cfg->autoprovisioning;
     *min = g->min_size;
     *max = g->max_size;
     if (!ap->enabled)
         return;
-    bool full =
-        g->autoprovisioned && !g->exists && cluster_nap_existing_groups(c) >= ap->max_node_groups;
+    bool full = g->autoprovisioned && !g->exists && survey->existing_groups >= ap->max_node_groups;
     if (full)
         *max = g->target_size;
     bool maxima = !full && (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX);
@@ -68,20 +80,17 @@ void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32
             *max = g->target_size;
         return;
     }
-    /* Without limits to apply, no need for the O(groups) totals. */
-    if (!maxima && !minima)
-        return;
-    autoprov_totals_t totals;
-    cluster_nap_totals(c, &totals);
     if (maxima)
-        *max = autoprov_max_size(ap, &totals, &node, g->target_size, g->max_size);
+        *max = autoprov_max_size(ap, &survey->totals, &node, g->target_size, g->max_size);
     if (minima)
-        *min = autoprov_min_size(ap, &totals, &node, g->target_size, g->min_size);
+        *min = autoprov_min_size(ap, &survey->totals, &node, g->target_size, g->min_size);
 }
 
 int32_t cluster_nap_max_size(const cluster_t *c, const group_t *g) {
+    cluster_nap_survey_t survey;
+    cluster_nap_survey(c, &survey);
     int32_t min, max;
-    cluster_nap_sizes(c, g, &min, &max);
+    cluster_nap_sizes(c, &survey, g, &min, &max);
     return max;
 }
 

@@ -4,7 +4,7 @@
  * deleted). The limit steps of IncreaseSize and DeleteNodes are the cluster's own
  * (private/cluster_internal.h). Built on the commit engine alone (cluster.c).
  *
- * Reads (cluster_nap_totals, cluster_nap_max_size, cluster_nap_existing_groups) are
+ * Reads (cluster_nap_totals, cluster_nap_sizes, cluster_nap_existing_groups) are
  * pure functions of the published groups: call them with the cluster's read lock held.
  * Mutations follow cluster.h's discipline: serialised, validated, durable before they
  * return 0, nothing changed on failure. All of this is inert unless
@@ -26,10 +26,23 @@ int cluster_nap_node_capacity(const frugal_config_t *cfg, const group_t *g, reso
  * capacity. Read lock held. */
 void cluster_nap_totals(const cluster_t *c, autoprov_totals_t *out);
 
+/* The cluster-wide figures the advertised sizes depend on, taken once for a pass over
+ * every group (NodeGroups, a scrape), so that the pass stays O(groups). */
+typedef struct {
+    autoprov_totals_t totals; /* as cluster_nap_totals */
+    int32_t existing_groups;  /* as cluster_nap_existing_groups */
+} cluster_nap_survey_t;
+
+/* Fills out; all zero when autoprovisioning is disabled, the totals zero when no
+ * cluster-wide limit is set. Read lock held. */
+void cluster_nap_survey(const cluster_t *c, cluster_nap_survey_t *out);
+
 /* The minSize and maxSize advertised to CA for g: its min_size raised to what the
  * cluster-wide minimums still allow (autoprov_min_size), so that CA does not drain a
- * node whose DeleteNodes would be refused, and its max_size as cluster_nap_max_size. */
-void cluster_nap_sizes(const cluster_t *c, const group_t *g, int32_t *min, int32_t *max);
+ * node whose DeleteNodes would be refused, and its max_size as cluster_nap_max_size.
+ * survey is the cluster's, taken under the same read lock. */
+void cluster_nap_sizes(const cluster_t *c, const cluster_nap_survey_t *survey, const group_t *g,
+                       int32_t *min, int32_t *max);
 
 /* The maxSize advertised to CA for g: its max_size cut by what the cluster-wide limits
  * still allow (never below its target), and its target for a theoretical group once

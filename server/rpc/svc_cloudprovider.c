@@ -52,8 +52,8 @@ static int group_not_visible(cluster_t *c, const char *id, frugal_err_t *err) {
 }
 
 /* With the cluster's read lock held: what out points to is copied into mem. */
-static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
-                            service_mem_t *mem) {
+static void fill_node_group(cluster_t *c, const cluster_nap_survey_t *survey, const group_t *g,
+                            EG(NodeGroup) * out, service_mem_t *mem) {
     char debug[192];
     snprintf(debug, sizeof(debug), "machine_type=%s%s%s target=%d%s%s", g->spec.machine_type,
              g->spec.zone != NULL ? " zone=" : "", g->spec.zone != NULL ? g->spec.zone : "",
@@ -61,7 +61,7 @@ static void fill_node_group(cluster_t *c, const group_t *g, EG(NodeGroup) * out,
              g->exists ? "" : " theoretical");
     out->id = service_strdup(mem, g->spec.id);
     /* min_size raised by the NAP minimums, max_size cut by the NAP maxima */
-    cluster_nap_sizes(c, g, &out->minsize, &out->maxsize);
+    cluster_nap_sizes(c, survey, g, &out->minsize, &out->maxsize);
     out->debug = service_strdup(mem, debug);
 }
 
@@ -79,6 +79,8 @@ static int cp_node_groups(service_ctx_t *ctx, const void *request, void *respons
     EG(NodeGroupsResponse) *resp = response;
     cluster_read_lock(ctx->cluster);
     size_t n = cluster_groups_count(ctx->cluster);
+    cluster_nap_survey_t survey;
+    cluster_nap_survey(ctx->cluster, &survey);
     resp->nodegroups = service_alloc(mem, n, sizeof(*resp->nodegroups));
     for (size_t i = 0; resp->nodegroups != NULL && i < n; i++) {
         const group_t *g = cluster_group_at(ctx->cluster, i);
@@ -87,7 +89,7 @@ static int cp_node_groups(service_ctx_t *ctx, const void *request, void *respons
         EG(NodeGroup) *group = service_message(mem, EG_DESC(node_group));
         if (group == NULL)
             break;
-        fill_node_group(ctx->cluster, g, group, mem);
+        fill_node_group(ctx->cluster, &survey, g, group, mem);
         resp->nodegroups[resp->n_nodegroups++] = group;
     }
     cluster_read_unlock(ctx->cluster);
@@ -173,8 +175,11 @@ static int cp_node_group_for_node(service_ctx_t *ctx, const void *request, void 
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     cluster_read_lock(ctx->cluster);
     const group_t *g = resolve_node_group(ctx->cluster, req->node, false);
-    if (g != NULL && g->managed)
-        fill_node_group(ctx->cluster, g, resp->nodegroup, mem);
+    if (g != NULL && g->managed) {
+        cluster_nap_survey_t survey;
+        cluster_nap_survey(ctx->cluster, &survey);
+        fill_node_group(ctx->cluster, &survey, g, resp->nodegroup, mem);
+    }
     cluster_read_unlock(ctx->cluster);
     return 0;
 }
