@@ -54,8 +54,10 @@ static void check__tls_files(const frugal_config_t *cfg) {
         const listener_config_t *l = &cfg->listeners[i];
         if (l->tls_cert == NULL)
             continue;
-        const char *const paths[3] = {l->tls_cert, l->tls_key, l->tls_client_ca};
-        char *pem[3];
+        const char *const paths[PEM_TLS_FILES] = {[PEM_TLS_CERT] = l->tls_cert,
+                                                  [PEM_TLS_KEY] = l->tls_key,
+                                                  [PEM_TLS_CA] = l->tls_client_ca};
+        char *pem[PEM_TLS_FILES];
         frugal_err_t err;
         frugal_err_clear(&err);
         if (pem_load_tls(paths, pem, &err) != 0) {
@@ -63,8 +65,7 @@ static void check__tls_files(const frugal_config_t *cfg) {
                     l->address, err.msg);
             continue;
         }
-        for (int k = 0; k < 3; k++)
-            free(pem[k]);
+        pem_free_tls(pem);
     }
 }
 

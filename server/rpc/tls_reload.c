@@ -10,51 +10,61 @@
 #include "log.h"
 #include "pem.h"
 
-enum { TLS_CERT, TLS_KEY, TLS_CA, TLS_FILES };
-
 struct tls_reloader {
-    const char *paths[TLS_FILES]; /* borrowed from the config; TLS_CA may be NULL */
-    file_version_t loaded[TLS_FILES];
+    const char *paths[PEM_TLS_FILES]; /* borrowed from the config; PEM_TLS_CA may be NULL */
+    file_version_t loaded[PEM_TLS_FILES];
     bool have_loaded;
-    double not_after;   /* of the certificate loaded last */
-    pthread_mutex_t mu; /* handshakes may run on several threads */
+    double not_after; /* of the certificate loaded last */
+    /* The rotated files tls_reloader_not_after checked last, and their notAfter (-1 when
+     * a handshake would refuse them): a scrape checks a rotation once, not each time. */
+    file_version_t probed[PEM_TLS_FILES];
+    bool have_probed;
+    double probed_not_after;
+    pthread_mutex_t mu; /* handshakes and scrapes may run on several threads */
 };
+
+/* The versions of r's files now: FRUGAL_EIO naming one that cannot be stat'ed. */
+static int tls_reloader_stat(const tls_reloader_t *r, file_version_t *versions, frugal_err_t *err) {
+    memset(versions, 0, sizeof(versions[0]) * PEM_TLS_FILES);
+    for (int i = 0; i < PEM_TLS_FILES; i++)
+        if (r->paths[i] != NULL && file_version_of(r->paths[i], &versions[i]) != 0)
+            return frugal_err_set(err, FRUGAL_EIO, "cannot stat %s", r->paths[i]);
+    return 0;
+}
+
+static bool tls_versions_equal(const file_version_t *a, const file_version_t *b) {
+    for (int i = 0; i < PEM_TLS_FILES; i++)
+        if (!file_version_equal(&a[i], &b[i]))
+            return false;
+    return true;
+}
 
 /* Read every file of r into a new certificate config, and its certificate's notAfter. */
 static int tls_reloader_load(tls_reloader_t *r, grpc_ssl_server_certificate_config **out,
                              file_version_t *versions, double *not_after, frugal_err_t *err) {
-    char *pem[TLS_FILES] = {NULL, NULL, NULL};
-    int rc = 0;
-    for (int i = 0; i < TLS_FILES && rc == 0; i++)
-        if (r->paths[i] != NULL && file_version_of(r->paths[i], &versions[i]) != 0)
-            rc = frugal_err_set(err, FRUGAL_EIO, "cannot stat %s", r->paths[i]);
+    char *pem[PEM_TLS_FILES] = {NULL, NULL, NULL};
+    int rc = tls_reloader_stat(r, versions, err);
     if (rc == 0)
         rc = pem_load_tls(r->paths, pem, err);
     if (rc == 0) {
-        grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[TLS_KEY],
-                                           .cert_chain = pem[TLS_CERT]};
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = pem[PEM_TLS_KEY],
+                                           .cert_chain = pem[PEM_TLS_CERT]};
         /* gRPC 1.51 insists on root certificates in a fetched config even when it asks
          * clients for none; without a client CA they are never used, so the server's
          * own chain stands in. */
-        const char *roots = pem[TLS_CA] != NULL ? pem[TLS_CA] : pem[TLS_CERT];
+        const char *roots = pem[PEM_TLS_CA] != NULL ? pem[PEM_TLS_CA] : pem[PEM_TLS_CERT];
         *out = grpc_ssl_server_certificate_config_create(roots, &pair, 1);
-        *not_after = pem_not_after(pem[TLS_CERT]);
+        *not_after = pem_not_after(pem[PEM_TLS_CERT]);
     }
-    for (int i = 0; i < TLS_FILES; i++)
-        free(pem[i]);
+    pem_free_tls(pem);
     return rc;
 }
 
 /* Whether a file of r changed since it was loaded (or nothing was). Under r->mu. */
 static bool tls_reloader_changed(const tls_reloader_t *r) {
-    bool changed = !r->have_loaded;
-    for (int i = 0; i < TLS_FILES && !changed; i++) {
-        file_version_t now;
-        if (r->paths[i] != NULL &&
-            (file_version_of(r->paths[i], &now) != 0 || !file_version_equal(&now, &r->loaded[i])))
-            changed = true;
-    }
-    return changed;
+    file_version_t now[PEM_TLS_FILES];
+    return !r->have_loaded || tls_reloader_stat(r, now, NULL) != 0 ||
+           !tls_versions_equal(now, r->loaded);
 }
 
 /* gRPC's certificate config fetcher, called at each new handshake. */
@@ -64,14 +74,14 @@ tls_reloader_fetch(void *user_data, grpc_ssl_server_certificate_config **config)
     grpc_ssl_certificate_config_reload_status status = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
     pthread_mutex_lock(&r->mu);
     if (tls_reloader_changed(r)) {
-        file_version_t versions[TLS_FILES];
+        file_version_t versions[PEM_TLS_FILES];
         frugal_err_t err;
         frugal_err_clear(&err);
         memset(versions, 0, sizeof(versions));
         double not_after = -1;
         if (tls_reloader_load(r, config, versions, &not_after, &err) == 0) {
             if (r->have_loaded)
-                log_info("TLS material of %s reloaded", r->paths[TLS_CERT]);
+                log_info("TLS material of %s reloaded", r->paths[PEM_TLS_CERT]);
             memcpy(r->loaded, versions, sizeof(versions));
             r->have_loaded = true;
             r->not_after = not_after;
@@ -96,14 +106,14 @@ grpc_server_credentials *tls_server_credentials(const listener_config_t *l,
         frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         return NULL;
     }
-    r->paths[TLS_CERT] = l->tls_cert;
-    r->paths[TLS_KEY] = l->tls_key;
-    r->paths[TLS_CA] = l->tls_client_ca;
+    r->paths[PEM_TLS_CERT] = l->tls_cert;
+    r->paths[PEM_TLS_KEY] = l->tls_key;
+    r->paths[PEM_TLS_CA] = l->tls_client_ca;
     pthread_mutex_init(&r->mu, NULL);
 
     /* Read once up front for a precise error; gRPC fetches again on creation. */
     grpc_ssl_server_certificate_config *probe = NULL;
-    file_version_t versions[TLS_FILES];
+    file_version_t versions[PEM_TLS_FILES];
     if (tls_reloader_load(r, &probe, versions, &r->not_after, err) != 0) {
         tls_reloader_free(r);
         return NULL;
@@ -130,17 +140,25 @@ grpc_server_credentials *tls_server_credentials(const listener_config_t *l,
 double tls_reloader_not_after(tls_reloader_t *r) {
     pthread_mutex_lock(&r->mu);
     double t = r->not_after;
-    if (r->have_loaded && tls_reloader_changed(r)) {
+    file_version_t now[PEM_TLS_FILES];
+    if (r->have_loaded && tls_reloader_stat(r, now, NULL) == 0 &&
+        !tls_versions_equal(now, r->loaded)) {
         /* What the next handshake will load: the new files once they pass its checks. */
-        grpc_ssl_server_certificate_config *probe = NULL;
-        file_version_t versions[TLS_FILES];
-        frugal_err_t err;
-        frugal_err_clear(&err);
-        double next = -1;
-        if (tls_reloader_load(r, &probe, versions, &next, &err) == 0) {
-            grpc_ssl_server_certificate_config_destroy(probe);
-            t = next;
+        if (!r->have_probed || !tls_versions_equal(now, r->probed)) {
+            grpc_ssl_server_certificate_config *probe = NULL;
+            file_version_t versions[PEM_TLS_FILES];
+            frugal_err_t err;
+            frugal_err_clear(&err);
+            r->probed_not_after = -1;
+            if (tls_reloader_load(r, &probe, versions, &r->probed_not_after, &err) == 0)
+                grpc_ssl_server_certificate_config_destroy(probe);
+            else
+                r->probed_not_after = -1;
+            memcpy(r->probed, now, sizeof(now));
+            r->have_probed = true;
         }
+        if (r->probed_not_after >= 0)
+            t = r->probed_not_after;
     }
     pthread_mutex_unlock(&r->mu);
     return t;

@@ -93,26 +93,32 @@ int pem_check_certificate(const char *path, const char *pem, frugal_err_t *err) 
     return rc;
 }
 
-int pem_load_tls(const char *const paths[3], char *pem[3], frugal_err_t *err) {
+int pem_load_tls(const char *const paths[PEM_TLS_FILES], char *pem[PEM_TLS_FILES],
+                 frugal_err_t *err) {
     int rc = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PEM_TLS_FILES; i++)
         pem[i] = NULL;
-    for (int i = 0; i < 3 && rc == 0; i++)
+    for (int i = 0; i < PEM_TLS_FILES && rc == 0; i++)
         if (paths[i] != NULL)
             rc = pem_read_file(paths[i], &pem[i], err);
+    const char *cert = paths[PEM_TLS_CERT], *key = paths[PEM_TLS_KEY], *ca = paths[PEM_TLS_CA];
     if (rc == 0)
-        rc = pem_check_certificate(paths[0], pem[0], err);
+        rc = pem_check_certificate(cert, pem[PEM_TLS_CERT], err);
     if (rc == 0)
-        rc = pem_check_key_pair(paths[0], pem[0], paths[1], pem[1], err);
+        rc = pem_check_key_pair(cert, pem[PEM_TLS_CERT], key, pem[PEM_TLS_KEY], err);
     /* A client CA without a valid certificate would refuse every client, unexplained. */
-    if (rc == 0 && pem[2] != NULL)
-        rc = pem_check_bundle(paths[2], pem[2], err);
+    if (rc == 0 && pem[PEM_TLS_CA] != NULL)
+        rc = pem_check_bundle(ca, pem[PEM_TLS_CA], err);
     if (rc != 0)
-        for (int i = 0; i < 3; i++) {
-            free(pem[i]);
-            pem[i] = NULL;
-        }
+        pem_free_tls(pem);
     return rc;
+}
+
+void pem_free_tls(char *pem[PEM_TLS_FILES]) {
+    for (int i = 0; i < PEM_TLS_FILES; i++) {
+        free(pem[i]);
+        pem[i] = NULL;
+    }
 }
 
 double pem_not_after(const char *pem) {

@@ -34,10 +34,17 @@ int pem_check_bundle(const char *path, const char *pem, frugal_err_t *err);
 int pem_check_key_pair(const char *cert_path, const char *cert_pem, const char *key_path,
                        const char *key_pem, frugal_err_t *err);
 
-/* A listener's TLS material: paths[0..2] are its certificate, key and client CA (NULL:
- * none), read into pem[0..2] (malloc'ed; pem[2] NULL without a CA) after every check a
- * server makes before serving them: the certificate valid now, the key its own, the CA
- * bundle holding a valid certificate. On error every pem[i] is NULL. */
-int pem_load_tls(const char *const paths[3], char *pem[3], frugal_err_t *err);
+/* A listener's TLS material, indexing pem_load_tls' arrays. */
+enum { PEM_TLS_CERT, PEM_TLS_KEY, PEM_TLS_CA, PEM_TLS_FILES };
+
+/* paths[] are a listener's certificate, key and client CA (NULL: none), read into pem[]
+ * (malloc'ed; pem[PEM_TLS_CA] NULL without a CA) after every check a server makes before
+ * serving them: the certificate valid now, the key its own, the CA bundle holding a
+ * valid certificate. On error every pem[i] is NULL. */
+int pem_load_tls(const char *const paths[PEM_TLS_FILES], char *pem[PEM_TLS_FILES],
+                 frugal_err_t *err);
+
+/* Free what pem_load_tls read, and set each pem[i] NULL. */
+void pem_free_tls(char *pem[PEM_TLS_FILES]);
 
 #endif

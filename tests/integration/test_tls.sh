@@ -203,6 +203,16 @@ assert_ok "a rotation to a certificate of another key keeps the last good one" c
 assert_match "TLS reload failed, keeping the current certificate: .*live.key is not the private key of the certificate in .*live.crt" \
     "$(cat "$SERVER_LOG")" "the mismatch is logged"
 assert_no_match "TLS material of .* reloaded" "$(cat "$SERVER_LOG")" "no reload is claimed"
+assert_eq "$LIVE_EXPIRY" "$(served_expiry)" "a refused rotation is still not shown at the next scrape"
+# server2's key in a certificate that expires three days later: shown before a handshake loads it
+openssl x509 -req -in "$PKI/server2.csr" -CA "$PKI/ca2.crt" -CAkey "$PKI/ca2.key" -CAcreateserial \
+    -days 5 -extfile "$PKI/server2.ext" -out "$PKI/later.crt" >/dev/null 2>&1 || fatal "openssl: sign later"
+LATER_EXPIRY=$(date -u -d "$(openssl x509 -in "$PKI/later.crt" -noout -enddate | sed 's/notAfter=//')" +%s)
+cp "$PKI/server2.key" "$PKI/live.key.new" && mv "$PKI/live.key.new" "$PKI/live.key"
+cp "$PKI/later.crt" "$PKI/live.crt.new" && mv "$PKI/live.crt.new" "$PKI/live.crt"
+assert_eq "$LATER_EXPIRY" "$(served_expiry)" "a good rotation shows its certificate before a handshake loads it"
+assert_ok "a rotation to a good certificate is served" ctl health
+assert_eq "$LATER_EXPIRY" "$(served_expiry)" "and once it is served"
 stop_server
 
 log "client CAs as bundles: an expired certificate beside the valid CA, and the TRUSTED CERTIFICATE form"
