@@ -22,9 +22,10 @@ int pod_file_load(const char *path, yaml_tree_node_t **root, frugal_err_t *err) 
     yaml_tree_error_t yerr;
     rc = yaml_tree_load(text, len, root, &yerr);
     free(text);
+    char why[sizeof(yerr.message) + 40];
     if (rc != 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s:%d:%d: %s", path, yerr.line, yerr.column,
-                              yerr.message);
+                              yaml_tree_error_text(&yerr, false, why, sizeof(why)));
     return 0;
 }
 

@@ -110,7 +110,9 @@ int config_load_string(const char *name, const char *text, size_t len, frugal_co
     }
     if (yaml_tree_load(text, len, &root, &yerr) != 0) {
         yaml_tree_node_t at = {.line = yerr.line, .column = yerr.column};
-        config__error(&ctx, yerr.line > 0 ? &at : NULL, NULL, "%s", yerr.message);
+        char why[sizeof(yerr.message) + 40];
+        config__error(&ctx, yerr.line > 0 ? &at : NULL, NULL, "%s",
+                      yaml_tree_error_text(&yerr, false, why, sizeof(why)));
     } else {
         if (root != NULL && root->type != YAML_TREE_MAPPING) {
             config__error(&ctx, root, NULL, "the configuration must be a mapping, got %s",

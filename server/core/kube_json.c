@@ -417,7 +417,7 @@ static int kj__list(const char *text, size_t len, const ProtobufCMessageDescript
     if (yaml_tree_load(text, len, &root, &yerr) != 0) {
         err->line = yerr.line;
         err->column = yerr.column;
-        snprintf(err->message, sizeof(err->message), "%s", yerr.message);
+        yaml_tree_error_text(&yerr, false, err->message, sizeof(err->message));
         return FRUGAL_EINVAL;
     }
     int rc = 0;

@@ -220,9 +220,10 @@ static int replay__load_mix(const char *path, const char *text, size_t len, repl
                             frugal_err_t *err) {
     yaml_tree_node_t *root = NULL;
     yaml_tree_error_t ye;
+    char why[sizeof(ye.message) + 40];
     if (yaml_tree_load(text, len, &root, &ye) != 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "%s:%d:%d: %s", path, ye.line, ye.column,
-                              ye.message);
+                              yaml_tree_error_text(&ye, false, why, sizeof(why)));
     int rc = 0;
     const yaml_tree_node_t *fams = NULL, *rate = NULL;
     if (root == NULL || root->type != YAML_TREE_MAPPING) {
@@ -360,15 +361,14 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
             n = replay__join_surrogates(at, n, joined);
         int loaded = yaml_tree_load(joined != NULL ? joined : at, n, &obj, &ye);
         free(joined);
-        /* The parser saw one line: the place it names is a column of this line. */
-        char *ctx = loaded != 0 ? strstr(ye.message, " (line 1, column ") : NULL;
-        if (ctx != NULL)
-            memmove(ctx + 2, ctx + 10, strlen(ctx + 10) + 1);
-        if (loaded != 0)
+        if (loaded != 0) { /* the parser saw this one line */
+            char problem[sizeof(ye.message) + 40];
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "%s:%zu:%d: malformed trace line: %s (a trace holds one JSON "
                                   "object per line: `jq -c` writes them so)",
-                                  path, line, ye.column, ye.message);
+                                  path, line, ye.column,
+                                  yaml_tree_error_text(&ye, true, problem, sizeof(problem)));
+        }
         int rc = 0;
         if (obj == NULL || obj->type != YAML_TREE_MAPPING) {
             rc = frugal_err_set(err, FRUGAL_EINVAL,

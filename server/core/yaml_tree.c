@@ -24,6 +24,8 @@ static int loader_fail(tree_loader_t *ld, const yaml_mark_t *mark, const char *f
     va_list ap;
     ld->err->line = mark != NULL ? (int)mark->line + 1 : 0;
     ld->err->column = mark != NULL ? (int)mark->column + 1 : 0;
+    ld->err->context_line = 0;
+    ld->err->context_column = 0;
     va_start(ap, fmt);
     vsnprintf(ld->err->message, sizeof(ld->err->message), fmt, ap);
     va_end(ap);
@@ -54,10 +56,24 @@ static int loader_next(tree_loader_t *ld, yaml_event_t *ev) {
         return loader_fail(ld, &mark, "%s (byte offset %zu)", problem, p->problem_offset);
     }
     if (p->context != NULL) {
-        return loader_fail(ld, &p->problem_mark, "%s %s (line %d, column %d)", problem, p->context,
-                           (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+        loader_fail(ld, &p->problem_mark, "%s %s", problem, p->context);
+        ld->err->context_line = (int)p->context_mark.line + 1;
+        ld->err->context_column = (int)p->context_mark.column + 1;
+        return -1;
     }
     return loader_fail(ld, &p->problem_mark, "%s", problem);
+}
+
+const char *yaml_tree_error_text(const yaml_tree_error_t *err, bool one_line, char *buf,
+                                 size_t size) {
+    if (err->context_line == 0)
+        snprintf(buf, size, "%s", err->message);
+    else if (one_line)
+        snprintf(buf, size, "%s (column %d)", err->message, err->context_column);
+    else
+        snprintf(buf, size, "%s (line %d, column %d)", err->message, err->context_line,
+                 err->context_column);
+    return buf;
 }
 
 static yaml_tree_node_t *node_new(tree_loader_t *ld, yaml_tree_type_t type,

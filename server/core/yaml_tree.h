@@ -47,8 +47,17 @@ struct yaml_tree_node {
 typedef struct yaml_tree_error {
     int line; /* 1-based; 0 when unknown */
     int column;
-    char message[256];
+    /* Where the construct holding the problem began (a mapping left open, a quoted
+     * scalar); 0 when the parser names none. */
+    int context_line;
+    int context_column;
+    char message[256]; /* the problem, without a position */
 } yaml_tree_error_t;
+
+/* err's message for a reader, with where its context began: "… (line L, column C)", or
+ * "… (column C)" when the text parsed was one line. Written into buf, which it returns. */
+const char *yaml_tree_error_text(const yaml_tree_error_t *err, bool one_line, char *buf,
+                                 size_t size);
 
 /* Parse text[0..len) into *out. An empty stream (nothing, or only comments) yields
  * *out == NULL and 0. Returns 0, or -1 with *err filled (syntax errors carry libyaml's
