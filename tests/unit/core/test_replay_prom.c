@@ -35,6 +35,16 @@ static void add(replay_prom_t *b, replay_prom_series_t s, const char *labels, co
 
 #define POD(name) "\"namespace\":\"ns\",\"pod\":\"" name "\",\"uid\":\"u-" name "\""
 
+/* The trace of b's pods (every one listed, none known beforehand), which must build. */
+static char *trace_of(replay_prom_t *b, replay_prom_stats_t *st) {
+    char *text = NULL;
+    size_t len = 0;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, st, &err), 0);
+    return text;
+}
+
 static void test_trace(void **state) {
     (void)state;
     replay_prom_t *b;
@@ -163,10 +173,8 @@ static void test_sidecars_and_overhead(void **state) {
         POD("mesh") ",\"container\":\"proxy\",\"restart_policy\":\"Always\"", "[1700000100,\"1\"]");
     add(b, REPLAY_PROM_OVERHEAD_CPU, POD("mesh"), "[1700000100,\"0.25\"]");
     add(b, REPLAY_PROM_OVERHEAD_MEMORY, POD("mesh"), "[1700000100,\"104857600\"]");
-    char *text = NULL;
-    size_t len = 0;
     replay_prom_stats_t st;
-    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    char *text = trace_of(b, &st);
     assert_int_equal(st.pods, 1);
     assert_non_null(strstr(text, "\"initContainers\": [{\"name\": \"proxy\", \"restartPolicy\": "
                                  "\"Always\", "));
@@ -194,10 +202,8 @@ static void test_exported_labels(void **state) {
         "[1700000100,\"0.25\"]");
     add(b, REPLAY_PROM_REQUESTS, SHOP ",\"exported_container\":\"proxy\",\"resource\":\"cpu\"",
         "[1700000100,\"0.1\"]");
-    char *text = NULL;
-    size_t len = 0;
     replay_prom_stats_t st;
-    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    char *text = trace_of(b, &st);
     assert_int_equal(st.pods, 1);
     assert_non_null(strstr(text, "\"name\": \"web-1\", \"namespace\": \"shop\""));
     assert_non_null(strstr(text, "{\"name\": \"app\", \"resources\": {\"requests\": {\"cpu\": "
@@ -257,10 +263,8 @@ static void test_completion_left_behind(void **state) {
     add(b, REPLAY_PROM_RESTARTS, pods[1], "[1700003600,\"1\"]");
     /* brief: a completion series shorter than the pod's, no restart: the completion */
     add(b, REPLAY_PROM_COMPLETION, pods[2], "[1700014400,\"1700010800\"]");
-    char *text = NULL;
-    size_t len = 0;
     replay_prom_stats_t st;
-    assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+    char *text = trace_of(b, &st);
     assert_int_equal(st.pods, 3);
     for (int i = 0; i < 3; i++) {
         static const char *const want[] = {"\"duration\": 28790}", "\"duration\": 7200}",
@@ -291,10 +295,8 @@ static void test_unseen_brief_pod(void **state) {
         assert_int_equal(replay_prom_new(start, T0 + 3600, &b, &err), 0);
         add(b, REPLAY_PROM_CREATED, POD("blip"), "[1700003600,\"1700000065\"]");
         add(b, REPLAY_PROM_START, POD("blip"), "[1700003600,\"1700000066\"]");
-        char *text = NULL;
-        size_t len = 0;
         replay_prom_stats_t st;
-        assert_int_equal(replay_prom_trace(b, NULL, 0, &text, &len, &st, &err), 0);
+        char *text = trace_of(b, &st);
         if (later) {
             assert_int_equal(st.pods, 0);
             assert_int_equal(st.outside, 1);
