@@ -254,12 +254,13 @@ static bool propose__affinity_holds(const propose_type_t *t, const propose_set_t
     group_spec_t spec;
     memset(&spec, 0, sizeof(spec));
     spec.id = "proposal";
-    spec.zone = (char *)zone;
     bool holds = false;
     uint8_t *bytes = NULL;
     size_t len = 0;
     k8s_node_t *node = NULL;
     K8s__Io__Api__Core__V1__NodeSelector *sel = NULL;
+    if (zone != NULL && (spec.zone = strdup(zone)) == NULL)
+        goto done;
     for (size_t i = 0; i < set->count; i++)
         if (group_rules_label(set->items[i]->key, NULL, false, NULL, 0) != GROUP_RULE_RESERVED &&
             kv_list_put(&spec.labels, set->items[i]->key, set->items[i]->value) < 0)
@@ -280,6 +281,7 @@ static bool propose__affinity_holds(const propose_type_t *t, const propose_set_t
     }
 done:
     kv_list_clear(&spec.labels);
+    free(spec.zone);
     free(bytes);
     if (node != NULL)
         protobuf_c_message_free_unpacked(&node->base, NULL);
