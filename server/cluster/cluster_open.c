@@ -510,11 +510,13 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     int rc = 0;
     size_t n = 0;
     change_t *changes = calloc(c->count + next->node_groups_count + 1, sizeof(*changes));
-    /* Why each autoprovisioned group is dropped, logged once the reload took effect. */
-    const char **drop_why = calloc(c->count + 1, sizeof(*drop_why));
-    char **dropped_ids = calloc(c->count + 1, sizeof(*dropped_ids));
+    /* Each autoprovisioned group dropped, and why, logged once the reload took effect. */
+    struct {
+        const char *why;
+        char *id; /* copied: the group is gone after the commit */
+    } *drops = calloc(c->count + 1, sizeof(*drops));
     const char *key = cluster__restart_key(cur, next);
-    if (changes == NULL || drop_why == NULL || dropped_ids == NULL)
+    if (changes == NULL || drops == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     else if (key != NULL)
         rc = frugal_err_set(err, FRUGAL_EPRECOND, "%s changes only with a restart", key);
@@ -527,7 +529,7 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
             const char *drop = NULL;
             rc = cluster__reload_nap_group(c, c->groups[i], next, &drop, err);
             if (rc == 0 && drop != NULL) {
-                drop_why[i] = drop;
+                drops[i].why = drop;
                 changes[n++] = (change_t){.index = i, .next = NULL};
             }
             continue;
@@ -587,7 +589,7 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     free(v.loaded);
     size_t groups_before = c->count;
     for (size_t i = 0; rc == 0 && i < groups_before; i++)
-        if (drop_why[i] != NULL && (dropped_ids[i] = strdup(c->groups[i]->spec.id)) == NULL)
+        if (drops[i].why != NULL && (drops[i].id = strdup(c->groups[i]->spec.id)) == NULL)
             rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0) {
         config_retain(next);
@@ -603,14 +605,13 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     for (size_t i = 0; i < n; i++)
         group_free(changes[i].next);
     free(changes);
-    for (size_t i = 0; dropped_ids != NULL && i < groups_before; i++) {
-        if (rc == 0 && dropped_ids[i] != NULL)
-            log_info("reload: autoprovisioned node group %s dropped (%s)", dropped_ids[i],
-                     drop_why[i]);
-        free(dropped_ids[i]);
+    for (size_t i = 0; drops != NULL && i < groups_before; i++) {
+        if (rc == 0 && drops[i].id != NULL)
+            log_info("reload: autoprovisioned node group %s dropped (%s)", drops[i].id,
+                     drops[i].why);
+        free(drops[i].id);
     }
-    free(dropped_ids);
-    free(drop_why);
+    free(drops);
     if (rc != 0 && configured)
         provider_configure(c->provider, cur);
     pthread_mutex_unlock(&c->write_mu);
