@@ -145,6 +145,8 @@ static int cluster__persist_view(cluster_t *c, const cluster_ctx_t *ctx, const c
     const group_t **view = malloc((c->count + n + 1) * sizeof(*view));
     const group_t **changed = malloc((n + 1) * sizeof(*changed));
     const char **removed = malloc((n + 1) * sizeof(*removed));
+    /* the config this commit publishes: a reload's limits guard its own write */
+    const frugal_config_t *published = ctx->next_cfg != NULL ? ctx->next_cfg : c->cfg;
     if (view == NULL || changed == NULL || removed == NULL) {
         free(view);
         free(changed);
@@ -156,7 +158,7 @@ static int cluster__persist_view(cluster_t *c, const cluster_ctx_t *ctx, const c
                          .removed = (const char *const *)removed,
                          .provider_work = ctx->provider_work,
                          /* A restore writes a group back unchanged: no limit to guard. */
-                         .whole_view = c->cfg->autoprovisioning.enabled && !ctx->restore,
+                         .whole_view = published->autoprovisioning.enabled && !ctx->restore,
                          .restore = ctx->restore,
                          .deadline_ms = ctx->deadline_ms};
     for (size_t i = 0; i < c->count; i++) {
@@ -266,8 +268,8 @@ int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, s
 
     /* Publish: nothing below can fail. */
     pthread_rwlock_wrlock(&c->lock);
-    if (c->next_cfg != NULL) /* a reload: the config changes with the groups */
-        c->cfg = c->next_cfg;
+    if (ctx->next_cfg != NULL) /* a reload: the config changes with the groups */
+        c->cfg = ctx->next_cfg;
     for (size_t j = 0; j < n; j++) {
         change_t *ch = &changes[j];
         if (ch->index != CLUSTER_APPEND) {

@@ -593,9 +593,8 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
             rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     if (rc == 0) {
         config_retain(next);
-        c->next_cfg = next;
-        rc = cluster__commit(c, NULL, changes, n, err); /* consumes every next */
-        c->next_cfg = NULL;
+        cluster_ctx_t reload = {.next_cfg = next};
+        rc = cluster__commit(c, &reload, changes, n, err); /* consumes every next */
         n = 0;
         if (rc != 0)
             config_release(next);

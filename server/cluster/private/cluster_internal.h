@@ -27,7 +27,6 @@ typedef struct iref {
 
 struct cluster {
     const frugal_config_t *cfg;
-    const frugal_config_t *next_cfg; /* cluster_reload: published by cluster__commit */
     provider_t *provider;
     state_backend_t *state; /* NULL: in memory only */
     pthread_rwlock_t lock;
@@ -62,10 +61,11 @@ typedef struct gvec {
 /* How a commit came about, passed from the mutation down to the backend's commit
  * (NULL: none of these, no budget: open, reload, persist). */
 typedef struct cluster_ctx {
-    int64_t deadline_ms; /* the call's budget ends then (CLOCK_MONOTONIC ms; 0: none) */
-    bool remote;         /* publishing another replica's commit: nothing to store */
-    bool provider_work;  /* the leader's provider work (Refresh): fenced by its lease */
-    bool restore;        /* writing back a group whose stored key was deleted by hand */
+    int64_t deadline_ms;             /* the call's budget ends then (CLOCK_MONOTONIC ms; 0: none) */
+    bool remote;                     /* publishing another replica's commit: nothing to store */
+    bool provider_work;              /* the leader's provider work (Refresh): fenced by its lease */
+    bool restore;                    /* writing back a group whose stored key was deleted by hand */
+    const frugal_config_t *next_cfg; /* a reload's: published with the groups */
 } cluster_ctx_t;
 
 /* ---- implemented in cluster.c: the commit engine ---- */
