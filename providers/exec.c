@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "exec_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "utf8.h"
 
@@ -143,14 +144,7 @@ static void exec_destroy(provider_t *base) {
     p->stopping = true;
     pthread_cond_broadcast(&p->work_cv);
     int64_t grace = p->timeout_ms < EXEC_STOP_GRACE_MS ? p->timeout_ms : EXEC_STOP_GRACE_MS;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += grace / 1000;
-    until.tv_nsec += (grace % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = clock_timespec_in(CLOCK_MONOTONIC, grace);
     if (p->running > 0)
         log_info("exec provider stopping: waiting up to %" PRId64 " ms for %zu running hooks",
                  grace, p->running);

@@ -8,6 +8,7 @@
 #include "k8s.h"
 #include "pricing.h"
 #include "quantity.h"
+#include "strbuf.h"
 #include "template.h"
 
 extern char **environ;
@@ -35,39 +36,17 @@ static void hook__put(hook_envp_t *e, const char *name, const char *value) {
     e->items[e->count++] = s;
 }
 
-/* A comma-separated list being built; NULL data once out of memory. */
-typedef struct hook_csv {
-    char *data;
-    size_t len;
-    size_t cap;
-} hook_csv_t;
-
-static void hook__csv_add(hook_csv_t *b, const char *key, const char *sep, const char *value,
+/* Append key SEP value[:effect] to the comma-separated list b. */
+static void hook__csv_add(strbuf_t *b, const char *key, const char *sep, const char *value,
                           const char *effect) {
-    if (b->data == NULL)
-        return;
-    size_t need = b->len + strlen(key) + strlen(value) + strlen(effect) + 4;
-    if (need > b->cap) {
-        size_t cap = b->cap * 2 > need ? b->cap * 2 : need;
-        char *d = realloc(b->data, cap);
-        if (d == NULL) {
-            free(b->data);
-            b->data = NULL;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    b->len +=
-        (size_t)snprintf(b->data + b->len, b->cap - b->len, "%s%s%s%s%s%s", b->len > 0 ? "," : "",
-                         key, sep, value, effect[0] ? ":" : "", effect);
+    strbuf_printf(b, "%s%s%s%s%s%s", b->len > 0 ? "," : "", key, sep, value, effect[0] ? ":" : "",
+                  effect);
 }
 
-static bool hook__csv_init(hook_csv_t *b) {
-    b->cap = 64;
-    b->len = 0;
-    b->data = calloc(1, b->cap);
-    return b->data != NULL;
+/* The list b holds: "" when empty, NULL when out of memory. */
+static char *hook__csv_take(strbuf_t *b) {
+    strbuf_append(b, "", 0);
+    return strbuf_take(b);
 }
 
 char *hook_env_node_labels(const frugal_config_t *cfg, const group_spec_t *spec) {
@@ -100,34 +79,30 @@ char *hook_env_node_labels(const frugal_config_t *cfg, const group_spec_t *spec)
             rc = kv_list_put(&labels, kv->key, kv->value) != 0;
         }
     }
-    hook_csv_t b;
-    if (rc != 0 || !hook__csv_init(&b)) {
+    if (rc != 0) {
         kv_list_clear(&labels);
         return NULL;
     }
+    strbuf_t b = {0};
     for (size_t i = 0; i < labels.count; i++)
         hook__csv_add(&b, labels.items[i].key, "=", labels.items[i].value, "");
     kv_list_clear(&labels);
-    return b.data;
+    return hook__csv_take(&b);
 }
 
 char *hook_env_node_taints(const group_spec_t *spec) {
-    hook_csv_t b;
-    if (!hook__csv_init(&b))
-        return NULL;
+    strbuf_t b = {0};
     for (size_t i = 0; i < spec->taints.count; i++) {
         const taint_t *t = &spec->taints.items[i];
         hook__csv_add(&b, t->key, t->value[0] != '\0' ? "=" : "", t->value, t->effect);
     }
-    return b.data;
+    return hook__csv_take(&b);
 }
 
 /* Join a group's labels (k=v) or taints (k=v:Effect) with commas, as FRUGAL_LABELS and
  * FRUGAL_TAINTS always did; NULL when out of memory. */
 static char *hook__join_spec(const group_spec_t *spec, bool taints) {
-    hook_csv_t b;
-    if (!hook__csv_init(&b))
-        return NULL;
+    strbuf_t b = {0};
     size_t count = taints ? spec->taints.count : spec->labels.count;
     for (size_t i = 0; i < count; i++) {
         if (taints)
@@ -136,7 +111,7 @@ static char *hook__join_spec(const group_spec_t *spec, bool taints) {
         else
             hook__csv_add(&b, spec->labels.items[i].key, "=", spec->labels.items[i].value, "");
     }
-    return b.data;
+    return hook__csv_take(&b);
 }
 
 /* Whether the inherited entry e (NAME=VALUE) is replaced by one of frugal's. */

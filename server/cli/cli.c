@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "strbuf.h"
+
 void cli_die_nomem(void) {
     fputs("error: out of memory\n", stderr);
     exit(1);
@@ -30,33 +32,14 @@ char *cli_xstrdup(const char *s) {
 }
 
 int cli_read_stream(FILE *f, char **data, size_t *len) {
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return ENOMEM;
-    errno = 0;
-    for (;;) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (bigger == NULL) {
-            free(buf);
-            return ENOMEM;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    if (ferror(f)) {
-        int e = errno != 0 ? errno : EIO; /* a directory says EISDIR */
-        free(buf);
-        return e;
-    }
-    buf[n] = '\0'; /* n < cap: the loop stops on a short read */
-    *data = buf;
-    *len = n;
-    return 0;
+    strbuf_t b = {0};
+    int rc = strbuf_read_stream(&b, f, SIZE_MAX);
+    strbuf_append(&b, "", 0); /* nothing read is "" */
+    *len = b.len;
+    if (rc == 0 && (*data = strbuf_take(&b)) == NULL)
+        rc = ENOMEM;
+    strbuf_free(&b);
+    return rc;
 }
 
 int cli_read_file(const char *path, char **data, size_t *len) {

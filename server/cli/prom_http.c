@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "prom_http.h"
+#include "strbuf.h"
 
 struct prom_http {
     const prom_http_opts_t *o;
@@ -16,30 +17,10 @@ struct prom_http {
     struct curl_slist *headers;
 };
 
-typedef struct prom__body {
-    char *data;
-    size_t len, cap;
-    bool nomem;
-} prom__body_t;
-
 static size_t prom__write(char *ptr, size_t size, size_t n, void *arg) {
-    prom__body_t *b = arg;
-    size_t add = size * n;
-    if (b->len + add + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + add + 1)
-            cap *= 2;
-        char *nd = realloc(b->data, cap);
-        if (nd == NULL) {
-            b->nomem = true;
-            return 0;
-        }
-        b->data = nd, b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, add);
-    b->len += add;
-    b->data[b->len] = '\0';
-    return add;
+    strbuf_t *b = arg;
+    strbuf_append(b, ptr, size * n);
+    return b->failed ? 0 : size * n; /* 0: curl stops */
 }
 
 int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *err) {
@@ -114,7 +95,7 @@ void prom_http_close(prom_http_t *h) {
 int prom_http_get(prom_http_t *h, const char *path, const char *const *params, size_t count,
                   char **body, size_t *len, frugal_err_t *err) {
     *body = NULL, *len = 0;
-    prom__body_t b = {0};
+    strbuf_t b = {0};
     FILE *u;
     char *url = NULL;
     size_t url_len = 0;
@@ -153,12 +134,12 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
         curl_easy_setopt(c, CURLOPT_SSLKEY, h->o->key_file);
     CURLcode rc = curl_easy_perform(c);
     free(url);
-    if (b.nomem) {
-        free(b.data);
+    if (b.failed) {
+        strbuf_free(&b);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     if (rc != CURLE_OK) {
-        free(b.data);
+        strbuf_free(&b);
         if (rc == CURLE_SSL_CACERT_BADFILE && h->o->ca_file != NULL)
             return frugal_err_set(err, FRUGAL_EINVAL,
                                   "--ca-file %s: no CA certificate curl can read", h->o->ca_file);
@@ -179,12 +160,13 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
         (b.data == NULL || strstr(b.data, "\"status\"") == NULL))
         json = false;
     if (status != 200 && !(json && status >= 400)) {
-        free(b.data);
+        strbuf_free(&b);
         return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)",
                               h->o->url, path, status, json ? "" : ", not JSON");
     }
-    if (b.data == NULL && (b.data = calloc(1, 1)) == NULL)
+    strbuf_append(&b, "", 0); /* an empty body is "" */
+    *len = b.len;
+    if ((*body = strbuf_take(&b)) == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    *body = b.data, *len = b.len;
     return 0;
 }

@@ -35,9 +35,7 @@ void cluster_set_clock_for_testing(int64_t (*now_ms)(void)) {
 int64_t cluster_now_ms(void) {
     if (cluster_clock != NULL)
         return cluster_clock();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_wall_ms();
 }
 
 /* ------------------------------------------------------------------------------------
@@ -386,16 +384,7 @@ int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
          * (pthread_mutex_clocklock would not need it, but ThreadSanitizer does not know
          * that call and then reports every unlock). */
         int64_t wait_ms = last - clock_mono_ms();
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        if (wait_ms < 0)
-            wait_ms = 0;
-        until.tv_sec += (time_t)(wait_ms / 1000);
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = clock_timespec_in(CLOCK_REALTIME, wait_ms > 0 ? wait_ms : 0);
         rc = pthread_mutex_timedlock(&c->write_mu, &until);
     }
     if (rc == 0 && clock_mono_ms() < last)

@@ -5,6 +5,7 @@
 #define FRUGAL_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Milliseconds on the monotonic clock (arbitrary origin, shared by every process of
  * the machine, so a forked child compares it with its parent's). */
@@ -16,5 +17,9 @@ double clock_mono_ms_exact(void);
 
 /* Milliseconds since the epoch on the wall clock (CLOCK_REALTIME). */
 int64_t clock_wall_ms(void);
+
+/* The instant ms milliseconds (>= 0) from now on clock, as the absolute time pthread's
+ * timed waits take (on the clock their condition or mutex waits on). */
+struct timespec clock_timespec_in(clockid_t clock, int64_t ms);
 
 #endif

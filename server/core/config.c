@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "yaml_tree.h"
 
 /* ---- top level ---- */
@@ -155,51 +156,9 @@ static int config__fail_too_large(const char *path, char **errors) {
     return FRUGAL_EINVAL;
 }
 
-int config_load(const char *path, frugal_config_t **out, char **errors) {
-    *out = NULL;
-    if (errors != NULL) {
-        *errors = NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    if (f == NULL) {
-        goto fail_io;
-    }
-    for (;;) {
-        if (len + 4096 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *p = realloc(text, cap);
-            if (p == NULL) {
-                fclose(f);
-                free(text);
-                return FRUGAL_ENOMEM;
-            }
-            text = p;
-        }
-        size_t n = fread(text + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            break;
-        }
-        if (len > CONFIG_FILE_MAX) {
-            fclose(f);
-            free(text);
-            return config__fail_too_large(path, errors);
-        }
-    }
-    if (ferror(f)) {
-        fclose(f);
-        goto fail_io;
-    }
-    fclose(f);
-    int rc = config_load_string(path, text != NULL ? text : "", len, out, errors);
-    free(text);
-    return rc;
-
-fail_io : {
-    const char *reason = strerror(errno);
-    free(text);
+/* FRUGAL_EIO, with "PATH: cannot read: REASON" in *errors. */
+static int config__fail_io(const char *path, int e, char **errors) {
+    const char *reason = strerror(e);
     if (errors != NULL) {
         size_t n = strlen(path) + strlen(reason) + 32;
         *errors = malloc(n);
@@ -209,6 +168,30 @@ fail_io : {
     }
     return FRUGAL_EIO;
 }
+
+int config_load(const char *path, frugal_config_t **out, char **errors) {
+    *out = NULL;
+    if (errors != NULL) {
+        *errors = NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return config__fail_io(path, errno, errors);
+    strbuf_t text = {0};
+    int got = strbuf_read_stream(&text, f, CONFIG_FILE_MAX);
+    fclose(f);
+    strbuf_append(&text, "", 0); /* an empty file is "" */
+    int rc;
+    if (got == EFBIG)
+        rc = config__fail_too_large(path, errors);
+    else if (got == ENOMEM || text.failed)
+        rc = FRUGAL_ENOMEM;
+    else if (got != 0)
+        rc = config__fail_io(path, got, errors);
+    else
+        rc = config_load_string(path, text.data, text.len, out, errors);
+    strbuf_free(&text);
+    return rc;
 }
 
 void config_free(frugal_config_t *cfg) {

@@ -19,6 +19,7 @@
 #include "hook_params.h"
 #include "k8s_name.h"
 #include "quantity.h"
+#include "strbuf.h"
 
 /* ---- labels and taints ---- */
 
@@ -266,18 +267,20 @@ static const char *env_file_read(const char *path, char **out, size_t *len, char
         fclose(f);
         return buf;
     }
-    char *data = malloc(HOOK_ENV_FILE_MAX + 2);
-    *len = data != NULL ? fread(data, 1, HOOK_ENV_FILE_MAX + 1, f) : 0;
-    bool failed = data == NULL || ferror(f);
+    strbuf_t text = {0};
+    int got = strbuf_read_stream(&text, f, HOOK_ENV_FILE_MAX);
     fclose(f);
-    const char *problem = failed ? "cannot be read" : hook_env_file_problem(data, *len);
+    strbuf_append(&text, "", 0); /* an empty file is "" */
+    /* Too long is hook_env_file_problem's to say, as for an inline value. */
+    bool failed = text.failed || (got != 0 && got != EFBIG);
+    const char *problem = failed ? "cannot be read" : hook_env_file_problem(text.data, text.len);
     if (problem != NULL) {
         snprintf(buf, size, "%s %s", path, problem);
-        free(data);
+        strbuf_free(&text);
         return buf;
     }
-    data[*len] = '\0';
-    *out = data;
+    *len = text.len;
+    *out = strbuf_take(&text);
     return NULL;
 }
 

@@ -1,5 +1,6 @@
 #include "strbuf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,24 @@ void strbuf_printf(strbuf_t *b, const char *fmt, ...) {
     va_start(ap, fmt);
     strbuf_vprintf(b, fmt, ap);
     va_end(ap);
+}
+
+int strbuf_read_stream(strbuf_t *b, FILE *f, size_t max) {
+    size_t start = b->len;
+    errno = 0;
+    for (;;) {
+        /* Read in chunks of at least 4 KiB, the room doubling as the text grows. */
+        if (b->cap - b->len < 4096 + 1 && !strbuf__reserve(b, b->cap > 65536 ? b->cap : 65536))
+            return ENOMEM;
+        size_t n = fread(b->data + b->len, 1, b->cap - b->len - 1, f);
+        b->len += n;
+        b->data[b->len] = '\0';
+        if (b->len - start > max)
+            return EFBIG;
+        if (n == 0)
+            break;
+    }
+    return ferror(f) ? (errno != 0 ? errno : EIO) : 0;
 }
 
 char *strbuf_take(strbuf_t *b) {

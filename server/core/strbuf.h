@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Zero-initialise ({0}): empty, data NULL until the first append. */
 typedef struct strbuf {
@@ -26,6 +27,11 @@ void strbuf_puts(strbuf_t *b, const char *s);
 /* Append fmt formatted, whatever its length. */
 void strbuf_printf(strbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vprintf(strbuf_t *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* Append what f holds, to its end: 0; EFBIG when it holds more than max bytes (what was
+ * read stays in b); ENOMEM; or the read error's errno (EISDIR for a directory). The one
+ * reader of whole files (configs, states, PEM files, traces). */
+int strbuf_read_stream(strbuf_t *b, FILE *f, size_t max);
 
 /* Hand over the string (NULL when nothing was appended or an allocation failed) and
  * empty b. */

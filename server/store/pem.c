@@ -14,34 +14,30 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "strbuf.h"
+
 int pem_read_file(const char *path, char **out, frugal_err_t *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return frugal_err_set(err, FRUGAL_EIO, "cannot open %s: %s", path, strerror(errno));
-    char *buf = malloc(PEM_FILE_MAX + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
-    }
-    size_t len = fread(buf, 1, PEM_FILE_MAX + 1, f);
+    strbuf_t text = {0};
+    int got = strbuf_read_stream(&text, f, PEM_FILE_MAX);
+    fclose(f);
     int rc = 0;
-    if (ferror(f))
-        rc = frugal_err_set(err, FRUGAL_EIO, "cannot read %s: %s", path, strerror(errno));
-    else if (len > PEM_FILE_MAX)
+    if (got == ENOMEM || text.failed)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+    else if (got == EFBIG)
         rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: larger than %u bytes, not a PEM file", path,
                             PEM_FILE_MAX);
-    else if (len == 0)
+    else if (got != 0)
+        rc = frugal_err_set(err, FRUGAL_EIO, "cannot read %s: %s", path, strerror(got));
+    else if (text.len == 0)
         rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: empty file", path);
-    fclose(f);
-    if (rc != 0) {
-        free(buf);
-        return rc;
-    }
-    buf[len] = '\0';
-    char *shrunk = realloc(buf, len + 1);
-    *out = shrunk != NULL ? shrunk : buf;
-    return 0;
+    if (rc == 0)
+        *out = strbuf_take(&text);
+    strbuf_free(&text);
+    return rc;
 }
 
 /* t as OpenSSL prints it ("Jan  2 03:04:05 2026 GMT") into buf. */

@@ -550,13 +550,7 @@ static int etcd_sync(state_backend_t *b, int64_t deadline_ms, frugal_err_t *err)
     int64_t until = clock_mono_ms() + se__timeout_ms(e, deadline_ms);
     pthread_mutex_lock(&e->mu);
     while (e->revision < e->wanted && clock_mono_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = clock_timespec_in(CLOCK_REALTIME, 20);
         pthread_cond_timedwait(&e->cond, &e->mu, &ts);
     }
     bool behind = e->revision < e->wanted;

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "state_lock.h"
+#include "strbuf.h"
 
 /* ------------------------------------------------------------------------------------
  * The file: read, durable write, previous generation
@@ -42,9 +43,6 @@ static void state__hint_previous(const char *path, frugal_err_t *err) {
 
 int state_load(const char *path, state_t *out, frugal_err_t *err) {
     int rc;
-    char *data = NULL;
-    size_t len = 0;
-    size_t cap = 0;
     memset(out, 0, sizeof(*out));
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -52,36 +50,19 @@ int state_load(const char *path, state_t *out, frugal_err_t *err) {
             return frugal_err_set(err, FRUGAL_ENOTFOUND, "%s: no such file", path);
         return frugal_err_set(err, FRUGAL_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            size_t ncap = cap == 0 ? 65536 : cap * 2;
-            char *p = realloc(data, ncap);
-            if (p == NULL) {
-                rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
-                goto fail;
-            }
-            data = p;
-            cap = ncap;
-        }
-        size_t n = fread(data + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (ferror(f)) {
-        rc = frugal_err_set(err, FRUGAL_EIO, "%s: read error: %s", path, strerror(errno));
-        goto fail;
-    }
+    strbuf_t text = {0};
+    int got = strbuf_read_stream(&text, f, SIZE_MAX);
     fclose(f);
-    f = NULL;
-    data[len] = '\0';
-    rc = state_parse(path, data, len, out, err);
-    free(data);
-    return rc;
-fail:
-    if (f != NULL)
-        fclose(f);
-    free(data);
+    strbuf_append(&text, "", 0); /* an empty file is "" */
+    if (got == 0 && text.failed)
+        got = ENOMEM;
+    if (got == ENOMEM)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "%s: out of memory", path);
+    else if (got != 0)
+        rc = frugal_err_set(err, FRUGAL_EIO, "%s: read error: %s", path, strerror(got));
+    else
+        rc = state_parse(path, text.data, text.len, out, err);
+    strbuf_free(&text);
     return rc;
 }
 

@@ -1,11 +1,13 @@
 /* Unit tests of server/core/strbuf.c: appends of any length, printf beyond any fixed
- * buffer, take and free. */
+ * buffer, take and free, whole streams. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,10 +58,41 @@ static void test_failed(void **state) {
     assert_false(b.failed);
 }
 
+/* Whole streams, across chunks, with and without a limit, and a directory's error. */
+static void test_read_stream(void **state) {
+    (void)state;
+    size_t big = 300000; /* several chunks */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    for (size_t i = 0; i < big; i++)
+        fputc('a' + (int)(i % 26), f);
+    rewind(f);
+    strbuf_t b = {0};
+    strbuf_puts(&b, "head:");
+    assert_int_equal(strbuf_read_stream(&b, f, SIZE_MAX), 0);
+    assert_int_equal(b.len, 5 + big);
+    assert_int_equal(b.data[5 + big - 1], 'a' + (int)((big - 1) % 26));
+    assert_int_equal(b.data[b.len], '\0');
+    strbuf_free(&b);
+    rewind(f);
+    assert_int_equal(strbuf_read_stream(&b, f, big), 0); /* exactly the limit */
+    strbuf_free(&b);
+    rewind(f);
+    assert_int_equal(strbuf_read_stream(&b, f, big - 1), EFBIG);
+    strbuf_free(&b);
+    fclose(f);
+    FILE *dir = fopen(".", "rb");
+    assert_non_null(dir);
+    assert_int_equal(strbuf_read_stream(&b, dir, SIZE_MAX), EISDIR);
+    fclose(dir);
+    strbuf_free(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_printf),
         cmocka_unit_test(test_failed),
+        cmocka_unit_test(test_read_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
