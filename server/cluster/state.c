@@ -521,25 +521,20 @@ static const char *state__provider_id_problem(const char *id, const char *group)
                                            : NULL;
 }
 
-/* A label, taint or resource record's strings, checked as the config checks them: text,
- * then a label's or a taint's with the group rules (an operator's groups are kept here:
- * their labels may set what the template sets), a resource's name as a qualified name. */
+/* A label, taint or resource record's strings, checked as every group's are: text, then
+ * the group rules (an operator's groups are kept here: their labels may set what the
+ * template sets). */
 static int state__check_kv(parser_t *ps, const char *what, const char *key, const char *value,
                            const char *effect) {
     char why[FRUGAL_ERR_MSG_MAX];
-    const char *problem = NULL;
     if (!state__text_ok(key) || !state__text_ok(value))
-        problem = "not UTF-8 text";
-    else if (strcmp(what, "resource") == 0)
-        problem = k8s_name_key_problem(key);
-    else if ((strcmp(what, "label") == 0
-                  ? group_rules_label(key, value, true, why, sizeof(why))
-                  : group_rules_taint(key, value, effect, why, sizeof(why))) != GROUP_RULE_OK)
-        return parser_fail(ps, "%s", why);
-    if (problem != NULL)
-        return parser_fail(ps, "%s %s: %s", what, state__text_ok(key) ? key : "(not UTF-8)",
-                           problem);
-    return 0;
+        return parser_fail(ps, "%s %s: not UTF-8 text", what,
+                           state__text_ok(key) ? key : "(not UTF-8)");
+    group_rule_t rule =
+        strcmp(what, "label") == 0      ? group_rules_label(key, value, true, why, sizeof(why))
+        : strcmp(what, "resource") == 0 ? group_rules_resource(key, value, why, sizeof(why))
+                                        : group_rules_taint(key, value, effect, why, sizeof(why));
+    return rule == GROUP_RULE_OK ? 0 : parser_fail(ps, "%s", why);
 }
 
 /* Insert (key, value) into a sorted kv list; a duplicate key is an error. */
@@ -561,7 +556,7 @@ static int state__kv_insert(parser_t *ps, const char *what, kv_list_t *l, record
     if (found && strcmp(what, "label") == 0)
         group_rules_label_twice(key, why, sizeof(why));
     else if (found)
-        snprintf(why, sizeof(why), "%s %s given twice", what, key);
+        group_rules_resource_twice(key, why, sizeof(why));
     if (found)
         return parser_fail(ps, "%s", why);
     if (kv_list_put(l, key, value) != 0)

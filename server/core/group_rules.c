@@ -1,9 +1,11 @@
 #include "group_rules.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "k8s_name.h"
+#include "quantity.h"
 
 static group_rule_t group_rules__fail(group_rule_t rule, char *buf, size_t size, const char *fmt,
                                       ...) __attribute__((format(printf, 4, 5)));
@@ -52,10 +54,27 @@ group_rule_t group_rules_taint(const char *key, const char *value, const char *e
     return GROUP_RULE_OK;
 }
 
+group_rule_t group_rules_resource(const char *name, const char *value, char *buf, size_t size) {
+    const char *problem = k8s_name_key_problem(name);
+    if (problem != NULL)
+        return group_rules__fail(GROUP_RULE_KEY, buf, size, "invalid resource name \"%s\": %s",
+                                 name, problem);
+    int64_t q;
+    if (value != NULL && (quantity_parse_value(value, &q, NULL) != 0 || q < 0))
+        return group_rules__fail(GROUP_RULE_VALUE, buf, size,
+                                 "invalid quantity \"%s\" for resource %s: want a quantity >= 0",
+                                 value, name);
+    return GROUP_RULE_OK;
+}
+
 void group_rules_label_twice(const char *key, char *buf, size_t size) {
     snprintf(buf, size, "label %s given twice", key);
 }
 
 void group_rules_taint_twice(const char *key, const char *effect, char *buf, size_t size) {
     snprintf(buf, size, "taint %s:%s given twice", key, effect);
+}
+
+void group_rules_resource_twice(const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "resource %s given twice", name);
 }

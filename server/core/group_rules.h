@@ -32,9 +32,15 @@ group_rule_t group_rules_label(const char *key, const char *value, bool by_opera
 group_rule_t group_rules_taint(const char *key, const char *value, const char *effect, char *buf,
                                size_t size);
 
-/* A label key, or a taint's key and effect, given twice: `label K given twice`,
- * `taint K:E given twice`, into buf. */
+/* Whether name=value may be an extra resource of a group's nodes (value NULL: the name
+ * alone is checked); when not, why is written to buf (when not NULL): `invalid resource
+ * name "N": REASON` or `invalid quantity "V" for resource N: want a quantity >= 0`. */
+group_rule_t group_rules_resource(const char *name, const char *value, char *buf, size_t size);
+
+/* A label key, a taint's key and effect, or a resource given twice: `label K given twice`,
+ * `taint K:E given twice`, `resource N given twice`, into buf. */
 void group_rules_label_twice(const char *key, char *buf, size_t size);
 void group_rules_taint_twice(const char *key, const char *effect, char *buf, size_t size);
+void group_rules_resource_twice(const char *name, char *buf, size_t size);
 
 #endif

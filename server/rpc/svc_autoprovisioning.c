@@ -14,7 +14,6 @@
 #include "demand.h"
 #include "frugal.pb-c.h"
 #include "group_rules.h"
-#include "k8s_name.h"
 #include "pricing.h"
 #include "propose.h"
 #include "service.h"
@@ -137,20 +136,6 @@ static int ap_get_available_machine_types(service_ctx_t *ctx, const void *reques
  * NewNodeGroup
  * ---------------------------------------------------------------------------------- */
 
-/* Add key=value to the sorted list l; a key already present with another value is
- * refused (what names the map for the message). */
-static int kv_add(kv_list_t *l, const char *key, const char *value, const char *what,
-                  frugal_err_t *err) {
-    bool found;
-    size_t at = kv_list_find(l, key, &found);
-    if (found && strcmp(l->items[at].value, value) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "%s: key %s given twice (\"%s\" and \"%s\")",
-                              what, key, l->items[at].value, value);
-    if (kv_list_put(l, key, value) < 0)
-        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    return 0;
-}
-
 /* Add a label of the request to spec's (what: the request's map); one a client may not
  * set, a bad key or value, or a key given with two values is refused. */
 static int label_add(kv_list_t *l, const char *what, const char *key, const char *value,
@@ -236,16 +221,18 @@ static int build_spec(const frugal_config_t *cfg, const AP(NewNodeGroupRequest) 
 
     for (size_t i = 0; i < req->n_extra_resources; i++) {
         const char *k = req->extra_resources[i]->key, *v = req->extra_resources[i]->value;
-        int64_t q;
-        frugal_err_t qerr;
-        if (!k8s_name_is_key(k))
-            return frugal_err_set(err, FRUGAL_EINVAL,
-                                  "extra_resources: invalid resource name \"%s\"", k);
-        if (quantity_parse_value(v, &q, &qerr) != 0 || q < 0)
-            return frugal_err_set(err, FRUGAL_EINVAL,
-                                  "extra_resources: %s: invalid quantity \"%s\"", k, v);
-        if ((rc = kv_add(&spec->extra_resources, k, v, "extra_resources", err)) != 0)
-            return rc;
+        char why[FRUGAL_ERR_MSG_MAX];
+        bool found;
+        size_t at = kv_list_find(&spec->extra_resources, k, &found);
+        if (group_rules_resource(k, v, why, sizeof(why)) != GROUP_RULE_OK)
+            return frugal_err_set(err, FRUGAL_EINVAL, "extra_resources: %s", why);
+        if (found && strcmp(spec->extra_resources.items[at].value, v) != 0) {
+            group_rules_resource_twice(k, why, sizeof(why));
+            return frugal_err_set(err, FRUGAL_EINVAL, "extra_resources: %s (\"%s\" and \"%s\")",
+                                  why, spec->extra_resources.items[at].value, v);
+        }
+        if (kv_list_put(&spec->extra_resources, k, v) < 0)
+            return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
 
     spec->machine_type = strdup(req->machine_type);

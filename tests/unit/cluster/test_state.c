@@ -220,6 +220,16 @@ static void test_corrupt(void **state) {
     expect_corrupt(HDR GRP GRP END, "state.txt:3:", "group a listed twice");
     expect_corrupt(HDR GRP "label key=k value=v\nlabel key=k value=w\n" END,
                    "state.txt:4:", "label k given twice");
+    /* a resource obeys the rules NewNodeGroup applies, in the same words */
+    expect_corrupt(HDR GRP "resource key=example.com/fpga value=abc\n" END, "state.txt:3:",
+                   "invalid quantity \"abc\" for resource example.com/fpga: want a quantity >= 0");
+    expect_corrupt(HDR GRP "resource key=example.com/fpga value=-1\n" END,
+                   "state.txt:3:", "invalid quantity \"-1\"");
+    expect_corrupt(HDR GRP "resource key=bad/name/x value=1\n" END,
+                   "state.txt:3:", "invalid resource name \"bad/name/x\"");
+    expect_corrupt(HDR GRP "resource key=example.com/fpga value=1\n"
+                           "resource key=example.com/fpga value=2\n" END,
+                   "state.txt:4:", "resource example.com/fpga given twice");
     expect_corrupt(
         HDR "group id=a managed=1 autoprovisioned=0 exists=1 min=4 max=3 target=1 next_seq=2 "
             "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
