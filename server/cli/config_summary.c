@@ -4,18 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-static const char *config_summary__duration(int64_t ms, char *buf, size_t size) {
-    if (ms % 3600000 == 0 && ms != 0) {
-        snprintf(buf, size, "%" PRId64 "h", ms / 3600000);
-    } else if (ms % 60000 == 0 && ms != 0) {
-        snprintf(buf, size, "%" PRId64 "m", ms / 60000);
-    } else if (ms % 1000 == 0) {
-        snprintf(buf, size, "%" PRId64 "s", ms / 1000);
-    } else {
-        snprintf(buf, size, "%" PRId64 "ms", ms);
-    }
-    return buf;
-}
+#include "duration.h"
 
 #define SUMMARY_MAX_GROUPS 10
 
@@ -51,7 +40,7 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
         const state_config_t *st = &cfg->state;
         char t[32];
         fprintf(f, "%-18setcd, prefix %s, lease %s, %s, endpoints", "state", st->prefix,
-                config_summary__duration(st->lease_ttl_ms, t, sizeof(t)),
+                duration_format_short_ms(st->lease_ttl_ms, t, sizeof(t)),
                 st->tls_cert != NULL                            ? "mutual TLS"
                 : strncmp(st->endpoints[0], "https://", 8) == 0 ? "TLS"
                                                                 : "plaintext");
@@ -65,7 +54,7 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
     if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "exec") == 0) {
         char t[32];
         fprintf(f, "%-18sexec %s, timeout %s, parallelism %d; max message %s\n", "provider",
-                cfg->exec_command, config_summary__duration(cfg->exec_timeout_ms, t, sizeof(t)),
+                cfg->exec_command, duration_format_short_ms(cfg->exec_timeout_ms, t, sizeof(t)),
                 (int)cfg->exec_parallelism,
                 quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
     } else {
@@ -79,9 +68,9 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
             "idle timeout %s\n",
             "limits", quantity_format_bytes(lim->memory_bytes, a, sizeof(a)),
             (int)lim->max_concurrent_streams, (int)lim->max_calls_per_worker,
-            config_summary__duration(lim->receive_timeout_ms, t1, sizeof(t1)),
+            duration_format_short_ms(lim->receive_timeout_ms, t1, sizeof(t1)),
             lim->idle_timeout_ms > 0
-                ? config_summary__duration(lim->idle_timeout_ms, t2, sizeof(t2))
+                ? duration_format_short_ms(lim->idle_timeout_ms, t2, sizeof(t2))
                 : "off");
     fprintf(f, "%-18scpu %g/core, memory %g/GiB, gpu %g/GPU per hour; %zu machine types (%s)\n",
             "pricing", cfg->pricing.cpu, cfg->pricing.memory_gib, cfg->pricing.gpu,
@@ -121,7 +110,7 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
                 "at most %" PRId32 " groups (%" PRId32 " more from NewNodeGroup), empty ttl %s\n",
                 "autoprovisioning", ap->prefix, ap->machine_types_count, zones,
                 ap->label_sets_count, ap->max_node_groups, ap->max_theoretical_groups,
-                config_summary__duration(ap->empty_group_ttl_ms, a, sizeof(a)));
+                duration_format_short_ms(ap->empty_group_ttl_ms, a, sizeof(a)));
         fprintf(f, "%-18slimits cpu %s..%s, memory %s..%s\n", "",
                 quantity_format_milli(ap->min_cpu_milli, a, sizeof(a)),
                 quantity_format_milli_limit(ap->max_cpu_milli, b, sizeof(b)),

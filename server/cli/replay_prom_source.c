@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "k8s.h"
 #include "replay_prom.h"
 #include "replay_prom_source.h"
 
@@ -16,15 +17,16 @@ static const replay_prom_series_t source__required[] = {REPLAY_PROM_CREATED, REP
 
 /* Label keys a nodeSelector may name besides the groups' own labels. */
 static const char *const source__well_known[] = {
-    "kubernetes.io/arch",
-    "kubernetes.io/os",
-    "kubernetes.io/hostname",
-    "node.kubernetes.io/instance-type",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "cloud.google.com/gke-accelerator",
+    K8S_LABEL_ARCH,
+    K8S_LABEL_OS,
+    K8S_LABEL_HOSTNAME,
+    K8S_LABEL_INSTANCE_TYPE,
+    K8S_LABEL_ZONE,
+    K8S_LABEL_REGION,
+    FRUGAL_GPU_LABEL,
+    FRUGAL_LABEL_NODE_GROUP,
+    /* not set by frugal, but common in selectors written for GKE or older clusters */
     "cloud.google.com/gke-nodepool",
-    "frugal.io/node-group",
     "beta.kubernetes.io/instance-type",
 };
 

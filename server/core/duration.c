@@ -1,6 +1,7 @@
 /* Durations: see duration.h. Integer arithmetic, so "1h30m" is exact. */
 #include "duration.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,5 +117,17 @@ const char *duration_format(int64_t ns, char *buf, size_t size) {
         snprintf(buf, size, "%s%llum%s", sign, (unsigned long long)m, sec);
     else
         snprintf(buf, size, "%s%s", sign, sec);
+    return buf;
+}
+
+const char *duration_format_short_ms(int64_t ms, char *buf, size_t size) {
+    if (ms % 3600000 == 0 && ms != 0)
+        snprintf(buf, size, "%" PRId64 "h", ms / 3600000);
+    else if (ms % 60000 == 0 && ms != 0)
+        snprintf(buf, size, "%" PRId64 "m", ms / 60000);
+    else if (ms % 1000 == 0)
+        snprintf(buf, size, "%" PRId64 "s", ms / 1000);
+    else
+        snprintf(buf, size, "%" PRId64 "ms", ms);
     return buf;
 }

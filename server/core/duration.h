@@ -25,4 +25,8 @@ int duration_parse(const char *s, int64_t *ns, frugal_err_t *err);
  * leading '-' when negative. Returns buf. */
 const char *duration_format(int64_t ns, char *buf, size_t size);
 
+/* ms in its largest whole unit, as an operator writes it: "2h", "90m", "30s", "250ms".
+ * Returns buf. */
+const char *duration_format_short_ms(int64_t ms, char *buf, size_t size);
+
 #endif
