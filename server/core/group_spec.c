@@ -1,8 +1,10 @@
-/* A node group's spec: deep copy and release (config.h). */
+/* A node group's spec: deep copy and release (group_spec.h). */
+#include "group_spec.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "errors.h"
 
 void group_spec_clear(group_spec_t *spec) {
     free(spec->id);
