@@ -316,13 +316,14 @@ int cmd_serve(int argc, char **argv) {
                             &err) != 0)
         goto fail_server;
     ops_http_set_server(ops, server);
-    ops_http_set_ready(ops, true);
+    ops_http_set_readiness(ops, OPS_READY);
     log_info("frugal %s serving (%zu listener(s), state %s)", FRUGAL_VERSION, cfg->listeners_count,
              cfg->state_file != NULL ? cfg->state_file : state_backend_describe(state));
 
     int sig = serve_wait(cluster, path, &signals);
     log_info("received %s: draining (grace %d s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
              SERVE_GRACE_MS / 1000);
+    ops_http_set_readiness(ops, OPS_DRAINING);
     ops_http_set_server(ops, NULL); /* before the server it reads is freed */
     frugal_server_stop(server, SERVE_GRACE_MS);
     if (cluster_persist(cluster, &err) != 0) {

@@ -161,6 +161,7 @@ struct worker {
 };
 
 struct frugal_server {
+    atomic_bool stopping; /* frugal_server_stop began: no new call is armed */
     endpoint_t *endpoints;
     size_t endpoints_count;
     service_ctx_t *ctx;
@@ -207,12 +208,6 @@ struct frugal_server {
     call_state_t *parked_head, *parked_tail;
     atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
 };
-
-static atomic_bool server_stopping;
-
-bool frugal_server_is_stopping(void) {
-    return atomic_load(&server_stopping);
-}
 
 static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry);
 
@@ -537,6 +532,7 @@ static void call_run(call_state_t *cs) {
         }
         ctx.explain = call_has_metadata(cs, WIRE_EXPLAIN_METADATA);
         ctx.services = cs->entry->ep->services;
+        ctx.stopping = atomic_load(&w->server->stopping);
         rc = service_method_call(cs->entry->method, &ctx, cs->payload, deadline, &cs->response,
                                  &err);
         if (ctx.cluster != NULL)
@@ -735,7 +731,7 @@ static void call_received(call_state_t *cs, bool ok) {
     bool overdue = cs->receive_timed_out || ((!ok || cs->payload == NULL) && expired);
     if (overdue)
         call_record(cs, GRPC_STATUS_DEADLINE_EXCEEDED);
-    else if (!ok && !atomic_load(&server_stopping))
+    else if (!ok && !atomic_load(&cs->worker->server->stopping))
         call_unreadable(cs);
     if (!ok || overdue) {
         call_state_free(cs); /* cancelled: by the client, a limit or the receive timeout */
@@ -745,7 +741,7 @@ static void call_received(call_state_t *cs, bool ok) {
 }
 
 static void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) {
-    if (atomic_load(&server_stopping))
+    if (atomic_load(&w->server->stopping))
         return;
     call_state_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
@@ -962,7 +958,6 @@ static void server__discard(grpc_server *server) {
 int frugal_server_start(service_ctx_t *ctx, const service_def_t *const *services,
                         size_t services_count, frugal_server_t **out, frugal_err_t *err) {
     const frugal_config_t *cfg = ctx->cfg;
-    atomic_store(&server_stopping, false);
     frugal_server_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
@@ -1092,7 +1087,7 @@ double frugal_server_certificate_not_after(const frugal_server_t *s, size_t i) {
 #define STOP_DRAIN_MS 2000
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
-    atomic_store(&server_stopping, true);
+    atomic_store(&s->stopping, true);
     for (size_t e = 0; e < s->endpoints_count; e++)
         grpc_server_shutdown_and_notify(s->endpoints[e].server, s->shutdown_cq, &s->endpoints[e]);
     gpr_timespec deadline =

@@ -39,7 +39,4 @@ void frugal_server_get_usage(const frugal_server_t *server, frugal_server_usage_
  * order) serves to new connections; -1 for a plaintext listener. */
 double frugal_server_certificate_not_after(const frugal_server_t *server, size_t i);
 
-/* True once frugal_server_stop has begun (the health service reports NOT_SERVING). */
-bool frugal_server_is_stopping(void);
-
 #endif

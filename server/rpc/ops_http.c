@@ -30,7 +30,7 @@ struct ops_http {
     struct MHD_Daemon *daemon;
     const frugal_config_t *cfg;
     cluster_t *cluster;
-    atomic_bool ready;
+    atomic_int readiness;      /* ops_readiness_t */
     pthread_mutex_t server_mu; /* guards server: a scrape and the server's stop */
     const frugal_server_t *server;
 };
@@ -214,11 +214,15 @@ static enum MHD_Result ops__handle(void *cls, struct MHD_Connection *conn, const
     if (strcmp(url, "/healthz") == 0)
         return ops__text(conn, MHD_HTTP_OK, "ok\n");
     if (strcmp(url, "/readyz") == 0) {
-        if (frugal_server_is_stopping())
+        switch ((ops_readiness_t)atomic_load(&ops->readiness)) {
+        case OPS_READY:
+            return ops__text(conn, MHD_HTTP_OK, "ready\n");
+        case OPS_DRAINING:
             return ops__text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "draining\n");
-        if (!atomic_load(&ops->ready))
-            return ops__text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
-        return ops__text(conn, MHD_HTTP_OK, "ready\n");
+        case OPS_STARTING:
+            break;
+        }
+        return ops__text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
     }
     if (strcmp(url, "/metrics") == 0) {
         metrics_buf_t b = {0};
@@ -301,9 +305,9 @@ int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *c
     return 0;
 }
 
-void ops_http_set_ready(ops_http_t *ops, bool ready) {
+void ops_http_set_readiness(ops_http_t *ops, ops_readiness_t readiness) {
     if (ops != NULL)
-        atomic_store(&ops->ready, ready);
+        atomic_store(&ops->readiness, (int)readiness);
 }
 
 void ops_http_stop(ops_http_t *ops) {

@@ -17,12 +17,14 @@ typedef struct ops_http ops_http_t;
 struct frugal_server;
 
 /* Listen on address (HOST:PORT, as config.c checked it) and serve until ops_http_stop.
- * cfg and cluster must outlive the endpoint. Not ready until ops_http_set_ready. */
+ * cfg and cluster must outlive the endpoint. Not ready until ops_http_set_readiness. */
 int ops_http_start(const char *address, const frugal_config_t *cfg, cluster_t *cluster,
                    ops_http_t **out, frugal_err_t *err);
 
-/* /readyz answers 200 once set (and while the gRPC server is not stopping). */
-void ops_http_set_ready(ops_http_t *ops, bool ready);
+/* What /readyz answers: 503 "starting" until ready, 200 "ready", then 503 "draining"
+ * once the server stops. */
+typedef enum { OPS_STARTING, OPS_READY, OPS_DRAINING } ops_readiness_t;
+void ops_http_set_readiness(ops_http_t *ops, ops_readiness_t readiness);
 
 /* The gRPC server whose limits /metrics reports (frugal_server_get_usage), or NULL
  * (before it starts and before it stops: a scrape never reads a stopped server). */

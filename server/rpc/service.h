@@ -41,6 +41,8 @@ typedef struct service_ctx {
     bool explain;
     /* The services the call's listener offers (LISTENER_SERVICE_* bits); 0: every one. */
     unsigned services;
+    /* The server is draining (frugal_server_stop began): health answers NOT_SERVING. */
+    bool stopping;
 } service_ctx_t;
 
 /* The memory a typed handler builds its response in: the response message itself and

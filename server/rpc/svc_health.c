@@ -27,7 +27,7 @@ static int health_check(service_ctx_t *ctx, const void *request, void *response,
     if (!health_offers(req->service, ctx->services))
         return frugal_err_set(err, FRUGAL_ENOTFOUND, "service \"%s\" is not served here",
                               req->service);
-    resp->status = frugal_server_is_stopping()
+    resp->status = ctx->stopping
                        ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
     return 0;
