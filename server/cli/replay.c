@@ -1,6 +1,6 @@
 /* `frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] [--hours H]
  * [--scale-down-utilization F] [--placement P] [-o table|csv|json]`: what each scale-up strategy
- * would have cost on a workload (docs/replay.md). The simulation is core/replay.h's; this file
+ * would have cost on a workload (docs/replay.md). The simulation is replay/replay.h's; this file
  * reads the inputs, runs every (workload, strategy, seed) on the machine's cores, and prints mean
  * and min-max over the seeds. Runs are independent and deterministic: the figures do not depend on
  * how many threads ran them.

@@ -1,6 +1,6 @@
 /* `frugal replay --from-prometheus`: a replay workload built from kube-state-metrics
  * series in Prometheus (docs/replay.md). The HTTP is prom_http.c's, the series -> trace
- * logic core/replay_prom.c's; this file asks for each series window by window, saves the
+ * logic replay/replay_prom.c's; this file asks for each series window by window, saves the
  * trace when asked, and loads it as a trace workload. */
 #ifndef FRUGAL_REPLAY_PROM_SOURCE_H
 #define FRUGAL_REPLAY_PROM_SOURCE_H

@@ -19,8 +19,8 @@ archive() { # NAME FILE...: compile the C files in $TMP and archive them as $TMP
 }
 
 log "the layers' archives pass"
-for lib in core/libfrugal_core cluster/libfrugal_cluster store/libfrugal_store \
-    rpc/libfrugal_rpc cli/libfrugal_cli; do
+for lib in core/libfrugal_core replay/libfrugal_replay cluster/libfrugal_cluster \
+    store/libfrugal_store rpc/libfrugal_rpc cli/libfrugal_cli; do
     assert_exit 0 "$lib" bash "$CHECK" "$FRUGAL_BUILD_DIR/server/$lib.a"
 done
 

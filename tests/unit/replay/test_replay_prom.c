@@ -1,4 +1,4 @@
-/* Unit tests of the trace built from kube-state-metrics answers (server/core/replay_prom.c):
+/* Unit tests of the trace built from kube-state-metrics answers (server/replay/replay_prom.c):
  * a pod's arrival, run and requests (init containers included), owners, DaemonSets and
  * static pods, node selectors with kube-state-metrics' label names resolved, tolerations
  * (with their seconds), kube-state-metrics scraped with honor_labels: false, pods without creation

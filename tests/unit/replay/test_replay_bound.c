@@ -1,4 +1,4 @@
-/* Unit tests of the fluid lower bound (server/core/replay_bound.c) on small cases whose
+/* Unit tests of the fluid lower bound (server/replay/replay_bound.c) on small cases whose
  * optimum is known by hand: one pod on one group, the groups a pod may use, two pods
  * that fit best on two different shapes, the integral over time, min_size paid without
  * pods, GPUs, pods left out, and a program without a feasible solution. */

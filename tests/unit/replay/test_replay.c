@@ -1,4 +1,4 @@
-/* Unit tests of the replay engine (server/core/replay*.c): the seeded generator; the
+/* Unit tests of the replay engine (server/replay/replay*.c): the seeded generator; the
  * mix and trace formats with the position of every refused value; the policies (CA's
  * definitions, the table order); runs that are deterministic, place every hostable pod,
  * count the pods no group can host, respect max_size, bill per loop and remove empty
