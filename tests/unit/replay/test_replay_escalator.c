@@ -1,5 +1,5 @@
 /* Unit tests of the Escalator baseline of `frugal replay` and of CA's balance-similar
- * split in the simulation (server/replay/replay.c, docs/escalator.md): Escalator's
+ * split in the simulation (server/replay/replay_loop.c, docs/escalator.md): Escalator's
  * scale-up from zero leaves its headroom where CA's first-fit-decreasing estimate does
  * not, and a scale-up on one of three similar groups of 1, 3 and 6 nodes goes +3 / +1
  * to the two smallest, whatever group the policy chose. */
