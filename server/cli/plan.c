@@ -139,41 +139,31 @@ static int plan__collect_pending(plan_t *pl) {
     return 0;
 }
 
-typedef struct plan__sized {
-    double key; /* cpu and memory shares of one node, summed: CA's estimator's order */
-    resources_t request;
-} plan__sized_t;
-
-static int plan__sized_cmp(const void *a, const void *b) {
-    const plan__sized_t *x = a, *y = b;
-    return (x->key < y->key) - (x->key > y->key); /* largest first; qsort keeps no order */
-}
-
 /* The nodes of g that its pods take, first fit in decreasing size, as CA's estimator
  * builds the option (three pods of 1.2 cores take three 2-core nodes, not two). */
 static int plan__pack(const plan_t *pl, const plan_group_t *g, int64_t *nodes) {
     size_t n = g->pods_count;
     const resources_t *cap = &g->info.capacity;
-    plan__sized_t *sized = calloc(n + 1, sizeof(*sized));
+    binpack_key_t *keys = calloc(n + 1, sizeof(*keys));
     resources_t *pods = calloc(n + 1, sizeof(*pods)), *room = calloc(n + 1, sizeof(*room));
     size_t *order = calloc(n + 1, sizeof(*order));
     int64_t *slots = calloc(n + 1, sizeof(*slots));
-    if (sized == NULL || pods == NULL || room == NULL || order == NULL || slots == NULL) {
-        free(sized), free(pods), free(room), free(order), free(slots);
-        return plan__nomem();
+    int rc = 0;
+    if (keys == NULL || pods == NULL || room == NULL || order == NULL || slots == NULL) {
+        rc = plan__nomem();
+        goto done;
     }
     for (size_t k = 0; k < n; k++) {
-        const resources_t *r = &pl->pp[g->pods[k]].request;
-        sized[k].request = *r;
-        sized[k].key = (cap->cpu_milli > 0 ? (double)r->cpu_milli / cap->cpu_milli : 0) +
-                       (cap->memory_bytes > 0 ? (double)r->memory_bytes / cap->memory_bytes : 0);
+        pods[k] = pl->pp[g->pods[k]].request;
+        keys[k] = (binpack_key_t){binpack_size(&pods[k], cap), k};
     }
-    qsort(sized, n, sizeof(*sized), plan__sized_cmp);
+    binpack_sort_largest_first(keys, n);
     for (size_t k = 0; k < n; k++)
-        pods[k] = sized[k].request, order[k] = k;
+        order[k] = keys[k].at;
     *nodes = (int64_t)binpack_first_fit(pods, order, n, cap, g->info.max_pods, room, slots);
-    free(sized), free(pods), free(room), free(order), free(slots);
-    return 0;
+done:
+    free(keys), free(pods), free(room), free(order), free(slots);
+    return rc;
 }
 
 /* Decode g's template and find the pods it can host. */

@@ -1,6 +1,24 @@
 /* First fit onto nodes of one shape: see binpack.h. */
 #include "binpack.h"
 
+#include <stdlib.h>
+
+double binpack_size(const resources_t *pod, const resources_t *node) {
+    return (node->cpu_milli > 0 ? (double)pod->cpu_milli / (double)node->cpu_milli : 0) +
+           (node->memory_bytes > 0 ? (double)pod->memory_bytes / (double)node->memory_bytes : 0);
+}
+
+static int binpack__key_cmp(const void *a, const void *b) {
+    const binpack_key_t *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size < y->size ? 1 : -1; /* decreasing */
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+void binpack_sort_largest_first(binpack_key_t *keys, size_t count) {
+    qsort(keys, count, sizeof(*keys), binpack__key_cmp);
+}
+
 size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t count,
                          const resources_t *node, int64_t max_pods, resources_t *room,
                          int64_t *slots) {

@@ -9,6 +9,21 @@
 
 #include "quantity.h"
 
+/* A pod in CA's estimator's order: its size on a node of the option's shape (its share
+ * of the node's cpu plus its share of the node's memory, binpack_size) and its index. */
+typedef struct binpack_key {
+    double size;
+    size_t at;
+} binpack_key_t;
+
+/* pod's share of node's cpu plus its share of node's memory (a dimension the node lacks
+ * counts 0). */
+double binpack_size(const resources_t *pod, const resources_t *node);
+
+/* Sort keys largest first, ties in index order (so that a plan and a replay of the same
+ * pods pack them alike, whatever qsort does with ties). */
+void binpack_sort_largest_first(binpack_key_t *keys, size_t count);
+
 /* The nodes of shape node, max_pods pod slots each (0: no limit), that the pods
  * pods[order[0..count)] take when each goes, in that order, to the first node with room
  * for its cpu, memory, GPUs and a slot, else to a new node (a pod larger than a node

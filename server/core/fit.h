@@ -1,5 +1,5 @@
 /* Can a pod be scheduled on a node? The scheduling predicates frugal simulates, one
- * place for every user (`frugal plan`, the proposals, a future replay simulator):
+ * place for every user (`frugal plan`, the proposals, `frugal replay`):
  *  - resources: the pod's effective request fits the node's allocatable cpu, memory
  *    and GPUs, and every other resource it asks for (ephemeral-storage, hugepages-*,
  *    extended resources such as example.com/fpga) fits the node's allocatable of it (0

@@ -25,28 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binpack.h"
 #include "escalator.h"
 #include "hash.h"
 #include "replay_internal.h"
 
 /* ---- one loop ---- */
 
-typedef struct replay__key {
-    double key;
-    uint32_t at; /* index into pending */
-} replay__key_t;
-
-static int replay__key_cmp(const void *a, const void *b) {
-    const replay__key_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? 1 : -1; /* decreasing */
-    return (x->at > y->at) - (x->at < y->at);
-}
-
 /* The option of group g for the pending pods: first-fit-decreasing onto new nodes (their
  * room and pod count in room and held), within max_size and the cluster limits.
  * assign[k] is the new node of pods[k]. */
-static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, resources_t *room,
+static void replay__option(replay__sim_t *s, size_t g, binpack_key_t *keys, resources_t *room,
                            int32_t *held, uint32_t *pods, uint32_t *assign, replay_option_t *o) {
     const replay_group_t *grp = &s->groups[g];
     const resources_t *cap = &grp->info.capacity;
@@ -70,12 +59,9 @@ static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, reso
         const replay_pod_t *p = &s->pods[s->pending[k]];
         if (!replay__can_host(s, p, g))
             continue;
-        double key =
-            (cap->cpu_milli > 0 ? (double)p->request.cpu_milli / cap->cpu_milli : 0) +
-            (cap->memory_bytes > 0 ? (double)p->request.memory_bytes / cap->memory_bytes : 0);
-        keys[n++] = (replay__key_t){key, (uint32_t)k};
+        keys[n++] = (binpack_key_t){binpack_size(&p->request, cap), k}; /* k: into pending */
     }
-    qsort(keys, n, sizeof(*keys), replay__key_cmp);
+    binpack_sort_largest_first(keys, n);
     int32_t opened = 0;
     for (size_t i = 0; i < n; i++) {
         const resources_t *r = &s->pods[s->pending[keys[i].at]].request;
@@ -90,7 +76,7 @@ static void replay__option(replay__sim_t *s, size_t g, replay__key_t *keys, reso
         }
         replay__take(&room[j], r, 1);
         held[j]++;
-        pods[o->pods_count] = keys[i].at;
+        pods[o->pods_count] = (uint32_t)keys[i].at;
         assign[o->pods_count++] = (uint32_t)j;
     }
     o->node_count = opened;
@@ -330,7 +316,7 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     replay_option_t *opts = calloc(G, sizeof(*opts));
     uint32_t *pods = calloc(G * P, sizeof(*pods));
     uint32_t *assign = calloc(G * P, sizeof(*assign));
-    replay__key_t *keys = calloc(P, sizeof(*keys));
+    binpack_key_t *keys = calloc(P, sizeof(*keys));
     resources_t *room = calloc(P, sizeof(*room));
     int32_t *held = calloc(P, sizeof(*held));
     size_t *which = calloc(G, sizeof(*which));
