@@ -35,10 +35,13 @@ int cli_read_stream(FILE *f, char **data, size_t *len) {
     strbuf_t b = {0};
     int rc = strbuf_read_stream(&b, f, SIZE_MAX);
     strbuf_append(&b, "", 0); /* nothing read is "" */
-    *len = b.len;
-    if (rc == 0 && (*data = strbuf_take(&b)) == NULL)
-        rc = ENOMEM;
+    size_t n = b.len;
+    char *text = rc == 0 ? strbuf_take(&b) : NULL;
     strbuf_free(&b);
+    if (rc == 0 && text == NULL)
+        rc = ENOMEM;
+    if (rc == 0)
+        *data = text, *len = n;
     return rc;
 }
 

@@ -19,7 +19,8 @@ void *cli_xcalloc(size_t n, size_t size);
 char *cli_xstrdup(const char *s);
 
 /* Read all of f into a malloc'ed, NUL-terminated buffer (*len excludes the NUL).
- * 0, ENOMEM or EIO; on error nothing is returned and f is left open. */
+ * 0, ENOMEM or the read error's errno (EISDIR for a directory); on error *data and *len
+ * are untouched and f is left open. */
 int cli_read_stream(FILE *f, char **data, size_t *len);
 
 /* cli_read_stream on the file at path. 0, or an errno value (fopen's, ENOMEM, EIO). */

@@ -384,8 +384,10 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
                     frugal_err_t *err) {
     yaml_tree_node_t *root = NULL;
     yaml_tree_error_t ye;
+    char why[sizeof(ye.message) + 40];
     if (yaml_tree_load(text, len, &root, &ye) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s", ye.message);
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s",
+                              yaml_tree_error_text(&ye, false, why, sizeof(why)));
     int rc = 0;
     const yaml_tree_node_t *status = NULL, *data = NULL, *result = NULL;
     if (root != NULL && root->type == YAML_TREE_MAPPING) {
@@ -445,8 +447,10 @@ int replay_prom_has_metric(const char *text, size_t len, const char *metric, boo
     yaml_tree_node_t *root = NULL;
     yaml_tree_error_t ye;
     *has = false;
+    char why[sizeof(ye.message) + 40];
     if (yaml_tree_load(text, len, &root, &ye) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s", ye.message);
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s",
+                              yaml_tree_error_text(&ye, false, why, sizeof(why)));
     const yaml_tree_node_t *status = NULL, *data = NULL;
     if (root != NULL && root->type == YAML_TREE_MAPPING) {
         status = yaml_tree_mapping_get(root, "status");

@@ -15,8 +15,8 @@ struct tls_reloader {
     file_version_t loaded[PEM_TLS_FILES];
     bool have_loaded;
     double not_after; /* of the certificate loaded last */
-    /* The rotated files tls_reloader_not_after checked last, and their notAfter (-1 when
-     * a handshake would refuse them): a scrape checks a rotation once, not each time. */
+    /* The rotated files tls_reloader_not_after found good last, and their notAfter: a
+     * scrape checks a good rotation once, not at each scrape. */
     file_version_t probed[PEM_TLS_FILES];
     bool have_probed;
     double probed_not_after;
@@ -143,21 +143,23 @@ double tls_reloader_not_after(tls_reloader_t *r) {
     file_version_t now[PEM_TLS_FILES];
     if (r->have_loaded && tls_reloader_stat(r, now, NULL) == 0 &&
         !tls_versions_equal(now, r->loaded)) {
-        /* What the next handshake will load: the new files once they pass its checks. */
+        /* What the next handshake will load: the new files once they pass its checks. A
+         * refusal is checked again at the next scrape: it may pass later with the same
+         * files (a notBefore just ahead, a key made readable). */
         if (!r->have_probed || !tls_versions_equal(now, r->probed)) {
             grpc_ssl_server_certificate_config *probe = NULL;
             file_version_t versions[PEM_TLS_FILES];
             frugal_err_t err;
             frugal_err_clear(&err);
-            r->probed_not_after = -1;
-            if (tls_reloader_load(r, &probe, versions, &r->probed_not_after, &err) == 0)
+            double next = -1;
+            if (tls_reloader_load(r, &probe, versions, &next, &err) == 0) {
                 grpc_ssl_server_certificate_config_destroy(probe);
-            else
-                r->probed_not_after = -1;
-            memcpy(r->probed, now, sizeof(now));
-            r->have_probed = true;
+                memcpy(r->probed, versions, sizeof(versions));
+                r->probed_not_after = next;
+                r->have_probed = true;
+            }
         }
-        if (r->probed_not_after >= 0)
+        if (r->have_probed && tls_versions_equal(now, r->probed))
             t = r->probed_not_after;
     }
     pthread_mutex_unlock(&r->mu);

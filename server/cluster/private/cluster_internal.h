@@ -59,7 +59,7 @@ typedef struct gvec {
 } gvec_t;
 
 /* How a commit came about, passed from the mutation down to the backend's commit
- * (NULL: none of these, no budget: open, reload, persist). */
+ * (NULL: none of these, no budget: open, persist; a reload passes its next_cfg). */
 typedef struct cluster_ctx {
     int64_t deadline_ms;             /* the call's budget ends then (CLOCK_MONOTONIC ms; 0: none) */
     bool remote;                     /* publishing another replica's commit: nothing to store */
