@@ -380,20 +380,33 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
     return rc ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
 }
 
-int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, size_t len,
-                    frugal_err_t *err) {
-    yaml_tree_node_t *root = NULL;
+/* Parse a Prometheus answer into *root (free it with yaml_tree_free) and its top-level
+ * "status" and "data" (NULL when absent, or when the answer is not an object); EINVAL
+ * when the text is not JSON at all. */
+static int prom__load_answer(const char *text, size_t len, yaml_tree_node_t **root,
+                             const yaml_tree_node_t **status, const yaml_tree_node_t **data,
+                             frugal_err_t *err) {
     yaml_tree_error_t ye;
     char why[sizeof(ye.message) + 40];
-    if (yaml_tree_load(text, len, &root, &ye) != 0)
+    *root = NULL;
+    *status = *data = NULL;
+    if (yaml_tree_load(text, len, root, &ye) != 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s",
                               yaml_tree_error_text(&ye, false, why, sizeof(why)));
-    int rc = 0;
-    const yaml_tree_node_t *status = NULL, *data = NULL, *result = NULL;
-    if (root != NULL && root->type == YAML_TREE_MAPPING) {
-        status = yaml_tree_mapping_get(root, "status");
-        data = yaml_tree_mapping_get(root, "data");
+    if (*root != NULL && (*root)->type == YAML_TREE_MAPPING) {
+        *status = yaml_tree_mapping_get(*root, "status");
+        *data = yaml_tree_mapping_get(*root, "data");
     }
+    return 0;
+}
+
+int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, size_t len,
+                    frugal_err_t *err) {
+    yaml_tree_node_t *root;
+    const yaml_tree_node_t *status, *data, *result = NULL;
+    int rc = prom__load_answer(text, len, &root, &status, &data, err);
+    if (rc != 0)
+        return rc;
     if (status == NULL || status->type != YAML_TREE_SCALAR) {
         rc = frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: no \"status\"");
         goto done;
@@ -444,19 +457,12 @@ done:
 
 int replay_prom_has_metric(const char *text, size_t len, const char *metric, bool *has,
                            frugal_err_t *err) {
-    yaml_tree_node_t *root = NULL;
-    yaml_tree_error_t ye;
+    yaml_tree_node_t *root;
+    const yaml_tree_node_t *status, *data;
     *has = false;
-    char why[sizeof(ye.message) + 40];
-    if (yaml_tree_load(text, len, &root, &ye) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s",
-                              yaml_tree_error_text(&ye, false, why, sizeof(why)));
-    const yaml_tree_node_t *status = NULL, *data = NULL;
-    if (root != NULL && root->type == YAML_TREE_MAPPING) {
-        status = yaml_tree_mapping_get(root, "status");
-        data = yaml_tree_mapping_get(root, "data");
-    }
-    int rc = 0;
+    int rc = prom__load_answer(text, len, &root, &status, &data, err);
+    if (rc != 0)
+        return rc;
     const yaml_tree_node_t *e = root != NULL && root->type == YAML_TREE_MAPPING
                                     ? yaml_tree_mapping_get(root, "error")
                                     : NULL;
