@@ -54,8 +54,7 @@ void cluster_nap_survey(const cluster_t *c, cluster_nap_survey_t *out) {
         return;
     out->existing_groups = cluster_nap_existing_groups(c);
     /* Without limits to apply, no need for the totals. */
-    if (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX ||
-        ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0)
+    if (autoprov_has_maxima(ap) || autoprov_has_minima(ap))
         cluster_nap_totals(c, &out->totals);
 }
 
@@ -70,8 +69,8 @@ void cluster_nap_sizes(const cluster_t *c, const cluster_nap_survey_t *survey, c
     bool full = g->autoprovisioned && !g->exists && survey->existing_groups >= ap->max_node_groups;
     if (full)
         *max = g->target_size;
-    bool maxima = !full && (ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX);
-    bool minima = ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0;
+    bool maxima = !full && autoprov_has_maxima(ap);
+    bool minima = autoprov_has_minima(ap);
     resources_t node;
     if (cluster_nap_node_capacity(cfg, g, &node) != 0) {
         /* A machine type gone from the catalog: nothing counts its nodes against the

@@ -328,6 +328,14 @@ int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *
     return (int32_t)min; /* never above target, unless min_size is */
 }
 
+bool autoprov_has_maxima(const autoprov_config_t *ap) {
+    return ap->max_cpu_milli != INT64_MAX || ap->max_memory_bytes != INT64_MAX;
+}
+
+bool autoprov_has_minima(const autoprov_config_t *ap) {
+    return ap->min_cpu_milli > 0 || ap->min_memory_bytes > 0;
+}
+
 int32_t autoprov_max_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t max_size) {
     int64_t room =

@@ -75,6 +75,11 @@ int autoprov_check_decrease(const autoprov_config_t *ap, const autoprov_totals_t
 int32_t autoprov_min_size(const autoprov_config_t *ap, const autoprov_totals_t *totals,
                           const resources_t *node, int32_t target, int32_t min_size);
 
+/* Whether the config caps the cluster's cpu or memory (autoprov_max_size applies), and
+ * whether it sets a floor on them (autoprov_min_size applies). */
+bool autoprov_has_maxima(const autoprov_config_t *ap);
+bool autoprov_has_minima(const autoprov_config_t *ap);
+
 /* The maxSize advertised for a group of capacity node at target with its own max_size:
  * min(max_size, target + floor(remaining cpu / node cpu), target + floor(remaining
  * memory / node memory)), never below target (nor below 0). */

@@ -272,6 +272,8 @@ static void test_limit_memory_and_unlimited(void **state) {
     resources_t node = {4000, 15 * GIB, 0};
     frugal_err_t err = {0};
     assert_int_equal(autoprov_max_size(&ap, &totals, &node, 3, 100), 5);
+    assert_true(autoprov_has_maxima(&ap));
+    assert_false(autoprov_has_minima(&ap));
     assert_int_equal(autoprov_check_increase(&ap, &totals, "g", "t", &node, 2, &err), 0);
     metrics_cell_t *refusals = metrics_cell(METRICS_LIMIT_REFUSALS, "memory", NULL, NULL);
     uint64_t before = metrics_cell_value(refusals);
@@ -282,6 +284,7 @@ static void test_limit_memory_and_unlimited(void **state) {
     assert_non_null(strstr(err.msg, "100Gi"));
     /* Unlimited: the group's own max rules. */
     ap.max_memory_bytes = INT64_MAX;
+    assert_false(autoprov_has_maxima(&ap));
     assert_int_equal(autoprov_max_size(&ap, &totals, &node, 3, 100), 100);
     assert_int_equal(autoprov_check_increase(&ap, &totals, "g", "t", &node, 1000000, &err), 0);
     /* Over a limit already: the advertised max never drops below the target. */
@@ -297,6 +300,8 @@ static void test_limit_min(void **state) {
     ap.max_memory_bytes = INT64_MAX;
     ap.min_cpu_milli = 8000;
     ap.min_memory_bytes = 0;
+    assert_true(autoprov_has_minima(&ap));
+    assert_false(autoprov_has_maxima(&ap));
     autoprov_totals_t totals = {12000, 45 * GIB};
     resources_t node = {2000, 7 * GIB, 0};
     frugal_err_t err = {0};
