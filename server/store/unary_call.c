@@ -27,13 +27,16 @@ int unary_call(grpc_channel *ch, const char *method, gpr_timespec deadline, cons
     grpc_byte_buffer *got = NULL;
     grpc_status_code st = GRPC_STATUS_UNKNOWN;
     grpc_slice sd = grpc_empty_slice();
+    /* gRPC takes the slices out of the buffer it sends: a copy (of references) keeps the
+     * caller's req whole, so the etcd client can send it again to the next endpoint. */
+    grpc_byte_buffer *sent = grpc_byte_buffer_copy(req);
     grpc_op ops[6];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[0].data.send_initial_metadata.count = md_count;
     ops[0].data.send_initial_metadata.metadata = (grpc_metadata *)md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = req;
+    ops[1].data.send_message.send_message = sent;
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &im;
@@ -63,6 +66,7 @@ int unary_call(grpc_channel *ch, const char *method, gpr_timespec deadline, cons
     }
     if (got != NULL)
         grpc_byte_buffer_destroy(got);
+    grpc_byte_buffer_destroy(sent);
     grpc_slice_unref(sd);
     grpc_metadata_array_destroy(&im);
     grpc_metadata_array_destroy(&tm);
