@@ -1003,6 +1003,20 @@ static bool se__keepalive(etcd_backend_t *e) {
     return alive;
 }
 
+/* After this replica's trusted time ran out: whether etcd still holds its lease, renewed
+ * now. Often only the replica's clock ran out (etcd out of reach, or electing a raft
+ * leader) and etcd kept the lease: a new one would leave P/leader on the old lease, and
+ * the cluster without a leader, until etcd expires it. */
+static bool se__renew_lapsed(etcd_backend_t *e) {
+    if (atomic_load(&e->lease_id) == 0)
+        return false;
+    if (!se__keepalive(e)) {
+        atomic_store(&e->lease_id, 0); /* gone: expired while out of reach */
+        return false;
+    }
+    return clock_mono_ms() < atomic_load(&e->valid_until);
+}
+
 static void *se__lease_main(void *arg) {
     etcd_backend_t *e = arg;
     while (!atomic_load(&e->stop)) {
@@ -1012,9 +1026,8 @@ static void *se__lease_main(void *arg) {
                 log_warn("leadership lost: the lease of %s expired", e->identity);
             atomic_store(&e->leader, false);
             metrics_state_leader(false);
-            atomic_store(&e->lease_id, 0);
             se__publish_lease(e);
-            if (se__grant(e, &err) != 0) {
+            if (!se__renew_lapsed(e) && se__grant(e, &err) != 0) {
                 usleep(200000);
                 continue;
             }

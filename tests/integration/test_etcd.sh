@@ -2,7 +2,8 @@
 # The etcd state backend against a real one-member etcd: two replicas that both serve,
 # max_size held under a race between them, the leader's failover and fencing, etcd
 # unavailable (mutations UNAVAILABLE within the deadline, reads from the cache,
-# recovery), and the bad inputs refused before anything is written.
+# recovery), a leader whose own clock ran out renewing the lease etcd kept, and the bad
+# inputs refused before anything is written.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
@@ -379,6 +380,29 @@ assert_match "node group web-d resumes as etcd prefix /frugal/hup/ holds it \(ta
     "$(cat "$HL2")" "logged"
 kill -TERM "$HP1" "$HP2"
 wait "$HP1" "$HP2" 2>/dev/null
+
+log "the leader's own clock ran out while etcd kept its lease: it renews that lease and leads again"
+# lease_ttl 10s: keep-alives every 2.5 s, trusted for 8 s. Stopped 6.5 s, the lease
+# thread's next round comes about 9 s after its last keep-alive: past the 8 s it trusts,
+# before etcd's 10 s. A new lease would leave the leader key on the old one until then.
+PL=$(free_port)
+replica_config "$TMP/lapse.yaml" "$PL" /frugal/lapse/
+sed -i 's/lease_ttl: 2s/lease_ttl: 10s/' "$TMP/lapse.yaml"
+ADDR="127.0.0.1:$PL" start_server "$TMP/lapse.yaml"
+LP=$SERVER_PID LL=$SERVER_LOG
+for _ in $(seq 1 50); do grep -q "info  leader:" "$LL" && break; sleep 0.1; done
+lease=$(sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL" | head -1)
+assert_match '^[0-9a-f]+$' "$lease" "it leads (lease $lease)"
+kill -STOP "$LP"
+sleep 6.5
+kill -CONT "$LP"
+for _ in $(seq 1 60); do [ "$(grep -c "info  leader:" "$LL")" -ge 2 ] && break; sleep 0.1; done
+assert_match "leadership lost: the lease of .* expired" "$(cat "$LL")" "its own clock ran out"
+assert_eq "$lease $lease" "$(sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL" | head -2 | tr '\n' ' ' | sed 's/ $//')" \
+    "it leads again on the same lease, renewed"
+assert_no_match "was deleted" "$(cat "$LL")" "the leader key never left the lease"
+kill -TERM "$LP"
+wait "$LP" 2>/dev/null
 
 etcd_stop
 finish
