@@ -1004,9 +1004,10 @@ static bool se__keepalive(etcd_backend_t *e) {
 }
 
 /* After this replica's trusted time ran out: whether etcd still holds its lease, renewed
- * now. Often only the replica's clock ran out (etcd out of reach, or electing a raft
- * leader) and etcd kept the lease: a new one would leave P/leader on the old lease, and
- * the cluster without a leader, until etcd expires it. */
+ * in time now. Often only the replica's clock ran out (etcd out of reach, or electing a
+ * raft leader) and etcd kept the lease: a new one would leave P/leader on the old lease,
+ * and the cluster without a leader, until etcd expires it. lease_id becomes 0 only when
+ * etcd answers that the lease is gone. */
 static bool se__renew_lapsed(etcd_backend_t *e) {
     if (atomic_load(&e->lease_id) == 0)
         return false;
@@ -1023,11 +1024,14 @@ static void *se__lease_main(void *arg) {
         frugal_err_t err = {0};
         if (atomic_load(&e->lease_id) == 0 || clock_mono_ms() >= atomic_load(&e->valid_until)) {
             if (atomic_load(&e->leader))
-                log_warn("leadership lost: the lease of %s expired", e->identity);
+                log_warn("leadership lost: no keep-alive of %s's lease was confirmed in time",
+                         e->identity);
             atomic_store(&e->leader, false);
             metrics_state_leader(false);
             se__publish_lease(e);
-            if (!se__renew_lapsed(e) && se__grant(e, &err) != 0) {
+            /* A new lease only once etcd said the old one is gone: the key may be on it. */
+            if (!se__renew_lapsed(e) &&
+                (atomic_load(&e->lease_id) != 0 || se__grant(e, &err) != 0)) {
                 usleep(200000);
                 continue;
             }

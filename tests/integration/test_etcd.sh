@@ -151,7 +151,7 @@ assert_eq 1 "$stale" "metrics: the cache is marked stale while etcd does not ans
 lost=0
 for _ in $(seq 1 30); do [ "$(metric "$AO" frugal_state_leader)" = 0 ] && { lost=1; break; }; sleep 0.2; done
 assert_eq 1 "$lost" "metrics: frugal_state_leader falls to 0 once the lease ran out"
-assert_match "leadership lost: the lease of .* expired" "$(cat "$LEAD_LOG")" "the lost lease is logged"
+assert_match "leadership lost: no keep-alive of .*'s lease was confirmed in time" "$(cat "$LEAD_LOG")" "the lost lease is logged"
 kill -CONT "${ETCD_PID[0]}"
 ok=0
 for _ in $(seq 1 30); do
@@ -382,23 +382,28 @@ kill -TERM "$HP1" "$HP2"
 wait "$HP1" "$HP2" 2>/dev/null
 
 log "the leader's own clock ran out while etcd kept its lease: it renews that lease and leads again"
-# lease_ttl 10s: keep-alives every 2.5 s, trusted for 8 s. Stopped 6.5 s, the lease
-# thread's next round comes about 9 s after its last keep-alive: past the 8 s it trusts,
-# before etcd's 10 s. A new lease would leave the leader key on the old one until then.
+# lease_ttl 20s: a keep-alive round every 5 s, trusted for 16 s. The lease thread sleeps
+# between rounds in 50 ms steps that it counts, so a stop adds its whole length: stopped
+# 13 s, its next round comes about 18 s after its last keep-alive, past the 16 s it
+# trusts and before etcd's 20 s (2 s of margin each way). A new lease would leave the
+# leader key on the old one until etcd expires it.
 PL=$(free_port)
 replica_config "$TMP/lapse.yaml" "$PL" /frugal/lapse/
-sed -i 's/lease_ttl: 2s/lease_ttl: 10s/' "$TMP/lapse.yaml"
+sed -i 's/lease_ttl: 2s/lease_ttl: 20s/' "$TMP/lapse.yaml"
+assert_match "lease_ttl: 20s" "$(cat "$TMP/lapse.yaml")" "the replica's lease_ttl is 20s"
 ADDR="127.0.0.1:$PL" start_server "$TMP/lapse.yaml"
 LP=$SERVER_PID LL=$SERVER_LOG
-for _ in $(seq 1 50); do grep -q "info  leader:" "$LL" && break; sleep 0.1; done
-lease=$(sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL" | head -1)
+for _ in $(seq 1 60); do grep -q "info  leader:" "$LL" && break; sleep 0.1; done
+leases() { sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL"; }
+lease=$(leases | head -1)
 assert_match '^[0-9a-f]+$' "$lease" "it leads (lease $lease)"
 kill -STOP "$LP"
-sleep 6.5
+sleep 13
 kill -CONT "$LP"
-for _ in $(seq 1 60); do [ "$(grep -c "info  leader:" "$LL")" -ge 2 ] && break; sleep 0.1; done
-assert_match "leadership lost: the lease of .* expired" "$(cat "$LL")" "its own clock ran out"
-assert_eq "$lease $lease" "$(sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL" | head -2 | tr '\n' ' ' | sed 's/ $//')" \
+for _ in $(seq 1 60); do [ "$(leases | wc -l)" -ge 2 ] && break; sleep 0.1; done
+assert_match "leadership lost: no keep-alive of .*'s lease was confirmed in time" "$(cat "$LL")" \
+    "its own clock ran out"
+assert_eq "$lease $lease" "$(leases | head -2 | tr '\n' ' ' | sed 's/ $//')" \
     "it leads again on the same lease, renewed"
 assert_no_match "was deleted" "$(cat "$LL")" "the leader key never left the lease"
 kill -TERM "$LP"
