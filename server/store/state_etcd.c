@@ -1041,9 +1041,11 @@ static void *se__lease_main(void *arg) {
         }
         if (atomic_load(&e->loaded))
             se__elect(e);
-        for (int64_t slept = 0; slept < e->lease_ttl_ms / 4 && !atomic_load(&e->stop) &&
-                                !atomic_exchange(&e->elect_now, false);
-             slept += 50)
+        /* Until the clock says so, not for a count of steps: after a pause (SIGSTOP, a
+         * frozen VM) the next round comes at once, while etcd may still hold the lease. */
+        int64_t wake = clock_mono_ms() + e->lease_ttl_ms / 4;
+        while (clock_mono_ms() < wake && !atomic_load(&e->stop) &&
+               !atomic_exchange(&e->elect_now, false))
             usleep(50000);
     }
     return NULL;

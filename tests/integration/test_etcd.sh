@@ -382,10 +382,9 @@ kill -TERM "$HP1" "$HP2"
 wait "$HP1" "$HP2" 2>/dev/null
 
 log "the leader's own clock ran out while etcd kept its lease: it renews that lease and leads again"
-# lease_ttl 20s: a keep-alive round every 5 s, trusted for 16 s. The lease thread sleeps
-# between rounds in 50 ms steps that it counts, so a stop adds its whole length: stopped
-# 13 s, its next round comes about 18 s after its last keep-alive, past the 16 s it
-# trusts and before etcd's 20 s (2 s of margin each way). A new lease would leave the
+# lease_ttl 20s: a keep-alive round every 5 s, trusted for 16 s. Stopped 17.5 s just
+# after it became leader (its first keep-alive), it runs its next round as soon as it
+# resumes: past the 16 s it trusts, before etcd's 20 s. A new lease would leave the
 # leader key on the old one until etcd expires it.
 PL=$(free_port)
 replica_config "$TMP/lapse.yaml" "$PL" /frugal/lapse/
@@ -398,7 +397,7 @@ leases() { sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL"; }
 lease=$(leases | head -1)
 assert_match '^[0-9a-f]+$' "$lease" "it leads (lease $lease)"
 kill -STOP "$LP"
-sleep 13
+sleep 17.5
 kill -CONT "$LP"
 for _ in $(seq 1 60); do [ "$(leases | wc -l)" -ge 2 ] && break; sleep 0.1; done
 assert_match "leadership lost: no keep-alive of .*'s lease was confirmed in time" "$(cat "$LL")" \
