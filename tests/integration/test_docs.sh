@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The documentation that must follow the scripts: the README's package lists are exactly
-# what scripts/install-deps.sh installs (the default list, --libvirt's and --ci's), and
-# docs/deploy.md's commands work as written against deploy/.
+# what scripts/install-deps.sh installs (the default list, --libvirt's and --ci's),
+# docs/deploy.md's commands work as written against deploy/, and every relative link of
+# the Markdown files reaches a file and, after a #, a heading of it.
 source "$(dirname "$0")/lib.sh"
 
 # check_packages README SCRIPT: each list of the script against the README's bullet
@@ -150,6 +151,60 @@ sys.exit(1 if problems else 0)
 ' "$1" "$2" "$3"
 }
 
+# check_links ROOT FILE...: every relative link of the Markdown FILEs (paths under ROOT)
+# names a file or directory that exists and, after a #, a heading of that file as GitHub
+# makes its anchor. One "FILE:LINE: problem" line each.
+check_links() {
+    python3 -c '
+import os, re, sys
+root, files = sys.argv[1], sys.argv[2:]
+
+def prose(text):
+    """The text outside code blocks and inline code, line numbers kept."""
+    out, fence = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+            out.append("")
+            continue
+        out.append("" if fence else re.sub(r"`[^`]*`", "", line))
+    return out
+
+def heading_anchors(path):
+    seen, result, fence = {}, set(), False
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+        if fence:
+            continue
+        m = re.match(r"#+ (.*)", line)
+        if not m:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        result.add(slug if n == 0 else "%s-%d" % (slug, n))
+    return result
+
+problems = []
+for name in files:
+    path = os.path.join(root, name)
+    lines = prose(open(path, encoding="utf-8").read())
+    for number, line in enumerate(lines, 1):
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+            if not os.path.exists(dest):
+                problems.append("%s:%d: %s: no such file" % (name, number, target))
+            elif anchor and dest.endswith(".md") and anchor not in heading_anchors(dest):
+                problems.append("%s:%d: %s: no such heading" % (name, number, target))
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+' "$@"
+}
+
 log "docs/deploy.md's commands work as written against deploy/"
 run check_deploy_commands "$FRUGAL_SOURCE_DIR/docs/deploy.md" "$FRUGAL_SOURCE_DIR/deploy/Dockerfile" \
     "$FRUGAL_SOURCE_DIR/deploy/cluster-autoscaler/values.yaml"
@@ -184,5 +239,21 @@ sed 's/^PACKAGES=(build-essential /PACKAGES=(build-essential libfoo-dev /' \
 run check_packages "$FRUGAL_SOURCE_DIR/README.md" "$TMP/install-deps.sh"
 assert_eq 1 "$RC" "an extra package fails"
 assert_match "^README.md build and test list: missing \['libfoo-dev'\], extra \[\]$" "$OUT" "it is named"
+
+log "every relative link of README.md and docs/ reaches its file and heading"
+cd "$FRUGAL_SOURCE_DIR" && md_files=(README.md docs/*.md) && cd - >/dev/null
+run check_links "$FRUGAL_SOURCE_DIR" "${md_files[@]}"
+assert_eq 0 "$RC" "links [$OUT $ERR]"
+
+log "a link to a missing heading or file is caught"
+mkdir -p "$TMP/links/docs"
+printf '# Top `x` here\n\n## Two\n\nsee [a](#top-x-here), [b](#two), [c](docs/b.md#gone), [d](nothere.md)\n' \
+    >"$TMP/links/README.md"
+printf '# B\n\n```\n# not a heading\n```\n[back](../README.md#two) [e](#not-a-heading)\n' >"$TMP/links/docs/b.md"
+run check_links "$TMP/links" README.md docs/b.md
+assert_eq 1 "$RC" "broken links fail"
+assert_eq "README.md:5: docs/b.md#gone: no such heading
+README.md:5: nothere.md: no such file
+docs/b.md:6: #not-a-heading: no such heading" "$OUT" "each is named with its file and line"
 
 finish
