@@ -52,6 +52,7 @@ typedef struct replay_cmd {
     const replay_policy_ops_t *strategies[REPLAY_MAX_STRATEGIES];
     size_t strategies_count;
     size_t seeds;
+    uint64_t first_seed; /* the runs' seeds are first_seed .. first_seed + seeds - 1 */
     double hours;
     replay_options_t opts;
     replay_job_t *jobs; /* the bounds first (the longest jobs), then the runs */
@@ -70,11 +71,13 @@ static int replay__usage(FILE *f, int status) {
     const replay_policy_ops_t *const *list = replay_policy_list(&n);
     fprintf(f,
             "usage: frugal replay -c FILE WORKLOAD... [--strategy S]... [--seeds N] "
-            "[--hours H]\n"
-            "           [--scale-down-utilization F] [--placement P] [-o table|csv|json]\n"
-            "           [--restart-at H] [--decisions FILE]\n"
+            "[--first-seed K]\n"
+            "           [--hours H] [--scale-down-utilization F] [--placement P]\n"
+            "           [-o table|csv|json] [--restart-at H] [--decisions FILE]\n"
             "  WORKLOAD   a YAML mix or a JSON-lines trace (docs/replay.md)\n"
             "  --seeds N  runs per workload and strategy (default 12)\n"
+            "  --first-seed K  the runs' seeds are K..K+N-1 (default 1): --seeds 1\n"
+            "             --first-seed K runs seed K alone\n"
             "  --hours H  simulated time (default: 168 for a mix, a trace's span)\n"
             "  --scale-down-utilization F  also scale down nodes below utilisation F (0-1],\n"
             "             as CA does (default: only empty nodes)\n"
@@ -382,8 +385,9 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
         } else
             fprintf(stderr,
                     "frugal replay: %s: family %s: some of its pods no node group can host: "
-                    "counted, not placed (%" PRId64 " such pods in seed 1)\n",
-                    wl->path, wl->families[f->unhostable_shapes[0]].name, f->unhostable);
+                    "counted, not placed (%" PRId64 " such pods in seed %" PRIu64 ")\n",
+                    wl->path, wl->families[f->unhostable_shapes[0]].name, f->unhostable,
+                    c->first_seed);
     }
 }
 
@@ -410,8 +414,13 @@ static double replay__hours(const replay_cmd_t *c, size_t w) {
 static void replay__print_table(const replay_cmd_t *c, const replay_row_t *rows) {
     for (size_t w = 0; w < c->workloads_count; w++) {
         const replay_row_t *r0 = &rows[w * c->strategies_count];
-        printf("%s%s: %.1f h, %zu seeds, %" PRId64 " pods per seed", w ? "\n" : "", r0->workload,
-               replay__hours(c, w), c->seeds, r0->pods);
+        printf("%s%s: %.1f h, %zu seeds", w ? "\n" : "", r0->workload, replay__hours(c, w),
+               c->seeds);
+        if (c->first_seed != 1 && c->seeds == 1)
+            printf(" (seed %" PRIu64 ")", c->first_seed);
+        else if (c->first_seed != 1)
+            printf(" (%" PRIu64 " to %" PRIu64 ")", c->first_seed, c->first_seed + c->seeds - 1);
+        printf(", %" PRId64 " pods per seed", r0->pods);
         if (r0->unhostable > 0)
             printf(", %" PRId64 " that no group can host (not placed)", r0->unhostable);
         if (c->workloads[w].trace_per_node > 0)
@@ -568,10 +577,10 @@ static void replay__json_vs(const replay_cmd_t *c, const char *key, const replay
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
-    printf("{\"seeds\": %zu, \"scale_down_utilization\": %g, \"placement\": \"%s\", "
-           "\"restart_at_hours\": %g, \"results\": [",
-           c->seeds, c->opts.scale_down_utilization, replay_placement_name(c->opts.placement),
-           c->opts.restart_at_h);
+    printf("{\"seeds\": %zu, \"first_seed\": %" PRIu64 ", \"scale_down_utilization\": %g, "
+           "\"placement\": \"%s\", \"restart_at_hours\": %g, \"results\": [",
+           c->seeds, c->first_seed, c->opts.scale_down_utilization,
+           replay_placement_name(c->opts.placement), c->opts.restart_at_h);
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
@@ -714,6 +723,7 @@ int cmd_replay(int argc, char **argv) {
     memset(&prom, 0, sizeof(prom));
     const char *since = NULL, *until = NULL;
     c.seeds = 12;
+    c.first_seed = 1;
     int status = 0;
     for (int i = 1; i < argc && status == 0; i++) {
         const char *opt = argv[i];
@@ -749,6 +759,15 @@ int cmd_replay(int argc, char **argv) {
                 status = 2;
             }
             c.seeds = (size_t)v;
+        } else if (strcmp(opt, "--first-seed") == 0) {
+            if (!replay__positive(val, 1e9, &v) || v != (double)(uint64_t)v) {
+                fprintf(stderr,
+                        "frugal replay: --first-seed: expected a seed from 1 to 1000000000, "
+                        "got \"%s\"\n",
+                        val);
+                status = 2;
+            }
+            c.first_seed = (uint64_t)v;
         } else if (strcmp(opt, "--hours") == 0) {
             if (replay__hours_arg(opt, val, &c.hours) != 0)
                 status = 2;
@@ -901,11 +920,11 @@ int cmd_replay(int argc, char **argv) {
         replay_job_t *j = c.jobs;
         for (size_t w = 0; w < c.workloads_count; w++)
             for (size_t s = 0; s < (c.workloads[w].is_trace ? 1 : c.seeds); s++, j++)
-                *j = (replay_job_t){.workload = w, .seed = s + 1, .is_bound = true};
+                *j = (replay_job_t){.workload = w, .seed = c.first_seed + s, .is_bound = true};
         for (size_t i = 0; i < c.jobs_count - c.bounds_count; i++, j++) {
             j->workload = i / (c.strategies_count * c.seeds);
             j->strategy = i / c.seeds % c.strategies_count;
-            j->seed = i % c.seeds + 1;
+            j->seed = c.first_seed + i % c.seeds;
         }
         c.progress = isatty(STDERR_FILENO);
         c.decisions_next = c.bounds_count;

@@ -212,6 +212,21 @@ assert_match "demand-fit" "$ERR" "the strategies are listed"
 : >"$TMP/empty.yaml"
 assert_ok "check an empty config" "$FRUGAL" check -c "$TMP/empty.yaml"
 assert_match "strategy demand-fit, cluster size auto" "$OUT" "demand-fit is the default strategy"
+
+log "--first-seed: seed 3 alone decides as it does in a run of seeds 1 to 3"
+assert_ok "replay seed 3 alone" "$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 1 --first-seed 3 \
+    --hours 24 --decisions "$TMP/seed3.jsonl"
+assert_match "^mix: 24.0 h, 1 seeds \(seed 3\), [0-9]+ pods per seed" "$OUT" "the header names the seed"
+assert_eq "$(python3 -c 'import json, sys; [print(l, end="") for l in open(sys.argv[1]) if json.loads(l)["seed"] == 3]' "$TMP/decisions.jsonl")" \
+    "$(cat "$TMP/seed3.jsonl")" "the same decisions, line for line"
+assert_ok "seeds 2 and 3 as json" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --seeds 2 --first-seed 2 \
+    --hours 6 --strategy random -o json
+assert_eq 2 "$(echo "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["first_seed"])')" \
+    "json carries first_seed"
+assert_exit 2 "bad first seed" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --first-seed 1.5
+assert_match "^frugal replay: --first-seed: expected a seed from 1 to 1000000000, got \"1.5\"$" "$ERR" \
+    "first seed refused in one line"
+
 printf 'ranking: {strategy: cheapest}\n' >"$TMP/strategy.yaml"
 assert_exit 1 "unknown ranking.strategy" "$FRUGAL" check -c "$TMP/strategy.yaml"
 assert_match "strategy.yaml:1:21: ranking.strategy: unknown strategy \"cheapest\"" "$ERR" "config strategy"
