@@ -640,6 +640,20 @@ static int replay__hours_arg(const char *opt, const char *val, double *out) {
     return 2;
 }
 
+/* A whole number from 1 to max for option opt (--seeds, --first-seed), `what` naming it in
+ * the refusal: 0, or 2 once the refusal is said. */
+static int replay__whole_arg(const char *opt, const char *val, uint64_t max, const char *what,
+                             uint64_t *out) {
+    double v = 0;
+    if (replay__positive(val, (double)max, &v) && v == (double)(uint64_t)v) {
+        *out = (uint64_t)v;
+        return 0;
+    }
+    fprintf(stderr, "frugal replay: %s: expected %s from 1 to %" PRIu64 ", got \"%s\"\n", opt, what,
+            max, val);
+    return 2;
+}
+
 /* --restart-at must fall before workload w's end. */
 static int replay__restart_check(const replay_cmd_t *c, size_t w) {
     if (c->opts.restart_at_h <= 0 || c->opts.restart_at_h < replay__hours(c, w))
@@ -741,7 +755,6 @@ int cmd_replay(int argc, char **argv) {
             break;
         }
         const char *val = argv[++i];
-        double v = 0; /* replay__positive leaves it unset when it refuses */
         if (strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0) {
             if (config_path != NULL) {
                 fprintf(stderr, "frugal replay: -c given twice\n");
@@ -751,23 +764,11 @@ int cmd_replay(int argc, char **argv) {
         } else if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) {
             format = val;
         } else if (strcmp(opt, "--seeds") == 0) {
-            if (!replay__positive(val, 10000, &v) || v != (double)(size_t)v) {
-                fprintf(stderr,
-                        "frugal replay: --seeds: expected a count from 1 to 10000, got "
-                        "\"%s\"\n",
-                        val);
-                status = 2;
-            }
-            c.seeds = (size_t)v;
+            uint64_t n = 0;
+            status = replay__whole_arg(opt, val, 10000, "a count", &n);
+            c.seeds = (size_t)n;
         } else if (strcmp(opt, "--first-seed") == 0) {
-            if (!replay__positive(val, 1e9, &v) || v != (double)(uint64_t)v) {
-                fprintf(stderr,
-                        "frugal replay: --first-seed: expected a seed from 1 to 1000000000, "
-                        "got \"%s\"\n",
-                        val);
-                status = 2;
-            }
-            c.first_seed = (uint64_t)v;
+            status = replay__whole_arg(opt, val, 1000000000, "a seed", &c.first_seed);
         } else if (strcmp(opt, "--hours") == 0) {
             if (replay__hours_arg(opt, val, &c.hours) != 0)
                 status = 2;
