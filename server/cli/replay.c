@@ -231,8 +231,9 @@ static int replay__run_all(replay_cmd_t *c) {
 /* Mean, min and max of one figure over the seeds, and the sum of its squares. */
 typedef struct replay_stat {
     double mean, min, max;
-    double sum_sq;  /* of the values, for the spread of the mean */
-    bool undefined; /* a ratio over nothing in some seed: shown as "-", empty, null */
+    size_t min_at, max_at; /* the indexes of the seeds that gave min and max */
+    double sum_sq;         /* of the values, for the spread of the mean */
+    bool undefined;        /* a ratio over nothing in some seed: shown as "-", empty, null */
 } replay_stat_t;
 
 typedef struct replay_row {
@@ -250,10 +251,14 @@ static void replay__stat_add(replay_stat_t *s, double v, size_t k) {
         s->undefined = true;
         return;
     }
-    if (k == 0 || v < s->min)
+    if (k == 0 || v < s->min) {
         s->min = v;
-    if (k == 0 || v > s->max)
+        s->min_at = k;
+    }
+    if (k == 0 || v > s->max) {
         s->max = v;
+        s->max_at = k;
+    }
     s->mean += v;
     s->sum_sq += v * v;
 }
@@ -551,14 +556,22 @@ static void replay__json_stat_open(const char *key, const replay_stat_t *s) {
     printf("\"%s\": {\"mean\": %.6f, \"min\": %.6f, \"max\": %.6f", key, s->mean, s->min, s->max);
 }
 
+/* The seeds that gave min and max, and the object's end. */
+static void replay__json_stat_close(const replay_cmd_t *c, const replay_stat_t *s) {
+    printf(", \"min_seed\": %" PRIu64 ", \"max_seed\": %" PRIu64 "}", c->first_seed + s->min_at,
+           c->first_seed + s->max_at);
+}
+
 /* null for a ratio over nothing. */
-static void replay__json_stat(const char *key, const replay_stat_t *s, bool last) {
+static void replay__json_stat(const replay_cmd_t *c, const char *key, const replay_stat_t *s,
+                              bool last) {
     if (s->undefined) {
         printf("\"%s\": null%s", key, last ? "" : ", ");
         return;
     }
     replay__json_stat_open(key, s);
-    printf("}%s", last ? "" : ", ");
+    replay__json_stat_close(c, s);
+    printf("%s", last ? "" : ", ");
 }
 
 /* A VS column's figures with the 95 % half-width of its mean (null with one seed). */
@@ -571,9 +584,11 @@ static void replay__json_vs(const replay_cmd_t *c, const char *key, const replay
     replay__json_stat_open(key, s);
     printf(", \"ci95\": ");
     if (isnan(h))
-        printf("null}, ");
+        printf("null");
     else
-        printf("%.6f}, ", h);
+        printf("%.6f", h);
+    replay__json_stat_close(c, s);
+    printf(", ");
 }
 
 static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) {
@@ -588,18 +603,18 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
         printf(", \"strategy\": \"%s\", \"hours\": %g, \"pods\": %" PRId64
                ", \"unhostable\": %" PRId64 ", ",
                r->strategy, replay__hours(c, i / c->strategies_count), r->pods, r->unhostable);
-        replay__json_stat("cost", &r->cost, false);
-        replay__json_stat("cost_ratio", &r->ratio, false);
-        replay__json_stat("pending_pod_minutes", &r->pending, false);
-        replay__json_stat("nodes_bought", &r->nodes, false);
-        replay__json_stat("nodes_drained", &r->drained, false);
+        replay__json_stat(c, "cost", &r->cost, false);
+        replay__json_stat(c, "cost_ratio", &r->ratio, false);
+        replay__json_stat(c, "pending_pod_minutes", &r->pending, false);
+        replay__json_stat(c, "nodes_bought", &r->nodes, false);
+        replay__json_stat(c, "nodes_drained", &r->drained, false);
         if (r->has_random)
             replay__json_vs(c, "vs_random", &r->vs_random);
         if (r->has_pricing)
             replay__json_vs(c, "vs_pricing", &r->vs_pricing);
         if (r->bound_error == NULL) {
-            replay__json_stat("bound", &r->bound, false);
-            replay__json_stat("cost_bound", &r->cost_bound, true);
+            replay__json_stat(c, "bound", &r->bound, false);
+            replay__json_stat(c, "cost_bound", &r->cost_bound, true);
         } else {
             printf("\"bound\": null, \"cost_bound\": null, \"bound_error\": ");
             replay__json_str(stdout, r->bound_error);

@@ -93,14 +93,14 @@ assert_match "^gpu,demand-fit,2," "$OUT" "csv row"
 assert_ok "json" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 2 \
     --hours 12 -o json
 assert_match '"workload": "cache", "strategy": "pricing-proposal", "hours": 12' "$OUT" "json row"
-assert_match '"vs_pricing": \{"mean": 1.000000, "min": 1.000000, "max": 1.000000, "ci95": 0.000000\}' \
+assert_match '"vs_pricing": \{"mean": 1.000000, "min": 1.000000, "max": 1.000000, "ci95": 0.000000, "min_seed": 1, "max_seed": 1\}' \
     "$OUT" "json VS figures carry their 95 % half-width"
 if command -v python3 >/dev/null; then
     echo "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && pass || fail "json parses"
 fi
 assert_ok "one seed" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --strategy pricing-proposal --seeds 1 \
     --hours 2 -o json
-assert_match '"ci95": null\}' "$OUT" "one seed has no half-width (json null)"
+assert_match '"ci95": null, "min_seed": 1, "max_seed": 1\}' "$OUT" "one seed has no half-width (json null)"
 # A workload is named after its file: a comma or a quote in the name is quoted (RFC 4180).
 cp "$W/cache.yaml" "$TMP/ca,c\"he.yaml"
 assert_ok "csv of an odd name" "$FRUGAL" replay -c "$CFG" "$TMP/ca,c\"he.yaml" --strategy random \
@@ -223,6 +223,14 @@ assert_ok "seeds 2 and 3 as json" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --s
     --hours 6 --strategy random -o json
 assert_eq 2 "$(echo "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["first_seed"])')" \
     "json carries first_seed"
+assert_ok "the worst seed of three" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --seeds 3 --hours 12 \
+    --strategy pricing-proposal --strategy demand-fit -o json
+worst=$(echo "$OUT" | python3 -c 'import json, sys; v = json.load(sys.stdin)["results"][1]["vs_pricing"]; print(v["max_seed"], "%.6f" % v["max"])')
+assert_match '^[1-3] [0-9.]+$' "$worst" "json names the seed of the max"
+assert_ok "that seed alone" "$FRUGAL" replay -c "$CFG" "$W/cache.yaml" --seeds 1 --first-seed "${worst%% *}" \
+    --hours 12 --strategy pricing-proposal --strategy demand-fit -o json
+assert_eq "${worst#* }" "$(echo "$OUT" | python3 -c 'import json, sys; print("%.6f" % json.load(sys.stdin)["results"][1]["vs_pricing"]["mean"])')" \
+    "run alone, the seed named gives the max"
 assert_exit 2 "bad first seed" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --first-seed 1.5
 assert_match "^frugal replay: --first-seed: expected a seed from 1 to 1000000000, got \"1.5\"$" "$ERR" \
     "first seed refused in one line"
