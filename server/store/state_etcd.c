@@ -979,7 +979,8 @@ static void se__elect(etcd_backend_t *e) {
     free(key);
 }
 
-/* Renew the lease; false when it is gone (expired while we were away). */
+/* Renew the lease; false, and no lease (lease_id 0), when etcd answers that it is gone
+ * (expired while we were away). */
 static bool se__keepalive(etcd_backend_t *e) {
     Etcdserverpb__LeaseKeepAliveRequest req = ETCDSERVERPB__LEASE_KEEP_ALIVE_REQUEST__INIT;
     req.id = atomic_load(&e->lease_id);
@@ -998,24 +999,22 @@ static bool se__keepalive(etcd_backend_t *e) {
     bool alive = resp->ttl > 0;
     if (alive)
         atomic_store(&e->valid_until, t0 + resp->ttl * 1000 - e->lease_ttl_ms / 5);
+    else
+        atomic_store(&e->lease_id, 0);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     se__publish_lease(e);
     return alive;
 }
 
-/* After this replica's trusted time ran out: whether etcd still holds its lease, renewed
- * in time now. Often only the replica's clock ran out (etcd out of reach, or electing a
- * raft leader) and etcd kept the lease: a new one would leave P/leader on the old lease,
- * and the cluster without a leader, until etcd expires it. lease_id becomes 0 only when
- * etcd answers that the lease is gone. */
-static bool se__renew_lapsed(etcd_backend_t *e) {
-    if (atomic_load(&e->lease_id) == 0)
-        return false;
-    if (!se__keepalive(e)) {
-        atomic_store(&e->lease_id, 0); /* gone: expired while out of reach */
-        return false;
-    }
-    return clock_mono_ms() < atomic_load(&e->valid_until);
+/* With no lease, or after this replica's trusted time ran out: whether it holds a live
+ * lease again. Often only its clock ran out (etcd out of reach, or electing a raft leader)
+ * and etcd kept the lease: that one is renewed, since a new one would leave P/leader on
+ * the old lease, and the cluster without a leader, until etcd expires it. A new lease is
+ * granted only once etcd answered that the old one is gone. */
+static bool se__regain_lease(etcd_backend_t *e, frugal_err_t *err) {
+    if (atomic_load(&e->lease_id) != 0 && se__keepalive(e))
+        return clock_mono_ms() < atomic_load(&e->valid_until);
+    return se__grant(e, err) == 0; /* none, or etcd answered that it is gone */
 }
 
 static void *se__lease_main(void *arg) {
@@ -1029,14 +1028,11 @@ static void *se__lease_main(void *arg) {
             atomic_store(&e->leader, false);
             metrics_state_leader(false);
             se__publish_lease(e);
-            /* A new lease only once etcd said the old one is gone: the key may be on it. */
-            if (!se__renew_lapsed(e) &&
-                (atomic_load(&e->lease_id) != 0 || se__grant(e, &err) != 0)) {
+            if (!se__regain_lease(e, &err)) {
                 usleep(200000);
                 continue;
             }
         } else if (!se__keepalive(e)) {
-            atomic_store(&e->lease_id, 0);
             continue;
         }
         if (atomic_load(&e->loaded))

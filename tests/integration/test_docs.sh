@@ -156,27 +156,22 @@ sys.exit(1 if problems else 0)
 # makes its anchor. One "FILE:LINE: problem" line each.
 check_links() {
     python3 -c '
-import os, re, sys
+import functools, os, re, sys
 root, files = sys.argv[1], sys.argv[2:]
 
-def prose(text):
-    """The text outside code blocks and inline code, line numbers kept."""
-    out, fence = [], False
-    for line in text.split("\n"):
+def outside_code_blocks(text):
+    """(line number, line) of each line outside code blocks."""
+    fence = False
+    for number, line in enumerate(text.split("\n"), 1):
         if line.startswith("```"):
             fence = not fence
-            out.append("")
-            continue
-        out.append("" if fence else re.sub(r"`[^`]*`", "", line))
-    return out
+        elif not fence:
+            yield number, line
 
+@functools.lru_cache(maxsize=None)  # a file is read once, however many links name it
 def heading_anchors(path):
-    seen, result, fence = {}, set(), False
-    for line in open(path, encoding="utf-8").read().split("\n"):
-        if line.startswith("```"):
-            fence = not fence
-        if fence:
-            continue
+    seen, result = {}, set()
+    for _, line in outside_code_blocks(open(path, encoding="utf-8").read()):
         m = re.match(r"#+ (.*)", line)
         if not m:
             continue
@@ -189,9 +184,9 @@ def heading_anchors(path):
 problems = []
 for name in files:
     path = os.path.join(root, name)
-    lines = prose(open(path, encoding="utf-8").read())
-    for number, line in enumerate(lines, 1):
-        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+    for number, line in outside_code_blocks(open(path, encoding="utf-8").read()):
+        # a link inside inline code is an example, not a link
+        for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line)):
             if re.match(r"[a-z]+:", target):
                 continue
             file_part, _, anchor = target.partition("#")
