@@ -382,14 +382,16 @@ kill -TERM "$HP1" "$HP2"
 wait "$HP1" "$HP2" 2>/dev/null
 
 log "the leader's own clock ran out while etcd kept its lease: it renews that lease and leads again"
-# lease_ttl 20s: a keep-alive round every 5 s, trusted for 16 s. Stopped 17.5 s just
-# after it became leader (its first keep-alive), it runs its next round as soon as it
-# resumes: past the 16 s it trusts, before etcd's 20 s. A new lease would leave the
-# leader key on the old one until etcd expires it.
+# lease_ttl 30s: a keep-alive round every 7.5 s, trusted for 24 s from its last one.
+# Stopped 24.5 s just after it became leader (its first keep-alive), it runs its next
+# round as soon as it resumes: past the 24 s it trusts whatever the delays, and before
+# etcd's 30 s with 5.5 s for the stop to begin, the process to resume and the renewal
+# (a loaded machine under TSan took 3 s). A new lease would leave the leader key on the
+# old one until etcd expires it.
 PL=$(free_port)
 replica_config "$TMP/lapse.yaml" "$PL" /frugal/lapse/
-sed -i 's/lease_ttl: 2s/lease_ttl: 20s/' "$TMP/lapse.yaml"
-assert_match "lease_ttl: 20s" "$(cat "$TMP/lapse.yaml")" "the replica's lease_ttl is 20s"
+sed -i 's/lease_ttl: 2s/lease_ttl: 30s/' "$TMP/lapse.yaml"
+assert_match "lease_ttl: 30s" "$(cat "$TMP/lapse.yaml")" "the replica's lease_ttl is 30s"
 ADDR="127.0.0.1:$PL" start_server "$TMP/lapse.yaml"
 LP=$SERVER_PID LL=$SERVER_LOG
 for _ in $(seq 1 60); do grep -q "info  leader:" "$LL" && break; sleep 0.1; done
@@ -397,7 +399,7 @@ leases() { sed -n 's/.*info  leader: .*(lease \([0-9a-f]*\)).*/\1/p' "$LL"; }
 lease=$(leases | head -1)
 assert_match '^[0-9a-f]+$' "$lease" "it leads (lease $lease)"
 kill -STOP "$LP"
-sleep 17.5
+sleep 24.5
 kill -CONT "$LP"
 for _ in $(seq 1 60); do [ "$(leases | wc -l)" -ge 2 ] && break; sleep 0.1; done
 assert_match "leadership lost: no keep-alive of .*'s lease was confirmed in time" "$(cat "$LL")" \
