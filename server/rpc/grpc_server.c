@@ -1085,26 +1085,41 @@ double frugal_server_certificate_not_after(const frugal_server_t *s, size_t i) {
 
 /* How long stop waits for the workers to free the calls the server let go of. */
 #define STOP_DRAIN_MS 2000
+/* How often stop looks whether any call is still in flight while the server shuts down. */
+#define STOP_SLICE_MS 100
 
 void frugal_server_stop(frugal_server_t *s, int64_t grace_ms) {
     atomic_store(&s->stopping, true);
     for (size_t e = 0; e < s->endpoints_count; e++)
         grpc_server_shutdown_and_notify(s->endpoints[e].server, s->shutdown_cq, &s->endpoints[e]);
-    gpr_timespec deadline =
-        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+    int64_t deadline_ms = clock_mono_ms() + grace_ms;
     bool cancelled = false;
+    int idle_slices = 0;
     for (size_t e = 0; e < s->endpoints_count; e++) {
-        grpc_event ev = grpc_completion_queue_pluck(
-            s->shutdown_cq, &s->endpoints[e],
-            cancelled ? gpr_inf_future(GPR_CLOCK_MONOTONIC) : deadline, NULL);
-        if (ev.type == GRPC_QUEUE_TIMEOUT) {
-            log_warn("in-flight calls did not finish within %lld ms; cancelling them",
-                     (long long)grace_ms);
+        for (;;) {
+            grpc_event ev = grpc_completion_queue_pluck(
+                s->shutdown_cq, &s->endpoints[e],
+                cancelled ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
+                          : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(STOP_SLICE_MS, GPR_TIMESPAN)),
+                NULL);
+            if (ev.type != GRPC_QUEUE_TIMEOUT)
+                break;
+            /* Two slices without a call: what holds the shutdown is a connection that
+             * never finished its handshake, which no grace helps. */
+            idle_slices = atomic_load(&s->inflight) == 0 ? idle_slices + 1 : 0;
+            if (idle_slices >= 2)
+                log_info("no call in flight: closing the connections still in their "
+                         "handshake instead of waiting out the %lld ms grace",
+                         (long long)grace_ms);
+            else if (clock_mono_ms() >= deadline_ms)
+                log_warn("in-flight calls did not finish within %lld ms; cancelling them",
+                         (long long)grace_ms);
+            else
+                continue;
             for (size_t k = 0; k < s->endpoints_count; k++)
                 grpc_server_cancel_all_calls(s->endpoints[k].server);
             cancelled = true;
-            grpc_completion_queue_pluck(s->shutdown_cq, &s->endpoints[e],
-                                        gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         }
     }
     /* The server has let go of its calls, but their last completions (a cancelled

@@ -124,6 +124,21 @@ assert_match " stopped$" "$(cat "$SERVER_LOG")" "stopped cleanly"
 start_server "$TMP/frugal.yaml"
 assert_eq "$acked" "$(target_size g)" "g after a stop past the grace"
 
+log "SIGTERM with a connection that never sends its preface: no grace waited, exit 0"
+python3 -c 'import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+time.sleep(30)' "$ADDR" >/dev/null 2>&1 &
+SILENT=$!
+sleep 2 # python's start and the connection, on a loaded machine
+stop_server
+kill "$SILENT" 2>/dev/null
+wait "$SILENT" 2>/dev/null
+assert_match "no call in flight: closing the connections" "$(cat "$SERVER_LOG")" \
+    "the silent connection was closed without waiting out the grace"
+assert_no_match "cancelling them" "$(cat "$SERVER_LOG")" "no call was cancelled"
+start_server "$TMP/frugal.yaml"
+
 log "deletions are durable too"
 victim=$(ctl -o yaml nodes h | sed -n 's/^- id: //p' | tr -d '"' | head -n 1)
 assert_ok "delete-nodes h" ctl delete-nodes h "$victim"
