@@ -1,4 +1,4 @@
-/* The contract between the gRPC plumbing (grpc_server.c) and the services.
+/* The contract between the gRPC plumbing (grpc_server.c, server_calls.c) and the services.
  *
  * A service is a table of methods. A typed method names the protobuf-c descriptors of
  * its request and its response; its handler gets the decoded request and fills the
@@ -91,7 +91,7 @@ typedef struct service_method {
     service_typed_fn handler;                   /* typed */
     service_raw_fn raw;                         /* raw */
     /* It changes the cluster, so it may wait for earlier changes (a slow disk, etcd, a
-     * hook): the plumbing lets such calls hold all workers but one (grpc_server.c). */
+     * hook): the plumbing lets such calls hold all workers but one (server_calls.c). */
     bool changes;
 } service_method_t;
 
