@@ -13,6 +13,9 @@
 #include "metrics.h"
 #include "state_etcd_internal.h"
 
+/* Between the start's tries of the first lease. */
+#define START_GRANT_PAUSE_MS 200
+
 /* Whether this replica leads now: it holds PREFIX/leader on its lease, and its own clock
  * still trusts that lease. */
 bool se__leader_now(etcd_backend_t *e) {
@@ -179,8 +182,20 @@ static void *se__lease_main(void *arg) {
 
 int se__op_lock(state_backend_t *b, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
-    /* A first lease proves the endpoints and credentials before anything is served. */
-    int rc = se__grant(e, err);
+    /* A first lease proves the endpoints and credentials before anything is served. An
+     * etcd electing a leader (a member just restarted) answers within lease_ttl: until
+     * then an unavailable etcd is waited for, not a reason to exit. A grant that etcd
+     * applied but did not answer leaves a lease that nothing uses; it expires alone. */
+    int64_t give_up = clock_mono_ms() + e->lease_ttl_ms;
+    int rc;
+    while ((rc = se__grant(e, err)) == FRUGAL_EUNAVAIL && clock_mono_ms() < give_up &&
+           !atomic_load(&e->stop)) {
+        log_warn("%s; trying again for up to %lld ms (state.lease_ttl)",
+                 err != NULL ? err->msg : "etcd unavailable",
+                 (long long)(give_up - clock_mono_ms()));
+        frugal_err_clear(err);
+        usleep(START_GRANT_PAUSE_MS * 1000);
+    }
     if (rc != 0)
         return rc;
     if (pthread_create(&e->lease_thread, NULL, se__lease_main, e) != 0)
