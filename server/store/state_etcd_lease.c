@@ -13,8 +13,10 @@
 #include "metrics.h"
 #include "state_etcd_internal.h"
 
-/* Between the start's tries of the first lease. */
+/* Between the start's tries of the first lease, and how long they go on at least (or
+ * lease_ttl when longer). */
 #define START_GRANT_PAUSE_MS 200
+#define START_GRANT_MIN_WAIT_MS 10000
 
 /* Whether this replica leads now: it holds PREFIX/leader on its lease, and its own clock
  * still trusts that lease. */
@@ -183,15 +185,16 @@ static void *se__lease_main(void *arg) {
 int se__op_lock(state_backend_t *b, frugal_err_t *err) {
     etcd_backend_t *e = b->impl;
     /* A first lease proves the endpoints and credentials before anything is served. An
-     * etcd electing a leader (a member just restarted) answers within lease_ttl: until
+     * etcd electing a leader (a member just restarted) answers within seconds: until
      * then an unavailable etcd is waited for, not a reason to exit. A grant that etcd
      * applied but did not answer leaves a lease that nothing uses; it expires alone. */
-    int64_t give_up = clock_mono_ms() + e->lease_ttl_ms;
+    int64_t wait_ms =
+        e->lease_ttl_ms > START_GRANT_MIN_WAIT_MS ? e->lease_ttl_ms : START_GRANT_MIN_WAIT_MS;
+    int64_t give_up = clock_mono_ms() + wait_ms;
     int rc;
     while ((rc = se__grant(e, err)) == FRUGAL_EUNAVAIL && clock_mono_ms() < give_up &&
            !atomic_load(&e->stop)) {
-        log_warn("%s; trying again for up to %lld ms (state.lease_ttl)",
-                 err != NULL ? err->msg : "etcd unavailable",
+        log_warn("%s; trying again for up to %lld ms", err != NULL ? err->msg : "etcd unavailable",
                  (long long)(give_up - clock_mono_ms()));
         frugal_err_clear(err);
         usleep(START_GRANT_PAUSE_MS * 1000);

@@ -410,10 +410,9 @@ assert_no_match "was deleted" "$(cat "$LL")" "the leader key never left the leas
 kill -TERM "$LP"
 wait "$LP" 2>/dev/null
 
-log "a replica that starts while etcd answers nothing waits for it, up to lease_ttl"
+log "a replica that starts while etcd answers nothing waits for it (lease_ttl, at least 10 s)"
 PW=$(free_port)
 replica_config "$TMP/wait.yaml" "$PW" /frugal/wait/
-sed -i 's/lease_ttl: 2s/lease_ttl: 10s/' "$TMP/wait.yaml"
 for p in "${ETCD_PID[@]}"; do kill -STOP "$p" 2>/dev/null; done
 (
     sleep 2.5
@@ -422,7 +421,7 @@ for p in "${ETCD_PID[@]}"; do kill -STOP "$p" 2>/dev/null; done
 RESUME=$!
 ADDR="127.0.0.1:$PW" start_server "$TMP/wait.yaml"
 wait "$RESUME"
-assert_match "LeaseGrant.*; trying again for up to [0-9]* ms \(state.lease_ttl\)" "$(cat "$SERVER_LOG")" \
+assert_match "LeaseGrant.*; trying again for up to [0-9]* ms" "$(cat "$SERVER_LOG")" \
     "the first lease was tried again while etcd did not answer"
 ADDR="127.0.0.1:$PW" assert_ok "then it serves" ctl target-size web-a
 kill -TERM "$SERVER_PID"
