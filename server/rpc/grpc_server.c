@@ -120,13 +120,17 @@ static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
 
 #define SERVER_ARGS_MAX 8
 
+/* gRPC's default leaves a connection that never completes its TLS and HTTP/2 handshake
+ * open for 120 s; a client that cannot finish it in 10 s cannot make CA's 5 s calls. */
+#define SERVER_HANDSHAKE_TIMEOUT_MS 10000
+
 static int clamp_int(int64_t v) {
     return v > INT_MAX ? INT_MAX : (int)v;
 }
 
 /* The channel arguments: message sizes, and the transport's limits (config limits): a
  * resource quota of limits.memory for everything the transport holds, streams per
- * connection, the header size, and how long a connection may stay idle. Creates
+ * connection, the header size, how long a connection may stay idle or in its handshake. Creates
  * s->quota. Returns the number of args filled. */
 static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cfg, grpc_arg *args) {
     const limits_config_t *l = &cfg->limits;
@@ -140,6 +144,7 @@ static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cf
         {GRPC_ARG_MAX_CONCURRENT_STREAMS, l->max_concurrent_streams},
         {GRPC_ARG_MAX_METADATA_SIZE, l->max_header_bytes},
         {GRPC_ARG_MAX_CONNECTION_IDLE_MS, l->idle_timeout_ms > 0 ? l->idle_timeout_ms : INT_MAX},
+        {GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, SERVER_HANDSHAKE_TIMEOUT_MS},
         /* No SO_REUSEPORT: a second server on the same port must fail to bind, not split
          * the calls with the first (with the state-file lock: one writer). */
         {GRPC_ARG_ALLOW_REUSEPORT, 0},

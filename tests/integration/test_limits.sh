@@ -6,7 +6,8 @@
 # fair share of the calls in flight and closed, and a healthy client on another
 # connection is served all along; headers-only calls are closed by the
 # receive timeout and their memory comes back; an oversized header gets an answer;
-# NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED.
+# NewNodeGroup past max_theoretical_groups is RESOURCE_EXHAUSTED; a connection that
+# never sends its HTTP/2 preface is closed after 10 s.
 source "$(dirname "$0")/lib.sh"
 
 H2="python3 $FRUGAL_SOURCE_DIR/tests/integration/h2raw.py"
@@ -360,6 +361,22 @@ run $H2 big-header "$ADDR" 1048576
 assert_match "answer=(trailers|rst|goaway|ok)" "$OUT" "1 MiB header answered"
 run $H2 big-header "$ADDR" 1000
 assert_eq "answer=ok" "$OUT" "a small header is served"
+
+log "a connection that never sends its preface is closed after the 10 s handshake timeout"
+SILENT_S=$(python3 -c 'import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.settimeout(60)
+start = time.monotonic()
+try:
+    while s.recv(4096):  # the SETTINGS frame, then the end of the stream
+        pass
+except OSError:
+    pass
+print("%.1f" % (time.monotonic() - start))' "$ADDR")
+echo "    closed after ${SILENT_S} s" >&2
+assert_match "^(9|1[0-9])\.[0-9]$" "$SILENT_S" "closed between 9 and 20 s, not gRPC's 120 s"
+assert_match "answer=ok" "$($H2 big-header "$ADDR" 1000 2>&1)" "still serving after the close"
 
 stop_server
 
