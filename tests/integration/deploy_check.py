@@ -136,11 +136,30 @@ def sources(root, d, kind, name, seen=None):
                 if doc.get("kind") == kind and doc.get("metadata", {}).get("name") == name:
                     found.append(os.path.relpath(p, root))
                     break
+    for p in spec.get("patches", []) + spec.get("patchesJson6902", []):
+        if patches_by_target(p, kind, name):
+            f = os.path.join(d, p["path"]) if "path" in p else k
+            found.append(os.path.relpath(os.path.normpath(f), root))
     for gen in spec.get("configMapGenerator", []):
         if kind == "ConfigMap" and gen.get("name") == name:
             # a later generator (behavior: replace) wins over the base's
             found = [os.path.relpath(os.path.join(d, f.split("=", 1)[-1]), root) for f in gen.get("files", [])]
-    return found
+    return list(dict.fromkeys(found))
+
+
+def patches_by_target(patch, kind, name):
+    """Whether a patch that the kustomization names kind/name by its target, or writes
+    inline (whose strategic-merge document then names it), patches kind/name. A patch
+    file without a target is found by its document, like a resource."""
+    if not isinstance(patch, dict):
+        return False
+    target = patch.get("target")
+    if target:  # kustomize reads the target's name as a regular expression
+        return target.get("kind", kind) == kind and re.fullmatch(target.get("name", ".*"), name) is not None
+    if "patch" not in patch:
+        return False
+    docs = [d for d in yaml.safe_load_all(patch["patch"]) if isinstance(d, dict)]
+    return any(d.get("kind") == kind and d.get("metadata", {}).get("name") == name for d in docs)
 
 
 def dollar_keys(node, path=""):

@@ -163,7 +163,7 @@ printf '%s\n' 'resources: [../base]' 'patches:' '  - target: {kind: Deployment, 
 run "${CHECK[@]}" "$TMP/deploy" "$TMP/pki" "$TMP/state" "$TMP/x.yaml"
 assert_eq 1 "$RC" "the bad overlays fail"
 assert_match '^# overlays checked: \. bad-memory bad-probe bad-provider bad-service bad-user base etcd$' "$OUT" "new overlays are found [$OUT]"
-assert_match '^FAIL: deploy/bad-user/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.securityContext.runAsUser: 1000 is not the uid of the image.s user frugal \(65532:65532, deploy/Dockerfile\)' \
+assert_match '^FAIL: deploy/bad-user/: Deployment frugal \(base/deployment.yaml, bad-user/kustomization.yaml\): spec.template.spec.securityContext.runAsUser: 1000 is not the uid of the image.s user frugal \(65532:65532, deploy/Dockerfile\)' \
     "$ERR" "a pod uid without the image's passwd entry: file and field"
 assert_match '^FAIL: deploy/bad-provider/: bad-provider/frugal.yaml: provider.kind: simulated: deploy/ runs the exec hook' \
     "$ERR" "the simulated provider: file and field"
@@ -171,7 +171,7 @@ assert_match '^FAIL: deploy/bad-probe/: Deployment frugal \(base/deployment.yaml
     "$ERR" "a probe off ops_listen: file and field"
 assert_match '^FAIL: deploy/bad-memory/: Deployment frugal \(base/deployment.yaml\): spec.template.spec.containers\[frugal\].resources.limits.memory: 1073741824 bytes cannot hold frugal.s memory budget 1073741824 \(bad-memory/frugal.yaml limits.memory\) plus the 64 MiB margin' \
     "$ERR" "a memory limit without margin: file and field"
-assert_match '^FAIL: deploy/bad-service/: Service frugal \(base/service.yaml\): spec.ports: no port reaches the expander listener' \
+assert_match '^FAIL: deploy/bad-service/: Service frugal \(base/service.yaml, bad-service/kustomization.yaml\): spec.ports: no port reaches the expander listener' \
     "$ERR" "a Service without the expander port: file and field"
 assert_match 'grpc-expander-url is not the expander listener \(port 8444 of the Service of deploy/bad-service/\)' \
     "$ERR" "CA's expander URL is off the Service"
