@@ -172,11 +172,15 @@ static const char *const exec__results[] = {[EXEC_OK] = "ok",
                                             [EXEC_TIMEOUT] = "timeout",
                                             [EXEC_FENCED] = "fenced"};
 
+/* Every verb's series exist at 0 before its first run, so that a rate over the first
+ * run sees it (a series that appears with its first sample has no increase). */
 void exec__metrics_init(void) {
-    for (int v = EXEC_CREATE; v <= EXEC_LIST; v++)
+    for (int v = EXEC_CREATE; v <= EXEC_LIST; v++) {
+        const char *verb = exec__verb_name((exec_verb_t)v);
         for (size_t r = 0; r < sizeof(exec__results) / sizeof(exec__results[0]); r++)
-            metrics_cell(METRICS_HOOK_RUNS, exec__verb_name((exec_verb_t)v), exec__results[r],
-                         NULL);
+            metrics_cell(METRICS_HOOK_RUNS, verb, exec__results[r], NULL);
+        metrics_cell(METRICS_HOOK_SECONDS, verb, NULL, NULL);
+    }
 }
 
 /* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */

@@ -38,6 +38,8 @@ typedef struct metrics_family {
     const double *bounds; /* histogram upper bounds, ascending */
     size_t bounds_count;
     _Atomic(metrics_cell_t *) head;
+    bool shown_from_zero; /* histogram: its cells, made up front, are shown before any
+                             observation (else a cell appears with its first) */
 } metrics_family_t;
 
 /* Call latencies, up to cluster-autoscaler's 5 s call timeout. */
@@ -157,7 +159,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               1,
                               {"verb"},
                               BOUNDS(hook_bounds),
-                              NULL},
+                              NULL,
+                              true},
     [METRICS_RECONCILE_REPLACED] = {"frugal_reconcile_replaced_total",
                                     "Running instances the exec hook's list no longer showed, "
                                     "replaced by new ones.",
@@ -476,7 +479,8 @@ void metrics_write(metrics_buf_t *b) {
             metrics_buf_sample(b, f->name, NULL, NULL, 0, 0);
         for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
              c != NULL; c = c->next) {
-            if (histogram && atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
+            if (histogram && !f->shown_from_zero &&
+                atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
                 continue; /* a method never called has no latency to show */
             if (histogram)
                 metrics__histogram(b, f, c);

@@ -5,7 +5,8 @@ usage: dashboard_queries.py DASHBOARD.json PROMETHEUS_URL
 
 Each target's expr of each panel (rows' panels too) is sent to /api/v1/query as it is
 written: the dashboard uses no variable but the data source. A query that errors, or
-that answers no series, is a failure naming the panel and the target. Prints one line
+that answers no series or only NaN (a quantile of a rate of 0: no call between two
+scrapes), is a failure naming the panel and the target. Prints one line
 per failure, then a summary; exit 1 when anything failed."""
 import json
 import sys
@@ -39,6 +40,15 @@ def query(url, expr):
     return body["data"]["result"], None
 
 
+def finite(result):
+    """Whether some series of a vector or matrix has a finite sample."""
+    for series in result:
+        samples = series.get("values", []) + ([series["value"]] if "value" in series else [])
+        if any(v[1] not in ("NaN", "+Inf", "-Inf") for v in samples):
+            return True
+    return False
+
+
 def main():
     path, url = sys.argv[1], sys.argv[2].rstrip("/")
     dashboard = json.load(open(path, encoding="utf-8"))
@@ -56,6 +66,9 @@ def main():
                 failures += 1
             elif not result:
                 print(f"FAIL: {where}: no data: {expr}")
+                failures += 1
+            elif not finite(result):
+                print(f"FAIL: {where}: only NaN: {expr}")
                 failures += 1
     print(f"{queries} queries, {failures} failed")
     sys.exit(1 if failures or not queries else 0)
