@@ -12,10 +12,13 @@
 
 /* A pod's class: which groups host it, and the direction of its request. */
 typedef struct bound__key {
-    int kind;    /* 0: d = (1, m/c, g/c); 1: no cpu, d = (0, 1, g/m); 2: GPUs only */
-    int32_t km;  /* grid index of the second component, INT32_MIN when 0 */
-    int32_t kg;  /* grid index of the third component, INT32_MIN when 0 */
-    double load; /* the pod's amount along d: cores, GiB or GPUs */
+    int kind; /* 0: d = (1, m/c, g/c); 1: no cpu, d = (0, 1, g/m); 2: GPUs only */
+    /* The direction's identity: exact, the reduced fractions m/c and g/c (bytes and
+     * GPUs per millicore; g/m: GPUs per byte), numerator then denominator, 0/1 when 0;
+     * on the grid, the grid indices of m/c and g/c, INT64_MIN when 0. */
+    int64_t dir[4];
+    double d[BOUND__RESOURCES]; /* the direction per unit of load */
+    double load;                /* the pod's amount along d: cores, GiB or GPUs */
     const bool *hosts;
     uint32_t pod;
 } bound__key_t;
@@ -38,40 +41,73 @@ typedef struct bound__event {
 } bound__event_t;
 
 /* The grid index of v > 0: floor(GRID log2 v); and the grid value it stands for. */
-static int32_t bound__grid(double v) {
-    return (int32_t)floor(log2(v) * REPLAY_BOUND_GRID);
+static int64_t bound__grid(double v) {
+    return (int64_t)floor(log2(v) * REPLAY_BOUND_GRID);
 }
 
-static double bound__grid_value(int32_t k) {
-    return k == INT32_MIN ? 0.0 : exp2((double)k / REPLAY_BOUND_GRID);
+static double bound__grid_value(int64_t k) {
+    return k == INT64_MIN ? 0.0 : exp2((double)k / REPLAY_BOUND_GRID);
 }
 
 /* The position of ratio v > 0 between two grid points: their lower index, and the weight
  * of the upper one (v = (1 - w) lower + w upper). */
-static int32_t bound__between(double v, double *w) {
-    int32_t k = bound__grid(v);
+static int64_t bound__between(double v, double *w) {
+    int64_t k = bound__grid(v);
     double lo = bound__grid_value(k), hi = bound__grid_value(k + 1);
     *w = v <= lo ? 0.0 : v >= hi ? 1.0 : (v - lo) / (hi - lo);
     return k;
 }
 
-/* The pod as at most four parts whose directions lie on the grid and whose requests add
- * up to its own; returns how many (0: it requests nothing). */
-static size_t bound__keys_of(const replay_bound_pod_t *p, uint32_t pod, bound__key_t *k) {
-    double c = (double)p->request.cpu_milli / 1000.0;
-    double m = (double)p->request.memory_bytes / BOUND__GIB;
-    double g = (double)p->request.gpu;
+static int64_t bound__gcd(int64_t a, int64_t b) {
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* num/den (den > 0) reduced into f[0], f[1]: equal ratios give equal pairs. */
+static void bound__fraction(int64_t num, int64_t den, int64_t *f) {
+    int64_t g = num > 0 ? bound__gcd(num, den) : den;
+    f[0] = num / g, f[1] = den / g;
+}
+
+/* The pod as parts whose requests add up to its own: one part along its exact direction
+ * (exact), or at most four whose directions lie on the grid. Returns how many (0: it
+ * requests nothing). */
+static size_t bound__keys_of(const replay_bound_pod_t *p, uint32_t pod, bool exact,
+                             bound__key_t *k) {
+    int64_t cm = p->request.cpu_milli, mb = p->request.memory_bytes, gpu = p->request.gpu;
+    double c = (double)cm / 1000.0, m = (double)mb / BOUND__GIB, g = (double)gpu;
     int kind;
     double load, second = 0, third = 0;
-    if (c > 0)
+    bound__key_t key = {.hosts = p->hosts, .pod = pod};
+    if (cm > 0) {
         kind = 0, load = c, second = m / c, third = g / c;
-    else if (m > 0)
+        bound__fraction(mb, cm, &key.dir[0]);
+        bound__fraction(gpu, cm, &key.dir[2]);
+    } else if (mb > 0) {
         kind = 1, load = m, third = g / m;
-    else if (g > 0)
+        key.dir[0] = 0, key.dir[1] = 1;
+        bound__fraction(gpu, mb, &key.dir[2]);
+    } else if (gpu > 0) {
         kind = 2, load = g;
-    else
+        key.dir[0] = key.dir[2] = 0, key.dir[1] = key.dir[3] = 1;
+    } else {
         return 0;
-    int32_t km = INT32_MIN, kg = INT32_MIN;
+    }
+    key.kind = kind;
+    key.d[kind] = 1.0;
+    if (exact) {
+        if (kind == 0)
+            key.d[1] = second;
+        if (kind != 2)
+            key.d[2] = third;
+        key.load = load;
+        k[0] = key;
+        return 1;
+    }
+    int64_t km = INT64_MIN, kg = INT64_MIN;
     double wm = 0, wg = 0;
     if (second > 0)
         km = bound__between(second, &wm);
@@ -83,12 +119,15 @@ static size_t bound__keys_of(const replay_bound_pod_t *p, uint32_t pod, bound__k
             double w = (i ? wm : 1 - wm) * (j ? wg : 1 - wg);
             if (w <= 0)
                 continue;
-            k[n++] = (bound__key_t){kind,
-                                    km == INT32_MIN ? km : km + i,
-                                    kg == INT32_MIN ? kg : kg + j,
-                                    load * w,
-                                    p->hosts,
-                                    pod};
+            bound__key_t *part = &k[n++];
+            *part = key;
+            part->dir[0] = km == INT64_MIN ? km : km + i, part->dir[1] = 0;
+            part->dir[2] = kg == INT64_MIN ? kg : kg + j, part->dir[3] = 0;
+            if (kind == 0)
+                part->d[1] = bound__grid_value(part->dir[0]);
+            if (kind != 2)
+                part->d[2] = bound__grid_value(part->dir[2]);
+            part->load = load * w;
         }
     }
     return n;
@@ -97,10 +136,9 @@ static size_t bound__keys_of(const replay_bound_pod_t *p, uint32_t pod, bound__k
 static int bound__key_cmp_n(const bound__key_t *x, const bound__key_t *y, size_t n) {
     if (x->kind != y->kind)
         return x->kind < y->kind ? -1 : 1;
-    if (x->km != y->km)
-        return x->km < y->km ? -1 : 1;
-    if (x->kg != y->kg)
-        return x->kg < y->kg ? -1 : 1;
+    for (int i = 0; i < 4; i++)
+        if (x->dir[i] != y->dir[i])
+            return x->dir[i] < y->dir[i] ? -1 : 1;
     return memcmp(x->hosts, y->hosts, n * sizeof(bool));
 }
 
@@ -120,6 +158,33 @@ static void bound__sort(bound__key_t *keys, bound__key_t *tmp, size_t n, size_t 
     while (j < n)
         tmp[o++] = keys[j++];
     memcpy(keys, tmp, n * sizeof(*keys));
+}
+
+/* The sorted keys of the pods that run within [0, horizon_s) and that some group
+ * hosts, exact or on the grid; returns their number. */
+static size_t bound__keys(const replay_bound_pod_t *pods, size_t pods_count, size_t G,
+                          int64_t horizon_s, bool exact, bound__key_t *keys, bound__key_t *tmp) {
+    size_t n = 0;
+    for (size_t i = 0; i < pods_count; i++) {
+        const replay_bound_pod_t *p = &pods[i];
+        int64_t a = p->start_s > 0 ? p->start_s : 0,
+                b = p->end_s < horizon_s ? p->end_s : horizon_s;
+        bool hosted = false;
+        for (size_t g = 0; g < G && !hosted; g++)
+            hosted = p->hosts[g];
+        if (b > a && hosted)
+            n += bound__keys_of(p, (uint32_t)i, exact, &keys[n]);
+    }
+    bound__sort(keys, tmp, n, G);
+    return n;
+}
+
+/* The number of classes among n sorted keys. */
+static size_t bound__classes(const bound__key_t *keys, size_t n, size_t G) {
+    size_t C = 0;
+    for (size_t i = 0; i < n; i++)
+        C += i == 0 || bound__key_cmp_n(&keys[i - 1], &keys[i], G) != 0;
+    return C;
 }
 
 static int bound__event_cmp(const void *a, const void *b) {
@@ -276,28 +341,17 @@ int replay_bound_compute(const replay_bound_group_t *groups, size_t groups_count
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto done;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < pods_count; i++) {
-        const replay_bound_pod_t *p = &pods[i];
-        int64_t a = p->start_s > 0 ? p->start_s : 0,
-                b = p->end_s < horizon_s ? p->end_s : horizon_s;
-        bool hosted = false;
-        for (size_t g = 0; g < G && !hosted; g++)
-            hosted = p->hosts[g];
-        if (b > a && hosted)
-            n += bound__keys_of(p, (uint32_t)i, &keys[n]);
-    }
-    bound__sort(keys, tmp, n, G);
+    size_t n = bound__keys(pods, pods_count, G, horizon_s, true, keys, tmp);
+    out->exact = bound__classes(keys, n, G) <= REPLAY_BOUND_EXACT_CLASSES;
+    if (!out->exact)
+        n = bound__keys(pods, pods_count, G, horizon_s, false, keys, tmp);
     size_t C = 0, E = 0;
     for (size_t i = 0; i < n; i++) {
         const bound__key_t *k = &keys[i];
         if (i == 0 || bound__key_cmp_n(&keys[i - 1], k, G) != 0) {
             bound__class_t *c = &cls[C++];
             c->hosts = k->hosts;
-            c->d[k->kind] = 1.0;
-            if (k->kind == 0)
-                c->d[1] = bound__grid_value(k->km);
-            c->d[2] = k->kind == 2 ? 1.0 : bound__grid_value(k->kg);
+            memcpy(c->d, k->d, sizeof(c->d));
         }
         const replay_bound_pod_t *p = &pods[k->pod];
         int64_t a = p->start_s > 0 ? p->start_s : 0,

@@ -10,9 +10,11 @@
  *              min_size_g <= x_g <= max_size_g, y >= 0
  * A class is the pods that the same groups can host and whose requests point the same
  * way (d_c, per unit of load): splitting one pod or many such pods between groups is the
- * same program, so classes make it exact and small. Directions are rounded down to a
- * grid of REPLAY_BOUND_GRID steps per doubling (requests only shrink: still a lower
- * bound). The bound is the integral over time of the program's optimum, in the unit of
+ * same program, so classes make it exact and small. With more than
+ * REPLAY_BOUND_EXACT_CLASSES exact classes, a pod whose direction lies between the points
+ * of a grid of REPLAY_BOUND_GRID steps per doubling is split into the grid directions
+ * around it (its parts may then go to different groups: the optimum can only fall, still
+ * a lower bound). The bound is the integral over time of the program's optimum, in the unit of
  * the replay's COST (price-hours). The program changes only when the running set does:
  * each change re-solves it from the previous optimal basis, up to REPLAY_BOUND_MAX_SOLVES
  * changes; past that, windows of equal length are solved for their mean load.
@@ -29,6 +31,7 @@
 #include "quantity.h"
 
 #define REPLAY_BOUND_GRID 4
+#define REPLAY_BOUND_EXACT_CLASSES 256
 #define REPLAY_BOUND_MAX_SOLVES 1024
 #define REPLAY_BOUND_MIN_WINDOW 10
 
@@ -49,6 +52,7 @@ typedef struct replay_bound {
     double cost;      /* price-hours; valid when ok */
     char reason[192]; /* when !ok: "no feasible solution at 5.2 h: ..." */
     size_t classes;   /* pod classes of the program */
+    bool exact;       /* the classes' directions are the pods' own, not the grid's */
     size_t solves;    /* programs solved (changes of the running set) */
 } replay_bound_t;
 

@@ -1,7 +1,8 @@
 /* Unit tests of the fluid lower bound (server/replay/replay_bound.c) on small cases whose
  * optimum is known by hand: one pod on one group, the groups a pod may use, two pods
  * that fit best on two different shapes, the integral over time, min_size paid without
- * pods, GPUs, pods left out, and a program without a feasible solution. */
+ * pods, GPUs, pods left out, a program without a feasible solution, a direction between
+ * the grid's points, and the grid's classes past REPLAY_BOUND_EXACT_CLASSES directions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,13 +175,55 @@ static void test_infeasible(void **state) {
     assert_non_null(strstr(b.reason, "no feasible solution"));
 }
 
+/* A direction between grid points, with two shapes to choose from: 4 cpu and 6 GiB for
+ * an hour on A (8 cpu, 11585 MiB at 1/h) takes max(4/8, 6144/11585) of a node, 0.530341;
+ * on B (8 cpu, 13777 MiB at 1.1/h) half a node, 0.55. Exact: 0.530341, not the 0.516 of
+ * the pod's grid parts each going to the shape that suits it. */
+static void test_off_grid(void **state) {
+    (void)state;
+    replay_bound_group_t g[] = {{{8000, 11585LL << 20, 0}, 1.0, 0, 1000},
+                                {{8000, 13777LL << 20, 0}, 1.1, 0, 1000}};
+    replay_bound_pod_t p[] = {pod(0, 3600, 4000, 6144, all)};
+    replay_bound_t b = bound(g, 2, p, 1, 3600);
+    assert_true(b.ok && b.exact);
+    assert_float_equal(b.cost, 6144.0 / 11585.0, 1e-6);
+    /* Pods of one direction in other sizes are one class: 2 cpu and 3 GiB twice more. */
+    replay_bound_pod_t q[] = {p[0], pod(0, 3600, 2000, 3072, all), pod(0, 3600, 2000, 3072, all)};
+    b = bound(g, 2, q, 3, 3600);
+    assert_int_equal(b.classes, 1);
+    assert_float_equal(b.cost, 2 * 6144.0 / 11585.0, 1e-6);
+}
+
+/* Past REPLAY_BOUND_EXACT_CLASSES directions the grid's classes: 300 pods of 1 cpu and
+ * 1 GiB + i MiB, each for 12 s on one group (where the grid parts lose nothing):
+ * sum over i of max(1/8, (1024 + i)/32768) x 12 / 3600. */
+static void test_grid_classes(void **state) {
+    (void)state;
+    replay_bound_group_t g[] = {group(8, 32, 0, 1.0)};
+    static replay_bound_pod_t p[300];
+    double want = 0;
+    for (int i = 0; i < 300; i++) {
+        p[i] = pod(i * 12, i * 12 + 12, 1000, 1024 + i, all);
+        want += (1.0 / 8 > (1024.0 + i) / 32768 ? 1.0 / 8 : (1024.0 + i) / 32768) * 12 / 3600;
+    }
+    replay_bound_t b = bound(g, 1, p, 300, 3600);
+    assert_true(b.ok);
+    assert_false(b.exact);
+    assert_true(b.classes < 300);
+    assert_float_equal(b.cost, want, 1e-6);
+    b = bound(g, 1, p, REPLAY_BOUND_EXACT_CLASSES, 3600);
+    assert_true(b.exact);
+    assert_int_equal(b.classes, REPLAY_BOUND_EXACT_CLASSES);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_pod),       cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_complementary), cmocka_unit_test(test_over_time),
         cmocka_unit_test(test_min_size),      cmocka_unit_test(test_gpu),
         cmocka_unit_test(test_left_out),      cmocka_unit_test(test_infeasible),
-        cmocka_unit_test(test_per_change),
+        cmocka_unit_test(test_per_change),    cmocka_unit_test(test_off_grid),
+        cmocka_unit_test(test_grid_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
