@@ -390,8 +390,25 @@ static int prom__load_answer(const char *text, size_t len, yaml_tree_node_t **ro
     char why[sizeof(ye.message) + 40];
     *root = NULL;
     *status = *data = NULL;
+    size_t at = 0;
+    while (at < len && strchr(" \t\r\n", text[at]) != NULL)
+        at++;
+    /* libyaml reads JSON, and more: an HTML page would parse as one YAML string */
+    if (at == len)
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: an empty body");
+    if (text[at] != '{') {
+        char start[17];
+        size_t n = 0;
+        for (size_t i = at; i < len && n < 16; i++)
+            start[n++] = isprint((unsigned char)text[i]) ? text[i] : '?';
+        start[n] = '\0';
+        return frugal_err_set(
+            err, FRUGAL_EINVAL,
+            "not a Prometheus answer: not a JSON object (it starts with \"%s%s\")", start,
+            len - at > 16 ? "..." : "");
+    }
     if (yaml_tree_load(text, len, root, &ye) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: %s",
+        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: not JSON: %s",
                               yaml_tree_error_text(&ye, false, why, sizeof(why)));
     if (*root != NULL && (*root)->type == YAML_TREE_MAPPING) {
         *status = yaml_tree_mapping_get(*root, "status");

@@ -334,7 +334,11 @@ static void test_warnings(void **state) {
 
 static void test_not_prometheus(void **state) {
     (void)state;
-    expect_refused("<html>hello</html>", "not a Prometheus answer");
+    expect_refused(
+        "<html>hello</html>",
+        "not a Prometheus answer: not a JSON object (it starts with \"<html>hello</htm...\")");
+    expect_refused(" \n", "not a Prometheus answer: an empty body");
+    expect_refused("{\"status\": \"success\", \"data\": [", "not a Prometheus answer: not JSON: ");
     expect_refused("{\"data\": 1}", "not a Prometheus answer: no \"status\"");
     expect_refused("{\"status\": \"success\", \"data\": {}}", "no data.result list");
     expect_refused("{\"status\": \"error\", \"errorType\": \"bad_data\", \"error\": \"parse "
