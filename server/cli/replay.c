@@ -846,13 +846,14 @@ int cmd_replay(int argc, char **argv) {
             status = replay__usage(stderr, 2);
         }
     }
+    /* first: --since alone is a missing --from-prometheus more than a missing WORKLOAD */
+    if (status == 0)
+        status = replay__prom_args(&prom, since, until);
     if (status == 0 && (config_path == NULL || (npaths == 0 && prom.http.url == NULL))) {
         fprintf(stderr, "frugal replay: %s is required\n",
                 config_path == NULL ? "-c FILE" : "a WORKLOAD file or --from-prometheus URL");
         status = replay__usage(stderr, 2);
     }
-    if (status == 0)
-        status = replay__prom_args(&prom, since, until);
     if (status == 0 && strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
         strcmp(format, "json") != 0) {
         fprintf(stderr, "frugal replay: unknown output format \"%s\" (table, csv or json)\n",

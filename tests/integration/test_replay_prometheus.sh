@@ -400,6 +400,9 @@ assert_exit 2 "a file:// URL" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-pro
 assert_match "^frugal replay: --from-prometheus: expected an http:// or https:// URL, got file://" "$ERR" \
     "only HTTP"
 assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
+assert_exit 2 "--since alone, without a workload" "$FRUGAL" replay -c "$TMP/cluster.yaml" --since 1h
+assert_match "^frugal replay: --since, --until, --namespace, --save-trace and the access options go with --from-prometheus URL$" \
+    "$ERR" "--since without --from-prometheus is named, not a missing workload"
 assert_exit 2 "a --namespace too long" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 1h --namespace "$(printf 'a%.0s' $(seq 1 1001))"
 assert_match "^frugal replay: --namespace: longer than 1000 characters$" "$ERR" "the limit said"
