@@ -11,6 +11,8 @@
 #include "strmap.h"
 #include "yaml_tree.h"
 
+#define PROM__LOOKBACK_S 300 /* Prometheus' default look-back for an instant */
+
 static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_created",
     "kube_pod_info",
@@ -680,6 +682,15 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
     prom__line_t *lines = calloc(b->pods_count + 1, sizeof(*lines));
     if (lines == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    /* A pod seen at kube-state-metrics' last scrape, when that is the range's end (within
+     * Prometheus' 5-minute look-back), was still running: it runs to the end, not to its
+     * last sample. */
+    double last_scrape = NAN;
+    for (size_t i = 0; i < b->pods_count; i++)
+        if (!isnan(b->pods[i]->seen) && !(b->pods[i]->seen <= last_scrape))
+            last_scrape = b->pods[i]->seen;
+    if (!(last_scrape >= (double)b->end_s - PROM__LOOKBACK_S))
+        last_scrape = NAN;
     size_t n = 0;
     for (size_t i = 0; i < b->pods_count; i++) {
         const prom__pod_t *p = b->pods[i];
@@ -699,9 +710,10 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
         bool completed = !isnan(p->completion) && !(p->restarted && p->completion_at < p->seen_at);
         /* kube_pod_info's last sample is read at whole minutes: a pod it was never seen at
          * lived between two of them, so it was gone by the next one. */
-        double to = completed         ? p->completion
-                    : !isnan(p->seen) ? p->seen
-                                      : (floor(from / 60.0) + 1.0) * 60.0;
+        double to = completed                ? p->completion
+                    : p->seen == last_scrape ? (double)b->end_s
+                    : !isnan(p->seen)        ? p->seen
+                                             : (floor(from / 60.0) + 1.0) * 60.0;
         double arrive = p->created > (double)b->start_s ? p->created : (double)b->start_s;
         if (from < arrive)
             from = arrive;

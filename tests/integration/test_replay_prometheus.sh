@@ -212,6 +212,31 @@ assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" 
 assert_ok "replay the saved trace" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/built.jsonl" --seeds 2 -o csv
 assert_eq "$(echo "$OUT" | cut -d, -f2-)" "$(echo "$FROM_PROM" | cut -d, -f2-)" "the saved trace replays the same"
 
+log "an --until between two scrapes: the pods running then run to it, not to their last sample"
+UNTIL2=$((END - 5 * 3600 - 20 * 60 - 34))
+assert_ok "replay to an --until off the scrapes" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "$PROM" --since 2h --until "$UNTIL2" --save-trace "$TMP/until2.jsonl" \
+    --seeds 1 --strategy random
+python3 - "$TMP/expected.jsonl" "$TMP/until2.jsonl" "$START" "$UNTIL2" <<'PY' && pass ||
+import json, sys
+start, until = int(sys.argv[3]), int(sys.argv[4])
+def load(p):
+    return {(d["pod"]["metadata"]["namespace"], d["pod"]["metadata"]["name"]): d
+            for d in map(json.loads, filter(str.strip, open(p)))}
+history, built = load(sys.argv[1]), load(sys.argv[2])
+# Running at --until: created, then started within 120 s, and not yet stopped. Those
+# started before the range run through it whole; the others start late, by up to 120 s.
+running = {k for k, d in history.items() if start + d["t"] <= until < start + d["t"] + d["duration"]}
+early = {k for k in running if start + history[k]["t"] + 150 <= until - 7200}
+whole = {k for k, d in built.items() if d["t"] == 0 and d["duration"] == 7200}
+late = [k for k in running - early if not 7050 <= built[k]["t"] + built[k]["duration"] <= 7200]
+ok = early == whole and len(early) >= 3 and not late
+print("running at --until %s, started before the range %s, run through it whole in the trace %s, "
+      "ending early %s" % (sorted(running), sorted(early), sorted(whole), late), file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+    fail "the pods running at an --until between scrapes end there"
+
 log "--save-trace writes through a link, and straight into what is not a regular file"
 ln -s "$TMP/linked.jsonl" "$TMP/link.jsonl"
 assert_ok "through a link" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \

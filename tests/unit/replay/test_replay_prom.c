@@ -267,7 +267,8 @@ static void test_completion_left_behind(void **state) {
     char *text = trace_of(b, &st);
     assert_int_equal(st.pods, 3);
     for (int i = 0; i < 3; i++) {
-        static const char *const want[] = {"\"duration\": 28790}", "\"duration\": 7200}",
+        /* restarted is seen at the last scrape, 10 s before the end: it runs to the end */
+        static const char *const want[] = {"\"duration\": 28800}", "\"duration\": 7200}",
                                            "\"duration\": 10800}"};
         char name[64];
         snprintf(name, sizeof(name), "\"name\": \"%s\"", names[i]);
@@ -278,6 +279,34 @@ static void test_completion_left_behind(void **state) {
     }
     free(text);
     replay_prom_free(b);
+}
+
+/* A pod seen at kube-state-metrics' last scrape, 30 s before the range's end, runs to the
+ * end; one last seen a scrape earlier ends there. When the last scrape is more than 5
+ * minutes before the end (kube-state-metrics gone), every pod ends at its last sample. */
+static void test_running_at_end(void **state) {
+    (void)state;
+    for (int gone = 0; gone <= 1; gone++) {
+        replay_prom_t *b;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        int64_t end = T0 + 3600 + (gone ? 600 : 0);
+        assert_int_equal(replay_prom_new(T0, end, &b, &err), 0);
+        add(b, REPLAY_PROM_CREATED, POD("live"), "[1700000060,\"1700000000\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, POD("live"), "[1700003600,\"1700003570\"]");
+        add(b, REPLAY_PROM_CREATED, POD("left"), "[1700000060,\"1700000000\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, POD("left"), "[1700003600,\"1700003540\"]");
+        replay_prom_stats_t st;
+        char *text = trace_of(b, &st);
+        assert_int_equal(st.pods, 2);
+        const char *left = strstr(text, "\"name\": \"left\""),
+                   *live = strstr(text, "\"name\": \"live\"");
+        assert_non_null(left), assert_non_null(live);
+        assert_non_null(strstr(left, "\"duration\": 3540}"));
+        assert_non_null(strstr(live, gone ? "\"duration\": 3570}" : "\"duration\": 3600}"));
+        free(text);
+        replay_prom_free(b);
+    }
 }
 
 /* A pod kube_pod_info was never seen at (its last sample is read at whole minutes) lived
@@ -384,6 +413,7 @@ int main(void) {
         cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_completion_left_behind),
         cmocka_unit_test(test_warnings),        cmocka_unit_test(test_not_prometheus),
         cmocka_unit_test(test_has_metric),      cmocka_unit_test(test_unseen_brief_pod),
+        cmocka_unit_test(test_running_at_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
