@@ -98,11 +98,11 @@ static size_t bound__keys_of(const replay_bound_pod_t *p, uint32_t pod, bool exa
     }
     key.kind = kind;
     key.d[kind] = 1.0;
-    if (exact) {
+    if (exact) { /* from the reduced fractions: every pod of the class gets the same d */
         if (kind == 0)
-            key.d[1] = second;
+            key.d[1] = (double)key.dir[0] / (double)key.dir[1] * (1000.0 / BOUND__GIB);
         if (kind != 2)
-            key.d[2] = third;
+            key.d[2] = (double)key.dir[2] / (double)key.dir[3] * (kind == 0 ? 1000.0 : BOUND__GIB);
         key.load = load;
         k[0] = key;
         return 1;

@@ -393,7 +393,7 @@ static int prom__load_answer(const char *text, size_t len, yaml_tree_node_t **ro
     *root = NULL;
     *status = *data = NULL;
     size_t at = 0;
-    while (at < len && strchr(" \t\r\n", text[at]) != NULL)
+    while (at < len && isspace((unsigned char)text[at]))
         at++;
     /* libyaml reads JSON, and more: an HTML page would parse as one YAML string */
     if (at == len)
@@ -687,8 +687,8 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
      * last sample. */
     double last_scrape = NAN;
     for (size_t i = 0; i < b->pods_count; i++)
-        if (!isnan(b->pods[i]->seen) && !(b->pods[i]->seen <= last_scrape))
-            last_scrape = b->pods[i]->seen;
+        if (isnan(last_scrape) || b->pods[i]->seen > last_scrape)
+            last_scrape = b->pods[i]->seen; /* a pod never seen (NaN) compares false */
     if (!(last_scrape >= (double)b->end_s - PROM__LOOKBACK_S))
         last_scrape = NAN;
     size_t n = 0;
