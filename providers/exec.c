@@ -190,6 +190,7 @@ static void exec_configure(provider_t *base, const frugal_config_t *cfg) {
     pthread_mutex_lock(&p->mu);
     const frugal_config_t *old = p->cfg;
     p->cfg = cfg;
+    exec__reconcile_configure_locked(p);
     pthread_mutex_unlock(&p->mu);
     config_release(old);
 }
@@ -568,8 +569,8 @@ static int exec_refresh(provider_t *base, group_t *g, int64_t now_ms, bool *chan
      * checked against (out of memory: the previous record stays). */
     if (rg != NULL && p->cfg->exec_reconcile_interval_ms > 0)
         (void)reconcile_note_held(rg, g);
-    if (list != NULL && rg != NULL)
-        exec__reconcile_locked(p, g, rg, list, now_ms, changed);
+    if (list != NULL && rg != NULL && p->cfg->exec_reconcile_interval_ms > 0)
+        exec__reconcile_locked(p, g, rg, list, now_ms, changed); /* not once turned off */
     exec__job_free(list);
     if (rg != NULL)
         exec__list_queue_locked(p, g, rg, now_ms);
@@ -723,7 +724,7 @@ static void exec_release(provider_t *base) {
         p->pending = p->pending_tail = NULL;
         p->results = p->results_tail = NULL;
     }
-    reconcile_clear(&p->reconcile); /* a later leadership starts counting afresh */
+    exec__reconcile_forget_locked(p); /* a later leadership starts counting afresh */
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -193,6 +193,28 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
     hook_listing_clear(&l);
 }
 
+/* Forget every group's record, and zero the leak gauge of the groups that showed leaks:
+ * nobody lists them any more. With mu held. */
+void exec__reconcile_forget_locked(exec_provider_t *p) {
+    for (const reconcile_group_t *rg = p->reconcile.groups; rg != NULL; rg = rg->next) {
+        if (rg->leaks_count > 0)
+            metrics_set(METRICS_RECONCILE_UNKNOWN, 0, rg->group, NULL);
+    }
+    reconcile_clear(&p->reconcile);
+}
+
+void exec__reconcile_configure_locked(exec_provider_t *p) {
+    int64_t interval = p->cfg->exec_reconcile_interval_ms;
+    if (interval <= 0) {
+        exec__reconcile_forget_locked(p);
+        return;
+    }
+    for (reconcile_group_t *rg = p->reconcile.groups; rg != NULL; rg = rg->next) {
+        if (rg->next_list_ms > rg->listed_ms + interval)
+            rg->next_list_ms = rg->listed_ms + interval;
+    }
+}
+
 /* reconcile_prune's test: the group was refreshed this round. */
 bool exec__reconcile_keep(void *arg, const char *group) {
     exec_provider_t *p = arg;

@@ -1,5 +1,6 @@
 #include "hook_env.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +144,12 @@ static void hook__describe(hook_envp_t *e, const frugal_config_t *cfg, const gro
                            const machine_type_t *mt, const char *name, const char *provider_id) {
     const group_spec_t *spec = &g->spec;
     char cpu[32] = "", mem[32] = "", gpu[16] = "0", price[32] = "";
-    if (mt != NULL) {
-        quantity_format_milli(mt->cpu_milli, cpu, sizeof(cpu));
-        quantity_format_bytes(mt->memory_bytes, mem, sizeof(mem));
-        snprintf(gpu, sizeof(gpu), "%d", (int)mt->gpu);
+    resources_t cap; /* as the template promises it: with NewNodeGroup's extra resources */
+    frugal_err_t err = {0};
+    if (mt != NULL && pricing_machine_capacity(mt, spec, &cap, &err) == 0) {
+        quantity_format_milli(cap.cpu_milli, cpu, sizeof(cpu));
+        quantity_format_bytes(cap.memory_bytes, mem, sizeof(mem));
+        snprintf(gpu, sizeof(gpu), "%" PRId64, cap.gpu);
     }
     double p = pricing_group_node_price(cfg, spec);
     if (p >= 0)

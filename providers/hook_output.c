@@ -16,16 +16,18 @@ static bool hook__control(unsigned char c) {
     return c < 0x20 || c == 0x7f;
 }
 
-/* Why the len bytes at s are no provider id, or NULL. */
-static const char *hook__token_problem(const char *s, size_t len, char *buf, size_t size) {
+/* Why the len bytes at s are no provider id, or NULL; bytes are numbered from first
+ * (where s starts in what the hook printed). */
+static const char *hook__token_problem(const char *s, size_t len, size_t first, char *buf,
+                                       size_t size) {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
-            snprintf(buf, size, "holds whitespace at byte %zu", i + 1);
+            snprintf(buf, size, "holds whitespace at byte %zu", first + i);
             return buf;
         }
         if (hook__control(c)) {
-            snprintf(buf, size, "holds the control character 0x%02x at byte %zu", c, i + 1);
+            snprintf(buf, size, "holds the control character 0x%02x at byte %zu", c, first + i);
             return buf;
         }
     }
@@ -35,7 +37,7 @@ static const char *hook__token_problem(const char *s, size_t len, char *buf, siz
 const char *hook_output_id_problem(const char *id, char *buf, size_t size) {
     if (id[0] == '\0')
         return "is empty or holds a NUL byte";
-    const char *problem = hook__token_problem(id, strlen(id), buf, size);
+    const char *problem = hook__token_problem(id, strlen(id), 1, buf, size);
     if (problem != NULL)
         return problem;
     /* The state file, CA and the kubelet take ids as UTF-8 text; frugal://GROUP/NAME
@@ -94,11 +96,16 @@ static int hook__split(const char *s, size_t len, size_t lineno, const char **id
         snprintf(why, size, "line %zu: more than PROVIDER_ID [STATE]", lineno);
         return -1;
     }
-    const char *problem = hook__token_problem(*id, *id_len, detail, sizeof(detail));
-    if (problem == NULL)
-        problem = hook__token_problem(*state, *state_len, detail, sizeof(detail));
+    const char *field = "provider id";
+    const char *problem =
+        hook__token_problem(*id, *id_len, (size_t)(*id - s) + 1, detail, sizeof(detail));
+    if (problem == NULL) {
+        field = "state";
+        problem = hook__token_problem(*state, *state_len, (size_t)(*state - s) + 1, detail,
+                                      sizeof(detail));
+    }
     if (problem != NULL) {
-        snprintf(why, size, "line %zu: %s", lineno, problem);
+        snprintf(why, size, "line %zu: the %s %s", lineno, field, problem);
         return -1;
     }
     return 0;

@@ -208,6 +208,14 @@ void exec__list_queue_locked(exec_provider_t *p, const group_t *g, reconcile_gro
 void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *rg,
                             const exec_job_t *j, int64_t now, bool *changed);
 
+/* Forget every group's record and the leaks it reported (this replica no longer
+ * reconciles). With mu held. */
+void exec__reconcile_forget_locked(exec_provider_t *p);
+
+/* Apply a reload's reconcile_interval at once: off forgets every record, a shorter one
+ * brings each group's next list forward. With mu held. */
+void exec__reconcile_configure_locked(exec_provider_t *p);
+
 /* reconcile_prune's test: the group was refreshed this round. */
 bool exec__reconcile_keep(void *arg, const char *group);
 

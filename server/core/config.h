@@ -226,9 +226,9 @@ int config_ranking_strategy_parse(const char *name);
  * an expander beside another provider), writes why to buf and returns true. */
 bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t size);
 
-/* When the simulated provider would serve a listener that other machines can reach
- * (a first install that "scales up" machines that do not exist), writes the warning to
- * buf and returns true. */
+/* When the simulated provider would serve a listener that other machines can reach and
+ * that offers the provider's services (a first install that "scales up" machines that do
+ * not exist), writes the warning to buf and returns true. */
 bool config_simulated_exposed(const frugal_config_t *cfg, char *buf, size_t size);
 
 /* Whether o overrides any of CA's autoscaling options. */

@@ -3,6 +3,7 @@
 #include "config_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -254,17 +255,25 @@ static bool parse_hook_params(load_ctx_t *ctx, const yaml_tree_node_t *node, con
  * why not (written to buf). */
 static const char *env_file_read(const char *path, char **out, size_t *len, char *buf,
                                  size_t size) {
-    FILE *f = fopen(path, "rb");
+    /* Non-blocking: opening a FIFO for reading would wait for a writer (and a reload with
+     * it), where it is to be refused as not a regular file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (f == NULL || fstat(fileno(f), &st) != 0) {
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(buf, size, "cannot read %s: %s", path, strerror(errno));
-        if (f != NULL)
-            fclose(f);
+        if (fd >= 0)
+            close(fd);
         return buf;
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(buf, size, "cannot read %s: not a regular file", path);
-        fclose(f);
+        close(fd);
+        return buf;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        snprintf(buf, size, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
         return buf;
     }
     strbuf_t text = {0};
@@ -282,6 +291,18 @@ static const char *env_file_read(const char *path, char **out, size_t *len, char
     *len = text.len;
     *out = strbuf_take(&text);
     return NULL;
+}
+
+/* A machine type's or node group's provider_params: the exec provider's hooks are their
+ * only reader (the provider section is parsed before either). */
+static bool parse_hook_params_of_exec(load_ctx_t *ctx, const yaml_tree_node_t *node,
+                                      const char *path, void *field, const key_spec_t *spec) {
+    const char *kind = ctx->cfg->provider_kind;
+    if (node != NULL && (kind == NULL || strcmp(kind, "exec") != 0)) {
+        config__error(ctx, node, path, "only valid with provider kind exec");
+        return false;
+    }
+    return parse_hook_params(ctx, node, path, field, spec);
 }
 
 /* {VARIABLE: /path}: each file's content, read now, is passed to the hook as VARIABLE. */
@@ -412,6 +433,22 @@ bool config__parse_provider(load_ctx_t *ctx, const yaml_tree_node_t *node, const
                             void *field, const key_spec_t *spec) {
     config__section_parse(ctx, node, path, provider_keys, TABLE_LEN(provider_keys), ctx->cfg);
     provider_check_kind(ctx, node, path);
+    const kv_list_t *lists[] = {&ctx->cfg->exec_params, &ctx->cfg->exec_env_files};
+    size_t total = 0;
+    for (size_t l = 0; l < TABLE_LEN(lists); l++) {
+        for (size_t i = 0; i < lists[l]->count; i++)
+            total += sizeof(HOOK_PARAM_PREFIX) + strlen(lists[l]->items[i].key) +
+                     strlen(lists[l]->items[i].value) + 1;
+    }
+    if (total > HOOK_ENV_TOTAL_MAX) {
+        char sub[CONFIG_PATH_MAX];
+        config__path_join(sub, path, "env_from_files");
+        const yaml_tree_node_t *at = yaml_tree_mapping_get(node, "env_from_files");
+        config__error(ctx, at != NULL ? at : node, sub,
+                      "params and env_from_files would pass the hook %zu bytes, over the %d "
+                      "(1 MiB) a hook's environment may take",
+                      total, HOOK_ENV_TOTAL_MAX);
+    }
     return true;
 }
 
@@ -447,21 +484,43 @@ bool config__parse_pricing(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
 
 static const key_spec_t machine_type_keys[] = {
     KEY_REQ("name", YAML_TREE_SCALAR, config__parse_label_value, machine_type_t, name),
-    KEY_REQ_RANGE("cpu", config__parse_cpu, machine_type_t, cpu_milli, 0, INFINITY, true),
-    KEY_REQ_RANGE("memory", config__parse_bytes, machine_type_t, memory_bytes, 0, INFINITY, true),
+    /* Required but for a catalog type that only gains prices or parameters (0: absent). */
+    KEY_RANGE("cpu", config__parse_cpu, machine_type_t, cpu_milli, NULL, 0, INFINITY, true),
+    KEY_RANGE("memory", config__parse_bytes, machine_type_t, memory_bytes, NULL, 0, INFINITY, true),
     KEY_RANGE("gpu", config__parse_int32, machine_type_t, gpu, "0", 0, INT32_MAX, false),
     KEY("gpu_type", YAML_TREE_SCALAR, config__parse_label_value, machine_type_t, gpu_type, NULL),
     KEY_RANGE("price", config__parse_double, machine_type_t, price, NULL, 0, INFINITY, false),
     KEY_RANGE("spot_price", config__parse_double, machine_type_t, spot_price, NULL, 0, INFINITY,
               false),
-    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, machine_type_t, provider_params,
-        NULL),
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params_of_exec, machine_type_t,
+        provider_params, NULL),
 };
 
 void config__machine_type_free(machine_type_t *mt) {
     free(mt->name);
     free(mt->gpu_type);
     kv_list_clear(&mt->provider_params);
+}
+
+/* A type given without cpu and memory is the catalog's (its shape and prices, unless
+ * given): one that only adds prices or provider_params. Otherwise both are required. */
+static bool machine_type_complete(load_ctx_t *ctx, const yaml_tree_node_t *item, const char *path,
+                                  machine_type_t *mt, const machine_type_t *catalog) {
+    bool cpu = mt->cpu_milli > 0, memory = mt->memory_bytes > 0;
+    if (!cpu && !memory && catalog != NULL) {
+        mt->cpu_milli = catalog->cpu_milli;
+        mt->memory_bytes = catalog->memory_bytes;
+        mt->price = mt->price >= 0 ? mt->price : catalog->price;
+        mt->spot_price = mt->spot_price >= 0 ? mt->spot_price : catalog->spot_price;
+        return true;
+    }
+    const char *hint =
+        catalog != NULL ? " (give cpu and memory, or neither to keep the catalog's)" : "";
+    if (!cpu)
+        config__error(ctx, item, path, "missing required key \"cpu\"%s", hint);
+    if (!memory)
+        config__error(ctx, item, path, "missing required key \"memory\"%s", hint);
+    return cpu && memory;
 }
 
 /* Builtin entries first (when pricing.catalog is builtin), then each configured type
@@ -520,6 +579,11 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
         size_t k = 0;
         while (k < builtin && strcmp(cfg->machine_types[k].name, mt.name) != 0) {
             k++;
+        }
+        if (!machine_type_complete(ctx, item, sub, &mt,
+                                   k < builtin ? &cfg->machine_types[k] : NULL)) {
+            config__machine_type_free(&mt);
+            continue;
         }
         machine_type_t *slot = NULL;
         if (!dup && k < builtin) {
@@ -584,7 +648,7 @@ static const key_spec_t group_keys[] = {
               "70", 0, 100, true),
     KEY("scale_on_starve", YAML_TREE_SCALAR, config__parse_bool, node_group_config_t,
         scale_on_starve, "false"),
-    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params, node_group_config_t,
+    KEY("provider_params", YAML_TREE_MAPPING, parse_hook_params_of_exec, node_group_config_t,
         provider_params, NULL),
 };
 

@@ -138,7 +138,9 @@ static const char *address_problem(const char *address, bool *loopback) {
             return "invalid IPv6 address";
         }
         static const unsigned char v6_loopback[16] = {[15] = 1};
-        *loopback = memcmp(buf, v6_loopback, 16) == 0;
+        static const unsigned char v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+        *loopback = memcmp(buf, v6_loopback, 16) == 0 ||
+                    (memcmp(buf, v4_mapped, 12) == 0 && buf[12] == 127); /* [::ffff:127.x] */
         return NULL;
     }
     if (strchr(host, ':') != NULL) {
@@ -547,9 +549,12 @@ void config_format_services(unsigned services, char *buf, size_t size) {
 bool config_simulated_exposed(const frugal_config_t *cfg, char *buf, size_t size) {
     if (cfg->provider_kind != NULL && strcmp(cfg->provider_kind, "simulated") != 0)
         return false;
+    const unsigned provider_services =
+        LISTENER_SERVICE_CLOUDPROVIDER | LISTENER_SERVICE_AUTOPROVISIONING;
     for (size_t i = 0; i < cfg->listeners_count; i++) {
         bool loopback = true;
-        if (address_problem(cfg->listeners[i].address, &loopback) == NULL && !loopback) {
+        if ((cfg->listeners[i].services & provider_services) != 0 &&
+            address_problem(cfg->listeners[i].address, &loopback) == NULL && !loopback) {
             snprintf(buf, size,
                      "provider kind simulated on listener %s, which other machines can reach: "
                      "scale-ups create no real machine (set provider.kind: exec to drive "

@@ -18,6 +18,11 @@
  * hosts, well below Linux's 128 KiB limit on one environment string. */
 #define HOOK_ENV_FILE_MAX 65536
 
+/* provider.params and env_from_files together, as NAME=value strings: execve refuses an
+ * environment over a quarter of the stack limit (2 MiB under the usual 8 MiB), which
+ * would fail every hook run. */
+#define HOOK_ENV_TOTAL_MAX (1024 * 1024)
+
 /* The prefix of the variable a parameter becomes: FRUGAL_PARAM_<KEY>. */
 #define HOOK_PARAM_PREFIX "FRUGAL_PARAM_"
 

@@ -46,7 +46,7 @@ exit 0
 HOOK_EOF
 chmod +x "$HOOK"
 
-# write_config DELETE_UNKNOWN
+# write_config DELETE_UNKNOWN [INTERVAL]
 write_config() {
     cat >"$CFG" <<CONFIG_EOF
 listen:
@@ -57,7 +57,7 @@ provider:
   kind: exec
   command: $HOOK
   timeout: 20s
-  reconcile_interval: 1s
+  reconcile_interval: ${2:-1s}
   reconcile_missing_after: 2
   reconcile_delete_unknown: $1
 node_groups:
@@ -231,6 +231,31 @@ wait_for 5 eval '! nodes_match "pool-a-3"' || fail "pool-a-3 stays after its del
 assert_match "^test://pool-a-5 +running" "$OUT" "the replacement runs"
 assert_match "^test://pool-a-4 +running" "$OUT" "the other instance stays"
 assert_eq 2 "$(target_size pool-a)" "the target size is kept"
+
+log "a reload that turns reconciliation off zeroes the leak gauge; a shorter interval applies at once"
+write_config false
+kill -HUP "$SERVER_PID"
+touch "$M/stray2"
+one_unknown() { [ "$(metric 'frugal_reconcile_unknown_machines\{node_group="pool-a"\}')" = 1 ]; }
+wait_for 10 one_unknown || fail "the leak was not counted"
+write_config false 0s
+kill -HUP "$SERVER_PID"
+wait_for 10 no_unknown || fail "the gauge still shows the leak with reconciliation off"
+pool_a_lists() { grep -c '^pool-a$' "$TMP/lists"; }
+OFF=$(pool_a_lists)
+sleep 2.5
+assert_eq "$OFF" "$(pool_a_lists)" "no list runs while reconciliation is off"
+write_config false 1h
+kill -HUP "$SERVER_PID"
+wait_for 10 eval '[ "$(pool_a_lists)" -gt "$OFF" ]' || fail "no list when reconciliation came back"
+sleep 2.5
+HOURLY=$(pool_a_lists)
+assert_eq $((OFF + 1)) "$HOURLY" "one list, then none for an hour"
+write_config false 1s
+kill -HUP "$SERVER_PID"
+wait_for 10 eval '[ "$(pool_a_lists)" -ge $((HOURLY + 2)) ]' ||
+    fail "the reload to 1s did not bring the next list forward"
+rm -f "$M/stray2"
 stop_server
 
 finish

@@ -19,6 +19,7 @@
 #include "cluster.h"
 #include "cluster_nap.h"
 #include "cluster_testing.h"
+#include "metrics.h"
 #include "provider.h"
 #include "store_testing.h"
 
@@ -627,6 +628,40 @@ static void test_release_kills_running_hooks(void **state) {
     fixture_free(f);
 }
 
+static uint64_t leak_gauge(void) {
+    return metrics_cell_value(metrics_cell(METRICS_RECONCILE_UNKNOWN, "g", NULL, NULL));
+}
+
+/* A leak the last list showed is no longer reported once this replica stops listing:
+ * the leadership lost, or reconciliation turned off by a reload. */
+static void test_leak_gauge_zeroed_when_listing_stops(void **state) {
+    (void)state;
+    metrics_reset_for_testing();
+    fixture_t *f =
+        fixture_new("[ \"$1\" = list ] && echo 'test://stray running'; exit 0", 20000, 2);
+    f->cfg.exec_reconcile_interval_ms = 1000;
+    f->cfg.exec_reconcile_missing_after = 2;
+    for (int round = 0; round < 2; round++) {
+        int64_t end = clock_mono_ms() + 5000;
+        while (leak_gauge() != 1 && clock_mono_ms() < end) {
+            bool changed = false;
+            frugal_err_t err = {0};
+            assert_int_equal(provider_refresh(f->p, &f->g, cluster_now_ms(), &changed, &err), 0);
+            commit(f);
+            sleep_ms(20);
+        }
+        assert_int_equal(leak_gauge(), 1);
+        if (round == 0) {
+            provider_release(f->p);
+        } else {
+            f->cfg.exec_reconcile_interval_ms = 0;
+            provider_configure(f->p, &f->cfg);
+        }
+        assert_int_equal(leak_gauge(), 0);
+    }
+    fixture_free(f);
+}
+
 /* The fence (a shared store's leadership lease): the hook's guard kills the hook and
  * what it started when the lease runs out, by itself; the job leaves no result (the
  * instance stays creating, without error, for the leader to run again), and no hook
@@ -1027,6 +1062,7 @@ int main(void) {
         cmocka_unit_test(test_group_hooks),
         cmocka_unit_test(test_destroy_kills_running_hooks),
         cmocka_unit_test(test_release_kills_running_hooks),
+        cmocka_unit_test(test_leak_gauge_zeroed_when_listing_stops),
         cmocka_unit_test(test_fence_ends_hooks_at_the_lease),
         cmocka_unit_test(test_exit_ends_what_the_hook_left),
         cmocka_unit_test(test_cluster_indexes_real_ids),

@@ -156,8 +156,23 @@ static void test_env_of_autoprovisioned_group(void **state) {
     assert_string_equal(env_get(envp, "FRUGAL_PARAM_USER_DATA"), "typed");
     assert_string_equal(env_get(envp, "FRUGAL_PARAM_FLAVOR"), "g2");
     assert_string_equal(env_get(envp, "FRUGAL_PRICE"), "1.25");
+    assert_string_equal(env_get(envp, "FRUGAL_CPU"), "8");
     hook_env_free(envp);
     group_free(g);
+
+    /* NewNodeGroup's extra resources: the machine the hook makes is the template's. */
+    assert_int_equal(kv_list_put(&spec.extra_resources, "cpu", "2"), 0);
+    assert_int_equal(kv_list_put(&spec.extra_resources, "memory", "1Gi"), 0);
+    assert_int_equal(kv_list_put(&spec.extra_resources, "nvidia.com/gpu", "1"), 0);
+    assert_int_equal(group_new(&spec, &g), 0);
+    g->autoprovisioned = true;
+    envp = hook_env_build(cfg, g, "", "");
+    assert_string_equal(env_get(envp, "FRUGAL_CPU"), "10");
+    assert_string_equal(env_get(envp, "FRUGAL_MEMORY"), "33Gi");
+    assert_string_equal(env_get(envp, "FRUGAL_GPU"), "3");
+    hook_env_free(envp);
+    group_free(g);
+    kv_list_clear(&spec.extra_resources);
     config_free(cfg);
     unlink(token);
     unlink(home);
@@ -235,10 +250,13 @@ static void test_list_parsing(void **state) {
 
     const char nul[] = "a\nb\0c\n";
     assert_int_equal(hook_output_parse_list(nul, sizeof(nul) - 1, &l, why, sizeof(why)), -1);
-    assert_string_equal(why, "line 2: holds the control character 0x00 at byte 2");
+    assert_string_equal(why, "line 2: the provider id holds the control character 0x00 at byte 2");
     text = "a\x01 running\n";
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
-    assert_string_equal(why, "line 1: holds the control character 0x01 at byte 2");
+    assert_string_equal(why, "line 1: the provider id holds the control character 0x01 at byte 2");
+    text = "  id-1  run\x01ning\n"; /* bytes of the line, blanks included */
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 1: the state holds the control character 0x01 at byte 12");
     text = "ok running\nbad\xff\xfeid running\n";
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
     assert_string_equal(why, "line 2: the provider id is not UTF-8 text");

@@ -383,6 +383,23 @@ static void test_product_example(void **state) {
     config_free(cfg);
 }
 
+/* A catalog type named without cpu and memory keeps the catalog's shape and prices, and
+ * takes what is given (a spot price here). */
+static void test_catalog_type_amended(void **state) {
+    (void)state;
+    frugal_config_t *cfg = load_ok("machine_types:\n  - {name: n1-standard-2, spot_price: 0.02}\n"
+                                   "  - {name: n1-standard-4, cpu: 4, memory: 15Gi}\n");
+    const machine_type_t *mt = config_find_machine_type(cfg, "n1-standard-2");
+    assert_non_null(mt);
+    assert_int_equal(mt->cpu_milli, 2000);
+    assert_int_equal(mt->memory_bytes, 7680LL * 1024 * 1024);
+    assert_true(mt->price == 0.095);
+    assert_true(mt->spot_price == 0.02);
+    mt = config_find_machine_type(cfg, "n1-standard-4");
+    assert_true(mt->price < 0); /* restated: the shape is the config's, priced linearly */
+    config_free(cfg);
+}
+
 static void test_overrides(void **state) {
     (void)state;
     frugal_config_t *cfg = load_ok(
@@ -855,6 +872,12 @@ static void test_err_machine_types(void **state) {
                  "(it labels the nodes)");
     expect_error("machine_types:\n  - {name: m, memory: 1Gi}\n",
                  "t.yaml:2:5: machine_types[0]: missing required key \"cpu\"");
+    expect_error("machine_types:\n  - {name: m, price: 1}\n",
+                 "t.yaml:2:5: machine_types[0]: missing required key \"cpu\"\n"
+                 "t.yaml:2:5: machine_types[0]: missing required key \"memory\"");
+    expect_error("machine_types:\n  - {name: n1-standard-2, cpu: 2}\n",
+                 "t.yaml:2:5: machine_types[0]: missing required key \"memory\" (give cpu and "
+                 "memory, or neither to keep the catalog's)");
     expect_error("machine_types:\n  - {name: m, cpu: 0, memory: 1Gi}\n",
                  "t.yaml:2:20: machine_types[0].cpu: must be greater than 0, got 0");
     expect_error("pricing: {catalog: aws}\n",
@@ -1038,6 +1061,11 @@ static void test_err_listeners(void **state) {
                  "\"0.0.0.0:8086\": configure tls or set allow_insecure: true");
     frugal_config_t *upper = load_ok("listen:\n  - address: LOCALHOST:8086\n"); /* loopback */
     config_free(upper);
+    frugal_config_t *mapped = load_ok("listen:\n  - address: '[::ffff:127.0.0.2]:8086'\n");
+    config_free(mapped); /* an IPv4 loopback address written as IPv6 */
+    expect_error("listen:\n  - address: '[::ffff:10.0.0.1]:8086'\n",
+                 "t.yaml:2:14: listen[0].address: plaintext listener on non-loopback address "
+                 "\"[::ffff:10.0.0.1]:8086\": configure tls or set allow_insecure: true");
     expect_error("listen:\n  - address: \"[::]:8086\"\n",
                  "t.yaml:2:14: listen[0].address: plaintext listener on non-loopback address "
                  "\"[::]:8086\": configure tls or set allow_insecure: true");
@@ -1348,6 +1376,7 @@ int main(void) {
         cmocka_unit_test(test_scale_up_threshold),
         cmocka_unit_test(test_product_example),
         cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_catalog_type_amended),
         cmocka_unit_test(test_machine_type_adds_to_catalog),
         cmocka_unit_test(test_spot_twin),
         cmocka_unit_test(test_unpriced_pods),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -194,13 +195,22 @@ static void test_params_refused(void **state) {
     expect_error("provider:\n  kind: simulated\n  params: {a: b}\n",
                  "t.yaml:3:3: provider.params: only valid with provider kind exec");
     expect_error(
+        EXEC_HEAD
         "machine_types:\n  - {name: s, cpu: 1, memory: 1Gi, provider_params: {'a/b': x}}\n",
-        "t.yaml:2:54: machine_types[0].provider_params.a/b: invalid parameter name "
+        "t.yaml:5:54: machine_types[0].provider_params.a/b: invalid parameter name "
         "\"a/b\": must match [A-Za-z0-9_.-]+");
-    expect_error("node_groups:\n  - id: a\n    machine_type: n1-standard-1\n    max_size: 1\n"
+    expect_error(EXEC_HEAD
+                 "node_groups:\n  - id: a\n    machine_type: n1-standard-1\n    max_size: 1\n"
                  "    provider_params: {A.b: 1, a-B: 2}\n",
-                 "t.yaml:5:31: node_groups[0].provider_params.a-B: \"a-B\" and \"A.b\" (line 5) "
+                 "t.yaml:8:31: node_groups[0].provider_params.a-B: \"a-B\" and \"A.b\" (line 8) "
                  "are both passed as FRUGAL_PARAM_A_B");
+    /* No hook reads them with the simulated provider (the default kind). */
+    expect_error("machine_types:\n  - {name: s, cpu: 1, memory: 1Gi, provider_params: {a: x}}\n",
+                 "t.yaml:2:53: machine_types[0].provider_params: only valid with provider kind "
+                 "exec");
+    expect_error("provider: {kind: simulated}\nnode_groups:\n  - id: a\n"
+                 "    machine_type: n1-standard-1\n    max_size: 1\n    provider_params: {a: x}\n",
+                 "t.yaml:6:22: node_groups[0].provider_params: only valid with provider kind exec");
 }
 
 /* A known_hosts of five hypervisors from `ssh-keyscan HOST` (rsa, ecdsa and ed25519
@@ -244,6 +254,16 @@ static void test_env_files_refused(void **state) {
     expect_error(EXEC_HEAD "  env_from_files: {TOKEN: /tmp}\n",
                  "t.yaml:4:27: provider.env_from_files.TOKEN: cannot read /tmp: not a regular "
                  "file");
+    /* A FIFO without a writer is refused at once (opening it must not wait for one). */
+    char fifo[64];
+    snprintf(fifo, sizeof(fifo), "/tmp/frugal-test-fifo-%d", (int)getpid());
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(text, sizeof(text), EXEC_HEAD "  env_from_files: {TOKEN: %s}\n", fifo);
+    snprintf(want, sizeof(want),
+             "t.yaml:4:27: provider.env_from_files.TOKEN: cannot read %s: not a regular file",
+             fifo);
+    expect_error(text, want);
+    unlink(fifo);
     expect_error(EXEC_HEAD "  env_from_files: {TOKEN: relative/path}\n",
                  "t.yaml:4:27: provider.env_from_files.TOKEN: expected the absolute path of a "
                  "file");
@@ -255,6 +275,35 @@ static void test_env_files_refused(void **state) {
                  "match [A-Za-z0-9_.-]+");
     unlink(path);
     unlink(nul);
+}
+
+/* Each file within its limit, all of them over what an environment may take: every
+ * hook run would fail (execve: Argument list too long), so the config is refused. */
+static void test_env_total_refused(void **state) {
+    (void)state;
+    static char content[HOOK_ENV_FILE_MAX];
+    memset(content, 'x', sizeof(content));
+    enum { FILES = HOOK_ENV_TOTAL_MAX / HOOK_ENV_FILE_MAX + 1 };
+    char paths[FILES][64];
+    static char text[FILES * 96 + 256];
+    int n = snprintf(text, sizeof(text), EXEC_HEAD "  env_from_files:\n");
+    for (int i = 0; i < FILES; i++) {
+        temp_file(paths[i], sizeof(paths[i]), content, sizeof(content));
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "    F%d: %s\n", i, paths[i]);
+    }
+    char want[256];
+    snprintf(want, sizeof(want),
+             "t.yaml:5:5: provider.env_from_files: params and env_from_files would pass the hook "
+             "%zu bytes, over the %d (1 MiB) a hook's environment may take",
+             (size_t)FILES * (sizeof(HOOK_PARAM_PREFIX) + 2 + HOOK_ENV_FILE_MAX + 1) +
+                 (FILES - 10) /* two-digit keys */,
+             HOOK_ENV_TOTAL_MAX);
+    expect_error(text, want);
+    /* Two files fewer are within it. */
+    snprintf(strstr(text, "    F15:"), 2, "\n");
+    config_free(load_ok(text));
+    for (int i = 0; i < FILES; i++)
+        unlink(paths[i]);
 }
 
 static void test_reconcile_keys(void **state) {
@@ -293,15 +342,27 @@ static void test_simulated_exposed(void **state) {
     cfg = load_ok("allow_insecure: true\nlisten: [{address: '[::]:8086'}]\n" EXEC_HEAD);
     assert_false(config_simulated_exposed(cfg, why, sizeof(why)));
     config_free(cfg);
+    /* Probes and the expander on the open port, the provider on loopback: no machine is
+     * promised to anyone else. */
+    cfg = load_ok("allow_insecure: true\nlisten:\n  - {address: '127.0.0.1:8086'}\n"
+                  "  - {address: '0.0.0.0:8087', services: [grpc.health.v1.Health]}\n"
+                  "  - {address: '0.0.0.0:8088', services: [grpcplugin.Expander]}\n");
+    assert_false(config_simulated_exposed(cfg, why, sizeof(why)));
+    config_free(cfg);
+    cfg = load_ok("allow_insecure: true\nlisten:\n"
+                  "  - {address: '0.0.0.0:8088', services: [frugal.v1.Autoprovisioning]}\n");
+    assert_true(config_simulated_exposed(cfg, why, sizeof(why)));
+    config_free(cfg);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_rules),         cmocka_unit_test(test_env_name_mapping),
-        cmocka_unit_test(test_value_rules),       cmocka_unit_test(test_merge_order),
-        cmocka_unit_test(test_params_loaded),     cmocka_unit_test(test_params_refused),
-        cmocka_unit_test(test_env_files_large),   cmocka_unit_test(test_env_files_refused),
-        cmocka_unit_test(test_simulated_exposed), cmocka_unit_test(test_reconcile_keys),
+        cmocka_unit_test(test_key_rules),         cmocka_unit_test(test_env_total_refused),
+        cmocka_unit_test(test_env_name_mapping),  cmocka_unit_test(test_value_rules),
+        cmocka_unit_test(test_merge_order),       cmocka_unit_test(test_params_loaded),
+        cmocka_unit_test(test_params_refused),    cmocka_unit_test(test_env_files_large),
+        cmocka_unit_test(test_env_files_refused), cmocka_unit_test(test_simulated_exposed),
+        cmocka_unit_test(test_reconcile_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
