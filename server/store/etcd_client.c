@@ -74,13 +74,16 @@ int etcd_client_create(const state_config_t *st, etcd_client_t **out, frugal_err
     }
     /* Reconnect soon after an etcd member comes back, not after gRPC's 1-120 s backoff:
      * a mutation waits for at most one request timeout. */
-    grpc_arg args[2] = {
+    /* No receive limit: a full read of a large state is over gRPC's 4 MiB default (etcd
+     * bounds each write, 1.5 MiB by default, not the sum of the keys). */
+    grpc_arg args[3] = {
         {.type = GRPC_ARG_INTEGER,
          .key = GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
          .value.integer = 100},
         {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, .value.integer = 1000},
+        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = -1},
     };
-    grpc_channel_args cargs = {.num_args = 2, .args = args};
+    grpc_channel_args cargs = {.num_args = 3, .args = args};
     for (size_t i = 0; i < st->endpoints_count; i++) {
         etcd_endpoint_t *e = &c->endpoints[i];
         const char *url = st->endpoints[i];
@@ -206,12 +209,15 @@ static int etcd__attempt(etcd_endpoint_t *e, const char *method, grpc_byte_buffe
 
 static int etcd__status_error(grpc_status_code st, const char *method, const char *url,
                               const char *details, frugal_err_t *err) {
-    int code = st == GRPC_STATUS_NOT_FOUND            ? FRUGAL_ENOTFOUND
-               : st == GRPC_STATUS_OUT_OF_RANGE       ? FRUGAL_EPRECOND
-               : st == GRPC_STATUS_RESOURCE_EXHAUSTED ? FRUGAL_EEXHAUSTED
-               : st == GRPC_STATUS_UNAVAILABLE || st == GRPC_STATUS_DEADLINE_EXCEEDED
+    /* What etcd refuses is never the caller's mistake: a full store (NOSPACE) or a rate
+     * limit (RESOURCE_EXHAUSTED) passes, so retry (UNAVAILABLE); a request over etcd's
+     * limits (INVALID_ARGUMENT: too large, too many operations) or anything else is a
+     * state frugal cannot write in (FAILED_PRECONDITION), not CA's bad argument. */
+    int code = st == GRPC_STATUS_NOT_FOUND ? FRUGAL_ENOTFOUND
+               : st == GRPC_STATUS_UNAVAILABLE || st == GRPC_STATUS_DEADLINE_EXCEEDED ||
+                       st == GRPC_STATUS_RESOURCE_EXHAUSTED
                    ? FRUGAL_EUNAVAIL
-                   : FRUGAL_EINVAL;
+                   : FRUGAL_EPRECOND;
     return frugal_err_set(err, code, "etcd %s at %s: %s", method, url, details);
 }
 

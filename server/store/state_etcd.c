@@ -8,9 +8,11 @@
  *
  * Every commit is one Txn: for each group it changes, a compare of the group key's
  * mod_revision with the revision this replica last saw (0: absent), then the puts and
- * deletes. Another replica's commit in between fails the compare: FRUGAL_EABORTED, and
- * the cluster retries on the state the Watch brings. Provider work additionally
- * compares P/leader's lease with ours (fencing).
+ * deletes, and a compare of P/schema's. Another replica's commit in between fails the
+ * compare: FRUGAL_EABORTED, and the cluster retries on the state the Watch brings.
+ * Provider work additionally compares P/leader's lease with ours (fencing). A commit of
+ * more than ETCD_TXN_GROUPS_MAX groups (a first start or an import of a large state) is
+ * several Txns, each group whole in one.
  *
  * Threads: the Watch thread applies other replicas' commits through the cluster's
  * callback; the lease thread grants, keeps alive and re-elects. Lock order: the
@@ -38,32 +40,19 @@
 static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *out, bool *schema,
                        frugal_err_t *err) {
     size_t plen = strlen(e->prefix);
-    char *key = strndup((const char *)kv->key.data, kv->key.len);
+    char *key = se__key_text(&kv->key);
     if (key == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     const char *rest = key + plen;
     int rc = 0;
     if (strcmp(rest, "schema") == 0) {
         unsigned version = 0;
-        char tail = 0;
-        char *text = strndup((const char *)kv->value.data, kv->value.len);
-        int got =
-            text != NULL ? sscanf(text, "frugal-state-etcd version=%u%c", &version, &tail) : 0;
-        /* %u reads "-1" as a huge version and "+1" as 1; there never was a version 0 */
-        bool digits = got >= 1 && text[strlen("frugal-state-etcd version=")] >= '1' &&
-                      text[strlen("frugal-state-etcd version=")] <= '9';
-        free(text);
-        if (got < 1 || (got == 2 && tail != '\n') || !digits)
-            rc = frugal_err_set(err, FRUGAL_EINVAL,
-                                "etcd key %s holds foreign or corrupt data (expected "
-                                "\"frugal-state-etcd version=%d\"): refusing to start, nothing "
-                                "was written",
-                                key, STATE_ETCD_SCHEMA);
-        else if (version > STATE_ETCD_SCHEMA)
-            rc = frugal_err_set(err, FRUGAL_EINVAL,
-                                "etcd key %s: state schema version %u is newer than this "
-                                "frugal's %d: upgrade frugal; nothing was written",
-                                key, version, STATE_ETCD_SCHEMA);
+        char why[FRUGAL_ERR_MSG_MAX];
+        if (se__schema_problem(key, kv->value.data, kv->value.len, &version, why, sizeof(why)))
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s%s", why,
+                                version > STATE_ETCD_SCHEMA
+                                    ? ": upgrade frugal; nothing was written"
+                                    : ": refusing to start, nothing was written");
         else {
             *schema = true;
             e->schema_revision = kv->mod_revision;
@@ -156,6 +145,10 @@ static int etcd_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
 }
 
 /* ---- commit ---- */
+
+/* At most this many groups per Txn: etcd refuses more than 128 operations, or compares,
+ * in one (its --max-txn-ops), and a commit adds three compares and a put of its own. */
+#define ETCD_TXN_GROUPS_MAX 120
 
 typedef struct txn_build {
     Etcdserverpb__Compare *cmp;
@@ -299,34 +292,73 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         txn_compare(&t, key, ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, s->mod_revision);
         txn_delete(&t, key);
     }
-    if (rc == 0 && t.nops > 0) {
-        if (e->schema_revision == 0) {
-            txn_compare(&t, schema_key, ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, 0);
-            txn_put(&t, schema_key, STATE_ETCD_SCHEMA_TEXT);
-        }
-        if (sc->provider_work)
+    if (rc == 0 && e->schema_refused)
+        rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                            "etcd key %s holds a schema this frugal cannot use (logged when it "
+                            "changed): writes are refused until it is frugal's again",
+                            schema_key);
+    /* t holds one compare and one op per group, in step; each Txn takes a window of them
+     * and the compares (and the schema's put) of its own, at the end of t. */
+    size_t groups = t.nops;
+    size_t chunks = (groups + ETCD_TXN_GROUPS_MAX - 1) / ETCD_TXN_GROUPS_MAX;
+    int64_t *revs = calloc(chunks + 1, sizeof(*revs));
+    if (rc == 0 && revs == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    /* The schema, when absent, comes with the first Txn, or with a restore's last: a
+     * restore cut short leaves groups without a schema, which no start takes for a state.
+     * Present, it must not change meanwhile (a newer frugal's migration, a hand edit). */
+    size_t schema_chunk = e->schema_revision != 0 ? SIZE_MAX : sc->restore ? chunks - 1 : 0;
+    int64_t schema_rev = e->schema_revision;
+    size_t schema_cmp = t.ncmp, leader_cmp = 0, view_cmp = 0, schema_put = t.nops;
+    if (rc == 0 && chunks > 0) {
+        txn_compare(&t, schema_key, ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, 0);
+        txn_put(&t, schema_key, STATE_ETCD_SCHEMA_TEXT);
+        if (sc->provider_work) {
+            leader_cmp = t.ncmp;
             txn_compare(&t, leader_key, ETCDSERVERPB__COMPARE__COMPARE_TARGET__LEASE, lease);
-        char *groups = txn_own(&t, se__key(e, "groups/"));
-        char *groups_end = txn_own(&t, groups != NULL ? se__range_end(groups) : NULL);
+        }
+        char *groups_key = txn_own(&t, se__key(e, "groups/"));
+        char *groups_end = txn_own(&t, groups_key != NULL ? se__range_end(groups_key) : NULL);
         if (sc->whole_view && groups_end != NULL) {
             /* The limits counted every group: no group key may have changed after the
              * revision this replica's cache holds (a change of its own that the Watch
-             * has not brought back yet fails it too; the retry waits for it). */
+             * has not brought back yet fails it too; the retry waits for it). Only the
+             * first Txn: the next ones would see its writes. */
+            view_cmp = t.ncmp;
             Etcdserverpb__Compare *c = &t.cmp[t.ncmp];
             etcdserverpb__compare__init(c);
             c->result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__LESS;
             c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
-            c->key = se__bytes(groups);
+            c->key = se__bytes(groups_key);
             c->range_end = se__bytes(groups_end);
             c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
             c->mod_revision = e->revision + 1;
             t.cmpp[t.ncmp++] = c;
         }
+    }
+    for (size_t chunk = 0; chunk < chunks && rc == 0; chunk++) {
+        Etcdserverpb__Compare *cmpv[ETCD_TXN_GROUPS_MAX + 3];
+        Etcdserverpb__RequestOp *opv[ETCD_TXN_GROUPS_MAX + 1];
+        size_t ncmp = 0, nop = 0;
+        size_t from = chunk * ETCD_TXN_GROUPS_MAX;
+        size_t to = from + ETCD_TXN_GROUPS_MAX < groups ? from + ETCD_TXN_GROUPS_MAX : groups;
+        for (size_t i = from; i < to; i++) {
+            cmpv[ncmp++] = t.cmpp[i];
+            opv[nop++] = t.opsp[i];
+        }
+        t.cmp[schema_cmp].mod_revision = schema_rev;
+        cmpv[ncmp++] = t.cmpp[schema_cmp];
+        if (chunk == schema_chunk)
+            opv[nop++] = t.opsp[schema_put];
+        if (leader_cmp > 0)
+            cmpv[ncmp++] = t.cmpp[leader_cmp];
+        if (view_cmp > 0 && chunk == 0)
+            cmpv[ncmp++] = t.cmpp[view_cmp];
         Etcdserverpb__TxnRequest req = ETCDSERVERPB__TXN_REQUEST__INIT;
-        req.n_compare = t.ncmp;
-        req.compare = t.cmpp;
-        req.n_success = t.nops;
-        req.success = t.opsp;
+        req.n_compare = ncmp;
+        req.compare = cmpv;
+        req.n_success = nop;
+        req.success = opv;
         Etcdserverpb__TxnResponse *resp = NULL;
         rc = etcd_client_call(e->client, ETCD_KV_TXN, &req.base,
                               &etcdserverpb__txn_response__descriptor, (ProtobufCMessage **)&resp,
@@ -362,26 +394,30 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
                                                       : "the node groups",
                                     rev, e->revision);
         } else if (rc == 0) {
-            for (size_t i = 0; i < t.nops; i++) {
-                const Etcdserverpb__RequestOp *op = t.opsp[i];
-                if (op->request_case == ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT) {
-                    const char *key = (const char *)op->request_put->key.data;
-                    if (strcmp(key, schema_key) == 0) {
-                        e->schema_revision = rev;
-                        continue;
-                    }
-                    se__seen_put(e, key + strlen(e->prefix) + 7, rev,
-                                 (const char *)op->request_put->value.data,
-                                 op->request_put->value.len);
-                } else {
-                    const char *key = (const char *)op->request_delete_range->key.data;
-                    se__seen_free(strmap_remove(e->seen, key + strlen(e->prefix) + 7));
-                }
-            }
+            revs[chunk] = rev;
+            if (chunk == schema_chunk)
+                schema_rev = rev;
         }
         if (resp != NULL)
             protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
+    /* What this replica wrote is its cache only once every Txn is in: the groups of a
+     * commit cut short come back through the Watch, as another replica's would. */
+    for (size_t i = 0; rc == 0 && i < groups; i++) {
+        const Etcdserverpb__RequestOp *op = t.opsp[i];
+        int64_t rev = revs[i / ETCD_TXN_GROUPS_MAX];
+        if (op->request_case == ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT) {
+            const char *key = (const char *)op->request_put->key.data;
+            se__seen_put(e, key + strlen(e->prefix) + 7, rev,
+                         (const char *)op->request_put->value.data, op->request_put->value.len);
+        } else {
+            const char *key = (const char *)op->request_delete_range->key.data;
+            se__seen_free(strmap_remove(e->seen, key + strlen(e->prefix) + 7));
+        }
+    }
+    if (rc == 0)
+        e->schema_revision = schema_rev;
+    free(revs);
     pthread_mutex_unlock(&e->mu);
     for (size_t i = 0; texts != NULL && i < n; i++)
         free(texts[i]);

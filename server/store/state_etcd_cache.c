@@ -14,6 +14,46 @@
 #include "strmap.h"
 
 /* P + suffix, malloc'ed. */
+char *se__key_text(const ProtobufCBinaryData *k) {
+    char *out = malloc(4 * k->len + 1), *at = out;
+    for (size_t i = 0; out != NULL && i < k->len; i++) {
+        unsigned char c = k->data[i];
+        if (c < 0x20 || c == 0x7f)
+            at += sprintf(at, "\\x%02x", c);
+        else
+            *at++ = (char)c;
+    }
+    if (out != NULL)
+        *at = '\0';
+    return out;
+}
+
+const char *se__schema_problem(const char *key, const uint8_t *value, size_t len, unsigned *version,
+                               char *buf, size_t size) {
+    char tail = 0;
+    char *text = strndup((const char *)value, len);
+    *version = 0;
+    int got = text != NULL ? sscanf(text, "frugal-state-etcd version=%u%c", version, &tail) : 0;
+    /* %u reads "-1" as a huge version and "+1" as 1; there never was a version 0 */
+    bool digits = got >= 1 && text[strlen("frugal-state-etcd version=")] >= '1' &&
+                  text[strlen("frugal-state-etcd version=")] <= '9';
+    free(text);
+    if (got < 1 || (got == 2 && tail != '\n') || !digits || memchr(value, 0, len) != NULL) {
+        *version = 0;
+        snprintf(buf, size,
+                 "etcd key %s holds foreign or corrupt data (expected \"frugal-state-etcd "
+                 "version=%d\")",
+                 key, STATE_ETCD_SCHEMA);
+        return buf;
+    }
+    if (*version > STATE_ETCD_SCHEMA) {
+        snprintf(buf, size, "etcd key %s: state schema version %u is newer than this frugal's %d",
+                 key, *version, STATE_ETCD_SCHEMA);
+        return buf;
+    }
+    return NULL;
+}
+
 char *se__key(const etcd_backend_t *e, const char *suffix) {
     size_t n = strlen(e->prefix) + strlen(suffix) + 1;
     char *k = malloc(n);

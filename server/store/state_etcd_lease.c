@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -55,6 +56,43 @@ static int se__grant(etcd_backend_t *e, frugal_err_t *err) {
 }
 
 /* Take P/leader when it is free; leader when it holds our lease. */
+/* P/leader without a lease (put by hand, copied by a mirror) never expires, and no
+ * replica could ever lead: delete it, unless it changed since it was read at mod. */
+static void se__drop_leaseless(etcd_backend_t *e, const char *key, int64_t mod,
+                               const char *holder) {
+    Etcdserverpb__Compare same = ETCDSERVERPB__COMPARE__INIT;
+    same.result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__EQUAL;
+    same.target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
+    same.key = se__bytes(key);
+    same.target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
+    same.mod_revision = mod;
+    Etcdserverpb__Compare *cmpp = &same;
+    Etcdserverpb__DeleteRangeRequest del = ETCDSERVERPB__DELETE_RANGE_REQUEST__INIT;
+    del.key = se__bytes(key);
+    Etcdserverpb__RequestOp op = ETCDSERVERPB__REQUEST_OP__INIT;
+    op.request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
+    op.request_delete_range = &del;
+    Etcdserverpb__RequestOp *opp = &op;
+    Etcdserverpb__TxnRequest req = ETCDSERVERPB__TXN_REQUEST__INIT;
+    req.n_compare = 1;
+    req.compare = &cmpp;
+    req.n_success = 1;
+    req.success = &opp;
+    Etcdserverpb__TxnResponse *resp = NULL;
+    frugal_err_t err = {0};
+    log_warn("leader: %s (\"%s\") has no lease, so it would never expire and no replica could "
+             "lead: deleting it",
+             key, holder);
+    if (etcd_client_call(e->client, ETCD_KV_TXN, &req.base, &etcdserverpb__txn_response__descriptor,
+                         (ProtobufCMessage **)&resp, ETCD_CALL_IDEMPOTENT, 0, &err) == 0) {
+        if (resp->succeeded)
+            atomic_store(&e->elect_now, true);
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    } else {
+        log_warn("leader: deleting %s failed: %s", key, err.msg);
+    }
+}
+
 static void se__elect(etcd_backend_t *e) {
     int64_t lease = atomic_load(&e->lease_id);
     char *key = se__key(e, "leader");
@@ -92,13 +130,22 @@ static void se__elect(etcd_backend_t *e) {
     frugal_err_t err = {0};
     bool was = atomic_load(&e->leader);
     bool now = false;
+    int64_t leaseless = 0; /* the mod_revision of a leader key without a lease */
+    char holder[128] = "";
     if (etcd_client_call(e->client, ETCD_KV_TXN, &req.base, &etcdserverpb__txn_response__descriptor,
                          (ProtobufCMessage **)&resp, ETCD_CALL_IDEMPOTENT, 0, &err) == 0) {
         if (resp->succeeded) {
             now = true;
         } else if (resp->n_responses == 1 && resp->responses[0]->response_range != NULL &&
                    resp->responses[0]->response_range->n_kvs == 1) {
-            now = resp->responses[0]->response_range->kvs[0]->lease == lease;
+            const Mvccpb__KeyValue *kv = resp->responses[0]->response_range->kvs[0];
+            now = kv->lease == lease;
+            if (kv->lease == 0) {
+                leaseless = kv->mod_revision;
+                char *text = se__key_text(&kv->value);
+                snprintf(holder, sizeof(holder), "%s", text != NULL ? text : "");
+                free(text);
+            }
         }
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     } else {
@@ -111,6 +158,8 @@ static void se__elect(etcd_backend_t *e) {
         log_warn("leadership lost: %s no longer holds %s", e->identity, key);
     metrics_state_leader(now);
     se__publish_lease(e);
+    if (leaseless > 0)
+        se__drop_leaseless(e, key, leaseless, holder);
     free(key);
 }
 

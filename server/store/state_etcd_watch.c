@@ -65,14 +65,34 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     const char *rest = key + strlen(e->prefix);
     if (strcmp(rest, "schema") == 0) {
         /* Written by another replica's first commit, or deleted by hand (with the prefix,
-         * say: the next commit writes it again). */
+         * say: the next commit writes it again). Anything else stops this replica's
+         * writes: a newer frugal's schema, or data that is not frugal's. */
+        char why[FRUGAL_ERR_MSG_MAX];
+        unsigned version = 0;
+        const char *problem =
+            value != NULL ? se__schema_problem(key, value, len, &version, why, sizeof(why)) : NULL;
         pthread_mutex_lock(&e->mu);
+        bool was = e->schema_refused;
         e->schema_revision = value != NULL ? revision : 0;
+        e->schema_refused = problem != NULL;
         pthread_mutex_unlock(&e->mu);
+        if (problem != NULL)
+            log_error("%s (changed at revision %" PRId64 "): this replica refuses every write "
+                      "until it is frugal's again, and a restart refuses the prefix",
+                      problem, revision);
+        else if (was)
+            log_info("etcd key %s is frugal's again: writes resume", key);
         return;
     }
-    if (strncmp(rest, "groups/", 7) != 0)
+    if (strcmp(rest, "leader") == 0)
         return;
+    if (strncmp(rest, "groups/", 7) != 0 || rest[7] == '\0') {
+        if (value != NULL)
+            log_error("etcd key %s under prefix %s is not frugal's (written at revision %" PRId64
+                      "): ignored, but a restart refuses the prefix until it is removed",
+                      key, e->prefix, revision);
+        return;
+    }
     const char *id = rest + 7;
     pthread_mutex_lock(&e->mu);
     const seen_t *s = strmap_get(e->seen, id);
@@ -140,7 +160,7 @@ static void se__resync(etcd_backend_t *e) {
     strmap_create(resp->n_kvs + 1, &present);
     for (size_t i = 0; keys != NULL && i < resp->n_kvs; i++) {
         const Mvccpb__KeyValue *kv = resp->kvs[i];
-        char *key = keys[i] = strndup((const char *)kv->key.data, kv->key.len);
+        char *key = keys[i] = se__key_text(&kv->key);
         if (key == NULL)
             continue;
         if (strncmp(key + plen, "groups/", 7) == 0 && present != NULL)
@@ -314,7 +334,7 @@ static void *se__watch_main(void *arg) {
                 const Mvccpb__Event *ev = resp->events[pass % resp->n_events];
                 if (ev->kv == NULL || se__is_schema(e, &ev->kv->key) != (pass < resp->n_events))
                     continue;
-                char *key = strndup((const char *)ev->kv->key.data, ev->kv->key.len);
+                char *key = se__key_text(&ev->kv->key);
                 if (key == NULL)
                     continue;
                 bool del = ev->type == MVCCPB__EVENT__EVENT_TYPE__DELETE;

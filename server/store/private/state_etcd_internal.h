@@ -35,6 +35,7 @@ typedef struct etcd_backend {
     pthread_cond_t cond;
     strmap_t *seen;          /* id -> seen_t *, under mu */
     int64_t schema_revision; /* mod_revision of P/schema, 0: absent */
+    bool schema_refused;     /* the Watch brought a P/schema this frugal cannot use */
     int64_t revision;        /* the store revision the cache holds everything up to */
     int64_t wanted;          /* sync: the revision a conflict showed */
     /* leadership */
@@ -65,6 +66,13 @@ typedef struct etcd_backend {
 
 /* state_etcd_cache.c: keys, what this replica saw, the read of the prefix, request
  * timeouts, the staleness gauge. */
+/* A key (or value) read from etcd as text, its control bytes written \xNN (a NUL byte
+ * must not cut it: groups/web-a\0x is not web-a's key); NULL when out of memory. */
+char *se__key_text(const ProtobufCBinaryData *k);
+/* Why value is no schema key this frugal can use (to be named with key), or NULL;
+ * *version is its version when it reads as one. */
+const char *se__schema_problem(const char *key, const uint8_t *value, size_t len, unsigned *version,
+                               char *buf, size_t size);
 char *se__key(const etcd_backend_t *e, const char *suffix);
 char *se__group_key(const etcd_backend_t *e, const char *id);
 char *se__range_end(const char *p);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# What the etcd backend does with keys it did not write, against a real one-member etcd:
+# a state of more node groups than one etcd transaction may hold (etcd's 128
+# operations) is written and served; a leader key without a lease (put by hand, copied by
+# a mirror) is removed so that a replica can lead; a schema key changed while replicas
+# run stops their writes until it is frugal's again; a foreign key written meanwhile is
+# named in the log; a key holding a NUL byte is named, not cut at the NUL.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd_lib.sh"
+
+etcd_start 1
+metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+
+log "150 node groups: init, serve, export (etcd takes 128 operations per transaction)"
+BP=$(free_port)
+replica_config "$TMP/big.yaml" "$BP" /frugal/big/
+for i in $(seq 1 149); do
+    echo "  - {id: g$i, machine_type: n1-standard-2, min_size: 0, max_size: 3}" >>"$TMP/big.yaml"
+done
+assert_ok "state init of 150 groups" "$FRUGAL" state init -c "$TMP/big.yaml"
+assert_match "target=0" "$(etcd_get /frugal/big/groups/g149)" "the last group is stored"
+assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/big/schema)" "and the schema key"
+ADDR="127.0.0.1:$BP" start_server "$TMP/big.yaml"
+ADDR="127.0.0.1:$BP" assert_ok "an increase" ctl increase g77 2
+assert_match "target=2" "$(etcd_get /frugal/big/groups/g77)" "etcd holds it"
+stop_server
+assert_ok "export" "$FRUGAL" state export -c "$TMP/big.yaml" -o "$TMP/big.st"
+assert_eq 150 "$(grep -c '^group id=' "$TMP/big.st")" "every group exported"
+replica_config "$TMP/big2.yaml" "$(free_port)" /frugal/big2/
+cat "$TMP/big.yaml" | sed -n '/^node_groups:/,$p' | tail -n +3 >>"$TMP/big2.yaml"
+assert_ok "import of 150 groups" "$FRUGAL" state import -c "$TMP/big2.yaml" "$TMP/big.st"
+assert_match "target=2" "$(etcd_get /frugal/big2/groups/g77)" "the imported state"
+assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/big2/schema)" "with its schema key"
+
+log "a leader key without a lease is removed: a replica leads"
+LP=$(free_port)
+LO=$(free_port)
+replica_config "$TMP/lk.yaml" "$LP" /frugal/lk/
+echo "ops_listen: 127.0.0.1:$LO" >>"$TMP/lk.yaml"
+etcd_put /frugal/lk/leader "someone:1"
+ADDR="127.0.0.1:$LP" start_server "$TMP/lk.yaml"
+leads() { [ "$(metric "$LO" frugal_state_leader)" = 1 ]; }
+for _ in $(seq 1 50); do leads && break; sleep 0.2; done
+assert_eq 1 "$(metric "$LO" frugal_state_leader)" "the replica leads"
+assert_match "leader: /frugal/lk/leader \(\"someone:1\"\) has no lease, so it would never expire" \
+    "$(cat "$SERVER_LOG")" "the removal is logged"
+ADDR="127.0.0.1:$LP" assert_ok "an increase" ctl increase web-a 1
+running() { ADDR="127.0.0.1:$LP" run ctl nodes web-a; echo "$OUT" | grep -q running; }
+for _ in $(seq 1 50); do running && break; sleep 0.2; done
+assert_match "running" "$OUT" "the leader's provider work runs"
+
+log "a schema key changed while replicas run stops their writes, until it is frugal's again"
+etcd_put /frugal/lk/schema "frugal-state-etcd version=7"
+for _ in $(seq 1 25); do grep -q 'schema version 7 is newer' "$SERVER_LOG" && break; sleep 0.2; done
+assert_match "etcd key /frugal/lk/schema: state schema version 7 is newer than this frugal's 1 \(changed at revision [0-9]+\): this replica refuses every write" \
+    "$(cat "$SERVER_LOG")" "the change is logged"
+ADDR="127.0.0.1:$LP" run ctl increase web-a 1
+assert_eq 1 "$RC" "a write is refused"
+assert_match "FAILED_PRECONDITION.*etcd key /frugal/lk/schema holds a schema this frugal cannot use" \
+    "$ERR" "with the reason"
+assert_eq "frugal-state-etcd version=7" "$(etcd_get /frugal/lk/schema)" "the key is not overwritten"
+etcd_put /frugal/lk/schema "frugal-state-etcd version=1"
+for _ in $(seq 1 25); do grep -q 'is frugal.s again' "$SERVER_LOG" && break; sleep 0.2; done
+ADDR="127.0.0.1:$LP" assert_ok "writes resume" ctl increase web-a 1
+
+log "a foreign key written meanwhile is named"
+etcd_put /frugal/lk/someone-else "hello"
+for _ in $(seq 1 25); do grep -q 'someone-else' "$SERVER_LOG" && break; sleep 0.2; done
+assert_match "etcd key /frugal/lk/someone-else under prefix /frugal/lk/ is not frugal's \(written at revision [0-9]+\): ignored, but a restart refuses the prefix" \
+    "$(cat "$SERVER_LOG")" "the foreign key is logged"
+stop_server
+
+log "a key holding a NUL byte is named whole"
+replica_config "$TMP/nul.yaml" "$(free_port)" /frugal/nul/
+NUL_KEY=$(printf '/frugal/nul/groups/web-a\0junk' | base64 -w0)
+curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/put" -d "{\"key\":\"$NUL_KEY\",\"value\":\"$(b64 x)\"}" >/dev/null
+run timeout 20 "$FRUGAL" serve -c "$TMP/nul.yaml"
+assert_eq 1 "$RC" "the start is refused"
+assert_match 'etcd key /frugal/nul/groups/web-a\\x00junk holds corrupt data' "$ERR" \
+    "the key is named with its NUL byte"
+
+etcd_stop
+finish
