@@ -40,6 +40,23 @@ static const group_t **state__view(const state_t *st) {
     return v;
 }
 
+/* v in the order a server keeps its groups: the configured ones in the config's order,
+ * then the others as loaded (etcd lists its keys by name), so that a state moved from a
+ * file to etcd and back is the same file. */
+static void state__config_order(const frugal_config_t *cfg, const group_t **v, size_t n) {
+    size_t placed = 0;
+    for (size_t i = 0; i < cfg->node_groups_count; i++) {
+        for (size_t j = placed; j < n; j++) {
+            if (strcmp(v[j]->spec.id, cfg->node_groups[i].spec.id) != 0)
+                continue;
+            const group_t *g = v[j];
+            memmove(&v[placed + 1], &v[placed], (j - placed) * sizeof(*v));
+            v[placed++] = g;
+            break;
+        }
+    }
+}
+
 /* A state that does not exist is refused, not exported as empty: imported, that would
  * wipe every group's target and instances (a volume not mounted, a wrong path). */
 static int state__export(const frugal_config_t *cfg, state_backend_t *b, const char *out,
@@ -64,6 +81,8 @@ static int state__export(const frugal_config_t *cfg, state_backend_t *b, const c
     const group_t **view = state__view(&st);
     char *text = NULL;
     size_t len = 0;
+    if (view != NULL)
+        state__config_order(cfg, view, st.count);
     if (view == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     else if ((rc = state_format(view, st.count, &text, &len, err)) == 0) {
@@ -93,14 +112,17 @@ static int state__import(state_backend_t *b, const char *in, frugal_err_t *err) 
     rc = state_backend_load(b, &cur, err);
     if (rc == 0) {
         rc = frugal_err_set(err, FRUGAL_EEXISTS,
-                            "%s already holds %zu node groups: import only into an empty "
-                            "state (nothing was written)",
+                            "%s already holds a state (%zu node groups): import only into an "
+                            "empty one (nothing was written)",
                             state_backend_describe(b), cur.count);
         state_free(&cur);
     } else if (rc == FRUGAL_ENOTFOUND) {
         const group_t **view = state__view(&st);
-        state_commit_t c = {
-            .view = view, .count = st.count, .changed = view, .changed_count = st.count};
+        state_commit_t c = {.view = view,
+                            .count = st.count,
+                            .changed = view,
+                            .changed_count = st.count,
+                            .import = true};
         rc = view == NULL ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory")
                           : state_backend_commit(b, &c, err);
         if (rc == 0)
@@ -120,8 +142,8 @@ static int state__init(const frugal_config_t *cfg, state_backend_t *b, frugal_er
     int rc = state_backend_exclude(b, err);
     if (rc == 0 && (rc = state_backend_load(b, &cur, err)) == 0) {
         rc = frugal_err_set(err, FRUGAL_EEXISTS,
-                            "%s already holds %zu node groups: it is initialised (nothing was "
-                            "written)",
+                            "%s already holds a state (%zu node groups): it is initialised "
+                            "(nothing was written)",
                             state_backend_describe(b), cur.count);
         state_free(&cur);
     }

@@ -35,6 +35,8 @@ typedef struct state_commit {
                             store must refuse it when any group changed meanwhile */
     bool restore;        /* the changed groups' keys were deleted outside frugal: write them
                             expecting them absent (what the cache last saw is gone) */
+    bool import;         /* a whole state written into an empty store (state import): a
+                            store written in several steps marks it valid last */
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms the commit must be answered by (a call's
                             budget: FRUGAL_EUNAVAIL when it cannot); 0: the store's own
                             timeout */

@@ -342,6 +342,10 @@ static bool parse_state_prefix(load_ctx_t *ctx, const yaml_tree_node_t *node, co
                                void *field, const key_spec_t *spec) {
     const char *s = node->u.scalar.text;
     size_t n = strlen(s);
+    if (node->u.scalar.len != n) {
+        config__error(ctx, node, path, "must not hold a NUL byte");
+        return false;
+    }
     if (n < 2 || s[0] != '/' || s[n - 1] != '/') {
         config__error(ctx, node, path, "must start and end with / and name something, got \"%s\"",
                       s);
@@ -352,6 +356,10 @@ static bool parse_state_prefix(load_ctx_t *ctx, const yaml_tree_node_t *node, co
             config__error(ctx, node, path, "must be printable ASCII without spaces, got \"%s\"", s);
             return false;
         }
+    }
+    if (strstr(s, "//") != NULL) {
+        config__error(ctx, node, path, "must not hold an empty segment (//), got \"%s\"", s);
+        return false;
     }
     return config__parse_string(ctx, node, path, field, spec);
 }

@@ -125,7 +125,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               false},
     [METRICS_ETCD_TXN_REFUSED] = {"frugal_etcd_txn_refused_total",
                                   "etcd transactions whose compares failed: another replica "
-                                  "wrote first (conflict), or this one lost its lease (fenced).",
+                                  "wrote first (conflict), this one lost its lease (fenced), or "
+                                  "a group key holds a value refused as corrupt (unreadable).",
                                   METRICS__COUNTER,
                                   1,
                                   {"reason"},

@@ -279,8 +279,9 @@ static int etcd__call(etcd_client_t *c, const char *method, const ProtobufCMessa
     }
 
     grpc_byte_buffer_destroy(body);
-    return frugal_err_set(err, rc, "etcd unavailable: no endpoint answered %s within %lld ms: %s",
-                          method, (long long)(end - t0), used > 0 ? tried : "no time left");
+    return frugal_err_set(
+        err, rc, "etcd unavailable: no endpoint answered %s (after %lld of %lld ms): %s", method,
+        (long long)(etcd__now_ms() - t0), (long long)(end - t0), used > 0 ? tried : "no time left");
 }
 
 int etcd_client_call(etcd_client_t *c, const char *method, const ProtobufCMessage *req,

@@ -49,10 +49,10 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
         unsigned version = 0;
         char why[FRUGAL_ERR_MSG_MAX];
         if (se__schema_problem(key, kv->value.data, kv->value.len, &version, why, sizeof(why)))
-            rc = frugal_err_set(err, FRUGAL_EINVAL, "%s%s", why,
-                                version > STATE_ETCD_SCHEMA
-                                    ? ": upgrade frugal; nothing was written"
-                                    : ": refusing to start, nothing was written");
+            rc =
+                frugal_err_set(err, FRUGAL_EINVAL, "%s%s", why,
+                               version > STATE_ETCD_SCHEMA ? ": upgrade frugal; nothing was written"
+                                                           : ": refused, nothing was written");
         else {
             *schema = true;
             e->schema_revision = kv->mod_revision;
@@ -66,14 +66,14 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
         if (rc == 0 && (one.count != 1 || strcmp(one.groups[0].spec.id, id) != 0)) {
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "etcd key %s holds %zu node groups%s%s, not exactly group %s: "
-                                "refusing to start, nothing was written",
+                                "refused, nothing was written",
                                 key, one.count, one.count == 1 ? ": " : "",
                                 one.count == 1 ? one.groups[0].spec.id : "", id);
         } else if (rc != 0) {
             char why[FRUGAL_ERR_MSG_MAX];
             snprintf(why, sizeof(why), "%s", err->msg);
             rc = frugal_err_set(err, FRUGAL_EINVAL,
-                                "etcd key %s holds corrupt data (%s): refusing to start, "
+                                "etcd key %s holds corrupt data (%s): refused, "
                                 "nothing was written",
                                 key, why);
         }
@@ -94,7 +94,7 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
             state_free(&one);
     } else {
         rc = frugal_err_set(err, FRUGAL_EINVAL,
-                            "etcd key %s under prefix %s is not frugal's: refusing to start, "
+                            "etcd key %s under prefix %s is not frugal's: refused, "
                             "nothing was written (use another prefix, or remove the key)",
                             key, e->prefix);
     }
@@ -126,8 +126,8 @@ static int etcd_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
     }
     if (rc == 0 && !schema && out->count > 0)
         rc = frugal_err_set(err, FRUGAL_EINVAL,
-                            "etcd prefix %s holds node groups but no %sschema key: refusing to "
-                            "start, nothing was written",
+                            "etcd prefix %s holds node groups but no %sschema key (an import "
+                            "cut short?): refused, nothing was written",
                             e->prefix, e->prefix);
     e->revision = resp->header != NULL ? resp->header->revision : 0;
     if (rc != 0) {
@@ -304,10 +304,10 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
     int64_t *revs = calloc(chunks + 1, sizeof(*revs));
     if (rc == 0 && revs == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    /* The schema, when absent, comes with the first Txn, or with a restore's last: a
-     * restore cut short leaves groups without a schema, which no start takes for a state.
+    /* The schema, when absent, comes with the first Txn, or with an import's last: an
+     * import cut short leaves groups without a schema, which no start takes for a state.
      * Present, it must not change meanwhile (a newer frugal's migration, a hand edit). */
-    size_t schema_chunk = e->schema_revision != 0 ? SIZE_MAX : sc->restore ? chunks - 1 : 0;
+    size_t schema_chunk = e->schema_revision != 0 ? SIZE_MAX : sc->import ? chunks - 1 : 0;
     int64_t schema_rev = e->schema_revision;
     size_t schema_cmp = t.ncmp, leader_cmp = 0, view_cmp = 0, schema_put = t.nops;
     if (rc == 0 && chunks > 0) {
@@ -513,9 +513,10 @@ int state_etcd_create(const state_config_t *st, state_backend_t **out, frugal_er
     snprintf(e->description, n, "etcd prefix %s", st->prefix);
     snprintf(e->identity, sizeof(host) + 32, "%s:%ld", host, (long)getpid());
     e->lease_ttl_ms = st->lease_ttl_ms;
-    /* Both series from the start, at 0: a rate over them works before the first refusal. */
+    /* Every series from the start, at 0: a rate over them works before the first refusal. */
     metrics_cell(METRICS_ETCD_TXN_REFUSED, "conflict", NULL, NULL);
     metrics_cell(METRICS_ETCD_TXN_REFUSED, "fenced", NULL, NULL);
+    metrics_cell(METRICS_ETCD_TXN_REFUSED, "unreadable", NULL, NULL);
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->lease_mu, NULL);
     pthread_cond_init(&e->cond, NULL);

@@ -232,7 +232,7 @@ assert_ok "import into an empty prefix" "$FRUGAL" state import -c "$TMP/imp.yaml
 assert_match "target=3" "$(etcd_get /frugal/imp/groups/web-a)" "etcd holds the imported group"
 run "$FRUGAL" state import -c "$TMP/imp.yaml" "$TMP/st"
 assert_eq 1 "$RC" "a second import is refused"
-assert_match "already holds 1 node groups" "$ERR" "it says why"
+assert_match "already holds a state \(1 node groups\)" "$ERR" "it says why"
 assert_ok "export from etcd" "$FRUGAL" state export -c "$TMP/imp.yaml" -o "$TMP/back"
 assert_eq "$(grep -v '^#' "$TMP/st")" "$(grep -v '^#' "$TMP/back")" "the round trip keeps the state"
 IP=$(grep -o '"127.0.0.1:[0-9]*"' "$TMP/imp.yaml" | tr -d '"')
@@ -247,7 +247,7 @@ assert_match "target=0" "$(etcd_get /frugal/init/groups/web-a)" "etcd holds the 
 assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/init/schema)" "and the schema key"
 run "$FRUGAL" state init -c "$TMP/init.yaml"
 assert_eq 1 "$RC" "a second init is refused"
-assert_match "already holds 1 node groups" "$ERR" "it says why"
+assert_match "already holds a state \(1 node groups\)" "$ERR" "it says why"
 
 log "a compacted revision: a replica away past a compaction reads everything again"
 C3=$(free_port)

@@ -31,6 +31,35 @@ cat "$TMP/big.yaml" | sed -n '/^node_groups:/,$p' | tail -n +3 >>"$TMP/big2.yaml
 assert_ok "import of 150 groups" "$FRUGAL" state import -c "$TMP/big2.yaml" "$TMP/big.st"
 assert_match "target=2" "$(etcd_get /frugal/big2/groups/g77)" "the imported state"
 assert_eq "frugal-state-etcd version=1" "$(etcd_get /frugal/big2/schema)" "with its schema key"
+# mod_revision KEY: the revision etcd last wrote KEY at.
+mod_revision() {
+    curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/range" -d "{\"key\":\"$(b64 "$1")\"}" |
+        python3 -c 'import sys,json; print(json.load(sys.stdin)["kvs"][0]["mod_revision"])'
+}
+G1_REV=$(mod_revision /frugal/big2/groups/g1)
+SCHEMA_REV=$(mod_revision /frugal/big2/schema)
+[ "$SCHEMA_REV" -gt "$G1_REV" ] && pass ||
+    fail "the import's schema key comes with its last transaction ($SCHEMA_REV after $G1_REV)"
+
+log "file -> etcd -> file keeps the groups' order (the config's, not etcd's by name)"
+FP=$(free_port)
+cat >"$TMP/file.yaml" <<YAML
+listen: [{address: "127.0.0.1:$FP"}]
+state_file: $TMP/st
+node_groups:
+  - {id: zz, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+  - {id: aa, machine_type: n1-standard-2, min_size: 0, max_size: 10}
+YAML
+ADDR="127.0.0.1:$FP" start_server "$TMP/file.yaml"
+ADDR="127.0.0.1:$FP" assert_ok "increase zz" ctl increase zz 2
+ADDR="127.0.0.1:$FP" assert_ok "increase aa" ctl increase aa 1
+stop_server
+replica_config "$TMP/ord.yaml" "$(free_port)" /frugal/ord/
+sed -i '/- {id: web-a/d' "$TMP/ord.yaml"
+sed -n '/^  - {id: zz/,$p' "$TMP/file.yaml" >>"$TMP/ord.yaml"
+assert_ok "import" "$FRUGAL" state import -c "$TMP/ord.yaml" "$TMP/st"
+assert_ok "export" "$FRUGAL" state export -c "$TMP/ord.yaml" -o "$TMP/back"
+assert_eq "$(grep -v '^#' "$TMP/st")" "$(grep -v '^#' "$TMP/back")" "the same state file"
 
 log "a leader key without a lease is removed: a replica leads"
 LP=$(free_port)

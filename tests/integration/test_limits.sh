@@ -125,7 +125,7 @@ assert_match "group id=pool-a .*target=0" "$(cat "$STATE")" "pool-a at its initi
 cp "$STATE" "$TMP/initialised.yaml"
 run "$FRUGAL" state init -c "$TMP/frugal.yaml"
 assert_eq 1 "$RC" "a second init exits 1"
-assert_match "already holds [0-9]+ node groups: it is initialised \(nothing was written\)" "$ERR" "and says why"
+assert_match "already holds a state \([0-9]+ node groups\): it is initialised \(nothing was written\)" "$ERR" "and says why"
 cmp -s "$STATE" "$TMP/initialised.yaml" && pass || fail "the state file is unchanged"
 serve_plain "$TMP/after-init.log"
 assert_ok "serve starts without --init-state" ctl health

@@ -1356,6 +1356,12 @@ static void test_state_errors(void **state) {
     expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: p}\n",
                  "t.yaml:1:57: state.prefix: must start and end with / and name something, got "
                  "\"p\"");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: //}\n",
+                 "t.yaml:1:57: state.prefix: must not hold an empty segment (//), got \"//\"");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: /a//b/}\n",
+                 "t.yaml:1:57: state.prefix: must not hold an empty segment (//), got \"/a//b/\"");
+    expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: \"/a\\0b/\"}\n",
+                 "t.yaml:1:57: state.prefix: must not hold a NUL byte");
     expect_error("state: {backend: etcd, endpoints: [http://a:1], prefix: /p/, tls: {ca: /c}}\n",
                  "t.yaml:1:67: state.tls: needs https:// endpoints");
     expect_error("state: {backend: etcd, endpoints: [https://a:1], prefix: /p/, tls: {cert: /c}}"
