@@ -81,11 +81,6 @@ static int plan__read_file(const char *path, char **text, size_t *len) {
     return 0;
 }
 
-static void plan__add(int64_t *acc, int64_t v) {
-    if (__builtin_add_overflow(*acc, v, acc))
-        *acc = INT64_MAX;
-}
-
 /* ------------------------------------------------------------------------------------
  * Building the plan
  * ---------------------------------------------------------------------------------- */
@@ -141,7 +136,8 @@ static int plan__collect_pending(plan_t *pl) {
 
 /* The nodes of g that its pods take, first fit in decreasing size, as CA's estimator
  * builds the option (three pods of 1.2 cores take three 2-core nodes, not two). */
-static int plan__pack(const plan_t *pl, const plan_group_t *g, int64_t *nodes) {
+static int plan__pack(const plan_t *pl, const plan_group_t *g, size_t max_nodes, int64_t *nodes,
+                      bool *placed) {
     size_t n = g->pods_count;
     const resources_t *cap = &g->info.capacity;
     binpack_key_t *keys = calloc(n + 1, sizeof(*keys));
@@ -160,7 +156,8 @@ static int plan__pack(const plan_t *pl, const plan_group_t *g, int64_t *nodes) {
     binpack_sort_largest_first(keys, n);
     for (size_t k = 0; k < n; k++)
         order[k] = keys[k].at;
-    *nodes = (int64_t)binpack_first_fit(pods, order, n, cap, g->info.max_pods, room, slots);
+    *nodes = (int64_t)binpack_first_fit_upto(pods, order, n, cap, g->info.max_pods, max_nodes, room,
+                                             slots, placed);
 done:
     free(keys), free(pods), free(room), free(order), free(slots);
     return rc;
@@ -187,18 +184,31 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
         return plan__nomem();
     char why[256];
     for (size_t i = 0; i < pl->n_pending; i++) {
-        if (!plan_can_host(pl, g, i, why, sizeof(why)))
-            continue;
-        g->pods[g->pods_count++] = (uint32_t)i;
-        plan__add(&g->sum.cpu_milli, pl->pp[i].request.cpu_milli);
-        plan__add(&g->sum.memory_bytes, pl->pp[i].request.memory_bytes);
-        plan__add(&g->sum.gpu, pl->pp[i].request.gpu);
+        if (plan_can_host(pl, g, i, why, sizeof(why)))
+            g->pods[g->pods_count++] = (uint32_t)i;
     }
     int64_t nodes = 0;
-    if ((rc = plan__pack(pl, g, &nodes)) != 0)
+    if ((rc = plan__pack(pl, g, SIZE_MAX, &nodes, NULL)) != 0)
         return rc;
     g->nodes_needed = nodes > 1 ? nodes : 1;
     int32_t headroom = g->cfg->max_size - plan_initial_size(g->cfg);
+    /* As CA's estimator under the group's max_size: the option holds the pods its nodes
+     * take, the others wait for another option or a later loop. */
+    bool *placed = calloc(g->pods_count + 1, sizeof(*placed));
+    if (placed == NULL || (g->held = calloc(g->pods_count + 1, sizeof(*g->held))) == NULL) {
+        free(placed);
+        return plan__nomem();
+    }
+    size_t cap = headroom > 0 ? (size_t)headroom : 0;
+    if ((rc = plan__pack(pl, g, cap, &nodes, placed)) != 0) {
+        free(placed);
+        return rc;
+    }
+    for (size_t k = 0; k < g->pods_count; k++) {
+        if (placed[k])
+            g->held[g->held_count++] = g->pods[k];
+    }
+    free(placed);
     if (g->pods_count == 0) {
         g->skip = "hosts none of the pending pods";
     } else if (headroom <= 0) {
@@ -255,8 +265,8 @@ static int plan__rank(plan_t *pl) {
             .group_id = spec->id,
             .node_count = g->node_count,
             .node = &g->info,
-            .pods = g->pods,
-            .pods_count = g->pods_count,
+            .pods = g->held,
+            .pods_count = g->held_count,
             .group = {.known = true,
                       .exists = true,
                       .spot = spec->spot,
@@ -574,13 +584,20 @@ static int plan__utilisation(plan_t *pl) {
         escalator_group_init(&pl->util[i].eg, g->scale_up_threshold, g->scale_on_starve, &alloc);
         for (int32_t k = 0; pl->nodes_path == NULL && k < plan_initial_size(g); k++)
             escalator_add_node(&pl->util[i].eg, &alloc);
-        autoprov_totals_add(&totals, plan_initial_size(g), &alloc);
     }
     if (pl->nodes_path != NULL) {
         plan__util_nodes(pl, node_group);
         plan__util_bound_pods(pl, node_group);
     } else {
         plan__note_bound_unknown(pl);
+    }
+    /* The limits count each group's nodes (those NODES.json gives it, else its initial
+     * size) at its machine type's size, as the server counts target sizes. */
+    for (size_t i = 0; i < n; i++) {
+        const node_group_config_t *g = &cfg->node_groups[i];
+        resources_t alloc = plan__machine_allocatable(cfg, g);
+        autoprov_totals_add(
+            &totals, pl->nodes_path != NULL ? pl->util[i].eg.nodes : plan_initial_size(g), &alloc);
     }
     free(node_group);
     for (size_t i = 0; i < pl->n_pending; i++) {
@@ -603,6 +620,7 @@ static void plan__free(plan_t *pl) {
         if (pl->groups[i].node != NULL)
             k8s__io__api__core__v1__node__free_unpacked(pl->groups[i].node, NULL);
         free(pl->groups[i].pods);
+        free(pl->groups[i].held);
     }
     free(pl->groups);
     for (size_t i = 0; i < pl->n_pending; i++)

@@ -44,16 +44,23 @@ static void plan__append(char *buf, size_t size, size_t *len, const char *fmt, .
     *len += (size_t)n;
 }
 
-/* The similarity keys, sizes and max sizes of the managed groups, for escalator_split;
- * a group's size is its node count in NODES.json when given, else its initial size.
- * Every array has pl->n_groups entries (free them with free). */
-static void plan__split_inputs(const plan_t *pl, const char ***keys, int64_t **sizes,
+/* The similarity keys, sizes and max sizes of the managed groups, for escalator_split
+ * of winner chosen's nodes; a group's size is its node count in NODES.json when given,
+ * else its initial size. As CA, a similar group joins the split only when it can host
+ * the winner's pods too (a zone the pods select is no place for their nodes): the others
+ * get no key. Every array has pl->n_groups entries (free them with free). */
+static void plan__split_inputs(const plan_t *pl, size_t chosen, const char ***keys, int64_t **sizes,
                                int64_t **max) {
     *keys = cli_xcalloc(pl->n_groups, sizeof(**keys));
     *sizes = cli_xcalloc(pl->n_groups, sizeof(**sizes));
     *max = cli_xcalloc(pl->n_groups, sizeof(**max));
+    const plan_group_t *w = &pl->groups[chosen];
+    char why[256];
     for (size_t k = 0; k < pl->n_groups; k++) {
-        (*keys)[k] = pl->groups[k].info.similarity_key;
+        bool hosts = true;
+        for (size_t j = 0; j < w->held_count && hosts && k != chosen; j++)
+            hosts = plan_can_host(pl, &pl->groups[k], w->held[j], why, sizeof(why));
+        (*keys)[k] = hosts ? pl->groups[k].info.similarity_key : NULL;
         const node_group_config_t *g = pl->groups[k].cfg;
         (*sizes)[k] = pl->nodes_path != NULL ? pl->util[g - pl->cfg->node_groups].eg.nodes
                                              : plan_initial_size(g);
@@ -184,14 +191,14 @@ static void plan__print_util_table(const plan_t *pl) {
 static void plan__print_split_table(const plan_t *pl) {
     if (pl->n_options == 0)
         return;
-    const char **keys;
-    int64_t *sizes, *max;
-    plan__split_inputs(pl, &keys, &sizes, &max);
     int64_t *share = cli_xcalloc(pl->n_groups, sizeof(*share));
     char cell[PLAN_CELL];
     for (size_t s = 0; s < pl->decision.selected_count; s++) {
         size_t chosen = pl->option_group[pl->decision.selected[s]];
         const plan_group_t *w = &pl->groups[chosen];
+        const char **keys;
+        int64_t *sizes, *max;
+        plan__split_inputs(pl, chosen, &keys, &sizes, &max);
         int64_t placed =
             escalator_split(keys, sizes, max, pl->n_groups, chosen, w->node_count, share);
         size_t len = 0, members = 0;
@@ -208,11 +215,11 @@ static void plan__print_split_table(const plan_t *pl) {
         if (placed < w->node_count)
             printf(" (%" PRId64 " placed: the similar groups reach max_size)", placed);
         printf("\n");
+        free(keys);
+        free(sizes);
+        free(max);
     }
     free(share);
-    free(keys);
-    free(sizes);
-    free(max);
 }
 
 /* The NOTE of option o: what keeps it from a score, its max_size cap, and under
@@ -228,7 +235,8 @@ static void plan__option_note(const plan_t *pl, size_t o, char *buf, size_t size
         return;
     }
     if (g->nodes_needed > g->node_count) {
-        plan__append(buf, size, &len, "needs %" PRId64 " nodes, capped by max_size %d",
+        plan__append(buf, size, &len,
+                     "needs %" PRId64 " nodes, capped by max_size %d: holds the pods those take",
                      g->nodes_needed, (int)g->cfg->max_size);
         sep = "; ";
     }
@@ -296,7 +304,7 @@ int plan_print_table(const plan_t *pl) {
             const plan_group_t *g = &pl->groups[pl->option_group[o]];
             const ranking_figures_t *fg = &pl->figs[o];
             snprintf(a, sizeof(a), "%d", (int)g->node_count);
-            snprintf(b, sizeof(b), "%zu", g->pods_count);
+            snprintf(b, sizeof(b), "%zu", g->held_count);
             snprintf(c, sizeof(c), "%.6f", pl->in[o].node_price);
             snprintf(d, sizeof(d), "%.6f", pl->in[o].pods_price);
             /* Under demand-fit the two factor columns are the spare room and its use. */
@@ -393,7 +401,7 @@ static void plan__yaml_pods(int indent, const plan_t *pl, const uint32_t *idx, c
 static void plan__yaml_split(const plan_t *pl, size_t chosen) {
     const char **keys;
     int64_t *sizes, *max;
-    plan__split_inputs(pl, &keys, &sizes, &max);
+    plan__split_inputs(pl, chosen, &keys, &sizes, &max);
     int64_t *share = cli_xcalloc(pl->n_groups, sizeof(*share));
     escalator_split(keys, sizes, max, pl->n_groups, chosen, pl->groups[chosen].node_count, share);
     printf("  balance_similar_split:\n");
@@ -486,7 +494,7 @@ int plan_print_yaml(const plan_t *pl) {
         cli_yaml_kv(2, "machine_type", g->cfg->spec.machine_type);
         printf("  winner: %s\n", pl->winner[o] ? "true" : "false");
         printf("  nodes: %d\n  nodes_needed: %" PRId64 "\n", (int)g->node_count, g->nodes_needed);
-        plan__yaml_pods(2, pl, g->pods, NULL, g->pods_count);
+        plan__yaml_pods(2, pl, g->held, NULL, g->held_count);
         plan__yaml_figures(2, &pl->figs[o]);
         if (pl->decision.strategy == RANKING_STRATEGY_DEMAND_FIT) {
             const ranking_input_t *in = &pl->in[o];

@@ -22,6 +22,12 @@ void binpack_sort_largest_first(binpack_key_t *keys, size_t count) {
 size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t count,
                          const resources_t *node, int64_t max_pods, resources_t *room,
                          int64_t *slots) {
+    return binpack_first_fit_upto(pods, order, count, node, max_pods, SIZE_MAX, room, slots, NULL);
+}
+
+size_t binpack_first_fit_upto(const resources_t *pods, const size_t *order, size_t count,
+                              const resources_t *node, int64_t max_pods, size_t max_nodes,
+                              resources_t *room, int64_t *slots, bool *placed) {
     size_t used = 0;
     for (size_t k = 0; k < count; k++) {
         const resources_t *p = &pods[order[k]];
@@ -30,6 +36,10 @@ size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t co
                (room[b].cpu_milli < p->cpu_milli || room[b].memory_bytes < p->memory_bytes ||
                 room[b].gpu < p->gpu || slots[b] == 0))
             b++;
+        if (placed != NULL)
+            placed[order[k]] = b < max_nodes;
+        if (b >= max_nodes)
+            continue;
         if (b == used) {
             room[used] = *node;
             slots[used++] = max_pods > 0 ? max_pods : -1;

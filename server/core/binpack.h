@@ -4,6 +4,7 @@
 #ifndef FRUGAL_BINPACK_H
 #define FRUGAL_BINPACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,12 @@ void binpack_sort_largest_first(binpack_key_t *keys, size_t count);
 size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t count,
                          const resources_t *node, int64_t max_pods, resources_t *room,
                          int64_t *slots);
+
+/* binpack_first_fit on at most max_nodes nodes, as CA's estimator under a node limit
+ * (the group's max_size): a pod that would need one more is left out, placed[order[k]]
+ * false (placed: one row per pod, or NULL). */
+size_t binpack_first_fit_upto(const resources_t *pods, const size_t *order, size_t count,
+                              const resources_t *node, int64_t max_pods, size_t max_nodes,
+                              resources_t *room, int64_t *slots, bool *placed);
 
 #endif

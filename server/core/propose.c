@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autoprov.h"
+#include "binpack.h"
 #include "escalator.h"
 #include "fit.h"
 #include "group_rules.h"
@@ -434,8 +435,30 @@ static void propose__sort_order(size_t *order, size_t n, const size_t *counts) {
     }
 }
 
-static int64_t propose__ceil_div(int64_t a, int64_t b) {
-    return b > 0 ? (a + b - 1) / b : 0;
+/* How many nodes of shape node the proposal's pods take, first fit largest first as
+ * CA's estimator packs them (their GPUs and the template's pod slots included): the
+ * headroom's count may be fewer when the pods do not divide (5 pods of 2.1 cores on
+ * 4-core nodes take 5, not 4). 0, or FRUGAL_ENOMEM. */
+static int propose__first_fit(const propose_work_t *w, const propose_proposal_t *p,
+                              const resources_t *node, int64_t *out) {
+    size_t n = p->pods_count;
+    resources_t *pods = calloc(n + 1, sizeof(*pods)), *room = calloc(n + 1, sizeof(*room));
+    binpack_key_t *keys = calloc(n + 1, sizeof(*keys));
+    size_t *order = calloc(n + 1, sizeof(*order));
+    int64_t *slots = calloc(n + 1, sizeof(*slots));
+    int rc = pods && room && keys && order && slots ? 0 : FRUGAL_ENOMEM;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        pods[k] = w->pods[p->pods[k]].request;
+        keys[k] = (binpack_key_t){binpack_size(&pods[k], node), k};
+    }
+    if (rc == 0) {
+        binpack_sort_largest_first(keys, n);
+        for (size_t k = 0; k < n; k++)
+            order[k] = keys[k].at;
+        *out = (int64_t)binpack_first_fit(pods, order, n, node, TEMPLATE_MAX_PODS, room, slots);
+    }
+    free(pods), free(room), free(keys), free(order), free(slots);
+    return rc;
 }
 
 typedef struct propose_out {
@@ -506,12 +529,13 @@ static int propose__emit(const propose_params_t *params, propose_work_t *w, cons
      * GPUs are outside that model and only need to fit. */
     resources_t alloc = {t->mt->cpu_milli, t->mt->memory_bytes, t->mt->gpu};
     int64_t nodes = escalator_delta_from_zero(&sum, &alloc, PROPOSE_SCALE_UP_THRESHOLD);
-    int64_t by_gpu = propose__ceil_div(sum.gpu, t->mt->gpu);
-    if (by_gpu > nodes)
-        nodes = by_gpu;
-    int64_t by_pods = propose__ceil_div((int64_t)p.pods_count, TEMPLATE_MAX_PODS);
-    if (by_pods > nodes)
-        nodes = by_pods;
+    int64_t packed = 0;
+    if (propose__first_fit(w, &p, &alloc, &packed) != 0) {
+        propose__proposal_clear(&p);
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
+    if (packed > nodes)
+        nodes = packed;
     if (nodes < 1)
         nodes = 1;
     p.node_count = nodes > INT32_MAX ? INT32_MAX : (int32_t)nodes;

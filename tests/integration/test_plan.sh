@@ -240,8 +240,24 @@ node_groups:
   - {id: zb, machine_type: n1-standard-2, zone: us-central1-b, max_size: 1}
 EOF
 assert_ok "plan zones" "$FRUGAL" plan -c "$TMP/zones.yaml" --pods "$TMP/three.json"
-assert_match '^  \*  za +n1-standard-2 +1 +3 +.*needs 2 nodes, capped by max_size 1$' "$OUT" "capped, noted"
-assert_match '^     zb +n1-standard-2 +1 +3 ' "$OUT" "the similar group ties but is not selected"
+assert_match '^  \*  za +n1-standard-2 +1 +2 +.*needs 2 nodes, capped by max_size 1: holds the pods those take$' \
+    "$OUT" "capped as CA's estimator caps it: the pods one node takes, noted"
+assert_match '^     zb +n1-standard-2 +1 +2 ' "$OUT" "the similar group ties but is not selected"
+
+log "the balance-similar split leaves out similar groups the pods cannot use"
+cat >"$TMP/zones3.yaml" <<'EOF'
+ranking: {strategy: pricing-proposal}
+node_groups:
+  - {id: za, machine_type: n1-standard-2, zone: us-central1-a, max_size: 10}
+  - {id: zb, machine_type: n1-standard-2, zone: us-central1-b, max_size: 10}
+  - {id: zc, machine_type: n1-standard-2, zone: us-central1-c, max_size: 10}
+EOF
+PIN='"nodeSelector": {"topology.kubernetes.io/zone": "us-central1-b"}'
+pod_list "$(pod b1 default Pending '"1500m"' '"1Gi"' "$PIN")" "$(pod b2 default Pending '"1500m"' '"1Gi"' "$PIN")" \
+    "$(pod b3 default Pending '"1500m"' '"1Gi"' "$PIN")" >"$TMP/pinned.json"
+assert_ok "plan pinned" "$FRUGAL" plan -c "$TMP/zones3.yaml" --pods "$TMP/pinned.json"
+assert_match "^balance-similar split of zb's 3 nodes: zb \+3 \(no similar group\)$" "$OUT" \
+    "the other zones get none of zb's nodes"
 assert_eq 1 "$(echo "$OUT" | grep -c '^  \*')" "one winner among similar groups"
 
 log "a node runs 110 pods: 230 pods of 10m need 3 nodes, not the one their cpu fills"

@@ -93,6 +93,11 @@ EOF
 if assert_ok "plan limits" "$FRUGAL" plan -c "$TMP/max.yaml" --pods "$TMP/ten.json" --nodes "$TMP/two-nodes.json" -o yaml; then
     assert_eq 1 "$(util_field jobs delta)" "3 cpu allowed, 2 used: one node"
 fi
+# The config gives no size: the 2 nodes NODES.json gives the group count toward the limit.
+sed -i 's/size: 2, max_size: 5/max_size: 5/' "$TMP/max.yaml"
+if assert_ok "plan limits, sized by NODES.json" "$FRUGAL" plan -c "$TMP/max.yaml" --pods "$TMP/ten.json" --nodes "$TMP/two-nodes.json" -o yaml; then
+    assert_eq 1 "$(util_field jobs delta)" "the counted nodes use 2 of the 3 cpu: one node"
+fi
 
 log "from zero: 1800m pending on a group without nodes, threshold 70"
 config "$TMP/zero.yaml" '  - {id: jobs, machine_type: jobs-1x4, zone: z1, max_size: 20, labels: {workload: jobs}}'

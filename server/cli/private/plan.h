@@ -27,7 +27,8 @@ typedef struct plan_group {
     k8s_node_t *node; /* the same template, for labels and taints */
     uint32_t *pods;   /* indexes of the pending pods it can host */
     size_t pods_count;
-    resources_t sum; /* their summed requests */
+    uint32_t *held; /* those the option holds: all, or what its node_count nodes take */
+    size_t held_count;
     int64_t nodes_needed;
     int32_t node_count; /* nodes_needed capped by max_size */
     const char *skip;   /* why it is not an option; NULL when it is one */

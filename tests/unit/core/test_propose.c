@@ -483,6 +483,14 @@ static void test_node_count(void **state) {
     run(&f);
     assert_int_equal(f.res.proposals[0].node_count, 3);
     done(&f);
+
+    /* 5 pods of 2.1 cores: 10.5 / 4 / 70 % = 3.75 gives 4, but one such pod fills a node. */
+    load(&f, "n1-standard-4", "us-central1-a");
+    for (int i = 0; i < 5; i++)
+        add(&f, (pod_def_t){names[i], "2100m", "1Gi", NULL, NULL, NULL});
+    run(&f);
+    assert_int_equal(f.res.proposals[0].node_count, 5);
+    done(&f);
 }
 
 /* Proposals come back cheapest first, and an existing group gets no penalty. */
