@@ -27,30 +27,6 @@ serve() { # CONFIG ADDR
     echo "server did not start: $1" >&2; exit 1
 }
 
-ETCD_PIDS=()
-etcd_cluster() { # N: starts N members, sets ENDPOINTS to their client URLs
-    local n=$1 i cluster="" eps=""
-    local -a c p
-    ETCD_PIDS=()
-    for i in $(seq 0 $((n - 1))); do
-        c[$i]="http://127.0.0.1:$(port)"; p[$i]="http://127.0.0.1:$(port)"
-        cluster+="${cluster:+,}m$i=${p[$i]}"; eps+="${eps:+, }${c[$i]}"
-    done
-    for i in $(seq 0 $((n - 1))); do
-        etcd --name "m$i" --data-dir "$TMP/e$n-$i" --listen-client-urls "${c[$i]}" \
-            --advertise-client-urls "${c[$i]}" --listen-peer-urls "${p[$i]}" \
-            --initial-advertise-peer-urls "${p[$i]}" --initial-cluster "$cluster" \
-            --initial-cluster-state new >"$TMP/e$n-$i.log" 2>&1 &
-        PIDS+=($!)
-        ETCD_PIDS+=($!)
-    done
-    for _ in $(seq 1 100); do
-        curl -sf -X POST "${c[0]}/v3/kv/range" -d '{"key":"AA=="}' >/dev/null 2>&1 && break; sleep 0.1
-    done
-    ENDPOINTS="[$eps]"
-}
-etcd_stop() { kill -TERM "${ETCD_PIDS[@]}"; wait "${ETCD_PIDS[@]}" 2>/dev/null || true; }
-
 run() { # LABEL STATE_YAML: one fresh server, one bench; its lines go to $TMP/LABEL.out
     local a="127.0.0.1:$(port)"
     printf 'listen: [{address: "%s"}]\n%s\n%s\n' "$a" "$2" "$groups" >"$TMP/$1.yaml"
