@@ -136,31 +136,18 @@ static int plan__collect_pending(plan_t *pl) {
 
 /* The nodes of g that its pods take, first fit in decreasing size, as CA's estimator
  * builds the option (three pods of 1.2 cores take three 2-core nodes, not two). */
-static int plan__pack(const plan_t *pl, const plan_group_t *g, size_t max_nodes, int64_t *nodes,
-                      bool *placed) {
-    size_t n = g->pods_count;
-    const resources_t *cap = &g->info.capacity;
-    binpack_key_t *keys = calloc(n + 1, sizeof(*keys));
-    resources_t *pods = calloc(n + 1, sizeof(*pods)), *room = calloc(n + 1, sizeof(*room));
-    size_t *order = calloc(n + 1, sizeof(*order));
-    int64_t *slots = calloc(n + 1, sizeof(*slots));
-    int rc = 0;
-    if (keys == NULL || pods == NULL || room == NULL || order == NULL || slots == NULL) {
-        rc = plan__nomem();
-        goto done;
-    }
-    for (size_t k = 0; k < n; k++) {
+static int plan__pack(const plan_t *pl, const plan_group_t *g, int64_t *nodes, size_t *node_of) {
+    resources_t *pods = calloc(g->pods_count + 1, sizeof(*pods));
+    size_t used = 0;
+    int rc = pods != NULL ? 0 : FRUGAL_ENOMEM;
+    for (size_t k = 0; rc == 0 && k < g->pods_count; k++)
         pods[k] = pl->pp[g->pods[k]].request;
-        keys[k] = (binpack_key_t){binpack_size(&pods[k], cap), k};
-    }
-    binpack_sort_largest_first(keys, n);
-    for (size_t k = 0; k < n; k++)
-        order[k] = keys[k].at;
-    *nodes = (int64_t)binpack_first_fit_upto(pods, order, n, cap, g->info.max_pods, max_nodes, room,
-                                             slots, placed);
-done:
-    free(keys), free(pods), free(room), free(order), free(slots);
-    return rc;
+    if (rc == 0)
+        rc = binpack_largest_first(pods, g->pods_count, &g->info.capacity, g->info.max_pods, &used,
+                                   node_of);
+    free(pods);
+    *nodes = (int64_t)used;
+    return rc != 0 ? plan__nomem() : 0;
 }
 
 /* Decode g's template and find the pods it can host. */
@@ -187,28 +174,25 @@ static int plan__build_group(plan_t *pl, plan_group_t *g) {
         if (plan_can_host(pl, g, i, why, sizeof(why)))
             g->pods[g->pods_count++] = (uint32_t)i;
     }
-    int64_t nodes = 0;
-    if ((rc = plan__pack(pl, g, SIZE_MAX, &nodes, NULL)) != 0)
-        return rc;
-    g->nodes_needed = nodes > 1 ? nodes : 1;
-    int32_t headroom = g->cfg->max_size - plan_initial_size(g->cfg);
     /* As CA's estimator under the group's max_size: the option holds the pods its nodes
      * take, the others wait for another option or a later loop. */
-    bool *placed = calloc(g->pods_count + 1, sizeof(*placed));
-    if (placed == NULL || (g->held = calloc(g->pods_count + 1, sizeof(*g->held))) == NULL) {
-        free(placed);
+    size_t *node_of = calloc(g->pods_count + 1, sizeof(*node_of));
+    if (node_of == NULL || (g->held = calloc(g->pods_count + 1, sizeof(*g->held))) == NULL) {
+        free(node_of);
         return plan__nomem();
     }
-    size_t cap = headroom > 0 ? (size_t)headroom : 0;
-    if ((rc = plan__pack(pl, g, cap, &nodes, placed)) != 0) {
-        free(placed);
+    int64_t nodes = 0;
+    if ((rc = plan__pack(pl, g, &nodes, node_of)) != 0) {
+        free(node_of);
         return rc;
     }
+    g->nodes_needed = nodes > 1 ? nodes : 1;
+    int32_t headroom = g->cfg->max_size - plan_initial_size(g->cfg);
     for (size_t k = 0; k < g->pods_count; k++) {
-        if (placed[k])
+        if (headroom > 0 && node_of[k] < (size_t)headroom)
             g->held[g->held_count++] = g->pods[k];
     }
-    free(placed);
+    free(node_of);
     if (g->pods_count == 0) {
         g->skip = "hosts none of the pending pods";
     } else if (headroom <= 0) {

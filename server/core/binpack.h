@@ -4,7 +4,6 @@
 #ifndef FRUGAL_BINPACK_H
 #define FRUGAL_BINPACK_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,11 +32,18 @@ size_t binpack_first_fit(const resources_t *pods, const size_t *order, size_t co
                          const resources_t *node, int64_t max_pods, resources_t *room,
                          int64_t *slots);
 
-/* binpack_first_fit on at most max_nodes nodes, as CA's estimator under a node limit
- * (the group's max_size): a pod that would need one more is left out, placed[order[k]]
- * false (placed: one row per pod, or NULL). */
-size_t binpack_first_fit_upto(const resources_t *pods, const size_t *order, size_t count,
-                              const resources_t *node, int64_t max_pods, size_t max_nodes,
-                              resources_t *room, int64_t *slots, bool *placed);
+/* binpack_first_fit that also writes, for each pod, the index of the node it went to
+ * (node_of: one row per pod). Under a node limit N (the group's max_size), CA's
+ * estimator keeps exactly the pods with node_of < N: later nodes never change where an
+ * earlier pod went. */
+size_t binpack_first_fit_nodes(const resources_t *pods, const size_t *order, size_t count,
+                               const resources_t *node, int64_t max_pods, resources_t *room,
+                               int64_t *slots, size_t *node_of);
+
+/* The pods[0..count) as CA's estimator packs them, largest first (binpack_size, ties in
+ * index order) then first fit, onto nodes of shape node: *nodes used, and with node_of
+ * each pod's node. 0, or FRUGAL_ENOMEM with nothing written. */
+int binpack_largest_first(const resources_t *pods, size_t count, const resources_t *node,
+                          int64_t max_pods, size_t *nodes, size_t *node_of);
 
 #endif

@@ -441,23 +441,15 @@ static void propose__sort_order(size_t *order, size_t n, const size_t *counts) {
  * 4-core nodes take 5, not 4). 0, or FRUGAL_ENOMEM. */
 static int propose__first_fit(const propose_work_t *w, const propose_proposal_t *p,
                               const resources_t *node, int64_t *out) {
-    size_t n = p->pods_count;
-    resources_t *pods = calloc(n + 1, sizeof(*pods)), *room = calloc(n + 1, sizeof(*room));
-    binpack_key_t *keys = calloc(n + 1, sizeof(*keys));
-    size_t *order = calloc(n + 1, sizeof(*order));
-    int64_t *slots = calloc(n + 1, sizeof(*slots));
-    int rc = pods && room && keys && order && slots ? 0 : FRUGAL_ENOMEM;
-    for (size_t k = 0; rc == 0 && k < n; k++) {
+    resources_t *pods = calloc(p->pods_count + 1, sizeof(*pods));
+    if (pods == NULL)
+        return FRUGAL_ENOMEM;
+    for (size_t k = 0; k < p->pods_count; k++)
         pods[k] = w->pods[p->pods[k]].request;
-        keys[k] = (binpack_key_t){binpack_size(&pods[k], node), k};
-    }
-    if (rc == 0) {
-        binpack_sort_largest_first(keys, n);
-        for (size_t k = 0; k < n; k++)
-            order[k] = keys[k].at;
-        *out = (int64_t)binpack_first_fit(pods, order, n, node, TEMPLATE_MAX_PODS, room, slots);
-    }
-    free(pods), free(room), free(keys), free(order), free(slots);
+    size_t used = 0;
+    int rc = binpack_largest_first(pods, p->pods_count, node, TEMPLATE_MAX_PODS, &used, NULL);
+    free(pods);
+    *out = (int64_t)used;
     return rc;
 }
 

@@ -51,11 +51,27 @@ static void test_first_fit(void **state) {
     assert_int_equal(binpack_first_fit(pods, order, 5, &NODE, 1, room, slots), 5);
 }
 
+/* Largest first, each pod's node: the two 0.8-core pods (given first) follow the three of
+ * 1.2 cores onto the first two nodes; under a limit of 2 nodes only the third 1.2-core
+ * pod is left out. */
+static void test_largest_first_nodes(void **state) {
+    (void)state;
+    resources_t pods[] = {
+        {800, GIB, 0}, {800, GIB, 0}, {1200, GIB, 0}, {1200, GIB, 0}, {1200, GIB, 0}};
+    size_t nodes = 0, node_of[5];
+    assert_int_equal(binpack_largest_first(pods, 5, &NODE, 0, &nodes, node_of), 0);
+    assert_int_equal(nodes, 3);
+    static const size_t want[] = {0, 1, 0, 1, 2};
+    for (size_t k = 0; k < 5; k++)
+        assert_int_equal(node_of[k], want[k]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size),
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_first_fit),
+        cmocka_unit_test(test_largest_first_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
