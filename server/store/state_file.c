@@ -190,7 +190,11 @@ typedef struct file_backend {
     char *path;
     char *description;
     int lock_fd;
-    bool committed; /* a commit has run: the start's is behind it */
+    /* What the file holds as of the last commit, so that a commit of the same state
+     * writes nothing and PATH.prev stays the generation before it (a clean stop, whose
+     * final persist follows the acknowledged writes, would otherwise make it a copy). */
+    char *held;
+    size_t held_len;
 } file_backend_t;
 
 /* Make the file at path, as it is, durable (it may have been put there unsynced, by a
@@ -241,19 +245,27 @@ static int file_load(state_backend_t *b, state_t *out, frugal_err_t *err) {
 
 static int file_commit(state_backend_t *b, const state_commit_t *c, frugal_err_t *err) {
     file_backend_t *f = b->impl;
-    if (f->committed)
-        return state_save(f->path, c->view, c->count, err);
-    /* The start commits the state it loaded: when that is what the file holds, nothing
-     * is written, so a full disk does not keep a server from starting (and answering
-     * reads) on the state it had. */
-    f->committed = true;
     char *data = NULL;
     size_t len = 0;
     int rc = state_format(c->view, c->count, &data, &len, err);
-    if (rc == 0)
-        rc = state__file_holds(f->path, data, len) ? state__sync_existing(f->path, err)
-                                                   : state_write_file(f->path, data, len, err);
-    free(data);
+    if (rc != 0)
+        return rc;
+    if (f->held != NULL && f->held_len == len && memcmp(f->held, data, len) == 0) {
+        free(data);
+        return 0;
+    }
+    /* The start commits the state it loaded: when that is what the file holds, nothing
+     * is written, so a full disk does not keep a server from starting (and answering
+     * reads) on the state it had. */
+    if (f->held == NULL && state__file_holds(f->path, data, len))
+        rc = state__sync_existing(f->path, err);
+    else
+        rc = state_write_file(f->path, data, len, err);
+    free(f->held);
+    f->held = rc == 0 ? data : NULL; /* after a failure, what the file holds is unknown */
+    f->held_len = rc == 0 ? len : 0;
+    if (rc != 0)
+        free(data);
     return rc;
 }
 
@@ -348,6 +360,7 @@ static const char *file_describe(const state_backend_t *b) {
 static void file_destroy(state_backend_t *b) {
     file_backend_t *f = b->impl;
     state_lock_release(f->lock_fd);
+    free(f->held);
     free(f->path);
     free(f->description);
     free(f);

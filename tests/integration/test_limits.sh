@@ -139,6 +139,10 @@ assert_ok "increase again" ctl increase pool-a 1
 stop_server
 assert_match "^frugal-state version=2 crc=[0-9a-f]{8}$" "$(cat "$STATE")" "sealed header"
 [ -e "$STATE.prev" ] && pass || fail "the previous generation is kept"
+# The clean stop persists a state the acknowledged change already wrote: it writes
+# nothing, so .prev is the generation before that change, not a copy of the file.
+assert_match "group id=pool-a .*target=2" "$(cat "$STATE.prev")" "the previous generation is the one before the last change"
+cmp -s "$STATE" "$STATE.prev" && fail "the clean stop made .prev a copy of the file" || pass
 
 log "a lost state file beside its previous generation: refused, but for a deliberate --init-state"
 mv "$STATE" "$TMP/lost.yaml"
@@ -200,6 +204,7 @@ assert_match "warn .*state file $TMP/volume/state does not exist: initialising i
 stop_server
 serve_plain "$TMP/volume2.log" "$TMP/volume.yaml" --init-new-volume
 assert_ok "a later start with the file there: served" ctl health
+assert_ok "a change, so that a previous generation is kept" ctl increase pool-a 1
 stop_server
 sed "s|^state_file: .*|state_file: $TMP/volume/state.yaml|" "$TMP/frugal.yaml" >"$TMP/renamed.yaml"
 run timeout 10 "$FRUGAL" serve -c "$TMP/renamed.yaml" --init-new-volume
