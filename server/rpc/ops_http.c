@@ -141,7 +141,7 @@ static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b)
          "limits.max_calls_per_worker x workers: past it, calls get RESOURCE_EXHAUSTED.",
          (double)u.calls_in_flight_max},
         {"frugal_calls_awaiting_body",
-         "Calls without deadline whose message has not arrived (limits.receive_timeout).",
+         "Calls whose message has not arrived, deadline later than limits.receive_timeout.",
          (double)u.calls_awaiting_body},
         {"frugal_connection_calls_in_flight_max",
          "Calls in flight of the busiest connection (past its fair share, RESOURCE_EXHAUSTED).",

@@ -136,10 +136,10 @@ static void receive_list_unlink(frugal_server_t *s, call_state_t *cs) {
     atomic_fetch_sub(&s->receiving, 1);
 }
 
-/* Append cs (a call without deadline about to receive its body) to the receive list.
- * The timeout is the same for every call, so the list stays ordered by receive_by. */
-static void receive_list_add(frugal_server_t *s, call_state_t *cs) {
-    cs->receive_by = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), s->receive_timeout);
+/* Append cs (a call about to receive its body, by receive_by) to the receive list. The
+ * timeout is the same for every call, so the list stays ordered by receive_by. */
+static void receive_list_add(frugal_server_t *s, call_state_t *cs, gpr_timespec receive_by) {
+    cs->receive_by = receive_by;
     pthread_mutex_lock(&s->receive_mu);
     cs->recv_prev = s->receive_tail;
     cs->recv_next = NULL;
@@ -186,8 +186,8 @@ static void server__maintain(frugal_server_t *s) {
         metrics_cell_add(metrics_cell(METRICS_CALLS_REFUSED, "receive_timeout", NULL, NULL),
                          cancelled);
     if (cancelled > 0)
-        log_warn("cancelled %zu call(s) without deadline that sent no request message within "
-                 "%lld ms (limits.receive_timeout)",
+        log_warn("cancelled %zu call(s) that sent no request message within %lld ms "
+                 "(limits.receive_timeout)",
                  cancelled, (long long)gpr_time_to_millis(s->receive_timeout));
     /* Streams a flood resets are mostly freed inside gRPC before frugal sees them as
      * calls, so the count of freed calls misses them: resident memory over the budget is
@@ -551,7 +551,8 @@ static bool call_admit(call_state_t *cs) {
 
 /* A call arrived, headers only: re-arm the same method first, count the call and refuse
  * it when its connection or the server is at its limit (call_admit), else start
- * receiving its message. A call without deadline gets limits.receive_timeout for it. */
+ * receiving its message. It gets limits.receive_timeout for it, or its deadline when
+ * that comes first: a far deadline must not let a client hold calls it never sends. */
 static void call_accept(call_state_t *cs) {
     worker_t *w = cs->worker;
     frugal_server_t *s = w->server;
@@ -568,8 +569,9 @@ static void call_accept(call_state_t *cs) {
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &cs->payload;
     cs->phase = CALL_RECEIVING;
-    if (gpr_time_cmp(cs->deadline, gpr_inf_future(cs->deadline.clock_type)) == 0)
-        receive_list_add(s, cs);
+    gpr_timespec receive_by = gpr_time_add(cs->started, s->receive_timeout);
+    if (gpr_time_cmp(gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC), receive_by) > 0)
+        receive_list_add(s, cs, receive_by);
     grpc_call *call = cs->call; /* read before the hand-off: the completion may free cs */
     CALL_HANDOFF_RELEASE(cs);
     if (!call_start_batch(s, call, &op, 1, cs)) {

@@ -12,9 +12,9 @@ Modes (each prints one line of key=value results):
       CloudProvider/NodeGroupForNode (what cluster-autoscaler calls most); an answer is
       a DATA frame followed by the trailers (END_STREAM); anything else is an error.
       Prints the call count, errors, latency percentiles and the local port.
-  headers-only HOST:PORT CALLS CONNECTIONS WAIT
-      opens CALLS streams (HEADERS without END_STREAM, no grpc-timeout, no body) spread
-      over CONNECTIONS connections, then waits up to WAIT seconds for the server to close
+  headers-only HOST:PORT CALLS CONNECTIONS WAIT [GRPC_TIMEOUT]
+      opens CALLS streams (HEADERS without END_STREAM, no body; no grpc-timeout, or the
+      one given, such as 1H) spread over CONNECTIONS connections, then waits up to WAIT seconds for the server to close
       each stream (trailers or RST_STREAM) and prints how many it closed.
   big-header HOST:PORT BYTES
       one call whose metadata carries a BYTES-long header (split into CONTINUATION
@@ -265,9 +265,9 @@ def healthy(addr, seconds, method="health"):
           f"port={port} error_kinds={kinds}")
 
 
-def headers_only(addr, calls, connections, wait):
+def headers_only(addr, calls, connections, wait, timeout=None):
     conns = [Conn(addr) for _ in range(connections)]
-    block = request_block(HEALTH)
+    block = request_block(HEALTH, [("grpc-timeout", timeout)] if timeout else ())
     opened = []
     for i in range(calls):
         c = conns[i % connections]
@@ -330,7 +330,7 @@ def main(argv):
     elif mode == "healthy":
         healthy(argv[2], float(argv[3]), *argv[4:5])
     elif mode == "headers-only":
-        headers_only(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
+        headers_only(argv[2], int(argv[3]), int(argv[4]), float(argv[5]), *argv[6:7])
     elif mode == "big-header":
         big_header(argv[2], int(argv[3]))
     elif mode == "no-message":

@@ -123,7 +123,7 @@ struct frugal_server {
     long max_streams;                   /* limits.max_concurrent_streams */
     gpr_timespec receive_timeout;
     pthread_mutex_t receive_mu; /* guards the receive list */
-    call_state_t *receive_head; /* calls without deadline waiting for their body */
+    call_state_t *receive_head; /* calls waiting for their body, by receive_by */
     call_state_t *receive_tail;
     atomic_long receiving;
     atomic_llong next_maintenance_ms; /* monotonic ms of the next sweep */
