@@ -110,7 +110,7 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
                     state_backend_describe(c->state), sg->spec.id, sg->spec.machine_type);
                 goto out;
             }
-            log_info("%s: the empty autoprovisioned node group %s dropped: the config has a "
+            log_warn("%s: the empty autoprovisioned node group %s dropped: the config has a "
                      "group of that id",
                      state_backend_describe(c->state), sg->spec.id);
             continue;
@@ -119,7 +119,7 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
                                 ? cluster__nap_stale(cfg, sg)
                                 : NULL;
         if (stale != NULL) {
-            log_info("%s: autoprovisioned node group %s dropped (%s)",
+            log_warn("%s: autoprovisioned node group %s dropped (%s)",
                      state_backend_describe(c->state), sg->spec.id, stale);
         } else if (j < configured) {
             group_t *g = v->items[j];
@@ -606,7 +606,7 @@ static int cluster__reload_once(cluster_t *c, const frugal_config_t *next, fruga
     free(changes);
     for (size_t i = 0; drops != NULL && i < groups_before; i++) {
         if (rc == 0 && drops[i].id != NULL)
-            log_info("reload: autoprovisioned node group %s dropped (%s)", drops[i].id,
+            log_warn("reload: autoprovisioned node group %s dropped (%s)", drops[i].id,
                      drops[i].why);
         free(drops[i].id);
     }

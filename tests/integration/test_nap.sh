@@ -490,7 +490,7 @@ restart_config nap "n1-standard-1" nap-n1-standard-1-z1
 sed -i 's/enabled: true/enabled: false/' "$TMP/restart.yaml"
 start_server "$TMP/restart.yaml"
 assert_eq 0 "$(target_size nap-n1-standard-1-z1)" "the configured group starts, the empty one is dropped"
-assert_match "empty autoprovisioned node group nap-n1-standard-1-z1 dropped: the config has a group of that id" \
+assert_match "warn .*empty autoprovisioned node group nap-n1-standard-1-z1 dropped: the config has a group of that id" \
     "$(cat "$SERVER_LOG")" "the drop is logged"
 stop_server
 
