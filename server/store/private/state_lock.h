@@ -4,7 +4,10 @@
  *
  * The lock is an exclusive flock on PATH.lock, not on PATH itself: every save renames a
  * new file over PATH, so a lock on PATH's inode would not outlive the first write. The
- * holder writes its pid into the lock file so that a refused process can name it. */
+ * holder writes its pid into the lock file so that a refused process can name it. A state
+ * file that is a symbolic link is refused (FRUGAL_EINVAL): the lock of the link's name is
+ * not the lock of its target's. Deleting PATH.lock while a server holds it defeats the
+ * lock: it is documented as a file to leave alone. */
 #ifndef FRUGAL_STATE_LOCK_H
 #define FRUGAL_STATE_LOCK_H
 

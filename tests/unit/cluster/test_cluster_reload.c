@@ -249,6 +249,16 @@ static void test_state_lock(void **state) {
     snprintf(bad, sizeof(bad), "%s/no/such/dir/state", f->dir);
     assert_int_equal(state_lock_acquire(bad, &fd, &err), FRUGAL_EIO);
     assert_non_null(strstr(err.msg, "cannot open state lock"));
+    /* A second name of the state file through a symbolic link is refused, not given a
+     * lock of its own. */
+    char link[160];
+    snprintf(link, sizeof(link), "%s/link-to-state", f->dir);
+    assert_int_equal(symlink(f->state, link), 0);
+    assert_int_equal(state_lock_acquire(link, &fd, &err), FRUGAL_EINVAL);
+    assert_int_equal(fd, -1);
+    assert_non_null(strstr(err.msg, "is a symbolic link (to "));
+    assert_non_null(strstr(err.msg, "give the file's own path"));
+    unlink(link);
 }
 
 int main(void) {
