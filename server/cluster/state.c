@@ -1,7 +1,9 @@
 #include "state.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -462,8 +464,8 @@ static int rec_double(parser_t *ps, record_t *r, const char *key, double *out) {
     char *end = NULL;
     errno = 0;
     double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || errno != 0)
-        return parser_fail(ps, "%s: %s: expected a number, got \"%s\"", r->type, key, v);
+    if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(x))
+        return parser_fail(ps, "%s: %s: expected a finite number, got \"%s\"", r->type, key, v);
     *out = x;
     return 0;
 }
@@ -633,6 +635,21 @@ fail:
     return rc;
 }
 
+/* The number frugal gave the instance id when it named it in group (frugal://G/G-N);
+ * false for an id it did not make so (a provider's). */
+static bool state__instance_seq(const char *id, const char *group, uint64_t *seq) {
+    const char *name = instance_name_in_group(id, group);
+    size_t glen = strlen(group);
+    if (name == NULL || strncmp(name, group, glen) != 0 || name[glen] != '-')
+        return false;
+    const char *digits = name + glen + 1;
+    if (*digits < '0' || *digits > '9' || digits[strspn(digits, "0123456789")] != '\0')
+        return false;
+    errno = 0;
+    *seq = strtoull(digits, NULL, 10);
+    return errno == 0;
+}
+
 static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t *seen) {
     instance_t in = {0};
     long long x = 0;
@@ -648,6 +665,14 @@ static int state__parse_instance(parser_t *ps, record_t *r, group_t *g, strmap_t
     if (problem != NULL) {
         rc = parser_fail(ps, "instance %s of group %s: %s",
                          state__text_ok(in.id) ? in.id : "(not UTF-8)", g->spec.id, problem);
+        goto fail;
+    }
+    uint64_t seq, next = g->next_seq > 0 ? g->next_seq : 1;
+    if (state__instance_seq(in.id, g->spec.id, &seq) && seq >= next) {
+        rc = parser_fail(ps,
+                         "instance %s of group %s: numbered %" PRIu64 ", not below the group's "
+                         "next_seq %" PRIu64 ": a new instance would be given its id",
+                         in.id, g->spec.id, seq, next);
         goto fail;
     }
     if ((rc = rec_require(ps, r, "state", &state)) != 0)

@@ -238,6 +238,15 @@ static void test_corrupt(void **state) {
         HDR "group id=a managed=2 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 "
             "empty_since=0 machine_type=m spot=0 spot_price=-1\n" END,
         "state.txt:2:", "managed");
+    expect_corrupt(
+        HDR "group id=a managed=1 autoprovisioned=0 exists=1 min=0 max=3 target=1 next_seq=2 "
+            "empty_since=0 machine_type=m spot=1 spot_price=nan\n" END,
+        "state.txt:2:", "spot_price: expected a finite number, got \"nan\"");
+    /* next_seq 2 names the next instance a-2: one listed already would be named twice */
+    expect_corrupt(HDR GRP "instance id=frugal://a/a-2 state=creating since=1\n" END,
+                   "state.txt:3:",
+                   "instance frugal://a/a-2 of group a: numbered 2, not below the group's "
+                   "next_seq 2: a new instance would be given its id");
     expect_corrupt(HDR "group id=a id=b\n" END, "state.txt:2:", "given twice");
     expect_corrupt(HDR "group id=a target\n" END, "state.txt:2:", "expected key=value");
     expect_corrupt(HDR GRP
