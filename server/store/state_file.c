@@ -22,23 +22,41 @@
  * The file: read, durable write, previous generation
  * ---------------------------------------------------------------------------------- */
 
+/* Whether the previous generation prev loads; why (the load's error) when it does not:
+ * the way back offered must be one that works. */
+static bool state__previous_loads(const char *prev, char *why, size_t size) {
+    state_t st;
+    frugal_err_t e = {0};
+    if (state_load(prev, &st, &e) == 0) {
+        state_free(&st);
+        return true;
+    }
+    snprintf(why, size, "%s", e.msg);
+    return false;
+}
+
 /* Append to a checksum error where the previous good generation is and how to restore
- * it (or that there is none). */
+ * it (or that there is none, or that it is damaged too). */
 static void state__hint_previous(const char *path, frugal_err_t *err) {
     char prev[PATH_MAX];
-    char msg[FRUGAL_ERR_MSG_MAX];
+    char msg[FRUGAL_ERR_MSG_MAX], why[FRUGAL_ERR_MSG_MAX];
     snprintf(prev, sizeof(prev), "%s" STATE_PREVIOUS_SUFFIX, path);
     snprintf(msg, sizeof(msg), "%s", err->msg);
-    if (access(prev, F_OK) == 0)
+    if (access(prev, F_OK) != 0)
+        frugal_err_set(err, FRUGAL_EINVAL,
+                       "%s; no previous generation %s exists: restore the file from a backup, or "
+                       "move it away and start with --init-state",
+                       msg, prev);
+    else if (state__previous_loads(prev, why, sizeof(why)))
         frugal_err_set(err, FRUGAL_EINVAL,
                        "%s; the previous good generation is %s: to restore it (losing the last "
                        "change), stop frugal and run: cp %s %s",
                        msg, prev, prev, path);
     else
         frugal_err_set(err, FRUGAL_EINVAL,
-                       "%s; no previous generation %s exists: restore the file from a backup, or "
-                       "move it away and start with --init-state",
-                       msg, prev);
+                       "%s; the previous generation is damaged too (%s): restore the file from a "
+                       "backup, or move both away and start with --init-state",
+                       msg, why);
 }
 
 int state_load(const char *path, state_t *out, frugal_err_t *err) {
@@ -322,6 +340,14 @@ static int file_check_present(state_backend_t *b, const char *config_path, state
     const char *config_arg = config_path != NULL ? config_path : "CONFIG";
     /* A previous generation says frugal has run on this volume: the file was lost, not
      * never written. Only a deliberate --init-state starts afresh over it. */
+    char why[FRUGAL_ERR_MSG_MAX];
+    if (init != STATE_INIT_DELIBERATE && has_prev && !state__previous_loads(prev, why, sizeof(why)))
+        return frugal_err_set(
+            err, FRUGAL_EPRECOND,
+            "state file %s does not exist, and its previous generation is damaged (%s): frugal "
+            "has run here before. Restore the file from a backup; to start afresh deliberately, "
+            "start once with: frugal serve -c %s --init-state",
+            f->path, why, config_arg);
     if (init != STATE_INIT_DELIBERATE && has_prev)
         return frugal_err_set(
             err, FRUGAL_EPRECOND,

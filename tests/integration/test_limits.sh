@@ -192,6 +192,22 @@ for damage in truncated empty; do
     assert_match "the previous good generation is $STATE.prev: .*cp $STATE.prev $STATE" "$ERR" \
         "a $damage file names the previous generation and the way back too"
 done
+log "a damaged previous generation is not offered as the way back"
+cp "$STATE.prev" "$TMP/good.prev"
+echo "group id=late" >>"$STATE.prev" # a record after the end
+: >"$STATE"
+run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
+assert_eq 1 "$RC" "a damaged file beside a damaged previous generation: refused"
+assert_match "the previous generation is damaged too \($STATE.prev:[0-9]+: .*\): restore the file from a backup" \
+    "$ERR" "both named damaged, with the previous generation's own FILE:LINE"
+assert_no_match "cp $STATE.prev" "$ERR" "and no cp of it is offered"
+rm "$STATE"
+run timeout 10 "$FRUGAL" serve -c "$TMP/frugal.yaml"
+assert_eq 1 "$RC" "a lost file beside a damaged previous generation: refused"
+assert_match "state file $STATE does not exist, and its previous generation is damaged \($STATE.prev:" \
+    "$ERR" "the lost file's refusal says the previous generation is damaged"
+assert_no_match "cp $STATE.prev" "$ERR" "and offers no cp of it"
+cp "$TMP/good.prev" "$STATE.prev"
 cp "$TMP/good.yaml" "$STATE"
 
 log "--init-new-volume initialises a new volume's state only"
