@@ -476,9 +476,18 @@ static void plan__util_nodes(plan_t *pl, long *node_group) {
             node_group[k] = -1;
             continue;
         }
-        if (alloc.cpu_milli <= 0) { /* a registered node always reports its cpu */
-            plan__note(pl, subject, "no allocatable or capacity cpu: left out");
+        if (alloc.cpu_milli <= 0 || alloc.memory_bytes <= 0) { /* a registered node has both */
+            plan__note(pl, subject, "no allocatable or capacity %s: left out",
+                       alloc.cpu_milli <= 0 ? "cpu" : "memory");
             node_group[k] = -1;
+            continue;
+        }
+        if (node->spec != NULL && node->spec->has_unschedulable && node->spec->unschedulable) {
+            /* node_group[k] stays: the pods it still runs are the group's demand */
+            plan__note(pl, subject,
+                       "cordoned (spec.unschedulable): left out of group %s's nodes and "
+                       "capacity, as Escalator leaves cordoned nodes out; its pods count",
+                       u->cfg->spec.id);
             continue;
         }
         resources_t first = u->eg.node_allocatable;

@@ -186,6 +186,18 @@ echo '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n0", "la
 assert_ok "plan, a node without resources" "$FRUGAL" plan -c "$TMP/bad.yaml" --pods "$TMP/one-pod.json" --nodes "$TMP/no-alloc.json"
 assert_match '^  node n0: no allocatable or capacity cpu: left out$' "$OUT" "the node named"
 assert_no_match 'inf %' "$OUT" "no utilisation of a node without room"
+echo '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n0", "labels": {"frugal.io/node-group": "a"}}, "status": {"allocatable": {"cpu": "2"}}}]}' >"$TMP/no-mem.json"
+assert_ok "plan, a node with cpu but no memory" "$FRUGAL" plan -c "$TMP/bad.yaml" --pods "$TMP/one-pod.json" --nodes "$TMP/no-mem.json"
+assert_match '^  node n0: no allocatable or capacity memory: left out$' "$OUT" "the node without memory named"
+assert_no_match 'inf %' "$OUT" "and no infinite utilisation from it"
+
+log "a cordoned node's capacity is left out, its pods still count"
+kube_list "$(node b1 z2 gce://x/b1 1)" \
+    "$(node b2 z2 gce://x/b2 1 | sed 's|"spec": {|"spec": {"unschedulable": true, |')" >"$TMP/cordoned-nodes.json"
+kube_list "$(pod batch on-b1 b1 Running 500m 1M)" "$(pod batch on-b2 b2 Running 500m 1M)" >"$TMP/cordoned-pods.json"
+assert_ok "plan with a cordoned node" "$FRUGAL" plan -c "$TMP/bad.yaml" --pods "$TMP/cordoned-pods.json" --nodes "$TMP/cordoned-nodes.json"
+assert_match '^  node b2: cordoned \(spec.unschedulable\): left out of group b.s nodes and capacity' "$OUT" "the cordoned node named"
+assert_match '^  b +1 +2 +1 +1 ' "$OUT" "b: one node, both pods, 1 core requested of 1"
 
 log "a threshold of 0 or above 100 is a config error with FILE:LINE:COL"
 config "$TMP/zero-threshold.yaml" '  - {id: a, machine_type: jobs-1x4, max_size: 2, scale_up_threshold: 0}'
