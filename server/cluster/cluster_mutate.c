@@ -433,6 +433,14 @@ void cluster__remote(void *arg, const char *id, const group_t *sg) {
                 cluster__adopt(next, &tmp);
                 group_clear(&tmp);
                 cluster__update_empty(next, cluster_now_ms());
+                /* Adopted all the same: the shared state is the truth, and machine work
+                 * is the leader's, not this replica's to clamp. */
+                if (next->target_size > next->max_size || next->target_size < next->min_size)
+                    log_warn("node group %s: another replica set its target to %d, outside "
+                             "this replica's min_size %d / max_size %d: the replicas' "
+                             "configurations differ; give them the same one",
+                             id, (int)next->target_size, (int)next->min_size,
+                             (int)next->max_size);
                 rc = cluster__replace(c, &ctx, cur, next, &err);
             }
         }

@@ -102,6 +102,18 @@ etcd_put /frugal/w/groups/web-a "$good"
 sleep 0.5
 ADDR=$R2 assert_ok "increase once healed" ctl increase web-a 1
 
+log "a target another replica sets past this replica's max_size: adopted, with a warning"
+T=$(ADDR=$R1 target_size web-a)
+ADDR=$R2 SERVER_PID=$PID2 stop_server
+MAX_SIZE=$T replica_config "$TMP/r2-small.yaml" "$P2" /frugal/w/
+ADDR=$R2 start_server "$TMP/r2-small.yaml"
+PID2=$SERVER_PID LOG2=$SERVER_LOG
+ADDR=$R1 assert_ok "r1 (max_size 10) increases past r2's max_size $T" ctl increase web-a 1
+for _ in $(seq 1 30); do [ "$(ADDR=$R2 target_size web-a)" = $((T + 1)) ] && break; sleep 0.1; done
+assert_eq $((T + 1)) "$(ADDR=$R2 target_size web-a)" "r2 adopts the shared target"
+assert_match "warn .*node group web-a: another replica set its target to $((T + 1)), outside this replica's min_size 0 / max_size $T: the replicas' configurations differ" \
+    "$(cat "$LOG2")" "and warns that the replicas' configurations differ"
+
 ADDR=$R1 SERVER_PID=$PID1 stop_server
 ADDR=$R2 SERVER_PID=$PID2 stop_server
 etcd_stop
