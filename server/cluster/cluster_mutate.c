@@ -439,8 +439,7 @@ void cluster__remote(void *arg, const char *id, const group_t *sg) {
                     log_warn("node group %s: another replica set its target to %d, outside "
                              "this replica's min_size %d / max_size %d: the replicas' "
                              "configurations differ; give them the same one",
-                             id, (int)next->target_size, (int)next->min_size,
-                             (int)next->max_size);
+                             id, (int)next->target_size, (int)next->min_size, (int)next->max_size);
                 rc = cluster__replace(c, &ctx, cur, next, &err);
             }
         }
