@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "strbuf.h"
 
@@ -69,17 +71,24 @@ int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
         return 0;
     }
     t->dest = is_link ? realpath(path, NULL) : strdup(path);
-    size_t n = t->dest != NULL ? strlen(t->dest) + 5 : 0;
+    size_t n = t->dest != NULL ? strlen(t->dest) + 32 : 0;
     if (t->dest == NULL || (t->tmp = malloc(n)) == NULL) {
         int e = t->dest == NULL && errno != 0 ? errno : ENOMEM;
         free(t->dest);
         t->dest = NULL;
         return e;
     }
-    snprintf(t->tmp, n, "%s.tmp", t->dest);
+    /* A name of this process's own, created exclusively: a FILE.tmp of the user's, or of
+     * another run writing the same file, is never overwritten nor removed. */
+    snprintf(t->tmp, n, "%s.tmp.%ld", t->dest, (long)getpid());
     errno = 0;
-    if ((t->f = fopen(t->tmp, "w")) == NULL) {
+    int fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || (t->f = fdopen(fd, "w")) == NULL) {
         int e = errno != 0 ? errno : EIO;
+        if (fd >= 0) {
+            close(fd);
+            remove(t->tmp);
+        }
         free(t->tmp);
         free(t->dest);
         memset(t, 0, sizeof(*t));

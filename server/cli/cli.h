@@ -32,7 +32,7 @@ int cli_read_file(const char *path, char **data, size_t *len);
  * written straight through, as nothing can be renamed over it. */
 typedef struct cli_tmp_file {
     FILE *f;
-    char *tmp;  /* TARGET.tmp; NULL when written straight through */
+    char *tmp;  /* TARGET.tmp.PID, created exclusively; NULL when written straight through */
     char *dest; /* the file renamed over: path, or the file its link names */
 } cli_tmp_file_t;
 

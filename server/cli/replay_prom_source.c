@@ -71,6 +71,9 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, 
     return rc;
 }
 
+/* The part of --namespace's regex an error shows: the line stays readable. */
+#define SOURCE__REGEX_SHOWN 80
+
 /* Every series over the range, window by window, into b. */
 static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, replay_prom_t *b,
                              frugal_err_t *err) {
@@ -101,7 +104,8 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
                 frugal_err_t e;
                 frugal_err_clear(&e);
                 if ((rc = replay_prom_add(b, (replay_prom_series_t)s, body, len, &e)) != 0)
-                    frugal_err_set(err, rc, "%s: %s: %s", o->http.url, query, e.msg);
+                    frugal_err_set(err, rc, "%s: the %s query: %s", o->http.url,
+                                   replay_prom_metric((replay_prom_series_t)s), e.msg);
             }
             free(body);
             if (rc != 0) {
@@ -156,14 +160,22 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
             snprintf(left_out, sizeof(left_out),
                      " (%zu pod%s with requests but no kube_pod_created left out)", st.no_created,
                      st.no_created == 1 ? "" : "s");
-        /* One line: a warning that may explain it goes with it. */
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s%s%s",
-                            o->http.url, a, z, o->namespace_re ? " in namespaces matching \"" : "",
-                            o->namespace_re ? o->namespace_re : "", o->namespace_re ? "\"" : "",
+        /* One line: a warning that may explain it goes with it; a long regex is cut so
+         * that the warning still fits. */
+        const char *re = o->namespace_re;
+        bool cut = re != NULL && strlen(re) > SOURCE__REGEX_SHOWN;
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%.*s%s%s%s%s%s",
+                            o->http.url, a, z, re ? " in namespaces matching \"" : "",
+                            SOURCE__REGEX_SHOWN, re ? re : "", cut ? "..." : "", re ? "\"" : "",
                             left_out, partial[0] ? "; " : "", partial);
     }
     if (rc == 0 && partial[0])
         fprintf(stderr, "frugal replay: warning: %s\n", partial);
+    if (rc == 0 && st.reused > 0)
+        fprintf(stderr,
+                "frugal replay: warning: %zu pod name%s reused by a new pod, and the series "
+                "carry no uid label: each such name is replayed as its last pod only\n",
+                st.reused, st.reused == 1 ? " was" : "s were");
     if (rc == 0) {
         const char *name = o->save_trace ? o->save_trace : "prometheus";
         rc = replay_workload_load(name, built->text, built->len, out, err);
@@ -180,21 +192,28 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
 }
 
 int replay_prom_source_open_save(replay_prom_source_t *o, frugal_err_t *err) {
-    int e = o->save_trace != NULL ? cli_tmp_open(&o->save, o->save_trace) : 0;
+    /* Opened and dropped at once: the file is written only at the end, so that a run
+     * stopped or failed while Prometheus answers leaves nothing behind. */
+    cli_tmp_file_t probe;
+    int e = o->save_trace != NULL ? cli_tmp_open(&probe, o->save_trace) : 0;
     if (e != 0)
         return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
+    if (o->save_trace != NULL && probe.tmp != NULL)
+        cli_tmp_close(&probe, false);
+    else if (o->save_trace != NULL)
+        o->save = probe; /* a pipe or a device: written straight through, kept open */
     return 0;
 }
 
 int replay_prom_source_finish(replay_prom_source_t *o, const replay_prom_built_t *built,
                               frugal_err_t *err) {
-    if (o->save.f != NULL) {
+    int e = o->save_trace != NULL && o->save.f == NULL ? cli_tmp_open(&o->save, o->save_trace) : 0;
+    if (e == 0 && o->save.f != NULL) {
         fwrite(built->text, 1, built->len, o->save.f);
-        int e = cli_tmp_close(&o->save, true);
-        if (e != 0)
-            return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace,
-                                  strerror(e));
+        e = cli_tmp_close(&o->save, true);
     }
+    if (e != 0)
+        return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
     if (built->no_created > 0)
         fprintf(stderr, "frugal replay: %zu pod%s with requests but no kube_pod_created left out\n",
                 built->no_created, built->no_created == 1 ? "" : "s");

@@ -41,11 +41,12 @@ typedef struct replay_prom_built {
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,
                             replay_workload_t *out, replay_prom_built_t *built, frugal_err_t *err);
 
-/* Before anything slow: open --save-trace's temporary file (cli_tmp_open), so that a
- * path that cannot be written is said at once. 0 when there is none to open. */
+/* Before anything slow: try --save-trace's temporary file (cli_tmp_open, then removed),
+ * so that a path that cannot be written is said at once; a pipe or device stays open.
+ * 0 when there is none. */
 int replay_prom_source_open_save(replay_prom_source_t *o, frugal_err_t *err);
 
-/* Once the replay stands: save the trace when asked (all or nothing: FILE.tmp renamed)
+/* Once the replay stands: save the trace when asked (all or nothing: FILE.tmp.PID renamed)
  * and say how many pods were left out for want of a creation time. A failed replay thus
  * says one line and leaves no trace file. */
 int replay_prom_source_finish(replay_prom_source_t *o, const replay_prom_built_t *built,

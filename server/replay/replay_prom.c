@@ -12,6 +12,9 @@
 #include "yaml_tree.h"
 
 #define PROM__LOOKBACK_S 300 /* Prometheus' default look-back for an instant */
+/* Samples of one pod's series read within this of each other came from one scrape (the
+ * times are read at the minutes of a 1m subquery). */
+#define PROM__SAME_SCRAPE_S 60.0
 
 static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_created",
@@ -27,6 +30,8 @@ static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_overhead_cpu_cores",
     "kube_pod_overhead_memory_bytes",
     "kube_pod_container_status_restarts_total",
+    "kube_pod_completion_time", /* REPLAY_PROM_COMPLETION_SEEN */
+    "kube_pod_info",            /* REPLAY_PROM_LAST_SCRAPE */
 };
 
 typedef struct prom__request {
@@ -44,10 +49,12 @@ typedef struct prom__pair {
 typedef struct prom__pod {
     char *key, *ns, *name;
     double created, start, completion, seen; /* unix seconds; NAN when unknown */
-    /* The last query points at which kube_pod_completion_time and kube_pod_info had a
-     * sample: a completion time whose series ends before the pod's is no end (below). */
-    double completion_at, seen_at;
-    bool restarted;                       /* a container of it restarted */
+    /* The time of kube_pod_completion_time's last sample: a completion time whose series
+     * ends before the pod's is no end (below); and the query point it was read at. */
+    double completion_seen, completion_at;
+    bool recreated; /* kube_pod_created changed under one key: a name reused */
+    bool has_uid;   /* keyed by its uid (else by namespace/name) */
+    bool restarted; /* a container of it restarted */
     double overhead_cpu, overhead_memory; /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
     prom__request_t *reqs;
@@ -58,6 +65,7 @@ typedef struct prom__pod {
 
 struct replay_prom {
     int64_t start_s, end_s;
+    double last_scrape;    /* kube-state-metrics' last sample of any pod; NAN when none */
     char *warning;         /* the first of Prometheus' warnings, NULL when none */
     size_t warned_answers; /* answers that carried warnings */
     strmap_t *index;
@@ -76,8 +84,11 @@ const char *replay_prom_metric(replay_prom_series_t s) {
 
 static void prom__series_query(replay_prom_series_t s, const char *selector, int64_t step_s,
                                char *buf, size_t size) {
-    if (s == REPLAY_PROM_INFO_SEEN)
-        snprintf(buf, size, "max_over_time(timestamp(kube_pod_info%s)[%llds:1m])", selector,
+    if (s == REPLAY_PROM_INFO_SEEN || s == REPLAY_PROM_COMPLETION_SEEN)
+        snprintf(buf, size, "max_over_time(timestamp(%s%s)[%llds:1m])", prom__metrics[s], selector,
+                 (long long)step_s);
+    else if (s == REPLAY_PROM_LAST_SCRAPE)
+        snprintf(buf, size, "max(max_over_time(timestamp(kube_pod_info)[%llds:1m]))",
                  (long long)step_s);
     else if (s == REPLAY_PROM_RESTARTS)
         snprintf(buf, size, "(max_over_time(%s%s[%llds]) > 0)", prom__metrics[s], selector,
@@ -89,7 +100,7 @@ static void prom__series_query(replay_prom_series_t s, const char *selector, int
 
 const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, int64_t step_s,
                               char *buf, size_t size) {
-    if (namespace_re == NULL) {
+    if (namespace_re == NULL || s == REPLAY_PROM_LAST_SCRAPE) {
         prom__series_query(s, "", step_s, buf, size);
         return buf;
     }
@@ -104,7 +115,9 @@ const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, 
      * target's own namespace label took its name): either side of the `or` matches. */
     char selector[sizeof(re) + 64], exported[REPLAY_PROM_QUERY_MAX / 2],
         plain[REPLAY_PROM_QUERY_MAX / 2];
-    snprintf(selector, sizeof(selector), "{exported_namespace=~\"%s\"}", re);
+    /* != "" first: a regex that matches "" would take every series without the label */
+    snprintf(selector, sizeof(selector), "{exported_namespace!=\"\",exported_namespace=~\"%s\"}",
+             re);
     prom__series_query(s, selector, step_s, exported, sizeof(exported));
     snprintf(selector, sizeof(selector), "{exported_namespace=\"\",namespace=~\"%s\"}", re);
     prom__series_query(s, selector, step_s, plain, sizeof(plain));
@@ -119,6 +132,7 @@ int replay_prom_new(int64_t start_s, int64_t end_s, replay_prom_t **out, frugal_
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     b->start_s = start_s, b->end_s = end_s;
+    b->last_scrape = NAN;
     *out = b;
     return 0;
 }
@@ -167,6 +181,13 @@ static char *prom__dup(const char *s) {
     return strdup(s ? s : "");
 }
 
+/* Text Prometheus sent, made one line: each control character becomes a space. */
+static void prom__one_line(char *s) {
+    for (; s != NULL && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
 /* The pod a series' labels name, created on first sight; NULL without a pod label. */
 static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, bool *nomem) {
     const char *ns = prom__pod_label(metric, "namespace"), *name = prom__pod_label(metric, "pod");
@@ -191,9 +212,11 @@ static prom__pod_t *prom__pod(replay_prom_t *b, const yaml_tree_node_t *metric, 
     if ((p = calloc(1, sizeof(*p))) == NULL)
         goto nomem;
     p->created = p->start = p->completion = p->seen = NAN;
-    p->completion_at = p->seen_at = -INFINITY;
+    p->completion_seen = NAN;
+    p->completion_at = -INFINITY;
     p->overhead_cpu = p->overhead_memory = NAN;
     p->key = strdup(key), p->ns = prom__dup(ns), p->name = prom__dup(name);
+    p->has_uid = uid != NULL && uid[0] != '\0';
     if (!p->key || !p->ns || !p->name || strmap_put(b->index, p->key, p, NULL) != 0) {
         free(p->key), free(p->ns), free(p->name), free(p);
         goto nomem;
@@ -205,9 +228,9 @@ nomem:
     return NULL;
 }
 
-/* The last value of a series' [time, "value"] points, the largest value and the last
- * point's time. */
-static bool prom__values(const yaml_tree_node_t *values, double *last, double *max,
+/* The first and last values of a series' [time, "value"] points, the largest value and
+ * the last point's time. */
+static bool prom__values(const yaml_tree_node_t *values, double *first, double *last, double *max,
                          double *last_at) {
     if (values == NULL || values->type != YAML_TREE_SEQUENCE || values->u.sequence.count == 0)
         return false;
@@ -224,6 +247,8 @@ static bool prom__values(const yaml_tree_node_t *values, double *last, double *m
         if (*end != '\0' || *tend != '\0')
             return false;
         *last = v, *last_at = t;
+        if (i == 0)
+            *first = v;
         if (v > *max)
             *max = v;
     }
@@ -303,12 +328,16 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
                         frugal_err_t *err) {
     const yaml_tree_node_t *metric = yaml_tree_mapping_get(item, "metric");
     const yaml_tree_node_t *values = yaml_tree_mapping_get(item, "values");
-    double last = 0, max = 0, last_at = 0;
+    double first = 0, last = 0, max = 0, last_at = 0;
     if (metric == NULL || metric->type != YAML_TREE_MAPPING ||
-        !prom__values(values, &last, &max, &last_at))
+        !prom__values(values, &first, &last, &max, &last_at))
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "not a Prometheus answer: a %s series without metric or values",
                               prom__metrics[s]);
+    if (s == REPLAY_PROM_LAST_SCRAPE) {
+        b->last_scrape = isnan(b->last_scrape) || max > b->last_scrape ? max : b->last_scrape;
+        return 0;
+    }
     bool nomem = false;
     prom__pod_t *p = prom__pod(b, metric, &nomem);
     if (p == NULL)
@@ -316,11 +345,15 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
     int rc = 0;
     switch (s) {
     case REPLAY_PROM_CREATED:
+        p->recreated = p->recreated || first != last || (!isnan(p->created) && p->created != first);
         p->created = last;
         break;
     case REPLAY_PROM_INFO_SEEN:
         p->seen = isnan(p->seen) || max > p->seen ? max : p->seen;
-        p->seen_at = fmax(p->seen_at, last_at);
+        break;
+    case REPLAY_PROM_COMPLETION_SEEN:
+        p->completion_seen =
+            isnan(p->completion_seen) || max > p->completion_seen ? max : p->completion_seen;
         break;
     case REPLAY_PROM_START:
         p->start = last;
@@ -434,6 +467,7 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
         const yaml_tree_node_t *e = yaml_tree_mapping_get(root, "error");
         rc = frugal_err_set(err, FRUGAL_EINVAL, "Prometheus answered %s: %s", status->u.scalar.text,
                             e && e->type == YAML_TREE_SCALAR ? e->u.scalar.text : "no message");
+        prom__one_line(err != NULL ? err->msg : NULL);
         goto done;
     }
     const yaml_tree_node_t *type = NULL;
@@ -468,6 +502,7 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
         if (b->warning == NULL && w->type == YAML_TREE_SCALAR &&
             (b->warning = prom__dup(w->u.scalar.text)) == NULL)
             rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+        prom__one_line(b->warning);
     }
 done:
     yaml_tree_free(root);
@@ -492,6 +527,7 @@ int replay_prom_has_metric(const char *text, size_t len, const char *metric, boo
              data->type != YAML_TREE_SEQUENCE)
         rc = frugal_err_set(err, FRUGAL_EINVAL,
                             "not a Prometheus answer: expected {\"status\", \"data\": [...]}");
+    prom__one_line(rc != 0 && err != NULL ? err->msg : NULL);
     for (size_t i = 0; rc == 0 && i < data->u.sequence.count && !*has; i++) {
         const yaml_tree_node_t *v = data->u.sequence.items[i];
         *has = v->type == YAML_TREE_SCALAR && strcmp(v->u.scalar.text, metric) == 0;
@@ -685,7 +721,7 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
     /* A pod seen at kube-state-metrics' last scrape, when that is the range's end (within
      * Prometheus' 5-minute look-back), was still running: it runs to the end, not to its
      * last sample. */
-    double last_scrape = NAN;
+    double last_scrape = b->last_scrape; /* over every namespace, --namespace or not */
     for (size_t i = 0; i < b->pods_count; i++)
         if (isnan(last_scrape) || b->pods[i]->seen > last_scrape)
             last_scrape = b->pods[i]->seen; /* a pod never seen (NaN) compares false */
@@ -707,7 +743,9 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
          * is terminated, so a container that restarted leaves one behind while the pod
          * runs on: in a pod that restarted one, a completion series that ends before the
          * pod's is no end. */
-        bool completed = !isnan(p->completion) && !(p->restarted && p->completion_at < p->seen_at);
+        bool completed = !isnan(p->completion) &&
+                         !(p->restarted && p->completion_seen < p->seen - PROM__SAME_SCRAPE_S);
+        stats->reused += p->recreated && !p->has_uid;
         /* kube_pod_info's last sample is read at whole minutes: a pod it was never seen at
          * lived between two of them, so it was gone by the next one. */
         double to = completed                ? p->completion

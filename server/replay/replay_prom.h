@@ -7,9 +7,11 @@
  *  - arrival: the value of kube_pod_created;
  *  - runs from kube_pod_start_time (else its arrival) until kube_pod_completion_time,
  *    else until the last sample of kube_pod_info (the answer of timestamp(kube_pod_info));
- *    but a completion time whose series ends before kube_pod_info's, in a pod whose
- *    kube_pod_container_status_restarts_total shows a restart, is a container that
- *    stopped and ran again while the pod ran on, not the pod's end;
+ *    but a completion time whose series' last sample is more than a minute before
+ *    kube_pod_info's, in a pod whose kube_pod_container_status_restarts_total shows a
+ *    restart, is a container that stopped and ran again while the pod ran on, not the
+ *    pod's end; a pod seen at kube-state-metrics' last scrape (of any namespace) within
+ *    the range's last 5 minutes runs to the range's end;
  *  - requests: kube_pod_container_resource_requests and
  *    kube_pod_init_container_resource_requests as containers and init containers (cpu,
  *    memory, nvidia.com/gpu, amd.com/gpu), combined by pod_effective_request as the
@@ -44,7 +46,9 @@ typedef enum replay_prom_series {
     REPLAY_PROM_INIT_INFO, /* restart_policy="Always" marks a sidecar */
     REPLAY_PROM_OVERHEAD_CPU,
     REPLAY_PROM_OVERHEAD_MEMORY,
-    REPLAY_PROM_RESTARTS, /* only the pods with a container restarted: `> 0` */
+    REPLAY_PROM_RESTARTS,        /* only the pods with a container restarted: `> 0` */
+    REPLAY_PROM_COMPLETION_SEEN, /* timestamp(kube_pod_completion_time) */
+    REPLAY_PROM_LAST_SCRAPE,     /* max(timestamp(kube_pod_info)), every namespace */
     REPLAY_PROM_SERIES_COUNT
 } replay_prom_series_t;
 
@@ -76,6 +80,7 @@ typedef struct replay_prom_stats {
     size_t per_node;   /* left out: owned by a DaemonSet or a Node (static pods) */
     size_t no_created; /* left out: requests but no kube_pod_created */
     size_t outside;    /* left out: not running within the range */
+    size_t reused;     /* pod names reused by a new pod, the series without uid: merged */
 } replay_prom_stats_t;
 
 /* The first warning Prometheus gave with an answer (a partial answer: a store down, a

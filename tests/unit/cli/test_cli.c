@@ -117,16 +117,27 @@ static void test_tmp_file_paths(void **state) {
     char dir[] = "/tmp/frugal-test-cli-XXXXXX", a[96], tmp[96], link[96], dangling[96], b[96];
     assert_non_null(mkdtemp(dir));
     snprintf(a, sizeof(a), "%s/a", dir);
-    snprintf(tmp, sizeof(tmp), "%s/a.tmp", dir);
+    snprintf(tmp, sizeof(tmp), "%s/a.tmp.%ld", dir, (long)getpid());
     snprintf(link, sizeof(link), "%s/link", dir);
     snprintf(dangling, sizeof(dangling), "%s/dangling", dir);
     snprintf(b, sizeof(b), "%s/b", dir);
 
+    /* A.tmp of the user's own is neither overwritten nor removed. */
+    char mine[96];
+    snprintf(mine, sizeof(mine), "%s/a.tmp", dir);
+    write_through(mine, "notes", true);
     write_through(a, "one", true);
     char *text = read_back(a);
     assert_string_equal(text, "one");
     free(text);
     assert_int_equal(access(tmp, F_OK), -1);
+    text = read_back(mine);
+    assert_string_equal(text, "notes");
+    free(text);
+    write_through(a, "failed", false);
+    text = read_back(mine);
+    assert_string_equal(text, "notes");
+    free(text);
 
     assert_int_equal(symlink(a, link), 0);
     write_through(link, "two", true);
@@ -168,7 +179,7 @@ static void test_tmp_file_paths(void **state) {
     assert_true(S_ISFIFO(st.st_mode));
 
     unlink(fifo);
-    unlink(dangling), unlink(b), unlink(link), unlink(a);
+    unlink(dangling), unlink(b), unlink(link), unlink(a), unlink(mine);
     assert_int_equal(rmdir(dir), 0);
 }
 

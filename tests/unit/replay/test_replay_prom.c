@@ -255,12 +255,14 @@ static void test_completion_left_behind(void **state) {
     /* restarted: a container terminated at +3h and ran again, the pod ran to the end */
     add(b, REPLAY_PROM_COMPLETION, pods[0], "[1700014400,\"1700010800\"]");
     add(b, REPLAY_PROM_RESTARTS, pods[0], "[1700014400,\"1\"],[1700018000,\"1\"]");
+    add(b, REPLAY_PROM_COMPLETION_SEEN, pods[0], "[1700014400,\"1700014390\"]");
     /* finished: a Job's pod done at +2h, kept (and its completion with it) until the end,
      * though one of its containers restarted before */
     add(b, REPLAY_PROM_COMPLETION, pods[1],
         "[1700010800,\"1700007200\"],[1700014400,\"1700007200\"],[1700018000,\"1700007200\"],"
         "[1700021600,\"1700007200\"],[1700025200,\"1700007200\"],[1700028800,\"1700007200\"]");
     add(b, REPLAY_PROM_RESTARTS, pods[1], "[1700003600,\"1\"]");
+    add(b, REPLAY_PROM_COMPLETION_SEEN, pods[1], "[1700028800,\"1700028790\"]");
     /* brief: a completion series shorter than the pod's, no restart: the completion */
     add(b, REPLAY_PROM_COMPLETION, pods[2], "[1700014400,\"1700010800\"]");
     replay_prom_stats_t st;
@@ -400,11 +402,44 @@ static void test_has_metric(void **state) {
     char buf[REPLAY_PROM_QUERY_MAX];
     assert_string_equal(
         replay_prom_query(REPLAY_PROM_INFO_SEEN, "a|\"b\"", 3600, buf, sizeof(buf)),
-        "max_over_time(timestamp(kube_pod_info{exported_namespace=~\"a|\\\"b\\\"\"})"
+        "max_over_time(timestamp(kube_pod_info{exported_namespace!=\"\","
+        "exported_namespace=~\"a|\\\"b\\\"\"})"
         "[3600s:1m]) or max_over_time(timestamp(kube_pod_info{exported_namespace=\"\","
         "namespace=~\"a|\\\"b\\\"\"})[3600s:1m])");
     assert_string_equal(replay_prom_query(REPLAY_PROM_OWNER, NULL, 600, buf, sizeof(buf)),
                         "max_over_time(kube_pod_owner[600s])");
+}
+
+/* Without a uid label, a name whose kube_pod_created changed was reused by a new pod: it
+ * is counted, to be warned of; with a uid, each pod is its own. The last scrape is
+ * kube-state-metrics' over every namespace, not the last sample of the pods asked for. */
+static void test_reused_name_and_last_scrape(void **state) {
+    (void)state;
+    for (int others = 0; others <= 1; others++) {
+        replay_prom_t *b;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        assert_int_equal(replay_prom_new(T0, T0 + 3100, &b, &err), 0);
+        const char *bare = "\"namespace\":\"ns\",\"pod\":\"db-0\"";
+        add(b, REPLAY_PROM_CREATED, bare,
+            "[1700001000,\"1700000000\"],[1700002000,\"1700001500\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, bare, "[1700002000,\"1700001980\"]");
+        add(b, REPLAY_PROM_CREATED, POD("web"), "[1700003100,\"1700000000\"]");
+        add(b, REPLAY_PROM_INFO_SEEN, POD("web"), "[1700003100,\"1700003000\"]");
+        /* another namespace's pod scraped 90 s later: web ended at its last sample, not
+         * at the end, though that sample is within the 5 minutes before it */
+        if (others)
+            add(b, REPLAY_PROM_LAST_SCRAPE, "", "[1700003100,\"1700003090\"]");
+        replay_prom_stats_t st;
+        char *text = trace_of(b, &st);
+        assert_int_equal(st.pods, 2);
+        assert_int_equal(st.reused, 1);
+        const char *web = strstr(text, "\"name\": \"web\"");
+        assert_non_null(web);
+        assert_non_null(strstr(web, others ? "\"duration\": 3000}" : "\"duration\": 3100}"));
+        free(text);
+        replay_prom_free(b);
+    }
 }
 
 int main(void) {
@@ -413,7 +448,7 @@ int main(void) {
         cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_completion_left_behind),
         cmocka_unit_test(test_warnings),        cmocka_unit_test(test_not_prometheus),
         cmocka_unit_test(test_has_metric),      cmocka_unit_test(test_unseen_brief_pod),
-        cmocka_unit_test(test_running_at_end),
+        cmocka_unit_test(test_running_at_end),  cmocka_unit_test(test_reused_name_and_last_scrape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
