@@ -103,11 +103,12 @@ static void write_through(const char *path, const char *text, bool keep) {
     assert_int_equal(cli_tmp_close(&t, keep), 0);
 }
 
-static char *read_back(const char *path) {
+static void assert_holds(const char *path, const char *want) {
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(cli_read_file(path, &text, &len), 0);
-    return text;
+    assert_string_equal(text, want);
+    free(text);
 }
 
 /* A file, a link to one (the link stays), a dangling link (written through), a failure
@@ -127,38 +128,26 @@ static void test_tmp_file_paths(void **state) {
     snprintf(mine, sizeof(mine), "%s/a.tmp", dir);
     write_through(mine, "notes", true);
     write_through(a, "one", true);
-    char *text = read_back(a);
-    assert_string_equal(text, "one");
-    free(text);
+    assert_holds(a, "one");
     assert_int_equal(access(tmp, F_OK), -1);
-    text = read_back(mine);
-    assert_string_equal(text, "notes");
-    free(text);
+    assert_holds(mine, "notes");
     write_through(a, "failed", false);
-    text = read_back(mine);
-    assert_string_equal(text, "notes");
-    free(text);
+    assert_holds(mine, "notes");
 
     assert_int_equal(symlink(a, link), 0);
     write_through(link, "two", true);
     struct stat st;
     assert_int_equal(lstat(link, &st), 0);
     assert_true(S_ISLNK(st.st_mode));
-    text = read_back(a);
-    assert_string_equal(text, "two");
-    free(text);
+    assert_holds(a, "two");
 
     write_through(a, "partial", false);
-    text = read_back(a);
-    assert_string_equal(text, "two");
-    free(text);
+    assert_holds(a, "two");
     assert_int_equal(access(tmp, F_OK), -1);
 
     assert_int_equal(symlink(b, dangling), 0);
     write_through(dangling, "three", true);
-    text = read_back(b);
-    assert_string_equal(text, "three");
-    free(text);
+    assert_holds(b, "three");
 
     cli_tmp_file_t t;
     assert_int_equal(cli_tmp_open(&t, dir), EISDIR);
