@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +57,42 @@ int cli_read_file(const char *path, char **data, size_t *len) {
     return rc;
 }
 
+/* The temporary files open now, removed when SIGINT or SIGTERM ends the process (a
+ * replay stopped by hand leaves no FILE.tmp.PID behind); a slot is NULL when free. */
+#define CLI__TMP_SLOTS 4
+static char *volatile cli__tmp_open_now[CLI__TMP_SLOTS];
+
+static void cli__tmp_on_signal(int sig) {
+    for (int i = 0; i < CLI__TMP_SLOTS; i++)
+        if (cli__tmp_open_now[i] != NULL)
+            unlink(cli__tmp_open_now[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void cli__tmp_track(char *tmp, char *untrack) {
+    static bool handled;
+    if (!handled) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = cli__tmp_on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        for (int sig = SIGINT; sig != 0; sig = sig == SIGINT ? SIGTERM : 0) {
+            struct sigaction was;
+            if (sigaction(sig, NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+                sigaction(sig, &sa, NULL); /* one ignored (nohup, a background job) stays so */
+        }
+        handled = true;
+    }
+    for (int i = 0; i < CLI__TMP_SLOTS; i++)
+        if (cli__tmp_open_now[i] == untrack) {
+            cli__tmp_open_now[i] = tmp;
+            return;
+        }
+}
+
 int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
     memset(t, 0, sizeof(*t));
     struct stat st, link;
@@ -94,6 +131,7 @@ int cli_tmp_open(cli_tmp_file_t *t, const char *path) {
         memset(t, 0, sizeof(*t));
         return e;
     }
+    cli__tmp_track(t->tmp, NULL);
     return 0;
 }
 
@@ -103,6 +141,7 @@ int cli_tmp_close(cli_tmp_file_t *t, bool keep) {
     if (fclose(t->f) != 0 && e == 0)
         e = errno != 0 ? errno : EIO;
     if (t->tmp != NULL) {
+        cli__tmp_track(NULL, t->tmp);
         if (keep && e == 0 && rename(t->tmp, t->dest) != 0)
             e = errno != 0 ? errno : EIO;
         if (!keep || e != 0)

@@ -83,6 +83,21 @@ assert_eq "" "$OUT" "no report when the decisions cannot be written"
 assert_exit 1 "--decisions with a workload that cannot be read" "$FRUGAL" replay -c "$CFG" \
     "$TMP/missing.yaml" --decisions "$TMP/partial.jsonl"
 assert_eq "" "$(ls "$TMP" | grep partial)" "neither the file nor its .tmp is left"
+# Stopped midway (SIGTERM; SIGINT alike): the signal still ends it, and its temporary
+# file goes with it.
+"$FRUGAL" replay -c "$CFG" "$W/mix.yaml" --seeds 200 --decisions "$TMP/stopped.jsonl" \
+    > /dev/null 2>&1 &
+STOPPED=$!
+for _ in $(seq 100); do
+    ls "$TMP" | grep -q "stopped.jsonl.tmp" && break
+    sleep 0.05
+done
+assert_match "stopped.jsonl.tmp.$STOPPED" "$(ls "$TMP")" "the decisions go to FILE.tmp.PID while it runs"
+kill -TERM "$STOPPED"
+STATUS=0
+wait "$STOPPED" || STATUS=$?
+assert_eq 143 "$STATUS" "SIGTERM still ends replay as a signal does"
+assert_eq "" "$(ls "$TMP" | grep stopped)" "SIGTERM leaves neither the file nor its temporary file"
 
 log "csv and json"
 assert_ok "csv" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" "$W/gpu.yaml" --strategy random \
