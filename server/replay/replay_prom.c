@@ -342,6 +342,10 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
     prom__pod_t *p = prom__pod(b, metric, &nomem);
     if (p == NULL)
         return nomem ? frugal_err_set(err, FRUGAL_ENOMEM, "out of memory") : 0;
+    bool is_time =
+        s == REPLAY_PROM_CREATED || s == REPLAY_PROM_START || s == REPLAY_PROM_COMPLETION;
+    if (is_time && !(isfinite(first) && isfinite(last)))
+        return 0; /* NaN or Inf is no time: the pod's is unknown (no creation time: counted) */
     int rc = 0;
     switch (s) {
     case REPLAY_PROM_CREATED:

@@ -94,6 +94,10 @@ static void test_trace(void **state) {
         "[1700000000,\"1\"]");
     add(b, REPLAY_PROM_REQUESTS, POD("ghost") ",\"container\":\"c\",\"resource\":\"cpu\"",
         "[1700000000,\"1\"]");
+    /* a creation time that is no time is none: counted as ghost is */
+    add(b, REPLAY_PROM_REQUESTS, POD("inf") ",\"container\":\"c\",\"resource\":\"cpu\"",
+        "[1700000000,\"1\"]");
+    add(b, REPLAY_PROM_CREATED, POD("inf"), "[1700000000,\"+Inf\"]");
     add(b, REPLAY_PROM_CREATED, POD("old"), "[1700000000,\"1699990000\"]");
     add(b, REPLAY_PROM_COMPLETION, POD("old"), "[1700000000,\"1699995000\"]");
 
@@ -104,7 +108,7 @@ static void test_trace(void **state) {
     assert_int_equal(replay_prom_trace(b, known, 2, &text, &len, &st, &err), 0);
     assert_int_equal(st.pods, 2);
     assert_int_equal(st.per_node, 2);
-    assert_int_equal(st.no_created, 1);
+    assert_int_equal(st.no_created, 2);
     assert_int_equal(st.outside, 1);
     const char *job = text, *web = strchr(text, '\n') + 1;
     assert_true(strncmp(job, "{\"t\": 0, ", 9) == 0);
