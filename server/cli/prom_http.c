@@ -156,13 +156,17 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
     bool json = type != NULL && strstr(type, "json") != NULL;
     /* Prometheus' own errors are JSON with a "status"; anything else at an error code is
      * not its answer, whatever its content type. */
-    if (status != 200 && json && status >= 400 &&
-        (b.data == NULL || strstr(b.data, "\"status\"") == NULL))
-        json = false;
-    if (status != 200 && !(json && status >= 400)) {
+    bool prometheus_error =
+        status >= 400 && json && b.data != NULL && strstr(b.data, "\"status\"") != NULL;
+    if (status != 200 && !prometheus_error) {
         strbuf_free(&b);
-        return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)",
-                              h->o->url, path, status, json ? "" : ", not JSON");
+        const char *refused = status != 401 && status != 403 ? ""
+                              : h->o->bearer_token_file != NULL
+                                  ? ": the server refused the --bearer-token-file token"
+                                  : ": the server asks for credentials (--bearer-token-file, "
+                                    "--cert/--key)";
+        return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)%s",
+                              h->o->url, path, status, json ? "" : ", not JSON", refused);
     }
     strbuf_append(&b, "", 0); /* an empty body is "" */
     *len = b.len;

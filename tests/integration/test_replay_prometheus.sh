@@ -383,6 +383,8 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         ok = self.headers.get("Authorization") == "Bearer s3cret"
         body = b'{"status":"success","data":["up"]}' if ok else b'{"status":"error","errorType":"unauthorized","error":"no token"}'
+        if self.path.startswith("/proxy/"):  # an authenticating proxy's JSON, not Prometheus'
+            ok, body = False, b'{"message":"Unauthorized"}'
         self.send_response(200 if ok else 401)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -401,6 +403,13 @@ assert_match "has no kube_pod_created series" "$ERR" "the token was accepted"
 assert_exit 1 "without the token" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h
 assert_match "Prometheus answered error: no token" "$ERR" "refused without the token, Prometheus' message shown"
+assert_exit 1 "refused by a proxy" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT/proxy" --since 1h
+assert_match "^frugal replay: http://127.0.0.1:$AUTH_PORT/proxy/api/v1/label/__name__/values: not a Prometheus answer \(HTTP 401\): the server asks for credentials \(--bearer-token-file, --cert/--key\)$" \
+    "$ERR" "a proxy's JSON refusal is no Prometheus answer, and credentials are named"
+assert_exit 1 "token refused by a proxy" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$AUTH_PORT/proxy" --since 1h --bearer-token-file "$TMP/token"
+assert_match "\(HTTP 401\): the server refused the --bearer-token-file token$" "$ERR" "the refused token named"
 assert_exit 1 "missing token file" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/none"
 assert_match "^frugal replay: --bearer-token-file $TMP/none: No such file" "$ERR" "missing token file named"
