@@ -13,6 +13,7 @@
 
 struct prom_http {
     const prom_http_opts_t *o;
+    char *shown_url;
     CURL *curl;
     struct curl_slist *headers;
 };
@@ -23,10 +24,33 @@ static size_t prom__write(char *ptr, size_t size, size_t n, void *arg) {
     return b->failed ? 0 : size * n; /* 0: curl stops */
 }
 
+char *prom_http_url_shown(const char *url) {
+    const char *host = strstr(url, "://");
+    host = host != NULL ? host + 3 : url;
+    size_t authority = strcspn(host, "/?#");
+    const char *at = NULL;
+    for (const char *c = host; c < host + authority; c++)
+        if (*c == '@')
+            at = c;
+    if (at == NULL || memchr(host, ':', (size_t)(at - host)) == NULL)
+        return strdup(url); /* no password (a user name alone is no secret) */
+    const char *colon = memchr(host, ':', (size_t)(at - host));
+    size_t keep = (size_t)(colon + 1 - url), n = keep + 3 + strlen(at) + 1;
+    char *shown = malloc(n);
+    if (shown != NULL)
+        snprintf(shown, n, "%.*s***%s", (int)keep, url, at);
+    return shown;
+}
+
+const char *prom_http_url(const prom_http_t *h) {
+    return h->shown_url;
+}
+
 int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *err) {
     prom_http_t *h = calloc(1, sizeof(*h));
-    if (h == NULL || (h->curl = curl_easy_init()) == NULL) {
-        free(h);
+    if (h == NULL || (h->curl = curl_easy_init()) == NULL ||
+        (h->shown_url = prom_http_url_shown(o->url)) == NULL) {
+        prom_http_close(h);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     h->o = o;
@@ -89,6 +113,7 @@ void prom_http_close(prom_http_t *h) {
         return;
     curl_slist_free_all(h->headers);
     curl_easy_cleanup(h->curl);
+    free(h->shown_url);
     free(h);
 }
 
@@ -146,7 +171,7 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
         if (rc == CURLE_SSL_CERTPROBLEM && h->o->cert_file != NULL)
             return frugal_err_set(err, FRUGAL_EINVAL, "--cert %s / --key %s: %s", h->o->cert_file,
                                   h->o->key_file, curl_easy_strerror(rc));
-        return frugal_err_set(err, FRUGAL_EUNAVAIL, "cannot reach %s: %s", h->o->url,
+        return frugal_err_set(err, FRUGAL_EUNAVAIL, "cannot reach %s: %s", h->shown_url,
                               curl_easy_strerror(rc));
     }
     long status = 0;
@@ -166,7 +191,7 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
                                   : ": the server asks for credentials (--bearer-token-file, "
                                     "--cert/--key)";
         return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)%s",
-                              h->o->url, path, status, json ? "" : ", not JSON", refused);
+                              h->shown_url, path, status, json ? "" : ", not JSON", refused);
     }
     strbuf_append(&b, "", 0); /* an empty body is "" */
     *len = b.len;

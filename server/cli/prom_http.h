@@ -18,6 +18,13 @@ typedef struct prom_http_opts {
 
 typedef struct prom_http prom_http_t;
 
+/* url as messages show it: a password in it (http://user:password@host) hidden as
+ * "***". malloc'd; NULL when out of memory. */
+char *prom_http_url_shown(const char *url);
+
+/* The client's URL as messages show it (prom_http_url_shown). */
+const char *prom_http_url(const prom_http_t *h);
+
 /* A client for o (borrowed for its life). FRUGAL_EINVAL when the token file cannot be
  * read or is empty; FRUGAL_ENOMEM. Call curl_global_init before the first one. */
 int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *err);

@@ -678,6 +678,13 @@ static int replay__restart_check(const replay_cmd_t *c, size_t w) {
     return 2;
 }
 
+/* "frugal replay: WHAT, got URL" on stderr, URL's password hidden. */
+static void replay__url_usage(const char *what, const char *url) {
+    char *shown = prom_http_url_shown(url);
+    fprintf(stderr, "frugal replay: %s, got %s\n", what, shown != NULL ? shown : "(out of memory)");
+    free(shown);
+}
+
 /* The range of --from-prometheus: --since is required with it, --until defaults to now;
  * the Prometheus options without --from-prometheus are usage errors. */
 static int replay__prom_args(replay_prom_source_t *p, const char *since, const char *until) {
@@ -693,10 +700,7 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
     /* libcurl also reads file:// and ftp://, which are no Prometheus. */
     if (strncasecmp(p->http.url, "http://", 7) != 0 &&
         strncasecmp(p->http.url, "https://", 8) != 0) {
-        fprintf(stderr,
-                "frugal replay: --from-prometheus: expected an http:// or https:// URL, "
-                "got %s\n",
-                p->http.url);
+        replay__url_usage("--from-prometheus: expected an http:// or https:// URL", p->http.url);
         return 2;
     }
     if (p->namespace_re != NULL && strlen(p->namespace_re) > REPLAY_PROM_REGEX_MAX) {
@@ -734,8 +738,7 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
     }
     /* TLS files on a plain http:// URL would be ignored: a user who gave them expects TLS. */
     if ((p->http.ca_file || p->http.cert_file) && strncasecmp(p->http.url, "https://", 8) != 0) {
-        fprintf(stderr, "frugal replay: --ca-file, --cert and --key need an https:// URL, got %s\n",
-                p->http.url);
+        replay__url_usage("--ca-file, --cert and --key need an https:// URL", p->http.url);
         return 2;
     }
     return 0;

@@ -60,12 +60,12 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, 
         frugal_err_t e;
         frugal_err_clear(&e);
         if ((rc = replay_prom_has_metric(body, len, metric, &has, &e)) != 0)
-            frugal_err_set(err, rc, "%s: %s", o->http.url, e.msg);
+            frugal_err_set(err, rc, "%s: %s", prom_http_url(h), e.msg);
         else if (!has)
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "%s has no %s series: is kube-state-metrics scraped by this "
                                 "Prometheus?",
-                                o->http.url, metric);
+                                prom_http_url(h), metric);
     }
     free(body);
     return rc;
@@ -104,7 +104,7 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
                 frugal_err_t e;
                 frugal_err_clear(&e);
                 if ((rc = replay_prom_add(b, (replay_prom_series_t)s, body, len, &e)) != 0)
-                    frugal_err_set(err, rc, "%s: the %s query: %s", o->http.url,
+                    frugal_err_set(err, rc, "%s: the %s query: %s", prom_http_url(h),
                                    replay_prom_metric((replay_prom_series_t)s), e.msg);
             }
             free(body);
@@ -165,7 +165,7 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
         const char *re = o->namespace_re;
         bool cut = re != NULL && strlen(re) > SOURCE__REGEX_SHOWN;
         rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%.*s%s%s%s%s%s",
-                            o->http.url, a, z, re ? " in namespaces matching \"" : "",
+                            prom_http_url(h), a, z, re ? " in namespaces matching \"" : "",
                             SOURCE__REGEX_SHOWN, re ? re : "", cut ? "..." : "", re ? "\"" : "",
                             left_out, partial[0] ? "; " : "", partial);
     }

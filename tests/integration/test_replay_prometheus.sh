@@ -288,6 +288,10 @@ assert_exit 1 "unreachable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prome
 assert_match "^frugal replay: cannot reach http://127.0.0.1:$DEAD: " "$ERR" "unreachable named"
 assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 [ ! -e "$TMP/bad1.jsonl" ] && [ -z "$(ls "$TMP" | grep bad1)" ] && pass || fail "no trace written, no temporary file left"
+assert_exit 1 "unreachable, a password in the URL" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://reader:pa55word@127.0.0.1:$DEAD" --since 1h
+assert_match "^frugal replay: cannot reach http://reader:\*\*\*@127.0.0.1:$DEAD: " "$ERR" \
+    "the URL named with its password hidden"
 
 # A trace that cannot be written is said before any query: here before the unreachable
 # URL is.

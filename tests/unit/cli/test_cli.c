@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "prom_http.h"
 
 typedef struct capture {
     int saved_fd;
@@ -172,12 +173,31 @@ static void test_tmp_file_paths(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* A URL's password never reaches a message; the rest of it stays as given. */
+static void test_url_password_hidden(void **state) {
+    (void)state;
+    const char *cases[][2] = {
+        {"https://admin:s3cret@prom.example:9090/p", "https://admin:***@prom.example:9090/p"},
+        {"http://:tok@h", "http://:***@h"},
+        {"http://user@h/x", "http://user@h/x"},
+        {"http://h/a:b@c", "http://h/a:b@c"},
+        {"http://h:9090", "http://h:9090"},
+        {"http://u:p@q@h?x=@", "http://u:***@h?x=@"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char *shown = prom_http_url_shown(cases[i][0]);
+        assert_string_equal(shown, cases[i][1]);
+        free(shown);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yaml_strings_are_always_quoted),
         cmocka_unit_test(test_yaml_keys),
         cmocka_unit_test(test_table_aligns_without_trailing_blanks),
         cmocka_unit_test(test_tmp_file_paths),
+        cmocka_unit_test(test_url_password_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
