@@ -114,9 +114,15 @@ assert_eq 4 "$(target_size h)" "h after a clean restart"
 log "SIGTERM with a call that never sends its body: cancelled after the grace, exit 0, persisted"
 assert_ok "increase g 1" ctl increase g 1
 acked=$((acked + 1))
-python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" headers-only "$ADDR" 1 1 20 >/dev/null 2>&1 &
+python3 "$FRUGAL_SOURCE_DIR/tests/integration/h2raw.py" headers-only "$ADDR" 1 1 20 \
+    >"$TMP/stalled.out" 2>&1 &
 STALLED=$!
-sleep 3 # python's start, the connection and the HEADERS, on a loaded machine
+# Its HEADERS sent (however loaded the machine), then a moment for the server to take them.
+for _ in $(seq 1 200); do
+    grep -q "opened=1" "$TMP/stalled.out" && break
+    sleep 0.1
+done
+sleep 1
 stop_server
 wait "$STALLED" 2>/dev/null
 assert_match "cancelling them" "$(cat "$SERVER_LOG")" "the grace ran out and the stalled call was cancelled"
