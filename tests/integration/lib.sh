@@ -39,6 +39,10 @@ lib_cleanup() {
             wait "$pid" 2>/dev/null
         fi
     done
+    local port claims="${TMPDIR:-/tmp}/frugal-test-ports"
+    while read -r port; do # this test's port claims (free_port), for the next tests
+        [ "$(cat "$claims/$port" 2>/dev/null)" = "$$" ] && rm -f "$claims/$port"
+    done <"$TMP/.ports" 2>/dev/null
     if [ "${FRUGAL_KEEP_TMP:-0}" = 1 ]; then
         echo "kept $TMP" >&2
     else
@@ -92,14 +96,15 @@ finish() {
     exit 0
 }
 
-# A TCP port on 127.0.0.1, below the ephemeral range, that nothing listens on right now
-# and that this test has not been given before (two ports picked one after the other must
-# differ: $TMP/.ports).
+# A TCP port on 127.0.0.1, below the ephemeral range, that nothing listens on right now,
+# that this test has not been given before (two ports picked one after the other must
+# differ: $TMP/.ports), and that no other test running now holds (free_port.py's claims,
+# made for this test's shell, $$).
 free_port() {
     local port
     for _ in $(seq 1 100); do
         if command -v python3 >/dev/null 2>&1; then
-            port=$(python3 "$FRUGAL_SOURCE_DIR/tests/integration/free_port.py")
+            port=$(python3 "$FRUGAL_SOURCE_DIR/tests/integration/free_port.py" $$)
         else
             port=$((20000 + RANDOM % 40000))
             (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
