@@ -79,10 +79,11 @@ static void cli__tmp_track(char *tmp, char *untrack) {
         sigemptyset(&sa.sa_mask);
         sigaddset(&sa.sa_mask, SIGINT);
         sigaddset(&sa.sa_mask, SIGTERM);
-        for (int sig = SIGINT; sig != 0; sig = sig == SIGINT ? SIGTERM : 0) {
+        const int stops[] = {SIGINT, SIGTERM};
+        for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++) {
             struct sigaction was;
-            if (sigaction(sig, NULL, &was) == 0 && was.sa_handler != SIG_IGN)
-                sigaction(sig, &sa, NULL); /* one ignored (nohup, a background job) stays so */
+            if (sigaction(stops[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+                sigaction(stops[i], &sa, NULL); /* one ignored (nohup, a background job) stays */
         }
         handled = true;
     }

@@ -32,9 +32,9 @@ char *prom_http_url_shown(const char *url) {
     for (const char *c = host; c < host + authority; c++)
         if (*c == '@')
             at = c;
-    if (at == NULL || memchr(host, ':', (size_t)(at - host)) == NULL)
+    const char *colon = at != NULL ? memchr(host, ':', (size_t)(at - host)) : NULL;
+    if (colon == NULL)
         return strdup(url); /* no password (a user name alone is no secret) */
-    const char *colon = memchr(host, ':', (size_t)(at - host));
     size_t keep = (size_t)(colon + 1 - url), n = keep + 3 + strlen(at) + 1;
     char *shown = malloc(n);
     if (shown != NULL)

@@ -194,13 +194,15 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
 int replay_prom_source_open_save(replay_prom_source_t *o, frugal_err_t *err) {
     /* Opened and dropped at once: the file is written only at the end, so that a run
      * stopped or failed while Prometheus answers leaves nothing behind. */
+    if (o->save_trace == NULL)
+        return 0;
     cli_tmp_file_t probe;
-    int e = o->save_trace != NULL ? cli_tmp_open(&probe, o->save_trace) : 0;
+    int e = cli_tmp_open(&probe, o->save_trace);
     if (e != 0)
         return frugal_err_set(err, FRUGAL_EIO, "--save-trace %s: %s", o->save_trace, strerror(e));
-    if (o->save_trace != NULL && probe.tmp != NULL)
+    if (probe.tmp != NULL)
         cli_tmp_close(&probe, false);
-    else if (o->save_trace != NULL)
+    else
         o->save = probe; /* a pipe or a device: written straight through, kept open */
     return 0;
 }

@@ -335,7 +335,7 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
                               "not a Prometheus answer: a %s series without metric or values",
                               prom__metrics[s]);
     if (s == REPLAY_PROM_LAST_SCRAPE) {
-        b->last_scrape = isnan(b->last_scrape) || max > b->last_scrape ? max : b->last_scrape;
+        b->last_scrape = fmax(b->last_scrape, max); /* fmax: the one that is not NaN */
         return 0;
     }
     bool nomem = false;
@@ -353,11 +353,10 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         p->created = last;
         break;
     case REPLAY_PROM_INFO_SEEN:
-        p->seen = isnan(p->seen) || max > p->seen ? max : p->seen;
+        p->seen = fmax(p->seen, max);
         break;
     case REPLAY_PROM_COMPLETION_SEEN:
-        p->completion_seen =
-            isnan(p->completion_seen) || max > p->completion_seen ? max : p->completion_seen;
+        p->completion_seen = fmax(p->completion_seen, max);
         break;
     case REPLAY_PROM_START:
         p->start = last;
@@ -727,8 +726,7 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
      * last sample. */
     double last_scrape = b->last_scrape; /* over every namespace, --namespace or not */
     for (size_t i = 0; i < b->pods_count; i++)
-        if (isnan(last_scrape) || b->pods[i]->seen > last_scrape)
-            last_scrape = b->pods[i]->seen; /* a pod never seen (NaN) compares false */
+        last_scrape = fmax(last_scrape, b->pods[i]->seen); /* a pod never seen (NaN) is none */
     if (!(last_scrape >= (double)b->end_s - PROM__LOOKBACK_S))
         last_scrape = NAN;
     size_t n = 0;
