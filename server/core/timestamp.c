@@ -24,7 +24,12 @@ static bool timestamp__digits(const char *s, int n, int *out) {
 
 bool timestamp_parse(const char *s, int64_t *unix_seconds) {
     size_t len = strlen(s);
-    if (len > 0 && strspn(s, "0123456789") == len) {
+    size_t whole = strspn(s, "0123456789");
+    /* Unix seconds, with a fraction as Prometheus writes them (1767225600.5), dropped. */
+    if (whole > 0 && s[whole] == '.' && whole + 1 < len &&
+        strspn(s + whole + 1, "0123456789") == len - whole - 1)
+        len = whole;
+    if (len > 0 && whole == len) {
         char *end;
         errno = 0;
         long long v = strtoll(s, &end, 10);

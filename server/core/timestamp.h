@@ -1,5 +1,6 @@
 /* Points in time as operators write them: RFC 3339 (2026-11-25T12:00:00Z, with an
- * optional fraction of a second and a "Z" or "+HH:MM" offset) or unix seconds. */
+ * optional fraction of a second and a "Z" or "+HH:MM" offset) or unix seconds (with an
+ * optional fraction: 1767225600.5). */
 #ifndef FRUGAL_TIMESTAMP_H
 #define FRUGAL_TIMESTAMP_H
 

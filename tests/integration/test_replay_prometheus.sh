@@ -261,9 +261,9 @@ assert_match "^frugal replay: prometheus: pod [a-z0-9-]+/[a-z0-9-]+: no node gro
     "$ERR" "the pod named, no line of a file that was not written"
 assert_match "^frugal replay: prometheus: [0-9]+ pods? no node group can host" "$ERR" "and their number"
 
-log "the report counts the DaemonSet and static pods left out"
+log "the report counts the DaemonSet and static pods left out (--until in Prometheus' float form)"
 assert_ok "table report" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
-    --since 8h --until "$END" --seeds 1 --strategy random
+    --since 8h --until "$END.25" --seeds 1 --strategy random
 assert_match '^prometheus: 8.0 h, 1 seeds, [0-9]+ pods per seed, 2 DaemonSet and static pods left out' "$OUT" \
     "node-exporter and the static kube-proxy counted"
 

@@ -23,6 +23,8 @@ static void test_forms(void **state) {
     assert_int_equal(t, 1767225600);
     assert_true(timestamp_parse("1767225600", &t));
     assert_int_equal(t, 1767225600);
+    assert_true(timestamp_parse("1767225600.75", &t)); /* Prometheus' own form */
+    assert_int_equal(t, 1767225600);
     assert_true(timestamp_parse("2024-02-29T12:00:00Z", &t)); /* a leap day */
     assert_int_equal(t, 1709208000);
     assert_true(timestamp_parse("9999-12-31T23:59:59Z", &t));
@@ -59,6 +61,11 @@ static void test_rejected(void **state) {
         "2026-01-01T00:00:00+1:00",
         "-2026-01-01T00:00:00Z",
         "2026-1-01T00:00:00Z",
+        "1767225600.",
+        ".5",
+        "1767225600.5.5",
+        "1767225600.5Z",
+        "0.5",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         int64_t t = 42;
