@@ -79,7 +79,7 @@ static int ctl_verb_raw(rpc_client_t *client, ctl_format_t format, int argc, cha
     uint8_t *body = NULL;
     size_t len = 0;
     if (ctl__read_file(argv[2], &body, &len) != 0) {
-        return 1;
+        return 2; /* as best-options and propose say of a FILE they cannot read */
     }
     uint8_t *reply = NULL;
     size_t reply_len = 0;

@@ -97,16 +97,22 @@ static int cluster__decrease_locked(cluster_t *c, const cluster_ctx_t *ctx, cons
         creating += g->instances[i].state == INSTANCE_CREATING;
         registered += g->instances[i].state == INSTANCE_RUNNING;
     }
+    /* The configured limit is named first; then the instances a decrease may not drop. */
     int64_t target = (int64_t)g->target_size + delta;
-    if (target < registered || -(int64_t)delta > creating)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "decrease of %s by %d would go below the %" PRId64
-                              " running instances (target %d, %" PRId64 " not yet running)",
-                              id, (int)delta, registered, (int)g->target_size, creating);
     if (target < g->min_size)
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "decrease of %s by %d would go below min_size %d (target %d)", id,
                               (int)delta, (int)g->min_size, (int)g->target_size);
+    if (target < registered)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "decrease of %s by %d would go below the %" PRId64
+                              " running instances (target %d, %" PRId64 " not yet running)",
+                              id, (int)delta, registered, (int)g->target_size, creating);
+    if (-(int64_t)delta > creating)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "decrease of %s by %d would remove more than the %" PRId64
+                              " instances not yet running (target %d, %" PRId64 " running)",
+                              id, (int)delta, creating, (int)g->target_size, registered);
 
     int64_t now = cluster_now_ms();
     group_t *next = NULL;

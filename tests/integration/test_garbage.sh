@@ -70,6 +70,9 @@ printf '\x0a\x06pool-a' >"$B/valid-target-size"
 assert_ok "raw NodeGroupTargetSize" ctl -o yaml raw "$CP/NodeGroupTargetSize" "$B/valid-target-size"
 assert_eq OK "$(yaml_value status)" "raw status"
 assert_eq 2 "$(yaml_value responseBytes)" "raw reply is targetSize=1 (08 01)"
+assert_exit 2 "raw with a FILE that cannot be read: exit 2, as best-options" \
+    ctl raw "$CP/NodeGroupTargetSize" "$B/no-such-body"
+assert_match "^frugal ctl: .*/no-such-body: No such file or directory$" "$ERR" "the file named"
 assert_ok "raw from stdin" bash -c "printf '\x0a\x06pool-b' | \"$FRUGAL\" ctl --addr $ADDR raw $CP/NodeGroupTargetSize -"
 
 log "malformed bodies on all 17 methods"

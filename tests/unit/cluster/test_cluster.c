@@ -334,8 +334,10 @@ static void test_refusals(void **state) {
     assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 1, NULL), 0);
     before = snapshot(f->c);
     fb = read_file(f->path);
+    /* Both limits crossed (0 < min_size 1 and < 1 running): the configured one is named. */
     expect_refusal(f, cluster_decrease_target_size(f->c, NULL, "pool-a", -2, &err), FRUGAL_EPRECOND,
-                   &err, NULL, before, fb);
+                   &err, "decrease of pool-a by -2 would go below min_size 1 (target 2)", before,
+                   fb);
     assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     free(before);
     free(fb);
