@@ -223,9 +223,9 @@ static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
         const k8s_pod_spec_t *spec = p->spec_pod ? p->spec_pod->spec : NULL;
         for (size_t g = 0; g < s->groups_count; g++) {
             const k8s_node_t *node = s->groups[g].node;
-            s->compat[p->shape * s->groups_count + g] = fit_node_selector(spec, node, NULL, 0) &&
-                                                        fit_node_affinity(spec, node, NULL, 0) &&
-                                                        fit_taints(spec, node, NULL, 0);
+            s->compat[p->shape * s->groups_count + g] =
+                fit_node_selector(spec, node, NULL, 0) && fit_node_affinity(spec, node, NULL, 0) &&
+                fit_taints(spec, node, NULL, 0) && fit_named_resources(spec, node, NULL, 0);
         }
     }
     free(done);

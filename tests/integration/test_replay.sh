@@ -158,6 +158,17 @@ assert_eq "frugal replay: $TMP/trace.jsonl:4: pod default/huge: no node group ca
 frugal replay: $TMP/trace.jsonl:6: pod default/huger: no node group can host this pod: counted, not placed
 frugal replay: $TMP/trace.jsonl: 2 pods no node group can host" \
     "$ERR" "each pod's trace line named on stderr"
+log "every resource a pod asks for counts: an extended resource or hugepages no template lists"
+named() { # NAME RESOURCE QUANTITY
+    printf '{"t": 0, "pod": {"metadata": {"name": "%s", "namespace": "default"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi", "%s": "%s"}}}]}}, "duration": 600}\n' "$@"
+}
+{ named fpga example.com/fpga 1; named pages hugepages-2Mi 64Mi; named scratch ephemeral-storage 10Gi; named disk ephemeral-storage 200Gi; } >"$TMP/named.jsonl"
+assert_ok "replay named resources" "$FRUGAL" replay -c "$CFG" "$TMP/named.jsonl" --seeds 1 --strategy random
+assert_match "^named: 0.2 h, 1 seeds, 4 pods per seed, 3 that no group can host" "$OUT" \
+    "only the pod within the templates' 100Gi ephemeral-storage is placed"
+assert_match "named.jsonl:1: pod default/fpga: no node group can host" "$ERR" "example.com/fpga named"
+assert_match "named.jsonl:2: pod default/pages: no node group can host" "$ERR" "hugepages named"
+assert_match "named.jsonl:4: pod default/disk: no node group can host" "$ERR" "200Gi of ephemeral-storage named"
 sed 's/^families:$/&\n  - {name: giant, weight: 0.2, owner: Job, cpu: [300, 400], memory: 1Gi, lifetime: 10m}/' \
     "$FRUGAL_SOURCE_DIR/bench/workloads/web.yaml" >"$TMP/giant.yaml"
 assert_ok "replay a mix with a family no group can host" "$FRUGAL" replay -c "$CFG" "$TMP/giant.yaml" \
