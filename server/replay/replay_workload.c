@@ -463,6 +463,24 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
     return 0;
 }
 
+/* Whether text, which starts with "{", is a mix written as JSON (a script's json.dump):
+ * its first key is one of a mix's. A trace line's first key is "t", "pod" or "duration",
+ * and any other key stays a trace's error, named on its line. */
+static bool replay__mix_in_braces(const char *text, size_t len) {
+    static const char *const keys[] = {"families", "arrivals_per_hour", "diurnal", "description"};
+    size_t i = 1;
+    while (i < len && isspace((unsigned char)text[i]))
+        i++;
+    char quote = i < len && (text[i] == '"' || text[i] == '\'') ? text[i++] : '\0';
+    size_t start = i;
+    while (i < len && text[i] != quote && text[i] != ':' && !isspace((unsigned char)text[i]))
+        i++;
+    for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
+        if (i - start == strlen(keys[k]) && memcmp(text + start, keys[k], i - start) == 0)
+            return true;
+    return false;
+}
+
 int replay_workload_load(const char *path, const char *text, size_t len, replay_workload_t *out,
                          frugal_err_t *err) {
     memset(out, 0, sizeof(*out));
@@ -497,7 +515,7 @@ int replay_workload_load(const char *path, const char *text, size_t len, replay_
         return frugal_err_set(err, FRUGAL_EINVAL,
                               "%s: empty (expected a workload mix or a JSON-lines trace)", path);
     }
-    out->is_trace = text[i] == '{';
+    out->is_trace = text[i] == '{' && !replay__mix_in_braces(text + i, len - i);
     int rc = out->is_trace ? replay__load_trace(path, text, len, out, err)
                            : replay__load_mix(path, text, len, out, err);
     if (rc != 0)

@@ -107,6 +107,23 @@ static void test_mix(void **state) {
     assert_int_equal(f->lifetime_s.max, 600);
     assert_int_equal(f->pod->spec->n_tolerations, 1);
     replay_workload_free(&w);
+    /* A mix written as JSON, on one line or indented, is a mix; its first key decides. */
+    static const char *const json_mixes[] = {
+        "{\"arrivals_per_hour\": 5, \"families\": [{\"name\": \"a\", \"cpu\": \"1\", "
+        "\"memory\": \"1Gi\", \"lifetime\": \"1h\"}]}\n",
+        "\n# a comment\n{\n  'families': [{name: a, cpu: 1, memory: 1Gi, lifetime: 1h}],\n"
+        "  \"arrivals_per_hour\": 5\n}\n",
+    };
+    for (size_t i = 0; i < sizeof(json_mixes) / sizeof(*json_mixes); i++) {
+        assert_int_equal(load("m.json", json_mixes[i], &w, &err), 0);
+        assert_false(w.is_trace);
+        assert_int_equal(w.families_count, 1);
+        assert_true(w.arrivals_per_hour == 5);
+        replay_workload_free(&w);
+    }
+    /* Any other first key stays a trace's, and its error is a trace line's. */
+    assert_int_equal(load("t.jsonl", "{\"time\": 0}\n", &w, &err), FRUGAL_EINVAL);
+    assert_string_equal(err.msg, "t.jsonl:1:2: unknown trace field \"time\"");
 }
 
 static void test_mix_errors(void **state) {
