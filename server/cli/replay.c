@@ -767,6 +767,11 @@ int cmd_replay(int argc, char **argv) {
             paths[npaths++] = opt;
             continue;
         }
+        if (strcmp(opt, "--") == 0) { /* the rest are WORKLOAD files, whatever their names */
+            while (++i < argc)
+                paths[npaths++] = argv[i];
+            break;
+        }
         if (i + 1 >= argc || argv[i + 1][0] == '\0') {
             fprintf(stderr, "frugal replay: %s needs a value\n", opt);
             status = 2;

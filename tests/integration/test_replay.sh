@@ -169,6 +169,10 @@ assert_match "^named: 0.2 h, 1 seeds, 4 pods per seed, 3 that no group can host"
 assert_match "named.jsonl:1: pod default/fpga: no node group can host" "$ERR" "example.com/fpga named"
 assert_match "named.jsonl:2: pod default/pages: no node group can host" "$ERR" "hugepages named"
 assert_match "named.jsonl:4: pod default/disk: no node group can host" "$ERR" "200Gi of ephemeral-storage named"
+log "after --, every argument is a WORKLOAD file, even one named like an option"
+{ named a example.com/fpga 1; named b ephemeral-storage 1Gi; } >"$TMP/-dash.jsonl"
+assert_ok "a WORKLOAD after --" bash -c "cd '$TMP' && '$FRUGAL' replay -c '$CFG' --seeds 1 --strategy random -- -dash.jsonl"
+assert_match "^-dash: 0.2 h, 1 seeds, 2 pods per seed, 1 that no group can host" "$OUT" "read as a trace"
 sed 's/^families:$/&\n  - {name: giant, weight: 0.2, owner: Job, cpu: [300, 400], memory: 1Gi, lifetime: 10m}/' \
     "$FRUGAL_SOURCE_DIR/bench/workloads/web.yaml" >"$TMP/giant.yaml"
 assert_ok "replay a mix with a family no group can host" "$FRUGAL" replay -c "$CFG" "$TMP/giant.yaml" \
