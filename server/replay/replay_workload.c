@@ -356,11 +356,20 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         bool escapes = false;
         for (const char *c = at; c + 1 < stop && !escapes; c++)
             escapes = c[0] == '\\' && c[1] == 'u';
-        char *joined = escapes ? malloc(n + 1) : NULL;
-        if (joined != NULL)
-            n = replay__join_surrogates(at, n, joined);
-        int loaded = yaml_tree_load(joined != NULL ? joined : at, n, &obj, &ye);
-        free(joined);
+        bool tabs = memchr(at, '\t', (size_t)(q - at)) != NULL;
+        char *copy = escapes || tabs ? malloc(n + 1) : NULL;
+        if (copy != NULL) {
+            if (escapes)
+                n = replay__join_surrogates(at, n, copy);
+            else
+                memcpy(copy, at, n);
+            /* A tab before the object is JSON's whitespace, not YAML's indentation: a space
+             * in its place keeps the columns. */
+            for (size_t k = 0; k < (size_t)(q - at); k++)
+                copy[k] = copy[k] == '\t' ? ' ' : copy[k];
+        }
+        int loaded = yaml_tree_load(copy != NULL ? copy : at, n, &obj, &ye);
+        free(copy);
         if (loaded != 0) { /* the parser saw this one line */
             char problem[sizeof(ye.message) + 40];
             return frugal_err_set(err, FRUGAL_EINVAL,

@@ -253,6 +253,14 @@ static void test_trace(void **state) {
     assert_true(bom.is_trace);
     assert_int_equal(bom.trace_count, 1);
     replay_workload_free(&bom);
+    /* Tabs are JSON whitespace, before the object too; the columns stay the line's. */
+    const char *tab_text = "\t{\"t\": 0, \"pod\": {}, \"duration\": 60}\n"
+                           " \t{\"t\":\t5, \"pod\": {},\t\"duration\": 60}\t\n";
+    assert_int_equal(replay_workload_load("t.jsonl", tab_text, strlen(tab_text), &bom, &berr), 0);
+    assert_int_equal(bom.trace_count, 2);
+    replay_workload_free(&bom);
+    expect_error("t.jsonl", "\t{\"t\": 0, \"pod\": {}, \"duration\": -1}\n",
+                 "t.jsonl:1:34: duration: must not be negative");
     expect_error("t.jsonl", " \n\n",
                  "t.jsonl: empty (expected a workload mix or a JSON-lines trace)");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"t\": 2}\n",
