@@ -458,8 +458,10 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
         frugal_err_clear(&pe);
         if ((rc = pod_effective_request(tp->pod, &tp->request, &pe)) != 0)
             frugal_err_set(err, rc, "%s:%zu:%d: %s", path, line, pod->column, pe.msg);
-        if (tp->t_s + tp->duration_s > w->trace_span_s)
-            w->trace_span_s = tp->t_s + tp->duration_s;
+        /* A pod of duration 0 still waits for a node: the trace lasts past its arrival. */
+        int64_t until = tp->t_s + (tp->duration_s > 0 ? tp->duration_s : 1);
+        if (until > w->trace_span_s)
+            w->trace_span_s = until;
     next:
         yaml_tree_free(obj);
         if (rc != 0)

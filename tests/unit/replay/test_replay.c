@@ -259,6 +259,12 @@ static void test_trace(void **state) {
     assert_int_equal(replay_workload_load("t.jsonl", tab_text, strlen(tab_text), &bom, &berr), 0);
     assert_int_equal(bom.trace_count, 2);
     replay_workload_free(&bom);
+    /* A pod of duration 0 still waits for a node: the trace lasts past its arrival. */
+    const char *zero_text = "{\"t\": 0, \"pod\": {}, \"duration\": 60}\n"
+                            "{\"t\": 600, \"pod\": {}, \"duration\": 0}\n";
+    assert_int_equal(replay_workload_load("t.jsonl", zero_text, strlen(zero_text), &bom, &berr), 0);
+    assert_int_equal(bom.trace_span_s, 601);
+    replay_workload_free(&bom);
     expect_error("t.jsonl", "\t{\"t\": 0, \"pod\": {}, \"duration\": -1}\n",
                  "t.jsonl:1:34: duration: must not be negative");
     expect_error("t.jsonl", " \n\n",
