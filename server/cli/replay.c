@@ -642,8 +642,8 @@ static bool replay__has_strategy(const replay_cmd_t *c, const replay_policy_ops_
     return false;
 }
 
-/* The longest replay: a leap year. */
-#define REPLAY_HOURS_MAX (24 * 366)
+/* The longest replay: the longest trace's span. */
+#define REPLAY_HOURS_MAX (REPLAY_SECONDS_MAX / 3600)
 
 /* A number of hours for option opt (--hours, --restart-at): 0, or 2 once the refusal is
  * said. */

@@ -308,8 +308,15 @@ assert_match "^  random +0.00 \[0.00-0.00\] +- +0.00 \[0.00-0.00\] +- " "$OUT" "
 
 log "--restart-at: frugal's strategies forget the pods they remembered, once, at that hour"
 assert_exit 2 "restart not a number" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --restart-at soon
-assert_match "^frugal replay: --restart-at: expected a positive number of hours up to 8784, got \"soon\"$" \
+assert_match "^frugal replay: --restart-at: expected a positive number of hours up to 87840, got \"soon\"$" \
     "$ERR" "refused in one line"
+{
+    echo "{\"t\": 0, \"pod\": $(pod first 1 1Gi Job), \"duration\": 60}"
+    echo "{\"t\": \"10000h\", \"pod\": $(pod last 1 1Gi Job), \"duration\": 60}"
+} >"$TMP/long.jsonl"
+assert_ok "a restart past a year, in a trace that long" "$FRUGAL" replay -c "$CFG" "$TMP/long.jsonl" \
+    --seeds 1 --strategy demand-fit --restart-at 9000
+assert_match "^long: 10000.0 h, 1 seeds, 2 pods per seed, frugal restarted at 9000 h" "$OUT" "the whole span"
 assert_exit 2 "restart after the run" "$FRUGAL" replay -c "$CFG" "$W/web.yaml" --hours 12 \
     --restart-at 12 --decisions "$TMP/late.jsonl"
 assert_match "^frugal replay: --restart-at 12: not before the end of web \(12 h\)$" "$ERR" \
