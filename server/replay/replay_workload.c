@@ -38,7 +38,8 @@ static int replay__fail(frugal_err_t *err, const char *path, const yaml_tree_nod
 /* A number, quoted or not (scripts often quote them: "t": "60"). */
 static bool replay__number(const yaml_tree_node_t *n, double *out) {
     if (n->type != YAML_TREE_SCALAR || n->u.scalar.len == 0 ||
-        isspace((unsigned char)n->u.scalar.text[0]))
+        isspace((unsigned char)n->u.scalar.text[0]) ||
+        strpbrk(n->u.scalar.text, "xX") != NULL) /* strtod's hexadecimal is no JSON number */
         return false;
     char *end;
     errno = 0;

@@ -238,6 +238,8 @@ static void test_trace(void **state) {
                  "t.jsonl:2:");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": -1}\n",
                  "t.jsonl:1:33: duration: must not be negative");
+    expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": \"0x10\"}\n",
+                 "t.jsonl:1:33: duration:");
     expect_error("t.jsonl", "{\"t\": -5, \"pod\": {}, \"duration\": 1}\n",
                  "t.jsonl:1:7: t: must not be negative");
     expect_error("t.jsonl", "{\"t\": 0, \"duration\": 1}\n", "t.jsonl:1:1: \"pod\" is required");
