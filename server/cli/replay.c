@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "config.h"
 #include "duration.h"
+#include "pod.h"
 #include "replay.h"
 #include "replay_prom.h"
 #include "replay_prom_source.h"
@@ -374,15 +375,13 @@ static void replay__warn_unhostable(const replay_cmd_t *c) {
                 f->unhostable < REPLAY_UNHOSTABLE_NAMED ? f->unhostable : REPLAY_UNHOSTABLE_NAMED;
             for (int64_t k = 0; k < named; k++) {
                 const replay_trace_pod_t *tp = &wl->trace[f->unhostable_shapes[k]];
-                const k8s_object_meta_t *m = tp->pod->metadata;
-                char line[32] = "";
+                char line[32] = "", name[512];
                 if (!(w == 0 && c->unsaved_first))
                     snprintf(line, sizeof(line), ":%zu", tp->line);
                 fprintf(stderr,
-                        "frugal replay: %s%s: pod %s/%s: no node group can host this pod: "
+                        "frugal replay: %s%s: pod %s: no node group can host this pod: "
                         "counted, not placed\n",
-                        wl->path, line, m != NULL && m->namespace_ ? m->namespace_ : "",
-                        m != NULL && m->name ? m->name : "");
+                        wl->path, line, pod_format_name(tp->pod, name, sizeof(name)));
             }
             fprintf(stderr, "frugal replay: %s: %" PRId64 " pod%s no node group can host%s\n",
                     wl->path, f->unhostable, f->unhostable == 1 ? "" : "s",
