@@ -514,6 +514,13 @@ int replay_workload_load(const char *path, const char *text, size_t len, replay_
     }
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
         text += 3, len -= 3; /* a UTF-8 byte order mark, as some editors write */
+    if (len >= 2 && (memcmp(text, "\xff\xfe", 2) == 0 || memcmp(text, "\xfe\xff", 2) == 0)) {
+        replay_workload_free(out);
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "%s: UTF-16 text (as Windows PowerShell's > writes it): save it as "
+                              "UTF-8",
+                              path);
+    }
     size_t i = 0;
     while (i < len && (isspace((unsigned char)text[i]) || text[i] == '#')) {
         if (text[i] == '#') /* a comment line: a trace's first object decides */

@@ -269,6 +269,7 @@ static void test_trace(void **state) {
     replay_workload_free(&bom);
     expect_error("t.jsonl", "\t{\"t\": 0, \"pod\": {}, \"duration\": -1}\n",
                  "t.jsonl:1:34: duration: must not be negative");
+    expect_error("t.jsonl", "\xff\xfe{\x00", "t.jsonl: UTF-16 text");
     expect_error("t.jsonl", " \n\n",
                  "t.jsonl: empty (expected a workload mix or a JSON-lines trace)");
     expect_error("t.jsonl", "{\"t\": 0, \"pod\": {}, \"duration\": 1, \"t\": 2}\n",
