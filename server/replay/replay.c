@@ -229,7 +229,22 @@ static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
         }
     }
     free(done);
-    return replay__compat_classes(s, err);
+    int rc = replay__compat_classes(s, err);
+    if (rc != 0)
+        return rc;
+    /* Each pod's class and request are fixed: hashed once, not at every loop it waits. */
+    if ((s->miss_hash = calloc(s->pods_count ? s->pods_count : 1, sizeof(*s->miss_hash))) == NULL)
+        return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < s->pods_count; i++) {
+        const replay_pod_t *p = &s->pods[i];
+        const int64_t v[4] = {s->compat_class[p->shape], p->request.cpu_milli,
+                              p->request.memory_bytes, p->request.gpu};
+        uint64_t h = HASH_FNV_OFFSET;
+        for (size_t b = 0; b < sizeof(v); b++)
+            h = hash_fnv_byte(h, ((const unsigned char *)v)[b]);
+        s->miss_hash[i] = hash_finish(h);
+    }
+    return 0;
 }
 
 /* ---- placement (replay_options_t.placement) ---- */
@@ -415,6 +430,7 @@ void replay__free(replay__sim_t *s) {
     free(s->pods);
     free(s->compat);
     free(s->compat_class);
+    free(s->miss_hash);
     free(s->nodes);
     free(s->alive);
     free(s->pending);

@@ -27,7 +27,6 @@
 
 #include "binpack.h"
 #include "escalator.h"
-#include "hash.h"
 #include "replay_internal.h"
 
 /* ---- one loop ---- */
@@ -257,15 +256,6 @@ typedef struct replay__misses {
     size_t cap;
 } replay__misses_t;
 
-static uint64_t replay__miss_hash(const replay__sim_t *s, const replay_pod_t *p) {
-    uint64_t h = HASH_FNV_OFFSET;
-    const int64_t v[4] = {s->compat_class[p->shape], p->request.cpu_milli, p->request.memory_bytes,
-                          p->request.gpu};
-    for (size_t i = 0; i < sizeof(v); i++)
-        h = hash_fnv_byte(h, ((const unsigned char *)v)[i]);
-    return hash_finish(h);
-}
-
 static bool replay__same_miss(const replay__sim_t *s, const replay_pod_t *a,
                               const replay_pod_t *b) {
     return s->compat_class[a->shape] == s->compat_class[b->shape] &&
@@ -273,16 +263,13 @@ static bool replay__same_miss(const replay__sim_t *s, const replay_pod_t *a,
            a->request.memory_bytes == b->request.memory_bytes && a->request.gpu == b->request.gpu;
 }
 
-/* Whether a pod like p already missed; else, when add, p is recorded as a miss. */
-static bool replay__missed(const replay__sim_t *s, replay__misses_t *m, uint32_t pod, bool add) {
+/* The slot of a miss like pod's: taken (a pod like it missed), else where it would go. */
+static size_t replay__miss_slot(const replay__sim_t *s, const replay__misses_t *m, uint32_t pod) {
     const replay_pod_t *p = &s->pods[pod];
-    size_t i = replay__miss_hash(s, p) & (m->cap - 1);
-    for (; m->pods[i] != 0; i = (i + 1) & (m->cap - 1))
-        if (replay__same_miss(s, &s->pods[m->pods[i] - 1], p))
-            return true;
-    if (add)
-        m->pods[i] = pod + 1;
-    return false;
+    size_t i = s->miss_hash[pod] & (m->cap - 1);
+    while (m->pods[i] != 0 && !replay__same_miss(s, &s->pods[m->pods[i] - 1], p))
+        i = (i + 1) & (m->cap - 1);
+    return i;
 }
 
 /* Steps 4 and 5; *scaled tells whether an option was bought. */
@@ -297,13 +284,14 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
-        size_t a = replay__missed(s, &misses, pod, false)
+        size_t slot = replay__miss_slot(s, &misses, pod);
+        size_t a = misses.pods[slot] != 0
                        ? s->alive_count
                        : replay__pick_node(s, p, NULL, NULL, NULL, s->alive_count, true, now);
         if (a < s->alive_count) {
             replay__place(s, pod, s->alive[a], now);
         } else {
-            replay__missed(s, &misses, pod, true);
+            misses.pods[slot] = pod + 1;
             s->pending[keep++] = pod;
         }
     }

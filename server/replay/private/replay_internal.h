@@ -45,6 +45,7 @@ typedef struct replay__sim {
     size_t shapes;
     bool *compat;           /* [shape * groups_count + group]: selector, affinity, taints */
     uint32_t *compat_class; /* [shape]: the first shape with the same compat row */
+    uint64_t *miss_hash;    /* [pod]: the hash of its compat class and request (replay_loop.c) */
     /* nodes: ids stable (index), alive ones listed in purchase order */
     replay__node_t *nodes;
     size_t nodes_count, nodes_cap;
