@@ -185,6 +185,11 @@ static int replay__family(const char *path, const yaml_tree_node_t *n, size_t in
         } else if (strcmp(name, "owner") == 0) {
             if (v->type != YAML_TREE_SCALAR || v->u.scalar.len == 0)
                 return replay__fail(err, path, v, key, "expected a controller kind");
+            if (pod_kind_per_node(v->u.scalar.text)) /* as a trace leaves such pods out */
+                return replay__fail(err, path, v, key,
+                                    "%s pods come with every node, whatever the strategy: "
+                                    "they are no family of a mix",
+                                    v->u.scalar.text);
             free(f->owner);
             if ((f->owner = strdup(v->u.scalar.text)) == NULL)
                 return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");

@@ -129,6 +129,10 @@ static void test_mix(void **state) {
 static void test_mix_errors(void **state) {
     (void)state;
     expect_error("m.yaml",
+                 "arrivals_per_hour: 1\nfamilies:\n  - {name: ds, owner: DaemonSet, cpu: 1, "
+                 "memory: 1Gi, lifetime: 1h}\n",
+                 "m.yaml:3:23: families[0].owner: DaemonSet pods come with every node");
+    expect_error("m.yaml",
                  "arrivals_per_hour: 1\nfamilies:\n  - {name: a, cpu: 1, memory: 1Gi, "
                  "lifetime: 1h, colour: red}\n",
                  "m.yaml:3:50: families[0].colour: unknown family field");
