@@ -229,10 +229,12 @@ static int replay__compat(replay__sim_t *s, frugal_err_t *err) {
         }
     }
     free(done);
-    int rc = replay__compat_classes(s, err);
-    if (rc != 0)
-        return rc;
-    /* Each pod's class and request are fixed: hashed once, not at every loop it waits. */
+    return replay__compat_classes(s, err);
+}
+
+/* Each pod's hash of what replay_loop.c's replay__same_miss compares (its compat class
+ * and request): they never change, so it is hashed once, not at every loop it waits. */
+static int replay__miss_hashes(replay__sim_t *s, frugal_err_t *err) {
     if ((s->miss_hash = calloc(s->pods_count ? s->pods_count : 1, sizeof(*s->miss_hash))) == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < s->pods_count; i++) {
@@ -456,6 +458,8 @@ int replay__setup(replay__sim_t *s, const frugal_config_t *cfg, const replay_wor
         rc = w->is_trace ? replay__from_trace(s, w, err) : replay__generate(s, w, err);
     if (rc == 0)
         rc = replay__compat(s, err);
+    if (rc == 0)
+        rc = replay__miss_hashes(s, err);
     return rc;
 }
 

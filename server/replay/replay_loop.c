@@ -256,6 +256,7 @@ typedef struct replay__misses {
     size_t cap;
 } replay__misses_t;
 
+/* The fields replay.c's replay__miss_hashes hashes. */
 static bool replay__same_miss(const replay__sim_t *s, const replay_pod_t *a,
                               const replay_pod_t *b) {
     return s->compat_class[a->shape] == s->compat_class[b->shape] &&

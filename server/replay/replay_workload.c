@@ -222,6 +222,15 @@ static int replay__family(const char *path, const yaml_tree_node_t *n, size_t in
     return 0;
 }
 
+/* Whether the n bytes at name are one of a mix's top-level keys. */
+static bool replay__mix_key(const char *name, size_t n) {
+    static const char *const keys[] = {"families", "arrivals_per_hour", "diurnal", "description"};
+    for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
+        if (n == strlen(keys[k]) && memcmp(name, keys[k], n) == 0)
+            return true;
+    return false;
+}
+
 static int replay__load_mix(const char *path, const char *text, size_t len, replay_workload_t *w,
                             frugal_err_t *err) {
     yaml_tree_node_t *root = NULL;
@@ -247,7 +256,7 @@ static int replay__load_mix(const char *path, const char *text, size_t len, repl
             rc = replay__double(path, v, name, 1e-9, 1e7, &w->arrivals_per_hour, err);
         } else if (strcmp(name, "diurnal") == 0) {
             rc = replay__double(path, v, name, 0, 0.99, &w->diurnal, err);
-        } else if (strcmp(name, "description") != 0) {
+        } else if (!replay__mix_key(name, strlen(name))) { /* description: free text */
             rc = replay__fail(err, path, k, name, "unknown key");
         }
     }
@@ -484,7 +493,6 @@ static int replay__load_trace(const char *path, const char *text, size_t len, re
  * its first key is one of a mix's. A trace line's first key is "t", "pod" or "duration",
  * and any other key stays a trace's error, named on its line. */
 static bool replay__mix_in_braces(const char *text, size_t len) {
-    static const char *const keys[] = {"families", "arrivals_per_hour", "diurnal", "description"};
     size_t i = 1;
     while (i < len && isspace((unsigned char)text[i]))
         i++;
@@ -492,10 +500,7 @@ static bool replay__mix_in_braces(const char *text, size_t len) {
     size_t start = i;
     while (i < len && text[i] != quote && text[i] != ':' && !isspace((unsigned char)text[i]))
         i++;
-    for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
-        if (i - start == strlen(keys[k]) && memcmp(text + start, keys[k], i - start) == 0)
-            return true;
-    return false;
+    return replay__mix_key(text + start, i - start);
 }
 
 int replay_workload_load(const char *path, const char *text, size_t len, replay_workload_t *out,
