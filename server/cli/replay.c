@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "config.h"
 #include "duration.h"
+#include "log.h"
 #include "pod.h"
 #include "replay.h"
 #include "replay_prom.h"
@@ -102,19 +103,6 @@ static int replay__usage(FILE *f, int status) {
     return status;
 }
 
-/* A JSON string of s (workload names, group ids, figures): quotes and backslashes are
- * escaped, control characters left out. */
-static void replay__json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* What a run's decisions are written with (--decisions). */
 typedef struct replay_decisions_ctx {
     const replay_cmd_t *cmd;
@@ -125,16 +113,16 @@ typedef struct replay_decisions_ctx {
 static void replay__decision_line(void *arg, const replay_decision_t *d) {
     const replay_decisions_ctx_t *x = arg;
     fputs("{\"workload\": ", x->out);
-    replay__json_str(x->out, x->cmd->workloads[x->job->workload].name);
+    log_json_fputs(x->out, x->cmd->workloads[x->job->workload].name);
     fprintf(x->out,
             ", \"strategy\": \"%s\", \"seed\": %" PRIu64 ", \"time_s\": %" PRId64 ", \"group\": ",
             x->cmd->strategies[x->job->strategy]->name, x->job->seed, d->time_s);
-    replay__json_str(x->out, d->group_id);
+    log_json_fputs(x->out, d->group_id);
     fprintf(x->out,
             ", \"node_count\": %" PRId32 ", \"pods\": %zu, \"pending\": %zu, \"options\": %zu, "
             "\"figures\": ",
             d->node_count, d->pods, d->pending, d->options);
-    replay__json_str(x->out, d->why);
+    log_json_fputs(x->out, d->why);
     fputs("}\n", x->out);
 }
 
@@ -598,7 +586,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
     for (size_t i = 0; i < c->workloads_count * c->strategies_count; i++) {
         const replay_row_t *r = &rows[i];
         printf("%s\n  {\"workload\": ", i ? "," : "");
-        replay__json_str(stdout, r->workload);
+        log_json_fputs(stdout, r->workload);
         printf(", \"strategy\": \"%s\", \"hours\": %g, \"pods\": %" PRId64
                ", \"unhostable\": %" PRId64 ", ",
                r->strategy, replay__hours(c, i / c->strategies_count), r->pods, r->unhostable);
@@ -616,7 +604,7 @@ static void replay__print_json(const replay_cmd_t *c, const replay_row_t *rows) 
             replay__json_stat(c, "cost_bound", &r->cost_bound, true);
         } else {
             printf("\"bound\": null, \"cost_bound\": null, \"bound_error\": ");
-            replay__json_str(stdout, r->bound_error);
+            log_json_fputs(stdout, r->bound_error);
         }
         printf("}");
     }
@@ -743,6 +731,36 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
     return 0;
 }
 
+/* Every option replay takes; each takes a value. */
+static const char *const replay__options[] = {"-c",
+                                              "--config",
+                                              "-o",
+                                              "--output",
+                                              "--seeds",
+                                              "--first-seed",
+                                              "--hours",
+                                              "--scale-down-utilization",
+                                              "--placement",
+                                              "--restart-at",
+                                              "--decisions",
+                                              "--from-prometheus",
+                                              "--since",
+                                              "--until",
+                                              "--namespace",
+                                              "--save-trace",
+                                              "--bearer-token-file",
+                                              "--ca-file",
+                                              "--cert",
+                                              "--key",
+                                              "--strategy"};
+
+static bool replay__known_option(const char *opt) {
+    for (size_t i = 0; i < sizeof(replay__options) / sizeof(*replay__options); i++)
+        if (strcmp(opt, replay__options[i]) == 0)
+            return true;
+    return false;
+}
+
 int cmd_replay(int argc, char **argv) {
     const char *config_path = NULL, *format = "table";
     const char **paths = cli_xcalloc((size_t)argc, sizeof(*paths));
@@ -769,6 +787,11 @@ int cmd_replay(int argc, char **argv) {
         if (strcmp(opt, "--") == 0) { /* the rest are WORKLOAD files, whatever their names */
             while (++i < argc)
                 paths[npaths++] = argv[i];
+            break;
+        }
+        if (!replay__known_option(opt)) {
+            fprintf(stderr, "frugal replay: unexpected argument \"%s\"\n", opt);
+            status = replay__usage(stderr, 2);
             break;
         }
         if (i + 1 >= argc || argv[i + 1][0] == '\0') {

@@ -74,54 +74,66 @@ int log_init_from_env(void) {
     return 0;
 }
 
+/* The JSON form of the character at p: its bytes into piece (at most 6), their count
+ * returned, and the input bytes it took in *used. Invalid UTF-8 stands in as U+FFFD. */
+static size_t log__json_piece(const unsigned char *p, char piece[8], size_t *used) {
+    *used = 1;
+    if (*p == '"' || *p == '\\') {
+        piece[0] = '\\';
+        piece[1] = (char)*p;
+        return 2;
+    }
+    if (*p == '\n' || *p == '\r' || *p == '\t') {
+        piece[0] = '\\';
+        piece[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+        return 2;
+    }
+    if (*p < 0x20 || *p == 0x7f)
+        return (size_t)snprintf(piece, 8, "\\u%04x", *p);
+    if (*p < 0x80) {
+        piece[0] = (char)*p;
+        return 1;
+    }
+    /* a whole UTF-8 sequence or nothing */
+    size_t n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc0 ? 2 : 1;
+    size_t k = 1;
+    while (k < n && (p[k] & 0xc0) == 0x80)
+        k++;
+    if (k < n || n == 1) {
+        memcpy(piece, "\xef\xbf\xbd", 3);
+        return 3;
+    }
+    memcpy(piece, p, n);
+    *used = n;
+    return n;
+}
+
 size_t log_json_escape(char *out, size_t size, const char *s) {
     size_t at = 0;
     if (size == 0)
         return 0;
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        char esc[8];
-        size_t n;
-        if (*p == '"' || *p == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*p;
-            n = 2;
-        } else if (*p == '\n' || *p == '\r' || *p == '\t') {
-            esc[0] = '\\';
-            esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
-            n = 2;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", *p);
-        } else if (*p >= 0x80) {
-            /* a whole UTF-8 sequence or nothing */
-            n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc0 ? 2 : 1;
-            size_t k = 1;
-            while (k < n && (p[k] & 0xc0) == 0x80)
-                k++;
-            if (k < n || n == 1) {
-                /* not valid UTF-8: stand it in as U+FFFD */
-                if (at + 3 >= size)
-                    break;
-                memcpy(out + at, "\xef\xbf\xbd", 3);
-                at += 3;
-                continue;
-            }
-            if (at + n >= size)
-                break;
-            memcpy(out + at, p, n);
-            at += n;
-            p += n - 1;
-            continue;
-        } else {
-            esc[0] = (char)*p;
-            n = 1;
-        }
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        char piece[8];
+        size_t used, n = log__json_piece(p, piece, &used);
         if (at + n >= size)
             break;
-        memcpy(out + at, esc, n);
+        memcpy(out + at, piece, n);
         at += n;
+        p += used;
     }
     out[at] = '\0';
     return at;
+}
+
+void log_json_fputs(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        char piece[8];
+        size_t used, n = log__json_piece(p, piece, &used);
+        fwrite(piece, 1, n, f);
+        p += used;
+    }
+    fputc('"', f);
 }
 
 /* Append to buf[*at..size), cutting what does not fit; keeps a NUL at the end. */

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 typedef enum { LOG_LEVEL_DEBUG = 0, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR } log_level_t;
@@ -60,6 +61,9 @@ size_t log_format_line(char *buf, size_t size, log_format_t format, log_level_t 
  * bytes): ", \ and control characters escaped, a multi-byte UTF-8 character never cut.
  * Returns the bytes written. */
 size_t log_json_escape(char *out, size_t size, const char *s);
+
+/* Write s to f as a JSON string, quotes included, escaped as log_json_escape escapes. */
+void log_json_fputs(FILE *f, const char *s);
 
 #define log_debug(...) log_write(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_write(LOG_LEVEL_INFO, __VA_ARGS__)

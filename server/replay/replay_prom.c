@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "pod.h"
 #include "replay_prom.h"
 #include "strmap.h"
@@ -541,20 +542,6 @@ int replay_prom_has_metric(const char *text, size_t len, const char *metric, boo
 
 /* ---- the trace ---- */
 
-static void prom__json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* Whether name is kube-state-metrics' label name of the Kubernetes label key (after its
  * prefix): every character other than a letter, digit or underscore becomes an
  * underscore, then an underscore goes between a lower-case letter or digit and the
@@ -604,7 +591,7 @@ static void prom__containers(FILE *f, const prom__pod_t *p, bool init, bool side
         fputs(*first_container ? "" : ", ", f);
         *first_container = false;
         fputs("{\"name\": ", f);
-        prom__json_str(f, r->container);
+        log_json_fputs(f, r->container);
         fputs(sidecars ? ", \"restartPolicy\": \"Always\"" : "", f);
         fputs(", \"resources\": {\"requests\": {", f);
         bool first = true;
@@ -623,14 +610,14 @@ static void prom__containers(FILE *f, const prom__pod_t *p, bool init, bool side
 static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *known,
                            size_t known_count) {
     fputs("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": ", f);
-    prom__json_str(f, p->name);
+    log_json_fputs(f, p->name);
     fputs(", \"namespace\": ", f);
-    prom__json_str(f, p->ns);
+    log_json_fputs(f, p->ns);
     if (p->owner_kind != NULL) {
         fputs(", \"ownerReferences\": [{\"kind\": ", f);
-        prom__json_str(f, p->owner_kind);
+        log_json_fputs(f, p->owner_kind);
         fputs(", \"name\": ", f);
-        prom__json_str(f, p->owner_name);
+        log_json_fputs(f, p->owner_name);
         fputs(", \"controller\": true}]", f);
     }
     fputs("}, \"spec\": {\"containers\": [", f);
@@ -669,9 +656,9 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
                 if (prom__ksm_name_is(known[k], p->sels[i].a))
                     key = known[k];
             fputs(i ? ", " : "", f);
-            prom__json_str(f, key);
+            log_json_fputs(f, key);
             fputs(": ", f);
-            prom__json_str(f, p->sels[i].b);
+            log_json_fputs(f, p->sels[i].b);
         }
         fputs("}", f);
     }
@@ -687,7 +674,7 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
                 if (vals[k][0] == '\0')
                     continue;
                 fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[k]);
-                prom__json_str(f, vals[k]);
+                log_json_fputs(f, vals[k]);
                 first = false;
             }
             char *end;

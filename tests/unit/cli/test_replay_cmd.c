@@ -44,6 +44,58 @@ static void test_usage(void **state) {
     assert_int_equal(RUN("-c", cfg, web, "--placement"), 2);
 }
 
+/* What RUN(...) wrote to stderr, in buf. */
+#define STDERR_OF(buf, ...)                                                                        \
+    do {                                                                                           \
+        FILE *saved_ = stderr;                                                                     \
+        stderr = tmpfile();                                                                        \
+        assert_int_equal(RUN(__VA_ARGS__), 2);                                                     \
+        rewind(stderr);                                                                            \
+        size_t n_ = fread(buf, 1, sizeof(buf) - 1, stderr);                                        \
+        buf[n_] = '\0';                                                                            \
+        fclose(stderr);                                                                            \
+        stderr = saved_;                                                                           \
+    } while (0)
+
+/* An unknown option is named as such even when no value follows it; every known one
+ * given last asks for its value. */
+static void test_option_named(void **state) {
+    (void)state;
+    char cfg[] = "bench/workloads/cluster.yaml", web[] = "bench/workloads/web.yaml";
+    char err[4096];
+    STDERR_OF(err, "-c", cfg, web, "--bogus");
+    assert_non_null(strstr(err, "unexpected argument \"--bogus\""));
+    assert_null(strstr(err, "needs a value"));
+    const char *known[] = {"-c",
+                           "--config",
+                           "-o",
+                           "--output",
+                           "--seeds",
+                           "--first-seed",
+                           "--hours",
+                           "--scale-down-utilization",
+                           "--placement",
+                           "--restart-at",
+                           "--decisions",
+                           "--from-prometheus",
+                           "--since",
+                           "--until",
+                           "--namespace",
+                           "--save-trace",
+                           "--bearer-token-file",
+                           "--ca-file",
+                           "--cert",
+                           "--key",
+                           "--strategy"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++) {
+        char opt[64], want[96];
+        snprintf(opt, sizeof(opt), "%s", known[i]);
+        STDERR_OF(err, web, opt);
+        snprintf(want, sizeof(want), "%s needs a value", known[i]);
+        assert_non_null(strstr(err, want));
+    }
+}
+
 static void test_inputs(void **state) {
     (void)state;
     char cfg[] = "bench/workloads/cluster.yaml", web[] = "bench/workloads/web.yaml";
@@ -72,6 +124,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_inputs),
+        cmocka_unit_test(test_option_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,26 @@ static void test_json_escape(void **state) {
     assert_string_equal(out, "bad\xef\xbf\xbd\xef\xbf\xbd");
 }
 
+/* log_json_fputs writes what log_json_escape gives, quoted, however long. */
+static void test_json_fputs(void **state) {
+    (void)state;
+    FILE *f = tmpfile();
+    log_json_fputs(f, "w\x01\"\xff\xc3\xa9");
+    log_json_fputs(f, NULL);
+    char long_name[3000];
+    memset(long_name, 'a', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    log_json_fputs(f, long_name);
+    rewind(f);
+    char got[4096];
+    size_t n = fread(got, 1, sizeof(got) - 1, f);
+    got[n] = '\0';
+    fclose(f);
+    char want[4096];
+    snprintf(want, sizeof(want), "\"w\\u0001\\\"\xef\xbf\xbd\xc3\xa9\"\"\"\"%s\"", long_name);
+    assert_string_equal(got, want);
+}
+
 static void test_json_line(void **state) {
     (void)state;
     char line[1024];
@@ -95,8 +115,11 @@ static void test_parse(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_escape), cmocka_unit_test(test_json_line),
-        cmocka_unit_test(test_text_line),   cmocka_unit_test(test_long_json_line_stays_valid),
+        cmocka_unit_test(test_json_escape),
+        cmocka_unit_test(test_json_fputs),
+        cmocka_unit_test(test_json_line),
+        cmocka_unit_test(test_text_line),
+        cmocka_unit_test(test_long_json_line_stays_valid),
         cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
