@@ -404,12 +404,14 @@ bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t s
     if (r->strategy != RANKING_STRATEGY_PRICING_PROPOSAL ||
         r->cluster_size != RANKING_CLUSTER_SIZE_AUTO || cfg->autoprovisioning.enabled)
         return false;
+    /* The count is the groups' sizes: a managed group's can grow, an unmanaged one's is
+     * its configured size. */
     for (size_t i = 0; i < cfg->node_groups_count; i++)
-        if (cfg->node_groups[i].managed)
+        if (cfg->node_groups[i].managed || cfg->node_groups[i].size > 0)
             return false;
     snprintf(buf, size,
              "ranking: the pricing-proposal strategy prefers a node size by cluster size, but "
-             "frugal manages no group and cannot count the cluster's nodes; every option is "
+             "frugal has no group to count the cluster's nodes from; every option is "
              "ranked as for an empty cluster. Set ranking.cluster_size, or ranking.strategy: "
              "demand-fit");
     return true;

@@ -518,9 +518,13 @@ int decide_best_options_demand(const frugal_config_t *cfg, const decide_request_
     for (size_t i = 0; i < n; i++)
         out->any_scored = out->any_scored || out->figures[i].scored;
     if (demand_fit && !out->any_scored && decide__pods_request_nothing(req)) {
+        /* The formula prices such pods at X alone; without its preferred node size (which
+         * demand-fit does not have), the cheapest nodes that fit win. */
         ranking_config_t formula = cfg->ranking;
         formula.strategy = RANKING_STRATEGY_PRICING_PROPOSAL;
+        formula.preferred_nodes_count = 0;
         out->strategy = formula.strategy;
+        out->preferred_cpu_milli = 0;
         demand_fit = false;
         out->selected_count = ranking_select(&formula, out->damper_price, out->cluster_size,
                                              out->inputs, n, out->figures, out->selected);

@@ -45,7 +45,7 @@ static void ranking__finish(const ranking_config_t *cfg, const ranking_input_t *
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out) {
     memset(out, 0, sizeof(*out));
-    if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0 || pref_cpu_milli <= 0)
+    if (!in->scorable || in->node_count <= 0 || in->node_cpu_milli <= 0)
         return;
     double c = in->node_price * in->node_count;
     double denom = in->pods_price + damper_price;
@@ -53,7 +53,7 @@ void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pre
         return;
     double ratio = (c + damper_price) / denom;
     double pref = (double)pref_cpu_milli, node = (double)in->node_cpu_milli;
-    double unfitness = fmax(pref / node, node / pref);
+    double unfitness = pref_cpu_milli > 0 ? fmax(pref / node, node / pref) : 1.0;
     double suppressed = in->has_gpu
                             ? cfg->gpu_unfitness
                             : ranking_suppress(unfitness, in->node_count, cfg->suppress_scale);

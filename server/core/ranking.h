@@ -78,9 +78,9 @@ double ranking_suppress(double unfitness, int32_t node_count, double scale);
  * last one. Returns 0 when the table is empty. */
 int64_t ranking_preferred_cpu_milli(const ranking_config_t *cfg, int64_t cluster_size);
 
-/* Score one option. damper_price is X, pref_cpu_milli from ranking_preferred_cpu_milli.
- * Sets out->scored to false (and leaves the figures 0) when in is not scorable or the
- * score is not a finite positive number. */
+/* Score one option. damper_price is X, pref_cpu_milli from ranking_preferred_cpu_milli
+ * (0: no preferred node size, unfitness 1). Sets out->scored to false (and leaves the figures 0)
+ * when in is not scorable or the score is not a finite positive number. */
 void ranking_score(const ranking_config_t *cfg, double damper_price, int64_t pref_cpu_milli,
                    const ranking_input_t *in, ranking_figures_t *out);
 

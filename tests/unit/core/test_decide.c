@@ -188,7 +188,9 @@ static void test_nothing_scored_selects_all(void **state) {
 }
 
 /* BestEffort pods request nothing: demand-fit's T and spare room are 0 for every option,
- * so the formula (whose X prices them) decides, and says so, rather than no one. */
+ * so the formula (whose X prices them) decides, and says so, rather than no one; without
+ * its preferred node size, which demand-fit does not have, so the cheapest node wins
+ * in a cluster of any size. */
 static void test_demand_fit_lets_the_formula_rank_besteffort_pods(void **state) {
     (void)state;
     static const char yaml[] = "node_groups:\n"
@@ -214,6 +216,18 @@ static void test_demand_fit_lets_the_formula_rank_besteffort_pods(void **state) 
     assert_int_equal(res.selected_count, 1);
     assert_int_equal(res.selected[0], 1); /* the cheap node */
     decide_result_free(&res);
+
+    /* 200 nodes: the formula alone would prefer 16 cores and buy the 32-core node. */
+    req.cluster_size = 200;
+    assert_int_equal(decide_best_options(cfg, &req, &res, &err), 0);
+    assert_int_equal(res.strategy, RANKING_STRATEGY_PRICING_PROPOSAL);
+    assert_int_equal(res.preferred_cpu_milli, 0);
+    assert_int_equal(res.selected_count, 1);
+    assert_int_equal(res.selected[0], 1);
+    assert_near(res.figures[0].unfitness, 1.0);
+    assert_near(res.figures[1].unfitness, 1.0);
+    decide_result_free(&res);
+    req.cluster_size = 10;
 
     /* One pod that requests something: demand-fit decides as configured. */
     static const resources_t one[] = {{0, 0, 0}, {500, GIB, 0}};

@@ -799,6 +799,15 @@ static void test_cluster_size(void **state) {
                "node_groups: [{id: a, machine_type: n1-standard-2, max_size: 3}]\n");
     assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
     config_free(cfg);
+    /* an unmanaged group's size is counted: no warning; of size 0, a warning */
+    cfg = load("ranking: {strategy: pricing-proposal}\n"
+               "node_groups: [{id: u, machine_type: n1-standard-8, size: 3, managed: false}]\n");
+    assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    config_free(cfg);
+    cfg = load("ranking: {strategy: pricing-proposal}\n"
+               "node_groups: [{id: u, machine_type: n1-standard-8, size: 0, managed: false}]\n");
+    assert_true(config_ranking_size_unknown(cfg, why, sizeof(why)));
+    config_free(cfg);
     cfg = load("ranking: {strategy: pricing-proposal, cluster_size: 12}\n");
     assert_false(config_ranking_size_unknown(cfg, why, sizeof(why)));
     config_free(cfg);
