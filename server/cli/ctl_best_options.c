@@ -8,7 +8,7 @@
  *       node_count: 2
  *       debug: "from CA"         # optional
  *       pods:                    # pod entries as pod_file.h reads them, each
- *                                # `count` identical pods
+ *                                # `count` pods alike (NAME-0 ..)
  *         - {cpu: 100m, memory: 64Mi, gpu: 0, count: 3,
  *            node_selector: {team: web},
  *            tolerations: [{key: dedicated, operator: Equal, value: web, effect: NoSchedule}]}
@@ -180,8 +180,10 @@ static bool bo_quantity(bo_file_t *f, const yaml_tree_node_t *map, const char *k
     return true;
 }
 
-/* The pods of one option (pod_file.h), packed into the arena: each entry packed once
- * and repeated count times; an unnamed entry k of option i is named pod-i-k. */
+/* The pods of one option (pod_file.h), packed into the arena. An unnamed entry k of
+ * option i is named pod-i-k; an entry with count N > 1 becomes N pods named NAME-0 ..
+ * NAME-(N-1), as propose names them: distinct pods, as CA sends them, so that the
+ * server's memory and the pods an option leaves out count each of them. */
 static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
                          ProtobufCBinaryData **out, size_t *n_out) {
     pod_file_pods_t entries;
@@ -202,16 +204,24 @@ static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
             snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
             e->spec.name = name;
         }
-        uint8_t *packed;
-        size_t len;
-        /* The quantities were checked by the reader: only memory can run out. */
-        if (pod_spec_pack(&e->spec, &packed, &len, &err) != 0)
-            cli_die_nomem();
-        ProtobufCBinaryData b = {len, bo_alloc(f->arena, len + 1)};
-        memcpy(b.data, packed, len);
-        free(packed);
-        for (long c = 0; c < e->count; c++)
+        const char *base = e->spec.name;
+        for (long c = 0; c < e->count; c++) {
+            char copy[300];
+            if (e->count > 1) {
+                snprintf(copy, sizeof(copy), "%s-%ld", base, c);
+                e->spec.name = copy;
+            }
+            uint8_t *packed;
+            size_t len;
+            /* The quantities were checked by the reader: only memory can run out. */
+            if (pod_spec_pack(&e->spec, &packed, &len, &err) != 0)
+                cli_die_nomem();
+            ProtobufCBinaryData b = {len, bo_alloc(f->arena, len + 1)};
+            memcpy(b.data, packed, len);
+            free(packed);
             bytes[at++] = b;
+        }
+        e->spec.name = base;
     }
     pod_file_pods_free(&entries);
     *out = bytes;

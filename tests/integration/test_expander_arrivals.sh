@@ -96,4 +96,27 @@ assert_match 'group: "?s2"?' "$(echo "$OUT" | grep -B3 '^    winner: true$')" "t
 assert_no_match "none of the 2 options can be scored" "$(cat "$SERVER_LOG")" "not answered unchanged"
 stop_server
 
+log "an entry with count N is N distinct pods: the pods an option leaves out are charged each"
+# docs/ranking.md's example: eight 1-core pods and two 9-core ones; n1-standard-8 x1
+# hosts the eight and leaves the two, which take an n1-standard-16 each later.
+cat >"$TMP/frugal.yaml" <<EOF2
+listen: [{address: 127.0.0.1:$PORT}]
+node_groups:
+  - {id: s8, machine_type: n1-standard-8, zone: us-central1-a, min_size: 0, max_size: 10}
+  - {id: s16, machine_type: n1-standard-16, zone: us-central1-a, min_size: 0, max_size: 10}
+EOF2
+cat >"$TMP/left.yaml" <<EOF2
+options:
+  - {group: s8, node_count: 1, pods: [{name: small, cpu: 1, memory: 2Gi, count: 8}]}
+  - {group: s16, node_count: 2, pods: [{name: small, cpu: 1, memory: 2Gi, count: 8}, {name: big, cpu: 9, memory: 8Gi, count: 2}]}
+nodes:
+  - {group: s8, machine_type: n1-standard-8, zone: us-central1-a}
+  - {group: s16, machine_type: n1-standard-16, zone: us-central1-a}
+EOF2
+start_server "$TMP/frugal.yaml"
+assert_ok "best-options with pods left out" ctl best-options "$TMP/left.yaml"
+assert_eq "s16 1.281152" "$(echo "$OUT" | awk '$NF == "*" { print $2, $9 }')" "the 16-core option wins"
+assert_eq "1.890931" "$(echo "$OUT" | awk '$2 == "s8" { print $9 }')" "s8 charged for both 9-core pods"
+stop_server
+
 finish
