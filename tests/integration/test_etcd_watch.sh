@@ -98,6 +98,9 @@ etcd_put /frugal/w/groups/web-a "garbage"
 sleep 0.5
 ADDR=$R2 assert_status FAILED_PRECONDITION "increase over a corrupt key" ctl increase web-a 1
 assert_match "refused as corrupt" "$ERR" "the corrupt key is the reason"
+ADDR=$R1 assert_status FAILED_PRECONDITION "increase over a corrupt key on r1" ctl increase web-a 1
+assert_match '^frugal_etcd_txn_refused_total\{reason="unreadable"\} [1-9]' \
+    "$(curl -s "http://127.0.0.1:$O1/metrics")" "counted as unreadable"
 etcd_put /frugal/w/groups/web-a "$good"
 sleep 0.5
 ADDR=$R2 assert_ok "increase once healed" ctl increase web-a 1
