@@ -429,16 +429,10 @@ static int ctl_ap__load_pods(const char *path, ctl_ap_podfile_t *f) {
             snprintf(base, sizeof(base), "pod-%zu", i);
             e->spec.name = base;
         }
-        const char *name = e->spec.name;
         for (long k = 0; k < e->count; k++) {
-            char full[300];
-            if (e->count > 1) {
-                snprintf(full, sizeof(full), "%s-%ld", name, k);
-                e->spec.name = full;
-            }
             ProtobufCBinaryData *b = &f->pods[f->count];
             /* The quantities were checked by the reader: only memory can run out. */
-            if (pod_spec_pack(&e->spec, &b->data, &b->len, &err) != 0)
+            if (pod_file_pack_copy(e, k, &b->data, &b->len, &err) != 0)
                 cli_die_nomem();
             f->count++;
         }

@@ -204,24 +204,17 @@ static bool bo_pack_pods(bo_file_t *f, const yaml_tree_node_t *option, size_t i,
             snprintf(name, sizeof(name), "pod-%zu-%zu", i, k);
             e->spec.name = name;
         }
-        const char *base = e->spec.name;
         for (long c = 0; c < e->count; c++) {
-            char copy[300];
-            if (e->count > 1) {
-                snprintf(copy, sizeof(copy), "%s-%ld", base, c);
-                e->spec.name = copy;
-            }
             uint8_t *packed;
             size_t len;
             /* The quantities were checked by the reader: only memory can run out. */
-            if (pod_spec_pack(&e->spec, &packed, &len, &err) != 0)
+            if (pod_file_pack_copy(e, c, &packed, &len, &err) != 0)
                 cli_die_nomem();
             ProtobufCBinaryData b = {len, bo_alloc(f->arena, len + 1)};
             memcpy(b.data, packed, len);
             free(packed);
             bytes[at++] = b;
         }
-        e->spec.name = base;
     }
     pod_file_pods_free(&entries);
     *out = bytes;

@@ -219,6 +219,18 @@ int pod_file_read_pods(const char *path, const yaml_tree_node_t *list, pod_file_
     return 0;
 }
 
+int pod_file_pack_copy(pod_file_pod_t *e, long k, uint8_t **out, size_t *len, frugal_err_t *err) {
+    const char *base = e->spec.name;
+    char copy[300];
+    if (e->count > 1 && base != NULL) {
+        snprintf(copy, sizeof(copy), "%s-%ld", base, k);
+        e->spec.name = copy;
+    }
+    int rc = pod_spec_pack(&e->spec, out, len, err);
+    e->spec.name = base;
+    return rc;
+}
+
 void pod_file_pods_free(pod_file_pods_t *pods) {
     for (size_t i = 0; i < pods->count; i++)
         pod_file__pod_clear(&pods->items[i]);

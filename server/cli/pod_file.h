@@ -72,6 +72,10 @@ int pod_file_quantity(const char *path, const yaml_tree_node_t *map, const char 
 int pod_file_read_pods(const char *path, const yaml_tree_node_t *list, pod_file_pods_t *out,
                        frugal_err_t *err);
 
+/* Pack copy k of entry e (pod_spec_pack): when e->count > 1 the copy is named NAME-k,
+ * so that the copies are distinct pods, as CA sends them. */
+int pod_file_pack_copy(pod_file_pod_t *e, long k, uint8_t **out, size_t *len, frugal_err_t *err);
+
 /* Free what pod_file_read_pods returned; leaves *pods empty. */
 void pod_file_pods_free(pod_file_pods_t *pods);
 
