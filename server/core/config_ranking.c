@@ -411,7 +411,7 @@ bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t s
             return false;
     snprintf(buf, size,
              "ranking: the pricing-proposal strategy prefers a node size by cluster size, but "
-             "frugal has no group to count the cluster's nodes from; every option is "
+             "frugal has no node group and cannot count the cluster's nodes; every option is "
              "ranked as for an empty cluster. Set ranking.cluster_size, or ranking.strategy: "
              "demand-fit");
     return true;
