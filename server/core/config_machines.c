@@ -634,7 +634,7 @@ static const key_spec_t group_keys[] = {
     KEY("zone", YAML_TREE_SCALAR, config__parse_label_value, node_group_config_t, spec.zone, NULL),
     KEY_RANGE("min_size", config__parse_int32, node_group_config_t, min_size, "0", 0, INT32_MAX,
               false),
-    KEY_RANGE("max_size", config__parse_int32, node_group_config_t, max_size, NULL, 0, INT32_MAX,
+    KEY_RANGE("max_size", config__parse_int32, node_group_config_t, max_size, "10", 0, INT32_MAX,
               false),
     KEY_RANGE("size", config__parse_int32, node_group_config_t, size, NULL, 0, INT32_MAX, false),
     KEY("managed", YAML_TREE_SCALAR, config__parse_bool, node_group_config_t, managed, "true"),
@@ -652,8 +652,8 @@ static const key_spec_t group_keys[] = {
         provider_params, NULL),
 };
 
-/* Sizes of one group: managed groups need max_size and min <= size <= max; unmanaged
- * groups have a fixed size that stands for min and max alike. */
+/* Sizes of one group: managed groups need min <= size <= max (max_size 10 when not
+ * given); unmanaged groups have a fixed size that stands for min and max alike. */
 static void group_check_sizes(load_ctx_t *ctx, const yaml_tree_node_t *item, const char *path,
                               node_group_config_t *g) {
     char sub[CONFIG_PATH_MAX];
@@ -678,17 +678,14 @@ static void group_check_sizes(load_ctx_t *ctx, const yaml_tree_node_t *item, con
         }
         return;
     }
-    if (max_n == NULL || yaml_tree_is_null(max_n)) {
-        config__error(ctx, item, path, "missing required key \"max_size\"");
-        return;
-    }
     if (g->max_size < 0) {
         return; /* already reported */
     }
     if (g->min_size > g->max_size) {
         config__path_join(sub, path, "min_size");
-        config__error(ctx, min_n, sub, "min_size %" PRId32 " is greater than max_size %" PRId32,
-                      g->min_size, g->max_size);
+        config__error(ctx, min_n, sub,
+                      "min_size %" PRId32 " is greater than max_size %" PRId32 "%s", g->min_size,
+                      g->max_size, max_n == NULL ? " (the default: set max_size)" : "");
         return;
     }
     if (g->size >= 0 && (g->size < g->min_size || g->size > g->max_size)) {

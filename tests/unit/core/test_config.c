@@ -298,8 +298,9 @@ static void test_limits(void **state) {
 
 static void test_minimal_group_defaults(void **state) {
     (void)state;
+    /* the smallest config: one group of an id and a machine type; max_size is 10 */
     frugal_config_t *cfg = load_ok("node_groups:\n"
-                                   "  - {id: pool-a, machine_type: n1-standard-2, max_size: 10,"
+                                   "  - {id: pool-a, machine_type: n1-standard-2,"
                                    " zone: us-central1-b}\n");
     assert_int_equal(cfg->node_groups_count, 1);
     const node_group_config_t *g = config_find_node_group(cfg, "pool-a");
@@ -819,8 +820,9 @@ static void test_err_sizes(void **state) {
                  "t.yaml:2:52: node_groups[0].min_size: min_size 5 is greater than max_size 3");
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: 3, size: 4}\n",
                  "t.yaml:2:61: node_groups[0].size: size 4 is outside [min_size 0, max_size 3]");
-    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2}\n",
-                 "t.yaml:2:5: node_groups[0]: missing required key \"max_size\"");
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, min_size: 11}\n",
+                 "t.yaml:2:52: node_groups[0].min_size: min_size 11 is greater than max_size 10 "
+                 "(the default: set max_size)");
     expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, managed: false}\n",
                  "t.yaml:2:5: node_groups[0]: missing required key \"size\" (an unmanaged group "
                  "has a fixed size)");
