@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <grpc/grpc.h>
 #include <grpc/support/log.h>
@@ -33,6 +34,8 @@
 #define SERVE_GRACE_MS 10000
 /* How often instance states advance without a Refresh (boot, deletion, NAP TTL). */
 #define SERVE_TICK_MS 1000
+/* How long gRPC's own cleanup may take at exit (see serve__grpc_cleanup). */
+#define SERVE_GRPC_CLEANUP_MS 1000
 
 static void serve_usage(FILE *f) {
     fprintf(f,
@@ -189,6 +192,55 @@ static int serve_wait(cluster_t *cluster, const char *path, const sigset_t *sign
     }
 }
 
+typedef struct serve_cleanup {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} serve_cleanup_t;
+
+static void *serve__grpc_shutdown_thread(void *arg) {
+    serve_cleanup_t *c = arg;
+    grpc_shutdown_blocking();
+    pthread_mutex_lock(&c->mu);
+    c->done = true;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* gRPC's cleanup, everything torn down before exit for leak checkers too. After a large
+ * answer blocked a socket write, gRPC 1.51 polls that socket from a backup poller that
+ * sleeps up to 10 s, and the cleanup joins it: everything of frugal is stopped and
+ * stored by then, so past SERVE_GRPC_CLEANUP_MS the process exits without waiting. */
+static void serve__grpc_cleanup(int status) {
+    serve_cleanup_t c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    pthread_t t;
+    if (pthread_create(&t, NULL, serve__grpc_shutdown_thread, &c) != 0) {
+        grpc_shutdown_blocking();
+        return;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SERVE_GRPC_CLEANUP_MS / 1000;
+    until.tv_nsec += (SERVE_GRPC_CLEANUP_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L)
+        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&c.mu);
+    while (!c.done && pthread_cond_timedwait(&c.cv, &c.mu, &until) != ETIMEDOUT) {
+    }
+    bool done = c.done;
+    pthread_mutex_unlock(&c.mu);
+    if (done) {
+        pthread_join(t, NULL);
+        return;
+    }
+    log_info("gRPC's cleanup still waits on a socket poller after %d ms (a large answer's "
+             "write); exiting without it",
+             SERVE_GRPC_CLEANUP_MS);
+    fflush(NULL);
+    _exit(status);
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *path = NULL;
     state_init_t init_state = STATE_INIT_NEVER;
@@ -343,7 +395,7 @@ fail_provider:
     if (status != 0 && err.msg[0] != '\0')
         log_error("%s", err.msg);
     state_backend_destroy(state); /* after the cluster: releases the lock last */
-    grpc_shutdown_blocking();     /* everything torn down before exit, for leak checkers too */
+    serve__grpc_cleanup(status);
     config_release(cfg);
     return status;
 }

@@ -119,4 +119,23 @@ assert_eq "s16 1.281152" "$(echo "$OUT" | awk '$NF == "*" { print $2, $9 }')" "t
 assert_eq "1.890931" "$(echo "$OUT" | awk '$2 == "s8" { print $9 }')" "s8 charged for both 9-core pods"
 stop_server
 
+log "SIGTERM after a large answer: the exit does not wait out gRPC's backup poller"
+# 20 options of 20 000 pods each: the 27 MB answer's write blocks, and gRPC 1.51 then
+# polls the socket from a thread that sleeps up to 10 s, which its cleanup joins.
+{
+    echo "options:"
+    for i in $(seq 0 19); do
+        echo "  - {group: s8, node_count: 5, pods: [{name: p$i, cpu: 100m, memory: 100Mi, count: 20000}]}"
+    done
+    echo "nodes: [{group: s8, machine_type: n1-standard-8, zone: us-central1-a}]"
+} >"$TMP/large.yaml"
+start_server "$TMP/frugal.yaml"
+assert_ok "a 27 MB BestOptions" ctl --timeout 60000 best-options "$TMP/large.yaml"
+began=$(date +%s%N)
+stop_server
+took_ms=$((($(date +%s%N) - began) / 1000000))
+assert_match '^[0-9]+$' "$took_ms" "stop timed"
+[ "$took_ms" -lt 5000 ] && pass "exit ${took_ms} ms after SIGTERM (under 5 s)" ||
+    fail "exit took ${took_ms} ms after SIGTERM (gRPC's backup poller waited out?)"
+
 finish
