@@ -411,8 +411,8 @@ bool config_ranking_size_unknown(const frugal_config_t *cfg, char *buf, size_t s
             return false;
     snprintf(buf, size,
              "ranking: the pricing-proposal strategy prefers a node size by cluster size, but "
-             "frugal has no node group and cannot count the cluster's nodes; every option is "
-             "ranked as for an empty cluster. Set ranking.cluster_size, or ranking.strategy: "
-             "demand-fit");
+             "no node group gives frugal a size, so it cannot count the cluster's nodes; every "
+             "option is ranked as for an empty cluster. Set ranking.cluster_size, or "
+             "ranking.strategy: demand-fit");
     return true;
 }
