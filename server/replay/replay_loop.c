@@ -273,6 +273,23 @@ static size_t replay__miss_slot(const replay__sim_t *s, const replay__misses_t *
     return i;
 }
 
+/* The most free cpu, memory and GPUs any untainted live node has, each on its own: a
+ * request over one of them fits no node. Placing pods only takes room, so it stays an
+ * upper bound for the rest of the pass. */
+static resources_t replay__room_bound(const replay__sim_t *s) {
+    resources_t most = {0, 0, 0};
+    for (size_t a = 0; a < s->alive_count; a++) {
+        const replay__node_t *n = &s->nodes[s->alive[a]];
+        if (n->tainted_s >= 0)
+            continue;
+        most.cpu_milli = n->free.cpu_milli > most.cpu_milli ? n->free.cpu_milli : most.cpu_milli;
+        most.memory_bytes =
+            n->free.memory_bytes > most.memory_bytes ? n->free.memory_bytes : most.memory_bytes;
+        most.gpu = n->free.gpu > most.gpu ? n->free.gpu : most.gpu;
+    }
+    return most;
+}
+
 /* Steps 4 and 5; *scaled tells whether an option was bought. */
 static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_err_t *err) {
     *scaled = false;
@@ -282,11 +299,12 @@ static int replay__schedule(replay__sim_t *s, int64_t now, bool *scaled, frugal_
         misses.cap *= 2;
     if ((misses.pods = calloc(misses.cap, sizeof(*misses.pods))) == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    const resources_t bound = replay__room_bound(s);
     for (size_t k = 0; k < s->pending_count; k++) {
         uint32_t pod = s->pending[k];
         const replay_pod_t *p = &s->pods[pod];
         size_t slot = replay__miss_slot(s, &misses, pod);
-        size_t a = misses.pods[slot] != 0
+        size_t a = misses.pods[slot] != 0 || !replay__fits(&p->request, &bound)
                        ? s->alive_count
                        : replay__pick_node(s, p, NULL, NULL, NULL, s->alive_count, true, now);
         if (a < s->alive_count) {
