@@ -16,6 +16,7 @@
 #include <grpc/grpc.h>
 #include <grpc/support/log.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "commands.h"
 #include "serve.h"
@@ -219,12 +220,7 @@ static void serve__grpc_cleanup(int status) {
         grpc_shutdown_blocking();
         return;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += SERVE_GRPC_CLEANUP_MS / 1000;
-    until.tv_nsec += (SERVE_GRPC_CLEANUP_MS % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L)
-        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    struct timespec until = clock_timespec_in(CLOCK_REALTIME, SERVE_GRPC_CLEANUP_MS);
     pthread_mutex_lock(&c.mu);
     while (!c.done && pthread_cond_timedwait(&c.cv, &c.mu, &until) != ETIMEDOUT) {
     }
