@@ -1,5 +1,6 @@
 #include "hook_output.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,24 +13,31 @@ static bool hook__blank(char c) {
     return c == ' ' || c == '\t';
 }
 
-static bool hook__control(unsigned char c) {
-    return c < 0x20 || c == 0x7f;
-}
-
 /* Why the len bytes at s are no provider id, or NULL; bytes are numbered from first
- * (where s starts in what the hook printed). */
+ * (where s starts in what the hook printed). Bytes that are not UTF-8 are left to the
+ * caller's check. */
 static const char *hook__token_problem(const char *s, size_t len, size_t first, char *buf,
                                        size_t size) {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+    static const char *const what[] = {
+        [UTF8_SPACE] = "whitespace",
+        [UTF8_CONTROL] = "the control character",
+        [UTF8_INVISIBLE] = "the invisible character",
+    };
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t k = utf8_next((const unsigned char *)s + i, len - i, &cp);
+        utf8_class_t class = k > 0 ? utf8_class(cp) : UTF8_VISIBLE;
+        if (class == UTF8_SPACE && cp < 0x80)
             snprintf(buf, size, "holds whitespace at byte %zu", first + i);
+        else if (class == UTF8_CONTROL && cp < 0x80)
+            snprintf(buf, size, "holds the control character 0x%02x at byte %zu", (unsigned)cp,
+                     first + i);
+        else if (class != UTF8_VISIBLE)
+            snprintf(buf, size, "holds %s U+%04X at byte %zu", what[class], (unsigned)cp,
+                     first + i);
+        if (class != UTF8_VISIBLE)
             return buf;
-        }
-        if (hook__control(c)) {
-            snprintf(buf, size, "holds the control character 0x%02x at byte %zu", c, first + i);
-            return buf;
-        }
+        i += k > 0 ? k : 1;
     }
     return NULL;
 }

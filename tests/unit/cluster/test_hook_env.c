@@ -213,6 +213,23 @@ static void test_provider_id_rules(void **state) {
                         "holds the control character 0x1b at byte 2");
     assert_string_equal(hook_output_id_problem("x\x7f", why, sizeof(why)),
                         "holds the control character 0x7f at byte 2");
+    /* Beyond ASCII: a space that makes one id read as two words, a C1 control, a
+     * character nobody sees; letters are text. */
+    assert_string_equal(hook_output_id_problem("test://g-1\xc2\xa0running", why, sizeof(why)),
+                        "holds whitespace U+00A0 at byte 11");
+    assert_string_equal(hook_output_id_problem("a\xe3\x80\x80" "b", why, sizeof(why)),
+                        "holds whitespace U+3000 at byte 2");
+    assert_string_equal(hook_output_id_problem("a\xc2\x85", why, sizeof(why)),
+                        "holds the control character U+0085 at byte 2");
+    assert_string_equal(hook_output_id_problem("a\xc2\x9b[2J", why, sizeof(why)),
+                        "holds the control character U+009B at byte 2");
+    assert_string_equal(hook_output_id_problem("\xef\xbb\xbf" "id", why, sizeof(why)),
+                        "holds the invisible character U+FEFF at byte 1");
+    assert_string_equal(hook_output_id_problem("i\xe2\x80\x8b" "d", why, sizeof(why)),
+                        "holds the invisible character U+200B at byte 2");
+    assert_string_equal(hook_output_id_problem("x\xe2\x80\xaey", why, sizeof(why)),
+                        "holds the invisible character U+202E at byte 2");
+    assert_null(hook_output_id_problem("libvirt://h\xc3\xb4" "te/\xe6\x9c\xba", why, sizeof(why)));
     /* What the state file could not read back, and frugal's own placeholders. */
     assert_string_equal(hook_output_id_problem("id-\xff\xfe", why, sizeof(why)),
                         "is not UTF-8 text");
@@ -264,6 +281,15 @@ static void test_list_parsing(void **state) {
     text = "ok running\nid2 \xc3\x28\n";
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
     assert_string_equal(why, "line 2: the state is not UTF-8 text");
+    /* A non-breaking space is no separator: the line is not PROVIDER_ID [STATE], and
+     * the whole list is ignored rather than its id taken as "a<NBSP>running". */
+    text = "ok running\ntest://g-1\xc2\xa0running\n";
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 2: the provider id holds whitespace U+00A0 at byte 11");
+    assert_int_equal(l.count, 0);
+    text = "ok run\xc2\x9bning\n";
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 1: the state holds the control character U+009B at byte 7");
     text = "libvirt://h/\xc3\xa9t\xc3\xa9 running\n"; /* UTF-8 beyond ASCII is text */
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), 0);
     assert_int_equal(l.count, 1);

@@ -36,12 +36,42 @@ static void test_scrub(void **state) {
     utf8_scrub(mixed);
     assert_string_equal(mixed, "ok \xc3\xa9?[0m\ttab??");
     assert_true(utf8_valid(mixed));
+    /* C1 controls (a terminal's CSI, NEL) become one '?' each; other text stays. */
+    char c1[] = "boom \xc2\x9b[2J\xc2\x85 \xc2\xa0\xe2\x80\x8b" " end";
+    utf8_scrub(c1);
+    assert_string_equal(c1, "boom ?[2J? \xc2\xa0\xe2\x80\x8b" " end");
+    char cut[] = "a\xc2";
+    utf8_scrub(cut);
+    assert_string_equal(cut, "a?");
+}
+
+static void test_class(void **state) {
+    (void)state;
+    assert_int_equal(utf8_class('a'), UTF8_VISIBLE);
+    assert_int_equal(utf8_class(0xE9), UTF8_VISIBLE);
+    assert_int_equal(utf8_class(' '), UTF8_SPACE);
+    assert_int_equal(utf8_class('\n'), UTF8_SPACE);
+    assert_int_equal(utf8_class(0xA0), UTF8_SPACE);
+    assert_int_equal(utf8_class(0x2028), UTF8_SPACE);
+    assert_int_equal(utf8_class(0x3000), UTF8_SPACE);
+    assert_int_equal(utf8_class(0), UTF8_CONTROL);
+    assert_int_equal(utf8_class(0x7F), UTF8_CONTROL);
+    assert_int_equal(utf8_class(0x85), UTF8_CONTROL);
+    assert_int_equal(utf8_class(0x9F), UTF8_CONTROL);
+    assert_int_equal(utf8_class(0xA1), UTF8_VISIBLE);
+    assert_int_equal(utf8_class(0x200B), UTF8_INVISIBLE);
+    assert_int_equal(utf8_class(0x202E), UTF8_INVISIBLE);
+    assert_int_equal(utf8_class(0xFEFF), UTF8_INVISIBLE);
+    uint32_t cp = 0;
+    assert_int_equal(utf8_next((const unsigned char *)"\xe2\x82\xac", 3, &cp), 3);
+    assert_int_equal(cp, 0x20AC);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_scrub),
+        cmocka_unit_test(test_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
