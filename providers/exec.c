@@ -380,47 +380,6 @@ static ssize_t exec__find(const group_t *g, const char *id) {
     return -1;
 }
 
-/* Remember not to re-run id's hook before until; with mu held. */
-static void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id,
-                                     int64_t until) {
-    for (exec_backoff_t *b = p->backoff; b != NULL; b = b->next) {
-        if (strcmp(b->id, id) == 0) {
-            b->not_before_ms = until;
-            return;
-        }
-    }
-    exec_backoff_t *b = calloc(1, sizeof(*b));
-    if (b == NULL || (b->group = strdup(group)) == NULL || (b->id = strdup(id)) == NULL) {
-        if (b != NULL)
-            free(b->group);
-        free(b);
-        return; /* no backoff: a retry comes sooner, nothing worse */
-    }
-    b->not_before_ms = until;
-    b->next = p->backoff;
-    p->backoff = b;
-}
-
-/* Whether id may be re-run now; drops expired entries of group. With mu held. */
-static bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const char *id,
-                                        int64_t now) {
-    bool allowed = true;
-    for (exec_backoff_t **bp = &p->backoff; *bp != NULL;) {
-        exec_backoff_t *b = *bp;
-        if (strcmp(b->group, group) == 0 && b->not_before_ms <= now) {
-            *bp = b->next;
-            free(b->group);
-            free(b->id);
-            free(b);
-            continue;
-        }
-        if (id != NULL && strcmp(b->id, id) == 0)
-            allowed = false;
-        bp = &b->next;
-    }
-    return allowed;
-}
-
 /* Apply one finished job to g; with mu held. */
 static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, int64_t now,
                                bool *changed) {

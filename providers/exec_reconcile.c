@@ -90,10 +90,14 @@ static void exec__replace_locked(exec_provider_t *p, group_t *g, const reconcile
 }
 
 /* Report (and with reconcile_delete_unknown, stage the delete of) the listed machines no
- * group holds: a warning when a machine first shows or is deleted, debug while it only
- * stays. With mu held. */
+ * group holds: a warning when a machine first shows, info when it is deleted again, debug
+ * while it only stays. A machine's delete runs again no sooner than EXEC_RETRY_MS after it
+ * was queued, as a failed instance delete does: a failing API is not hammered, and a
+ * machine the infrastructure still lists for a while after its delete is not deleted
+ * twice. With mu held. */
 static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile_group_t *rg,
-                                 const hook_listing_t *l, const reconcile_verdict_t *v) {
+                                 const hook_listing_t *l, const reconcile_verdict_t *v,
+                                 int64_t now) {
     bool remove = p->cfg->exec_reconcile_delete_unknown;
     metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
     for (size_t i = 0; i < v->unknown_count; i++) {
@@ -102,17 +106,23 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile
             if (l->items[k].id == id)
                 state = l->items[k].state;
         }
-        log_write(remove || !reconcile_leak_known(rg, id) ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG,
+        bool known = reconcile_leak_known(rg, id);
+        bool held_back = remove && !exec__backoff_allows_locked(p, g->spec.id, id, now);
+        bool deleting = remove && !held_back;
+        log_write(!known ? LOG_LEVEL_WARN : deleting ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG,
                   "exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
                   "not know it (a leak)%s",
                   id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
-                  remove ? ": deleting it"
-                         : "; provider.reconcile_delete_unknown deletes such machines");
-        exec_job_t *j = remove ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
+                  !remove     ? "; provider.reconcile_delete_unknown deletes such machines"
+                  : held_back ? ": its delete ran less than 30 s ago"
+                  : known     ? ": deleting it again"
+                              : ": deleting it");
+        exec_job_t *j = deleting ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;
         if (j != NULL) {
+            exec__backoff_set_locked(p, g->spec.id, id, now + EXEC_RETRY_MS);
             j->orphan = true;
             exec__stage_locked(p, j, EXEC_STAGE_ENQUEUE);
-        } else if (remove) {
+        } else if (deleting) {
             log_error("exec: out of memory: machine %s of %s is not deleted this time", id,
                       g->spec.id);
         }
@@ -155,10 +165,16 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
     const reconcile_policy_t policy = {.interval_ms = p->cfg->exec_reconcile_interval_ms,
                                        .missing_after = p->cfg->exec_reconcile_missing_after};
     size_t judged = 0;
-    if (!reconcile_credible(rg, g, &l, &policy, &judged)) {
-        log_warn("exec: list of node group %s ignored (none_listed): it shows none of the "
-                 "group's %zu running instances (does the hook ask the right place?)",
-                 g->spec.id, judged);
+    if (!reconcile_credible(rg, g, &p->reconcile, &l, &policy, &judged)) {
+        if (judged == 1)
+            log_warn("exec: list of node group %s ignored (none_listed): it shows machines no "
+                     "node group holds but not the group's running instance (does the hook ask "
+                     "the right place?)",
+                     g->spec.id);
+        else
+            log_warn("exec: list of node group %s ignored (none_listed): it shows none of the "
+                     "group's %zu running instances (does the hook ask the right place?)",
+                     g->spec.id, judged);
         metrics_count(METRICS_RECONCILE_LIST_FAILURES, g->spec.id, "none_listed", NULL);
         hook_listing_clear(&l);
         return;
@@ -177,12 +193,15 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
         log_debug("exec: list of %s: %zu machines, %zu instances to replace, %zu unknown%s",
                   g->spec.id, l.count, v.replace_count, v.unknown_count,
                   v.unknown_judged ? "" : " (not judged: machine work in flight)");
+        /* Said once while the list keeps showing them. */
         if (v.foreign_count > 0)
-            log_warn("exec: the list of node group %s shows machines of other node groups (%zu, "
+            log_write(rg->foreign_count == 0 ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG,
+                      "exec: the list of node group %s shows machines of other node groups (%zu, "
                      "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
                      g->spec.id, v.foreign_count, v.foreign[0]);
         if (v.unknown_judged) {
-            exec__unknown_locked(p, g, rg, &l, &v);
+            rg->foreign_count = v.foreign_count;
+            exec__unknown_locked(p, g, rg, &l, &v, now);
             if (reconcile_note_leaks(rg, &v) != 0)
                 log_error("exec: out of memory noting the leaks of %s: warned again", g->spec.id);
         }

@@ -152,8 +152,9 @@ static bool reconcile__judged(const reconcile_group_t *rg, const instance_t *in,
            in->state_since_ms <= rg->listed_ms - policy->interval_ms;
 }
 
-bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
-                        const reconcile_policy_t *policy, size_t *judged) {
+bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
+                        const hook_listing_t *l, const reconcile_policy_t *policy,
+                        size_t *judged) {
     size_t listed = 0;
     *judged = 0;
     for (size_t i = 0; i < g->instances_count; i++) {
@@ -163,7 +164,15 @@ bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hoo
         (*judged)++;
         listed += hook_listing_has(l, in->id);
     }
-    return *judged < 2 || listed > 0;
+    if (*judged == 0 || listed > 0)
+        return true;
+    if (*judged >= 2)
+        return false;
+    for (size_t i = 0; i < l->count; i++) {
+        if (!reconcile__held(g, l->items[i].id) && !reconcile__held_elsewhere(all, rg, l->items[i].id))
+            return false;
+    }
+    return true;
 }
 
 int reconcile_judge(reconcile_group_t *rg, const group_t *g, const reconcile_t *all,

@@ -42,6 +42,7 @@ typedef struct reconcile_group {
     size_t held_count;
     char **leaks; /* the unknown machines of the last judged list (reconcile_note_leaks) */
     size_t leaks_count;
+    size_t foreign_count; /* machines of other groups the last judged list showed */
 } reconcile_group_t;
 
 /* Every group's record. */
@@ -102,8 +103,11 @@ void reconcile_verdict_clear(reconcile_verdict_t *v);
 /* Whether listing l is to be believed about g: a list that shows none of g's running
  * instances while at least two would be judged (a hook asking the wrong project or
  * region, an empty answer) would replace them all, and delete the live machines with
- * their deletes; it is not. */
-bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const hook_listing_t *l,
-                        const reconcile_policy_t *policy, size_t *judged);
+ * their deletes; it is not. Nor is one that misses g's only judged instance and shows
+ * machines no group of all holds: with reconcile_delete_unknown, a hook asking the wrong
+ * place would have those deleted as leaks. */
+bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
+                        const hook_listing_t *l, const reconcile_policy_t *policy,
+                        size_t *judged);
 
 #endif

@@ -182,6 +182,14 @@ bool exec__has_list(const exec_job_t *j, const char *group);
 
 const char *exec__verb_name(exec_verb_t v);
 
+/* Remember not to re-run id's hook before until; with mu held. */
+void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id,
+                              int64_t until);
+
+/* Whether id may be re-run now; drops expired entries of group. With mu held. */
+bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const char *id,
+                                 int64_t now);
+
 /* Every frugal_hook_runs_total{verb,result} series at 0, so that a rule's increase()
  * sees the first failure of a kind (a series that appears at 1 shows no increase). */
 void exec__metrics_init(void);

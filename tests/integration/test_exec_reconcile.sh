@@ -4,7 +4,8 @@
 # replaced after reconcile_missing_after lists (target size kept, its remains deleted); a
 # list that fails or prints a malformed line changes nothing and is counted; a listed
 # machine frugal does not know is reported (warning, gauge) and, once a reload turns on
-# reconcile_delete_unknown, deleted through the delete hook; a machine another group holds,
+# reconcile_delete_unknown, deleted through the delete hook (a failed delete retried no
+# sooner than 30 s); a machine another group holds,
 # listed by a hook that ignores GROUP, is neither reported nor deleted as a leak; the
 # delete of a replaced machine is an instance's delete: retried, and resumed after a restart.
 source "$(dirname "$0")/lib.sh"
@@ -197,6 +198,21 @@ wait_for 10 no_unknown || fail "the gauge did not return to 0"
 run ctl nodes pool-a
 assert_match "^test://pool-a-3 +running" "$OUT" "the known instances stay"
 assert_match "^test://pool-a-4 +running" "$OUT" "the known instances stay"
+
+log "a leak whose delete fails is retried no sooner than 30 s, and warned once"
+touch "$TMP/delete-fail"
+FAILED0=$(metric 'frugal_hook_runs_total\{verb="delete",result="failed"\}')
+touch "$M/stray-f"
+delete_failed() { [ "$(metric 'frugal_hook_runs_total\{verb="delete",result="failed"\}')" -gt "${FAILED0:-0}" ]; }
+wait_for 10 delete_failed || fail "the leak's delete did not run"
+LISTS=$(metric 'frugal_hook_runs_total\{verb="list",result="ok"\}')
+wait_for 15 more_lists || fail "no further lists ran"
+assert_eq $((${FAILED0:-0} + 1)) "$(metric 'frugal_hook_runs_total\{verb="delete",result="failed"\}')" \
+    "one delete in the lists of the next seconds (it ran at every list)"
+assert_eq 1 "$(grep -c 'warn .*machine test://stray-f (running) is listed by the hook for node group pool-a ' "$SERVER_LOG")" \
+    "the leak is warned once"
+rm "$M/stray-f" "$TMP/delete-fail"
+wait_for 10 no_unknown || fail "the gauge did not return to 0"
 
 log "the hook lists every group's machines: another group's machine is not a leak"
 # (the hook above ignores GROUP; reconcile_delete_unknown is on since the reload)

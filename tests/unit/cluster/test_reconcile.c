@@ -174,7 +174,8 @@ static bool keep_b(void *arg, const char *group) {
 }
 
 /* A list that shows none of two or more judged instances is not believed; one that
- * shows any of them is, and a group of one instance can lose it. */
+ * shows any of them is, and a group of one instance can lose it, unless machines nobody
+ * holds are listed instead. */
 static void test_credible(void **state) {
     (void)state;
     const char *ids[] = {"m://a", "m://b", "m://c"};
@@ -187,20 +188,35 @@ static void test_credible(void **state) {
     hook_listing_t l = {0};
     size_t judged = 0;
     listing(&l, "");
-    assert_false(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_false(reconcile_credible(rg, g, &r, &l, &policy, &judged));
     assert_int_equal(judged, 2); /* the creating one is not judged */
     hook_listing_clear(&l);
     listing(&l, "m://zzz\n"); /* only machines frugal does not know */
-    assert_false(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_false(reconcile_credible(rg, g, &r, &l, &policy, &judged));
     hook_listing_clear(&l);
     listing(&l, "m://b\n");
-    assert_true(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_true(reconcile_credible(rg, g, &r, &l, &policy, &judged));
     hook_listing_clear(&l);
     g->instances_count = 1; /* one running instance: its absence is believed */
     listing(&l, "");
-    assert_true(reconcile_credible(rg, g, &l, &policy, &judged));
+    assert_true(reconcile_credible(rg, g, &r, &l, &policy, &judged));
     assert_int_equal(judged, 1);
     hook_listing_clear(&l);
+    /* ... unless the list shows machines no group holds in its place: a hook asking the
+     * wrong project would have them deleted as leaks. Another group's machines do not
+     * count (a hook may list more than GROUP's). */
+    listing(&l, "other://prod-db-1\n");
+    assert_false(reconcile_credible(rg, g, &r, &l, &policy, &judged));
+    hook_listing_clear(&l);
+    reconcile_group_t *other = reconcile_group(&r, "pool-b");
+    const char *held[] = {"m://b-1"};
+    instance_state_t held_st[] = {INSTANCE_RUNNING};
+    group_t *gb = make_group(1, held, held_st, since);
+    assert_int_equal(reconcile_note_held(other, gb), 0);
+    listing(&l, "m://b-1\n");
+    assert_true(reconcile_credible(rg, g, &r, &l, &policy, &judged));
+    hook_listing_clear(&l);
+    group_free(gb);
     g->instances_count = 3;
     reconcile_clear(&r);
     group_free(g);
