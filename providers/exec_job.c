@@ -220,7 +220,7 @@ void exec__warn_orphan_dropped(const exec_job_t *j) {
 }
 
 void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id,
-                                     int64_t until) {
+                              int64_t until) {
     for (exec_backoff_t *b = p->backoff; b != NULL; b = b->next) {
         if (strcmp(b->id, id) == 0) {
             b->not_before_ms = until;
@@ -240,7 +240,7 @@ void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char 
 }
 
 bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const char *id,
-                                        int64_t now) {
+                                 int64_t now) {
     bool allowed = true;
     for (exec_backoff_t **bp = &p->backoff; *bp != NULL;) {
         exec_backoff_t *b = *bp;

@@ -109,7 +109,9 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile
         bool known = reconcile_leak_known(rg, id);
         bool held_back = remove && !exec__backoff_allows_locked(p, g->spec.id, id, now);
         bool deleting = remove && !held_back;
-        log_write(!known ? LOG_LEVEL_WARN : deleting ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG,
+        log_write(!known     ? LOG_LEVEL_WARN
+                  : deleting ? LOG_LEVEL_INFO
+                             : LOG_LEVEL_DEBUG,
                   "exec: machine %s%s%s%s is listed by the hook for node group %s but frugal does "
                   "not know it (a leak)%s",
                   id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
@@ -197,8 +199,8 @@ void exec__reconcile_locked(exec_provider_t *p, group_t *g, reconcile_group_t *r
         if (v.foreign_count > 0)
             log_write(rg->foreign_count == 0 ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG,
                       "exec: the list of node group %s shows machines of other node groups (%zu, "
-                     "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
-                     g->spec.id, v.foreign_count, v.foreign[0]);
+                      "%s first): not leaks, but `HOOK list GROUP` should list GROUP's alone",
+                      g->spec.id, v.foreign_count, v.foreign[0]);
         if (v.unknown_judged) {
             rg->foreign_count = v.foreign_count;
             exec__unknown_locked(p, g, rg, &l, &v, now);

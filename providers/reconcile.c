@@ -153,8 +153,7 @@ static bool reconcile__judged(const reconcile_group_t *rg, const instance_t *in,
 }
 
 bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
-                        const hook_listing_t *l, const reconcile_policy_t *policy,
-                        size_t *judged) {
+                        const hook_listing_t *l, const reconcile_policy_t *policy, size_t *judged) {
     size_t listed = 0;
     *judged = 0;
     for (size_t i = 0; i < g->instances_count; i++) {
@@ -169,7 +168,8 @@ bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const rec
     if (*judged >= 2)
         return false;
     for (size_t i = 0; i < l->count; i++) {
-        if (!reconcile__held(g, l->items[i].id) && !reconcile__held_elsewhere(all, rg, l->items[i].id))
+        if (!reconcile__held(g, l->items[i].id) &&
+            !reconcile__held_elsewhere(all, rg, l->items[i].id))
             return false;
     }
     return true;

@@ -107,7 +107,6 @@ void reconcile_verdict_clear(reconcile_verdict_t *v);
  * machines no group of all holds: with reconcile_delete_unknown, a hook asking the wrong
  * place would have those deleted as leaks. */
 bool reconcile_credible(const reconcile_group_t *rg, const group_t *g, const reconcile_t *all,
-                        const hook_listing_t *l, const reconcile_policy_t *policy,
-                        size_t *judged);
+                        const hook_listing_t *l, const reconcile_policy_t *policy, size_t *judged);
 
 #endif

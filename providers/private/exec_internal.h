@@ -183,8 +183,7 @@ bool exec__has_list(const exec_job_t *j, const char *group);
 const char *exec__verb_name(exec_verb_t v);
 
 /* Remember not to re-run id's hook before until; with mu held. */
-void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id,
-                              int64_t until);
+void exec__backoff_set_locked(exec_provider_t *p, const char *group, const char *id, int64_t until);
 
 /* Whether id may be re-run now; drops expired entries of group. With mu held. */
 bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const char *id,

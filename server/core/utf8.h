@@ -32,8 +32,8 @@ utf8_class_t utf8_class(uint32_t cp);
 bool utf8_valid(const char *s);
 
 /* Make s well-formed UTF-8 text in place: each byte that starts no well-formed sequence,
- * and each control character (C0 but tab, DEL, C1), becomes one '?'. For text frugal did not write (a
- * hook's message), so that it can be stored and sent. */
+ * and each control character (C0 but tab, DEL, C1), becomes one '?'. For text frugal did not write
+ * (a hook's message), so that it can be stored and sent. */
 void utf8_scrub(char *s);
 
 #endif

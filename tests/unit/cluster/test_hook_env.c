@@ -217,19 +217,27 @@ static void test_provider_id_rules(void **state) {
      * character nobody sees; letters are text. */
     assert_string_equal(hook_output_id_problem("test://g-1\xc2\xa0running", why, sizeof(why)),
                         "holds whitespace U+00A0 at byte 11");
-    assert_string_equal(hook_output_id_problem("a\xe3\x80\x80" "b", why, sizeof(why)),
+    assert_string_equal(hook_output_id_problem("a\xe3\x80\x80"
+                                               "b",
+                                               why, sizeof(why)),
                         "holds whitespace U+3000 at byte 2");
     assert_string_equal(hook_output_id_problem("a\xc2\x85", why, sizeof(why)),
                         "holds the control character U+0085 at byte 2");
     assert_string_equal(hook_output_id_problem("a\xc2\x9b[2J", why, sizeof(why)),
                         "holds the control character U+009B at byte 2");
-    assert_string_equal(hook_output_id_problem("\xef\xbb\xbf" "id", why, sizeof(why)),
+    assert_string_equal(hook_output_id_problem("\xef\xbb\xbf"
+                                               "id",
+                                               why, sizeof(why)),
                         "holds the invisible character U+FEFF at byte 1");
-    assert_string_equal(hook_output_id_problem("i\xe2\x80\x8b" "d", why, sizeof(why)),
+    assert_string_equal(hook_output_id_problem("i\xe2\x80\x8b"
+                                               "d",
+                                               why, sizeof(why)),
                         "holds the invisible character U+200B at byte 2");
     assert_string_equal(hook_output_id_problem("x\xe2\x80\xaey", why, sizeof(why)),
                         "holds the invisible character U+202E at byte 2");
-    assert_null(hook_output_id_problem("libvirt://h\xc3\xb4" "te/\xe6\x9c\xba", why, sizeof(why)));
+    assert_null(hook_output_id_problem("libvirt://h\xc3\xb4"
+                                       "te/\xe6\x9c\xba",
+                                       why, sizeof(why)));
     /* What the state file could not read back, and frugal's own placeholders. */
     assert_string_equal(hook_output_id_problem("id-\xff\xfe", why, sizeof(why)),
                         "is not UTF-8 text");

@@ -37,9 +37,11 @@ static void test_scrub(void **state) {
     assert_string_equal(mixed, "ok \xc3\xa9?[0m\ttab??");
     assert_true(utf8_valid(mixed));
     /* C1 controls (a terminal's CSI, NEL) become one '?' each; other text stays. */
-    char c1[] = "boom \xc2\x9b[2J\xc2\x85 \xc2\xa0\xe2\x80\x8b" " end";
+    char c1[] = "boom \xc2\x9b[2J\xc2\x85 \xc2\xa0\xe2\x80\x8b"
+                " end";
     utf8_scrub(c1);
-    assert_string_equal(c1, "boom ?[2J? \xc2\xa0\xe2\x80\x8b" " end");
+    assert_string_equal(c1, "boom ?[2J? \xc2\xa0\xe2\x80\x8b"
+                            " end");
     char cut[] = "a\xc2";
     utf8_scrub(cut);
     assert_string_equal(cut, "a?");
