@@ -19,6 +19,8 @@ static const replay_prom_series_t source__required[] = {REPLAY_PROM_CREATED, REP
 static const char *const source__well_known[] = {
     K8S_LABEL_ARCH,
     K8S_LABEL_OS,
+    K8S_LABEL_ARCH_BETA,
+    K8S_LABEL_OS_BETA,
     K8S_LABEL_HOSTNAME,
     K8S_LABEL_INSTANCE_TYPE,
     K8S_LABEL_ZONE,

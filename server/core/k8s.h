@@ -37,6 +37,9 @@ typedef K8s__Io__Apimachinery__Pkg__Api__Resource__Quantity k8s_quantity_t;
 #define K8S_LABEL_HOSTNAME "kubernetes.io/hostname"
 #define K8S_LABEL_OS "kubernetes.io/os"
 #define K8S_LABEL_ARCH "kubernetes.io/arch"
+/* Deprecated, but kubelet still sets them on every node, and older charts select them. */
+#define K8S_LABEL_OS_BETA "beta.kubernetes.io/os"
+#define K8S_LABEL_ARCH_BETA "beta.kubernetes.io/arch"
 #define FRUGAL_LABEL_NODE_GROUP "frugal.io/node-group"
 /* GPULabel answered to CA: nodes with GPUs carry it, valued with the GPU type. */
 #define FRUGAL_GPU_LABEL "cloud.google.com/gke-accelerator"

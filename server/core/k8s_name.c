@@ -97,7 +97,7 @@ bool k8s_name_is_reserved_label(const char *key) {
     static const char *const reserved[] = {
         K8S_LABEL_INSTANCE_TYPE, K8S_LABEL_ZONE, K8S_LABEL_REGION,
         K8S_LABEL_HOSTNAME,      K8S_LABEL_OS,   K8S_LABEL_ARCH,
-        FRUGAL_GPU_LABEL,
+        K8S_LABEL_OS_BETA,       K8S_LABEL_ARCH_BETA, FRUGAL_GPU_LABEL,
     };
     if (key == NULL)
         return false;

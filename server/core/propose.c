@@ -210,10 +210,14 @@ static bool propose__resolve(const propose_type_t *t, const propose_set_t *a, co
     const char *v;
     if ((v = propose__get2(a, b, K8S_LABEL_INSTANCE_TYPE)) != NULL && strcmp(v, mt->name) != 0)
         return false;
-    if ((v = propose__get2(a, b, K8S_LABEL_OS)) != NULL && strcmp(v, "linux") != 0)
-        return false;
-    if ((v = propose__get2(a, b, K8S_LABEL_ARCH)) != NULL && strcmp(v, "amd64") != 0)
-        return false;
+    static const char *const fixed[][2] = {{K8S_LABEL_OS, "linux"},
+                                           {K8S_LABEL_OS_BETA, "linux"},
+                                           {K8S_LABEL_ARCH, "amd64"},
+                                           {K8S_LABEL_ARCH_BETA, "amd64"}};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        if ((v = propose__get2(a, b, fixed[i][0])) != NULL && strcmp(v, fixed[i][1]) != 0)
+            return false;
+    }
     if (propose__get2(a, b, K8S_LABEL_HOSTNAME) != NULL)
         return false;
     if ((v = propose__get2(a, b, FRUGAL_GPU_LABEL)) != NULL &&

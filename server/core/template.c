@@ -14,7 +14,7 @@
 #define TEMPLATE__TEXT(n) #n
 #define TEMPLATE__QUANTITY(n) TEMPLATE__TEXT(n)
 #define TEMPLATE_PODS TEMPLATE__QUANTITY(TEMPLATE_MAX_PODS)
-#define TEMPLATE_BASE_LABELS 7
+#define TEMPLATE_BASE_LABELS 9
 
 typedef K8s__Io__Apimachinery__Pkg__Apis__Meta__V1__ObjectMeta__LabelsEntry template_label_t;
 typedef K8s__Io__Api__Core__V1__NodeStatus__CapacityEntry template_capacity_t;
@@ -42,6 +42,20 @@ static void template__label_put(template_label_t *labels, size_t *n, const char 
     labels[*n].key = (char *)key;
     labels[*n].value = (char *)value;
     (*n)++;
+}
+
+/* Give key the value of stable (set before), unless key is set already. */
+static void template__label_mirror(template_label_t *labels, size_t *n, const char *key,
+                                   const char *stable) {
+    const char *value = NULL;
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(labels[i].key, key) == 0)
+            return;
+        if (strcmp(labels[i].key, stable) == 0)
+            value = labels[i].value;
+    }
+    if (value != NULL)
+        template__label_put(labels, n, key, value);
 }
 
 /* Set a capacity quantity, replacing an earlier one of the same resource. */
@@ -135,6 +149,8 @@ int template_build_machine(const machine_type_t *mt, const group_spec_t *spec, u
     for (size_t i = 0; i < spec->labels.count; i++)
         template__label_put(labels, &nlabels, spec->labels.items[i].key,
                             spec->labels.items[i].value);
+    template__label_mirror(labels, &nlabels, K8S_LABEL_OS_BETA, K8S_LABEL_OS);
+    template__label_mirror(labels, &nlabels, K8S_LABEL_ARCH_BETA, K8S_LABEL_ARCH);
     for (size_t i = 0; i < nlabels; i++)
         label_ptrs[i] = &labels[i];
 

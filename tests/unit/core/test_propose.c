@@ -418,6 +418,8 @@ static void test_well_known_labels(void **state) {
     add(&f, (pod_def_t){"pinned", "1", "1Gi", "kubernetes.io/os=linux", NULL, "team=z"});
     add(&f, (pod_def_t){"conflict", "1", "1Gi", "team=q", NULL, "team=r"});
     add(&f, (pod_def_t){"windows", "1", "1Gi", "kubernetes.io/os=windows", NULL, NULL});
+    add(&f, (pod_def_t){"old-chart", "1", "1Gi", "beta.kubernetes.io/os=linux", NULL, "team=z"});
+    add(&f, (pod_def_t){"arm", "1", "1Gi", "beta.kubernetes.io/arch=arm64", NULL, NULL});
     run(&f);
 
     const propose_proposal_t *s2[8], *s4[8];
@@ -429,6 +431,7 @@ static void test_well_known_labels(void **state) {
         assert_null(label(s4[i], "node.kubernetes.io/instance-type"));
         assert_null(label(s4[i], "topology.kubernetes.io/zone"));
         assert_null(label(s4[i], "kubernetes.io/os"));
+        assert_null(label(s4[i], "beta.kubernetes.io/os"));
         if (serves(&f, s4[i], "typed"))
             typed = true;
         if (serves(&f, s4[i], "zoned")) {
@@ -436,13 +439,13 @@ static void test_well_known_labels(void **state) {
             assert_string_equal(s4[i]->zone, "us-central1-b");
         }
         if (serves(&f, s4[i], "pinned")) {
-            pinned = true;
+            pinned = serves(&f, s4[i], "old-chart"); /* the same labels, the same group */
             assert_string_equal(label(s4[i], "team"), "z");
         }
     }
     assert_true(typed && zoned && pinned);
-    /* hostname, conflicting selectors and windows: no allowed type serves them. */
-    assert_int_equal(f.res.unschedulable_count, 3);
+    /* hostname, conflicting selectors, windows and arm64: no allowed type serves them. */
+    assert_int_equal(f.res.unschedulable_count, 4);
     assert_string_equal(f.pods[f.res.unschedulable[0]].name, "default/host");
     assert_string_equal(f.pods[f.res.unschedulable[1]].name, "default/conflict");
     assert_string_equal(f.pods[f.res.unschedulable[2]].name, "default/windows");

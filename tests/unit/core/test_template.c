@@ -121,9 +121,11 @@ static void test_basic_group(void **state) {
     k8s_node_t *n = build(&spec);
 
     assert_string_equal(n->metadata->name, "template-pool-a");
-    assert_int_equal(n->metadata->n_labels, 8);
+    assert_int_equal(n->metadata->n_labels, 10);
     assert_string_equal(label(n, K8S_LABEL_OS), "linux");
     assert_string_equal(label(n, K8S_LABEL_ARCH), "amd64");
+    assert_string_equal(label(n, K8S_LABEL_OS_BETA), "linux"); /* as kubelet sets them */
+    assert_string_equal(label(n, K8S_LABEL_ARCH_BETA), "amd64");
     assert_string_equal(label(n, K8S_LABEL_HOSTNAME), "template-pool-a");
     assert_string_equal(label(n, K8S_LABEL_INSTANCE_TYPE), "n1-standard-2");
     assert_string_equal(label(n, K8S_LABEL_ZONE), "us-central1-a");
@@ -159,7 +161,7 @@ static void test_no_zone_fractional_cpu(void **state) {
     group_spec_t spec = make_spec("small", "half-core", NULL);
     k8s_node_t *n = build(&spec);
     assert_string_equal(n->metadata->name, "template-small");
-    assert_int_equal(n->metadata->n_labels, 4);
+    assert_int_equal(n->metadata->n_labels, 6);
     assert_null(label(n, K8S_LABEL_ZONE));
     assert_null(label(n, K8S_LABEL_REGION));
     assert_string_equal(capacity(n, "cpu"), "1500m");
@@ -167,6 +169,22 @@ static void test_no_zone_fractional_cpu(void **state) {
     assert_int_equal(n->spec->n_taints, 0);
     assert_capacity_is_allocatable(n);
     assert_ready(n);
+    k8s__io__api__core__v1__node__free_unpacked(n, NULL);
+}
+
+/* An operator's os or arch label carries over to the beta label kubelet sets beside it,
+ * unless the beta label is given too. */
+static void test_beta_labels_follow(void **state) {
+    (void)state;
+    group_spec_t spec = make_spec("arm", "n1-standard-2", NULL);
+    kv_t labels[] = {{K8S_LABEL_ARCH, "arm64"}, {K8S_LABEL_OS_BETA, "plan9"}};
+    spec.labels.items = labels;
+    spec.labels.count = 2;
+    k8s_node_t *n = build(&spec);
+    assert_string_equal(label(n, K8S_LABEL_ARCH), "arm64");
+    assert_string_equal(label(n, K8S_LABEL_ARCH_BETA), "arm64");
+    assert_string_equal(label(n, K8S_LABEL_OS), "linux");
+    assert_string_equal(label(n, K8S_LABEL_OS_BETA), "plan9");
     k8s__io__api__core__v1__node__free_unpacked(n, NULL);
 }
 
@@ -233,7 +251,7 @@ static void test_group_labels_override(void **state) {
     spec.labels.count = 1;
     k8s_node_t *n = build(&spec);
     assert_string_equal(label(n, K8S_LABEL_ARCH), "arm64");
-    assert_int_equal(n->metadata->n_labels, 4);
+    assert_int_equal(n->metadata->n_labels, 6);
     k8s__io__api__core__v1__node__free_unpacked(n, NULL);
 }
 
@@ -304,6 +322,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_group),
         cmocka_unit_test(test_no_zone_fractional_cpu),
+        cmocka_unit_test(test_beta_labels_follow),
         cmocka_unit_test(test_gpu_group),
         cmocka_unit_test(test_extra_gpu),
         cmocka_unit_test(test_similar_groups_differ_only_in_zone),
