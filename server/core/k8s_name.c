@@ -95,8 +95,8 @@ bool k8s_name_is_taint_effect(const char *effect) {
 bool k8s_name_is_reserved_label(const char *key) {
     /* What template_build sets before a group's labels (which would override it). */
     static const char *const reserved[] = {
-        K8S_LABEL_INSTANCE_TYPE, K8S_LABEL_ZONE, K8S_LABEL_REGION,
-        K8S_LABEL_HOSTNAME,      K8S_LABEL_OS,   K8S_LABEL_ARCH,
+        K8S_LABEL_INSTANCE_TYPE, K8S_LABEL_ZONE,      K8S_LABEL_REGION,
+        K8S_LABEL_HOSTNAME,      K8S_LABEL_OS,        K8S_LABEL_ARCH,
         K8S_LABEL_OS_BETA,       K8S_LABEL_ARCH_BETA, FRUGAL_GPU_LABEL,
     };
     if (key == NULL)
