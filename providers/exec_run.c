@@ -2,11 +2,13 @@
  * with hook_runner (under a guard, in a process group of its own, killed at the
  * timeout, at the fence or when the work was released) and files the outcome in
  * results for refresh to apply (exec_internal.h). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "exec_internal.h"
@@ -101,7 +103,14 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
         exec__fail(j, EXEC_FAILED, NULL, what);
         break;
     case HOOK_NO_SPAWN:
-        snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(res.error));
+        /* execve says ENOENT for a missing #! interpreter too, which misleads. */
+        if (res.error == ENOENT && access(cmd, F_OK) == 0)
+            snprintf(what, sizeof(what),
+                     "cannot run %s: the interpreter its #! line names "
+                     "does not exist",
+                     cmd);
+        else
+            snprintf(what, sizeof(what), "cannot run %s: %s", cmd, strerror(res.error));
         exec__fail(j, EXEC_FAILED, NULL, what);
         break;
     case HOOK_FENCED:

@@ -393,19 +393,30 @@ static const char *cluster__restart_key(const frugal_config_t *cur, const frugal
     }
     if (state_differs)
         return "state";
+    /* The transport is built with the limits. */
     const limits_config_t *la = &cur->limits, *lb = &next->limits;
-    if (la->memory_bytes != lb->memory_bytes || la->receive_timeout_ms != lb->receive_timeout_ms ||
-        la->idle_timeout_ms != lb->idle_timeout_ms ||
-        la->max_concurrent_streams != lb->max_concurrent_streams ||
-        la->max_calls_per_worker != lb->max_calls_per_worker ||
-        la->max_header_bytes != lb->max_header_bytes)
-        return "limits"; /* the transport is built with them */
-    if (cluster__str_differs(cur->provider_kind, next->provider_kind) ||
-        cur->boot_seconds != next->boot_seconds ||
-        cluster__str_differs(cur->exec_command, next->exec_command) ||
-        cur->exec_timeout_ms != next->exec_timeout_ms ||
-        cur->exec_parallelism != next->exec_parallelism)
-        return "provider";
+    if (la->memory_bytes != lb->memory_bytes)
+        return "limits.memory";
+    if (la->receive_timeout_ms != lb->receive_timeout_ms)
+        return "limits.receive_timeout";
+    if (la->idle_timeout_ms != lb->idle_timeout_ms)
+        return "limits.idle_timeout";
+    if (la->max_concurrent_streams != lb->max_concurrent_streams)
+        return "limits.max_concurrent_streams";
+    if (la->max_calls_per_worker != lb->max_calls_per_worker)
+        return "limits.max_calls_per_worker";
+    if (la->max_header_bytes != lb->max_header_bytes)
+        return "limits.max_header_bytes";
+    if (cluster__str_differs(cur->provider_kind, next->provider_kind))
+        return "provider.kind";
+    if (cur->boot_seconds != next->boot_seconds)
+        return "provider.boot_seconds";
+    if (cluster__str_differs(cur->exec_command, next->exec_command))
+        return "provider.command";
+    if (cur->exec_timeout_ms != next->exec_timeout_ms)
+        return "provider.timeout";
+    if (cur->exec_parallelism != next->exec_parallelism)
+        return "provider.parallelism";
     return NULL;
 }
 
@@ -419,9 +430,10 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
         bool busy = cluster__provider_busy(c, g);
         if (g->target_size > 0 || g->instances_count > 0 || busy)
             return frugal_err_set(err, FRUGAL_EPRECOND,
-                                  "node group %s still has %zu nodes (target size %d)%s: remove "
+                                  "node group %s still has %zu node%s (target size %d)%s: remove "
                                   "it from the config only once it is empty",
-                                  g->spec.id, g->instances_count, (int)g->target_size,
+                                  g->spec.id, g->instances_count,
+                                  g->instances_count == 1 ? "" : "s", (int)g->target_size,
                                   busy ? " and machine hooks running" : "");
         return 0;
     }
@@ -463,9 +475,10 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
     if (!ap->enabled && holds)
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "autoprovisioning.enabled: autoprovisioned node group %s still has "
-                              "%zu nodes (target size %d): turn autoprovisioning off only once "
+                              "%zu node%s (target size %d): turn autoprovisioning off only once "
                               "it is empty",
-                              g->spec.id, g->instances_count, (int)g->target_size);
+                              g->spec.id, g->instances_count, g->instances_count == 1 ? "" : "s",
+                              (int)g->target_size);
     /* Dropped here, a created group would never have its provider's delete_group run. */
     if (!ap->enabled && g->exists)
         return frugal_err_set(err, FRUGAL_EPRECOND,

@@ -530,7 +530,7 @@ assert_status NOT_FOUND "the standard-2 theoretical group is dropped" ctl group-
 assert_eq 1 "$(target_size nap-n1-standard-1-z1)" "the created group stays"
 nap_config false "n1-standard-1"
 reload_and_wait 'reload (SIGHUP) refused' && pass || fail "turning NAP off with nodes is refused"
-assert_match 'nap-n1-standard-1-z1 still has 1 nodes .*turn autoprovisioning off only once it is empty' \
+assert_match 'nap-n1-standard-1-z1 still has 1 node .*turn autoprovisioning off only once it is empty' \
     "$(cat "$SERVER_LOG")" "the group with nodes named"
 assert_eq 1 "$(target_size nap-n1-standard-1-z1)" "nothing changed"
 assert_ok "empty it" ctl delete-nodes nap-n1-standard-1-z1 $(instance_ids nap-n1-standard-1-z1)

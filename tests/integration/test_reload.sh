@@ -83,7 +83,7 @@ log "removing a group that still has nodes is refused; an empty one is removed"
 grep -v 'pool-c' "$TMP/good.yaml" >"$CFG.new" && mv "$CFG.new" "$CFG"
 kill -HUP "$SERVER_PID"
 for _ in $(seq 1 50); do [ "$(grep -c 'refused' "$SERVER_LOG")" -ge 2 ] && break; sleep 0.1; done
-assert_match 'pool-c still has 1 nodes' "$(cat "$SERVER_LOG")" "the refusal names the group"
+assert_match 'pool-c still has 1 node' "$(cat "$SERVER_LOG")" "the refusal names the group"
 assert_eq 1 "$(target_size pool-c)" "pool-c kept"
 sed -e 's/min_size: 1, max_size: 2/min_size: 0, max_size: 2/' "$TMP/good.yaml" >"$CFG.new" && mv "$CFG.new" "$CFG"
 kill -HUP "$SERVER_PID"
@@ -108,8 +108,8 @@ assert_eq 2 "$(target_size pool-a)" "nothing changed"
 # see good.yaml (pool-c back) in between.
 { cat "$TMP/good.yaml"; echo 'limits: {receive_timeout: 1s}'; } >"$CFG.new" && mv "$CFG.new" "$CFG"
 kill -HUP "$SERVER_PID"
-for _ in $(seq 1 50); do grep -q 'limits changes only with a restart' "$SERVER_LOG" && break; sleep 0.1; done
-assert_match 'limits changes only with a restart' "$(cat "$SERVER_LOG")" "a limits change is refused"
+for _ in $(seq 1 50); do grep -q 'limits.receive_timeout changes only with a restart' "$SERVER_LOG" && break; sleep 0.1; done
+assert_match 'limits.receive_timeout changes only with a restart' "$(cat "$SERVER_LOG")" "a limits change is refused"
 
 # state_file: PATH is short for state: {backend: file, path: PATH}: the same state.
 # Counted by SIGHUP alone: the file watcher may reload the new file first.

@@ -126,7 +126,7 @@ static void test_reload_refusals_change_nothing(void **state) {
     no_b->node_groups[1].spec.id = strdup("pool-z");
     no_b->node_groups[1].min_size = 0;
     assert_int_equal(reload(f, no_b, &err), FRUGAL_EPRECOND);
-    assert_non_null(strstr(err.msg, "pool-b still has 1 nodes"));
+    assert_non_null(strstr(err.msg, "pool-b still has 1 node"));
     frugal_config_t *moved = load(f, 5, "0.5", "");
     free(moved->state_file);
     moved->state_file = strdup("/elsewhere");

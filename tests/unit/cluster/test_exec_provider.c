@@ -273,6 +273,23 @@ static void test_create_failed(void **state) {
     fixture_free(f);
 }
 
+/* A hook whose #! interpreter is missing: execve says ENOENT, as for a missing file;
+ * the message names the interpreter line, not the hook that exists. */
+static void test_missing_interpreter(void **state) {
+    (void)state;
+    fixture_t *f = fixture_new("exit 0", 10000, 4);
+    FILE *fp = fopen(f->hook, "w");
+    assert_non_null(fp);
+    fputs("#!/nonexistent/python9\nprint('x')\n", fp);
+    fclose(fp);
+    increase(f, 1);
+    assert_true(refresh_until(f, first_has_error, 0, 5000));
+    const instance_t *in = &f->g.instances[0];
+    assert_string_equal(in->error_code, "CreateFailed");
+    assert_non_null(strstr(in->error_message, "the interpreter its #! line names does not exist"));
+    fixture_free(f);
+}
+
 /* An id longer than the output kept is cut short: refused, never stored cut. */
 static void test_create_id_over_the_output_kept(void **state) {
     (void)state;
@@ -1051,6 +1068,7 @@ int main(void) {
         cmocka_unit_test(test_long_group_id_unique_ids),
         cmocka_unit_test(test_out_of_resources),
         cmocka_unit_test(test_create_failed),
+        cmocka_unit_test(test_missing_interpreter),
         cmocka_unit_test(test_create_id_over_the_output_kept),
         cmocka_unit_test(test_timeout_kills_the_tree),
         cmocka_unit_test(test_delete_success_and_retry),
