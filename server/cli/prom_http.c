@@ -54,6 +54,9 @@ int prom_http_open(const prom_http_opts_t *o, prom_http_t **out, frugal_err_t *e
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     }
     h->o = o;
+    /* the base as requests join it, PATH after one slash */
+    for (size_t n = strlen(h->shown_url); n > 0 && h->shown_url[n - 1] == '/'; n--)
+        h->shown_url[n - 1] = '\0';
     /* curl would only say "Problem with the SSL CA cert": name the file that is wrong. */
     const char *files[][2] = {
         {"--ca-file", o->ca_file}, {"--cert", o->cert_file}, {"--key", o->key_file}};

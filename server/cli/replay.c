@@ -690,6 +690,16 @@ static int replay__prom_args(replay_prom_source_t *p, const char *since, const c
         replay__url_usage("--from-prometheus: expected an http:// or https:// URL", p->http.url);
         return 2;
     }
+    /* The API path goes after the URL: a query or fragment would stand before it. */
+    const char *qf = strpbrk(p->http.url, "?#");
+    if (qf != NULL) {
+        replay__url_usage(*qf == '?' ? "--from-prometheus: a URL with a query (?...) cannot take "
+                                       "the API path"
+                                     : "--from-prometheus: a URL with a fragment (#...) cannot "
+                                       "take the API path",
+                          p->http.url);
+        return 2;
+    }
     if (p->namespace_re != NULL && strlen(p->namespace_re) > REPLAY_PROM_REGEX_MAX) {
         fprintf(stderr, "frugal replay: --namespace: longer than %d characters\n",
                 REPLAY_PROM_REGEX_MAX);

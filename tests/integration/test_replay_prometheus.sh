@@ -328,6 +328,10 @@ assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 assert_exit 1 "not found" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT/sub" \
     --since 1h
 assert_match "not a Prometheus answer \(HTTP 404" "$ERR" "HTTP 404 named"
+assert_exit 1 "a URL ending in /" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT/sub//" \
+    --since 1h
+assert_match "^frugal replay: http://127.0.0.1:$FAKE_PORT/sub/api/v1/label/__name__/values: not a Prometheus answer \(HTTP 404" \
+    "$ERR" "the URL's trailing slashes dropped before the path"
 [ ! -e "$TMP/bad2.jsonl" ] && pass || fail "no trace written"
 
 log "a Prometheus without kube-state-metrics, over mutual TLS: the missing metric is named"
@@ -437,6 +441,12 @@ assert_exit 2 "bad --until" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prome
 assert_exit 2 "a file:// URL" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "file://$TMP" --since 1h
 assert_match "^frugal replay: --from-prometheus: expected an http:// or https:// URL, got file://" "$ERR" \
     "only HTTP"
+assert_exit 2 "a URL with a query" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM?x=1" --since 1h
+assert_match "^frugal replay: --from-prometheus: a URL with a query \(\?...\) cannot take the API path, got $PROM\?x=1$" \
+    "$ERR" "a query refused"
+assert_exit 2 "a URL with a fragment" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM/#frag" --since 1h
+assert_match "^frugal replay: --from-prometheus: a URL with a fragment \(#...\) cannot take the API path" "$ERR" \
+    "a fragment refused"
 assert_exit 2 "--since alone" "$FRUGAL" replay -c "$TMP/cluster.yaml" "$TMP/expected.jsonl" --since 1h
 assert_exit 2 "--since alone, without a workload" "$FRUGAL" replay -c "$TMP/cluster.yaml" --since 1h
 assert_match "^frugal replay: --since, --until, --namespace, --save-trace and the access options go with --from-prometheus URL$" \

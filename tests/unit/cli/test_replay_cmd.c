@@ -1,6 +1,7 @@
 /* Unit tests of `frugal replay`'s command line (server/cli/replay.c): usage errors exit
  * 2 (an unknown strategy, a bad --seeds, --hours, --scale-down-utilization or
- * --placement, no workload, an unknown output format), unreadable or invalid input exits 1, and
+ * --placement, no workload, an unknown output format, a --from-prometheus URL with a
+ * query or fragment), unreadable or invalid input exits 1, and
  * short runs on a reference workload exit 0. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,6 +96,19 @@ static void test_option_named(void **state) {
     assert_true(named >= 19);
 }
 
+/* The API path goes after --from-prometheus' URL: one with a query or a fragment is
+ * refused, named, before anything is asked. */
+static void test_prometheus_url(void **state) {
+    (void)state;
+    char cfg[] = "bench/workloads/cluster.yaml", err[4096];
+    STDERR_OF(err, "-c", cfg, "--from-prometheus", "http://h:9090?x=1", "--since", "1h");
+    assert_string_equal(err, "frugal replay: --from-prometheus: a URL with a query (?...) cannot "
+                             "take the API path, got http://h:9090?x=1\n");
+    STDERR_OF(err, "-c", cfg, "--from-prometheus", "https://u:pw@h/prom/#top", "--since", "1h");
+    assert_string_equal(err, "frugal replay: --from-prometheus: a URL with a fragment (#...) "
+                             "cannot take the API path, got https://u:***@h/prom/#top\n");
+}
+
 static void test_inputs(void **state) {
     (void)state;
     char cfg[] = "bench/workloads/cluster.yaml", web[] = "bench/workloads/web.yaml";
@@ -124,6 +138,7 @@ int main(void) {
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_option_named),
+        cmocka_unit_test(test_prometheus_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
