@@ -11,6 +11,9 @@
 #include "prom_http.h"
 #include "strbuf.h"
 
+/* The part of a redirect's Location an error shows. */
+#define PROM__LOCATION_SHOWN 120
+
 struct prom_http {
     const prom_http_opts_t *o;
     char *shown_url;
@@ -186,6 +189,21 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
      * not its answer, whatever its content type. */
     bool prometheus_error =
         status >= 400 && json && b.data != NULL && strstr(b.data, "\"status\"") != NULL;
+    const char *location = NULL;
+    if (status >= 300 && status < 400)
+        curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
+    if (status != 200 && !prometheus_error && location != NULL) {
+        /* A login proxy's redirect is recognisable by where it leads. */
+        strbuf_free(&b);
+        char *to = prom_http_url_shown(location);
+        const char *shown = to != NULL ? to : location;
+        int e =
+            frugal_err_set(err, FRUGAL_EINVAL, "%s%s: HTTP %ld to %.*s%s: not a Prometheus answer",
+                           h->shown_url, path, status, PROM__LOCATION_SHOWN, shown,
+                           strlen(shown) > PROM__LOCATION_SHOWN ? "..." : "");
+        free(to);
+        return e;
+    }
     if (status != 200 && !prometheus_error) {
         strbuf_free(&b);
         const char *refused = status != 401 && status != 403 ? ""

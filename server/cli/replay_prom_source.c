@@ -15,6 +15,9 @@
 static const replay_prom_series_t source__required[] = {REPLAY_PROM_CREATED, REPLAY_PROM_INFO_SEEN,
                                                         REPLAY_PROM_REQUESTS};
 
+#define SOURCE__NAMES_PATH "/api/v1/label/__name__/values"
+#define SOURCE__RANGE_PATH "/api/v1/query_range"
+
 /* Label keys a nodeSelector may name besides the groups' own labels. */
 static const char *const source__well_known[] = {
     K8S_LABEL_ARCH,
@@ -53,7 +56,7 @@ static const char **source__known_keys(const frugal_config_t *cfg, size_t *count
 static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, frugal_err_t *err) {
     char *body = NULL;
     size_t len = 0;
-    int rc = prom_http_get(h, "/api/v1/label/__name__/values", NULL, 0, &body, &len, err);
+    int rc = prom_http_get(h, SOURCE__NAMES_PATH, NULL, 0, &body, &len, err);
     if (rc != 0)
         return rc;
     for (size_t i = 0; rc == 0 && i < sizeof(source__required) / sizeof(*source__required); i++) {
@@ -62,7 +65,7 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, 
         frugal_err_t e;
         frugal_err_clear(&e);
         if ((rc = replay_prom_has_metric(body, len, metric, &has, &e)) != 0)
-            frugal_err_set(err, rc, "%s: %s", prom_http_url(h), e.msg);
+            frugal_err_set(err, rc, "%s" SOURCE__NAMES_PATH ": %s", prom_http_url(h), e.msg);
         else if (!has)
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "%s has no %s series: is kube-state-metrics scraped by this "
@@ -101,13 +104,14 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
             const char *params[] = {"query", query, "start", start, "end", end, "step", step};
             char *body = NULL;
             size_t len = 0;
-            int rc = prom_http_get(h, "/api/v1/query_range", params, 4, &body, &len, err);
+            int rc = prom_http_get(h, SOURCE__RANGE_PATH, params, 4, &body, &len, err);
             if (rc == 0) {
                 frugal_err_t e;
                 frugal_err_clear(&e);
                 if ((rc = replay_prom_add(b, (replay_prom_series_t)s, body, len, &e)) != 0)
-                    frugal_err_set(err, rc, "%s: the %s query: %s", prom_http_url(h),
-                                   replay_prom_metric((replay_prom_series_t)s), e.msg);
+                    frugal_err_set(err, rc, "%s" SOURCE__RANGE_PATH ": the %s query: %s",
+                                   prom_http_url(h), replay_prom_metric((replay_prom_series_t)s),
+                                   e.msg);
             }
             free(body);
             if (rc != 0) {

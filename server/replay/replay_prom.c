@@ -426,7 +426,7 @@ static int prom__load_answer(const char *text, size_t len, yaml_tree_node_t **ro
                              const yaml_tree_node_t **status, const yaml_tree_node_t **data,
                              frugal_err_t *err) {
     yaml_tree_error_t ye;
-    char why[sizeof(ye.message) + 40];
+    char why[48];
     *root = NULL;
     *status = *data = NULL;
     size_t at = 0;
@@ -446,9 +446,14 @@ static int prom__load_answer(const char *text, size_t len, yaml_tree_node_t **ro
             "not a Prometheus answer: not a JSON object (it starts with \"%s%s\")", start,
             len - at > 16 ? "..." : "");
     }
-    if (yaml_tree_load(text, len, root, &ye) != 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "not a Prometheus answer: not JSON: %s",
-                              yaml_tree_error_text(&ye, false, why, sizeof(why)));
+    if (yaml_tree_load(text, len, root, &ye) != 0) {
+        if (ye.line > 0)
+            snprintf(why, sizeof(why), " at line %d, column %d", ye.line, ye.column);
+        else
+            why[0] = '\0';
+        return frugal_err_set(err, FRUGAL_EINVAL,
+                              "not a Prometheus answer: not JSON (cut short?)%s", why);
+    }
     if (*root != NULL && (*root)->type == YAML_TREE_MAPPING) {
         *status = yaml_tree_mapping_get(*root, "status");
         *data = yaml_tree_mapping_get(*root, "data");

@@ -323,7 +323,8 @@ ALL_SERVER_PIDS+=("$!")
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$FAKE_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "not prometheus" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT" \
     --since 1h --save-trace "$TMP/bad2.jsonl"
-assert_match "not a Prometheus answer" "$ERR" "not Prometheus named"
+assert_match "^frugal replay: http://127.0.0.1:$FAKE_PORT/api/v1/label/__name__/values: not a Prometheus answer: not a JSON object \(it starts with \"<html>hello</htm...\"\)$" \
+    "$ERR" "not Prometheus named, with the path asked as for an HTTP error"
 assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
 assert_exit 1 "not found" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$FAKE_PORT/sub" \
     --since 1h
@@ -468,6 +469,11 @@ python3 - "$ODD_PORT" <<'PY' >/dev/null 2>&1 &
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path.startswith("/login/"):  # a login proxy
+            self.send_response(302)
+            self.send_header("Location", "https://sso.example.com/auth?rd=prometheus")
+            self.end_headers()
+            return
         self.send_response(500)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -480,6 +486,9 @@ ALL_SERVER_PIDS+=("$!")
 for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ODD_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "HTTP 500" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT" --since 1h
 assert_match "not a Prometheus answer \(HTTP 500" "$ERR" "HTTP 500 named"
+assert_exit 1 "a redirect to a login" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT/login" --since 1h
+assert_match "^frugal replay: http://127.0.0.1:$ODD_PORT/login/api/v1/label/__name__/values: HTTP 302 to https://sso.example.com/auth\?rd=prometheus: not a Prometheus answer$" \
+    "$ERR" "where it redirects named"
 
 log "a server that knows the metrics, then answers a range query with an instant vector, or fails midway"
 MID_PORT=$(free_port)
@@ -493,6 +502,12 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/proxy/"):  # the real Prometheus, its answers warned
             body = json.load(urllib.request.urlopen(sys.argv[2] + self.path[len("/proxy"):]))
             body["warnings"] = ["query hit a shard that is down"]
+        elif self.path.startswith("/cut/api/v1/query_range"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"pod":"we')
+            return
         elif self.path.startswith("/vector/api/v1/query_range"):
             body = {"status": "success", "data": {"resultType": "vector", "result": []}}
         elif self.path.startswith("/warn/api/v1/query_range"):
@@ -537,6 +552,11 @@ if python3 -c 'import sys; t = open(sys.argv[1], "rb").read(); sys.exit(0 if b"q
 else
     fail "the error after a progress line is a line of its own: $(od -c "$TMP/midway.tty" | head -5)"
 fi
+
+assert_exit 1 "an answer cut short" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$MID_PORT/cut" --since 1h
+assert_match "^frugal replay: http://127.0.0.1:$MID_PORT/cut/api/v1/query_range: the kube_pod_created query: not a Prometheus answer: not JSON \(cut short\?\) at line 1, column [0-9]+$" \
+    "$ERR" "a cut answer said in our words, with the path asked"
 
 log "--since beyond a trace's longest span"
 assert_exit 2 "--since 88000h" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 88000h

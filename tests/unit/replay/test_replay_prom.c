@@ -228,7 +228,7 @@ static void expect_refused(const char *text, const char *message) {
     assert_int_equal(replay_prom_new(T0, T0 + 60, &b, &err), 0);
     assert_int_equal(replay_prom_add(b, REPLAY_PROM_CREATED, text, strlen(text), &err),
                      FRUGAL_EINVAL);
-    if (strstr(err.msg, message) == NULL)
+    if (strstr(err.msg, message) == NULL || strstr(err.msg, "scanning") != NULL)
         fail_msg("expected \"%s\" in \"%s\"", message, err.msg);
     replay_prom_free(b);
 }
@@ -378,7 +378,10 @@ static void test_not_prometheus(void **state) {
         "<html>hello</html>",
         "not a Prometheus answer: not a JSON object (it starts with \"<html>hello</htm...\")");
     expect_refused(" \n", "not a Prometheus answer: an empty body");
-    expect_refused("{\"status\": \"success\", \"data\": [", "not a Prometheus answer: not JSON: ");
+    /* a cut answer in our words, not the YAML parser's */
+    expect_refused("{\"status\": \"success\", \"data\": [\"kube_pod_cre",
+                   "not a Prometheus answer: not JSON (cut short?) at line 1, column ");
+    expect_refused("{\"status\": \"success\", \"data\": [", "not JSON (cut short?)");
     expect_refused("{\"data\": 1}", "not a Prometheus answer: no \"status\"");
     expect_refused("{\"status\": \"success\", \"data\": {}}", "no data.result list");
     expect_refused("{\"status\": \"error\", \"errorType\": \"bad_data\", \"error\": \"parse "
