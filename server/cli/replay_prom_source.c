@@ -167,13 +167,14 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
                      " (%zu pod%s with requests but no kube_pod_created left out)", st.no_created,
                      st.no_created == 1 ? "" : "s");
         /* One line: a warning that may explain it goes with it; a long regex is cut so
-         * that the warning still fits. */
+         * that the warning still fits, and escaped as the query has it. */
         const char *re = o->namespace_re;
-        bool cut = re != NULL && strlen(re) > SOURCE__REGEX_SHOWN;
-        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%.*s%s%s%s%s%s",
-                            prom_http_url(h), a, z, re ? " in namespaces matching \"" : "",
-                            SOURCE__REGEX_SHOWN, re ? re : "", cut ? "..." : "", re ? "\"" : "",
-                            left_out, partial[0] ? "; " : "", partial);
+        char shown[SOURCE__REGEX_SHOWN + 1] = "";
+        bool cut = re != NULL && !replay_prom_escape(re, shown, sizeof(shown));
+        rc = frugal_err_set(err, FRUGAL_EINVAL, "%s: no pod ran between %s and %s%s%s%s%s%s%s%s",
+                            prom_http_url(h), a, z, re ? " in namespaces matching \"" : "", shown,
+                            cut ? "..." : "", re ? "\"" : "", left_out, partial[0] ? "; " : "",
+                            partial);
     }
     if (rc == 0 && partial[0])
         fprintf(stderr, "frugal replay: warning: %s\n", partial);

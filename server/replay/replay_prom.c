@@ -99,19 +99,38 @@ static void prom__series_query(replay_prom_series_t s, const char *selector, int
                  (long long)step_s);
 }
 
+bool replay_prom_escape(const char *s, char *buf, size_t size) {
+    size_t n = 0;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[5];
+        if (c == '"' || c == '\\')
+            snprintf(esc, sizeof(esc), "\\%c", c);
+        else if (c == '\n' || c == '\r' || c == '\t')
+            snprintf(esc, sizeof(esc), "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(esc, sizeof(esc), "\\x%02x", c);
+        else
+            esc[0] = (char)c, esc[1] = '\0';
+        size_t len = strlen(esc);
+        if (n + len >= size)
+            break;
+        memcpy(buf + n, esc, len);
+        n += len;
+    }
+    if (size > 0)
+        buf[n] = '\0';
+    return *s == '\0';
+}
+
 const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, int64_t step_s,
                               char *buf, size_t size) {
     if (namespace_re == NULL || s == REPLAY_PROM_LAST_SCRAPE) {
         prom__series_query(s, "", step_s, buf, size);
         return buf;
     }
-    char re[REPLAY_PROM_REGEX_MAX * 2 + 1], *p = re;
-    for (const char *c = namespace_re; *c && p < re + sizeof(re) - 2; c++) {
-        if (*c == '"' || *c == '\\')
-            *p++ = '\\';
-        *p++ = *c;
-    }
-    *p = '\0';
+    char re[REPLAY_PROM_REGEX_MAX * 4 + 1];
+    replay_prom_escape(namespace_re, re, sizeof(re));
     /* Scraped with honor_labels: false, the pod's namespace is exported_namespace (the
      * target's own namespace label took its name): either side of the `or` matches. */
     char selector[sizeof(re) + 64], exported[REPLAY_PROM_QUERY_MAX / 2],

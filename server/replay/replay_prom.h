@@ -52,16 +52,23 @@ typedef enum replay_prom_series {
     REPLAY_PROM_SERIES_COUNT
 } replay_prom_series_t;
 
-/* The longest --namespace expression, and the room a query needs with it. */
+/* The longest --namespace expression, and the room a query needs with it (escaped, each
+ * character may take 4). */
 #define REPLAY_PROM_REGEX_MAX 1000
-#define REPLAY_PROM_QUERY_MAX 4608
+#define REPLAY_PROM_QUERY_MAX 8704
+
+/* s as the inside of a PromQL double-quoted string into buf (of size): backslash, double
+ * quote, newline, carriage return and tab as \\, \", \n, \r, \t, other control
+ * characters as \xNN. Cut before an escape that does not fit: false when s was cut. */
+bool replay_prom_escape(const char *s, char *buf, size_t size);
 
 /* The metric each series comes from, and the PromQL that asks for it into buf (of
  * REPLAY_PROM_QUERY_MAX): evaluated every step_s seconds, each point sums up the step
  * before it, one sample per series and step (`max_over_time(METRIC[STEPs])`; the end of
  * a pod's kube_pod_info as `max_over_time(timestamp(kube_pod_info)[STEPs:1m])`, its last
  * sample's own time). With namespace_re (not NULL, at most REPLAY_PROM_REGEX_MAX long),
- * only the pods of the namespaces it matches: `Q{exported_namespace=~"RE"} or
+ * escaped by replay_prom_escape, only the pods of the namespaces it matches:
+ * `Q{exported_namespace=~"RE"} or
  * Q{exported_namespace="",namespace=~"RE"}`, for a Prometheus that keeps the target's own
  * namespace label and renames the pod's. */
 const char *replay_prom_metric(replay_prom_series_t s);

@@ -281,6 +281,16 @@ assert_exit 1 "only pods left out" "$FRUGAL" replay -c "$TMP/cluster.yaml" --fro
     --since 8h --until "$END" --namespace 'monitoring|kube-system' --seeds 1
 assert_match "no pod ran between" "$ERR" "DaemonSet and static pods left out, the target's namespace not read as the pod's"
 
+log "--namespace with a newline and a double quote: escaped in the query and in messages"
+assert_ok "a newline in the regex" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --namespace $'ops|\nx' --save-trace "$TMP/ns-nl.jsonl" --seeds 1
+assert_eq "$(cat "$TMP/ns-ops.jsonl")" "$(cat "$TMP/ns-nl.jsonl")" "the regex's ops alternative matched"
+assert_exit 1 "no namespace matches" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
+    --since 8h --until "$END" --namespace $'no\n"ne"' --seeds 1
+assert_match "^frugal replay: $PROM: no pod ran between .* in namespaces matching \"no\\\\n\\\\\"ne\\\\\"\"$" \
+    "$ERR" "the regex shown escaped"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+
 log "bad input: one line, exit 1, no partial trace"
 DEAD=$(free_port)
 assert_exit 1 "unreachable" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$DEAD" \

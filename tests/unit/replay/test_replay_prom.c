@@ -455,13 +455,45 @@ static void test_reused_name_and_last_scrape(void **state) {
     }
 }
 
+/* --namespace as a PromQL double-quoted string: a newline or a control character in it
+ * escaped (raw, Prometheus says "unterminated quoted string"); a cut stops before an
+ * escape that does not fit. */
+static void test_namespace_escaped(void **state) {
+    (void)state;
+    char buf[REPLAY_PROM_QUERY_MAX];
+    assert_string_equal(
+        replay_prom_query(REPLAY_PROM_OWNER, "a\n\"b\"\\.\t\x01|\r", 60, buf, sizeof(buf)),
+        "max_over_time(kube_pod_owner{exported_namespace!=\"\","
+        "exported_namespace=~\"a\\n\\\"b\\\"\\\\.\\t\\x01|\\r\"}[60s]) or "
+        "max_over_time(kube_pod_owner{exported_namespace=\"\","
+        "namespace=~\"a\\n\\\"b\\\"\\\\.\\t\\x01|\\r\"}[60s])");
+    char small[4];
+    assert_false(replay_prom_escape("ab\n", small, sizeof(small)));
+    assert_string_equal(small, "ab");
+    assert_true(replay_prom_escape("a\n", small, sizeof(small)));
+    assert_string_equal(small, "a\\n");
+    /* the longest regex, each character escaped as \xNN, still fits a query */
+    char re[REPLAY_PROM_REGEX_MAX + 1];
+    memset(re, 1, REPLAY_PROM_REGEX_MAX);
+    re[REPLAY_PROM_REGEX_MAX] = '\0';
+    replay_prom_query(REPLAY_PROM_INIT_REQUESTS, re, 3600, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "[3600s]) or max_over_time("));
+    assert_string_equal(buf + strlen(buf) - 10, "\"}[3600s])");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trace),           cmocka_unit_test(test_sidecars_and_overhead),
-        cmocka_unit_test(test_exported_labels), cmocka_unit_test(test_completion_left_behind),
-        cmocka_unit_test(test_warnings),        cmocka_unit_test(test_not_prometheus),
-        cmocka_unit_test(test_has_metric),      cmocka_unit_test(test_unseen_brief_pod),
-        cmocka_unit_test(test_running_at_end),  cmocka_unit_test(test_reused_name_and_last_scrape),
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_sidecars_and_overhead),
+        cmocka_unit_test(test_exported_labels),
+        cmocka_unit_test(test_completion_left_behind),
+        cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_not_prometheus),
+        cmocka_unit_test(test_has_metric),
+        cmocka_unit_test(test_unseen_brief_pod),
+        cmocka_unit_test(test_running_at_end),
+        cmocka_unit_test(test_reused_name_and_last_scrape),
+        cmocka_unit_test(test_namespace_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
