@@ -16,6 +16,8 @@
 /* Samples of one pod's series read within this of each other came from one scrape (the
  * times are read at the minutes of a 1m subquery). */
 #define PROM__SAME_SCRAPE_S 60.0
+/* The container of a pod without requests whose series name none. */
+#define PROM__CONTAINER "main"
 
 static const char *const prom__metrics[REPLAY_PROM_SERIES_COUNT] = {
     "kube_pod_created",
@@ -58,6 +60,7 @@ typedef struct prom__pod {
     bool restarted; /* a container of it restarted */
     double overhead_cpu, overhead_memory; /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
+    char *container; /* a container's name, NULL when none is known */
     prom__request_t *reqs;
     size_t reqs_count;
     prom__pair_t *sels, *tols, *sidecars; /* sidecars: the init containers' names */
@@ -169,6 +172,7 @@ void replay_prom_free(replay_prom_t *b) {
     for (size_t i = 0; i < b->pods_count; i++) {
         prom__pod_t *p = b->pods[i];
         free(p->key), free(p->ns), free(p->name), free(p->owner_kind), free(p->owner_name);
+        free(p->container);
         for (size_t k = 0; k < p->reqs_count; k++)
             free(p->reqs[k].container);
         free(p->reqs);
@@ -289,10 +293,19 @@ static int prom__resource(const char *r) {
     return -1;
 }
 
+/* Keep the first container name a series gives, for a pod without requests. */
+static int prom__seen_container(prom__pod_t *p, const char *container) {
+    if (p->container != NULL || container == NULL || container[0] == '\0')
+        return 0;
+    return (p->container = strdup(container)) == NULL ? FRUGAL_ENOMEM : 0;
+}
+
 static int prom__add_request(prom__pod_t *p, const yaml_tree_node_t *metric, bool init,
                              double value) {
     const char *container = prom__pod_label(metric, "container");
     int res = prom__resource(prom__label(metric, "resource"));
+    if (!init && prom__seen_container(p, container) != 0)
+        return FRUGAL_ENOMEM;
     /* Far beyond any node (10^6 cores or GPUs, 10^15 bytes): not a request to replay. */
     if (res < 0 || !isfinite(value) || value < 0 || value > (res == 1 ? 1e15 : 1e6))
         return 0;
@@ -431,6 +444,7 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         break;
     case REPLAY_PROM_RESTARTS:
         p->restarted = p->restarted || max > 0;
+        rc = prom__seen_container(p, prom__pod_label(metric, "container"));
         break;
     default:
         break;
@@ -647,6 +661,12 @@ static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *kno
     fputs("}, \"spec\": {\"containers\": [", f);
     bool first_container = true;
     prom__containers(f, p, false, false, &first_container);
+    /* A Pod has a container: without requests (BestEffort), one without resources. */
+    if (first_container) {
+        fputs("{\"name\": ", f);
+        log_json_fputs(f, p->container != NULL ? p->container : PROM__CONTAINER);
+        fputs("}", f);
+    }
     fputs("]", f);
     bool has_init = false;
     for (size_t i = 0; i < p->reqs_count; i++)

@@ -21,6 +21,8 @@
  *    kube_pod_overhead_memory_bytes are the pod's overhead;
  *  - owner: kube_pod_owner's controller; DaemonSet and static (Node-owned) pods are left
  *    out;
+ *  - a pod without requests (BestEffort) gets one container without resources, named as
+ *    a series of it names one, else "main";
  *  - namespace, pod and container from exported_namespace, exported_pod and
  *    exported_container when a series has them (scraped with honor_labels: false);
  *  - kube_pod_nodeselectors and kube_pod_tolerations when present. */

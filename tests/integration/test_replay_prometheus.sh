@@ -39,7 +39,12 @@ pods = [
     ("ops-1", "ops", "ReplicaSet", 900, 30, 4 * 3600, False, [("app", 0.25, GI, 0), ("proxy", 0.1, 128 << 20, 0)], [], {}, []),
     ("mesh-1", "shop", "ReplicaSet", 1800, 30, None, False, [("app", 1.0, GI, 0)],
      [("setup", 2.0, 0, 0), ("proxy", 0.1, 128 << 20, 0)], {}, []),
+    ("be-1", "shop", "ReplicaSet", 1500, 30, None, False, [], [], {}, []),
+    ("eph-1", "shop", "ReplicaSet", 2400, 30, 3 * 3600, False, [], [], {}, []),
 ]
+# Pods without requests (BestEffort): the trace gives them one container without
+# resources, named after the container of an ephemeral storage request, else "main".
+ephemeral = {"eph-1": "scratch"}
 # Pods whose series Prometheus scraped with honor_labels: false: the target's namespace,
 # pod and container stay, kube-state-metrics' own come as exported_*.
 exported = {"ops-1"}
@@ -94,6 +99,9 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
                 if v:
                     named = {"exported_container": c} if target else {"container": c}
                     series(fam, dict(base, **named, node="node-%d" % i, resource=res, unit=unit), v, created, last)
+    if name in ephemeral:
+        series("kube_pod_container_resource_requests", dict(base, container=ephemeral[name], node="node-%d" % i,
+               resource="ephemeral_storage", unit="byte"), float(GI), created, last)
     for (c, _, _, _) in inits:
         policy = "Always" if c in sidecars.get(name, ()) else ""
         series("kube_pod_init_container_info", dict(base, container=c, restart_policy=policy), 1.0, started, last)
@@ -115,7 +123,7 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
             req["nvidia.com/gpu"] = "%d" % c[3]
         return dict({"name": c[0]}, **({"restartPolicy": "Always"} if sidecar else {}),
                     resources={"requests": req})
-    spec = {"containers": [cont(c) for c in cs]}
+    spec = {"containers": [cont(c) for c in cs] or [{"name": ephemeral.get(name, "main")}]}
     if inits:
         # The series do not give the declaration order: the sidecars come first.
         side = sidecars.get(name, set())

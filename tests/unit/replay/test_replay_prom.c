@@ -481,6 +481,42 @@ static void test_namespace_escaped(void **state) {
     assert_string_equal(buf + strlen(buf) - 10, "\"}[3600s])");
 }
 
+/* A pod without requests (BestEffort, or only ephemeral storage asked) is a valid Pod:
+ * one container without resources, named as its series name one, else "main". */
+static void test_no_requests(void **state) {
+    (void)state;
+    const char *cases[][2] = {
+        {"", "[{\"name\": \"main\"}]"},
+        {",\"container\":\"scratch\",\"resource\":\"ephemeral_storage\"",
+         "[{\"name\": \"scratch\"}]"},
+    };
+    for (int i = 0; i < 2; i++) {
+        replay_prom_t *b;
+        frugal_err_t err;
+        frugal_err_clear(&err);
+        assert_int_equal(replay_prom_new(T0, T0 + 3600, &b, &err), 0);
+        add(b, REPLAY_PROM_CREATED, POD("be"), "[1700000100,\"1700000060\"]");
+        if (cases[i][0][0] != '\0') {
+            char labels[256];
+            snprintf(labels, sizeof(labels), "%s%s", POD("be"), cases[i][0]);
+            add(b, REPLAY_PROM_REQUESTS, labels, "[1700000100,\"1073741824\"]");
+        }
+        replay_prom_stats_t st;
+        char *text = NULL;
+        trace_of(b, &st, &text);
+        assert_int_equal(st.pods, 1);
+        char want[128];
+        snprintf(want, sizeof(want), "\"spec\": {\"containers\": %s}", cases[i][1]);
+        if (strstr(text, want) == NULL)
+            fail_msg("expected %s in %s", want, text);
+        resources_t r = only_pod_request(text);
+        assert_int_equal(r.cpu_milli, 0);
+        assert_int_equal(r.memory_bytes, 0);
+        free(text);
+        replay_prom_free(b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace),
@@ -494,6 +530,7 @@ int main(void) {
         cmocka_unit_test(test_running_at_end),
         cmocka_unit_test(test_reused_name_and_last_scrape),
         cmocka_unit_test(test_namespace_escaped),
+        cmocka_unit_test(test_no_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
