@@ -15,6 +15,19 @@
 static const replay_prom_series_t source__required[] = {REPLAY_PROM_CREATED, REPLAY_PROM_INFO_SEEN,
                                                         REPLAY_PROM_REQUESTS};
 
+/* Series that change the trace but may be missing (denylisted in kube-state-metrics), and
+ * what stands in for them: a warning says so. */
+static const struct {
+    replay_prom_series_t s;
+    const char *assumed;
+} source__optional[] = {
+    {REPLAY_PROM_OWNER, "owners taken from kube_pod_info's created_by_kind and created_by_name"},
+    {REPLAY_PROM_NODESELECTORS, "pods replayed without node selectors"},
+    {REPLAY_PROM_TOLERATIONS, "pods replayed without tolerations"},
+    {REPLAY_PROM_INIT_REQUESTS, "init containers taken as requesting nothing"},
+};
+#define SOURCE__OPTIONAL_COUNT (sizeof(source__optional) / sizeof(*source__optional))
+
 #define SOURCE__NAMES_PATH "/api/v1/label/__name__/values"
 #define SOURCE__RANGE_PATH "/api/v1/query_range"
 
@@ -53,7 +66,21 @@ static const char **source__known_keys(const frugal_config_t *cfg, size_t *count
     return keys;
 }
 
-static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, frugal_err_t *err) {
+/* The metric names of the answer body to SOURCE__NAMES_PATH: whether it lists metric. */
+static int source__has_metric(prom_http_t *h, const char *body, size_t len, const char *metric,
+                              bool *has, frugal_err_t *err) {
+    frugal_err_t e;
+    frugal_err_clear(&e);
+    int rc = replay_prom_has_metric(body, len, metric, has, &e);
+    if (rc != 0)
+        frugal_err_set(err, rc, "%s" SOURCE__NAMES_PATH ": %s", prom_http_url(h), e.msg);
+    return rc;
+}
+
+/* The required series are anywhere in Prometheus (else nothing can be built); *missing[i]
+ * whether source__optional[i] has no series within the range. */
+static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o,
+                                 bool missing[SOURCE__OPTIONAL_COUNT], frugal_err_t *err) {
     char *body = NULL;
     size_t len = 0;
     int rc = prom_http_get(h, SOURCE__NAMES_PATH, NULL, 0, &body, &len, err);
@@ -62,15 +89,24 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o, 
     for (size_t i = 0; rc == 0 && i < sizeof(source__required) / sizeof(*source__required); i++) {
         const char *metric = replay_prom_metric(source__required[i]);
         bool has = false;
-        frugal_err_t e;
-        frugal_err_clear(&e);
-        if ((rc = replay_prom_has_metric(body, len, metric, &has, &e)) != 0)
-            frugal_err_set(err, rc, "%s" SOURCE__NAMES_PATH ": %s", prom_http_url(h), e.msg);
-        else if (!has)
+        if ((rc = source__has_metric(h, body, len, metric, &has, err)) == 0 && !has)
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "%s has no %s series: is kube-state-metrics scraped by this "
                                 "Prometheus?",
                                 prom_http_url(h), metric);
+    }
+    free(body);
+    body = NULL;
+    char start[32], end[32];
+    snprintf(start, sizeof(start), "%" PRId64, o->start_s);
+    snprintf(end, sizeof(end), "%" PRId64, o->end_s);
+    const char *params[] = {"start", start, "end", end};
+    if (rc == 0)
+        rc = prom_http_get(h, SOURCE__NAMES_PATH, params, 2, &body, &len, err);
+    for (size_t i = 0; rc == 0 && i < SOURCE__OPTIONAL_COUNT; i++) {
+        bool has = false;
+        rc = source__has_metric(h, body, len, replay_prom_metric(source__optional[i].s), &has, err);
+        missing[i] = !has;
     }
     free(body);
     return rc;
@@ -139,9 +175,10 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
     size_t nkeys = 0;
     const char **keys = NULL;
     replay_prom_stats_t st;
+    bool missing[SOURCE__OPTIONAL_COUNT] = {false};
     int rc = prom_http_open(&o->http, &h, err);
     if (rc == 0)
-        rc = source__check_metrics(h, o, err);
+        rc = source__check_metrics(h, o, missing, err);
     if (rc == 0)
         rc = replay_prom_new(o->start_s, o->end_s, &b, err);
     if (rc == 0)
@@ -178,6 +215,10 @@ int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t
     }
     if (rc == 0 && partial[0])
         fprintf(stderr, "frugal replay: warning: %s\n", partial);
+    for (size_t i = 0; rc == 0 && i < SOURCE__OPTIONAL_COUNT; i++)
+        if (missing[i])
+            fprintf(stderr, "frugal replay: warning: no %s series in the range: %s\n",
+                    replay_prom_metric(source__optional[i].s), source__optional[i].assumed);
     if (rc == 0 && st.reused > 0)
         fprintf(stderr,
                 "frugal replay: warning: %zu pod name%s reused by a new pod, and the series "

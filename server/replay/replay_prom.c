@@ -60,7 +60,8 @@ typedef struct prom__pod {
     bool restarted; /* a container of it restarted */
     double overhead_cpu, overhead_memory; /* cores, bytes; NAN when unknown */
     char *owner_kind, *owner_name;
-    char *container; /* a container's name, NULL when none is known */
+    char *created_by_kind, *created_by_name; /* kube_pod_info's: the owner without kube_pod_owner */
+    char *container;                         /* a container's name, NULL when none is known */
     prom__request_t *reqs;
     size_t reqs_count;
     prom__pair_t *sels, *tols, *sidecars; /* sidecars: the init containers' names */
@@ -172,7 +173,7 @@ void replay_prom_free(replay_prom_t *b) {
     for (size_t i = 0; i < b->pods_count; i++) {
         prom__pod_t *p = b->pods[i];
         free(p->key), free(p->ns), free(p->name), free(p->owner_kind), free(p->owner_name);
-        free(p->container);
+        free(p->created_by_kind), free(p->created_by_name), free(p->container);
         for (size_t k = 0; k < p->reqs_count; k++)
             free(p->reqs[k].container);
         free(p->reqs);
@@ -385,9 +386,20 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         p->recreated = p->recreated || first != last || (!isnan(p->created) && p->created != first);
         p->created = last;
         break;
-    case REPLAY_PROM_INFO_SEEN:
+    case REPLAY_PROM_INFO_SEEN: {
         p->seen = fmax(p->seen, max);
+        /* timestamp() keeps kube_pod_info's labels: its controller, kube_pod_owner's
+         * stand-in when that series is denylisted */
+        const char *kind = prom__label(metric, "created_by_kind");
+        if (kind == NULL || kind[0] == '\0' || strcmp(kind, "<none>") == 0)
+            break;
+        free(p->created_by_kind), free(p->created_by_name);
+        p->created_by_kind = prom__dup(kind);
+        p->created_by_name = prom__dup(prom__label(metric, "created_by_name"));
+        if (!p->created_by_kind || !p->created_by_name)
+            rc = FRUGAL_ENOMEM;
         break;
+    }
     case REPLAY_PROM_COMPLETION_SEEN:
         p->completion_seen = fmax(p->completion_seen, max);
         break;
@@ -645,17 +657,25 @@ static void prom__containers(FILE *f, const prom__pod_t *p, bool init, bool side
     }
 }
 
+/* The pod's controller: kube_pod_owner's, else kube_pod_info's created_by_kind; NULL
+ * when none. */
+static const char *prom__owner(const prom__pod_t *p, const char **name) {
+    *name = p->owner_kind != NULL ? p->owner_name : p->created_by_name;
+    return p->owner_kind != NULL ? p->owner_kind : p->created_by_kind;
+}
+
 static void prom__pod_json(FILE *f, const prom__pod_t *p, const char *const *known,
                            size_t known_count) {
     fputs("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": ", f);
     log_json_fputs(f, p->name);
     fputs(", \"namespace\": ", f);
     log_json_fputs(f, p->ns);
-    if (p->owner_kind != NULL) {
+    const char *owner_name, *owner_kind = prom__owner(p, &owner_name);
+    if (owner_kind != NULL) {
         fputs(", \"ownerReferences\": [{\"kind\": ", f);
-        log_json_fputs(f, p->owner_kind);
+        log_json_fputs(f, owner_kind);
         fputs(", \"name\": ", f);
-        log_json_fputs(f, p->owner_name);
+        log_json_fputs(f, owner_name);
         fputs(", \"controller\": true}]", f);
     }
     fputs("}, \"spec\": {\"containers\": [", f);
@@ -767,7 +787,8 @@ int replay_prom_trace(const replay_prom_t *b, const char *const *known_keys, siz
             stats->no_created += p->reqs_count > 0;
             continue;
         }
-        if (pod_kind_per_node(p->owner_kind)) {
+        const char *owner_name;
+        if (pod_kind_per_node(prom__owner(p, &owner_name))) {
             stats->per_node++;
             continue;
         }

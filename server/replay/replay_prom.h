@@ -19,8 +19,9 @@
  *    restart_policy="Always" is a sidecar (written before the ordinary init containers,
  *    whose order the series do not give), kube_pod_overhead_cpu_cores and
  *    kube_pod_overhead_memory_bytes are the pod's overhead;
- *  - owner: kube_pod_owner's controller; DaemonSet and static (Node-owned) pods are left
- *    out;
+ *  - owner: kube_pod_owner's controller, else kube_pod_info's created_by_kind and
+ *    created_by_name (kube_pod_owner denylisted); DaemonSet and static (Node-owned) pods
+ *    are left out;
  *  - a pod without requests (BestEffort) gets one container without resources, named as
  *    a series of it names one, else "main";
  *  - namespace, pod and container from exported_namespace, exported_pod and

@@ -91,7 +91,8 @@ for i, (name, ns, kind, off, delay, run, done, cs, inits, sel, tols) in enumerat
         counter = dict(base, container=cs[0][0])
         series("kube_pod_container_status_restarts_total", counter, 0.0, started, at + 90)
         series("kube_pod_container_status_restarts_total", counter, 1.0, at + 120, last)
-    series("kube_pod_info", dict(base, node="node-%d" % i, created_by_kind=kind), 1.0, created, stop)
+    series("kube_pod_info", dict(base, node="node-%d" % i, created_by_kind=kind,
+                                 created_by_name=name.rsplit("-", 1)[0]), 1.0, created, stop)
     series("kube_pod_owner", dict(base, owner_kind=kind, owner_name=name.rsplit("-", 1)[0], owner_is_controller="true"), 1.0, created, last)
     for fam, cl in (("kube_pod_container_resource_requests", cs), ("kube_pod_init_container_resource_requests", inits)):
         for (c, cpu, mem, gpu) in cl:
@@ -184,6 +185,7 @@ log "the trace built from Prometheus matches the history"
 assert_ok "replay from prometheus" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" \
     --since 8h --until "$END" --save-trace "$TMP/built.jsonl" --seeds 2 -o csv
 FROM_PROM=$OUT
+FROM_PROM_ERR=$ERR
 assert_match "1 pod with requests but no kube_pod_created left out" "$ERR" "the pod without creation time is counted"
 python3 - "$TMP/expected.jsonl" "$TMP/built.jsonl" <<'PY' && pass || fail "built trace differs from the history"
 import json, sys
@@ -511,8 +513,10 @@ assert_match "^frugal replay: http://127.0.0.1:$ODD_PORT/login/api/v1/label/__na
 log "a server that knows the metrics, then answers a range query with an instant vector, or fails midway"
 MID_PORT=$(free_port)
 python3 - "$MID_PORT" "$PROM" <<'PY' >/dev/null 2>&1 &
-import http.server, json, sys, urllib.request
+import http.server, json, re, sys, urllib.parse, urllib.request
 names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
+# denylisted in kube-state-metrics: not in the names, no series
+denied = re.compile(r"\b(kube_pod_owner|kube_pod_nodeselectors|kube_pod_tolerations|kube_pod_init_container_resource_requests)\b")
 calls = {"n": 0}
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -520,6 +524,13 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/proxy/"):  # the real Prometheus, its answers warned
             body = json.load(urllib.request.urlopen(sys.argv[2] + self.path[len("/proxy"):]))
             body["warnings"] = ["query hit a shard that is down"]
+        elif self.path.startswith("/denied/"):  # the real Prometheus, some series denylisted
+            body = json.load(urllib.request.urlopen(sys.argv[2] + self.path[len("/denied"):]))
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("query", [""])[0]
+            if "/label/" in self.path:
+                body["data"] = [n for n in body["data"] if not denied.fullmatch(n)]
+            elif denied.search(query):
+                body["data"]["result"] = []
         elif self.path.startswith("/cut/api/v1/query_range"):
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -575,6 +586,30 @@ assert_exit 1 "an answer cut short" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$MID_PORT/cut" --since 1h
 assert_match "^frugal replay: http://127.0.0.1:$MID_PORT/cut/api/v1/query_range: the kube_pod_created query: not a Prometheus answer: not JSON \(cut short\?\) at line 1, column [0-9]+$" \
     "$ERR" "a cut answer said in our words, with the path asked"
+
+log "kube_pod_owner and other series denylisted: owners from kube_pod_info, one warning each"
+assert_ok "series denylisted" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$MID_PORT/denied/" --since 8h --until "$END" --seeds 1 \
+    --strategy random --save-trace "$TMP/denied.jsonl"
+assert_match "^denied: 8.0 h, 1 seeds, [0-9]+ pods per seed, .*2 DaemonSet and static pods left out" "$OUT" \
+    "node-exporter and the static kube-proxy left out by kube_pod_info's created_by_kind"
+for w in "kube_pod_owner series in the range: owners taken from kube_pod_info's created_by_kind and created_by_name" \
+    "kube_pod_nodeselectors series in the range: pods replayed without node selectors" \
+    "kube_pod_tolerations series in the range: pods replayed without tolerations" \
+    "kube_pod_init_container_resource_requests series in the range: init containers taken as requesting nothing"; do
+    assert_match "^frugal replay: warning: no $w$" "$ERR" "the missing series named, and what stands in"
+done
+assert_eq 4 "$(grep -c 'warning: no ' <<<"$ERR")" "one line each"
+python3 - "$TMP/expected.jsonl" "$TMP/denied.jsonl" <<'PY' && pass || fail "the owners from created_by_kind and created_by_name"
+import json, sys
+def owners(p):
+    return {(d["pod"]["metadata"]["namespace"], d["pod"]["metadata"]["name"]): d["pod"]["metadata"].get("ownerReferences")
+            for d in map(json.loads, filter(str.strip, open(p)))}
+want, got = owners(sys.argv[1]), owners(sys.argv[2])
+print("\n".join("%s: %s != %s" % (k, want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)), file=sys.stderr)
+sys.exit(0 if want == got else 1)
+PY
+assert_no_match "warning: no " "$FROM_PROM_ERR" "no such warning when every series is there"
 
 log "--since beyond a trace's longest span"
 assert_exit 2 "--since 88000h" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "$PROM" --since 88000h

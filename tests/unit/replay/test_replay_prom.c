@@ -481,6 +481,51 @@ static void test_namespace_escaped(void **state) {
     assert_string_equal(buf + strlen(buf) - 10, "\"}[3600s])");
 }
 
+/* Without kube_pod_owner (denylisted), kube_pod_info's created_by_kind and
+ * created_by_name are the owner: DaemonSet and Node-owned pods are left out as with it.
+ * kube_pod_owner wins where it gives one. */
+static void test_owner_from_created_by(void **state) {
+    (void)state;
+    replay_prom_t *b;
+    frugal_err_t err;
+    frugal_err_clear(&err);
+    assert_int_equal(replay_prom_new(T0, T0 + 3600, &b, &err), 0);
+    const char *pods[][3] = {{"ds", "DaemonSet", "ds"},       {"kube-proxy", "Node", "node-1"},
+                             {"web", "ReplicaSet", "web-7f"}, {"bare", "<none>", "<none>"},
+                             {"both", "DaemonSet", "x"},      {"nolabel", NULL, NULL}};
+    for (size_t i = 0; i < sizeof(pods) / sizeof(*pods); i++) {
+        char labels[256];
+        int n = snprintf(labels, sizeof(labels),
+                         "\"namespace\":\"ns\",\"pod\":\"%s\",\"uid\":\"u%zu\"", pods[i][0], i);
+        add(b, REPLAY_PROM_CREATED, labels, "[1700000100,\"1700000060\"]");
+        if (pods[i][1] != NULL)
+            snprintf(labels + n, sizeof(labels) - (size_t)n,
+                     ",\"created_by_kind\":\"%s\",\"created_by_name\":\"%s\"", pods[i][1],
+                     pods[i][2]);
+        add(b, REPLAY_PROM_INFO_SEEN, labels, "[1700003600,\"1700003000\"]");
+    }
+    add(b, REPLAY_PROM_OWNER,
+        "\"namespace\":\"ns\",\"pod\":\"both\",\"uid\":\"u4\",\"owner_kind\":\"StatefulSet\","
+        "\"owner_name\":\"db\",\"owner_is_controller\":\"true\"",
+        "[1700000100,\"1\"]");
+    replay_prom_stats_t st;
+    char *text = NULL;
+    trace_of(b, &st, &text);
+    assert_int_equal(st.per_node, 2);
+    assert_int_equal(st.pods, 4);
+    assert_null(strstr(text, "\"name\": \"ds\""));
+    assert_null(strstr(text, "\"name\": \"kube-proxy\""));
+    assert_non_null(strstr(text, "\"name\": \"web\", \"namespace\": \"ns\", \"ownerReferences\": "
+                                 "[{\"kind\": \"ReplicaSet\", \"name\": \"web-7f\", "
+                                 "\"controller\": true}]"));
+    assert_non_null(strstr(text, "\"name\": \"both\", \"namespace\": \"ns\", \"ownerReferences\": "
+                                 "[{\"kind\": \"StatefulSet\", \"name\": \"db\""));
+    assert_non_null(strstr(text, "\"name\": \"bare\", \"namespace\": \"ns\"}"));
+    assert_non_null(strstr(text, "\"name\": \"nolabel\", \"namespace\": \"ns\"}"));
+    free(text);
+    replay_prom_free(b);
+}
+
 /* A pod without requests (BestEffort, or only ephemeral storage asked) is a valid Pod:
  * one container without resources, named as its series name one, else "main". */
 static void test_no_requests(void **state) {
@@ -531,6 +576,7 @@ int main(void) {
         cmocka_unit_test(test_reused_name_and_last_scrape),
         cmocka_unit_test(test_namespace_escaped),
         cmocka_unit_test(test_no_requests),
+        cmocka_unit_test(test_owner_from_created_by),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
