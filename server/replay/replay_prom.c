@@ -358,6 +358,14 @@ static int prom__add_pair(prom__pair_t **list, size_t *count, const char *a, con
     return 0;
 }
 
+/* Replace an owner (kind and name) with copies of kind and name. */
+static int prom__set_owner(char **kind_dst, char **name_dst, const char *kind, const char *name) {
+    free(*kind_dst), free(*name_dst);
+    *kind_dst = prom__dup(kind);
+    *name_dst = prom__dup(name);
+    return *kind_dst != NULL && *name_dst != NULL ? 0 : FRUGAL_ENOMEM;
+}
+
 static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tree_node_t *item,
                         frugal_err_t *err) {
     const yaml_tree_node_t *metric = yaml_tree_mapping_get(item, "metric");
@@ -391,13 +399,9 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
         /* timestamp() keeps kube_pod_info's labels: its controller, kube_pod_owner's
          * stand-in when that series is denylisted */
         const char *kind = prom__label(metric, "created_by_kind");
-        if (kind == NULL || kind[0] == '\0' || strcmp(kind, "<none>") == 0)
-            break;
-        free(p->created_by_kind), free(p->created_by_name);
-        p->created_by_kind = prom__dup(kind);
-        p->created_by_name = prom__dup(prom__label(metric, "created_by_name"));
-        if (!p->created_by_kind || !p->created_by_name)
-            rc = FRUGAL_ENOMEM;
+        if (kind != NULL && kind[0] != '\0' && strcmp(kind, "<none>") != 0)
+            rc = prom__set_owner(&p->created_by_kind, &p->created_by_name, kind,
+                                 prom__label(metric, "created_by_name"));
         break;
     }
     case REPLAY_PROM_COMPLETION_SEEN:
@@ -417,13 +421,9 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
     case REPLAY_PROM_OWNER: {
         const char *kind = prom__label(metric, "owner_kind");
         const char *ctl = prom__label(metric, "owner_is_controller");
-        if (kind == NULL || strcmp(kind, "<none>") == 0 || (ctl && strcmp(ctl, "false") == 0))
-            break;
-        free(p->owner_kind), free(p->owner_name);
-        p->owner_kind = prom__dup(kind);
-        p->owner_name = prom__dup(prom__label(metric, "owner_name"));
-        if (!p->owner_kind || !p->owner_name)
-            rc = FRUGAL_ENOMEM;
+        if (kind != NULL && strcmp(kind, "<none>") != 0 && !(ctl && strcmp(ctl, "false") == 0))
+            rc = prom__set_owner(&p->owner_kind, &p->owner_name, kind,
+                                 prom__label(metric, "owner_name"));
         break;
     }
     case REPLAY_PROM_NODESELECTORS:
