@@ -8,6 +8,22 @@
 
 #define SUMMARY_MAX_GROUPS 10
 
+/* The names (never the values: credentials) of what every hook gets besides the group's
+ * description: provider.params and provider.env_from_files. */
+static void summary__hook_inputs(FILE *f, const frugal_config_t *cfg) {
+    const kv_list_t *lists[] = {&cfg->exec_params, &cfg->exec_env_files};
+    const char *what[] = {"params", "files"};
+    fprintf(f, "%-18s", "hook inputs");
+    for (size_t k = 0; k < 2; k++) {
+        fprintf(f, "%s%s", k > 0 ? "; " : "", what[k]);
+        for (size_t i = 0; i < lists[k]->count; i++)
+            fprintf(f, "%s %s", i > 0 ? "," : "", lists[k]->items[i].key);
+        if (lists[k]->count == 0)
+            fputs(" none", f);
+    }
+    fputc('\n', f);
+}
+
 void config_summary_print(const frugal_config_t *cfg, FILE *f) {
     char a[32], b[32], c[32], d[32];
     size_t managed = 0;
@@ -57,6 +73,17 @@ void config_summary_print(const frugal_config_t *cfg, FILE *f) {
                 cfg->exec_command, duration_format_short_ms(cfg->exec_timeout_ms, t, sizeof(t)),
                 (int)cfg->exec_parallelism,
                 quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));
+        summary__hook_inputs(f, cfg);
+        if (cfg->exec_reconcile_interval_ms > 0)
+            fprintf(f,
+                    "%-18severy %s; a running machine missing from %d lists is replaced; "
+                    "machines frugal does not know are %s\n",
+                    "reconcile",
+                    duration_format_short_ms(cfg->exec_reconcile_interval_ms, t, sizeof(t)),
+                    (int)cfg->exec_reconcile_missing_after,
+                    cfg->exec_reconcile_delete_unknown ? "deleted" : "reported");
+        else
+            fprintf(f, "%-18soff\n", "reconcile");
     } else {
         fprintf(f, "%-18s%s, boot %" PRId64 " s; max message %s\n", "provider", cfg->provider_kind,
                 cfg->boot_seconds, quantity_format_bytes(cfg->max_message_bytes, a, sizeof(a)));

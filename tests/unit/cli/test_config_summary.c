@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "config_summary.h"
@@ -70,6 +71,46 @@ static void test_full_config(void **state) {
     config_free(cfg);
 }
 
+/* An exec provider: the names of the hook's params and files (never their values), and
+ * reconciliation. */
+static void test_exec_provider(void **state) {
+    (void)state;
+    char secret[] = "/tmp/frugal-summary-XXXXXX";
+    int fd = mkstemp(secret);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "s3cret", 6), 6);
+    close(fd);
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "provider:\n"
+             "  kind: exec\n"
+             "  command: /bin/true\n"
+             "  params: {image: debian-12, network: br0}\n"
+             "  env_from_files: {API_TOKEN: %s}\n"
+             "  reconcile_interval: 1m\n"
+             "  reconcile_delete_unknown: true\n"
+             "node_groups:\n"
+             "  - {id: pool-a, machine_type: n1-standard-2, max_size: 10}\n",
+             secret);
+    frugal_config_t *cfg = load_ok(text);
+    char buf[4096];
+    summary_of(cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "hook inputs       params image, network; files API_TOKEN\n"));
+    assert_null(strstr(buf, "s3cret"));
+    assert_null(strstr(buf, "debian-12"));
+    assert_non_null(strstr(buf, "reconcile         every 1m; a running machine missing from 2 "
+                                "lists is replaced; machines frugal does not know are deleted\n"));
+    config_free(cfg);
+    unlink(secret);
+    cfg = load_ok("provider: {kind: exec, command: /bin/true}\n"
+                  "node_groups:\n"
+                  "  - {id: pool-a, machine_type: n1-standard-2}\n");
+    summary_of(cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "hook inputs       params none; files none\n"));
+    assert_non_null(strstr(buf, "reconcile         off\n"));
+    config_free(cfg);
+}
+
 /* Beyond 12 groups the summary stays one screen: the rest is a count. */
 static void test_many_groups(void **state) {
     (void)state;
@@ -92,6 +133,7 @@ static void test_many_groups(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_config),
+        cmocka_unit_test(test_exec_provider),
         cmocka_unit_test(test_many_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
