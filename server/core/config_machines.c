@@ -523,6 +523,16 @@ static bool machine_type_complete(load_ctx_t *ctx, const yaml_tree_node_t *item,
     return cpu && memory;
 }
 
+bool config__machine_type_refused(const load_ctx_t *ctx, const char *name) {
+    const yaml_tree_node_t *types = ctx->machine_types_node;
+    for (size_t i = 0; i < config__seq_count(types); i++) {
+        const yaml_tree_node_t *n = yaml_tree_mapping_get(types->u.sequence.items[i], "name");
+        if (n != NULL && n->type == YAML_TREE_SCALAR && strcmp(n->u.scalar.text, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Builtin entries first (when pricing.catalog is builtin), then each configured type
  * replaces the entry of the same name or is appended. Relies on pricing. */
 bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
@@ -530,6 +540,7 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
     frugal_config_t *cfg = ctx->cfg;
     char sub[CONFIG_PATH_MAX];
     size_t builtin = 0;
+    ctx->machine_types_node = node;
     if (cfg->pricing.builtin_catalog) {
         for (size_t i = 0; i < catalog_machines_count; i++) {
             const catalog_machine_t *cm = &catalog_machines[i];
@@ -740,7 +751,8 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
             }
         }
         if (g.spec.machine_type != NULL &&
-            config_find_machine_type(cfg, g.spec.machine_type) == NULL) {
+            config_find_machine_type(cfg, g.spec.machine_type) == NULL &&
+            !config__machine_type_refused(ctx, g.spec.machine_type)) {
             config__path_join(key_path, sub, "machine_type");
             config__error(ctx, yaml_tree_mapping_get(item, "machine_type"), key_path,
                           "unknown machine type \"%s\"%s", g.spec.machine_type,

@@ -37,7 +37,8 @@ static bool parse_ap_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node
     for (size_t i = 0; i < node->u.sequence.count; i++) {
         const yaml_tree_node_t *item = node->u.sequence.items[i];
         if (item->type == YAML_TREE_SCALAR && !yaml_tree_is_null(item) &&
-            config_find_machine_type(cfg, item->u.scalar.text) == NULL) {
+            config_find_machine_type(cfg, item->u.scalar.text) == NULL &&
+            !config__machine_type_refused(ctx, item->u.scalar.text)) {
             config__path_index(sub, path, i);
             config__error(ctx, item, sub, "unknown machine type \"%s\"", item->u.scalar.text);
         }

@@ -24,6 +24,8 @@ typedef struct load_ctx {
     frugal_config_t *cfg;
     const yaml_tree_node_t **group_nodes; /* mapping node of each cfg->node_groups[i] */
     size_t *group_items; /* its index in the file's node_groups (invalid ones are not kept) */
+    /* The file's machine_types: a type refused there is named, not unknown, in groups. */
+    const yaml_tree_node_t *machine_types_node;
 } load_ctx_t;
 
 typedef struct key_spec key_spec_t;
@@ -147,6 +149,10 @@ void config__section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
 
 /* Items of a sequence node; 0 for NULL or any other node type. */
 size_t config__seq_count(const yaml_tree_node_t *node);
+
+/* Whether the file's machine_types names name: a type refused there (its error is
+ * reported) rather than unknown to whatever names it. */
+bool config__machine_type_refused(const load_ctx_t *ctx, const char *name);
 
 /* A sequence of distinct non-empty strings, appended to *items; and its release. */
 void config__parse_strings(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,

@@ -204,6 +204,13 @@ static void test_params_refused(void **state) {
                  "    provider_params: {A.b: 1, a-B: 2}\n",
                  "t.yaml:8:31: node_groups[0].provider_params.a-B: \"a-B\" and \"A.b\" (line 8) "
                  "are both passed as FRUGAL_PARAM_A_B");
+    /* A type refused for its params is not also unknown to the group that names it. */
+    expect_error(EXEC_HEAD "machine_types:\n"
+                           "  - {name: mt, cpu: 2, memory: 4Gi, provider_params: {'bad key': x}}\n"
+                           "node_groups:\n  - {id: g, machine_type: mt, max_size: 3}\n"
+                           "autoprovisioning: {enabled: true, machine_types: [mt]}\n",
+                 "t.yaml:5:55: machine_types[0].provider_params.bad key: invalid parameter name "
+                 "\"bad key\": must match [A-Za-z0-9_.-]+");
     /* No hook reads them with the simulated provider (the default kind). */
     expect_error("machine_types:\n  - {name: s, cpu: 1, memory: 1Gi, provider_params: {a: x}}\n",
                  "t.yaml:2:53: machine_types[0].provider_params: only valid with provider kind "
