@@ -1,7 +1,8 @@
-/* The exec provider's worker threads: each takes the oldest pending job, runs its hook
- * with hook_runner (under a guard, in a process group of its own, killed at the
- * timeout, at the fence or when the work was released) and files the outcome in
- * results for refresh to apply (exec_internal.h). */
+/* The exec provider's worker threads: each takes the oldest pending job (an instance's
+ * before a machine's that no instance holds), runs its hook with hook_runner (under a
+ * guard, in a process group of its own, killed at the timeout, at the fence or when the
+ * work was released) and files the outcome in results for refresh to apply
+ * (exec_internal.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -209,10 +210,16 @@ void *exec__worker(void *arg) {
             pthread_cond_wait(&p->work_cv, &p->mu);
         if (p->stopping)
             break;
-        exec_job_t *j = p->pending;
-        p->pending = j->next;
-        if (p->pending == NULL)
-            p->pending_tail = NULL;
+        /* An instance's work first: CA waits on its creates, while the deletes of machines
+         * no instance holds (leaks, a dropped create's machine) can be many and wait. */
+        exec_job_t *prev = NULL, *j = p->pending;
+        for (exec_job_t *q = p->pending, *before = NULL; q != NULL; before = q, q = q->next) {
+            if (!q->orphan) {
+                prev = before, j = q;
+                break;
+            }
+        }
+        exec__list_unlink(&p->pending, &p->pending_tail, prev, j);
         j->queued = false;
         j->worker = true;
         j->epoch = atomic_load(&p->released); /* release bumps it under mu */
