@@ -7,7 +7,9 @@
 # ones stored at create time; only a lookup that finds nothing means gone; a placeholder delete
 # removes a killed create's volumes and temp dir; a failed destroy names its own error; a
 # re-run create resumes a paused domain; a domain undefined while it ran is deleted in one
-# go; user-data names only variables sh passes on; disk sizes read as qemu-img's.
+# go; user-data names only variables sh passes on; disk sizes read as qemu-img's; two
+# creates of one instance at once leave one domain with its volumes; a re-run create sets
+# autostart; a renamed domain's volumes are deleted.
 # (tests/integration/test_libvirt.sh runs the hook against a real libvirtd.)
 source "$(dirname "$0")/lib.sh"
 
@@ -35,6 +37,7 @@ if [ -f "$F/fail/$cmd" ]; then
     cat "$F/fail/$cmd" >&2
     exit 1
 fi
+[ ! -f "$F/sleep/$cmd" ] || sleep "$(cat "$F/sleep/$cmd")" # a slow host
 # Positional arguments in $pos, options in $opt.
 pos=()
 declare -A opt=()
@@ -79,6 +82,7 @@ metadata)
 domstate) u=$(dom "${pos[0]}") || exit 1; cat "$F/dom/$u/state" ;;
 domname) u=$(dom "${pos[0]}") || exit 1; cat "$F/dom/$u/name" ;;
 domuuid) dom "${pos[0]}" || exit 1 ;;
+domrename) u=$(dom "${pos[0]}") || exit 1; echo "${pos[1]}" >"$F/dom/$u/name" ;;
 destroy)
     u=$(dom "${pos[0]}") || exit 1
     if [ "$(cat "$F/dom/$u/state")" != running ]; then
@@ -103,8 +107,13 @@ undefine) u=$(dom "${pos[0]}") || exit 1; rm -r "${F:?}/dom/$u" ;;
 define)
     x=${pos[0]}
     u=$(sed -n 's:.*<uuid>\(.*\)</uuid>.*:\1:p' "$x")
+    n=$(sed -n 's:.*<name>\(.*\)</name>.*:\1:p' "$x")
+    if cat "$F"/dom/*/name 2>/dev/null | grep -qx "$n"; then
+        printf "error: Failed to define domain from %s\nerror: operation failed: domain '%s' already exists with uuid %s\n" "$x" "$n" "$(dom "$n")" >&2
+        exit 1
+    fi
     mkdir -p "$F/dom/$u"
-    sed -n 's:.*<name>\(.*\)</name>.*:\1:p' "$x" >"$F/dom/$u/name"
+    echo "$n" >"$F/dom/$u/name"
     # virsh prints the element with double quotes, and this one on one line.
     sed -n '/<frugal:instance/,/\/>/p' "$x" | tr -s ' \n' ' ' | sed "s/^ //; s/'/\"/g" >"$F/dom/$u/meta"
     echo >>"$F/dom/$u/meta"
@@ -131,7 +140,7 @@ chmod +x "$BIN/virsh" "$BIN/genisoimage"
 # reset: an empty host, hostname kvm-1, with the pool frugal holding the base volume.
 reset() {
     rm -rf "$FAKE"
-    mkdir -p "$FAKE/dom" "$FAKE/pool/frugal" "$FAKE/fail" "$FAKE/kill"
+    mkdir -p "$FAKE/dom" "$FAKE/pool/frugal" "$FAKE/fail" "$FAKE/kill" "$FAKE/sleep"
     echo kvm-1 >"$FAKE/hostname"
     echo 1073741824 >"$FAKE/pool/frugal/base.qcow2"
 }
@@ -267,7 +276,8 @@ assert_exit 1 "placeholder delete of an empty instance name" hook delete g1 frug
 assert_match "g1-5-.*g1-50-" "$(vols)" "deletes nothing"
 assert_ok "placeholder delete" hook delete g1 frugal://g1/g1-5
 assert_eq "g1-50-$U1.qcow2 " "$(vols)" "the placeholder delete removed the killed create's volumes, only them"
-assert_eq "frugal-libvirt.$$.live" "$(ls "$TMP/tmp")" "the killed run's temp dir is gone, a running one's kept"
+assert_eq "frugal-libvirt-locks frugal-libvirt.$$.live" "$(ls "$TMP/tmp" | tr '\n' ' ' | sed 's/ $//')" \
+    "the killed run's temp dir is gone, a running one's kept (and the instances' locks)"
 assert_ok "placeholder delete again" hook delete g1 frugal://g1/g1-5
 
 log "a re-run create resumes its paused domain, starts its shut-off one"
@@ -309,6 +319,39 @@ done
 reset
 FRUGAL_PARAM_DISK_SIZE=2Gb assert_exit 1 "disk_size 2Gb" hook create g1 g1-1
 assert_match "disk_size: not a size: '2Gb'" "$ERR" "refused"
+
+log "two creates of one instance at once: one domain, its volumes kept, both print its id"
+reset
+echo 1.5 >"$FAKE/sleep/define" # the first run defines while the second looks up
+hook create g1 g1-7 >"$TMP/c1.out" 2>"$TMP/c1.err" &
+C1=$!
+sleep 0.5
+hook create g1 g1-7 >"$TMP/c2.out" 2>"$TMP/c2.err" &
+C2=$!
+wait $C1 && wait $C2 && pass || fail "a create failed: $(cat "$TMP/c1.err" "$TMP/c2.err")"
+rm "$FAKE/sleep/define"
+assert_match '^libvirt://kvm-1/' "$(cat "$TMP/c1.out")" "the first prints an id"
+assert_eq "$(cat "$TMP/c1.out")" "$(cat "$TMP/c2.out")" "the second prints the same id"
+U7=$(cat "$TMP/c1.out")
+U7=${U7##*/}
+assert_eq "g1-7 " "$(domains)" "one domain"
+assert_eq "g1-7-$U7-seed.iso g1-7-$U7.qcow2 " "$(vols)" "its volumes are there, no other"
+
+log "a create killed between define and autostart: the re-run marks the domain autostart"
+reset
+touch "$FAKE/kill/autostart"
+assert_exit 137 "create killed at autostart" hook create g1 g1-1
+: >"$FAKE/log"
+assert_ok "re-run create" hook create g1 g1-1
+assert_match "^autostart $(ls "$FAKE/dom")" "$(cat "$FAKE/log")" "autostart set by the re-run"
+
+log "delete of a domain renamed by hand removes its volumes (found by its UUID)"
+reset
+assert_ok "create" hook create g1 g1-1
+ID1=$OUT
+env PATH="$BIN:$PATH" FAKE_VIRSH_DIR="$FAKE" virsh domrename g1-1 renamed-by-hand
+assert_ok "delete" hook delete g1 "$ID1"
+assert_eq "/" "$(domains)/$(vols)" "the domain and its volumes are gone"
 
 log "a failed destroy is reported with destroy's own error"
 reset
