@@ -133,7 +133,12 @@ esac
 VIRSH_EOF
 cat >"$BIN/genisoimage" <<'ISO_EOF'
 #!/bin/sh
-while [ $# -gt 0 ]; do [ "$1" = -output ] && : >"$2"; shift; done
+# (keeps the last user-data it was given in $FAKE_VIRSH_DIR/user-data)
+while [ $# -gt 0 ]; do
+    [ "$1" = -output ] && : >"$2"
+    case $1 in */user-data) cp "$1" "$FAKE_VIRSH_DIR/user-data" ;; esac
+    shift
+done
 ISO_EOF
 chmod +x "$BIN/virsh" "$BIN/genisoimage"
 
@@ -149,7 +154,7 @@ reset() {
 hook() {
     env PATH="$BIN:$PATH" TMPDIR="$TMP/tmp" FAKE_VIRSH_DIR="$FAKE" \
         FRUGAL_PARAM_URI=test:///fake FRUGAL_PARAM_POOL=frugal \
-        FRUGAL_PARAM_BASE_VOLUME=base.qcow2 FRUGAL_MEMORY=1Gi FRUGAL_CPU=1 "$HOOK" "$@"
+        FRUGAL_PARAM_BASE_VOLUME=base.qcow2 FRUGAL_MEMORY=${FRUGAL_MEMORY-1Gi} FRUGAL_CPU=${FRUGAL_CPU-1} "$HOOK" "$@"
 }
 
 # add_domain UUID NAME STATE [META]: a domain made behind the hook's back.
@@ -309,6 +314,20 @@ FRUGAL_PARAM_USER_DATA=$TMP/ud-bad assert_exit 1 "create with kubeadm-token" hoo
 assert_match "cannot render .*ud-bad: .*ud-bad:2: @ENV:kubeadm-token@: a shell script cannot read a variable named kubeadm-token" \
     "$ERR" "the reason, with the line"
 assert_eq "g1-1 " "$(domains)" "no domain made"
+printf 'host: @HOSTNAME@ @HOME@ @PATH@ @NOPE@\n' >"$TMP/ud-words"
+FRUGAL_PARAM_USER_DATA=$TMP/ud-words R_HOME=/leak assert_ok "create with other @words@" hook create g1 g1-3
+assert_eq "host: g1-3 @HOME@ @PATH@ @NOPE@" "$(cat "$FAKE/user-data")" \
+    "only the listed words are replaced, whatever the environment holds"
+
+log "memory and vcpus: unset is named as unset"
+reset
+FRUGAL_MEMORY= assert_exit 1 "create without memory" hook create g1 g1-1
+assert_match "memory is not set: neither the memory parameter nor FRUGAL_MEMORY$" "$ERR" "memory unset"
+FRUGAL_PARAM_MEMORY=0 assert_exit 1 "create with memory 0" hook create g1 g1-1
+assert_match "memory: not a memory quantity above 0: '0'$" "$ERR" "memory 0"
+FRUGAL_CPU= assert_exit 1 "create without vcpus" hook create g1 g1-1
+assert_match "vcpus are not set: neither the vcpus parameter nor FRUGAL_CPU$" "$ERR" "vcpus unset"
+assert_eq "/" "$(domains)/$(vols)" "nothing made"
 
 log "disk_size: bytes, or K/M/G/T as qemu-img reads them (20G = 20Gi = 20GiB)"
 for size in 2G 2Gi 2GiB 2147483648; do
