@@ -67,7 +67,8 @@ for t in "$dir"/tests/test_*; do
     [ -x "$t" ] || continue
     echo "valgrind: $(basename "$t")"
     # As ctest runs them: from the source dir, with FRUGAL_SOURCE_DIR set.
-    if ! FRUGAL_SOURCE_DIR="$PWD" "${vg[@]}" "$t" >"$dir/$(basename "$t").valgrind.log" 2>&1; then
+    if ! FRUGAL_SOURCE_DIR="$PWD" FRUGAL_UNDER_VALGRIND=1 "${vg[@]}" "$t" \
+        >"$dir/$(basename "$t").valgrind.log" 2>&1; then
         cat "$dir/$(basename "$t").valgrind.log" >&2
         failed+=("$(basename "$t")")
     fi
