@@ -99,6 +99,9 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile
                                  const hook_listing_t *l, const reconcile_verdict_t *v,
                                  int64_t now) {
     bool remove = p->cfg->exec_reconcile_delete_unknown;
+    char held_back_why[48];
+    snprintf(held_back_why, sizeof(held_back_why), ": its delete ran less than %d s ago",
+             EXEC_RETRY_MS / 1000);
     metrics_set(METRICS_RECONCILE_UNKNOWN, v->unknown_count, g->spec.id, NULL);
     for (size_t i = 0; i < v->unknown_count; i++) {
         const char *id = v->unknown[i], *state = "";
@@ -116,7 +119,7 @@ static void exec__unknown_locked(exec_provider_t *p, const group_t *g, reconcile
                   "not know it (a leak)%s",
                   id, state[0] != '\0' ? " (" : "", state, state[0] != '\0' ? ")" : "", g->spec.id,
                   !remove     ? "; provider.reconcile_delete_unknown deletes such machines"
-                  : held_back ? ": its delete ran less than 30 s ago"
+                  : held_back ? held_back_why
                   : known     ? ": deleting it again"
                               : ": deleting it");
         exec_job_t *j = deleting ? exec__job_new(p, EXEC_DELETE, g, id, "") : NULL;

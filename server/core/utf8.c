@@ -67,7 +67,7 @@ void utf8_scrub(char *s) {
     while (n > 0) {
         uint32_t cp = 0;
         size_t k = utf8_next(p, n, &cp);
-        if (k == 0 || (cp != '\t' && (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)))) {
+        if (k == 0 || utf8_class(cp) == UTF8_CONTROL || (cp < 0x20 && cp != '\t')) {
             size_t len = k > 0 ? k : 1;
             *p = '?';
             memmove(p + 1, p + len, n - len + 1); /* with the NUL */
