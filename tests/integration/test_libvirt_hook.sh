@@ -25,9 +25,24 @@ F=$FAKE_VIRSH_DIR
 while [ $# -gt 0 ]; do
     case $1 in -q) shift ;; -c) shift 2 ;; *) break ;; esac
 done
+if [ $# -eq 1 ] && [[ $1 == *';'* ]]; then
+    # A batch, "CMD ARGS; CMD ARGS; ...", on one connection: logged as "batch", its
+    # commands indented. Each runs whatever the one before did; the status is the last's.
+    echo batch >>"$F/log"
+    IFS=';' read -ra cmds <<<"$1"
+    rc=0
+    for c in "${cmds[@]}"; do
+        read -ra words <<<"$c"
+        [ ${#words[@]} -gt 0 ] || continue
+        FAKE_VIRSH_BATCHED=1 "$0" "${words[@]}"
+        rc=$?
+        [ $rc -ne 0 ] || echo # a virsh that is not quiet ends an answer with a blank line
+    done
+    exit $rc
+fi
 cmd=$1
 shift
-echo "$cmd $*" >>"$F/log"
+echo "${FAKE_VIRSH_BATCHED:+  }$cmd $*" >>"$F/log"
 if [ -f "$F/kill/$cmd" ]; then
     rm -f "$F/kill/$cmd"
     kill -KILL "$PPID" # the hook, as frugal's timeout would
@@ -69,6 +84,7 @@ vol() { # vol NAME POOL: the volume's file, or virsh's error when there is none
 }
 case $cmd in
 hostname) cat "$F/hostname" ;;
+echo) echo "${pos[*]}" ;;
 list) ls "$F/dom"; cat "$F/ghosts" 2>/dev/null; true ;;
 metadata)
     u=$(dom "${pos[0]}") || exit 1
@@ -197,6 +213,14 @@ add_domain "$U1" g1-1 running "$(ours g1-1 "$U1")"
 add_domain "$U2" other running
 assert_ok "list" hook list g1
 assert_eq "libvirt://kvm-1/$U1 running" "$OUT" "list prints only g1's domain"
+U3=33333333-3333-4333-8333-333333333333
+add_domain "$U3" g1-3 "shut off" "$(ours g1-3 "$U3")"
+: >"$FAKE/log"
+assert_ok "list of three domains" hook list g1
+assert_eq "libvirt://kvm-1/$U1 running libvirt://kvm-1/$U3 shut-off" "$(echo $OUT)" "both of g1's domains, with their states"
+assert_eq "hostname list batch " "$(grep -v '^ ' "$FAKE/log" | cut -d' ' -f1 | tr '\n' ' ')" \
+    "one virsh connection asks about every domain"
+rm -r "${FAKE:?}/dom/$U3"
 echo "$U2" >"$FAKE/ghosts" # removed between `virsh list` and its metadata
 assert_ok "list with a domain gone since virsh list" hook list g1
 assert_eq "libvirt://kvm-1/$U1 running" "$OUT" "a vanished domain is left out"
