@@ -85,7 +85,15 @@ vol() { # vol NAME POOL: the volume's file, or virsh's error when there is none
 case $cmd in
 hostname) cat "$F/hostname" ;;
 echo) echo "${pos[*]}" ;;
-list) ls "$F/dom"; cat "$F/ghosts" 2>/dev/null; true ;;
+list)
+    for d in "$F"/dom/*; do # without --all, the running and paused ones
+        [ -d "$d" ] || continue
+        [ -n "${opt[--all]:-}" ] || [ "$(cat "$d/state")" != "shut off" ] && echo "${d##*/}"
+    done
+    cat "$F/ghosts" 2>/dev/null
+    true
+    ;;
+dominfo) u=$(dom "${pos[0]}") || exit 1; echo "Max memory:     $(cat "$F/dom/$u/mem" 2>/dev/null || echo 1048576) KiB" ;;
 metadata)
     u=$(dom "${pos[0]}") || exit 1
     if [ -f "$F/dom/$u/meta" ]; then
@@ -134,6 +142,7 @@ define)
     sed -n '/<frugal:instance/,/\/>/p' "$x" | tr -s ' \n' ' ' | sed "s/^ //; s/'/\"/g" >"$F/dom/$u/meta"
     echo >>"$F/dom/$u/meta"
     echo "shut off" >"$F/dom/$u/state"
+    sed -n "s:.*<memory unit='KiB'>\(.*\)</memory>.*:\1:p" "$x" >"$F/dom/$u/mem"
     ;;
 vol-list) for v in "$F/pool/${pos[0]}"/*; do [ -f "$v" ] && echo " ${v##*/}  /pool/${v##*/}"; done; true ;;
 vol-info) vol "${pos[0]}" "${opt[--pool]}"; echo "Name: ${pos[0]}"; echo "Capacity: $(cat "$F/pool/${opt[--pool]}/${pos[0]}")" ;;
@@ -142,7 +151,7 @@ vol-delete) vol "${pos[0]}" "${opt[--pool]}"; rm "$F/pool/${opt[--pool]}/${pos[0
 vol-create-as) echo "${pos[2]}" >"$F/pool/${pos[0]}/${pos[1]}" ;;
 vol-upload) vol "${pos[0]}" "${opt[--pool]}" ;;
 nodeinfo) echo "CPU(s):              8" ;;
-nodememstats) echo "free   :    16000000 KiB" ;;
+nodememstats) printf 'total  :    32000000 KiB\nfree   :    16000000 KiB\n' ;;
 pool-info) echo "Available:      1000000000000" ;;
 *) echo "error: fake virsh: unknown command '$cmd'" >&2; exit 1 ;;
 esac
@@ -379,6 +388,36 @@ U7=$(cat "$TMP/c1.out")
 U7=${U7##*/}
 assert_eq "g1-7 " "$(domains)" "one domain"
 assert_eq "g1-7-$U7-seed.iso g1-7-$U7.qcow2 " "$(vols)" "its volumes are there, no other"
+
+log "memory: what running domains were given counts as taken, free or not"
+reset
+add_domain "$U1" big running
+echo 31000000 >"$FAKE/dom/$U1/mem"
+assert_exit 3 "create beside a running domain given 31000000 of 32000000 KiB" hook create g1 g1-1
+assert_match "needs 1048576 KiB of memory, host kvm-1 has 32000000 KiB of which 31000000 KiB are promised to its running domains" \
+    "$ERR" "says what the running domains were given"
+assert_eq "big " "$(domains)" "no domain made"
+assert_eq "" "$(vols)" "no volume made"
+echo "shut off" >"$FAKE/dom/$U1/state"
+assert_ok "create beside the same domain shut off" hook create g1 g1-1
+
+log "memory: two creates at once for room for one: one is made, the other is out of resources"
+reset
+add_domain "$U1" big running
+echo 30000000 >"$FAKE/dom/$U1/mem"
+echo 1 >"$FAKE/sleep/vol-create-as" # both pass the first check before either defines
+hook create g1 g1-1 >"$TMP/c1.out" 2>"$TMP/c1.err" &
+C1=$!
+hook create g1 g1-2 >"$TMP/c2.out" 2>"$TMP/c2.err" &
+C2=$!
+wait $C1
+R1=$?
+wait $C2
+R2=$?
+rm "$FAKE/sleep/vol-create-as"
+assert_eq "0 3" "$(printf '%s\n' $R1 $R2 | sort | tr '\n' ' ' | sed 's/ $//')" "one create succeeds, one exits 3"
+assert_eq 2 "$(ls "$FAKE/dom" | wc -l)" "one domain made beside the big one"
+assert_eq 2 "$(vols | wc -w)" "the refused create's volumes are removed"
 
 log "a create killed between define and autostart: the re-run marks the domain autostart"
 reset
