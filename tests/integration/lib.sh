@@ -42,7 +42,7 @@ lib_cleanup() {
     local port claims="${TMPDIR:-/tmp}/frugal-test-ports"
     while read -r port; do # this test's port claims (free_port), for the next tests
         [ "$(cat "$claims/$port" 2>/dev/null)" = "$$" ] && rm -f "$claims/$port"
-    done <"$TMP/.ports" 2>/dev/null
+    done 2>/dev/null <"$TMP/.ports" # (none when the test claimed no port)
     if [ "${FRUGAL_KEEP_TMP:-0}" = 1 ]; then
         echo "kept $TMP" >&2
     else
