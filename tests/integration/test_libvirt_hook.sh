@@ -311,6 +311,10 @@ assert_eq "" "$(domains)" "and no domain"
 LEFT=$(find "$TMP/tmp" -mindepth 1 -maxdepth 1 -name 'frugal-libvirt.*' ! -name '*.live' | wc -l)
 assert_eq 1 "$LEFT" "and its temp dir"
 assert_exit 1 "placeholder delete of an empty instance name" hook delete g1 frugal://g1/
+assert_exit 1 "placeholder delete of another group's instance" hook delete g1 frugal://g2/g1-5
+assert_match "placeholder frugal://g2/g1-5 is not one of group g1's" "$ERR" "names the placeholder"
+assert_exit 1 "list with an extra argument" hook list g1 extra
+assert_match "usage: .* list GROUP" "$ERR" "list's usage"
 assert_match "g1-5-.*g1-50-" "$(vols)" "deletes nothing"
 assert_ok "placeholder delete" hook delete g1 frugal://g1/g1-5
 assert_eq "g1-50-$U1.qcow2 " "$(vols)" "the placeholder delete removed the killed create's volumes, only them"
