@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "revision.h"
 
 #define METRICS_MAX_LABELS 3
 #define METRICS_MAX_BUCKETS 16
+/* Series per family: label values come from clients too (BestOptions' group ids), so a
+ * bound keeps a client that names ever new groups from growing the registry forever. */
+#define METRICS_MAX_SERIES 2048
+#define METRICS_OVERFLOW "_overflow"
 
 /* One set of label values of a family. Never moves nor is freed while serving. */
 struct metrics_cell {
@@ -21,6 +26,8 @@ struct metrics_cell {
     _Atomic uint64_t count;                            /* counter value */
     _Atomic uint64_t sum_ns;                           /* histogram: sum of observations */
     _Atomic uint64_t buckets[METRICS_MAX_BUCKETS + 1]; /* per bucket, the last is +Inf */
+    _Atomic bool owned;  /* node_group is one of frugal's groups (metrics_own_group) */
+    _Atomic bool hidden; /* an owned group that no longer exists: not exposed */
 };
 
 typedef enum metrics_kind {
@@ -40,6 +47,9 @@ typedef struct metrics_family {
     _Atomic(metrics_cell_t *) head;
     bool shown_from_zero; /* histogram: its cells, made up front, are shown before any
                              observation (else a cell appears with its first) */
+    bool groups_owned;    /* every cell's node_group is one of frugal's groups */
+    _Atomic size_t cells_count;
+    _Atomic bool overflow_logged;
 } metrics_family_t;
 
 /* Call latencies, up to cluster-autoscaler's 5 s call timeout. */
@@ -183,7 +193,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL,
                                     0,
                                     NULL,
-                                    false},
+                                    false,
+                                    true},
     [METRICS_RECONCILE_LIST_FAILURES] = {"frugal_reconcile_list_failures_total",
                                          "Exec hook lists ignored, by reason: failed, timeout, "
                                          "malformed, truncated, none_listed.",
@@ -193,7 +204,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                          NULL,
                                          0,
                                          NULL,
-                                         false},
+                                         false,
+                                         true},
     [METRICS_RECONCILE_UNKNOWN] = {"frugal_reconcile_unknown_machines",
                                    "Machines the exec hook's last judged list showed that frugal "
                                    "does not know (leaks).",
@@ -203,7 +215,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                    NULL,
                                    0,
                                    NULL,
-                                   false},
+                                   false,
+                                   true},
 };
 
 static _Atomic int64_t config_reload_ms;
@@ -241,11 +254,26 @@ static metrics_cell_t *metrics__find(metrics_cell_t *c, const char *key) {
     return NULL;
 }
 
+static metrics_cell_t *metrics__cell(metrics_family_t *f, const char *const *v);
+
+/* The series of label sets past the family's bound: every label METRICS_OVERFLOW. */
+static metrics_cell_t *metrics__overflow(metrics_family_t *f) {
+    if (!atomic_exchange(&f->overflow_logged, true))
+        log_warn("metrics: %s holds %d series, the most one family may; further label sets "
+                 "are counted together under the label value %s",
+                 f->name, METRICS_MAX_SERIES, METRICS_OVERFLOW);
+    const char *v[METRICS_MAX_LABELS] = {METRICS_OVERFLOW, METRICS_OVERFLOW, METRICS_OVERFLOW};
+    return metrics__cell(f, v);
+}
+
 metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, const char *v3) {
     if ((unsigned)id >= METRICS_FAMILIES_COUNT)
         return NULL;
-    metrics_family_t *f = &families[id];
     const char *v[METRICS_MAX_LABELS] = {v1, v2, v3};
+    return metrics__cell(&families[id], v);
+}
+
+static metrics_cell_t *metrics__cell(metrics_family_t *f, const char *const *v) {
     char buf[256];
     size_t len = 0;
     bool heap;
@@ -258,6 +286,11 @@ metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, co
         if (heap)
             free(key);
         return found;
+    }
+    if (atomic_load_explicit(&f->cells_count, memory_order_relaxed) >= METRICS_MAX_SERIES &&
+        f->labels_count > 0 && strcmp(v[0], METRICS_OVERFLOW) != 0) {
+        free(key);
+        return metrics__overflow(f);
     }
     metrics_cell_t *c = calloc(1, sizeof(*c) + len + 1);
     if (c == NULL) {
@@ -279,8 +312,10 @@ metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, co
     for (;;) {
         c->next = head;
         if (atomic_compare_exchange_weak_explicit(&f->head, &head, c, memory_order_release,
-                                                  memory_order_acquire))
+                                                  memory_order_acquire)) {
+            atomic_fetch_add_explicit(&f->cells_count, 1, memory_order_relaxed);
             return c;
+        }
         /* head now holds the newer list: only its part above c->next can be new */
         for (metrics_cell_t *o = head; o != NULL && o != c->next; o = o->next) {
             if (strcmp(o->key, key) == 0) {
@@ -288,6 +323,28 @@ metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, co
                 free(c);
                 return o;
             }
+        }
+    }
+}
+
+metrics_cell_t *metrics_own_group(metrics_id_t id, const char *group) {
+    metrics_cell_t *c = metrics_cell(id, group, NULL, NULL);
+    if (c != NULL && strcmp(c->values[0], METRICS_OVERFLOW) != 0)
+        atomic_store_explicit(&c->owned, true, memory_order_relaxed);
+    return c;
+}
+
+void metrics_keep_groups(bool (*exists)(const char *group, void *ctx), void *ctx) {
+    for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
+        metrics_family_t *f = &families[i];
+        if (f->labels_count == 0 || strcmp(f->labels[0], "node_group") != 0)
+            continue;
+        for (metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire); c != NULL;
+             c = c->next) {
+            bool owned = f->groups_owned || atomic_load_explicit(&c->owned, memory_order_relaxed);
+            bool gone =
+                owned && strcmp(c->values[0], METRICS_OVERFLOW) != 0 && !exists(c->values[0], ctx);
+            atomic_store_explicit(&c->hidden, gone, memory_order_relaxed);
         }
     }
 }
@@ -352,6 +409,8 @@ double metrics_config_reload_time(void) {
 
 void metrics_reset_for_testing(void) {
     for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
+        atomic_store(&families[i].cells_count, 0);
+        atomic_store(&families[i].overflow_logged, false);
         metrics_cell_t *c = atomic_exchange(&families[i].head, NULL);
         while (c != NULL) {
             metrics_cell_t *next = c->next;
@@ -495,6 +554,8 @@ void metrics_write(metrics_buf_t *b) {
             metrics_buf_sample(b, f->name, NULL, NULL, 0, 0);
         for (const metrics_cell_t *c = atomic_load_explicit(&f->head, memory_order_acquire);
              c != NULL; c = c->next) {
+            if (atomic_load_explicit(&c->hidden, memory_order_relaxed))
+                continue;
             if (histogram && !f->shown_from_zero &&
                 atomic_load_explicit(&c->count, memory_order_relaxed) == 0)
                 continue; /* a method never called has no latency to show */

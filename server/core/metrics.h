@@ -4,7 +4,9 @@
  * Recording is lock-free: a cell (one set of label values of one family) is found or
  * created on a lock-free list, and its figures are relaxed atomic adds. A caller on a
  * hot path looks its cell up once and keeps the pointer (cells live until
- * metrics_reset_for_testing), so a recording is one to three atomic adds.
+ * metrics_reset_for_testing), so a recording is one to three atomic adds. A family
+ * holds at most 2,048 series; label sets past them are counted in one series whose
+ * every label is "_overflow" (logged once).
  *
  * Gauges that describe state (node groups, certificates, the process) are not kept
  * here: whoever owns the state writes them at scrape time with metrics_buf_family and
@@ -45,6 +47,17 @@ typedef struct metrics_cell metrics_cell_t;
  * the rest are ignored and may be NULL), created on first use. NULL only when out of
  * memory; recording into NULL does nothing. Safe from any thread. */
 metrics_cell_t *metrics_cell(metrics_id_t id, const char *v1, const char *v2, const char *v3);
+
+/* The cell of a family labelled node_group first, for group, marked as one of frugal's
+ * own groups (configured, autoprovisioned, theoretical): metrics_keep_groups hides it
+ * once the group is gone. Cells of the reconcile families are all owned; a decision's
+ * group may be one only cluster-autoscaler knows, and stays shown. */
+metrics_cell_t *metrics_own_group(metrics_id_t id, const char *group);
+
+/* Hide, until a later call finds the group again, the owned series of every group that
+ * exists() says no longer exists (a deleted autoprovisioned group, one a reload dropped),
+ * so the exposition does not keep stale groups forever. Called before each exposition. */
+void metrics_keep_groups(bool (*exists)(const char *group, void *ctx), void *ctx);
 
 /* Add n to a counter cell. */
 void metrics_cell_add(metrics_cell_t *cell, uint64_t n);

@@ -162,9 +162,18 @@ static void ops__limits_metrics(const frugal_server_t *server, metrics_buf_t *b)
     }
 }
 
+static bool ops__group_exists(const char *group, void *cluster) {
+    return cluster_find_group(cluster, group) != NULL;
+}
+
 void ops_metrics_render(const frugal_config_t *cfg, cluster_t *cluster,
                         const frugal_server_t *server, metrics_buf_t *b) {
     expander_metrics_declare(cluster);
+    if (cluster != NULL) {
+        cluster_read_lock(cluster);
+        metrics_keep_groups(ops__group_exists, cluster);
+        cluster_read_unlock(cluster);
+    }
     metrics_write(b);
     if (cluster != NULL)
         cluster_metrics_write(cluster, b);

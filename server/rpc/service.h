@@ -118,7 +118,8 @@ int service_method_call(const service_method_t *m, service_ctx_t *ctx, grpc_byte
 
 /* Export the expander's counters from 0 before their first event, so that a rule's
  * rate() or increase() sees it (a series that appears at 1 shows no increase): every
- * unscored reason, and the decisions of every group the cluster knows now. Called before
+ * unscored reason, and the decisions of every group the cluster knows now (marked as
+ * frugal's own: hidden once the group is gone, metrics_keep_groups). Called before
  * each scrape's samples are written; c NULL: the reasons only. */
 void expander_metrics_declare(cluster_t *c);
 

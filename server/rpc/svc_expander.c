@@ -171,7 +171,7 @@ void expander_metrics_declare(cluster_t *c) {
         return;
     cluster_read_lock(c);
     for (size_t i = 0; i < cluster_groups_count(c); i++)
-        metrics_cell(METRICS_EXPANDER_DECISIONS, cluster_group_at(c, i)->spec.id, NULL, NULL);
+        metrics_own_group(METRICS_EXPANDER_DECISIONS, cluster_group_at(c, i)->spec.id);
     cluster_read_unlock(c);
 }
 

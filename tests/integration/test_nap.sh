@@ -354,8 +354,12 @@ log "NodeGroupDelete of a created, empty NewNodeGroup group"
 assert_ok "new shape" ctl -o yaml new-node-group --machine-type n1-standard-1 --label team=gone
 GONE=$(yaml_value id)
 assert_ok "create it" ctl create "$GONE"
+METRICS=$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")
+assert_match "^frugal_expander_decisions_total\{node_group=\"$GONE\"\} 0$" "$METRICS" "its decisions exported from 0"
 assert_ok "delete it" ctl delete "$GONE"
 assert_status NOT_FOUND "it disappears" ctl group-info "$GONE"
+METRICS=$(curl -s --max-time 5 "http://127.0.0.1:$OPS/metrics")
+assert_no_match "node_group=\"$GONE\"" "$METRICS" "a deleted group's series leave the metrics"
 
 assert_ok "the CA pattern again" ctl increase "$HM" 1
 assert_eq true "$(group_field "$HM" exists)" "recreated by IncreaseSize"

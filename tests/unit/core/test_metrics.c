@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,73 @@ static void test_concurrent_recording(void **state) {
     free(text);
 }
 
+/* A client naming ever new groups (BestOptions) makes at most 2,048 series; the rest
+ * are counted together under _overflow. */
+static void test_series_bound(void **state) {
+    (void)state;
+    char name[32];
+    for (int i = 0; i < 2048 + 10; i++) {
+        snprintf(name, sizeof(name), "ca-only-%d", i);
+        metrics_count(METRICS_EXPANDER_DECISIONS, name, NULL, NULL);
+    }
+    metrics_count(METRICS_EXPANDER_DECISIONS, "ca-only-7", NULL, NULL); /* an old one */
+    assert_int_equal(
+        metrics_cell_value(metrics_cell(METRICS_EXPANDER_DECISIONS, "ca-only-7", NULL, NULL)), 2);
+    char *text = exposition();
+    assert_non_null(
+        strstr(text, "frugal_expander_decisions_total{node_group=\"ca-only-2047\"} 1\n"));
+    assert_null(strstr(text, "ca-only-2048"));
+    assert_non_null(strstr(text, "frugal_expander_decisions_total{node_group=\"_overflow\"} 10\n"));
+    size_t series = 0;
+    for (const char *p = text; (p = strstr(p, "frugal_expander_decisions_total{")) != NULL; p++)
+        series++;
+    assert_int_equal(series, 2048 + 1);
+    free(text);
+    /* families of two labels overflow as a whole label set */
+    for (int i = 0; i < 2048 + 1; i++) {
+        snprintf(name, sizeof(name), "g%d", i);
+        metrics_count(METRICS_RECONCILE_LIST_FAILURES, name, "timeout", NULL);
+    }
+    text = exposition();
+    assert_non_null(strstr(text, "frugal_reconcile_list_failures_total{node_group=\"_overflow\","
+                                 "reason=\"_overflow\"} 1\n"));
+    free(text);
+}
+
+static bool only_a(const char *group, void *ctx) {
+    (void)ctx;
+    return strcmp(group, "a") == 0;
+}
+
+static bool a_and_b(const char *group, void *ctx) {
+    (void)ctx;
+    return strcmp(group, "a") == 0 || strcmp(group, "b") == 0;
+}
+
+/* The series of a group frugal no longer has are hidden; a group only CA knows (never
+ * owned) stays; a group that comes back shows again with its count. */
+static void test_keep_groups(void **state) {
+    (void)state;
+    metrics_cell_add(metrics_own_group(METRICS_EXPANDER_DECISIONS, "a"), 1);
+    metrics_cell_add(metrics_own_group(METRICS_EXPANDER_DECISIONS, "b"), 3);
+    metrics_count(METRICS_EXPANDER_DECISIONS, "ca-only", NULL, NULL);
+    metrics_set(METRICS_RECONCILE_UNKNOWN, 2, "b", NULL);
+    metrics_count(METRICS_RECONCILE_LIST_FAILURES, "b", "failed", NULL);
+    metrics_keep_groups(only_a, NULL);
+    char *text = exposition();
+    assert_non_null(strstr(text, "frugal_expander_decisions_total{node_group=\"a\"} 1\n"));
+    assert_non_null(strstr(text, "frugal_expander_decisions_total{node_group=\"ca-only\"} 1\n"));
+    assert_null(strstr(text, "node_group=\"b\""));
+    free(text);
+    metrics_keep_groups(a_and_b, NULL);
+    text = exposition();
+    assert_non_null(strstr(text, "frugal_expander_decisions_total{node_group=\"b\"} 3\n"));
+    assert_non_null(strstr(text, "frugal_reconcile_unknown_machines{node_group=\"b\"} 2\n"));
+    assert_non_null(strstr(text, "frugal_reconcile_list_failures_total{node_group=\"b\","
+                                 "reason=\"failed\"} 1\n"));
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_counter_cells, reset),
@@ -177,6 +245,8 @@ int main(void) {
         cmocka_unit_test_setup(test_reload_time_and_samples, reset),
         cmocka_unit_test_setup(test_state_write_failures, reset),
         cmocka_unit_test_setup(test_concurrent_recording, reset),
+        cmocka_unit_test_setup(test_series_bound, reset),
+        cmocka_unit_test_setup(test_keep_groups, reset),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     metrics_reset_for_testing();
