@@ -40,6 +40,7 @@ struct conn_share {
     atomic_long connections;
     _Atomic uint64_t warned[2][ONCE_SLOTS]; /* by event, by host */
     _Atomic uint64_t closed[ONCE_SLOTS];    /* by connection */
+    _Atomic uint32_t *streams;              /* by slot: its calls' streams not seen ended */
     _Atomic uint64_t slots[];
 };
 
@@ -64,6 +65,11 @@ conn_share_t *conn_share_create(long cap, long floor) {
     conn_share_t *t = calloc(1, sizeof(*t) + slots * sizeof(t->slots[0]));
     if (t == NULL)
         return NULL;
+    t->streams = calloc(slots, sizeof(t->streams[0]));
+    if (t->streams == NULL) {
+        free(t);
+        return NULL;
+    }
     t->cap = cap;
     t->floor = floor;
     t->mask = slots - 1;
@@ -77,13 +83,17 @@ conn_share_t *conn_share_create(long cap, long floor) {
         atomic_init(&t->warned[1][i], 0);
         atomic_init(&t->closed[i], 0);
     }
-    for (size_t i = 0; i < slots; i++)
+    for (size_t i = 0; i < slots; i++) {
         atomic_init(&t->slots[i], 0);
+        atomic_init(&t->streams[i], 0);
+    }
     atomic_init(&t->connections, 0);
     return t;
 }
 
 void conn_share_destroy(conn_share_t *t) {
+    if (t != NULL)
+        free(t->streams);
     free(t);
 }
 
@@ -178,6 +188,23 @@ bool conn_share_mark_closed(conn_share_t *t, conn_share_slot_t slot) {
     while (!atomic_compare_exchange_weak(p, &w, w | CLOSED_BIT));
     atomic_fetch_sub(&t->connections, 1);
     return true;
+}
+
+long conn_share_stream_open(conn_share_t *t, conn_share_slot_t slot) {
+    if (slot == CONN_SHARE_UNTRACKED)
+        return 0;
+    return (long)atomic_fetch_add_explicit(&t->streams[slot], 1, memory_order_relaxed) + 1;
+}
+
+void conn_share_stream_ended(conn_share_t *t, conn_share_slot_t slot) {
+    if (slot != CONN_SHARE_UNTRACKED)
+        atomic_fetch_sub_explicit(&t->streams[slot], 1, memory_order_relaxed);
+}
+
+long conn_share_streams(const conn_share_t *t, conn_share_slot_t slot) {
+    if (slot == CONN_SHARE_UNTRACKED)
+        return 0;
+    return (long)atomic_load_explicit(&((conn_share_t *)t)->streams[slot], memory_order_relaxed);
 }
 
 long conn_share_busiest(const conn_share_t *t) {

@@ -53,6 +53,21 @@ void conn_share_release(conn_share_t *t, conn_share_slot_t slot);
  * until released). False when it was already marked, or slot holds nothing. */
 bool conn_share_mark_closed(conn_share_t *t, conn_share_slot_t slot);
 
+/* Streams: of the calls counted at slot, those whose stream frugal has not yet seen
+ * end (each an admitted call, its end reported by gRPC when the client resets the
+ * stream, its deadline passes or the call completes). A client keeps at most
+ * max_concurrent_streams of them open; calls frugal still holds after their stream
+ * ended (a change parked past its deadline) are not among them. Each is one atomic add
+ * on the slot's counter, which lives as long as the slot holds the connection (every
+ * stream counted there is a call counted there). CONN_SHARE_UNTRACKED: nothing, 0. */
+/* Count the stream of a call counted at slot; returns the connection's streams, this one
+ * included. */
+long conn_share_stream_open(conn_share_t *t, conn_share_slot_t slot);
+/* The stream counted at slot ended; before its call is released. */
+void conn_share_stream_ended(conn_share_t *t, conn_share_slot_t slot);
+/* The streams counted at slot, as of now. */
+long conn_share_streams(const conn_share_t *t, conn_share_slot_t slot);
+
 /* The calls in flight of the busiest connection, and the connections holding calls, as
  * of now (a scan of the table: for metrics, not for the hot path). */
 long conn_share_busiest(const conn_share_t *t);

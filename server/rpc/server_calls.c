@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,8 @@ static int64_t mono_ms(void) {
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static void call_record(const call_state_t *cs, grpc_status_code status);
+
 /* Unlink cs from the receive list; receive_mu held, cs on it. */
 static void receive_list_unlink(frugal_server_t *s, call_state_t *cs) {
     if (cs->recv_prev != NULL)
@@ -198,7 +201,11 @@ static void server__maintain(frugal_server_t *s) {
         malloc_trim(0);
 }
 
-static void call_state_free(call_state_t *cs) {
+/* Free cs, its last operation done. */
+static void call_state_destroy(call_state_t *cs) {
+    if (cs->record_at_close && cs->reply_sent && !cs->cancelled)
+        call_record(cs, cs->close_status);
+    bool large = cs->payload_bytes >= LARGE_CALL_BYTES;
     if (cs->counted) {
         conn_share_release(cs->worker->server->shares, cs->share_slot);
         atomic_fetch_sub(&cs->worker->server->inflight, 1);
@@ -215,6 +222,15 @@ static void call_state_free(call_state_t *cs) {
         grpc_byte_buffer_destroy(cs->response);
     grpc_slice_unref(cs->status_details);
     free(cs);
+    if (large)
+        malloc_trim(0);
+}
+
+/* One of cs's operations is done with it: the call's flow (refused, cancelled or its
+ * reply completed), or the watch on its stream's end. The last one frees it. */
+static void call_state_free(call_state_t *cs) {
+    if (atomic_fetch_sub_explicit(&cs->refs, 1, memory_order_acq_rel) == 1)
+        call_state_destroy(cs);
 }
 
 static const char *call_method_name(const call_state_t *cs, char *buf, size_t size) {
@@ -277,7 +293,7 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
         cs->close_status = status;
     else
         call_record(cs, status);
-    grpc_op ops[4];
+    grpc_op ops[3];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
     ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -294,9 +310,6 @@ static void call_reply(call_state_t *cs, grpc_status_code status, const char *me
     ops[n].data.send_status_from_server.status_details =
         status == GRPC_STATUS_OK ? NULL : &cs->status_details;
     ops[n].data.send_status_from_server.trailing_metadata_count = 0;
-    n++;
-    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n].data.recv_close_on_server.cancelled = &cs->cancelled;
     n++;
 
     cs->phase = CALL_REPLYING;
@@ -478,19 +491,24 @@ static void call_refused_for_share(call_state_t *cs, const char *peer, const cha
              peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", msg);
 }
 
-/* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection;
- * holding more than twice as many calls, or more than that many and its whole share, it
- * resets streams faster than they are served (rapid reset; the margin is for calls whose
- * stream ended but which a worker has not freed yet). gRPC 1.51 reads such a connection
- * in one task that lasts as long as the flood, and other connections' work queues behind
- * it: the connection is closed (at most once a second per connection) so that the others
- * get through. within_share: the call was admitted. */
-static void call_close_flooder(call_state_t *cs, const char *peer, const conn_share_use_t *use,
-                               bool within_share) {
+/* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection.
+ * streams: the connection's calls whose stream gRPC has not yet reported ended (the
+ * calls' RECV_CLOSE_ON_SERVER, call_watch_close). More than twice as many, or more than
+ * that many and its whole share, and it resets streams faster than gRPC's transport
+ * gets to them (rapid reset; the margin is for ends reported but not yet taken from the
+ * queue). Not the calls held: a client that resets a call at its deadline while frugal
+ * still holds it (a change parked behind a slow hook) and opens the next, as grpc-go
+ * does, keeps within its streams however many such calls frugal holds, and must not be
+ * cut off. gRPC 1.51 reads a flooding connection in one task that lasts as long as the
+ * flood, and other connections' work queues behind it: the connection is closed (at
+ * most once a second per connection) so that the others get through. within_share: the
+ * call was within its connection's share. */
+static void call_close_flooder(call_state_t *cs, const char *peer, long streams,
+                               const conn_share_use_t *use, bool within_share) {
     frugal_server_t *s = cs->worker->server;
     int64_t now_s = clock_mono_ms() / 1000;
     long over = within_share ? 2 * s->max_streams : s->max_streams;
-    if (use->held <= over || !conn_share_should_close(s->shares, peer, now_s) ||
+    if (streams <= over || !conn_share_should_close(s->shares, peer, now_s) ||
         peer_socket_shutdown(peer) == 0)
         return;
     conn_share_mark_closed(s->shares, use->slot);
@@ -499,11 +517,12 @@ static void call_close_flooder(call_state_t *cs, const char *peer, const conn_sh
         return;
     char cn_buf[256];
     const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
-    log_warn("closed the connection of %s%s%s: it held %ld calls in flight, more than the "
-             "%ld streams limits.max_concurrent_streams lets it open: it resets streams "
-             "faster than they are served; further closes of this address are not logged for "
-             "a minute (frugal_connections_closed_total)",
-             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", use->held,
+    log_warn("closed the connection of %s%s%s: it held %ld calls whose stream gRPC had not "
+             "reported ended (%ld calls in flight), more than the %ld streams "
+             "limits.max_concurrent_streams lets it open: it resets streams faster than they "
+             "are served; further closes of this address are not logged for a minute "
+             "(frugal_connections_closed_total)",
+             peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", streams, use->held,
              s->max_streams);
 }
 
@@ -521,9 +540,14 @@ static bool call_admit(call_state_t *cs) {
     char *got = grpc_call_get_peer(cs->call);
     const char *peer = got != NULL ? got : "unknown";
     conn_share_use_t use;
-    bool admitted = false;
     bool within_share = conn_share_acquire(s->shares, peer, &cs->share_slot, &use);
-    call_close_flooder(cs, peer, &use, within_share);
+    bool over_cap = n > s->max_inflight ||
+                    (use.held > CONN_SHARE_FLOOR && n > s->max_inflight - s->max_inflight / 4);
+    bool admitted = within_share && !over_cap;
+    cs->stream_counted = admitted; /* until call_watch_close reports its end */
+    long streams = admitted ? conn_share_stream_open(s->shares, cs->share_slot)
+                            : conn_share_streams(s->shares, use.slot);
+    call_close_flooder(cs, peer, streams, &use, within_share);
     if (!within_share) {
         snprintf(msg, sizeof(msg),
                  "connection busy: %ld calls in flight, its fair share (limits."
@@ -531,15 +555,12 @@ static bool call_admit(call_state_t *cs) {
                  "at least %d)",
                  use.held, per_worker, s->workers_count, use.connections, CONN_SHARE_FLOOR);
         call_refused_for_share(cs, peer, msg);
-    } else if (n > s->max_inflight ||
-               (use.held > CONN_SHARE_FLOOR && n > s->max_inflight - s->max_inflight / 4)) {
+    } else if (over_cap) {
         snprintf(msg, sizeof(msg),
                  "server busy: %ld calls in flight (limits.max_calls_per_worker %ld x %zu "
                  "workers; 3/4 of it for a connection holding over %d)",
                  n - 1, per_worker, s->workers_count, CONN_SHARE_FLOOR);
         metrics_cell_add(s->refused_total, 1);
-    } else {
-        admitted = true;
     }
     gpr_free(got);
     if (!admitted) {
@@ -547,6 +568,37 @@ static bool call_admit(call_state_t *cs) {
         call_refuse(cs, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
     }
     return admitted;
+}
+
+/* The tag of a call's close watch: its state's address with the low bit set. */
+#define CLOSE_TAG(cs) ((void *)((uintptr_t)(cs) | 1u))
+#define IS_CLOSE_TAG(tag) (((uintptr_t)(tag)&1u) != 0)
+#define CLOSE_TAG_CALL(tag) ((call_state_t *)((uintptr_t)(tag) & ~(uintptr_t)1u))
+
+/* The end of cs's stream was reported (or will never be): it no longer counts among its
+ * connection's streams. */
+static void call_stream_ended(call_state_t *cs) {
+    if (cs->stream_counted)
+        conn_share_stream_ended(cs->worker->server->shares, cs->share_slot);
+    cs->stream_counted = false;
+}
+
+/* Watch for the end of an admitted call's stream: RECV_CLOSE_ON_SERVER completes when the
+ * client resets it, its deadline passes or the reply has been sent, and until then the
+ * call counts among its connection's streams (call_close_flooder). Its own reference on
+ * cs: the call is freed when both the watch and the call's flow are done. */
+static void call_watch_close(call_state_t *cs) {
+    frugal_server_t *s = cs->worker->server;
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &cs->cancelled;
+    atomic_fetch_add_explicit(&cs->refs, 1, memory_order_relaxed);
+    CALL_HANDOFF_RELEASE(cs);
+    if (!call_start_batch(s, cs->call, &op, 1, CLOSE_TAG(cs))) {
+        call_stream_ended(cs);
+        atomic_fetch_sub_explicit(&cs->refs, 1, memory_order_relaxed);
+    }
 }
 
 /* A call arrived, headers only: re-arm the same method first, count the call and refuse
@@ -560,6 +612,7 @@ static void call_accept(call_state_t *cs) {
     cs->started = gpr_now(GPR_CLOCK_MONOTONIC);
     if (!call_admit(cs))
         return;
+    call_watch_close(cs);
     if (cs->entry == NULL) {
         call_handle_request(cs);
         return;
@@ -629,6 +682,7 @@ void server__request(worker_t *w, endpoint_t *ep, method_entry_t *entry) {
         return;
     }
     cs->phase = CALL_REQUESTED;
+    atomic_init(&cs->refs, 1);
     cs->worker = w;
     cs->share_slot = CONN_SHARE_UNTRACKED;
     cs->entry = entry;
@@ -664,6 +718,13 @@ void *server__worker_main(void *arg) {
         server__maintain(w->server);
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
+        if (IS_CLOSE_TAG(ev.tag)) { /* the call's stream ended */
+            call_state_t *cs = CLOSE_TAG_CALL(ev.tag);
+            CALL_HANDOFF_ACQUIRE(cs);
+            call_stream_ended(cs);
+            call_state_free(cs);
+            continue;
+        }
         call_state_t *cs = ev.tag;
         CALL_HANDOFF_ACQUIRE(cs);
         if (cs->phase == CALL_REQUESTED && ev.success) {
@@ -671,12 +732,8 @@ void *server__worker_main(void *arg) {
         } else if (cs->phase == CALL_RECEIVING) {
             call_received(cs, ev.success);
         } else {
-            if (cs->phase == CALL_REPLYING && cs->record_at_close && ev.success && !cs->cancelled)
-                call_record(cs, cs->close_status);
-            bool large = cs->payload_bytes >= LARGE_CALL_BYTES;
+            cs->reply_sent = cs->phase == CALL_REPLYING && ev.success;
             call_state_free(cs); /* reply done, or a request cancelled by shutdown */
-            if (large)
-                malloc_trim(0);
         }
     }
     return NULL;

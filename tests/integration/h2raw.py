@@ -28,6 +28,14 @@ Modes (each prints one line of key=value results):
       one Health/Check call with a 1 s deadline (grpc-timeout) that never sends its
       message nor ends its stream; prints what the server answered and, for trailers,
       whether they hold grpc-status 4 (DEADLINE_EXCEEDED).
+  deadlines HOST:PORT SECONDS STREAMS TIMEOUT_MS GROUP
+      a well-behaved client as grpc-go is: STREAMS threads share one connection, each
+      making CloudProvider/NodeGroupIncreaseSize calls of GROUP (delta 1) with a
+      TIMEOUT_MS deadline (grpc-timeout) one after the other for SECONDS; a call not
+      answered by its deadline is reset (RST_STREAM CANCEL) and the next one opened at
+      once. Then one NodeGroupForNode call on the same connection. Prints the calls,
+      how many were answered and reset, whether the connection was closed (GOAWAY or
+      its end) and the final call's outcome (final=ok when answered with a message).
 """
 import socket
 import struct
@@ -88,6 +96,7 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
+        self.wlock = threading.Lock()  # frames of one writer at a time
         self.events = {}
         self.trailers = {}
         self.goaway = False
@@ -102,7 +111,22 @@ class Conn:
         with self.lock:
             if self.closed:
                 raise OSError("closed")
-        self.sock.sendall(data)
+        self._sendall(data)
+
+    def _sendall(self, data):
+        with self.wlock:
+            self.sock.sendall(data)
+
+    def open_stream(self, make_frames):
+        """Take the next stream id and send make_frames(id) under the write lock, so
+        that threads sharing the connection open their streams in id order."""
+        with self.lock:
+            if self.closed:
+                raise OSError("closed")
+        with self.wlock:
+            sid = self.new_stream()
+            self.sock.sendall(make_frames(sid))
+        return sid
 
     def _recv_exact(self, n):
         buf = b""
@@ -128,12 +152,12 @@ class Conn:
                 stream = struct.unpack(">I", head[5:9])[0] & 0x7FFFFFFF
                 payload = self._recv_exact(n) if n else b""
                 if ftype == SETTINGS and not flags & ACK:
-                    self.sock.sendall(frame(SETTINGS, ACK, 0))
+                    self._sendall(frame(SETTINGS, ACK, 0))
                 elif ftype == PING and not flags & ACK:
-                    self.sock.sendall(frame(PING, ACK, 0, payload))
+                    self._sendall(frame(PING, ACK, 0, payload))
                 elif ftype == DATA:
                     if n:
-                        self.sock.sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", n)) +
+                        self._sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", n)) +
                                           frame(WINDOW_UPDATE, 0, stream, struct.pack(">I", n)))
                     self._event(stream, "data")
                     if flags & END_STREAM:
@@ -265,6 +289,65 @@ def healthy(addr, seconds, method="health"):
           f"port={port} error_kinds={kinds}")
 
 
+INCREASE_SIZE = "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroupIncreaseSize"
+
+
+def deadlines(addr, seconds, streams, timeout_ms, group):
+    conn = Conn(addr)
+    port = conn.sock.getsockname()[1]
+    block = request_block(INCREASE_SIZE, [("grpc-timeout", "%dm" % timeout_ms)])
+    g = group.encode()
+    body = grpc_message(b"\x08\x01" + b"\x12" + bytes([len(g)]) + g)  # delta 1, id
+    end = time.monotonic() + seconds
+    counts = {"calls": 0, "answered": 0, "reset": 0, "failed": 0}
+    count_lock = threading.Lock()
+
+    def one_slot():
+        while time.monotonic() < end:
+            try:
+                sid = conn.open_stream(lambda sid: frame(HEADERS, END_HEADERS, sid, block) +
+                                       frame(DATA, END_STREAM, sid, body))
+            except OSError:
+                with count_lock:
+                    counts["failed"] += 1
+                return
+            ev = conn.wait_end(sid, timeout_ms / 1000.0)
+            what = "answered"
+            if "end" not in ev and "rst" not in ev:
+                if conn.closed:
+                    what = "failed"
+                else:  # its deadline passed: grpc-go resets the stream (CANCEL)
+                    what = "reset"
+                    try:
+                        conn.send(frame(RST_STREAM, 0, sid, struct.pack(">I", 8)))
+                    except OSError:
+                        what = "failed"
+            with count_lock:
+                counts["calls"] += 1
+                counts[what] += 1
+
+    threads = [threading.Thread(target=one_slot) for _ in range(streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    final = "closed"
+    if not conn.closed:
+        try:
+            sid = conn.open_stream(lambda sid: frame(HEADERS, END_HEADERS, sid, request_block(
+                NODE_GROUP_FOR_NODE, [("grpc-timeout", "5S")])) +
+                frame(DATA, END_STREAM, sid, grpc_message(NGFN_BODY)))
+            ev = conn.wait_end(sid, 5)
+            final = "ok" if ev[:1] == ["data"] and "end" in ev and "rst" not in ev else \
+                (",".join(ev) or "timeout")
+        except OSError:
+            pass
+    print(f"calls={counts['calls']} answered={counts['answered']} reset={counts['reset']} "
+          f"failed={counts['failed']} closed={int(conn.closed or conn.goaway)} "
+          f"final={final} port={port}")
+    conn.close()
+
+
 def headers_only(addr, calls, connections, wait, timeout=None):
     conns = [Conn(addr) for _ in range(connections)]
     block = request_block(HEALTH, [("grpc-timeout", timeout)] if timeout else ())
@@ -337,6 +420,8 @@ def main(argv):
         no_message(argv[2])
     elif mode == "no-message-timeout":
         no_message(argv[2], "1S")
+    elif mode == "deadlines":
+        deadlines(argv[2], float(argv[3]), int(argv[4]), int(argv[5]), argv[6])
     else:
         print(__doc__, file=sys.stderr)
         return 2

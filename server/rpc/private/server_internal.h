@@ -55,9 +55,12 @@ typedef struct worker worker_t;
 typedef enum call_phase { CALL_REQUESTED, CALL_RECEIVING, CALL_REPLYING } call_phase_t;
 
 /* One call's state; the completion-queue tag points at it. A call is freed when its
- * last outstanding operation (the request, then the reply batch) completes. */
+ * last outstanding operation completes: the request, then its receive and reply
+ * batches, and beside them, once it is admitted, the watch on its stream's end
+ * (RECV_CLOSE_ON_SERVER, tagged with the low bit set). */
 typedef struct call_state {
     call_phase_t phase;
+    atomic_int refs; /* the call's flow, and its close watch while that is started */
     worker_t *worker;
     method_entry_t *entry; /* NULL: the generic request for unknown methods */
     endpoint_t *ep;
@@ -73,9 +76,12 @@ typedef struct call_state {
     size_t payload_bytes;
     bool counted;                 /* included in the server's calls in flight */
     conn_share_slot_t share_slot; /* where its connection's count is, or UNTRACKED */
+    bool stream_counted;          /* among its connection's streams until its end comes */
+    bool reply_sent;              /* the reply batch completed with success */
     bool receive_timed_out;       /* cancelled by limits.receive_timeout */
-    /* Its status counts once the reply is done, unless the client cancelled: a call
-     * without a request message is a cancel as often as a malformed call. */
+    /* Its status counts once the reply is sent and the stream ended, unless the client
+     * cancelled: a call without a request message is a cancel as often as a malformed
+     * call. */
     bool record_at_close;
     grpc_status_code close_status;
     bool on_receive_list;         /* waiting for a body, without a deadline */
