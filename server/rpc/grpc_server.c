@@ -118,11 +118,20 @@ static endpoint_t *server__endpoint(frugal_server_t *s, unsigned services,
     return ep;
 }
 
-#define SERVER_ARGS_MAX 8
+#define SERVER_ARGS_MAX 12
 
 /* gRPC's default leaves a connection that never completes its TLS and HTTP/2 handshake
  * open for 120 s; a client that cannot finish it in 10 s cannot make CA's 5 s calls. */
 #define SERVER_HANDSHAKE_TIMEOUT_MS 10000
+
+/* Client keepalive: gRPC's server defaults take a ping within 5 min of the last one (2 h
+ * on a connection without calls) as a strike, and after 2 strikes send GOAWAY
+ * "too_many_pings" and close the connection, failing its calls. A client's keepalive of
+ * 10 s (grpc-go's shortest) without calls met that at its fourth ping. Pings 5 s apart
+ * or more are accepted, with calls or without; a faster pinger still gets the GOAWAY
+ * (docs/limits.md). */
+#define SERVER_MIN_PING_INTERVAL_MS 5000
+#define SERVER_MAX_PING_STRIKES 2
 
 static int clamp_int(int64_t v) {
     return v > INT_MAX ? INT_MAX : (int)v;
@@ -130,7 +139,8 @@ static int clamp_int(int64_t v) {
 
 /* The channel arguments: message sizes, and the transport's limits (config limits): a
  * resource quota of limits.memory for everything the transport holds, streams per
- * connection, the header size, how long a connection may stay idle or in its handshake. Creates
+ * connection, the header size, how long a connection may stay idle or in its handshake,
+ * how often a client may ping. Creates
  * s->quota. Returns the number of args filled. */
 static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cfg, grpc_arg *args) {
     const limits_config_t *l = &cfg->limits;
@@ -148,6 +158,9 @@ static size_t server__channel_args(frugal_server_t *s, const frugal_config_t *cf
         /* No SO_REUSEPORT: a second server on the same port must fail to bind, not split
          * the calls with the first (with the state-file lock: one writer). */
         {GRPC_ARG_ALLOW_REUSEPORT, 0},
+        {GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1},
+        {GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, SERVER_MIN_PING_INTERVAL_MS},
+        {GRPC_ARG_HTTP2_MAX_PING_STRIKES, SERVER_MAX_PING_STRIKES},
     };
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         args[n].type = GRPC_ARG_INTEGER;

@@ -36,6 +36,11 @@ Modes (each prints one line of key=value results):
       once. Then one NodeGroupForNode call on the same connection. Prints the calls,
       how many were answered and reset, whether the connection was closed (GOAWAY or
       its end) and the final call's outcome (final=ok when answered with a message).
+  pings HOST:PORT COUNT INTERVAL
+      one connection without calls that sends COUNT PING frames INTERVAL seconds apart
+      (a client's keepalive, as grpc-go's keepalive.ClientParameters with
+      PermitWithoutStream), then waits 2 s; prints the acks it got, whether the server
+      sent a GOAWAY (with its debug data) and whether it closed the connection.
 """
 import socket
 import struct
@@ -100,6 +105,8 @@ class Conn:
         self.events = {}
         self.trailers = {}
         self.goaway = False
+        self.goaway_debug = b""
+        self.ping_acks = 0
         self.closed = False
         self.next_id = 1
         self.sock.sendall(PREFACE + settings_frame() +
@@ -155,6 +162,10 @@ class Conn:
                     self._sendall(frame(SETTINGS, ACK, 0))
                 elif ftype == PING and not flags & ACK:
                     self._sendall(frame(PING, ACK, 0, payload))
+                elif ftype == PING:
+                    with self.cond:
+                        self.ping_acks += 1
+                        self.cond.notify_all()
                 elif ftype == DATA:
                     if n:
                         self._sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", n)) +
@@ -170,6 +181,7 @@ class Conn:
                 elif ftype == GOAWAY:
                     with self.cond:
                         self.goaway = True
+                        self.goaway_debug = payload[8:]
                         self.cond.notify_all()
         except (OSError, ValueError):  # reset, or closed under us by close()
             pass
@@ -348,6 +360,28 @@ def deadlines(addr, seconds, streams, timeout_ms, group):
     conn.close()
 
 
+def pings(addr, count, interval):
+    conn = Conn(addr)
+    start = time.monotonic()
+    sent = 0
+    for i in range(count):
+        if i:
+            time.sleep(interval)
+        try:
+            conn.send(frame(PING, 0, 0, struct.pack(">Q", i + 1)))
+            sent += 1
+        except OSError:
+            break
+    deadline = time.monotonic() + 2
+    with conn.cond:
+        while not conn.closed and time.monotonic() < deadline:
+            conn.cond.wait(max(0.0, deadline - time.monotonic()))
+    debug = conn.goaway_debug.decode("ascii", "replace").replace(" ", "_")
+    print(f"sent={sent} acks={conn.ping_acks} goaway={int(conn.goaway)} debug={debug or '-'} "
+          f"closed={int(conn.closed)} seconds={time.monotonic() - start:.1f}")
+    conn.close()
+
+
 def headers_only(addr, calls, connections, wait, timeout=None):
     conns = [Conn(addr) for _ in range(connections)]
     block = request_block(HEALTH, [("grpc-timeout", timeout)] if timeout else ())
@@ -420,6 +454,8 @@ def main(argv):
         no_message(argv[2])
     elif mode == "no-message-timeout":
         no_message(argv[2], "1S")
+    elif mode == "pings":
+        pings(argv[2], int(argv[3]), float(argv[4]))
     elif mode == "deadlines":
         deadlines(argv[2], float(argv[3]), int(argv[4]), int(argv[5]), argv[6])
     else:
