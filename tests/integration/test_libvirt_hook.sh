@@ -372,9 +372,11 @@ for size in 2G 2Gi 2GiB 2147483648; do
     FRUGAL_PARAM_DISK_SIZE=$size assert_ok "disk_size $size" hook create g1 g1-1
     assert_eq 2147483648 "$(cat "$FAKE"/pool/frugal/g1-1-*[0-9a-f].qcow2)" "$size is 2 GiB"
 done
-reset
-FRUGAL_PARAM_DISK_SIZE=2Gb assert_exit 1 "disk_size 2Gb" hook create g1 g1-1
-assert_match "disk_size: not a size: '2Gb'" "$ERR" "refused"
+for size in 2Gb 2GB; do
+    reset
+    FRUGAL_PARAM_DISK_SIZE=$size assert_exit 1 "disk_size $size" hook create g1 g1-1
+    assert_match "disk_size: not a size: '$size' \\(bytes, or a whole number with K, M, G or T, powers of 1024" "$ERR" "refused"
+done
 
 log "two creates of one instance at once: one domain, its volumes kept, both print its id"
 reset
