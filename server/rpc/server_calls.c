@@ -494,20 +494,20 @@ static void call_refused_for_share(call_state_t *cs, const char *peer, const cha
 /* An HTTP/2 client may keep at most max_concurrent_streams streams open on a connection.
  * streams: the connection's calls whose stream gRPC has not yet reported ended (the
  * calls' RECV_CLOSE_ON_SERVER, call_watch_close). More than twice as many, or more than
- * that many and its whole share, and it resets streams faster than gRPC's transport
- * gets to them (rapid reset; the margin is for ends reported but not yet taken from the
- * queue). Not the calls held: a client that resets a call at its deadline while frugal
- * still holds it (a change parked behind a slow hook) and opens the next, as grpc-go
- * does, keeps within its streams however many such calls frugal holds, and must not be
- * cut off. gRPC 1.51 reads a flooding connection in one task that lasts as long as the
- * flood, and other connections' work queues behind it: the connection is closed (at
- * most once a second per connection) so that the others get through. within_share: the
- * call was within its connection's share. */
+ * that many plus one per worker and its whole share, and it resets streams faster than
+ * gRPC's transport gets to them (rapid reset; the margins are for ends reported but not
+ * yet taken from the queue). Not the calls held: a client that resets a call at its
+ * deadline while frugal still holds it (a change parked behind a slow hook) and opens
+ * the next, as grpc-go does, keeps within its streams however many such calls frugal
+ * holds, and must not be cut off. gRPC 1.51 reads a flooding connection in one task that
+ * lasts as long as the flood, and other connections' work queues behind it: the
+ * connection is closed (at most once a second per connection) so that the others get
+ * through. within_share: the call was within its connection's share. */
 static void call_close_flooder(call_state_t *cs, const char *peer, long streams,
                                const conn_share_use_t *use, bool within_share) {
     frugal_server_t *s = cs->worker->server;
     int64_t now_s = clock_mono_ms() / 1000;
-    long over = within_share ? 2 * s->max_streams : s->max_streams;
+    long over = within_share ? 2 * s->max_streams : s->max_streams + (long)s->workers_count;
     if (streams <= over || !conn_share_should_close(s->shares, peer, now_s) ||
         peer_socket_shutdown(peer) == 0)
         return;
