@@ -214,6 +214,34 @@ static void *race_main(void *arg) {
     return NULL;
 }
 
+/* A connection's open streams: counted per admitted call, down as their ends come,
+ * apart from the calls still held (a call whose stream ended stays in flight). */
+static void test_streams(void **state) {
+    (void)state;
+    conn_share_t *t = conn_share_create(1024, 32);
+    static conn_share_slot_t a[3], b[1];
+    conn_share_use_t use;
+    assert_int_equal(acquire_n(t, A, 3, a, &use), 3);
+    assert_int_equal(acquire_n(t, B, 1, b, &use), 1);
+    for (long i = 0; i < 3; i++)
+        assert_int_equal(conn_share_stream_open(t, a[i]), i + 1);
+    assert_int_equal(conn_share_stream_open(t, b[0]), 1);
+    conn_share_stream_ended(t, a[0]);
+    conn_share_stream_ended(t, a[1]);
+    assert_int_equal(conn_share_streams(t, a[2]), 1);
+    assert_int_equal(conn_share_streams(t, b[0]), 1);
+    assert_int_equal(conn_share_busiest(t), 3); /* the calls are still held */
+    conn_share_stream_ended(t, a[2]);
+    conn_share_stream_ended(t, b[0]);
+    release_n(t, a, 3);
+    release_n(t, b, 1);
+    assert_int_equal(conn_share_connections(t), 0);
+    assert_int_equal(conn_share_stream_open(t, CONN_SHARE_UNTRACKED), 0);
+    assert_int_equal(conn_share_streams(t, CONN_SHARE_UNTRACKED), 0);
+    conn_share_stream_ended(t, CONN_SHARE_UNTRACKED); /* nothing */
+    conn_share_destroy(t);
+}
+
 static void test_concurrent(void **state) {
     (void)state;
     conn_share_t *t = conn_share_create(64, 32);
@@ -240,6 +268,7 @@ int main(void) {
         cmocka_unit_test(test_untracked_when_full),
         cmocka_unit_test(test_warn_once_a_minute_per_host),
         cmocka_unit_test(test_close_once_a_second_per_connection),
+        cmocka_unit_test(test_streams),
         cmocka_unit_test(test_concurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
