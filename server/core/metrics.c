@@ -48,9 +48,14 @@ typedef struct metrics_family {
     bool shown_from_zero; /* histogram: its cells, made up front, are shown before any
                              observation (else a cell appears with its first) */
     bool groups_owned;    /* every cell's node_group is one of frugal's groups */
-    _Atomic size_t cells_count;
-    _Atomic bool overflow_logged;
 } metrics_family_t;
+
+/* Per family, beside the constant description: its series made, whether its overflow
+ * was logged. */
+static struct {
+    _Atomic size_t cells;
+    _Atomic bool overflow_logged;
+} family_use[METRICS_FAMILIES_COUNT];
 
 /* Call latencies, up to cluster-autoscaler's 5 s call timeout. */
 static const double rpc_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -72,6 +77,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               NULL,
                               0,
                               NULL,
+                              false,
                               false},
     [METRICS_GRPC_SECONDS] = {"grpc_server_handling_seconds",
                               "Time from receiving an RPC to replying to it.",
@@ -80,6 +86,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               {"grpc_service", "grpc_method"},
                               BOUNDS(rpc_bounds),
                               NULL,
+                              false,
                               false},
     [METRICS_EXPANDER_DECISIONS] = {"frugal_expander_decisions_total",
                                     "BestOptions answers, by node group of each chosen option.",
@@ -89,6 +96,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL,
                                     0,
                                     NULL,
+                                    false,
                                     false},
     [METRICS_EXPANDER_UNSCORED] = {"frugal_expander_options_unscored_total",
                                    "BestOptions options that could not be scored, by reason.",
@@ -98,6 +106,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                    NULL,
                                    0,
                                    NULL,
+                                   false,
                                    false},
     [METRICS_LIMIT_REFUSALS] = {"frugal_resource_limit_refusals_total",
                                 "Size changes refused by an autoprovisioning resource limit.",
@@ -107,6 +116,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                 NULL,
                                 0,
                                 NULL,
+                                false,
                                 false},
     [METRICS_STATE_WRITE_SECONDS] = {"frugal_state_write_seconds",
                                      "Time to write and sync the state file.",
@@ -115,6 +125,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                      {NULL},
                                      BOUNDS(write_bounds),
                                      NULL,
+                                     false,
                                      false},
     [METRICS_HOOK_RUNS] = {"frugal_hook_runs_total",
                            "Exec provider hook runs, by verb and result.",
@@ -124,6 +135,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                            NULL,
                            0,
                            NULL,
+                           false,
                            false},
     [METRICS_ETCD_SECONDS] = {"frugal_etcd_request_seconds",
                               "etcd requests of the etcd state backend, by method and outcome.",
@@ -132,6 +144,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               {"method", "outcome"},
                               BOUNDS(rpc_bounds),
                               NULL,
+                              false,
                               false},
     [METRICS_ETCD_TXN_REFUSED] = {"frugal_etcd_txn_refused_total",
                                   "etcd transactions whose compares failed: another replica "
@@ -143,6 +156,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                   NULL,
                                   0,
                                   NULL,
+                                  false,
                                   false},
     [METRICS_STATE_WRITE_FAILURES] = {"frugal_state_write_failures_total",
                                       "State commits the backend could not make durable.",
@@ -152,6 +166,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                       NULL,
                                       0,
                                       NULL,
+                                      false,
                                       false},
     [METRICS_CALLS_REFUSED] = {"frugal_calls_refused_total",
                                "Calls refused by the server's limits: their connection held its "
@@ -164,6 +179,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                NULL,
                                0,
                                NULL,
+                               false,
                                false},
     [METRICS_CONNECTIONS_CLOSED] = {"frugal_connections_closed_total",
                                     "Connections closed for holding more calls in flight than "
@@ -175,6 +191,7 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                     NULL,
                                     0,
                                     NULL,
+                                    false,
                                     false},
     [METRICS_HOOK_SECONDS] = {"frugal_hook_seconds",
                               "Exec provider hook run time, by verb.",
@@ -258,7 +275,7 @@ static metrics_cell_t *metrics__cell(metrics_family_t *f, const char *const *v);
 
 /* The series of label sets past the family's bound: every label METRICS_OVERFLOW. */
 static metrics_cell_t *metrics__overflow(metrics_family_t *f) {
-    if (!atomic_exchange(&f->overflow_logged, true))
+    if (!atomic_exchange(&family_use[f - families].overflow_logged, true))
         log_warn("metrics: %s holds %d series, the most one family may; further label sets "
                  "are counted together under the label value %s",
                  f->name, METRICS_MAX_SERIES, METRICS_OVERFLOW);
@@ -287,7 +304,8 @@ static metrics_cell_t *metrics__cell(metrics_family_t *f, const char *const *v) 
             free(key);
         return found;
     }
-    if (atomic_load_explicit(&f->cells_count, memory_order_relaxed) >= METRICS_MAX_SERIES &&
+    if (atomic_load_explicit(&family_use[f - families].cells, memory_order_relaxed) >=
+            METRICS_MAX_SERIES &&
         f->labels_count > 0 && strcmp(v[0], METRICS_OVERFLOW) != 0) {
         free(key);
         return metrics__overflow(f);
@@ -313,7 +331,7 @@ static metrics_cell_t *metrics__cell(metrics_family_t *f, const char *const *v) 
         c->next = head;
         if (atomic_compare_exchange_weak_explicit(&f->head, &head, c, memory_order_release,
                                                   memory_order_acquire)) {
-            atomic_fetch_add_explicit(&f->cells_count, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&family_use[f - families].cells, 1, memory_order_relaxed);
             return c;
         }
         /* head now holds the newer list: only its part above c->next can be new */
@@ -409,8 +427,8 @@ double metrics_config_reload_time(void) {
 
 void metrics_reset_for_testing(void) {
     for (size_t i = 0; i < METRICS_FAMILIES_COUNT; i++) {
-        atomic_store(&families[i].cells_count, 0);
-        atomic_store(&families[i].overflow_logged, false);
+        atomic_store(&family_use[i].cells, 0);
+        atomic_store(&family_use[i].overflow_logged, false);
         metrics_cell_t *c = atomic_exchange(&families[i].head, NULL);
         while (c != NULL) {
             metrics_cell_t *next = c->next;
