@@ -48,7 +48,8 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
     if (strcmp(rest, "schema") == 0) {
         unsigned version = 0;
         char why[FRUGAL_ERR_MSG_MAX];
-        if (se__schema_problem(key, kv->value.data, kv->value.len, &version, why, sizeof(why)))
+        if (se__schema_problem(key, se__value_data(&kv->value), kv->value.len, &version, why,
+                               sizeof(why)))
             rc =
                 frugal_err_set(err, FRUGAL_EINVAL, "%s%s", why,
                                version > STATE_ETCD_SCHEMA ? ": upgrade frugal; nothing was written"
@@ -62,7 +63,7 @@ static int se__load_kv(etcd_backend_t *e, const Mvccpb__KeyValue *kv, state_t *o
     } else if (strncmp(rest, "groups/", 7) == 0 && rest[7] != '\0') {
         const char *id = rest + 7;
         state_t one;
-        rc = state_parse(key, (const char *)kv->value.data, kv->value.len, &one, err);
+        rc = state_parse(key, (const char *)se__value_data(&kv->value), kv->value.len, &one, err);
         if (rc == 0 && (one.count != 1 || strcmp(one.groups[0].spec.id, id) != 0)) {
             rc = frugal_err_set(err, FRUGAL_EINVAL,
                                 "etcd key %s holds %zu node groups%s%s, not exactly group %s: "
@@ -263,6 +264,17 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
     char *leader_key = txn_own(&t, se__key(e, "leader"));
     if (schema_key == NULL || leader_key == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < sc->changed_count + sc->removed_count && rc == 0; i++) {
+        const char *id =
+            i < sc->changed_count ? sc->changed[i]->spec.id : sc->removed[i - sc->changed_count];
+        const seen_t *bad = strmap_get(e->corrupt, id);
+        if (bad != NULL)
+            rc = frugal_err_set(err, FRUGAL_EPRECOND,
+                                "etcd key %sgroups/%s holds a value this replica refused as "
+                                "corrupt (logged when it was written, at revision %" PRId64
+                                "): put a valid value back or delete it; the write was refused",
+                                e->prefix, id, bad->mod_revision);
+    }
     for (size_t i = 0; i < sc->changed_count && rc == 0; i++) {
         const group_t *g = sc->changed[i];
         size_t len = 0;
@@ -454,6 +466,7 @@ static void etcd_destroy(state_backend_t *b) {
     etcd_client_destroy(e->client);
     se__seen_clear(e);
     strmap_destroy(e->seen);
+    strmap_destroy(e->corrupt);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->lease_mu);
     pthread_cond_destroy(&e->cond);
@@ -500,9 +513,12 @@ int state_etcd_create(const state_config_t *st, state_backend_t **out, frugal_er
     e->description = malloc(n);
     e->identity = malloc(sizeof(host) + 32);
     strmap_create(64, &e->seen);
-    if (e->prefix == NULL || e->description == NULL || e->identity == NULL || e->seen == NULL) {
+    strmap_create(16, &e->corrupt);
+    if (e->prefix == NULL || e->description == NULL || e->identity == NULL || e->seen == NULL ||
+        e->corrupt == NULL) {
         etcd_client_destroy(e->client);
         strmap_destroy(e->seen);
+        strmap_destroy(e->corrupt);
         free(e->prefix);
         free(e->description);
         free(e->identity);

@@ -28,6 +28,10 @@ char *se__key_text(const ProtobufCBinaryData *k) {
     return out;
 }
 
+const uint8_t *se__value_data(const ProtobufCBinaryData *v) {
+    return v->data != NULL ? v->data : (const uint8_t *)"";
+}
+
 const char *se__schema_problem(const char *key, const uint8_t *value, size_t len, unsigned *version,
                                char *buf, size_t size) {
     char tail = 0;
@@ -91,15 +95,37 @@ void se__seen_free(seen_t *s) {
     }
 }
 
-void se__seen_clear(etcd_backend_t *e) {
+static void se__map_clear(strmap_t **m) {
     size_t pos = 0;
     const char *k;
     void *v;
-    while (strmap_next(e->seen, &pos, &k, &v))
+    while (*m != NULL && strmap_next(*m, &pos, &k, &v))
         se__seen_free(v);
-    strmap_destroy(e->seen);
-    e->seen = NULL;
-    strmap_create(64, &e->seen);
+    strmap_destroy(*m);
+    *m = NULL;
+    strmap_create(64, m);
+}
+
+void se__seen_clear(etcd_backend_t *e) {
+    se__map_clear(&e->seen);
+    se__map_clear(&e->corrupt);
+}
+
+void se__corrupt_mark(etcd_backend_t *e, const char *id, int64_t revision) {
+    seen_t *s = calloc(1, sizeof(*s));
+    void *old = NULL;
+    if (s == NULL || (s->id = strdup(id)) == NULL || e->corrupt == NULL ||
+        strmap_put(e->corrupt, s->id, s, &old) != 0) {
+        se__seen_free(s); /* out of memory: the write's compare still refuses it */
+        return;
+    }
+    s->mod_revision = revision;
+    se__seen_free(old);
+}
+
+void se__corrupt_clear(etcd_backend_t *e, const char *id) {
+    if (e->corrupt != NULL)
+        se__seen_free(strmap_remove(e->corrupt, id));
 }
 
 /* Record text at revision for id (under mu). */

@@ -60,8 +60,10 @@ static void se__forget(etcd_backend_t *e, const char *id, int64_t revision) {
 
 /* Deliver one group key's new value (NULL: deleted) at revision, unless this replica
  * wrote it itself. */
-static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value, size_t len,
+static void se__deliver(etcd_backend_t *e, const char *key, const ProtobufCBinaryData *bytes,
                         int64_t revision) {
+    const uint8_t *value = bytes != NULL ? se__value_data(bytes) : NULL;
+    size_t len = bytes != NULL ? bytes->len : 0;
     const char *rest = key + strlen(e->prefix);
     if (strcmp(rest, "schema") == 0) {
         /* Written by another replica's first commit, or deleted by hand (with the prefix,
@@ -101,6 +103,9 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     if (known)
         return;
     if (value == NULL) {
+        pthread_mutex_lock(&e->mu);
+        se__corrupt_clear(e, id);
+        pthread_mutex_unlock(&e->mu);
         e->watch_fn(e->watch_arg, id, NULL);
         se__forget(e, id, revision);
         return;
@@ -109,15 +114,20 @@ static void se__deliver(etcd_backend_t *e, const char *key, const uint8_t *value
     frugal_err_t err = {0};
     if (state_parse(key, (const char *)value, len, &one, &err) != 0 || one.count != 1 ||
         strcmp(one.groups[0].spec.id, id) != 0) {
-        log_error("etcd key %s at revision %" PRId64 " is corrupt (%s): ignored, not overwritten",
-                  key, revision, err.msg[0] ? err.msg : "not exactly its group");
+        log_error("etcd key %s at revision %" PRId64 " is corrupt (%s): ignored, not overwritten; "
+                  "writes to group %s are refused until it holds a valid value or is deleted",
+                  key, revision, err.msg[0] ? err.msg : "not exactly its group", id);
         if (err.code == 0)
             state_free(&one);
+        pthread_mutex_lock(&e->mu);
+        se__corrupt_mark(e, id, revision);
+        pthread_mutex_unlock(&e->mu);
         return;
     }
     e->watch_fn(e->watch_arg, id, &one.groups[0]);
     state_free(&one);
     pthread_mutex_lock(&e->mu);
+    se__corrupt_clear(e, id);
     se__seen_put(e, id, revision, (const char *)value, len);
     pthread_mutex_unlock(&e->mu);
 }
@@ -165,7 +175,7 @@ static void se__resync(etcd_backend_t *e) {
             continue;
         if (strncmp(key + plen, "groups/", 7) == 0 && present != NULL)
             strmap_put(present, key + plen + 7, (void *)1, NULL);
-        se__deliver(e, key, kv->value.data, kv->value.len, kv->mod_revision);
+        se__deliver(e, key, &kv->value, kv->mod_revision);
     }
     if (keys == NULL || present == NULL) {
         strmap_destroy(present); /* without the full list no group can be called gone */
@@ -182,6 +192,12 @@ static void se__resync(etcd_backend_t *e) {
     while (gone != NULL && present != NULL && strmap_next(e->seen, &pos, &k, &v))
         if (strmap_get(present, k) == NULL)
             gone[ngone++] = strdup(k);
+    /* and values refused whose key was deleted meanwhile */
+    for (pos = 0; present != NULL && strmap_next(e->corrupt, &pos, &k, &v);)
+        if (strmap_get(present, k) == NULL) {
+            se__corrupt_clear(e, k);
+            pos = 0; /* the map changed: start over */
+        }
     pthread_mutex_unlock(&e->mu);
     for (size_t i = 0; i < ngone; i++) {
         if (gone[i] == NULL)
@@ -341,11 +357,12 @@ static void *se__watch_main(void *arg) {
                 /* The leader's lease expired or was revoked: elect now, not at the next
                  * renewal (failover in about lease_ttl rather than up to 1.25x). */
                 if (del && strcmp(key + strlen(e->prefix), "leader") == 0) {
-                    log_info("etcd: %s was deleted (the leader's lease ended): electing now", key);
+                    log_info("etcd: %s was deleted (the leader's lease ended, or the key was "
+                             "deleted by hand): electing now",
+                             key);
                     atomic_store(&e->elect_now, true);
                 }
-                se__deliver(e, key, del ? NULL : ev->kv->value.data, ev->kv->value.len,
-                            ev->kv->mod_revision);
+                se__deliver(e, key, del ? NULL : &ev->kv->value, ev->kv->mod_revision);
                 free(key);
             }
             bool canceled = resp->canceled;

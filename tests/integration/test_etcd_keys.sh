@@ -4,7 +4,9 @@
 # operations) is written and served; a leader key without a lease (put by hand, copied by
 # a mirror) is removed so that a replica can lead; a schema key changed while replicas
 # run stops their writes until it is frugal's again; a foreign key written meanwhile is
-# named in the log; a key holding a NUL byte is named, not cut at the NUL.
+# named in the log; an empty value is corrupt, not a deletion, and a write to its group
+# is refused naming it (also while another application's prefix changes the store
+# revision); a key holding a NUL byte is named, not cut at the NUL.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd_lib.sh"
 
@@ -97,6 +99,40 @@ etcd_put /frugal/lk/someone-else "hello"
 for _ in $(seq 1 25); do grep -q 'someone-else' "$SERVER_LOG" && break; sleep 0.2; done
 assert_match "etcd key /frugal/lk/someone-else under prefix /frugal/lk/ is not frugal's \(written at revision [0-9]+\): ignored, but a restart refuses the prefix" \
     "$(cat "$SERVER_LOG")" "the foreign key is logged"
+
+log "an empty group value is corrupt, not a deletion; its writes are refused as such while other prefixes change"
+etcd_put /frugal/lk/groups/web-a ""
+for _ in $(seq 1 25); do grep -q 'groups/web-a at revision [0-9]* is corrupt' "$SERVER_LOG" && break; sleep 0.2; done
+assert_match "etcd key /frugal/lk/groups/web-a at revision [0-9]+ is corrupt \(.*\): ignored, not overwritten; writes to group web-a are refused" \
+    "$(cat "$SERVER_LOG")" "the empty value is logged as corrupt"
+assert_no_match "groups/web-a was deleted|web-a was deleted" "$(cat "$SERVER_LOG")" "not taken for a deletion"
+# another application's prefix on the same etcd moves the store revision meanwhile
+(for _ in $(seq 1 100); do etcd_put /other-app/counter "$RANDOM"; sleep 0.05; done) &
+WRITER=$!
+sleep 0.3
+ADDR="127.0.0.1:$LP" run ctl increase web-a 1
+assert_eq 1 "$RC" "a write to the group is refused"
+assert_match "FAILED_PRECONDITION.*etcd key /frugal/lk/groups/web-a holds a value this replica refused as corrupt \(logged when it was written, at revision [0-9]+\)" \
+    "$ERR" "named, not taken for another replica's change"
+kill "$WRITER" 2>/dev/null
+wait "$WRITER" 2>/dev/null
+assert_eq "" "$(etcd_get /frugal/lk/groups/web-a)" "the key is not overwritten"
+curl -sf -X POST "${ETCD_CLIENT[0]}/v3/kv/deleterange" -d "{\"key\":\"$(b64 /frugal/lk/groups/web-a)\"}" >/dev/null
+for _ in $(seq 1 25); do [ -n "$(etcd_get /frugal/lk/groups/web-a)" ] && break; sleep 0.2; done
+assert_match "^frugal-state" "$(etcd_get /frugal/lk/groups/web-a)" "deleted by hand, the leader writes its copy back"
+ADDR="127.0.0.1:$LP" assert_ok "writes resume" ctl increase web-a 1
+
+log "an empty schema value stops the writes as foreign data"
+etcd_put /frugal/lk/schema ""
+for _ in $(seq 1 25); do grep -q 'schema holds foreign or corrupt data' "$SERVER_LOG" && break; sleep 0.2; done
+assert_match "etcd key /frugal/lk/schema holds foreign or corrupt data .*this replica refuses every write" \
+    "$(cat "$SERVER_LOG")" "the change is logged"
+ADDR="127.0.0.1:$LP" run ctl increase web-a 1
+assert_match "FAILED_PRECONDITION.*etcd key /frugal/lk/schema holds a schema this frugal cannot use" \
+    "$ERR" "a write is refused with the reason"
+etcd_put /frugal/lk/schema "frugal-state-etcd version=1"
+for _ in $(seq 1 25); do [ "$(grep -c 'is frugal.s again' "$SERVER_LOG")" -ge 2 ] && break; sleep 0.2; done
+ADDR="127.0.0.1:$LP" assert_ok "writes resume again" ctl increase web-a 1
 stop_server
 
 log "a key holding a NUL byte is named whole"

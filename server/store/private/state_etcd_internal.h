@@ -34,6 +34,8 @@ typedef struct etcd_backend {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     strmap_t *seen;          /* id -> seen_t *, under mu */
+    strmap_t *corrupt;       /* id -> seen_t * (its revision, no text) of a group key whose
+                                value the Watch refused, under mu */
     int64_t schema_revision; /* mod_revision of P/schema, 0: absent */
     bool schema_refused;     /* the Watch brought a P/schema this frugal cannot use */
     int64_t revision;        /* the store revision the cache holds everything up to */
@@ -69,6 +71,9 @@ typedef struct etcd_backend {
 /* A key (or value) read from etcd as text, its control bytes written \xNN (a NUL byte
  * must not cut it: groups/web-a\0x is not web-a's key); NULL when out of memory. */
 char *se__key_text(const ProtobufCBinaryData *k);
+/* A value's bytes: an empty value arrives without data, and is still a value (not a
+ * deleted key, nor a NULL for the string functions). */
+const uint8_t *se__value_data(const ProtobufCBinaryData *v);
 /* Why value is no schema key this frugal can use (to be named with key), or NULL;
  * *version is its version when it reads as one. */
 const char *se__schema_problem(const char *key, const uint8_t *value, size_t len, unsigned *version,
@@ -78,8 +83,12 @@ char *se__group_key(const etcd_backend_t *e, const char *id);
 char *se__range_end(const char *p);
 ProtobufCBinaryData se__bytes(const char *s);
 void se__seen_free(seen_t *s);
+/* Forget what this replica saw, the values it refused too (under mu). */
 void se__seen_clear(etcd_backend_t *e);
 int se__seen_put(etcd_backend_t *e, const char *id, int64_t revision, const char *text, size_t len);
+/* Group id's key holds a value refused at revision; or no longer (under mu). */
+void se__corrupt_mark(etcd_backend_t *e, const char *id, int64_t revision);
+void se__corrupt_clear(etcd_backend_t *e, const char *id);
 int se__range_all(etcd_backend_t *e, Etcdserverpb__RangeResponse **resp, frugal_err_t *err);
 int64_t se__timeout_ms(const etcd_backend_t *e, int64_t deadline_ms);
 void se__publish_stale(etcd_backend_t *e);
