@@ -200,7 +200,8 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                               {"verb"},
                               BOUNDS(hook_bounds),
                               NULL,
-                              true},
+                              true,
+                              false},
     [METRICS_RECONCILE_REPLACED] = {"frugal_reconcile_replaced_total",
                                     "Running instances the exec hook's list no longer showed, "
                                     "replaced by new ones.",

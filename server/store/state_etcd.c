@@ -268,12 +268,14 @@ static int etcd_commit(state_backend_t *b, const state_commit_t *sc, frugal_err_
         const char *id =
             i < sc->changed_count ? sc->changed[i]->spec.id : sc->removed[i - sc->changed_count];
         const seen_t *bad = strmap_get(e->corrupt, id);
-        if (bad != NULL)
+        if (bad != NULL) {
+            metrics_count(METRICS_ETCD_TXN_REFUSED, "unreadable", NULL, NULL);
             rc = frugal_err_set(err, FRUGAL_EPRECOND,
                                 "etcd key %sgroups/%s holds a value this replica refused as "
                                 "corrupt (logged when it was written, at revision %" PRId64
                                 "): put a valid value back or delete it; the write was refused",
                                 e->prefix, id, bad->mod_revision);
+        }
     }
     for (size_t i = 0; i < sc->changed_count && rc == 0; i++) {
         const group_t *g = sc->changed[i];
