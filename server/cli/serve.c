@@ -44,6 +44,31 @@ static void serve_usage(FILE *f) {
             "                    [--log-level debug|info|warn|error] [--log-format text|json]\n");
 }
 
+/* A failed TLS handshake is logged at most once a minute: gRPC logs one error line per
+ * connection, and any peer that can connect (a scanner, plaintext junk) could fill the
+ * log with them. */
+#define SERVE_HANDSHAKE_LOG_MS 60000
+
+static pthread_mutex_t serve__handshake_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t serve__handshake_logged_ms = -SERVE_HANDSHAKE_LOG_MS;
+static long serve__handshake_unlogged;
+
+/* Whether this handshake failure is logged; *unlogged: those not logged before it. */
+static bool serve__handshake_log_due(long *unlogged) {
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&serve__handshake_mu);
+    bool due = now - serve__handshake_logged_ms >= SERVE_HANDSHAKE_LOG_MS;
+    if (due) {
+        serve__handshake_logged_ms = now;
+        *unlogged = serve__handshake_unlogged;
+        serve__handshake_unlogged = 0;
+    } else {
+        serve__handshake_unlogged++;
+    }
+    pthread_mutex_unlock(&serve__handshake_mu);
+    return due;
+}
+
 /* gRPC's own log lines, in frugal's format (gRPC filters them by GRPC_VERBOSITY first). */
 static void serve_grpc_log(gpr_log_func_args *args) {
     log_level_t level = args->severity == GPR_LOG_SEVERITY_ERROR  ? LOG_LEVEL_ERROR
@@ -51,6 +76,16 @@ static void serve_grpc_log(gpr_log_func_args *args) {
                                                                   : LOG_LEVEL_DEBUG;
     log_field_t fields[] = {LOG_STR("source", "grpc"), LOG_STR("file", args->file),
                             LOG_INT("line", args->line)};
+    long unlogged = 0;
+    if (strncmp(args->message, "Handshake failed", 16) == 0) {
+        if (!serve__handshake_log_due(&unlogged))
+            return;
+        log_fields(LOG_LEVEL_WARN, fields, 3,
+                   "%s (a TLS client refused or gone; %ld more since the last one logged; "
+                   "further ones are not logged for a minute)",
+                   args->message, unlogged);
+        return;
+    }
     log_fields(level, fields, 3, "%s", args->message);
 }
 

@@ -95,6 +95,13 @@ assert_status "UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED|CANCELLED" "mTLS re
 assert_status "UNAVAILABLE|INTERNAL|UNKNOWN" "plaintext client on the mTLS port" \
     "$FRUGAL" ctl --addr "$ADDR" --timeout 3000 increase pool-a 1
 assert_eq 1 "$(target_size pool-a)" "refused clients changed nothing"
+# 30 more plaintext peers: gRPC logs each failed handshake; frugal once a minute
+for _ in $(seq 1 30); do
+    python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(b"GET / HTTP/1.1\r\n\r\n"); s.settimeout(3); s.recv(64)' "$MTLS_PORT" 2>/dev/null || true
+done
+sleep 0.5
+assert_eq 1 "$(grep -c 'Handshake failed' "$SERVER_LOG")" "failed handshakes are logged once a minute"
+assert_match "warn .*Handshake failed.*further ones are not logged for a minute" "$(cat "$SERVER_LOG")" "as a warning"
 assert_exit 1 "a missing CA file is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/none.crt" health
 echo "not a certificate" >"$TMP/garbage.crt"
 assert_exit 1 "a CA file without a certificate is a local error" "$FRUGAL" ctl --addr "$ADDR" --tls-ca "$TMP/garbage.crt" health
