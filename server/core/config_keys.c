@@ -344,6 +344,15 @@ bool config__duration_store(load_ctx_t *ctx, const yaml_tree_node_t *node, const
     if (!duration_check(ctx, node, path, &ns)) {
         return false;
     }
+    /* Where 0 turns a thing off, 1ns must not do so silently by rounding down. */
+    if (ns > 0 && ns < unit_ns) {
+        config__error(ctx, node, path, "must be 0 or at least %s, got %s",
+                      unit_ns >= 1000000000 ? "1s"
+                      : unit_ns >= 1000000  ? "1ms"
+                                            : "1us",
+                      node->u.scalar.text);
+        return false;
+    }
     *(int64_t *)field = ns / unit_ns;
     return true;
 }

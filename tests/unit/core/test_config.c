@@ -250,6 +250,9 @@ static void test_limits(void **state) {
     cfg = load_ok("limits: {idle_timeout: 0s}\n");
     assert_int_equal(cfg->limits.idle_timeout_ms, 0);
     config_free(cfg);
+    /* not turned off by rounding down */
+    expect_error("limits: {idle_timeout: 999us}\n",
+                 "t.yaml:1:24: limits.idle_timeout: must be 0 or at least 1ms, got 999us");
     cfg = load_ok("limits: {memory: 2Gi}\n");
     assert_int_equal(cfg->limits.memory_bytes, 2LL << 30);
     assert_string_equal(cfg->limits.memory_source, "limits.memory");
