@@ -21,6 +21,7 @@
 #include "k8s_name.h"
 #include "quantity.h"
 #include "strbuf.h"
+#include "strmap.h"
 
 /* ---- labels and taints ---- */
 
@@ -560,8 +561,9 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
         }
         builtin = cfg->machine_types_count;
     }
-    const yaml_tree_node_t **names = config__calloc(ctx, config__seq_count(node), sizeof(*names));
-    if (names == NULL) {
+    strmap_t *first = NULL; /* name -> its first name node: duplicates in linear time */
+    if (strmap_create(config__seq_count(node) + 1, &first) != 0) {
+        config__error(ctx, node, path, "out of memory");
         return false;
     }
     for (size_t i = 0; i < config__seq_count(node); i++) {
@@ -570,22 +572,22 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
         size_t before = ctx->error_count;
         config__path_index(sub, path, i);
         config__section_parse(ctx, item, sub, machine_type_keys, TABLE_LEN(machine_type_keys), &mt);
-        names[i] = yaml_tree_mapping_get(item, "name");
+        const yaml_tree_node_t *name = yaml_tree_mapping_get(item, "name");
+        const yaml_tree_node_t *earlier = NULL;
+        if (name != NULL && name->type == YAML_TREE_SCALAR &&
+            (earlier = strmap_get(first, name->u.scalar.text)) == NULL &&
+            strmap_put(first, name->u.scalar.text, (void *)name, NULL) != 0)
+            config__error(ctx, name, sub, "out of memory");
         if (mt.name == NULL || ctx->error_count != before) {
             config__machine_type_free(&mt);
             continue;
         }
-        bool dup = false;
-        for (size_t j = 0; j < i && !dup; j++) {
-            if (names[j] != NULL && names[j]->type == YAML_TREE_SCALAR &&
-                strcmp(names[j]->u.scalar.text, mt.name) == 0) {
-                char name_path[CONFIG_PATH_MAX];
-                config__path_join(name_path, sub, "name");
-                config__error(ctx, names[i], name_path,
-                              "duplicate machine type \"%s\" (first at line %d)", mt.name,
-                              names[j]->line);
-                dup = true;
-            }
+        bool dup = earlier != NULL;
+        if (dup) {
+            char name_path[CONFIG_PATH_MAX];
+            config__path_join(name_path, sub, "name");
+            config__error(ctx, name, name_path, "duplicate machine type \"%s\" (first at line %d)",
+                          mt.name, earlier->line);
         }
         size_t k = 0;
         while (k < builtin && strcmp(cfg->machine_types[k].name, mt.name) != 0) {
@@ -609,7 +611,7 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
         }
         *slot = mt;
     }
-    free(names);
+    strmap_destroy(first);
     return true;
 }
 
@@ -714,11 +716,14 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
     char sub[CONFIG_PATH_MAX];
     char key_path[CONFIG_PATH_MAX];
     size_t n = config__seq_count(node);
-    const yaml_tree_node_t **ids = config__calloc(ctx, n, sizeof(*ids));
+    strmap_t *ids = NULL; /* id -> its first id node: duplicates in linear time */
     ctx->group_nodes = config__calloc(ctx, n, sizeof(*ctx->group_nodes));
     ctx->group_items = config__calloc(ctx, n, sizeof(*ctx->group_items));
-    if (ids == NULL || ctx->group_nodes == NULL || ctx->group_items == NULL) {
-        free(ids);
+    if (ctx->group_nodes == NULL || ctx->group_items == NULL) {
+        return false;
+    }
+    if (strmap_create(n + 1, &ids) != 0) {
+        config__error(ctx, node, path, "out of memory");
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -733,7 +738,6 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
             group_check_sizes(ctx, item, sub, &g);
         }
         const yaml_tree_node_t *id_n = yaml_tree_mapping_get(item, "id");
-        ids[i] = g.spec.id != NULL ? id_n : NULL;
         config__path_join(key_path, sub, "id");
         if (g.spec.id != NULL && !k8s_name_is_dns_label(g.spec.id)) {
             config__error(
@@ -742,14 +746,12 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
                 "and ending with an alphanumeric",
                 g.spec.id);
         }
-        for (size_t j = 0; g.spec.id != NULL && j < i; j++) {
-            if (ids[j] != NULL && strcmp(ids[j]->u.scalar.text, g.spec.id) == 0) {
-                config__error(ctx, id_n, key_path,
-                              "duplicate node group id \"%s\" (first at line %d)", g.spec.id,
-                              ids[j]->line);
-                break;
-            }
-        }
+        const yaml_tree_node_t *earlier = g.spec.id != NULL ? strmap_get(ids, g.spec.id) : NULL;
+        if (earlier != NULL)
+            config__error(ctx, id_n, key_path, "duplicate node group id \"%s\" (first at line %d)",
+                          g.spec.id, earlier->line);
+        else if (g.spec.id != NULL && strmap_put(ids, id_n->u.scalar.text, (void *)id_n, NULL) != 0)
+            config__error(ctx, id_n, key_path, "out of memory");
         if (g.spec.machine_type != NULL &&
             config_find_machine_type(cfg, g.spec.machine_type) == NULL &&
             !config__machine_type_refused(ctx, g.spec.machine_type)) {
@@ -771,7 +773,7 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
         ctx->group_items[cfg->node_groups_count - 1] = i;
         *slot = g;
     }
-    free(ids);
+    strmap_destroy(ids);
     return true;
 }
 
