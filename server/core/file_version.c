@@ -11,10 +11,12 @@ int file_version_of(const char *path, file_version_t *v) {
     v->ino = st.st_ino;
     v->size = st.st_size;
     v->mtime = st.st_mtim;
+    v->ctime = st.st_ctim;
     return 0;
 }
 
 bool file_version_equal(const file_version_t *a, const file_version_t *b) {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
 }

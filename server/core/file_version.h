@@ -1,6 +1,8 @@
 /* What identifies one version of a file, to notice that it changed without reading it:
  * replacing it (a rename, or the symlink swap of a Kubernetes ConfigMap or Secret
- * volume) changes the inode, rewriting it changes the size or the modification time. */
+ * volume) changes the inode, rewriting it changes the size or the modification time, and
+ * a chmod or chown its status change time (a file that could not be read is read again
+ * once its permissions are fixed). */
 #ifndef FRUGAL_FILE_VERSION_H
 #define FRUGAL_FILE_VERSION_H
 
@@ -13,6 +15,7 @@ typedef struct file_version {
     ino_t ino;
     off_t size;
     struct timespec mtime;
+    struct timespec ctime;
 } file_version_t;
 
 /* The version of the file at path (symlinks followed) into *v: 0, or -1 when it cannot be
