@@ -451,6 +451,15 @@ void config__section_parse(load_ctx_t *ctx, const yaml_tree_node_t *node, const 
         void *field = (char *)base + spec->offset;
         config__path_join(sub, path, spec->name);
         if (v != NULL && yaml_tree_is_null(v)) {
+            /* A value left empty (a template's missing value) is no silent default. */
+            if (spec->type == YAML_TREE_SCALAR && !spec->required) {
+                config__error(ctx, v, sub,
+                              "expected a value, got null (leave the key out for "
+                              "its default)");
+                if (spec->default_text != NULL)
+                    spec_apply_default(ctx, spec, sub, field);
+                continue;
+            }
             v = NULL;
         }
         if (v == NULL) {

@@ -250,6 +250,16 @@ static void test_limits(void **state) {
     cfg = load_ok("limits: {idle_timeout: 0s}\n");
     assert_int_equal(cfg->limits.idle_timeout_ms, 0);
     config_free(cfg);
+    /* a value left empty (a template's missing value) is not a silent default */
+    expect_error("node_groups:\n  - {id: a, machine_type: n1-standard-2, max_size: ~}\n",
+                 "t.yaml:2:52: node_groups[0].max_size: expected a value, got null (leave the key "
+                 "out for its default)");
+    expect_error("limits:\n  idle_timeout:\n",
+                 "t.yaml:2:16: limits.idle_timeout: expected a value, got null (leave the key "
+                 "out for its default)");
+    cfg = load_ok("pricing:\nnode_groups:\n"); /* an empty section or list is empty */
+    assert_int_equal(cfg->node_groups_count, 0);
+    config_free(cfg);
     /* not turned off by rounding down */
     expect_error("limits: {idle_timeout: 999us}\n",
                  "t.yaml:1:24: limits.idle_timeout: must be 0 or at least 1ms, got 999us");
