@@ -318,6 +318,13 @@ bool config__parse_bytes(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
     if (!quantity_check(ctx, node, path, spec, rc, v, &err)) {
         return false;
     }
+    /* 100m would be rounded up to 1 byte: no count of bytes means that */
+    int64_t milli = 0;
+    const char *text = node->u.scalar.text;
+    if (quantity_parse_scaled(text, strlen(text), 3, &milli, NULL) == 0 && milli % 1000 != 0) {
+        config__error(ctx, node, path, "must be a whole number of bytes, got %s", text);
+        return false;
+    }
     *(int64_t *)field = v;
     return true;
 }

@@ -260,6 +260,8 @@ static void test_limits(void **state) {
     cfg = load_ok("pricing:\nnode_groups:\n"); /* an empty section or list is empty */
     assert_int_equal(cfg->node_groups_count, 0);
     config_free(cfg);
+    expect_error("max_message_bytes: 100m\n",
+                 "t.yaml:1:20: max_message_bytes: must be a whole number of bytes, got 100m");
     /* not turned off by rounding down */
     expect_error("limits: {idle_timeout: 999us}\n",
                  "t.yaml:1:24: limits.idle_timeout: must be 0 or at least 1ms, got 999us");
