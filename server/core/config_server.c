@@ -262,6 +262,8 @@ bool config__parse_ops_listen(load_ctx_t *ctx, const yaml_tree_node_t *node, con
     bool loopback;
     const char *problem = strncmp(address, "unix:", 5) == 0 ? "the ops endpoint needs HOST:PORT"
                                                             : address_problem(address, &loopback);
+    if (problem != NULL && strchr(address, ':') == NULL)
+        problem = "expected HOST:PORT"; /* a unix socket is no choice here */
     if (problem != NULL)
         config__error(ctx, node, path, "invalid address \"%s\": %s", address, problem);
     for (size_t j = 0; problem == NULL && j < ctx->cfg->listeners_count; j++)

@@ -1,5 +1,6 @@
 #include "tls_reload.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static int tls_reloader_stat(const tls_reloader_t *r, file_version_t *versions, 
     memset(versions, 0, sizeof(versions[0]) * PEM_TLS_FILES);
     for (int i = 0; i < PEM_TLS_FILES; i++)
         if (r->paths[i] != NULL && file_version_of(r->paths[i], &versions[i]) != 0)
-            return frugal_err_set(err, FRUGAL_EIO, "cannot stat %s", r->paths[i]);
+            return frugal_err_set(err, FRUGAL_EIO, "cannot stat %s: %s", r->paths[i],
+                                  strerror(errno));
     return 0;
 }
 

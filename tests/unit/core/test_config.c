@@ -262,6 +262,8 @@ static void test_limits(void **state) {
     config_free(cfg);
     expect_error("max_message_bytes: 100m\n",
                  "t.yaml:1:20: max_message_bytes: must be a whole number of bytes, got 100m");
+    expect_error("ops_listen: nohost\n",
+                 "t.yaml:1:13: ops_listen: invalid address \"nohost\": expected HOST:PORT");
     /* not turned off by rounding down */
     expect_error("limits: {idle_timeout: 999us}\n",
                  "t.yaml:1:24: limits.idle_timeout: must be 0 or at least 1ms, got 999us");
