@@ -7,9 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "file_version.h"
 #include "log.h"
 #include "pem.h"
+
+#define TLS_FAILURE_LOG_MS 60000
 
 struct tls_reloader {
     const char *paths[PEM_TLS_FILES]; /* borrowed from the config; PEM_TLS_CA may be NULL */
@@ -21,6 +24,11 @@ struct tls_reloader {
     file_version_t probed[PEM_TLS_FILES];
     bool have_probed;
     double probed_not_after;
+    /* The files of the last failed reload logged, and when: each handshake retries a
+     * broken rotation, and any peer that connects must not fill the log with it. */
+    file_version_t failed[PEM_TLS_FILES];
+    bool have_failed;
+    int64_t failed_logged_ms;
     pthread_mutex_t mu; /* handshakes and scrapes may run on several threads */
 };
 
@@ -91,7 +99,18 @@ tls_reloader_fetch(void *user_data, grpc_ssl_server_certificate_config **config)
         } else {
             /* Keep serving the previous material; a half-written rotation is retried at
              * the next handshake. */
-            log_warn("TLS reload failed, keeping the current certificate: %s", err.msg);
+            file_version_t now[PEM_TLS_FILES];
+            tls_reloader_stat(r, now, NULL);
+            int64_t now_ms = clock_mono_ms();
+            if (!r->have_failed || !tls_versions_equal(now, r->failed) ||
+                now_ms - r->failed_logged_ms >= TLS_FAILURE_LOG_MS) {
+                log_warn("TLS reload failed, keeping the current certificate: %s (retried at "
+                         "each handshake; logged again when the files change, or in a minute)",
+                         err.msg);
+                memcpy(r->failed, now, sizeof(now));
+                r->have_failed = true;
+                r->failed_logged_ms = now_ms;
+            }
             status = r->have_loaded ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED
                                     : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
         }
