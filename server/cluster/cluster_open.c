@@ -36,6 +36,25 @@ static void cluster__fence(void *provider, int64_t until_ms) {
     provider_fence(provider, until_ms);
 }
 
+/* A managed group's target counts its instances creating or running, as every change
+ * keeps it; a state edited by hand may not. CA asked for the target, so missing
+ * instances are made (a target above them would wait for nodes nothing makes, and CA's
+ * revert of it is refused), and extra ones are counted in it (CA scales them down). */
+static int cluster__repair_target(cluster_t *c, group_t *g, int64_t now, frugal_err_t *err) {
+    int32_t live = 0;
+    for (size_t i = 0; i < g->instances_count; i++)
+        live += g->instances[i].state != INSTANCE_DELETING;
+    if (live == g->target_size || !g->exists)
+        return 0;
+    log_warn("node group %s: target size %d from the state file, but %d instances are creating "
+             "or running (a hand edit?): %s",
+             g->spec.id, (int)g->target_size, (int)live,
+             g->target_size > live ? "the missing ones are made" : "the target counts them all");
+    int32_t missing = g->target_size - live;
+    g->target_size = live;
+    return missing > 0 ? provider_increase(c->provider, g, missing, now, err) : 0;
+}
+
 /* Bring a managed group's target into [min_size, max_size] through the provider. */
 static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *err) {
     provider_t *p = c->provider;
@@ -283,7 +302,8 @@ static int cluster__open_once(const frugal_config_t *cfg, struct provider *provi
                 initial = g->max_size;
             if (initial > 0 && (rc = provider_increase(provider, g, initial, now, err)) != 0)
                 goto fail_build;
-        } else if ((rc = cluster__clamp(c, g, now, err)) != 0) {
+        } else if ((rc = cluster__repair_target(c, g, now, err)) != 0 ||
+                   (rc = cluster__clamp(c, g, now, err)) != 0) {
             goto fail_build;
         }
         cluster__update_empty(g, now);

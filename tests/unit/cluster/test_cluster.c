@@ -561,6 +561,46 @@ static void test_corrupt_rejected(void **state) {
     assert_non_null(strstr(err.msg, "does not belong to the group it is listed under"));
 }
 
+/* Set pool-b's stored target to digit by hand (the file unsealed to version 1). */
+static void edit_pool_b_target(fx_t *f, char digit) {
+    store_testing_cluster_close(f->c);
+    f->c = NULL;
+    char *content = read_file(f->path);
+    unseal_v1(content);
+    char *t = strstr(strstr(content, "group id=pool-b "), " target=");
+    assert_non_null(t);
+    t[8] = digit;
+    write_file(f->path, content);
+    free(content);
+    unlink_prev(f->path);
+    fx_open(f);
+}
+
+/* A stored target that does not count the instances creating or running (a hand edit):
+ * the missing ones are made, extra ones are counted. */
+static void test_target_repaired(void **state) {
+    fx_t *f = *state;
+    fx_open(f);
+    assert_int_equal(target_of(f->c, "pool-b"), 3);
+    assert_int_equal(instances_of(f->c, "pool-b"), 3);
+    edit_pool_b_target(f, '5');
+    assert_int_equal(target_of(f->c, "pool-b"), 5);
+    assert_int_equal(instances_of(f->c, "pool-b"), 5);
+    cluster_read_lock(f->c);
+    assert_non_null(cluster_find_instance(f->c, "frugal://pool-b/pool-b-5", NULL));
+    cluster_read_unlock(f->c);
+    edit_pool_b_target(f, '1');
+    assert_int_equal(target_of(f->c, "pool-b"), 5);
+    assert_int_equal(instances_of(f->c, "pool-b"), 5);
+    /* and the repair is what the file now holds */
+    char *s1 = snapshot(f->c);
+    fx_reopen(f);
+    char *s2 = snapshot(f->c);
+    assert_string_equal(s1, s2);
+    free(s1);
+    free(s2);
+}
+
 static void test_reconcile(void **state) {
     fx_t *f = *state;
     fx_open(f);
@@ -871,6 +911,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_failed_write_changes_nothing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_open_unwritable, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_rejected, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_target_repaired, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_autoprovisioned_persisted, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_increase, fx_setup, fx_teardown),
