@@ -24,6 +24,7 @@
 #include "file_version.h"
 #include "grpc_server.h"
 #include "log.h"
+#include "log_limit.h"
 #include "metrics.h"
 #include "ops_http.h"
 #include "pricing.h"
@@ -49,25 +50,7 @@ static void serve_usage(FILE *f) {
  * log with them. */
 #define SERVE_HANDSHAKE_LOG_MS 60000
 
-static pthread_mutex_t serve__handshake_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t serve__handshake_logged_ms = -SERVE_HANDSHAKE_LOG_MS;
-static long serve__handshake_unlogged;
-
-/* Whether this handshake failure is logged; *unlogged: those not logged before it. */
-static bool serve__handshake_log_due(long *unlogged) {
-    int64_t now = clock_mono_ms();
-    pthread_mutex_lock(&serve__handshake_mu);
-    bool due = now - serve__handshake_logged_ms >= SERVE_HANDSHAKE_LOG_MS;
-    if (due) {
-        serve__handshake_logged_ms = now;
-        *unlogged = serve__handshake_unlogged;
-        serve__handshake_unlogged = 0;
-    } else {
-        serve__handshake_unlogged++;
-    }
-    pthread_mutex_unlock(&serve__handshake_mu);
-    return due;
-}
+static log_limit_t serve__handshake_log;
 
 /* gRPC's own log lines, in frugal's format (gRPC filters them by GRPC_VERBOSITY first). */
 static void serve_grpc_log(gpr_log_func_args *args) {
@@ -78,7 +61,7 @@ static void serve_grpc_log(gpr_log_func_args *args) {
                             LOG_INT("line", args->line)};
     long unlogged = 0;
     if (strncmp(args->message, "Handshake failed", 16) == 0) {
-        if (!serve__handshake_log_due(&unlogged))
+        if (!log_limit_due(&serve__handshake_log, SERVE_HANDSHAKE_LOG_MS, &unlogged))
             return;
         log_fields(LOG_LEVEL_WARN, fields, 3,
                    "%s (a TLS client refused or gone; %ld more since the last one logged; "

@@ -641,10 +641,7 @@ static void call_accept(call_state_t *cs) {
 static void call_unreadable(call_state_t *cs) {
     frugal_server_t *s = cs->worker->server;
     call_record(cs, GRPC_STATUS_RESOURCE_EXHAUSTED);
-    long long now_s = clock_mono_ms() / 1000;
-    long long from = atomic_load(&s->unreadable_warn_from_s);
-    if (now_s < from ||
-        !atomic_compare_exchange_strong(&s->unreadable_warn_from_s, &from, now_s + 60))
+    if (!log_limit_due(&s->unreadable_log, 60000, NULL))
         return;
     char name[256];
     log_warn("gRPC refused a %s request before frugal could read it: larger than "

@@ -12,6 +12,7 @@
 
 #include "conn_share.h"
 #include "grpc_server.h"
+#include "log_limit.h"
 #include "metrics.h"
 #include "service.h"
 #include "tls_reload.h"
@@ -144,7 +145,7 @@ struct frugal_server {
     atomic_long changes_running, changes_parked;
     long changes_max;
     call_state_t *parked_head, *parked_tail;
-    atomic_llong unreadable_warn_from_s; /* monotonic s from which the next one may be logged */
+    log_limit_t unreadable_log; /* a message gRPC refused: logged once a minute */
 };
 
 /* server_calls.c */
