@@ -561,6 +561,17 @@ static void test_corrupt_rejected(void **state) {
     assert_non_null(strstr(err.msg, "does not belong to the group it is listed under"));
 }
 
+/* Reopening the cluster from its file changes nothing: what it holds is what the file
+ * holds. */
+static void assert_reopens_same(fx_t *f) {
+    char *s1 = snapshot(f->c);
+    fx_reopen(f);
+    char *s2 = snapshot(f->c);
+    assert_string_equal(s1, s2);
+    free(s1);
+    free(s2);
+}
+
 /* Set pool-b's stored target to digit by hand (the file unsealed to version 1). */
 static void edit_pool_b_target(fx_t *f, char digit) {
     store_testing_cluster_close(f->c);
@@ -593,12 +604,7 @@ static void test_target_repaired(void **state) {
     assert_int_equal(target_of(f->c, "pool-b"), 5);
     assert_int_equal(instances_of(f->c, "pool-b"), 5);
     /* and the repair is what the file now holds */
-    char *s1 = snapshot(f->c);
-    fx_reopen(f);
-    char *s2 = snapshot(f->c);
-    assert_string_equal(s1, s2);
-    free(s1);
-    free(s2);
+    assert_reopens_same(f);
 }
 
 static void test_reconcile(void **state) {
@@ -652,12 +658,7 @@ static void test_reconcile(void **state) {
     assert_int_equal(target_of(f->c, "pool-c"), 3);
     assert_int_equal(instances_of(f->c, "pool-c"), 3);
     /* The reconciled state is what the file now holds. */
-    char *s1 = snapshot(f->c);
-    fx_reopen(f);
-    char *s2 = snapshot(f->c);
-    assert_string_equal(s1, s2);
-    free(s1);
-    free(s2);
+    assert_reopens_same(f);
 }
 
 static void test_autoprovisioned_persisted(void **state) {
