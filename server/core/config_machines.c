@@ -25,10 +25,10 @@
 
 /* ---- labels and taints ---- */
 
-/* A mapping of label keys to values ({team: web}); null values are "". */
-bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
-                          void *field, const key_spec_t *spec) {
-    kv_list_t *out = field;
+/* A mapping of label keys to values ({team: web}); null values are "". by_operator: the
+ * labels of a configured group, which may set what the template sets (group_rules_label). */
+static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                         kv_list_t *out, bool by_operator) {
     char sub[CONFIG_PATH_MAX];
     bool ok = true;
     kv_list_clear(out);
@@ -50,7 +50,7 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         }
         config__path_join(sub, path, k->u.scalar.text);
         char why[CONFIG_PATH_MAX];
-        if (group_rules_label(k->u.scalar.text, NULL, true, why, sizeof(why)) != GROUP_RULE_OK) {
+        if (group_rules_label(k->u.scalar.text, NULL, by_operator, why, sizeof(why)) != GROUP_RULE_OK) {
             config__error(ctx, k, sub, "%s", why);
             ok = false;
             continue;
@@ -64,7 +64,7 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         if (!yaml_tree_is_null(v)) {
             value = v->u.scalar.text;
         }
-        if (group_rules_label(k->u.scalar.text, value, true, why, sizeof(why)) != GROUP_RULE_OK) {
+        if (group_rules_label(k->u.scalar.text, value, by_operator, why, sizeof(why)) != GROUP_RULE_OK) {
             config__error(ctx, v, sub, "%s", why);
             ok = false;
             continue;
@@ -90,6 +90,17 @@ bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const c
         qsort(out->items, out->count, sizeof(kv_t), kv_compare);
     }
     return ok;
+}
+
+bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                          void *field, const key_spec_t *spec) {
+    (void)spec;
+    return parse_labels(ctx, node, path, field, true);
+}
+
+bool config__parse_nap_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              kv_list_t *out) {
+    return parse_labels(ctx, node, path, out, false);
 }
 
 /* A taint's key, value or effect, checked by group_rules_taint as the others are. */

@@ -87,7 +87,7 @@ static bool parse_ap_label_sets(load_ctx_t *ctx, const yaml_tree_node_t *node, c
         const yaml_tree_node_t *item = node->u.sequence.items[i];
         config__path_index(sub, path, i);
         kv_list_t l = {0};
-        if (!config__parse_labels(ctx, item, sub, &l, NULL)) {
+        if (!config__parse_nap_labels(ctx, item, sub, &l)) {
             kv_list_clear(&l);
             continue;
         }

@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "k8s.h"
 #include "k8s_name.h"
 #include "quantity.h"
 
@@ -31,6 +33,12 @@ group_rule_t group_rules_label(const char *key, const char *value, bool by_opera
     if (!by_operator && k8s_name_is_reserved_label(key))
         return group_rules__fail(GROUP_RULE_RESERVED, buf, size,
                                  "label %s is set by frugal from the machine type and zone", key);
+    /* NodeGroupForNode trusts it: on an autoprovisioned group it would name another group. */
+    if (!by_operator && strcmp(key, FRUGAL_LABEL_NODE_GROUP) == 0)
+        return group_rules__fail(GROUP_RULE_RESERVED, buf, size,
+                                 "label %s names a node's group: an operator sets it on the "
+                                 "nodes of a configured group, never on an autoprovisioned one",
+                                 key);
     if (value != NULL && (problem = k8s_name_value_problem(value)) != NULL)
         return group_rules__fail(GROUP_RULE_VALUE, buf, size,
                                  "invalid label value \"%s\" for key %s: %s", value, key, problem);

@@ -21,7 +21,8 @@ typedef enum group_rule {
  * when not, why is written to buf (when not NULL): `invalid label key "K": REASON`,
  * `invalid label value "V" for key K: REASON`, or, unless by_operator (an operator may
  * set what the template sets: the group's label wins), `label K is set by frugal from
- * the machine type and zone`. */
+ * the machine type and zone` (or, for frugal.io/node-group, that it names a node's
+ * group). */
 group_rule_t group_rules_label(const char *key, const char *value, bool by_operator, char *buf,
                                size_t size);
 

@@ -79,9 +79,15 @@ static AP(GroupInfo) * group_info(const cluster_t *c, const group_t *g, service_
     info->autoprovisioned = g->autoprovisioned;
     info->machine_type = service_strdup(mem, g->spec.machine_type);
     info->zone = service_strdup(mem, g->spec.zone);
+    /* What CA is told: min_size raised by the cluster-wide minimums, max_size cut by the
+     * maxima, as NodeGroups advertises them. */
     info->min_size = g->min_size;
-    /* What CA is told: max_size cut by the cluster-wide limits. */
-    info->max_size = g->managed ? cluster_nap_max_size(c, g) : g->max_size;
+    info->max_size = g->max_size;
+    if (g->managed) {
+        cluster_nap_survey_t survey;
+        cluster_nap_survey(c, &survey);
+        cluster_nap_sizes(c, &survey, g, &info->min_size, &info->max_size);
+    }
     info->target_size = g->target_size;
     return info;
 }

@@ -171,6 +171,7 @@ min_size_of() {
 }
 assert_eq 1 "$(min_size_of as)" "as minSize raised by min_cpu"
 assert_eq 0 "$(min_size_of "$HM")" "highmem minSize stays 0"
+assert_eq 1 "$(group_field as min_size)" "NodeGroupInfo's min_size is the one NodeGroups advertises"
 AS_NODE=$(instance_ids as | head -n 1)
 assert_status FAILED_PRECONDITION "deleting as's node crosses min_cpu" ctl delete-nodes as "$AS_NODE"
 assert_match 'min_cpu' "$ERR" "message names the min limit"

@@ -186,6 +186,10 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
                                void *field, const key_spec_t *spec);
 bool config__parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
                           void *field, const key_spec_t *spec);
+/* The labels of an autoprovisioned shape: what the template sets (and frugal.io/node-group)
+ * is refused, as NewNodeGroup refuses it. */
+bool config__parse_nap_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path,
+                              kv_list_t *out);
 void config__machine_type_free(machine_type_t *mt);
 
 /* config_ranking.c: autoprovisioning (relies on the node groups), ranking. */

@@ -1003,6 +1003,15 @@ static void test_err_taints_and_labels(void **state) {
                  "t.yaml:1:45: autoprovisioning.label_sets[1].a b: invalid label key \"a b\": "
                  "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending with an "
                  "alphanumeric, after an optional DNS prefix and '/'");
+    /* What NewNodeGroup refuses, a label set refuses too: a template that contradicts its
+     * machine type or zone, or a group label that names another group. */
+    expect_error("autoprovisioning: {label_sets: [{topology.kubernetes.io/zone: b}]}\n",
+                 "t.yaml:1:34: autoprovisioning.label_sets[0].topology.kubernetes.io/zone: label "
+                 "topology.kubernetes.io/zone is set by frugal from the machine type and zone");
+    expect_error("autoprovisioning: {label_sets: [{frugal.io/node-group: web}]}\n",
+                 "t.yaml:1:34: autoprovisioning.label_sets[0].frugal.io/node-group: label "
+                 "frugal.io/node-group names a node's group: an operator sets it on the nodes "
+                 "of a configured group, never on an autoprovisioned one");
     /* The group's index in the file, though an invalid group before it is not kept. */
     expect_error_among("node_groups:\n  - {id: a, machine_type: n1-standard-2}\n"
                        "  - {id: nap-x, machine_type: n1-standard-2, max_size: 1}\n"

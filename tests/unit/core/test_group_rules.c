@@ -30,6 +30,12 @@ static void test_labels(void **state) {
                              "and zone");
     assert_int_equal(group_rules_label("kubernetes.io/arch", "arm64", true, why, sizeof(why)),
                      GROUP_RULE_OK);
+    /* The label that names a node's group: an operator's, never an autoprovisioned group's. */
+    assert_int_equal(group_rules_label("frugal.io/node-group", "web", false, why, sizeof(why)),
+                     GROUP_RULE_RESERVED);
+    assert_non_null(strstr(why, "label frugal.io/node-group names a node's group"));
+    assert_int_equal(group_rules_label("frugal.io/node-group", "web", true, why, sizeof(why)),
+                     GROUP_RULE_OK);
     /* No value: the key alone; no buffer: the verdict only. */
     assert_int_equal(group_rules_label("-bad", NULL, false, NULL, 0), GROUP_RULE_KEY);
     assert_int_equal(group_rules_label("team", NULL, false, NULL, 0), GROUP_RULE_OK);

@@ -372,6 +372,9 @@ static void test_new_node_group_refusals(void **state) {
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, K8S_LABEL_HOSTNAME, "node-1");
     expect_invalid(f, &r, "is set by frugal");
+    ngr_init(&r, "n1-standard-1");
+    ngr_label(&r, FRUGAL_LABEL_NODE_GROUP, "web-a");
+    expect_invalid(f, &r, "labels: label frugal.io/node-group names a node's group");
 
     ngr_init(&r, "n1-standard-1");
     ngr_label(&r, "team", "a");
