@@ -434,8 +434,12 @@ assert_exit 1 "without the token" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
 assert_match "Prometheus answered error: no token" "$ERR" "refused without the token, Prometheus' message shown"
 assert_exit 1 "refused by a proxy" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT/proxy" --since 1h
-assert_match "^frugal replay: http://127.0.0.1:$AUTH_PORT/proxy/api/v1/label/__name__/values: not a Prometheus answer \(HTTP 401\): the server asks for credentials \(--bearer-token-file, --cert/--key\)$" \
+assert_match "^frugal replay: http://127.0.0.1:$AUTH_PORT/proxy/api/v1/label/__name__/values: not a Prometheus answer \(HTTP 401\): the server asks for credentials \(user:password@ in the URL, --bearer-token-file, --cert/--key\)$" \
     "$ERR" "a proxy's JSON refusal is no Prometheus answer, and credentials are named"
+assert_exit 1 "URL password refused by a proxy" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://reader:wrong@127.0.0.1:$AUTH_PORT/proxy" --since 1h
+assert_match "^frugal replay: http://reader:\*\*\*@127.0.0.1:$AUTH_PORT/proxy/api/v1/label/__name__/values: not a Prometheus answer \(HTTP 401\): the server refused the user and password in the URL$" \
+    "$ERR" "the refused URL password named, and hidden"
 assert_exit 1 "token refused by a proxy" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT/proxy" --since 1h --bearer-token-file "$TMP/token"
 assert_match "\(HTTP 401\): the server refused the --bearer-token-file token$" "$ERR" "the refused token named"

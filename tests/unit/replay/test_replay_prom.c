@@ -389,7 +389,11 @@ static void test_not_prometheus(void **state) {
                    "Prometheus answered error: parse error");
     expect_refused("{\"status\": \"success\", \"data\": {\"resultType\": \"matrix\", "
                    "\"result\": [{\"values\": []}]}}",
-                   "without metric or values");
+                   "without a metric, or with values that are not [time, \"number\"] pairs");
+    expect_refused("{\"status\": \"success\", \"data\": {\"resultType\": \"matrix\", "
+                   "\"result\": [{\"metric\": {\"__name__\": \"kube_pod_created\"}, "
+                   "\"values\": [[1, \"abc\"]]}]}}",
+                   "with values that are not [time, \"number\"] pairs");
     /* an instant query's answer, or one without its type, is no range query's */
     expect_refused("{\"status\": \"success\", \"data\": {\"resultType\": \"vector\", "
                    "\"result\": []}}",
