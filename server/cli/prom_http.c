@@ -208,13 +208,12 @@ int prom_http_get(prom_http_t *h, const char *path, const char *const *params, s
         strbuf_free(&b);
         /* The shown URL differs from the given one when it hides a password. */
         bool url_password = strcmp(h->shown_url, h->o->url) != 0;
-        const char *refused = status != 401 && status != 403 ? ""
-                              : h->o->bearer_token_file != NULL
-                                  ? ": the server refused the --bearer-token-file token"
-                              : url_password
-                                  ? ": the server refused the user and password in the URL"
-                                  : ": the server asks for credentials (user:password@ in the "
-                                    "URL, --bearer-token-file, --cert/--key)";
+        const char *refused =
+            status != 401 && status != 403    ? ""
+            : h->o->bearer_token_file != NULL ? ": the server refused the --bearer-token-file token"
+            : url_password ? ": the server refused the user and password in the URL"
+                           : ": the server asks for credentials (user:password@ in the "
+                             "URL, --bearer-token-file, --cert/--key)";
         return frugal_err_set(err, FRUGAL_EINVAL, "%s%s: not a Prometheus answer (HTTP %ld%s)%s",
                               h->shown_url, path, status, json ? "" : ", not JSON", refused);
     }

@@ -50,7 +50,8 @@ static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         }
         config__path_join(sub, path, k->u.scalar.text);
         char why[CONFIG_PATH_MAX];
-        if (group_rules_label(k->u.scalar.text, NULL, by_operator, why, sizeof(why)) != GROUP_RULE_OK) {
+        if (group_rules_label(k->u.scalar.text, NULL, by_operator, why, sizeof(why)) !=
+            GROUP_RULE_OK) {
             config__error(ctx, k, sub, "%s", why);
             ok = false;
             continue;
@@ -64,7 +65,8 @@ static bool parse_labels(load_ctx_t *ctx, const yaml_tree_node_t *node, const ch
         if (!yaml_tree_is_null(v)) {
             value = v->u.scalar.text;
         }
-        if (group_rules_label(k->u.scalar.text, value, by_operator, why, sizeof(why)) != GROUP_RULE_OK) {
+        if (group_rules_label(k->u.scalar.text, value, by_operator, why, sizeof(why)) !=
+            GROUP_RULE_OK) {
             config__error(ctx, v, sub, "%s", why);
             ok = false;
             continue;

@@ -373,10 +373,11 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
     double first = 0, last = 0, max = 0, last_at = 0;
     if (metric == NULL || metric->type != YAML_TREE_MAPPING ||
         !prom__values(values, &first, &last, &max, &last_at))
-        return frugal_err_set(err, FRUGAL_EINVAL,
-                              "not a Prometheus answer: a %s series without a metric, or with values "
-                              "that are not [time, \"number\"] pairs",
-                              prom__metrics[s]);
+        return frugal_err_set(
+            err, FRUGAL_EINVAL,
+            "not a Prometheus answer: a %s series without a metric, or with values "
+            "that are not [time, \"number\"] pairs",
+            prom__metrics[s]);
     if (s == REPLAY_PROM_LAST_SCRAPE) {
         b->last_scrape = fmax(b->last_scrape, max); /* fmax: the one that is not NaN */
         return 0;
