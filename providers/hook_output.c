@@ -137,22 +137,14 @@ int hook_output_parse_list(const char *text, size_t len, hook_listing_t *out, ch
         if (rc > 0)
             continue;
         char *copy = strndup(id, id_len);
-        if (copy == NULL)
-            goto oom;
-        if (hook_listing_has(out, copy)) {
-            free(copy);
-            continue;
-        }
-        hook_machine_t *items = realloc(out->items, (out->count + 1) * sizeof(*items));
         char *st = strndup(state, state_len);
-        if (items != NULL)
-            out->items = items;
-        if (items == NULL || st == NULL) {
+        if (copy == NULL || st == NULL) {
             free(copy);
             free(st);
             goto oom;
         }
-        /* Ids are UTF-8 text wherever they go (the state, CA, the logs); so are states. */
+        /* Ids are UTF-8 text wherever they go (the state, CA, the logs); so are states.
+         * Checked on every line, a repeated id's too: any malformed line voids the list. */
         if (!utf8_valid(copy) || !utf8_valid(st)) {
             snprintf(why, size, "line %zu: the %s is not UTF-8 text", lineno,
                      utf8_valid(copy) ? "state" : "provider id");
@@ -161,6 +153,18 @@ int hook_output_parse_list(const char *text, size_t len, hook_listing_t *out, ch
             hook_listing_clear(out);
             return -1;
         }
+        if (hook_listing_has(out, copy)) {
+            free(copy);
+            free(st);
+            continue;
+        }
+        hook_machine_t *items = realloc(out->items, (out->count + 1) * sizeof(*items));
+        if (items == NULL) {
+            free(copy);
+            free(st);
+            goto oom;
+        }
+        out->items = items;
         out->items[out->count++] = (hook_machine_t){.id = copy, .state = st};
     }
     return 0;

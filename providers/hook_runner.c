@@ -102,7 +102,7 @@ char *hook_output_line(const hook_output_t *b, bool last) {
         const char *nl = memchr(s, '\n', len);
         end = nl != NULL ? nl : s + len;
     } else {
-        while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
             end--;
         start = end;
         while (start > s && start[-1] != '\n')

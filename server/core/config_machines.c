@@ -378,6 +378,46 @@ static bool parse_reconcile_interval(load_ctx_t *ctx, const yaml_tree_node_t *no
     return true;
 }
 
+/* The bytes of a hook's environment given provider.params, then layers[0..n) (n <= 2,
+ * NULL ones skipped) over them, and env_from_files; SIZE_MAX when out of memory. */
+static size_t hook_env_bytes(const load_ctx_t *ctx, size_t n, const kv_list_t *const *layers) {
+    const kv_list_t *all[] = {&ctx->cfg->exec_params, n > 0 ? layers[0] : NULL,
+                              n > 1 ? layers[1] : NULL};
+    return hook_params_env_bytes(all, n + 1, &ctx->cfg->exec_env_files);
+}
+
+/* Whether that environment fits what execve takes; reported at node otherwise, what
+ * naming the parameters that add up. */
+static bool hook_env_fits(load_ctx_t *ctx, const yaml_tree_node_t *node, const char *path, size_t n,
+                          const kv_list_t *const *layers, const char *what) {
+    size_t total = hook_env_bytes(ctx, n, layers);
+    if (total == SIZE_MAX) {
+        config__error(ctx, node, path, "out of memory");
+        return false;
+    }
+    if (total > HOOK_ENV_TOTAL_MAX) {
+        config__error(ctx, node, path,
+                      "%s would pass the hook %zu bytes, over the %d (1 MiB) a hook's "
+                      "environment may take",
+                      what, total, HOOK_ENV_TOTAL_MAX);
+        return false;
+    }
+    return true;
+}
+
+/* A machine type's or node group's own provider_params (the last of layers) over those
+ * below them: checked only when those fit, so that one oversized layer is one error. */
+static void hook_env_layer_fits(load_ctx_t *ctx, const yaml_tree_node_t *item, const char *path,
+                                size_t n, const kv_list_t *const *layers, const char *what) {
+    const yaml_tree_node_t *own = yaml_tree_mapping_get(item, "provider_params");
+    if (own == NULL || layers[n - 1]->count == 0 ||
+        hook_env_bytes(ctx, n - 1, layers) > HOOK_ENV_TOTAL_MAX)
+        return;
+    char sub[CONFIG_PATH_MAX];
+    config__path_join(sub, path, "provider_params");
+    hook_env_fits(ctx, own, sub, n, layers, what);
+}
+
 static const key_spec_t provider_keys[] = {
     KEY("kind", YAML_TREE_SCALAR, parse_provider_kind, frugal_config_t, provider_kind, "simulated"),
     KEY_RANGE("boot_seconds", config__parse_int64, frugal_config_t, boot_seconds, "0", 0,
@@ -447,21 +487,15 @@ bool config__parse_provider(load_ctx_t *ctx, const yaml_tree_node_t *node, const
                             void *field, const key_spec_t *spec) {
     config__section_parse(ctx, node, path, provider_keys, TABLE_LEN(provider_keys), ctx->cfg);
     provider_check_kind(ctx, node, path);
-    const kv_list_t *lists[] = {&ctx->cfg->exec_params, &ctx->cfg->exec_env_files};
-    size_t total = 0;
-    for (size_t l = 0; l < TABLE_LEN(lists); l++) {
-        for (size_t i = 0; i < lists[l]->count; i++)
-            total += sizeof(HOOK_PARAM_PREFIX) + strlen(lists[l]->items[i].key) +
-                     strlen(lists[l]->items[i].value) + 1;
-    }
-    if (total > HOOK_ENV_TOTAL_MAX) {
+    const yaml_tree_node_t *files = yaml_tree_mapping_get(node, "env_from_files");
+    const yaml_tree_node_t *params = yaml_tree_mapping_get(node, "params");
+    if (files != NULL || params != NULL) {
         char sub[CONFIG_PATH_MAX];
-        config__path_join(sub, path, "env_from_files");
-        const yaml_tree_node_t *at = yaml_tree_mapping_get(node, "env_from_files");
-        config__error(ctx, at != NULL ? at : node, sub,
-                      "params and env_from_files would pass the hook %zu bytes, over the %d "
-                      "(1 MiB) a hook's environment may take",
-                      total, HOOK_ENV_TOTAL_MAX);
+        config__path_join(sub, path, files != NULL ? "env_from_files" : "params");
+        hook_env_fits(ctx, files != NULL ? files : params, sub, 0, NULL,
+                      files == NULL    ? "params"
+                      : params == NULL ? "env_from_files"
+                                       : "params and env_from_files");
     }
     return true;
 }
@@ -591,6 +625,9 @@ bool config__parse_machine_types(load_ctx_t *ctx, const yaml_tree_node_t *node, 
             (earlier = strmap_get(first, name->u.scalar.text)) == NULL &&
             strmap_put(first, name->u.scalar.text, (void *)name, NULL) != 0)
             config__error(ctx, name, sub, "out of memory");
+        if (mt.name != NULL && ctx->error_count == before)
+            hook_env_layer_fits(ctx, item, sub, 1, (const kv_list_t *const[]){&mt.provider_params},
+                                "these provider_params with provider.params and env_from_files");
         if (mt.name == NULL || ctx->error_count != before) {
             config__machine_type_free(&mt);
             continue;
@@ -773,6 +810,15 @@ bool config__parse_node_groups(load_ctx_t *ctx, const yaml_tree_node_t *node, co
                           "unknown machine type \"%s\"%s", g.spec.machine_type,
                           cfg->pricing.builtin_catalog ? "" : " (pricing.catalog is none)");
         }
+        const machine_type_t *type =
+            g.spec.machine_type != NULL ? config_find_machine_type(cfg, g.spec.machine_type) : NULL;
+        if (ctx->error_count == before)
+            hook_env_layer_fits(
+                ctx, item, sub, 2,
+                (const kv_list_t *const[]){type != NULL ? &type->provider_params : NULL,
+                                           &g.provider_params},
+                "these provider_params with the machine type's, provider.params and "
+                "env_from_files");
         node_group_config_t *slot =
             ctx->error_count == before
                 ? config__grow(ctx, &cfg->node_groups, &cfg->node_groups_count, sizeof(g))

@@ -1,5 +1,6 @@
 #include "hook_params.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,4 +88,20 @@ int hook_params_merge(const kv_list_t *const *layers, size_t n, kv_list_t *out) 
 fail:
     kv_list_clear(out);
     return FRUGAL_ENOMEM;
+}
+
+static size_t hook__env_strings_bytes(const kv_list_t *l) {
+    size_t total = 0;
+    for (size_t i = 0; l != NULL && i < l->count; i++)
+        total += strlen(l->items[i].key) + 1 + strlen(l->items[i].value) + 1;
+    return total;
+}
+
+size_t hook_params_env_bytes(const kv_list_t *const *layers, size_t n, const kv_list_t *files) {
+    kv_list_t merged = {0};
+    if (hook_params_merge(layers, n, &merged) != 0)
+        return SIZE_MAX;
+    size_t total = hook__env_strings_bytes(&merged) + hook__env_strings_bytes(files);
+    kv_list_clear(&merged);
+    return total;
 }

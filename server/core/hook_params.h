@@ -18,9 +18,9 @@
  * hosts, well below Linux's 128 KiB limit on one environment string. */
 #define HOOK_ENV_FILE_MAX 65536
 
-/* provider.params and env_from_files together, as NAME=value strings: execve refuses an
- * environment over a quarter of the stack limit (2 MiB under the usual 8 MiB), which
- * would fail every hook run. */
+/* A hook's parameters (merged over every layer) and env_from_files together, as
+ * NAME=value strings: execve refuses an environment over a quarter of the stack limit
+ * (2 MiB under the usual 8 MiB), which would fail every hook run. */
 #define HOOK_ENV_TOTAL_MAX (1024 * 1024)
 
 /* The prefix of the variable a parameter becomes: FRUGAL_PARAM_<KEY>. */
@@ -53,5 +53,9 @@ bool hook_param_keys_collide(const char *a, const char *b);
  * name -> value: a later layer's value replaces an earlier one's for keys that map to
  * the same name. NULL layers are skipped. 0, or FRUGAL_ENOMEM with *out empty. */
 int hook_params_merge(const kv_list_t *const *layers, size_t n, kv_list_t *out);
+
+/* The bytes layers[0..n) merged and files (variable name -> content) take in a hook's
+ * environment as NAME=value strings, each with its NUL; SIZE_MAX when out of memory. */
+size_t hook_params_env_bytes(const kv_list_t *const *layers, size_t n, const kv_list_t *files);
 
 #endif

@@ -289,6 +289,11 @@ static void test_list_parsing(void **state) {
     text = "ok running\nid2 \xc3\x28\n";
     assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
     assert_string_equal(why, "line 2: the state is not UTF-8 text");
+    /* A repeated id is no exception: its line must be well formed too. */
+    text = "ok running\nok \xff\xfe\n";
+    assert_int_equal(hook_output_parse_list(text, strlen(text), &l, why, sizeof(why)), -1);
+    assert_string_equal(why, "line 2: the state is not UTF-8 text");
+    assert_int_equal(l.count, 0);
     /* A non-breaking space is no separator: the line is not PROVIDER_ID [STATE], and
      * the whole list is ignored rather than its id taken as "a<NBSP>running". */
     text = "ok running\ntest://g-1\xc2\xa0running\n";

@@ -66,6 +66,14 @@ static void test_exit_status_and_output(void **state) {
     assert_null(r.out);
     hook_result_clear(&r); /* twice is harmless */
 
+    /* Lines of blanks after the message, a tab among them, are no message. */
+    spec = sh_spec("printf 'real msg\\n\\t\\n \\t \\n' >&2; exit 1", 5000, argv);
+    hook_runner_run(&spec, &r);
+    last = hook_output_line(r.err, true);
+    assert_string_equal(last, "real msg");
+    free(last);
+    hook_result_clear(&r);
+
     spec = sh_spec("exit 3", 5000, argv);
     hook_runner_run(&spec, &r);
     assert_int_equal(r.end, HOOK_EXITED);

@@ -300,10 +300,9 @@ static void test_env_total_refused(void **state) {
     }
     char want[256];
     snprintf(want, sizeof(want),
-             "t.yaml:5:5: provider.env_from_files: params and env_from_files would pass the hook "
+             "t.yaml:5:5: provider.env_from_files: env_from_files would pass the hook "
              "%zu bytes, over the %d (1 MiB) a hook's environment may take",
-             (size_t)FILES * (sizeof(HOOK_PARAM_PREFIX) + 2 + HOOK_ENV_FILE_MAX + 1) +
-                 (FILES - 10) /* two-digit keys */,
+             (size_t)FILES * (2 + 1 + HOOK_ENV_FILE_MAX + 1) + (FILES - 10) /* two-digit keys */,
              HOOK_ENV_TOTAL_MAX);
     expect_error(text, want);
     /* Two files fewer are within it. */
@@ -311,6 +310,69 @@ static void test_env_total_refused(void **state) {
     config_free(load_ok(text));
     for (int i = 0; i < FILES; i++)
         unlink(paths[i]);
+}
+
+/* Appends a block mapping of count parameters named <prefix>000.. at indent, each of
+ * PARAM_BYTES: FRUGAL_PARAM_<PREFIX>NNN=<value> takes 13 + 4 + 1 + 4000 + 1 bytes. */
+enum { PARAM_BYTES = 13 + 4 + 1 + 4000 + 1 };
+static void add_params(char *text, size_t size, const char *indent, char prefix, int count) {
+    static char value[4001];
+    memset(value, 'x', 4000);
+    for (int i = 0; i < count; i++) {
+        size_t n = strlen(text);
+        snprintf(text + n, size - n, "%s%c%03d: %s\n", indent, prefix, i, value);
+    }
+}
+
+/* Every layer of a hook's parameters counts, merged as the hook gets them: a machine
+ * type's or a group's provider_params that would take the environment over what execve
+ * takes fail every hook of theirs, so they are refused where they are given. */
+static void test_env_total_layers(void **state) {
+    (void)state;
+    enum { SIZE = 1600 * 4100 };
+    char *text = malloc(SIZE);
+    assert_non_null(text);
+    char want[512];
+
+    /* provider.params alone: named as such, where it is. */
+    snprintf(text, SIZE, EXEC_HEAD "  params:\n");
+    add_params(text, SIZE, "    ", 'a', 261);
+    snprintf(want, sizeof(want),
+             "t.yaml:5:5: provider.params: params would pass the hook %d bytes, over the %d "
+             "(1 MiB) a hook's environment may take",
+             261 * PARAM_BYTES, HOOK_ENV_TOTAL_MAX);
+    expect_error(text, want);
+
+    /* 100 provider parameters, then 161 of a machine type. */
+    snprintf(text, SIZE, EXEC_HEAD "  params:\n");
+    add_params(text, SIZE, "    ", 'a', 100);
+    strcat(text, "machine_types:\n  - name: mt\n    cpu: 2\n    memory: 4Gi\n"
+                 "    provider_params:\n");
+    size_t type_at = strlen(text);
+    add_params(text, SIZE, "      ", 'b', 161);
+    snprintf(want, sizeof(want),
+             "t.yaml:%d:7: machine_types[0].provider_params: these provider_params with "
+             "provider.params and env_from_files would pass the hook %d bytes, over the %d "
+             "(1 MiB) a hook's environment may take",
+             4 + 100 + 6, 261 * PARAM_BYTES, HOOK_ENV_TOTAL_MAX);
+    expect_error(text, want);
+
+    /* 100 and 100 fit; a group's 61 more do not, but 61 that replace the type's do. */
+    text[type_at] = '\0';
+    add_params(text, SIZE, "      ", 'b', 100);
+    strcat(text, "node_groups:\n  - id: g\n    machine_type: mt\n    provider_params:\n");
+    size_t group_at = strlen(text);
+    add_params(text, SIZE, "      ", 'b', 61);
+    config_free(load_ok(text));
+    text[group_at] = '\0';
+    add_params(text, SIZE, "      ", 'c', 61);
+    snprintf(want, sizeof(want),
+             "t.yaml:%d:7: node_groups[0].provider_params: these provider_params with the "
+             "machine type's, provider.params and env_from_files would pass the hook %d bytes, "
+             "over the %d (1 MiB) a hook's environment may take",
+             5 + 100 + 5 + 100 + 4, 261 * PARAM_BYTES, HOOK_ENV_TOTAL_MAX);
+    expect_error(text, want);
+    free(text);
 }
 
 static void test_reconcile_keys(void **state) {
@@ -365,11 +427,11 @@ static void test_simulated_exposed(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_rules),         cmocka_unit_test(test_env_total_refused),
-        cmocka_unit_test(test_env_name_mapping),  cmocka_unit_test(test_value_rules),
-        cmocka_unit_test(test_merge_order),       cmocka_unit_test(test_params_loaded),
-        cmocka_unit_test(test_params_refused),    cmocka_unit_test(test_env_files_large),
-        cmocka_unit_test(test_env_files_refused), cmocka_unit_test(test_simulated_exposed),
-        cmocka_unit_test(test_reconcile_keys),
+        cmocka_unit_test(test_env_total_layers),  cmocka_unit_test(test_env_name_mapping),
+        cmocka_unit_test(test_value_rules),       cmocka_unit_test(test_merge_order),
+        cmocka_unit_test(test_params_loaded),     cmocka_unit_test(test_params_refused),
+        cmocka_unit_test(test_env_files_large),   cmocka_unit_test(test_env_files_refused),
+        cmocka_unit_test(test_simulated_exposed), cmocka_unit_test(test_reconcile_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
