@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "strbuf.h"
+#include "utf8.h"
 
 void cli_die_nomem(void) {
     fputs("error: out of memory\n", stderr);
@@ -164,13 +165,21 @@ const char *cli_split_kv(const char *arg, size_t *key_len) {
 
 void cli_yaml_str(const char *s) {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    size_t left = strlen((const char *)p);
+    while (*p) {
+        /* A byte that is no UTF-8 text (a server echoing what it was sent) is escaped
+         * too: a YAML stream must be UTF-8, so the output still parses. */
+        size_t k = *p >= 0x80 ? utf8_sequence(p, left) : 1;
         if (*p == '"' || *p == '\\')
             printf("\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
+        else if (*p < 0x20 || *p == 0x7f || k == 0)
             printf("\\x%02x", *p);
         else
-            putchar(*p);
+            fwrite(p, 1, k, stdout);
+        k = k > 0 ? k : 1;
+        p += k;
+        left -= k;
     }
     putchar('"');
 }

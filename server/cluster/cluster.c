@@ -15,6 +15,7 @@
 #include "testing/cluster_testing.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -260,6 +261,15 @@ int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, s
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
         goto fail;
     }
+    /* A call's change prepared past its deadline is dropped: its caller has stopped
+     * waiting and takes it as failed. (Refresh's provider work is kept: the server's
+     * own tick, with no deadline, would only redo it.) */
+    if (ctx->deadline_ms > 0 && !ctx->provider_work && clock_mono_ms() >= ctx->deadline_ms) {
+        rc = frugal_err_set(err, FRUGAL_EDEADLINE,
+                            "preparing the change took past this call's deadline: nothing "
+                            "changed");
+        goto fail;
+    }
     if ((rc = cluster__persist_view(c, ctx, changes, n, err)) != 0)
         goto fail;
     cluster__staged_commit(c);
@@ -372,12 +382,20 @@ static void cluster__log(const char *what, const cluster_call_t *call, const cha
 /* Take write_mu for a mutation that must be answered by deadline_ms (monotonic), with
  * at least CLUSTER_MUTATION_FLOOR_MS left to do its work: a change is never started
  * (and maybe applied) that the caller will have stopped waiting for. */
-int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
+int cluster__lock_until(cluster_t *c, const cluster_call_t *call, frugal_err_t *err) {
+    int64_t deadline_ms = call != NULL ? call->deadline_ms : 0;
     if (deadline_ms == 0) {
         pthread_mutex_lock(&c->write_mu);
         return 0;
     }
     int64_t last = deadline_ms - CLUSTER_MUTATION_FLOOR_MS;
+    int64_t budget = deadline_ms - clock_mono_ms();
+    if (budget <= CLUSTER_MUTATION_FLOOR_MS && call->callers_deadline)
+        return frugal_err_set(err, FRUGAL_EDEADLINE,
+                              "this call's deadline leaves %" PRId64 " ms to make the change, "
+                              "not the %d ms it needs at least: nothing changed (give the call "
+                              "a deadline of a second or more)",
+                              budget > 0 ? budget : 0, CLUSTER_MUTATION_FLOOR_MS);
     int rc = pthread_mutex_trylock(&c->write_mu);
     if (rc == EBUSY) {
         /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic budget, converted
@@ -396,13 +414,14 @@ int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err) {
     if (c->state == NULL)
         return frugal_err_set(err, FRUGAL_EUNAVAIL,
                               "gave up waiting for earlier changes to finish (their provider "
-                              "work is slow) within this call's budget of %d ms: nothing changed",
-                              CLUSTER_MUTATION_BUDGET_MS);
+                              "work is slow) within this call's budget of %" PRId64
+                              " ms: nothing changed",
+                              budget);
     return frugal_err_set(err, FRUGAL_EUNAVAIL,
                           "gave up waiting for earlier changes to finish (their provider work is "
-                          "slow, or %s is slow or unreachable) within this call's budget of %d "
-                          "ms: nothing changed",
-                          state_backend_describe(c->state), CLUSTER_MUTATION_BUDGET_MS);
+                          "slow, or %s is slow or unreachable) within this call's budget of "
+                          "%" PRId64 " ms: nothing changed",
+                          state_backend_describe(c->state), budget);
 }
 
 int cluster_persist(cluster_t *c, frugal_err_t *err) {
@@ -434,7 +453,7 @@ int cluster__mutate(cluster_t *c, const cluster_call_t *call, const char *method
     cluster_ctx_t ctx = {.deadline_ms = call != NULL ? call->deadline_ms : 0};
     int rc, attempt = 0;
     do {
-        if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0)
+        if ((rc = cluster__lock_until(c, call, err)) != 0)
             break;
         rc = locked(c, &ctx, args, err);
         pthread_mutex_unlock(&c->write_mu);

@@ -34,8 +34,9 @@
  * store takes. */
 typedef struct cluster_call {
     int64_t deadline_ms;
-    const char *method; /* for the mutation's log line: the gRPC method path, or NULL */
-    const char *peer;   /* and the client certificate's CN, or NULL */
+    bool callers_deadline; /* deadline_ms comes from the caller's deadline, not the budget */
+    const char *method;    /* for the mutation's log line: the gRPC method path, or NULL */
+    const char *peer;      /* and the client certificate's CN, or NULL */
 } cluster_call_t;
 
 typedef struct cluster cluster_t;

@@ -54,8 +54,12 @@ static int cluster__increase_locked(cluster_t *c, const cluster_ctx_t *ctx, cons
         next->exists = true;
         next->empty_since_ms = 0;
     }
-    if ((rc = provider_increase(c->provider, next, delta, now, err)) != 0)
+    if ((rc = provider_increase(c->provider, next, delta, now, err)) != 0) {
+        if (rc == FRUGAL_ENOMEM)
+            frugal_err_set(err, rc, "increase of %s by %d: out of memory for the new instances", id,
+                           (int)delta);
         goto fail;
+    }
     cluster__update_empty(next, now);
     return cluster__replace(c, ctx, g, next, err);
 fail:
@@ -149,8 +153,14 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
     if (n == 0)
         return frugal_err_set(err, FRUGAL_EINVAL, "delete from %s: no nodes given", id);
     size_t *indexes = malloc(n * sizeof(*indexes));
-    if (indexes == NULL)
+    /* Which of g's instances were named already: a repeat is found in constant time, so
+     * that a list of 100,000 nodes does not hold the write lock for seconds. */
+    bool *named = calloc(g->instances_count + 1, sizeof(*named));
+    if (indexes == NULL || named == NULL) {
+        free(indexes);
+        free(named);
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    }
     size_t k = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
         const char *pid = provider_ids[i] != NULL ? provider_ids[i] : "";
@@ -167,15 +177,15 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
                                     "node %s is not an instance of node group %s", pid, id);
             goto out;
         }
-        for (size_t j = 0; j < i; j++) {
-            if (provider_ids[j] != NULL && strcmp(provider_ids[j], pid) == 0) {
-                rc = frugal_err_set(err, FRUGAL_EINVAL, "node %s given twice", pid);
-                goto out;
-            }
+        size_t at = (size_t)(inst - g->instances);
+        if (named[at]) {
+            rc = frugal_err_set(err, FRUGAL_EINVAL, "node %s given twice", pid);
+            goto out;
         }
+        named[at] = true;
         /* Deleting a node already being deleted is a retry: it counts once. */
         if (inst->state != INSTANCE_DELETING)
-            indexes[k++] = (size_t)(inst - g->instances);
+            indexes[k++] = at;
         if (inst->state == INSTANCE_CREATING && inst->error_code != NULL)
             failed++;
     }
@@ -215,6 +225,7 @@ static int cluster__delete_locked(cluster_t *c, const cluster_ctx_t *ctx, const 
                  id, (int)replace, (int)min_size);
 out:
     free(indexes);
+    free(named);
     return rc;
 }
 
@@ -357,7 +368,7 @@ static int cluster__refresh(cluster_t *c, const cluster_call_t *call, bool when_
         if (when_idle) {
             if (pthread_mutex_trylock(&c->write_mu) != 0)
                 return 0;
-        } else if ((rc = cluster__lock_until(c, ctx.deadline_ms, err)) != 0) {
+        } else if ((rc = cluster__lock_until(c, call, err)) != 0) {
             break;
         }
         rc = cluster__refresh_locked(c, &ctx, err);

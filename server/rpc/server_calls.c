@@ -366,17 +366,18 @@ static void call_log(const call_state_t *cs, grpc_status_code status, const char
 
 /* When the cluster must be done with cs (CLOCK_MONOTONIC ms): CLUSTER_MUTATION_BUDGET_MS
  * after the call arrived (the time it waited for a worker included), and a little
- * before the call's own deadline should that come first. Computed as time left, since
- * gRPC's monotonic clock need not share CLOCK_MONOTONIC's origin. */
-static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline) {
+ * before the call's own deadline should that come first (then *own is set). Computed as time left,
+ * since gRPC's monotonic clock need not share CLOCK_MONOTONIC's origin. */
+static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline, bool *own) {
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     int64_t left = CLUSTER_MUTATION_BUDGET_MS -
                    gpr_time_to_millis(
                        gpr_time_sub(now, gpr_convert_clock_type(cs->started, GPR_CLOCK_MONOTONIC)));
     if (gpr_time_cmp(deadline, gpr_inf_future(GPR_CLOCK_MONOTONIC)) != 0) {
-        int64_t own = gpr_time_to_millis(gpr_time_sub(deadline, now)) - 200;
-        if (own < left)
-            left = own;
+        int64_t callers = gpr_time_to_millis(gpr_time_sub(deadline, now)) - 200;
+        *own = callers < left;
+        if (*own)
+            left = callers;
     }
     return clock_mono_ms() + left;
 }
@@ -415,7 +416,7 @@ static void call_run(call_state_t *cs) {
         if (ctx.cluster != NULL)
             ctx.cfg = cluster_config_acquire(ctx.cluster);
         gpr_timespec deadline = gpr_convert_clock_type(cs->deadline, GPR_CLOCK_MONOTONIC);
-        ctx.call.deadline_ms = call_budget_end(cs, deadline);
+        ctx.call.deadline_ms = call_budget_end(cs, deadline, &ctx.call.callers_deadline);
         char name[256], cn[256];
         if (cs->entry->method->changes) { /* what a mutation's log line names */
             ctx.call.method = call_method_name(cs, name, sizeof(name));

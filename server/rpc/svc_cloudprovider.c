@@ -358,7 +358,7 @@ static int cp_decrease_target_size(service_ctx_t *ctx, const void *request, void
 static int cp_delete_nodes(service_ctx_t *ctx, const void *request, void *response,
                            service_mem_t *mem, frugal_err_t *err) {
     const EG(NodeGroupDeleteNodesRequest) *req = request;
-    const char **ids = service_alloc(mem, req->n_nodes, sizeof(*ids));
+    const char **ids = service_alloc(mem, req->n_nodes + 1, sizeof(*ids));
     if (ids == NULL)
         return frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
     for (size_t i = 0; i < req->n_nodes; i++) {
@@ -367,8 +367,6 @@ static int cp_delete_nodes(service_ctx_t *ctx, const void *request, void *respon
             return frugal_err_set(err, FRUGAL_EINVAL, "node \"%s\" has no providerID",
                                   req->nodes[i]->name);
     }
-    if (req->n_nodes == 0)
-        return frugal_err_set(err, FRUGAL_EINVAL, "no nodes to delete");
     return cluster_delete_nodes(ctx->cluster, &ctx->call, req->id, ids, req->n_nodes, err);
 }
 

@@ -96,10 +96,11 @@ int cluster__commit(cluster_t *c, const cluster_ctx_t *ctx, change_t *changes, s
 int cluster__replace(cluster_t *c, const cluster_ctx_t *ctx, const group_t *old, group_t *next,
                      frugal_err_t *err);
 
-/* Take write_mu for a mutation that must be answered by deadline_ms (monotonic; 0:
- * wait as long as it takes), with some time left to do its work; FRUGAL_EUNAVAIL
- * (nothing changed) past it. */
-int cluster__lock_until(cluster_t *c, int64_t deadline_ms, frugal_err_t *err);
+/* Take write_mu for a mutation that must be answered by call's deadline_ms (monotonic;
+ * a NULL call or 0: wait as long as it takes), with some time left to do its work;
+ * nothing changed otherwise: FRUGAL_EDEADLINE when the caller's own deadline leaves too
+ * little time, else FRUGAL_EUNAVAIL (frugal's budget ran out waiting). */
+int cluster__lock_until(cluster_t *c, const cluster_call_t *call, frugal_err_t *err);
 
 /* How many times a write that another replica beat is tried again. */
 #define CLUSTER_COMMIT_ATTEMPTS 4

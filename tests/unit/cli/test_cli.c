@@ -59,8 +59,13 @@ static void test_yaml_strings_are_always_quoted(void **state) {
     cli_yaml_str(NULL);
     putchar('|');
     cli_yaml_str("a\"b\\c\nd\te\x7f");
+    putchar('|');
+    cli_yaml_str("n\xc3\xa9"
+                 "e\xff\xfe\xc3"); /* UTF-8 kept, other bytes escaped */
     char *out = capture_end(&c);
-    assert_string_equal(out, "\"pool-a\"|\"true\"|\"7m0s\"|\"\"|\"a\\\"b\\\\c\\x0ad\\x09e\\x7f\"");
+    assert_string_equal(out, "\"pool-a\"|\"true\"|\"7m0s\"|\"\"|\"a\\\"b\\\\c\\x0ad\\x09e\\x7f\"|"
+                             "\"n\xc3\xa9"
+                             "e\\xff\\xfe\\xc3\"");
     free(out);
 }
 
