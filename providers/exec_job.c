@@ -8,10 +8,13 @@
 #include "exec_internal.h"
 #include "hook_env.h"
 #include "log.h"
+#include "metrics.h"
 
 void exec__job_free(exec_job_t *j) {
     if (j == NULL)
         return;
+    if (j->worker) /* a create whose result was dropped unapplied still ran */
+        exec__count_run(j);
     free(j->group);
     free(j->key);
     free(j->arg);
@@ -256,4 +259,27 @@ bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const ch
         bp = &b->next;
     }
     return allowed;
+}
+
+static const char *const exec__results[] = {[EXEC_OK] = "ok",
+                                            [EXEC_NO_RESOURCES] = "no_resources",
+                                            [EXEC_FAILED] = "failed",
+                                            [EXEC_TIMEOUT] = "timeout",
+                                            [EXEC_FENCED] = "fenced"};
+
+/* Every verb's series exist at 0 before its first run, so that a rate over the first
+ * run sees it (a series that appears with its first sample has no increase). */
+void exec__metrics_init(void) {
+    for (int v = EXEC_CREATE; v <= EXEC_LIST; v++) {
+        const char *verb = exec__verb_name((exec_verb_t)v);
+        for (size_t r = 0; r < sizeof(exec__results) / sizeof(exec__results[0]); r++)
+            metrics_cell(METRICS_HOOK_RUNS, verb, exec__results[r], NULL);
+        metrics_cell(METRICS_HOOK_SECONDS, verb, NULL, NULL);
+    }
+}
+
+void exec__count_run(exec_job_t *j) {
+    if (!j->counted)
+        metrics_count(METRICS_HOOK_RUNS, exec__verb_name(j->verb), exec__results[j->outcome], NULL);
+    j->counted = true;
 }

@@ -176,29 +176,14 @@ static void exec__run_hook(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms
     hook_result_clear(&res);
 }
 
-static const char *const exec__results[] = {[EXEC_OK] = "ok",
-                                            [EXEC_NO_RESOURCES] = "no_resources",
-                                            [EXEC_FAILED] = "failed",
-                                            [EXEC_TIMEOUT] = "timeout",
-                                            [EXEC_FENCED] = "fenced"};
-
-/* Every verb's series exist at 0 before its first run, so that a rate over the first
- * run sees it (a series that appears with its first sample has no increase). */
-void exec__metrics_init(void) {
-    for (int v = EXEC_CREATE; v <= EXEC_LIST; v++) {
-        const char *verb = exec__verb_name((exec_verb_t)v);
-        for (size_t r = 0; r < sizeof(exec__results) / sizeof(exec__results[0]); r++)
-            metrics_cell(METRICS_HOOK_RUNS, verb, exec__results[r], NULL);
-        metrics_cell(METRICS_HOOK_SECONDS, verb, NULL, NULL);
-    }
-}
-
-/* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */
 void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     int64_t t0 = clock_mono_ms();
     exec__run_hook(p, j, timeout_ms);
     const char *verb = exec__verb_name(j->verb);
-    metrics_count(METRICS_HOOK_RUNS, verb, exec__results[j->outcome], NULL);
+    /* A create's id may yet be refused (another instance of the group has it): a run
+     * that frugal refuses is a failed one for the alerts, so it is counted then. */
+    if (!(j->verb == EXEC_CREATE && j->outcome == EXEC_OK && j->first_line != NULL))
+        exec__count_run(j);
     metrics_observe(METRICS_HOOK_SECONDS, (double)(clock_mono_ms() - t0) / 1000.0, verb, NULL);
 }
 

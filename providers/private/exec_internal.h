@@ -78,6 +78,7 @@ typedef struct exec_job {
     char *output;     /* list: the whole stdout (output_len bytes), NULL otherwise */
     size_t output_len;
     bool truncated; /* stdout was longer than HOOK_OUTPUT_MAX */
+    bool counted;   /* in frugal_hook_runs_total already */
     char *message;  /* what went wrong, NULL when OK */
 } exec_job_t;
 
@@ -193,12 +194,16 @@ bool exec__backoff_allows_locked(exec_provider_t *p, const char *group, const ch
  * sees the first failure of a kind (a series that appears at 1 shows no increase). */
 void exec__metrics_init(void);
 
+/* Count j's run in frugal_hook_runs_total with its outcome, once. */
+void exec__count_run(exec_job_t *j);
+
 /* An orphan delete is recorded nowhere else: the leader cannot run it again. */
 void exec__warn_orphan_dropped(const exec_job_t *j);
 
 /* exec_run.c */
 
-/* Run j's hook and record it: frugal_hook_runs_total{verb,result}, frugal_hook_seconds. */
+/* Run j's hook and record it: frugal_hook_seconds, and frugal_hook_runs_total{verb,result}
+ * unless its result may still be refused when applied (a create that printed an id). */
 void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms);
 
 void *exec__worker(void *arg);

@@ -182,9 +182,9 @@ static metrics_family_t families[METRICS_FAMILIES_COUNT] = {
                                false,
                                false},
     [METRICS_CONNECTIONS_CLOSED] = {"frugal_connections_closed_total",
-                                    "Connections closed for holding more calls in flight than "
-                                    "limits.max_concurrent_streams lets them open (streams "
-                                    "reset faster than they are served).",
+                                    "Connections closed for holding more unended streams "
+                                    "than twice limits.max_concurrent_streams (streams reset "
+                                    "faster than they are served).",
                                     METRICS__COUNTER,
                                     0,
                                     {NULL},

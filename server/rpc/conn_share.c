@@ -101,11 +101,12 @@ void conn_share_destroy(conn_share_t *t) {
  * and the connection is not closed. 1: counted; 0: refused; -1: the slot no longer holds
  * key. */
 static int conn_share__increment(_Atomic uint64_t *slot, uint64_t w, uint64_t key, long share,
-                                 long *held) {
+                                 long *held, bool *closed) {
     while (KEY_OF(w) == key) {
         long c = COUNT_OF(w);
         *held = c;
-        if (c >= share || (w & CLOSED_BIT) != 0)
+        *closed = (w & CLOSED_BIT) != 0;
+        if (c >= share || *closed)
             return 0;
         if (atomic_compare_exchange_weak(slot, &w, w + 1)) {
             *held = c + 1;
@@ -125,7 +126,7 @@ bool conn_share_acquire(conn_share_t *t, const char *peer, conn_share_slot_t *sl
         share = t->floor;
     if (share > COUNT_MAX)
         share = COUNT_MAX;
-    conn_share_use_t u = {0, share, connections, CONN_SHARE_UNTRACKED};
+    conn_share_use_t u = {0, share, connections, false, CONN_SHARE_UNTRACKED};
     bool counted = true;
     *slot = CONN_SHARE_UNTRACKED;
     /* The connection's slot is the first in the window that holds its key: slots are
@@ -138,7 +139,7 @@ bool conn_share_acquire(conn_share_t *t, const char *peer, conn_share_slot_t *sl
             uint64_t w = atomic_load(&t->slots[at]);
             if (w == 0 && empty == CONN_SHARE_UNTRACKED)
                 empty = at;
-            int rc = conn_share__increment(&t->slots[at], w, key, share, &u.held);
+            int rc = conn_share__increment(&t->slots[at], w, key, share, &u.held, &u.closed);
             if (rc == 1)
                 *slot = at;
             else if (rc == 0) {

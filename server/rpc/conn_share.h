@@ -35,6 +35,7 @@ typedef struct conn_share_use {
     long held;              /* the connection's calls in flight, this call included if counted */
     long share;             /* its share when the call came */
     long connections;       /* connections holding calls when the call came */
+    bool closed;            /* refused because the connection was closed as a flood */
     conn_share_slot_t slot; /* where the connection is counted (for conn_share_mark_closed) */
 } conn_share_use_t;
 

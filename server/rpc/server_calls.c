@@ -519,12 +519,13 @@ static void call_close_flooder(call_state_t *cs, const char *peer, long streams,
     char cn_buf[256];
     const char *cn = call_peer_cn(cs, cn_buf, sizeof(cn_buf));
     log_warn("closed the connection of %s%s%s: it held %ld calls whose stream gRPC had not "
-             "reported ended (%ld calls in flight), more than the %ld streams "
-             "limits.max_concurrent_streams lets it open: it resets streams faster than they "
-             "are served; further closes of this address are not logged for a minute "
+             "reported ended (%ld calls in flight), more than %ld (%s the %ld streams "
+             "limits.max_concurrent_streams lets it open%s): it resets streams faster than "
+             "they are served; further closes of this address are not logged for a minute "
              "(frugal_connections_closed_total)",
              peer, cn != NULL ? ", certificate CN " : "", cn != NULL ? cn : "", streams, use->held,
-             s->max_streams);
+             over, within_share ? "twice" : "past its fair share of calls:", s->max_streams,
+             within_share ? "" : ", plus one a worker");
 }
 
 /* Count cs in its connection's calls in flight and in the server's, or refuse it
@@ -549,7 +550,13 @@ static bool call_admit(call_state_t *cs) {
     long streams = admitted ? conn_share_stream_open(s->shares, cs->share_slot)
                             : conn_share_streams(s->shares, use.slot);
     call_close_flooder(cs, peer, streams, &use, within_share);
-    if (!within_share) {
+    if (!within_share && use.closed) {
+        snprintf(msg, sizeof(msg),
+                 "connection closed: it reset streams faster than they were served (%ld calls "
+                 "in flight); open a new one",
+                 use.held);
+        call_refused_for_share(cs, peer, msg);
+    } else if (!within_share) {
         snprintf(msg, sizeof(msg),
                  "connection busy: %ld calls in flight, its fair share (limits."
                  "max_calls_per_worker %ld x %zu workers / (%ld connections with calls + 1), "

@@ -273,6 +273,36 @@ static void test_create_failed(void **state) {
     fixture_free(f);
 }
 
+static bool one_running_one_failed(const group_t *g) {
+    return g->instances_count == 2 &&
+           (g->instances[0].state == INSTANCE_RUNNING) +
+                   (g->instances[1].state == INSTANCE_RUNNING) ==
+               1 &&
+           (g->instances[0].error_code != NULL) + (g->instances[1].error_code != NULL) == 1;
+}
+
+static uint64_t create_runs(const char *result) {
+    return (uint64_t)metrics_cell_value(metrics_cell(METRICS_HOOK_RUNS, "create", result, NULL));
+}
+
+/* A create that printed the id another instance of the group has: refused, and counted
+ * as a failed run (the hook exited 0, but what it made is no instance of frugal's), so
+ * that the hook alerts see it. */
+static void test_create_of_a_used_id_is_a_failed_run(void **state) {
+    (void)state;
+    metrics_reset_for_testing();
+    fixture_t *f = fixture_new("[ \"$1\" = create ] && echo same-machine; exit 0", 10000, 1);
+    increase(f, 2);
+    assert_true(refresh_until(f, one_running_one_failed, 0, 5000));
+    const instance_t *failed =
+        f->g.instances[0].error_code != NULL ? &f->g.instances[0] : &f->g.instances[1];
+    assert_string_equal(failed->error_code, "CreateFailed");
+    assert_non_null(strstr(failed->error_message, "provider id same-machine, already used in g"));
+    assert_int_equal(create_runs("ok"), 1);
+    assert_int_equal(create_runs("failed"), 1);
+    fixture_free(f);
+}
+
 /* A hook whose #! interpreter is missing: execve says ENOENT, as for a missing file;
  * the message names the interpreter line, not the hook that exists. */
 static void test_missing_interpreter(void **state) {
@@ -1071,6 +1101,7 @@ int main(void) {
         cmocka_unit_test(test_long_group_id_unique_ids),
         cmocka_unit_test(test_out_of_resources),
         cmocka_unit_test(test_create_failed),
+        cmocka_unit_test(test_create_of_a_used_id_is_a_failed_run),
         cmocka_unit_test(test_missing_interpreter),
         cmocka_unit_test(test_create_id_over_the_output_kept),
         cmocka_unit_test(test_timeout_kills_the_tree),

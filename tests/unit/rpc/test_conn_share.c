@@ -84,8 +84,10 @@ static void test_mark_closed(void **state) {
     conn_share_slot_t extra;
     assert_false(conn_share_acquire(t, A, &extra, &use));
     assert_int_equal(use.held, 10);
+    assert_true(use.closed); /* refused for the close, not for its share */
     /* another connection alone again: half the cap */
     assert_int_equal(acquire_n(t, B, 1024, b, &use), 512);
+    assert_false(use.closed);
     assert_int_equal(conn_share_busiest(t), 512);
     release_n(t, a, 10);
     release_n(t, b, 512);
