@@ -3,8 +3,9 @@
  * summarised as the server does under demand-fit. Isolates what a strategy costs from
  * the gRPC transfer that dominates bench_best_options. Every option carries every pod;
  * with --partial each leaves out a different quarter of them, which demand-fit charges
- * (left_out.h): its worst case.
- *   bench_decide [--sizes 200x1000,...] [--calls N] [--partial] */
+ * (left_out.h): its worst case. With --tied every option is the same node, one each, of
+ * a group similar to no other: all tie, and the zone balance looks at every one.
+ *   bench_decide [--sizes 200x1000,...] [--calls N] [--partial | --tied] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static const char *const types[] = {"n1-standard-2", "n1-standard-8", "n1-highme
 int main(int argc, char **argv) {
     const char *sizes = "10x10,100x200,200x1000";
     int calls = 50;
-    bool partial = false;
+    bool partial = false, tied = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
             sizes = argv[++i];
@@ -34,8 +35,11 @@ int main(int argc, char **argv) {
             calls = atoi(argv[++i]);
         else if (strcmp(argv[i], "--partial") == 0)
             partial = true;
+        else if (strcmp(argv[i], "--tied") == 0)
+            tied = true;
         else {
-            fprintf(stderr, "usage: %s [--sizes OxP,...] [--calls N] [--partial]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sizes OxP,...] [--calls N] [--partial | --tied]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -62,6 +66,7 @@ int main(int argc, char **argv) {
         size_t quarter_count[4] = {0};
         node_info_t *nodes = calloc(no, sizeof(*nodes));
         decide_option_t *opts = calloc(no, sizeof(*opts));
+        char(*keys)[24] = calloc(no, sizeof(*keys));
         double *ms = calloc((size_t)calls, sizeof(*ms));
         for (size_t k = 0; k < np; k++) {
             pods[k] = (resources_t){100 * (int64_t)(k % 15 + 1), (int64_t)(k % 7 + 1) << 28, 0};
@@ -72,13 +77,14 @@ int main(int argc, char **argv) {
                     quarters[q * np + quarter_count[q]++] = (uint32_t)k;
         }
         for (size_t i = 0; i < no; i++) {
-            const machine_type_t *mt = config_find_machine_type(cfg, types[i % 5]);
+            const machine_type_t *mt = config_find_machine_type(cfg, types[tied ? 0 : i % 5]);
+            snprintf(keys[i], sizeof(keys[i]), "group-%zu", i);
             nodes[i] = (node_info_t){.name = "",
                                      .instance_type = mt->name,
                                      .capacity = {mt->cpu_milli, mt->memory_bytes, 0},
-                                     .similarity_key = mt->name};
-            opts[i] = (decide_option_t){.group_id = mt->name,
-                                        .node_count = (int32_t)(i % 9 + 1),
+                                     .similarity_key = tied ? keys[i] : mt->name};
+            opts[i] = (decide_option_t){.group_id = tied ? keys[i] : mt->name,
+                                        .node_count = tied ? 1 : (int32_t)(i % 9 + 1),
                                         .node = &nodes[i],
                                         .pods = partial ? quarters + (i % 4) * np : refs,
                                         .pods_count = partial ? quarter_count[i % 4] : np,
@@ -109,6 +115,7 @@ int main(int argc, char **argv) {
                    ms[calls / 2], ms[(size_t)(calls * 0.99)]);
         }
         free(pods), free(lts), free(refs), free(quarters), free(nodes), free(opts), free(ms);
+        free(keys);
     }
     free(list);
     free(mem);

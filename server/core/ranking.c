@@ -85,28 +85,50 @@ bool ranking_scores_tie(double a, double b) {
     return fabs(a - b) <= RANKING_TIE_RELATIVE * m;
 }
 
-/* Whether option a goes before option b in the zone balance: the group with fewer
- * nodes now, then the option buying fewer nodes, then request order. */
-static bool ranking__balance_before(const ranking_input_t *in, size_t a, size_t b) {
-    if (in[a].group_nodes != in[b].group_nodes)
-        return in[a].group_nodes < in[b].group_nodes;
-    if (in[a].node_count != in[b].node_count)
-        return in[a].node_count < in[b].node_count;
-    return a < b;
+/* A tied option in the zone balance: similar options (equal keys) sort together, each
+ * run in balance order (the group with fewer nodes now, then the option buying fewer
+ * nodes, then request order), so that the first of a run is the one it keeps. */
+typedef struct ranking__tied {
+    const char *key;
+    int64_t group_nodes;
+    int32_t node_count;
+    size_t index;
+} ranking__tied_t;
+
+static int ranking__tied_cmp(const void *pa, const void *pb) {
+    const ranking__tied_t *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    if (c != 0)
+        return c;
+    if (a->group_nodes != b->group_nodes)
+        return a->group_nodes < b->group_nodes ? -1 : 1;
+    if (a->node_count != b->node_count)
+        return a->node_count < b->node_count ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Whether tied option i loses the zone balance to another tied, similar option. */
-static bool ranking__balanced_out(const ranking_input_t *in, const bool *tied, size_t n, size_t i) {
-    const char *key = in[i].similarity_key;
-    if (!key)
+/* Clear keep[i] of every tied option that loses the zone balance to a similar one: in
+ * n log n, since a request may carry thousands of tied groups. False: out of memory. */
+static bool ranking__balance(const ranking_input_t *in, size_t n, bool *keep) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += keep[i] && in[i].similarity_key != NULL;
+    if (count < 2)
+        return true;
+    ranking__tied_t *t = malloc(count * sizeof(*t));
+    if (t == NULL)
         return false;
-    for (size_t j = 0; j < n; j++) {
-        if (j == i || !tied[j] || !in[j].similarity_key || strcmp(in[j].similarity_key, key) != 0)
-            continue;
-        if (ranking__balance_before(in, j, i))
-            return true;
-    }
-    return false;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i] && in[i].similarity_key != NULL)
+            t[k++] =
+                (ranking__tied_t){in[i].similarity_key, in[i].group_nodes, in[i].node_count, i};
+    qsort(t, count, sizeof(*t), ranking__tied_cmp);
+    for (k = 1; k < count; k++)
+        if (strcmp(t[k].key, t[k - 1].key) == 0)
+            keep[t[k].index] = false;
+    free(t);
+    return true;
 }
 
 /* Whether option in is a GPU node for pods that request GPUs. */
@@ -164,22 +186,24 @@ size_t ranking_select(const ranking_config_t *cfg, double damper_price, int64_t 
     if (exact_gpu)
         best = ranking__exact_gpu_pick(in, figures, n, best);
     bool small[64];
-    bool *tied = n <= 64 ? small : calloc(n, sizeof(*tied));
+    bool *keep = n <= 64 ? small : calloc(n, sizeof(*keep));
     size_t count = 0;
-    if (!tied) {
+    for (size_t i = 0; keep != NULL && i < n; i++)
+        keep[i] =
+            figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
+            (!exact_gpu || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
+    if (keep == NULL || !ranking__balance(in, n, keep)) {
         /* Without memory for the balance, answer the best alone: still a valid answer. */
+        if (keep != small)
+            free(keep);
         selected[0] = best;
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        tied[i] =
-            figures[i].scored && ranking_scores_tie(figures[i].score, figures[best].score) &&
-            (!exact_gpu || ranking_scores_tie(figures[i].pods_ratio, figures[best].pods_ratio));
-    for (size_t i = 0; i < n; i++)
-        if (tied[i] && !ranking__balanced_out(in, tied, n, i))
+        if (keep[i])
             selected[count++] = i;
-    if (tied != small)
-        free(tied);
+    if (keep != small)
+        free(keep);
     return count;
 }
 

@@ -250,6 +250,36 @@ static void test_ties_in_request_order(void **state) {
     assert_false(ranking_scores_tie(1.0, 1.0 + 2e-9));
 }
 
+/* Many tied options of three similar sets and some of none: each set keeps the group
+ * with the fewest nodes, the others all stay, in request order. */
+static void test_zone_balance_many(void **state) {
+    (void)state;
+    ranking_config_t cfg = default_config();
+    enum { N = 300 };
+    static ranking_input_t in[N];
+    static ranking_figures_t figs[N];
+    static size_t selected[N];
+    static const char *const keys[] = {"n1-standard-8|a", "n1-standard-8|b", "n1-standard-8|c",
+                                       NULL};
+    for (size_t i = 0; i < N; i++) {
+        in[i] = option("g", 2, 0.1, 0.1, 8000);
+        in[i].similarity_key = keys[i % 4];
+        in[i].group_nodes = (int64_t)((i * 7919) % 1000); /* no two alike */
+    }
+    size_t n = ranking_select(&cfg, 0.1, CLUSTER_PREF_8, in, N, figs, selected);
+    assert_int_equal(n, 3 + N / 4);
+    size_t fewest[3] = {N, N, N};
+    for (size_t i = 0; i < N; i++) {
+        size_t k = i % 4;
+        if (k < 3 && (fewest[k] == N || in[i].group_nodes < in[fewest[k]].group_nodes))
+            fewest[k] = i;
+    }
+    for (size_t j = 0, i = 0; i < N; i++) {
+        if (i % 4 == 3 || i == fewest[0] || i == fewest[1] || i == fewest[2])
+            assert_int_equal(selected[j++], i);
+    }
+}
+
 static void test_zone_balance(void **state) {
     (void)state;
     ranking_config_t cfg = default_config();
@@ -543,6 +573,7 @@ int main(void) {
         cmocka_unit_test(test_many_options),
         cmocka_unit_test(test_demand_fit_exact_gpu),
         cmocka_unit_test(test_figures_round_trip),
+        cmocka_unit_test(test_zone_balance_many),
         cmocka_unit_test(test_demand_figures_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
