@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         size_t quarter_count[4] = {0};
         node_info_t *nodes = calloc(no, sizeof(*nodes));
         decide_option_t *opts = calloc(no, sizeof(*opts));
-        char(*keys)[24] = calloc(no, sizeof(*keys));
+        char(*keys)[32] = calloc(no, sizeof(*keys));
         double *ms = calloc((size_t)calls, sizeof(*ms));
         for (size_t k = 0; k < np; k++) {
             pods[k] = (resources_t){100 * (int64_t)(k % 15 + 1), (int64_t)(k % 7 + 1) << 28, 0};
