@@ -412,7 +412,6 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
     /* create */
     const char *real = j->first_line;
     if (in == NULL) {
-        exec__count_run(j);
         /* Dropped while its create ran (it was taken between the drop and its commit):
          * remove what it made; a failed or timed-out create may have made something too.
          * Exit 3 made nothing; a fenced run has no result. */
@@ -439,7 +438,6 @@ static void exec__apply_locked(exec_provider_t *p, group_t *g, exec_job_t *j, in
         j->outcome = EXEC_FAILED;
         log_error("exec: create of %s: %s", j->key, msg);
     }
-    exec__count_run(j);
     if (j->outcome == EXEC_OK) {
         if (real != NULL && strcmp(real, in->id) != 0) {
             char *id = strdup(real);

@@ -13,7 +13,9 @@
 void exec__job_free(exec_job_t *j) {
     if (j == NULL)
         return;
-    if (j->worker) /* a create whose result was dropped unapplied still ran */
+    /* A create that printed an id is counted here, after its result was applied (which
+     * may have refused the id: a failed run) or dropped; other runs already are. */
+    if (j->worker)
         exec__count_run(j);
     free(j->group);
     free(j->key);

@@ -181,7 +181,8 @@ void exec__run(exec_provider_t *p, exec_job_t *j, int64_t timeout_ms) {
     exec__run_hook(p, j, timeout_ms);
     const char *verb = exec__verb_name(j->verb);
     /* A create's id may yet be refused (another instance of the group has it): a run
-     * that frugal refuses is a failed one for the alerts, so it is counted then. */
+     * that frugal refuses is a failed one for the alerts, so it is counted once its
+     * result was applied (exec__job_free). */
     if (!(j->verb == EXEC_CREATE && j->outcome == EXEC_OK && j->first_line != NULL))
         exec__count_run(j);
     metrics_observe(METRICS_HOOK_SECONDS, (double)(clock_mono_ms() - t0) / 1000.0, verb, NULL);

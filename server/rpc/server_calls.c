@@ -370,6 +370,7 @@ static void call_log(const call_state_t *cs, grpc_status_code status, const char
  * since gRPC's monotonic clock need not share CLOCK_MONOTONIC's origin. */
 static int64_t call_budget_end(const call_state_t *cs, gpr_timespec deadline, bool *own) {
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    *own = false;
     int64_t left = CLUSTER_MUTATION_BUDGET_MS -
                    gpr_time_to_millis(
                        gpr_time_sub(now, gpr_convert_clock_type(cs->started, GPR_CLOCK_MONOTONIC)));
