@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "k8s.h"
+#include "prom_fetch.h"
 #include "replay_prom.h"
 #include "replay_prom_source.h"
 
@@ -115,55 +116,81 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o,
 /* The part of --namespace's regex an error shows: the line stays readable. */
 #define SOURCE__REGEX_SHOWN 80
 
-/* Every series over the range, window by window, into b. */
+/* Queries in flight at once: Prometheus evaluates each on its own cores, and a few do not
+ * crowd out the dashboards of a Prometheus that serves others too. */
+#define SOURCE__FETCHERS 4
+
+/* The range's queries: series s's window w is job s * windows + w, asked in that order. */
+typedef struct {
+    const replay_prom_source_t *o;
+    replay_prom_t *b;
+    const char *url_shown;
+    int64_t step_s, first, windows, total, done;
+    char (*queries)[REPLAY_PROM_QUERY_MAX]; /* one per series */
+} source__range_t;
+
+static size_t source__params(void *ctx, int64_t job, const char **params, prom_fetch_buf_t bufs) {
+    const source__range_t *r = ctx;
+    int64_t w = job % r->windows;
+    int64_t from = r->first + w * REPLAY_PROM_WINDOW_POINTS * r->step_s;
+    int64_t to = from + (REPLAY_PROM_WINDOW_POINTS - 1) * r->step_s;
+    if (to > r->o->end_s)
+        to = r->o->end_s;
+    snprintf(bufs[0], sizeof(bufs[0]), "%" PRId64, from);
+    snprintf(bufs[1], sizeof(bufs[1]), "%" PRId64, to);
+    snprintf(bufs[2], sizeof(bufs[2]), "%" PRId64, r->step_s);
+    const char *pairs[] = {
+        "query", r->queries[job / r->windows], "start", bufs[0], "end", bufs[1], "step", bufs[2]};
+    memcpy(params, pairs, sizeof(pairs));
+    return 4;
+}
+
+static int source__take(void *ctx, int64_t job, const char *body, size_t len, frugal_err_t *err) {
+    source__range_t *r = ctx;
+    replay_prom_series_t s = (replay_prom_series_t)(job / r->windows);
+    frugal_err_t e;
+    frugal_err_clear(&e);
+    int rc = replay_prom_add(r->b, s, body, len, &e);
+    if (rc != 0)
+        return frugal_err_set(err, rc, "%s" SOURCE__RANGE_PATH ": the %s query: %s", r->url_shown,
+                              replay_prom_metric(s), e.msg);
+    if (r->o->progress)
+        fprintf(stderr, "\rfrugal replay: prometheus %" PRId64 "/%" PRId64 " queries (%s)\033[K",
+                ++r->done, r->total, replay_prom_metric(s));
+    return 0;
+}
+
+/* Every series over the range, window by window, into b: h and more clients like it ask
+ * SOURCE__FETCHERS queries at once, and the answers go into b in order. */
 static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, replay_prom_t *b,
                              frugal_err_t *err) {
     /* Points end, end - step, ... back to the first whose step reaches the start; asked
      * REPLAY_PROM_WINDOW_POINTS at a time. */
-    int64_t step_s = REPLAY_PROM_STEP_S;
-    int64_t points = (o->end_s - o->start_s + step_s - 1) / step_s;
-    int64_t first = o->end_s - (points - 1) * step_s;
-    int64_t windows = (points + REPLAY_PROM_WINDOW_POINTS - 1) / REPLAY_PROM_WINDOW_POINTS;
-    int64_t total = windows * REPLAY_PROM_SERIES_COUNT, done = 0;
-    for (int s = 0; s < REPLAY_PROM_SERIES_COUNT; s++) {
-        char query[REPLAY_PROM_QUERY_MAX];
-        replay_prom_query((replay_prom_series_t)s, o->namespace_re, step_s, query, sizeof(query));
-        for (int64_t w = 0; w < windows; w++) {
-            int64_t from = first + w * REPLAY_PROM_WINDOW_POINTS * step_s;
-            int64_t to = from + (REPLAY_PROM_WINDOW_POINTS - 1) * step_s;
-            if (to > o->end_s)
-                to = o->end_s;
-            char start[32], end[32], step[32];
-            snprintf(start, sizeof(start), "%" PRId64, from);
-            snprintf(end, sizeof(end), "%" PRId64, to);
-            snprintf(step, sizeof(step), "%" PRId64, step_s);
-            const char *params[] = {"query", query, "start", start, "end", end, "step", step};
-            char *body = NULL;
-            size_t len = 0;
-            int rc = prom_http_get(h, SOURCE__RANGE_PATH, params, 4, &body, &len, err);
-            if (rc == 0) {
-                frugal_err_t e;
-                frugal_err_clear(&e);
-                if ((rc = replay_prom_add(b, (replay_prom_series_t)s, body, len, &e)) != 0)
-                    frugal_err_set(err, rc, "%s" SOURCE__RANGE_PATH ": the %s query: %s",
-                                   prom_http_url(h), replay_prom_metric((replay_prom_series_t)s),
-                                   e.msg);
-            }
-            free(body);
-            if (rc != 0) {
-                if (o->progress) /* the error is a line of its own */
-                    fprintf(stderr, "\r\033[K");
-                return rc;
-            }
-            if (o->progress)
-                fprintf(stderr,
-                        "\rfrugal replay: prometheus %" PRId64 "/%" PRId64 " queries (%s)\033[K",
-                        ++done, total, replay_prom_metric((replay_prom_series_t)s));
-        }
-    }
-    if (o->progress)
+    source__range_t r = {
+        .o = o, .b = b, .url_shown = prom_http_url(h), .step_s = REPLAY_PROM_STEP_S};
+    int64_t points = (o->end_s - o->start_s + r.step_s - 1) / r.step_s;
+    r.first = o->end_s - (points - 1) * r.step_s;
+    r.windows = (points + REPLAY_PROM_WINDOW_POINTS - 1) / REPLAY_PROM_WINDOW_POINTS;
+    r.total = r.windows * REPLAY_PROM_SERIES_COUNT;
+    prom_http_t *clients[SOURCE__FETCHERS] = {h};
+    size_t nclients = 1;
+    int rc = 0;
+    if ((r.queries = calloc(REPLAY_PROM_SERIES_COUNT, sizeof(*r.queries))) == NULL)
+        rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
+    for (int s = 0; rc == 0 && s < REPLAY_PROM_SERIES_COUNT; s++)
+        replay_prom_query((replay_prom_series_t)s, o->namespace_re, r.step_s, r.queries[s],
+                          sizeof(r.queries[s]));
+    for (; rc == 0 && nclients < SOURCE__FETCHERS; nclients++)
+        rc = prom_http_open(&o->http, &clients[nclients], err);
+    if (rc == 0)
+        rc = prom_fetch_all(clients, nclients, SOURCE__RANGE_PATH, r.total, source__params,
+                            source__take, &r, err);
+    if (o->progress) /* an error is a line of its own */
         fprintf(stderr, "\r\033[K");
-    return 0;
+    for (size_t i = 1; i < nclients; i++)
+        prom_http_close(clients[i]);
+    free(r.queries);
+    return rc;
 }
 
 int replay_prom_source_load(const replay_prom_source_t *o, const frugal_config_t *cfg,

@@ -521,7 +521,6 @@ import http.server, json, re, sys, urllib.parse, urllib.request
 names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
 # denylisted in kube-state-metrics: not in the names, no series
 denied = re.compile(r"\b(kube_pod_owner|kube_pod_nodeselectors|kube_pod_tolerations|kube_pod_init_container_resource_requests)\b")
-calls = {"n": 0}
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         code, body = 200, {"status": "success", "data": names}
@@ -547,9 +546,8 @@ class H(http.server.BaseHTTPRequestHandler):
             body = {"status": "success", "warnings": ["query hit a shard that is down"],
                     "data": {"resultType": "matrix", "result": []}}
         elif self.path.startswith("/midway/api/v1/query_range"):
-            calls["n"] += 1
             body = {"status": "success", "data": {"resultType": "matrix", "result": []}}
-            if calls["n"] > 3:
+            if "kube_pod_created" not in self.path:  # every window of the first series, then 503
                 code, body = 503, None
         raw = json.dumps(body).encode() if body is not None else b"busy"
         self.send_response(code)
@@ -590,6 +588,50 @@ assert_exit 1 "an answer cut short" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$MID_PORT/cut" --since 1h
 assert_match "^frugal replay: http://127.0.0.1:$MID_PORT/cut/api/v1/query_range: the kube_pod_created query: not a Prometheus answer: not JSON \(cut short\?\) at line 1, column [0-9]+$" \
     "$ERR" "a cut answer said in our words, with the path asked"
+
+log "queries asked four at once: the first failure in the order asked is the one said"
+ORDER_PORT=$(free_port)
+python3 - "$ORDER_PORT" "$TMP/inflight.txt" <<'PY' >/dev/null 2>&1 &
+import http.server, json, sys, threading, time
+lock, state = threading.Lock(), {"now": 0, "max": 0}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+            open(sys.argv[2], "w").write(str(state["max"]))
+        code, body = 200, {"status": "success", "data": ["kube_pod_created", "kube_pod_info",
+                                                         "kube_pod_container_resource_requests"]}
+        if "/query_range" in self.path:
+            body = {"status": "success", "data": {"resultType": "matrix", "result": []}}
+            time.sleep(0.2)
+            # kube_pod_start_time is asked before kube_pod_completion_time, but answers last
+            if "kube_pod_start_time" in self.path:
+                time.sleep(1.5)
+                code, body = 422, {"status": "error", "errorType": "execution", "error": "start failed"}
+            elif "kube_pod_completion_time" in self.path:
+                code, body = 422, {"status": "error", "errorType": "execution", "error": "completion failed"}
+        raw = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+        with lock:
+            state["now"] -= 1
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+ALL_SERVER_PIDS+=("$!")
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ORDER_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+assert_exit 1 "a later query fails first" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
+    --from-prometheus "http://127.0.0.1:$ORDER_PORT" --since 12h --save-trace "$TMP/order.jsonl"
+assert_match "^frugal replay: http://127.0.0.1:$ORDER_PORT/api/v1/query_range: the kube_pod_start_time query: Prometheus answered error: start failed$" \
+    "$ERR" "the failure of the query asked first is said, as if asked one by one"
+assert_eq 1 "$(echo "$ERR" | wc -l | tr -d ' ')" "one line"
+assert_eq 4 "$(cat "$TMP/inflight.txt")" "four queries in flight at most, and at once"
+[ ! -e "$TMP/order.jsonl" ] && pass || fail "no trace written"
 
 log "kube_pod_owner and other series denylisted: owners from kube_pod_info, one warning each"
 assert_ok "series denylisted" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
