@@ -12,6 +12,16 @@ for tool in python3 promtool prometheus openssl curl; do
     command -v "$tool" >/dev/null || fatal "$tool is required (scripts/install-deps.sh)"
 done
 
+# serve_python PORT [ARG...]: the Python HTTP server on stdin (argv[1] is its port) runs in
+# the background until the test ends; returns once it answers.
+serve_python() {
+    local port=$1 script
+    script=$(cat) # a job in the background would read /dev/null
+    python3 -c "$script" "$@" >/dev/null 2>&1 &
+    ALL_SERVER_PIDS+=("$!")
+    for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$port/" >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
 # The history ends an hour ago (on a 30 s grid) and spans 8 h: two query windows of 6 h.
 END=$(( $(date +%s) / 60 * 60 - 3600 ))
 START=$((END - 8 * 3600))
@@ -406,7 +416,7 @@ assert_match "^frugal replay: cannot reach https://127.0.0.1:$PROM2_PORT: " "$ER
 
 log "--bearer-token-file: the token is sent as Authorization: Bearer"
 AUTH_PORT=$(free_port)
-python3 - "$AUTH_PORT" <<'PY' >/dev/null 2>&1 &
+serve_python "$AUTH_PORT" <<'PY'
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -423,8 +433,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
-ALL_SERVER_PIDS+=("$!")
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$AUTH_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 printf 's3cret\n' >"$TMP/token"
 assert_exit 1 "with the token" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$AUTH_PORT" --since 1h --bearer-token-file "$TMP/token"
@@ -489,7 +497,7 @@ assert_match "^frugal replay: --ca-file $TMP/no-such-ca.crt: No such file or dir
 
 log "an error code with a JSON content type but no Prometheus error: the code is named"
 ODD_PORT=$(free_port)
-python3 - "$ODD_PORT" <<'PY' >/dev/null 2>&1 &
+serve_python "$ODD_PORT" <<'PY'
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -506,8 +514,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
-ALL_SERVER_PIDS+=("$!")
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ODD_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "HTTP 500" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT" --since 1h
 assert_match "not a Prometheus answer \(HTTP 500" "$ERR" "HTTP 500 named"
 assert_exit 1 "a redirect to a login" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT/login" --since 1h
@@ -516,7 +522,7 @@ assert_match "^frugal replay: http://127.0.0.1:$ODD_PORT/login/api/v1/label/__na
 
 log "a server that knows the metrics, then answers a range query with an instant vector, or fails midway"
 MID_PORT=$(free_port)
-python3 - "$MID_PORT" "$PROM" <<'PY' >/dev/null 2>&1 &
+serve_python "$MID_PORT" "$PROM" <<'PY'
 import http.server, json, re, sys, urllib.parse, urllib.request
 names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
 # denylisted in kube-state-metrics: not in the names, no series
@@ -558,8 +564,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
-ALL_SERVER_PIDS+=("$!")
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$MID_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "an instant vector" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$MID_PORT/vector" --since 1h
 assert_match "not a Prometheus answer to a range query: data.resultType is \"vector\", not matrix" "$ERR" \
@@ -591,7 +595,7 @@ assert_match "^frugal replay: http://127.0.0.1:$MID_PORT/cut/api/v1/query_range:
 
 log "queries asked four at once: the first failure in the order asked is the one said"
 ORDER_PORT=$(free_port)
-python3 - "$ORDER_PORT" "$TMP/inflight.txt" <<'PY' >/dev/null 2>&1 &
+serve_python "$ORDER_PORT" "$TMP/inflight.txt" <<'PY'
 import http.server, json, sys, threading, time
 lock, state = threading.Lock(), {"now": 0, "max": 0}
 class H(http.server.BaseHTTPRequestHandler):
@@ -623,8 +627,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
-ALL_SERVER_PIDS+=("$!")
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$ORDER_PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 assert_exit 1 "a later query fails first" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
     --from-prometheus "http://127.0.0.1:$ORDER_PORT" --since 12h --save-trace "$TMP/order.jsonl"
 assert_match "^frugal replay: http://127.0.0.1:$ORDER_PORT/api/v1/query_range: the kube_pod_start_time query: Prometheus answered error: start failed$" \
