@@ -120,12 +120,14 @@ static int source__check_metrics(prom_http_t *h, const replay_prom_source_t *o,
  * crowd out the dashboards of a Prometheus that serves others too. */
 #define SOURCE__FETCHERS 4
 
-/* The range's queries: series s's window w is job s * windows + w, asked in that order. */
+/* The range's queries: window w of the i-th series asked is job i * windows + w, asked in
+ * that order. */
 typedef struct {
     const replay_prom_source_t *o;
     replay_prom_t *b;
     const char *url_shown;
     int64_t step_s, first, windows, total, done;
+    replay_prom_series_t asked[REPLAY_PROM_SERIES_COUNT];
     char (*queries)[REPLAY_PROM_QUERY_MAX]; /* one per series */
 } source__range_t;
 
@@ -140,14 +142,15 @@ static size_t source__params(void *ctx, int64_t job, const char **params, prom_f
     snprintf(bufs[1], sizeof(bufs[1]), "%" PRId64, to);
     snprintf(bufs[2], sizeof(bufs[2]), "%" PRId64, r->step_s);
     const char *pairs[] = {
-        "query", r->queries[job / r->windows], "start", bufs[0], "end", bufs[1], "step", bufs[2]};
+        "query", r->queries[r->asked[job / r->windows]], "start", bufs[0], "end", bufs[1], "step",
+        bufs[2]};
     memcpy(params, pairs, sizeof(pairs));
     return 4;
 }
 
 static int source__take(void *ctx, int64_t job, const char *body, size_t len, frugal_err_t *err) {
     source__range_t *r = ctx;
-    replay_prom_series_t s = (replay_prom_series_t)(job / r->windows);
+    replay_prom_series_t s = r->asked[job / r->windows];
     frugal_err_t e;
     frugal_err_clear(&e);
     int rc = replay_prom_add(r->b, s, body, len, &e);
@@ -171,7 +174,11 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
     int64_t points = (o->end_s - o->start_s + r.step_s - 1) / r.step_s;
     r.first = o->end_s - (points - 1) * r.step_s;
     r.windows = (points + REPLAY_PROM_WINDOW_POINTS - 1) / REPLAY_PROM_WINDOW_POINTS;
-    r.total = r.windows * REPLAY_PROM_SERIES_COUNT;
+    int64_t series = 0;
+    for (int s = 0; s < REPLAY_PROM_SERIES_COUNT; s++)
+        if (replay_prom_asked((replay_prom_series_t)s, o->namespace_re))
+            r.asked[series++] = (replay_prom_series_t)s;
+    r.total = r.windows * series;
     prom_http_t *clients[SOURCE__FETCHERS] = {h};
     size_t nclients = 1;
     int rc = 0;

@@ -378,10 +378,12 @@ static int prom__series(replay_prom_t *b, replay_prom_series_t s, const yaml_tre
             "not a Prometheus answer: a %s series without a metric, or with values "
             "that are not [time, \"number\"] pairs",
             prom__metrics[s]);
-    if (s == REPLAY_PROM_LAST_SCRAPE) {
-        b->last_scrape = fmax(b->last_scrape, max); /* fmax: the one that is not NaN */
+    /* fmax: the one that is not NaN. Any pod's last sample is kube-state-metrics' scrape
+     * too, even a series that names no pod. */
+    if (s == REPLAY_PROM_LAST_SCRAPE || s == REPLAY_PROM_INFO_SEEN)
+        b->last_scrape = fmax(b->last_scrape, max);
+    if (s == REPLAY_PROM_LAST_SCRAPE)
         return 0;
-    }
     bool nomem = false;
     prom__pod_t *p = prom__pod(b, metric, &nomem);
     if (p == NULL)
@@ -563,6 +565,10 @@ int replay_prom_add(replay_prom_t *b, replay_prom_series_t s, const char *text, 
 done:
     yaml_tree_free(root);
     return rc;
+}
+
+bool replay_prom_asked(replay_prom_series_t s, const char *namespace_re) {
+    return s != REPLAY_PROM_LAST_SCRAPE || namespace_re != NULL;
 }
 
 int replay_prom_has_metric(const char *text, size_t len, const char *metric, bool *has,

@@ -78,6 +78,11 @@ const char *replay_prom_metric(replay_prom_series_t s);
 const char *replay_prom_query(replay_prom_series_t s, const char *namespace_re, int64_t step_s,
                               char *buf, size_t size);
 
+/* Whether series s must be asked for: kube-state-metrics' last scrape only with a
+ * namespace_re, since without one the kube_pod_info series give it (it is the costliest
+ * query but one, a subquery over every pod). */
+bool replay_prom_asked(replay_prom_series_t s, const char *namespace_re);
+
 /* Whether the answer of /api/v1/label/__name__/values lists metric. FRUGAL_EINVAL when
  * the text is not such a Prometheus answer; FRUGAL_ENOMEM. */
 int replay_prom_has_metric(const char *text, size_t len, const char *metric, bool *has,

@@ -428,10 +428,15 @@ static void test_has_metric(void **state) {
 
 /* Without a uid label, a name whose kube_pod_created changed was reused by a new pod: it
  * is counted, to be warned of; with a uid, each pod is its own. The last scrape is
- * kube-state-metrics' over every namespace, not the last sample of the pods asked for. */
+ * kube-state-metrics' over every namespace, not the last sample of the pods asked for:
+ * asked for with --namespace (others 1), else the latest kube_pod_info sample, even of a
+ * series that names no pod (others 2). */
 static void test_reused_name_and_last_scrape(void **state) {
     (void)state;
-    for (int others = 0; others <= 1; others++) {
+    assert_false(replay_prom_asked(REPLAY_PROM_LAST_SCRAPE, NULL));
+    assert_true(replay_prom_asked(REPLAY_PROM_LAST_SCRAPE, "team-.*"));
+    assert_true(replay_prom_asked(REPLAY_PROM_INFO_SEEN, NULL));
+    for (int others = 0; others <= 2; others++) {
         replay_prom_t *b;
         frugal_err_t err;
         frugal_err_clear(&err);
@@ -445,7 +450,8 @@ static void test_reused_name_and_last_scrape(void **state) {
         /* another namespace's pod scraped 90 s later: web ended at its last sample, not
          * at the end, though that sample is within the 5 minutes before it */
         if (others)
-            add(b, REPLAY_PROM_LAST_SCRAPE, "", "[1700003100,\"1700003090\"]");
+            add(b, others == 1 ? REPLAY_PROM_LAST_SCRAPE : REPLAY_PROM_INFO_SEEN, "",
+                "[1700003100,\"1700003090\"]");
         replay_prom_stats_t st;
         char *text = NULL;
         trace_of(b, &st, &text);
