@@ -615,14 +615,14 @@ class H(http.server.BaseHTTPRequestHandler):
                 code, body = 422, {"status": "error", "errorType": "execution", "error": "start failed"}
             elif "kube_pod_completion_time" in self.path:
                 code, body = 422, {"status": "error", "errorType": "execution", "error": "completion failed"}
+        with lock:  # before the answer: its client may ask its next query as soon as it has it
+            state["now"] -= 1
         raw = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
         self.wfile.write(raw)
-        with lock:
-            state["now"] -= 1
     def log_message(self, *a):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
