@@ -128,7 +128,7 @@ typedef struct {
     const char *url_shown;
     int64_t step_s, first, windows, total, done;
     replay_prom_series_t asked[REPLAY_PROM_SERIES_COUNT];
-    char (*queries)[REPLAY_PROM_QUERY_MAX]; /* one per series */
+    char (*queries)[REPLAY_PROM_QUERY_MAX]; /* queries[i] asks for asked[i] */
 } source__range_t;
 
 static size_t source__params(void *ctx, int64_t job, const char **params, prom_fetch_buf_t bufs) {
@@ -142,8 +142,7 @@ static size_t source__params(void *ctx, int64_t job, const char **params, prom_f
     snprintf(bufs[1], sizeof(bufs[1]), "%" PRId64, to);
     snprintf(bufs[2], sizeof(bufs[2]), "%" PRId64, r->step_s);
     const char *pairs[] = {
-        "query", r->queries[r->asked[job / r->windows]], "start", bufs[0], "end", bufs[1], "step",
-        bufs[2]};
+        "query", r->queries[job / r->windows], "start", bufs[0], "end", bufs[1], "step", bufs[2]};
     memcpy(params, pairs, sizeof(pairs));
     return 4;
 }
@@ -182,11 +181,11 @@ static int source__query_all(prom_http_t *h, const replay_prom_source_t *o, repl
     prom_http_t *clients[SOURCE__FETCHERS] = {h};
     size_t nclients = 1;
     int rc = 0;
-    if ((r.queries = calloc(REPLAY_PROM_SERIES_COUNT, sizeof(*r.queries))) == NULL)
+    if ((r.queries = calloc((size_t)series, sizeof(*r.queries))) == NULL)
         rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
-    for (int s = 0; rc == 0 && s < REPLAY_PROM_SERIES_COUNT; s++)
-        replay_prom_query((replay_prom_series_t)s, o->namespace_re, r.step_s, r.queries[s],
-                          sizeof(r.queries[s]));
+    for (int64_t i = 0; rc == 0 && i < series; i++)
+        replay_prom_query(r.asked[i], o->namespace_re, r.step_s, r.queries[i],
+                          sizeof(r.queries[i]));
     for (; rc == 0 && nclients < SOURCE__FETCHERS; nclients++)
         rc = prom_http_open(&o->http, &clients[nclients], err);
     if (rc == 0)

@@ -13,10 +13,22 @@ for tool in python3 promtool prometheus openssl curl; do
 done
 
 # serve_python PORT [ARG...]: the Python HTTP server on stdin (argv[1] is its port) runs in
-# the background until the test ends; returns once it answers.
+# the background until the test ends; returns once it answers. The script may use
+# reply(handler, code, raw[, content_type]) and the handler class Quiet (logs nothing).
+SERVE_PYTHON_PRELUDE='import http.server
+def reply(h, code, raw, ctype="application/json"):
+    h.send_response(code)
+    h.send_header("Content-Type", ctype)
+    h.send_header("Content-Length", str(len(raw)))
+    h.end_headers()
+    h.wfile.write(raw)
+class Quiet(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+'
 serve_python() {
     local port=$1 script
-    script=$(cat) # a job in the background would read /dev/null
+    script=$SERVE_PYTHON_PRELUDE$(cat) # a job in the background would read /dev/null
     python3 -c "$script" "$@" >/dev/null 2>&1 &
     ALL_SERVER_PIDS+=("$!")
     for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$port/" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -418,19 +430,13 @@ log "--bearer-token-file: the token is sent as Authorization: Bearer"
 AUTH_PORT=$(free_port)
 serve_python "$AUTH_PORT" <<'PY'
 import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
+class H(Quiet):
     def do_GET(self):
         ok = self.headers.get("Authorization") == "Bearer s3cret"
         body = b'{"status":"success","data":["up"]}' if ok else b'{"status":"error","errorType":"unauthorized","error":"no token"}'
         if self.path.startswith("/proxy/"):  # an authenticating proxy's JSON, not Prometheus'
             ok, body = False, b'{"message":"Unauthorized"}'
-        self.send_response(200 if ok else 401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
+        reply(self, 200 if ok else 401, body)
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
 printf 's3cret\n' >"$TMP/token"
@@ -499,19 +505,14 @@ log "an error code with a JSON content type but no Prometheus error: the code is
 ODD_PORT=$(free_port)
 serve_python "$ODD_PORT" <<'PY'
 import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
+class H(Quiet):
     def do_GET(self):
         if self.path.startswith("/login/"):  # a login proxy
             self.send_response(302)
             self.send_header("Location", "https://sso.example.com/auth?rd=prometheus")
             self.end_headers()
             return
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b"<html>upstream down</html>")
-    def log_message(self, *a):
-        pass
+        reply(self, 500, b"<html>upstream down</html>")
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
 assert_exit 1 "HTTP 500" "$FRUGAL" replay -c "$TMP/cluster.yaml" --from-prometheus "http://127.0.0.1:$ODD_PORT" --since 1h
@@ -527,7 +528,7 @@ import http.server, json, re, sys, urllib.parse, urllib.request
 names = ["kube_pod_created", "kube_pod_info", "kube_pod_container_resource_requests"]
 # denylisted in kube-state-metrics: not in the names, no series
 denied = re.compile(r"\b(kube_pod_owner|kube_pod_nodeselectors|kube_pod_tolerations|kube_pod_init_container_resource_requests)\b")
-class H(http.server.BaseHTTPRequestHandler):
+class H(Quiet):
     def do_GET(self):
         code, body = 200, {"status": "success", "data": names}
         if self.path.startswith("/proxy/"):  # the real Prometheus, its answers warned
@@ -555,13 +556,10 @@ class H(http.server.BaseHTTPRequestHandler):
             body = {"status": "success", "data": {"resultType": "matrix", "result": []}}
             if "kube_pod_created" not in self.path:  # every window of the first series, then 503
                 code, body = 503, None
-        raw = json.dumps(body).encode() if body is not None else b"busy"
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json" if body is not None else "text/plain")
-        self.end_headers()
-        self.wfile.write(raw)
-    def log_message(self, *a):
-        pass
+        if body is None:
+            reply(self, code, b"busy", "text/plain")
+        else:
+            reply(self, code, json.dumps(body).encode())
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
 assert_exit 1 "an instant vector" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
@@ -598,7 +596,7 @@ ORDER_PORT=$(free_port)
 serve_python "$ORDER_PORT" "$TMP/inflight.txt" <<'PY'
 import http.server, json, sys, threading, time
 lock, state = threading.Lock(), {"now": 0, "max": 0}
-class H(http.server.BaseHTTPRequestHandler):
+class H(Quiet):
     def do_GET(self):
         with lock:
             state["now"] += 1
@@ -617,14 +615,7 @@ class H(http.server.BaseHTTPRequestHandler):
                 code, body = 422, {"status": "error", "errorType": "execution", "error": "completion failed"}
         with lock:  # before the answer: its client may ask its next query as soon as it has it
             state["now"] -= 1
-        raw = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-    def log_message(self, *a):
-        pass
+        reply(self, code, json.dumps(body).encode())
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
 assert_exit 1 "a later query fails first" "$FRUGAL" replay -c "$TMP/cluster.yaml" \
