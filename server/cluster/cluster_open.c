@@ -99,6 +99,26 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
     return rc;
 }
 
+/* A group of the state file that the config no longer has (or an autoprovisioned one
+ * while autoprovisioning is off): dropped when empty; refused while it holds nodes, as a
+ * reload refuses it, since nothing would ever delete its machines or list them again. */
+static int cluster__drop_unconfigured(cluster_t *c, const group_t *sg, frugal_err_t *err) {
+    const char *why = sg->autoprovisioned ? "autoprovisioning is disabled"
+                                          : "it is no longer in the config";
+    const char *fix = sg->autoprovisioned
+                          ? "enable autoprovisioning until it is empty"
+                          : "configure it again and scale it to 0 before removing it";
+    if (sg->target_size > 0 || sg->instances_count > 0)
+        return frugal_err_set(err, FRUGAL_EPRECOND,
+                              "%s: node group %s still has %zu node%s (target size %d) but %s: %s",
+                              state_backend_describe(c->state), sg->spec.id, sg->instances_count,
+                              sg->instances_count == 1 ? "" : "s", (int)sg->target_size, why,
+                              fix);
+    log_warn("%s: the empty node group %s dropped: %s", state_backend_describe(c->state),
+             sg->spec.id, why);
+    return 0;
+}
+
 /* Resume from the state file: it rules target sizes and instances of managed groups and
  * brings back autoprovisioned groups; configuration changes win over it otherwise. */
 static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
@@ -173,12 +193,8 @@ static int cluster__load_state(cluster_t *c, gvec_t *v, frugal_err_t *err) {
                 rc = frugal_err_set(err, FRUGAL_ENOMEM, "out of memory");
                 goto out;
             }
-        } else {
-            log_warn("%s: node group %s is %s: dropped with its %zu instances",
-                     state_backend_describe(c->state), sg->spec.id,
-                     sg->autoprovisioned ? "autoprovisioned but autoprovisioning is disabled"
-                                         : "no longer in the config",
-                     sg->instances_count);
+        } else if ((rc = cluster__drop_unconfigured(c, sg, err)) != 0) {
+            goto out;
         }
     }
 out:

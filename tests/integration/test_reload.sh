@@ -2,7 +2,7 @@
 # Config reload without a restart: SIGHUP and a change of the file re-read, validate and
 # apply the config (prices, bounds, new groups, empty groups removed); an invalid config,
 # a change that needs a restart, or removing a group that still has nodes is refused
-# with the running config kept. Also the CA >= 1.35 GetOptions warnings.
+# with the running config kept, and so is a restart without such a group. Also the CA >= 1.35 GetOptions warnings.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
@@ -139,4 +139,13 @@ assert_eq 1 "$(grep -c 'node groups "pool-s" (spot)' "$SERVER_LOG")" "the spot t
 stop_server
 assert_match 'target=2' "$(grep 'id=pool-a' "$STATE")" "pool-a's nodes are in the state file"
 assert_no_match 'pool-c' "$(cat "$STATE")" "the removed group is gone from the state file"
+
+log "a restart without a group that still has nodes is refused, as the reload is"
+grep -v 'pool-c' "$TMP/good.yaml" | sed -e '/id: pool-a/,/options:/d' >"$CFG"
+cp "$STATE" "$TMP/state.before"
+run timeout 20 "$FRUGAL" serve -c "$CFG"
+assert_eq 1 "$RC" "the start exits 1"
+assert_match "node group pool-a still has 2 nodes \(target size 2\) but it is no longer in the config: configure it again and scale it to 0 before removing it" \
+    "$ERR" "naming the group, its nodes and the way out"
+assert_eq "$(cat "$TMP/state.before")" "$(cat "$STATE")" "the state file is untouched"
 finish

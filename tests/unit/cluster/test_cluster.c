@@ -609,6 +609,7 @@ static void test_target_repaired(void **state) {
 
 static void test_reconcile(void **state) {
     fx_t *f = *state;
+    f->ngs[1].size = 0; /* pool-b empty, so that the config may drop it */
     fx_open(f);
     assert_int_equal(cluster_increase_size(f->c, NULL, "pool-a", 7, NULL), 0); /* 8, creating */
     assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);                    /* all running */
@@ -617,7 +618,7 @@ static void test_reconcile(void **state) {
     store_testing_cluster_close(f->c);
     f->c = NULL;
 
-    /* New config: pool-b gone, pool-a max 5, main bigger, a new group pool-c. */
+    /* New config: the empty pool-b gone, pool-a max 5, main bigger, a new group pool-c. */
     f->ngs[0].max_size = 5;
     f->ngs[1] = f->ngs[2];
     f->ngs[1].size = 4;
@@ -746,12 +747,67 @@ static void test_autoprovisioned_persisted(void **state) {
         "NoSchedule");
     cluster_read_unlock(f->c);
 
-    /* Autoprovisioning turned off: dropped with a warning. */
+    /* Autoprovisioning turned off while its groups hold nodes: the start is refused (their
+     * machines would be forgotten), the file untouched. */
+    store_testing_cluster_close(f->c);
+    f->c = NULL;
+    char *file_before = read_file(f->path);
     f->cfg.autoprovisioning.enabled = false;
-    fx_reopen(f);
+    frugal_err_t err = {0};
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EPRECOND);
+    assert_null(f->c);
+    assert_non_null(strstr(err.msg, "node group nap-n1-standard-4-us-central1-a still has 1 node "
+                                    "(target size 1) but autoprovisioning is disabled: enable "
+                                    "autoprovisioning until it is empty"));
+    char *file_after = read_file(f->path);
+    assert_string_equal(file_before, file_after);
+    free(file_before);
+    free(file_after);
+}
+
+/* A group removed from the config while it holds nodes: the start is refused, as a reload
+ * is; once it is empty the start drops it. */
+static void test_removed_group_on_start(void **state) {
+    fx_t *f = *state;
+    fx_open(f);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0); /* pool-b: 3 running */
+    store_testing_cluster_close(f->c);
+    f->c = NULL;
+    char *file_before = read_file(f->path);
+    node_group_config_t all[3];
+    memcpy(all, f->ngs, sizeof(all));
+    f->ngs[1] = all[2]; /* pool-a and main */
+    f->cfg.node_groups_count = 2;
+    frugal_err_t err = {0};
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EPRECOND);
+    assert_null(f->c);
+    assert_non_null(strstr(err.msg, "node group pool-b still has 3 nodes (target size 3) but it "
+                                    "is no longer in the config: configure it again and scale it "
+                                    "to 0 before removing it"));
+    char *file_after = read_file(f->path);
+    assert_string_equal(file_before, file_after);
+    free(file_before);
+    free(file_after);
+
+    /* Configured again and emptied, it goes at the next start. */
+    memcpy(f->ngs, all, sizeof(all));
+    f->cfg.node_groups_count = 3;
+    fx_open(f);
+    const char *b[] = {"frugal://pool-b/pool-b-1", "frugal://pool-b/pool-b-2",
+                       "frugal://pool-b/pool-b-3"};
+    assert_int_equal(cluster_delete_nodes(f->c, NULL, "pool-b", b, 3, NULL), 0);
+    assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0);
     cluster_read_lock(f->c);
-    assert_int_equal(cluster_groups_count(f->c), 3);
-    assert_null(cluster_find_group(f->c, "nap-n1-standard-1"));
+    assert_int_equal(cluster_find_group(f->c, "pool-b")->instances_count, 0);
+    cluster_read_unlock(f->c);
+    store_testing_cluster_close(f->c);
+    f->c = NULL;
+    f->ngs[1] = all[2];
+    f->cfg.node_groups_count = 2;
+    fx_open(f);
+    cluster_read_lock(f->c);
+    assert_null(cluster_find_group(f->c, "pool-b"));
+    assert_int_equal(cluster_groups_count(f->c), 2);
     cluster_read_unlock(f->c);
 }
 
@@ -915,6 +971,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_target_repaired, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_autoprovisioned_persisted, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_removed_group_on_start, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_increase, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_many_instances, fx_setup, fx_teardown),
         cmocka_unit_test(test_copy_helpers),

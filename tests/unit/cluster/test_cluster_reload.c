@@ -107,11 +107,22 @@ static void test_reload_applies(void **state) {
     assert_int_equal(a->instances_count, 2);
     cluster_read_unlock(f->cluster);
     assert_int_equal(target_of(f->cluster, "pool-c"), 2);
-    /* The new group and its nodes are durable. */
+    /* The new group and its nodes are durable: a start with the original config, which
+     * lacks it, is refused while it has nodes; one with the new config resumes them. */
     store_testing_cluster_close(f->cluster);
-    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, NULL), 0);
-    assert_int_equal(target_of(f->cluster, "pool-c"), -1); /* not in the original config */
+    f->cluster = NULL;
+    assert_int_equal(store_testing_cluster_open(f->cfg, f->provider, &f->cluster, &err),
+                     FRUGAL_EPRECOND);
+    assert_non_null(strstr(err.msg, "node group pool-c still has 2 nodes (target size 2) but it "
+                                    "is no longer in the config"));
+    frugal_config_t *next =
+        load(f, 8, "0.5", "  - {id: pool-c, machine_type: t4, min_size: 2, max_size: 4}\n");
+    assert_int_equal(store_testing_cluster_open(next, f->provider, &f->cluster, NULL), 0);
+    assert_int_equal(target_of(f->cluster, "pool-c"), 2);
     assert_int_equal(target_of(f->cluster, "pool-a"), 2);
+    store_testing_cluster_close(f->cluster);
+    f->cluster = NULL;
+    config_release(next);
 }
 
 static void test_reload_refusals_change_nothing(void **state) {
