@@ -103,8 +103,8 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
  * while autoprovisioning is off): dropped when empty; refused while it holds nodes, as a
  * reload refuses it, since nothing would ever delete its machines or list them again. */
 static int cluster__drop_unconfigured(cluster_t *c, const group_t *sg, frugal_err_t *err) {
-    const char *why = sg->autoprovisioned ? "autoprovisioning is disabled"
-                                          : "it is no longer in the config";
+    const char *why =
+        sg->autoprovisioned ? "autoprovisioning is disabled" : "it is no longer in the config";
     const char *fix = sg->autoprovisioned
                           ? "enable autoprovisioning until it is empty"
                           : "configure it again and scale it to 0 before removing it";
@@ -112,8 +112,7 @@ static int cluster__drop_unconfigured(cluster_t *c, const group_t *sg, frugal_er
         return frugal_err_set(err, FRUGAL_EPRECOND,
                               "%s: node group %s still has %zu node%s (target size %d) but %s: %s",
                               state_backend_describe(c->state), sg->spec.id, sg->instances_count,
-                              sg->instances_count == 1 ? "" : "s", (int)sg->target_size, why,
-                              fix);
+                              sg->instances_count == 1 ? "" : "s", (int)sg->target_size, why, fix);
     log_warn("%s: the empty node group %s dropped: %s", state_backend_describe(c->state),
              sg->spec.id, why);
     return 0;
