@@ -662,6 +662,23 @@ static void test_reconcile(void **state) {
     assert_reopens_same(f);
 }
 
+/* The open cluster closed, then a start with f's config refused with FRUGAL_EPRECOND and
+ * a message holding want_msg, the state file left as it was. */
+static void expect_start_refused(fx_t *f, const char *want_msg) {
+    store_testing_cluster_close(f->c);
+    f->c = NULL;
+    char *file_before = read_file(f->path);
+    frugal_err_t err = {0};
+    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EPRECOND);
+    assert_null(f->c);
+    if (strstr(err.msg, want_msg) == NULL)
+        fail_msg("message \"%s\", wanted \"%s\" in it", err.msg, want_msg);
+    char *file_after = read_file(f->path);
+    assert_string_equal(file_before, file_after);
+    free(file_before);
+    free(file_after);
+}
+
 static void test_autoprovisioned_persisted(void **state) {
     fx_t *f = *state;
     fx_open(f);
@@ -749,20 +766,10 @@ static void test_autoprovisioned_persisted(void **state) {
 
     /* Autoprovisioning turned off while its groups hold nodes: the start is refused (their
      * machines would be forgotten), the file untouched. */
-    store_testing_cluster_close(f->c);
-    f->c = NULL;
-    char *file_before = read_file(f->path);
     f->cfg.autoprovisioning.enabled = false;
-    frugal_err_t err = {0};
-    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EPRECOND);
-    assert_null(f->c);
-    assert_non_null(strstr(err.msg, "node group nap-n1-standard-4-us-central1-a still has 1 node "
-                                    "(target size 1) but autoprovisioning is disabled: enable "
-                                    "autoprovisioning until it is empty"));
-    char *file_after = read_file(f->path);
-    assert_string_equal(file_before, file_after);
-    free(file_before);
-    free(file_after);
+    expect_start_refused(f, "node group nap-n1-standard-4-us-central1-a still has 1 node (target "
+                            "size 1) but autoprovisioning is disabled: enable autoprovisioning "
+                            "until it is empty");
 }
 
 /* A group removed from the config while it holds nodes: the start is refused, as a reload
@@ -771,23 +778,13 @@ static void test_removed_group_on_start(void **state) {
     fx_t *f = *state;
     fx_open(f);
     assert_int_equal(cluster_refresh(f->c, NULL, NULL), 0); /* pool-b: 3 running */
-    store_testing_cluster_close(f->c);
-    f->c = NULL;
-    char *file_before = read_file(f->path);
     node_group_config_t all[3];
     memcpy(all, f->ngs, sizeof(all));
     f->ngs[1] = all[2]; /* pool-a and main */
     f->cfg.node_groups_count = 2;
-    frugal_err_t err = {0};
-    assert_int_equal(store_testing_cluster_open(&f->cfg, f->p, &f->c, &err), FRUGAL_EPRECOND);
-    assert_null(f->c);
-    assert_non_null(strstr(err.msg, "node group pool-b still has 3 nodes (target size 3) but it "
-                                    "is no longer in the config: configure it again and scale it "
-                                    "to 0 before removing it"));
-    char *file_after = read_file(f->path);
-    assert_string_equal(file_before, file_after);
-    free(file_before);
-    free(file_after);
+    expect_start_refused(f, "node group pool-b still has 3 nodes (target size 3) but it is no "
+                            "longer in the config: configure it again and scale it to 0 before "
+                            "removing it");
 
     /* Configured again and emptied, it goes at the next start. */
     memcpy(f->ngs, all, sizeof(all));
