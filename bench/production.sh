@@ -5,9 +5,11 @@
 # cores; with and without GPU owners), each starting empty and, with --warm, in a running
 # cluster as a trace built by `replay --from-prometheus` does. One line per set: the mean
 # of demand-fit's cost over the formula's, its spread and worst trace, and pending
-# pod-minutes against the formula's. Usage: bench/production.sh [FRUGAL_BINARY] [TRACES]
+# pod-minutes against the formula's.
+# Usage: bench/production.sh [FRUGAL_BINARY] [TRACES] [replay options...]
 set -eu
 FRUGAL=${1:-build/frugal} TRACES=${2:-20}
+shift $(($# > 2 ? 2 : $#))
 B=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -27,7 +29,7 @@ for set in cold warm gpu-cold gpu-warm; do
     cluster=$B/workloads/cluster.yaml
     case $set in gpu*) cluster=$B/workloads/cluster-gpu.yaml ;; esac
     "$FRUGAL" replay -c "$cluster" "$T/$set"-[0-9]*.jsonl --seeds 1 --strategy random \
-        --strategy pricing-proposal --strategy demand-fit -o csv >"$T/$set.csv" \
+        --strategy pricing-proposal --strategy demand-fit -o csv "$@" >"$T/$set.csv" \
         2> >(grep -v 'no node group can host this pod' >&2)
     python3 - "$set" "$T/$set.csv" <<'PY'
 import csv, statistics, sys
