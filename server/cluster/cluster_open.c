@@ -99,6 +99,16 @@ static int cluster__clamp(cluster_t *c, group_t *g, int64_t now, frugal_err_t *e
     return rc;
 }
 
+/* The refusal to drop group g while it holds nodes: "BEFOREnode group ID still has N
+ * node(s) (target size T)AFTER", as a start and a reload word it alike. */
+static int cluster__refuse_nonempty(const char *before, const group_t *g, const char *after,
+                                    frugal_err_t *err) {
+    return frugal_err_set(err, FRUGAL_EPRECOND,
+                          "%snode group %s still has %zu node%s (target size %d)%s", before,
+                          g->spec.id, g->instances_count, g->instances_count == 1 ? "" : "s",
+                          (int)g->target_size, after);
+}
+
 /* A group of the state file that the config no longer has (or an autoprovisioned one
  * while autoprovisioning is off): dropped when empty; refused while it holds nodes, as a
  * reload refuses it, since nothing would ever delete its machines or list them again. */
@@ -108,11 +118,12 @@ static int cluster__drop_unconfigured(cluster_t *c, const group_t *sg, frugal_er
     const char *fix = sg->autoprovisioned
                           ? "enable autoprovisioning until it is empty"
                           : "configure it again and scale it to 0 before removing it";
-    if (sg->target_size > 0 || sg->instances_count > 0)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "%s: node group %s still has %zu node%s (target size %d) but %s: %s",
-                              state_backend_describe(c->state), sg->spec.id, sg->instances_count,
-                              sg->instances_count == 1 ? "" : "s", (int)sg->target_size, why, fix);
+    if (sg->target_size > 0 || sg->instances_count > 0) {
+        char before[FRUGAL_ERR_MSG_MAX], after[FRUGAL_ERR_MSG_MAX];
+        snprintf(before, sizeof(before), "%s: ", state_backend_describe(c->state));
+        snprintf(after, sizeof(after), " but %s: %s", why, fix);
+        return cluster__refuse_nonempty(before, sg, after, err);
+    }
     log_warn("%s: the empty node group %s dropped: %s", state_backend_describe(c->state),
              sg->spec.id, why);
     return 0;
@@ -464,12 +475,12 @@ static int cluster__reload_group(cluster_t *c, const group_t *g, const frugal_co
     if (ng == NULL) {
         bool busy = cluster__provider_busy(c, g);
         if (g->target_size > 0 || g->instances_count > 0 || busy)
-            return frugal_err_set(err, FRUGAL_EPRECOND,
-                                  "node group %s still has %zu node%s (target size %d)%s: remove "
-                                  "it from the config only once it is empty",
-                                  g->spec.id, g->instances_count,
-                                  g->instances_count == 1 ? "" : "s", (int)g->target_size,
-                                  busy ? " and machine hooks running" : "");
+            return cluster__refuse_nonempty(
+                "", g,
+                busy ? " and machine hooks running: remove it from the config only once it is "
+                       "empty"
+                     : ": remove it from the config only once it is empty",
+                err);
         return 0;
     }
     if (ng->managed != g->managed)
@@ -508,12 +519,8 @@ static int cluster__reload_nap_group(cluster_t *c, const group_t *g, const fruga
     const autoprov_config_t *ap = &next->autoprovisioning;
     bool holds = g->target_size > 0 || g->instances_count > 0 || cluster__provider_busy(c, g);
     if (!ap->enabled && holds)
-        return frugal_err_set(err, FRUGAL_EPRECOND,
-                              "autoprovisioning.enabled: autoprovisioned node group %s still has "
-                              "%zu node%s (target size %d): turn autoprovisioning off only once "
-                              "it is empty",
-                              g->spec.id, g->instances_count, g->instances_count == 1 ? "" : "s",
-                              (int)g->target_size);
+        return cluster__refuse_nonempty("autoprovisioning.enabled: autoprovisioned ", g,
+                                        ": turn autoprovisioning off only once it is empty", err);
     /* Dropped here, a created group would never have its provider's delete_group run. */
     if (!ap->enabled && g->exists)
         return frugal_err_set(err, FRUGAL_EPRECOND,
